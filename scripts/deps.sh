@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package auralog needs to build, test and draw.
+# Safe to run again: it installs only what is missing. Called by `make`
+# when a dependency is missing, so a fresh machine needs no other step.
+set -euo pipefail
+
+pkgs=(
+  build-essential pkg-config
+  libsqlite3-dev sqlite3          # the SQL engine and its shell (labs, tests)
+  libuv1-dev                      # event loop and TCP between processes
+  libprotobuf-c-dev protobuf-c-compiler   # the wire format
+  liblmdb-dev lmdb-utils          # durable storage on nodes and coordinator
+  libcmocka-dev                   # unit and integration test runner
+  graphviz libgraphviz-dev        # drawings of log and quorum state
+  libcjson-dev                    # status JSON, cluster state file
+  zlib1g-dev                      # crc32 for records
+  procps                          # pgrep/ps used by tests
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps.sh: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps.sh: done" >&2

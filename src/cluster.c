@@ -1,0 +1,483 @@
+/*
+ * cluster.c: `auralog cluster up|down|status`: a whole local cluster of
+ * real processes, for labs on one laptop.
+ *
+ * The cluster lives in one directory (--dir, default $AURALOG_DIR or
+ * ~/.auralog):
+ *   cluster.json     base port and the members' addresses
+ *   run/NAME.pid     pid of each member started by `up`
+ *   log/NAME.log     each member's stderr
+ *   data/NAME/       each member's lmdb
+ * Members: the coordinator on the base port and six storage nodes, two per
+ * AZ (A1 A2 B1 B2 C1 C2), on the next six ports.
+ *
+ * `up` starts whichever member is not running and leaves running ones
+ * alone, so after a crash it is also the restart. `down` stops exactly
+ * the processes whose pid files it wrote: a process counts as ours only if
+ * its command line names this cluster's data directory, so a recycled pid
+ * is never killed.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "param.h"
+#include "roles.h"
+#include "rpc.h"
+#include "status.h"
+
+#define DIR_MAX 1024       /* longest cluster directory accepted */
+
+struct member {
+  char name[8];
+  char az[2];              /* "" for the coordinator */
+  int port;
+  char addr[64];
+  char data[DIR_MAX + 16];
+  pid_t pid;               /* running pid, or 0 */
+};
+
+struct cluster {
+  char dir[DIR_MAX];
+  int base;
+  struct member m[1 + NCOPIES];
+  int n;
+};
+
+static const char *node_names[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
+
+static void path(char *out, size_t n, const struct cluster *cl, const char *a,
+                 const char *b, const char *c)
+{
+  snprintf(out, n, "%s/%s%s%s", cl->dir, a, b, c);
+}
+
+static void layout(struct cluster *cl)
+{
+  cl->n = 1 + NCOPIES;
+  for (int i = 0; i < cl->n; i++) {
+    struct member *m = &cl->m[i];
+    snprintf(m->name, sizeof m->name, "%s", i == 0 ? "coord" : node_names[i - 1]);
+    snprintf(m->az, sizeof m->az, "%s", i == 0 ? "" : (char[]){node_names[i - 1][0], 0});
+    m->port = cl->base + i;
+    snprintf(m->addr, sizeof m->addr, "127.0.0.1:%d", m->port);
+    path(m->data, sizeof m->data, cl, "data/", m->name, "");
+  }
+}
+
+/* Is pid a live process of this cluster's member m? */
+static int ours(const struct member *m, pid_t pid)
+{
+  char p[64], buf[8192];
+  snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
+  int fd = open(p, O_RDONLY);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = 0;
+  /* argv is NUL-separated: look for the exact "--data" argument. */
+  for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+    if (strcmp(buf + i, m->data) == 0) {
+      snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+      FILE *f = fopen(p, "r");
+      char state = '?';
+      if (f) {
+        if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+          state = '?';
+        fclose(f);
+      }
+      return state != 'Z';
+    }
+  return 0;
+}
+
+static pid_t running(const struct cluster *cl, const struct member *m)
+{
+  char p[PATH_MAX];
+  path(p, sizeof p, cl, "run/", m->name, ".pid");
+  FILE *f = fopen(p, "r");
+  if (f == NULL)
+    return 0;
+  int pid = 0;
+  if (fscanf(f, "%d", &pid) != 1)
+    pid = 0;
+  fclose(f);
+  return pid > 0 && ours(m, pid) ? pid : 0;
+}
+
+static int mkdirs(const struct cluster *cl)
+{
+  const char *sub[] = {"", "/run", "/log", "/data"};
+  for (size_t i = 0; i < 4; i++) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s%s", cl->dir, sub[i]);
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+      errmsg("cluster: cannot create %s: %s", p, strerror(errno));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int read_conf(struct cluster *cl)
+{
+  char p[PATH_MAX], buf[4096];
+  path(p, sizeof p, cl, "cluster.json", "", "");
+  FILE *f = fopen(p, "r");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  cJSON *o = cJSON_Parse(buf);
+  cJSON *b = cJSON_GetObjectItem(o, "base_port");
+  int base = cJSON_IsNumber(b) ? b->valueint : 0;
+  cJSON_Delete(o);
+  return base;
+}
+
+static int write_conf(const struct cluster *cl)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "base_port", cl->base);
+  cJSON_AddStringToObject(o, "coord", cl->m[0].addr);
+  cJSON *ms = cJSON_AddArrayToObject(o, "members");
+  for (int i = 0; i < cl->n; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", cl->m[i].name);
+    cJSON_AddStringToObject(j, "role", i == 0 ? "coord" : "node");
+    if (i)
+      cJSON_AddStringToObject(j, "az", cl->m[i].az);
+    cJSON_AddStringToObject(j, "addr", cl->m[i].addr);
+    cJSON_AddItemToArray(ms, j);
+  }
+  char *s = cJSON_Print(o);
+  cJSON_Delete(o);
+  char p[PATH_MAX], tmp[PATH_MAX];
+  path(p, sizeof p, cl, "cluster.json", "", "");
+  path(tmp, sizeof tmp, cl, "cluster.json.tmp", "", "");
+  FILE *f = fopen(tmp, "w");
+  int rc = -1;
+  if (f) {
+    rc = fputs(s, f) < 0 || fputc('\n', f) < 0 ? -1 : 0;
+    rc |= fclose(f);
+    if (rc == 0)
+      rc = rename(tmp, p);
+  }
+  free(s);
+  if (rc != 0)
+    errmsg("cluster: cannot write %s: %s", p, strerror(errno));
+  return rc;
+}
+
+/* Start member m in the background: a new session, stdin from /dev/null,
+ * stdout and stderr appended to its log. */
+static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
+{
+  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8];
+  path(logp, sizeof logp, cl, "log/", m->name, ".log");
+  path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
+  snprintf(coord, sizeof coord, "%s", cl->m[0].addr);
+  snprintf(id, sizeof id, "%s", m->name);
+  char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data, NULL};
+  char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
+                       m->addr, "--coord", coord, "--data", m->data, NULL};
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    setsid();
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0)
+      _exit(127);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    close(in);
+    close(out);
+    unsetenv("AURALOG_COORD");   /* members get their addresses explicitly */
+    execv(self, m->az[0] ? node_argv : coord_argv);
+    _exit(127);
+  }
+  FILE *f = fopen(pidp, "w");
+  if (f) {
+    fprintf(f, "%d\n", (int)pid);
+    fclose(f);
+  }
+  m->pid = pid;
+  return pid;
+}
+
+/* Last line of a member's log, for error messages. */
+static void last_log_line(const struct cluster *cl, const struct member *m,
+                          char *out, size_t n)
+{
+  char p[PATH_MAX], line[256];
+  path(p, sizeof p, cl, "log/", m->name, ".log");
+  snprintf(out, n, "see its log in %.200s/log", cl->dir);
+  FILE *f = fopen(p, "r");
+  if (f == NULL)
+    return;
+  while (fgets(line, sizeof line, f))
+    if (line[0] != '\n')
+      snprintf(out, n, "%s", line);
+  fclose(f);
+  out[strcspn(out, "\n")] = 0;
+}
+
+/* Did a member we just started exit already? */
+static int died(const struct cluster *cl, struct member *m, char *why, size_t n)
+{
+  int st;
+  if (m->pid > 0 && waitpid(m->pid, &st, WNOHANG) == m->pid) {
+    char line[256];
+    last_log_line(cl, m, line, sizeof line);
+    snprintf(why, n, "%s exited at start: %s", m->name, line);
+    return 1;
+  }
+  return 0;
+}
+
+static int wait_coord(struct cluster *cl, char *why, size_t n)
+{
+  unsigned long long deadline = now_ms() + CLUSTER_WAIT_MS;
+  while (now_ms() < deadline) {
+    struct rpc r;
+    char err[200];
+    if (rpc_open(&r, cl->m[0].addr, 500, err, sizeof err) == 0) {
+      rpc_close(&r);
+      return 0;
+    }
+    if (died(cl, &cl->m[0], why, n))
+      return -1;
+    usleep(50000);
+  }
+  snprintf(why, n, "coordinator did not start listening on %s", cl->m[0].addr);
+  return -1;
+}
+
+/* Wait until the coordinator shows every node of the cluster up. */
+static int wait_nodes(struct cluster *cl, char *why, size_t n)
+{
+  unsigned long long deadline = now_ms() + CLUSTER_WAIT_MS;
+  char missing[256] = "";
+  while (now_ms() < deadline) {
+    Env *rep = status_fetch(cl->m[0].addr, "main", why, n);
+    missing[0] = 0;
+    for (int i = 1; i < cl->n; i++) {
+      int up = 0;
+      for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
+        up |= strcmp(rep->status->nodes[j]->id, cl->m[i].name) == 0 &&
+              rep->status->nodes[j]->up;
+      if (!up) {
+        size_t len = strlen(missing);
+        snprintf(missing + len, sizeof missing - len, " %s", cl->m[i].name);
+        if (died(cl, &cl->m[i], why, n)) {
+          wire_free(rep);
+          return -1;
+        }
+      }
+    }
+    wire_free(rep);
+    if (missing[0] == 0)
+      return 0;
+    usleep(100000);
+  }
+  snprintf(why, n, "nodes not registered after %d s:%s (logs in %s/log)",
+           CLUSTER_WAIT_MS / 1000, missing, cl->dir);
+  return -1;
+}
+
+static int cmd_up(struct cluster *cl)
+{
+  char self[PATH_MAX], why[512];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0)
+    die("cluster: cannot find the auralog binary: %s", strerror(errno));
+  self[len] = 0;
+  if (write_conf(cl) != 0)
+    return 1;
+  int started = 0;
+  for (int i = 0; i < cl->n; i++) {
+    struct member *m = &cl->m[i];
+    if ((m->pid = running(cl, m)) != 0)
+      continue;
+    if (spawn(cl, m, self) < 0)
+      die("cluster: cannot start %s: %s", m->name, strerror(errno));
+    started++;
+    if (i == 0 && wait_coord(cl, why, sizeof why) != 0)
+      die("cluster: %s", why);
+  }
+  if (wait_nodes(cl, why, sizeof why) != 0)
+    die("cluster: %s", why);
+  printf("auralog cluster in %s (%s)\n", cl->dir,
+         started ? "started what was not running" : "already running");
+  for (int i = 0; i < cl->n; i++) {
+    const struct member *m = &cl->m[i];
+    if (i == 0)
+      printf("  coord  %-16s pid %d\n", m->addr, (int)m->pid);
+    else
+      printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
+  }
+  printf("logs in %s/log; try: auralog status --coord %s\n", cl->dir, cl->m[0].addr);
+  return 0;
+}
+
+static int cmd_down(struct cluster *cl)
+{
+  int stopped = 0;
+  for (int i = cl->n - 1; i >= 0; i--) {
+    struct member *m = &cl->m[i];
+    char pidp[PATH_MAX];
+    path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
+    pid_t pid = running(cl, m);
+    if (pid) {
+      kill(pid, SIGTERM);
+      unsigned long long deadline = now_ms() + 3000;
+      while (ours(m, pid) && now_ms() < deadline)
+        usleep(20000);
+      if (ours(m, pid)) {
+        kill(pid, SIGKILL);
+        while (ours(m, pid))
+          usleep(10000);
+      }
+      printf("stopped %s (pid %d)\n", m->name, (int)pid);
+      stopped++;
+    }
+    unlink(pidp);
+  }
+  if (stopped == 0)
+    printf("nothing running in %s\n", cl->dir);
+  return 0;
+}
+
+static int cmd_status(struct cluster *cl)
+{
+  char why[320];
+  Env *rep = status_fetch(cl->m[0].addr, "main", why, sizeof why);
+  printf("auralog cluster in %s\n", cl->dir);
+  for (int i = 0; i < cl->n; i++) {
+    const struct member *m = &cl->m[i];
+    pid_t pid = running(cl, m);
+    const char *seen = "";
+    for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
+      if (strcmp(rep->status->nodes[j]->id, m->name) == 0)
+        seen = rep->status->nodes[j]->up ? "registered, up" : "shown down";
+    printf("  %-6s %-16s %-8s %s%s\n", m->name, m->addr,
+           pid ? "running" : "stopped", i == 0 && rep ? "answering" : seen,
+           pid ? "" : "");
+  }
+  if (rep == NULL)
+    printf("coordinator: %s\n", why);
+  wire_free(rep);
+  return 0;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog cluster up|down|status [--dir DIR] [--base-port PORT]\n"
+    "\n"
+    "A local cluster of real processes: the coordinator and six storage\n"
+    "nodes, two in each of AZs A, B and C.\n"
+    "\n"
+    "  up      start whatever part of the cluster is not running, wait until\n"
+    "          every node has registered, print the addresses\n"
+    "  down    stop every process `up` started\n"
+    "  status  which members run, and what the coordinator sees\n"
+    "\n"
+    "  --dir DIR        where the cluster keeps data, logs and pid files\n"
+    "                   (default $AURALOG_DIR or ~/.auralog)\n"
+    "  --base-port N    coordinator on N, nodes on N+1..N+6 (default %d,\n"
+    "                   or what the cluster in DIR was started with)\n",
+    7400);
+}
+
+int cluster_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
+    {"help", no_argument, 0, 'h'}, {0}};
+  const char *dir = NULL;
+  int base = 0, o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'd': dir = optarg; break;
+    case 'p':
+      base = atoi(optarg);
+      if (base < 1024 || base > 65000)
+        die("cluster: --base-port must be between 1024 and 65000");
+      break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind >= argc)
+    die("cluster: say up, down or status (see auralog cluster --help)");
+  const char *cmd = argv[optind];
+  if (optind + 1 < argc)
+    die("cluster: unexpected argument '%s'", argv[optind + 1]);
+  if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
+    die("cluster: unknown action '%s' (say up, down or status)", cmd);
+
+  static struct cluster cl;
+  char dflt[PATH_MAX];
+  if (dir == NULL)
+    dir = getenv("AURALOG_DIR");
+  if (dir == NULL || !*dir) {
+    const char *home = getenv("HOME");
+    snprintf(dflt, sizeof dflt, "%s/.auralog", home && *home ? home : "/tmp");
+    dir = dflt;
+  }
+  if (strcmp(cmd, "up") == 0) {
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+      die("cluster: cannot create %s: %s", dir, strerror(errno));
+  }
+  char real[PATH_MAX];
+  if (realpath(dir, real) == NULL) {
+    if (errno == ENOENT && strcmp(cmd, "up") != 0) {
+      printf("no cluster in %s\n", dir);
+      return 0;
+    }
+    die("cluster: %s: %s", dir, strerror(errno));
+  }
+  if (strlen(real) >= DIR_MAX)
+    die("cluster: directory path %s is too long", real);
+  memcpy(cl.dir, real, strlen(real) + 1);
+  int conf = read_conf(&cl);
+  cl.base = base ? base : conf ? conf : 7400;
+  layout(&cl);
+  if (base && conf && base != conf) {
+    for (int i = 0; i < cl.n; i++) {
+      struct cluster old = cl;
+      old.base = conf;
+      layout(&old);
+      if (running(&old, &old.m[i]))
+        die("cluster: the cluster in %s runs on base port %d; run `cluster down` first",
+            cl.dir, conf);
+    }
+  }
+  if (strcmp(cmd, "up") == 0) {
+    if (mkdirs(&cl) != 0)
+      return 1;
+    return cmd_up(&cl);
+  }
+  if (strcmp(cmd, "down") == 0)
+    return cmd_down(&cl);
+  return cmd_status(&cl);
+}

@@ -1,0 +1,502 @@
+/*
+ * coord.c: the coordinator role, `auralog coord` (paper §5, control plane).
+ *
+ * Keeps the volume metadata (volumes, their protection groups and where
+ * each PG's six segments live) and the nodes (id, AZ, address) in lmdb
+ * (coord/meta.c), and in memory who is up: a node registers when it
+ * connects and heartbeats every HEARTBEAT_MS with the SCL of each of its
+ * segments; a node silent for NODE_DOWN_MS, or whose connection closed, is
+ * shown down.
+ *
+ * Requests:
+ *   Register    (node)   -> Assign: the segments this node hosts
+ *   Heartbeat   (node)   -> nothing; refreshes liveness and SCLs
+ *   OpenVolume  (any)    -> Volume; creates it if asked; a writer gets a new epoch
+ *   GrowVolume  (engine) -> Volume with at least npgs PGs
+ *   StatusReq   (CLI)    -> Status: the volume, the nodes, per-segment SCLs
+ * When placement gives a node new segments, the coordinator pushes an
+ * Assign down that node's connection at once.
+ *
+ * Placement decisions are made by coord/placement.c (pure).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord/meta.h"
+#include "coord/placement.h"
+#include "lib/addr.h"
+#include "lib/log.h"
+#include "net.h"
+#include "param.h"
+#include "roles.h"
+
+struct cnode {
+  Auralog__NodeInfo *info;     /* id, az, addr (durable); up, last_seen_ms */
+  unsigned long long last_seen;
+  struct conn *conn;
+  Auralog__SegStat *stats;     /* from the last heartbeat */
+  Auralog__SegStat **pstats;
+  size_t nstats;
+};
+
+struct coord {
+  uv_loop_t *loop;
+  struct meta meta;
+  struct cnode **nodes;
+  size_t nnodes;
+  Auralog__Volume **vols;
+  size_t nvols;
+  uv_timer_t tick;
+  uv_signal_t sigterm, sigint;
+};
+
+static struct cnode *node_find(struct coord *co, const char *id)
+{
+  for (size_t i = 0; i < co->nnodes; i++)
+    if (strcmp(co->nodes[i]->info->id, id) == 0)
+      return co->nodes[i];
+  return NULL;
+}
+
+static void node_add(void *arg, Auralog__NodeInfo *info)
+{
+  struct coord *co = arg;
+  struct cnode *n = calloc(1, sizeof *n);
+  n->info = info;
+  n->info->up = 0;
+  co->nodes = realloc(co->nodes, (co->nnodes + 1) * sizeof *co->nodes);
+  co->nodes[co->nnodes++] = n;
+}
+
+static Auralog__Volume **vol_slot(struct coord *co, const char *name)
+{
+  for (size_t i = 0; i < co->nvols; i++)
+    if (strcmp(co->vols[i]->name, name) == 0)
+      return &co->vols[i];
+  return NULL;
+}
+
+static void vol_add(void *arg, Auralog__Volume *v)
+{
+  struct coord *co = arg;
+  co->vols = realloc(co->vols, (co->nvols + 1) * sizeof *co->vols);
+  co->vols[co->nvols++] = v;
+}
+
+static void set_up(struct cnode *n, int up, const char *why)
+{
+  if (n->info->up != up)
+    loginfo("node %s (AZ %s) %s%s%s", n->info->id, n->info->az, up ? "up" : "down",
+            why ? ": " : "", why ? why : "");
+  n->info->up = up;
+}
+
+/* ---- assignments --------------------------------------------------------- */
+
+/* Send node n every segment it hosts. */
+static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
+{
+  if (n->conn == NULL)
+    return;
+  size_t cap = 16, cnt = 0;
+  Auralog__Segment **segs = malloc(cap * sizeof *segs);
+  for (size_t v = 0; v < co->nvols; v++)
+    for (size_t p = 0; p < co->vols[v]->n_pgs; p++)
+      for (size_t s = 0; s < co->vols[v]->pgs[p]->n_segments; s++) {
+        Auralog__Segment *seg = co->vols[v]->pgs[p]->segments[s];
+        if (strcmp(seg->node, n->info->id) != 0)
+          continue;
+        if (cnt == cap)
+          segs = realloc(segs, (cap *= 2) * sizeof *segs);
+        segs[cnt++] = seg;
+      }
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Assign as = AURALOG__ASSIGN__INIT;
+  as.segments = segs;
+  as.n_segments = cnt;
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_ASSIGN;
+  env.assign = &as;
+  conn_send(n->conn, &env);
+  free(segs);
+}
+
+/* ---- volumes ------------------------------------------------------------- */
+
+/* Store tmp as the volume in *slot (or as a new volume if slot is NULL). */
+static Auralog__Volume *vol_store(struct coord *co, Auralog__Volume **slot,
+                                  const Auralog__Volume *tmp, char *why, size_t whylen)
+{
+  Auralog__Volume *v = meta_put_volume(&co->meta, tmp, why, whylen);
+  if (v == NULL)
+    return NULL;
+  if (slot) {
+    auralog__volume__free_unpacked(*slot, NULL);
+    *slot = v;
+  } else {
+    vol_add(co, v);
+  }
+  return v;
+}
+
+/* Make the volume described by base (an existing volume, or a new empty
+ * one) npgs PGs long, store it, and tell the nodes. */
+static Auralog__Volume *vol_grow(struct coord *co, Auralog__Volume **slot,
+                                 const Auralog__Volume *base, uint32_t npgs,
+                                 char *why, size_t whylen)
+{
+  size_t old = base->n_pgs, add = npgs > old ? npgs - old : 0;
+  Auralog__Volume tmp = *base;
+  Auralog__Pg **pgs = calloc(old + add + 1, sizeof *pgs);
+  Auralog__Pg *newpgs = calloc(add + 1, sizeof *newpgs);
+  Auralog__Segment *newsegs = calloc(add * NCOPIES + 1, sizeof *newsegs);
+  Auralog__Segment **segptrs = calloc(add * NCOPIES + 1, sizeof *segptrs);
+  struct pnode *pn = calloc(co->nnodes + 1, sizeof *pn);
+  Auralog__Volume *out = NULL;
+  memcpy(pgs, base->pgs, old * sizeof *pgs);
+
+  /* How loaded is each node? Count the segments it hosts already. */
+  for (size_t i = 0; i < co->nnodes; i++) {
+    pn[i].id = co->nodes[i]->info->id;
+    pn[i].az = co->nodes[i]->info->az[0];
+    pn[i].up = co->nodes[i]->info->up;
+    for (size_t v = 0; v < co->nvols; v++)
+      for (size_t p = 0; p < co->vols[v]->n_pgs; p++)
+        for (size_t s = 0; s < co->vols[v]->pgs[p]->n_segments; s++)
+          pn[i].nsegs += strcmp(co->vols[v]->pgs[p]->segments[s]->node, pn[i].id) == 0;
+  }
+  for (size_t k = 0; k < add; k++) {
+    size_t pick[NCOPIES];
+    if (place_pg(pn, co->nnodes, pick, why, whylen) != 0)
+      goto done;
+    Auralog__Pg *pg = &newpgs[k];
+    auralog__pg__init(pg);
+    pg->pg = (uint32_t)(old + k);
+    pg->first_page = pg->pg * base->pg_pages;
+    pg->npages = base->pg_pages;
+    pg->segments = &segptrs[k * NCOPIES];
+    pg->n_segments = NCOPIES;
+    for (int j = 0; j < NCOPIES; j++) {
+      Auralog__Segment *s = &newsegs[k * NCOPIES + j];
+      struct cnode *n = co->nodes[pick[j]];
+      auralog__segment__init(s);
+      s->volume_id = base->id;
+      s->pg = pg->pg;
+      s->first_page = pg->first_page;
+      s->npages = pg->npages;
+      s->page_size = base->page_size;
+      s->node = n->info->id;
+      s->az = n->info->az;
+      s->addr = n->info->addr;
+      segptrs[k * NCOPIES + j] = s;
+      pn[pick[j]].nsegs++;
+    }
+    pgs[old + k] = pg;
+  }
+  tmp.pgs = pgs;
+  tmp.n_pgs = old + add;
+  out = vol_store(co, slot, &tmp, why, whylen);
+  if (out && add) {
+    loginfo("volume %s: now %zu protection group%s", out->name, out->n_pgs,
+            out->n_pgs == 1 ? "" : "s");
+    for (size_t i = 0; i < co->nnodes; i++)
+      send_assign(co, co->nodes[i], 0);
+  }
+done:
+  free(pgs);
+  free(newpgs);
+  free(newsegs);
+  free(segptrs);
+  free(pn);
+  return out;
+}
+
+static void reply_volume(struct conn *c, uint64_t req, Auralog__Volume *v)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
+  env.volume = v;
+  conn_send(c, &env);
+}
+
+static void on_open_volume(struct coord *co, struct conn *c, uint64_t req,
+                           const Auralog__OpenVolume *ov)
+{
+  char why[256];
+  Auralog__Volume **slot = vol_slot(co, ov->name), *v;
+  if (slot == NULL) {
+    if (!ov->create) {
+      snprintf(why, sizeof why, "no volume '%s'", ov->name);
+      conn_error(c, req, ERR_NOT_FOUND, why);
+      return;
+    }
+    Auralog__Volume base = AURALOG__VOLUME__INIT;
+    base.name = ov->name;
+    base.page_size = ov->page_size ? ov->page_size : PAGE_SIZE_DEFAULT;
+    base.pg_pages = PG_PAGES;
+    base.epoch = ov->writer ? 1 : 0;
+    if ((base.id = meta_next_volume_id(&co->meta, why, sizeof why)) == 0 ||
+        (v = vol_grow(co, NULL, &base, 1, why, sizeof why)) == NULL) {
+      conn_error(c, req, ERR_UNAVAILABLE, why);
+      return;
+    }
+    loginfo("volume %s created (id %llu, page size %u)", v->name,
+            (unsigned long long)v->id, v->page_size);
+  } else if (ov->writer) {
+    /* A new writer: a new epoch, durable before anyone hears of it, so no
+     * two writers ever hold the same one (§4.3). */
+    Auralog__Volume tmp = **slot;
+    tmp.epoch++;
+    if ((v = vol_store(co, slot, &tmp, why, sizeof why)) == NULL) {
+      conn_error(c, req, ERR_INTERNAL, why);
+      return;
+    }
+    loginfo("volume %s: writer epoch %llu", v->name, (unsigned long long)v->epoch);
+  } else {
+    v = *slot;
+  }
+  reply_volume(c, req, v);
+}
+
+static void on_grow_volume(struct coord *co, struct conn *c, uint64_t req,
+                           const Auralog__GrowVolume *g)
+{
+  char why[256];
+  Auralog__Volume **slot = vol_slot(co, g->name), *v;
+  if (slot == NULL) {
+    snprintf(why, sizeof why, "no volume '%s'", g->name);
+    conn_error(c, req, ERR_NOT_FOUND, why);
+    return;
+  }
+  if ((v = vol_grow(co, slot, *slot, g->npgs, why, sizeof why)) == NULL) {
+    conn_error(c, req, ERR_UNAVAILABLE, why);
+    return;
+  }
+  reply_volume(c, req, v);
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static void on_register(struct coord *co, struct conn *c, uint64_t req,
+                        const Auralog__Register *r)
+{
+  char why[256];
+  struct cnode *n = node_find(co, r->id);
+  if (n && strcmp(n->info->az, r->az) != 0) {
+    snprintf(why, sizeof why, "node %s is registered in AZ %s, not %s",
+             r->id, n->info->az, r->az);
+    conn_fail(c, req, ERR_BAD_MSG, why);
+    return;
+  }
+  if (n == NULL || strcmp(n->info->addr, r->addr) != 0) {
+    Auralog__NodeInfo info = AURALOG__NODE_INFO__INIT;
+    info.id = r->id;
+    info.az = r->az;
+    info.addr = r->addr;
+    if (meta_put_node(&co->meta, &info, why, sizeof why) != 0) {
+      conn_error(c, req, ERR_INTERNAL, why);
+      return;
+    }
+    uint8_t buf[512];
+    size_t len = auralog__node_info__pack(&info, buf);
+    Auralog__NodeInfo *copy = auralog__node_info__unpack(NULL, len, buf);
+    if (n) {
+      auralog__node_info__free_unpacked(n->info, NULL);
+      n->info = copy;
+    } else {
+      node_add(co, copy);
+      n = co->nodes[co->nnodes - 1];
+    }
+  }
+  if (n->conn && n->conn != c)
+    n->conn->ctx = NULL;    /* a newer connection of the same node wins */
+  n->conn = c;
+  c->ctx = n;
+  n->last_seen = now_ms();
+  set_up(n, 1, "registered");
+  send_assign(co, n, req);
+}
+
+static void on_heartbeat(struct conn *c, const Auralog__Heartbeat *hb)
+{
+  struct cnode *n = c->ctx;
+  if (n == NULL || strcmp(n->info->id, hb->id) != 0)
+    return;                 /* heartbeat before Register: ignore */
+  n->last_seen = now_ms();
+  set_up(n, 1, NULL);
+  n->stats = realloc(n->stats, (hb->n_segs + 1) * sizeof *n->stats);
+  n->pstats = realloc(n->pstats, (hb->n_segs + 1) * sizeof *n->pstats);
+  for (size_t i = 0; i < hb->n_segs; i++) {
+    auralog__seg_stat__init(&n->stats[i]);
+    n->stats[i].volume_id = hb->segs[i]->volume_id;
+    n->stats[i].pg = hb->segs[i]->pg;
+    n->stats[i].scl = hb->segs[i]->scl;
+    n->stats[i].max_lsn = hb->segs[i]->max_lsn;
+    n->stats[i].epoch = hb->segs[i]->epoch;
+    n->pstats[i] = &n->stats[i];
+  }
+  n->nstats = hb->n_segs;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+  struct coord *co = t->data;
+  unsigned long long now = now_ms();
+  for (size_t i = 0; i < co->nnodes; i++) {
+    struct cnode *n = co->nodes[i];
+    if (n->info->up && now - n->last_seen > NODE_DOWN_MS)
+      set_up(n, 0, "no heartbeat");
+  }
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+static void on_status(struct coord *co, struct conn *c, uint64_t req,
+                      const Auralog__StatusReq *sr)
+{
+  const char *name = sr->volume[0] ? sr->volume : "main";
+  Auralog__Volume **slot = vol_slot(co, name);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Status st = AURALOG__STATUS__INIT;
+  Auralog__Volume empty = AURALOG__VOLUME__INIT;
+  unsigned long long now = now_ms();
+  size_t nsegs = 0, k = 0;
+  for (size_t i = 0; i < co->nnodes; i++)
+    nsegs += co->nodes[i]->nstats;
+  Auralog__NodeInfo **nodes = calloc(co->nnodes + 1, sizeof *nodes);
+  Auralog__SegStat **segs = calloc(nsegs + 1, sizeof *segs);
+  char **seg_nodes = calloc(nsegs + 1, sizeof *seg_nodes);
+  for (size_t i = 0; i < co->nnodes; i++) {
+    struct cnode *n = co->nodes[i];
+    n->info->last_seen_ms = n->last_seen ? now - n->last_seen : 0;
+    nodes[i] = n->info;
+    for (size_t j = 0; j < n->nstats; j++) {
+      if (slot && n->stats[j].volume_id != (*slot)->id)
+        continue;
+      segs[k] = &n->stats[j];
+      seg_nodes[k++] = n->info->id;
+    }
+  }
+  empty.name = (char *)name;
+  empty.page_size = PAGE_SIZE_DEFAULT;
+  st.exists = slot != NULL;
+  st.volume = slot ? *slot : &empty;
+  st.nodes = nodes;
+  st.n_nodes = co->nnodes;
+  st.segs = slot ? segs : NULL;
+  st.n_segs = slot ? k : 0;
+  st.seg_nodes = seg_nodes;
+  st.n_seg_nodes = st.n_segs;
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_STATUS;
+  env.status = &st;
+  conn_send(c, &env);
+  free(nodes);
+  free(segs);
+  free(seg_nodes);
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static void on_msg(struct conn *c, const Env *env)
+{
+  struct coord *co = c->data;
+  switch (env->body_case) {
+  case AURALOG__ENVELOPE__BODY_REGISTER:
+    on_register(co, c, env->req, env->register_);
+    break;
+  case AURALOG__ENVELOPE__BODY_HEARTBEAT:
+    on_heartbeat(c, env->heartbeat);
+    break;
+  case AURALOG__ENVELOPE__BODY_OPEN_VOLUME:
+    on_open_volume(co, c, env->req, env->open_volume);
+    break;
+  case AURALOG__ENVELOPE__BODY_GROW_VOLUME:
+    on_grow_volume(co, c, env->req, env->grow_volume);
+    break;
+  case AURALOG__ENVELOPE__BODY_STATUS_REQ:
+    on_status(co, c, env->req, env->status_req);
+    break;
+  default:
+    conn_error(c, env->req, ERR_BAD_MSG, "the coordinator does not serve this request");
+  }
+}
+
+static void on_close(struct conn *c)
+{
+  struct cnode *n = c->ctx;
+  if (n && n->conn == c) {
+    n->conn = NULL;
+    set_up(n, 0, "connection closed");
+  }
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+  struct coord *co = h->data;
+  loginfo("signal %d: stopping", sig);
+  meta_close(&co->meta);
+  exit(0);
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog coord [--listen ADDR] [--data DIR]\n"
+    "\n"
+    "Run the coordinator (the control plane): it keeps volumes, protection\n"
+    "groups, segment placement (2 per AZ on 6 distinct nodes) and writer\n"
+    "epochs in lmdb, tracks which nodes are up, and answers status.\n"
+    "\n"
+    "  --listen ADDR  address to serve on (default $AURALOG_COORD or %s)\n"
+    "  --data DIR     where the metadata lives (default ./coord)\n",
+    COORD_ADDR_DEFAULT);
+}
+
+int coord_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"listen", required_argument, 0, 'l'}, {"data", required_argument, 0, 'd'},
+    {"help", no_argument, 0, 'h'}, {0}};
+  const char *listen = NULL, *data = "./coord";
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'l': listen = optarg; break;
+    case 'd': data = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc)
+    die("coord: unexpected argument '%s' (see auralog coord --help)", argv[optind]);
+  listen = addr_coord(listen);
+  log_role("coord");
+
+  static struct coord co;
+  char why[256];
+  if (meta_open(&co.meta, data, why, sizeof why) != 0)
+    die("coord: %s", why);
+  if (meta_load(&co.meta, node_add, vol_add, &co, why, sizeof why) != 0)
+    die("coord: %s", why);
+  co.loop = uv_default_loop();
+  if (net_listen(co.loop, listen, on_msg, on_close, &co, why, sizeof why) != 0)
+    die("coord: %s", why);
+  uv_timer_init(co.loop, &co.tick);
+  co.tick.data = &co;
+  uv_timer_start(&co.tick, on_tick, HEARTBEAT_MS, HEARTBEAT_MS);
+  uv_signal_init(co.loop, &co.sigterm);
+  uv_signal_init(co.loop, &co.sigint);
+  co.sigterm.data = co.sigint.data = &co;
+  uv_signal_start(&co.sigterm, on_signal, SIGTERM);
+  uv_signal_start(&co.sigint, on_signal, SIGINT);
+  signal(SIGPIPE, SIG_IGN);
+  loginfo("coordinator serving on %s, data in %s: %zu node%s, %zu volume%s known",
+          listen, data, co.nnodes, co.nnodes == 1 ? "" : "s", co.nvols,
+          co.nvols == 1 ? "" : "s");
+  return uv_run(co.loop, UV_RUN_DEFAULT);
+}

@@ -1,0 +1,38 @@
+/*
+ * meta.h: the coordinator's durable metadata in lmdb (a driver).
+ *
+ * Databases:
+ *   nodes  id   -> NodeInfo (id, az, addr)
+ *   vols   name -> Volume (id, page size, epoch, PGs and their segments)
+ *   ctr    "next_volume_id" -> u64
+ * Each put is its own transaction, committed (fsynced) before the
+ * coordinator answers: an epoch handed out is never handed out again.
+ */
+#ifndef AURALOG_META_H
+#define AURALOG_META_H
+
+#include <lmdb.h>
+#include "wire.h"
+
+struct meta {
+  MDB_env *env;
+  MDB_dbi nodes, vols, ctr;
+};
+
+int meta_open(struct meta *m, const char *dir, char *why, size_t whylen);
+void meta_close(struct meta *m);
+
+int meta_put_node(struct meta *m, const Auralog__NodeInfo *n, char *why, size_t whylen);
+/* Store v under its name; on success return it unpacked again (a fresh,
+ * self-contained copy the caller owns), else NULL with a reason. */
+Auralog__Volume *meta_put_volume(struct meta *m, const Auralog__Volume *v,
+                                 char *why, size_t whylen);
+/* A new volume id, durably taken. 0 on failure. */
+uint64_t meta_next_volume_id(struct meta *m, char *why, size_t whylen);
+
+/* Every stored node / volume, unpacked, handed to fn (which owns it). */
+int meta_load(struct meta *m, void (*node_fn)(void *, Auralog__NodeInfo *),
+              void (*vol_fn)(void *, Auralog__Volume *), void *arg,
+              char *why, size_t whylen);
+
+#endif

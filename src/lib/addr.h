@@ -1,0 +1,17 @@
+/*
+ * addr.h: "host:port" addresses, and which coordinator to talk to.
+ */
+#ifndef AURALOG_ADDR_H
+#define AURALOG_ADDR_H
+
+#include <netinet/in.h>
+
+/* Parse "host:port" (IPv4 dotted quad, or "localhost") into sa. Returns 0,
+ * or -1 with a one-line reason in why. */
+int addr_parse(const char *s, struct sockaddr_in *sa, char *why, size_t whylen);
+
+/* The coordinator address: opt if given, else $AURALOG_COORD, else the
+ * default 127.0.0.1:7400. */
+const char *addr_coord(const char *opt);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * main.c: the auralog binary. One binary, one subcommand per role or tool
+ * (DESIGN.md §6); this file only dispatches.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "roles.h"
+
+struct cmd {
+  const char *name;
+  int (*fn)(int, char **);
+  const char *what;
+};
+
+static const struct cmd cmds[] = {
+  {"cluster", cluster_main, "start, stop or inspect a local cluster (coord + 6 nodes)"},
+  {"status", status_main, "show the volume, PGs, segment SCLs and nodes"},
+  {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
+  {"node", node_main, "run a storage node (segments in lmdb, acks with SCL)"},
+};
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "auralog: the storage architecture of Amazon Aurora, as a lab kit.\n"
+    "\n"
+    "usage: auralog COMMAND [options]   (auralog COMMAND --help for more)\n"
+    "\n");
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].what);
+  fprintf(f,
+    "\n"
+    "Start here: auralog cluster up, then auralog status.\n"
+    "AURALOG_COORD sets the coordinator address (default 127.0.0.1:7400).\n");
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *name = argv[1];
+  if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (strcmp(cmds[i].name, name) == 0)
+      return cmds[i].fn(argc - 1, argv + 1);
+  errmsg("unknown command '%s' (see auralog --help)", name);
+  return 2;
+}

@@ -1,0 +1,63 @@
+/*
+ * net.h: framed connections over libuv TCP (a driver: the only place, with
+ * rpc.c, where auralog touches sockets).
+ *
+ * A conn reads frames, unpacks and validates them (wire.c) and hands each
+ * well-formed envelope to its role's on_msg. A bad frame or an invalid
+ * message gets an Error reply and the connection is shut down; the process
+ * goes on serving everyone else (DESIGN.md §4, invariant 6).
+ *
+ * A role may keep a conn beyond the current callback (an ack sent after
+ * an lmdb commit) by taking a reference; the conn is freed once it is
+ * closed and every reference is dropped.
+ */
+#ifndef AURALOG_NET_H
+#define AURALOG_NET_H
+
+#include <uv.h>
+#include "wire.h"
+
+struct conn;
+typedef void (*conn_msg_fn)(struct conn *c, const Env *env);
+typedef void (*conn_close_fn)(struct conn *c);
+
+struct conn {
+  uv_tcp_t tcp;
+  uint8_t *in;             /* bytes read, not yet a whole frame */
+  size_t nin, cap;
+  conn_msg_fn on_msg;
+  conn_close_fn on_close;  /* called once, when the conn starts closing */
+  void *data;              /* the role's (same for every conn of a listener) */
+  void *ctx;               /* the role's, for this conn alone */
+  int refs;
+  int closing;
+  int connected;
+  void (*on_connect)(struct conn *c, int status);
+  char peer[64];
+};
+
+/* Listen on addr ("host:port"); every accepted conn gets the callbacks and
+ * data. Returns 0, or -1 with a reason. */
+int net_listen(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
+               conn_close_fn on_close, void *data, char *why, size_t whylen);
+
+/* Connect to addr. on_connect(c, status) is called with status 0 when the
+ * conn is up, or with a libuv error (the conn is then closed). */
+struct conn *net_connect(uv_loop_t *loop, const char *addr,
+                         void (*on_connect)(struct conn *, int),
+                         conn_msg_fn on_msg, conn_close_fn on_close, void *data);
+
+/* Queue env on c. Returns 0, or -1 if c is closing or env is too large. */
+int conn_send(struct conn *c, const Env *env);
+
+/* Reply with an Error (the conn stays open). */
+void conn_error(struct conn *c, uint64_t req, uint32_t code, const char *msg);
+
+/* Reply with an Error, then shut the conn down once it is written. */
+void conn_fail(struct conn *c, uint64_t req, uint32_t code, const char *msg);
+
+void conn_close(struct conn *c);
+void conn_ref(struct conn *c);
+void conn_unref(struct conn *c);
+
+#endif

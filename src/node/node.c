@@ -1,0 +1,488 @@
+/*
+ * node.c: the storage node role, `auralog node` (paper §3.3, Fig. 4).
+ *
+ * A node hosts segments (one per protection group it belongs to) in one
+ * lmdb environment and does steps 1-2 of Figure 4 in the foreground:
+ * receive a batch of records, persist it, acknowledge it with the
+ * segment's SCL. It also serves page reads at a read point, registers with
+ * the coordinator, learns its segments from it, and heartbeats their SCLs.
+ *
+ * Group commit: every Append that arrives in one turn of the event loop is
+ * written into one lmdb transaction; a uv_check handle (run right after
+ * the loop polled for I/O) commits it with one fsync and only then chains
+ * the records (seg_add) and sends the acks. A crash before the commit loses
+ * only unacknowledged records.
+ *
+ * The decisions (is a record new, a duplicate, refused? what is the SCL?)
+ * are made by node/segment.c; this file is the driver around it.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/addr.h"
+#include "lib/log.h"
+#include "net.h"
+#include "node/segment.h"
+#include "node/store.h"
+#include "param.h"
+#include "roles.h"
+
+/* An Append written into the open transaction, to acknowledge at commit. */
+struct staged {
+  struct conn *c;
+  uint64_t req;
+  struct segment *s;
+  uint32_t added, dups;
+};
+
+/* A record written into the open transaction, to chain at commit. */
+struct link {
+  struct segment *s;
+  uint64_t lsn, prev;
+};
+
+struct node {
+  uv_loop_t *loop;
+  char id[NAME_MAX_LEN + 1];
+  char az[2];
+  char addr[ADDR_MAX_LEN + 1];
+  const char *coord;
+  struct store st;
+  struct segment **segs;
+  size_t nsegs;
+  struct segment **dirty;    /* segments whose SegMeta to rewrite this turn */
+  size_t ndirty;
+  struct staged *acks;
+  size_t nacks, capacks;
+  struct link *links;
+  size_t nlinks, caplinks;
+  struct conn *coord_conn;
+  uv_timer_t heartbeat, reconnect;
+  uv_check_t commit;
+  uv_signal_t sigterm, sigint;
+};
+
+static struct segment *find_seg(struct node *n, uint64_t vol, uint32_t pg)
+{
+  for (size_t i = 0; i < n->nsegs; i++)
+    if (n->segs[i]->volume_id == vol && n->segs[i]->pg == pg)
+      return n->segs[i];
+  return NULL;
+}
+
+static void add_seg(void *arg, struct segment *s)
+{
+  struct node *n = arg;
+  struct segment *copy = malloc(sizeof *copy);
+  *copy = *s;
+  n->segs = realloc(n->segs, (n->nsegs + 1) * sizeof *n->segs);
+  n->segs[n->nsegs++] = copy;
+  n->dirty = realloc(n->dirty, n->nsegs * sizeof *n->dirty);
+}
+
+static void mark_dirty(struct node *n, struct segment *s)
+{
+  for (size_t i = 0; i < n->ndirty; i++)
+    if (n->dirty[i] == s)
+      return;
+  n->dirty[n->ndirty++] = s;
+}
+
+/* ---- the write path: stage, then commit once per loop turn --------------- */
+
+/* Send every staged ack an error: the open transaction is gone. */
+static void fail_staged(struct node *n, uint32_t code, const char *why)
+{
+  for (size_t i = 0; i < n->nacks; i++) {
+    conn_error(n->acks[i].c, n->acks[i].req, code, why);
+    conn_unref(n->acks[i].c);
+  }
+  n->nacks = n->nlinks = n->ndirty = 0;
+}
+
+static void on_commit(uv_check_t *h)
+{
+  struct node *n = h->data;
+  char why[256];
+  if (n->st.txn == NULL)
+    return;
+  int rc = 0;
+  for (size_t i = 0; i < n->ndirty && rc == 0; i++)
+    rc = store_put_meta(&n->st, n->dirty[i], why, sizeof why);
+  if (rc == 0)
+    rc = store_commit(&n->st, why, sizeof why);
+  else
+    store_abort(&n->st);
+  if (rc != 0) {
+    logwarn("%s", why);
+    fail_staged(n, (uint32_t)rc, why);
+    return;
+  }
+  /* Durable now: chain the records, then acknowledge with the new SCLs. */
+  for (size_t i = 0; i < n->nlinks; i++)
+    seg_add(n->links[i].s, n->links[i].lsn, n->links[i].prev);
+  for (size_t i = 0; i < n->nacks; i++) {
+    struct staged *a = &n->acks[i];
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__AppendAck ack = AURALOG__APPEND_ACK__INIT;
+    ack.volume_id = a->s->volume_id;
+    ack.pg = a->s->pg;
+    ack.scl = a->s->scl;
+    ack.added = a->added;
+    ack.duplicates = a->dups;
+    env.req = a->req;
+    env.body_case = AURALOG__ENVELOPE__BODY_APPEND_ACK;
+    env.append_ack = &ack;
+    conn_send(a->c, &env);
+    conn_unref(a->c);
+  }
+  n->nacks = n->nlinks = n->ndirty = 0;
+}
+
+static void on_append(struct node *n, struct conn *c, uint64_t req,
+                      const Auralog__Append *a)
+{
+  char why[256];
+  struct segment *s = find_seg(n, a->volume_id, a->pg);
+  if (s == NULL) {
+    snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
+             n->id, (unsigned long long)a->volume_id, a->pg);
+    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
+    return;
+  }
+  uint64_t old_epoch = s->epoch;
+  int rc = seg_epoch(s, a->epoch, why, sizeof why);
+  if (rc != ERR_NONE) {
+    conn_error(c, req, (uint32_t)rc, why);
+    return;
+  }
+  /* Decide about every record before storing any: a refused batch changes
+   * nothing. */
+  uint32_t dups = 0;
+  for (size_t i = 0; i < a->n_records; i++) {
+    int dup;
+    rc = seg_admit(s, a->records[i], &dup, why, sizeof why);
+    if (rc != ERR_NONE) {
+      conn_error(c, req, (uint32_t)rc, why);
+      return;
+    }
+    dups += (uint32_t)dup;
+  }
+  if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
+    conn_error(c, req, (uint32_t)rc, why);
+    return;
+  }
+  if (s->epoch != old_epoch)
+    mark_dirty(n, s);
+  for (size_t i = 0; i < a->n_records; i++) {
+    const Rec *r = a->records[i];
+    int dup;
+    seg_admit(s, r, &dup, why, sizeof why);
+    if (dup)
+      continue;
+    if ((rc = store_put_rec(&n->st, s, r, why, sizeof why)) != 0) {
+      /* The whole open transaction is lost: fail everything staged in it. */
+      store_abort(&n->st);
+      logwarn("%s", why);
+      fail_staged(n, (uint32_t)rc, why);
+      conn_error(c, req, (uint32_t)rc, why);
+      return;
+    }
+    if (n->nlinks == n->caplinks) {
+      n->caplinks = n->caplinks ? 2 * n->caplinks : 1024;
+      n->links = realloc(n->links, n->caplinks * sizeof *n->links);
+    }
+    n->links[n->nlinks++] = (struct link){s, r->lsn, r->prev_lsn};
+  }
+  mark_dirty(n, s);
+  if (n->nacks == n->capacks) {
+    n->capacks = n->capacks ? 2 * n->capacks : 64;
+    n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);
+  }
+  conn_ref(c);
+  n->acks[n->nacks++] = (struct staged){c, req, s, (uint32_t)a->n_records - dups, dups};
+}
+
+/* ---- the read path ------------------------------------------------------- */
+
+static void on_read_page(struct node *n, struct conn *c, uint64_t req,
+                         const Auralog__ReadPage *rp)
+{
+  char why[256];
+  struct segment *s = find_seg(n, rp->volume_id, rp->pg);
+  if (s == NULL) {
+    snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
+             n->id, (unsigned long long)rp->volume_id, rp->pg);
+    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
+    return;
+  }
+  if (rp->page_no < s->first_page || rp->page_no - s->first_page >= s->npages) {
+    snprintf(why, sizeof why, "page %u is not in pg %u", rp->page_no, s->pg);
+    conn_error(c, req, ERR_OUT_OF_RANGE, why);
+    return;
+  }
+  /* Single-segment reads (§4.2.3) are only correct from a segment that has
+   * every record up to the read point. */
+  if (rp->read_point > s->scl) {
+    snprintf(why, sizeof why, "segment on node %s is complete to %llu, below "
+             "read point %llu: try another segment", n->id,
+             (unsigned long long)s->scl, (unsigned long long)rp->read_point);
+    conn_error(c, req, ERR_NOT_COMPLETE, why);
+    return;
+  }
+  uint8_t *buf = malloc(s->page_size);
+  uint64_t page_lsn = 0;
+  int rc = store_read_page(&n->st, s, rp->page_no, rp->read_point, buf,
+                           &page_lsn, why, sizeof why);
+  if (rc != 0) {
+    conn_error(c, req, (uint32_t)rc, why);
+  } else {
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__Page pg = AURALOG__PAGE__INIT;
+    pg.volume_id = s->volume_id;
+    pg.pg = s->pg;
+    pg.page_no = rp->page_no;
+    pg.page_lsn = page_lsn;
+    pg.data.data = buf;
+    pg.data.len = s->page_size;
+    env.req = req;
+    env.body_case = AURALOG__ENVELOPE__BODY_PAGE;
+    env.page = &pg;
+    conn_send(c, &env);
+  }
+  free(buf);
+}
+
+/* ---- the coordinator link ------------------------------------------------ */
+
+static void connect_coord(struct node *n);
+
+static void on_assign(struct node *n, const Auralog__Assign *as)
+{
+  char why[256];
+  for (size_t i = 0; i < as->n_segments; i++) {
+    const Auralog__Segment *d = as->segments[i];
+    if (strcmp(d->node, n->id) != 0 || find_seg(n, d->volume_id, d->pg))
+      continue;
+    struct segment s;
+    seg_init(&s, d->volume_id, d->pg, d->first_page, d->npages, d->page_size);
+    add_seg(n, &s);
+    if (store_begin(&n->st, why, sizeof why) != 0) {
+      logwarn("%s", why);
+      continue;
+    }
+    mark_dirty(n, n->segs[n->nsegs - 1]);
+    loginfo("now hosting volume %llu pg %u (pages %u..%u)",
+            (unsigned long long)d->volume_id, d->pg, d->first_page,
+            d->first_page + d->npages - 1);
+  }
+}
+
+static void on_msg(struct conn *c, const Env *env)
+{
+  struct node *n = c->data;
+  switch (env->body_case) {
+  case AURALOG__ENVELOPE__BODY_APPEND:
+    on_append(n, c, env->req, env->append);
+    break;
+  case AURALOG__ENVELOPE__BODY_READ_PAGE:
+    on_read_page(n, c, env->req, env->read_page);
+    break;
+  case AURALOG__ENVELOPE__BODY_ASSIGN:
+    if (c == n->coord_conn)
+      on_assign(n, env->assign);
+    else
+      conn_error(c, env->req, ERR_BAD_MSG, "only the coordinator assigns segments");
+    break;
+  case AURALOG__ENVELOPE__BODY_ERROR:
+    if (c == n->coord_conn) {
+      /* The coordinator refused our registration: a configuration error
+       * (an id registered in another AZ). Nothing to retry. */
+      errmsg("coordinator refused node %s: %s", n->id, env->error->msg);
+      exit(1);
+    }
+    break;
+  default:
+    conn_error(c, env->req, ERR_BAD_MSG, "a storage node does not serve this request");
+  }
+}
+
+static void send_heartbeat(uv_timer_t *t)
+{
+  struct node *n = t->data;
+  if (n->coord_conn == NULL || !n->coord_conn->connected)
+    return;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Heartbeat hb = AURALOG__HEARTBEAT__INIT;
+  Auralog__SegStat *stats = calloc(n->nsegs + 1, sizeof *stats);
+  Auralog__SegStat **ptrs = calloc(n->nsegs + 1, sizeof *ptrs);
+  for (size_t i = 0; i < n->nsegs; i++) {
+    auralog__seg_stat__init(&stats[i]);
+    stats[i].volume_id = n->segs[i]->volume_id;
+    stats[i].pg = n->segs[i]->pg;
+    stats[i].scl = n->segs[i]->scl;
+    stats[i].max_lsn = n->segs[i]->max_lsn;
+    stats[i].epoch = n->segs[i]->epoch;
+    ptrs[i] = &stats[i];
+  }
+  hb.id = n->id;
+  hb.segs = ptrs;
+  hb.n_segs = n->nsegs;
+  env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
+  env.heartbeat = &hb;
+  conn_send(n->coord_conn, &env);
+  free(stats);
+  free(ptrs);
+}
+
+static void coord_connected(struct conn *c, int status)
+{
+  struct node *n = c->data;
+  if (status != 0)
+    return;                 /* coord_closed schedules the retry */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Register reg = AURALOG__REGISTER__INIT;
+  reg.id = n->id;
+  reg.az = n->az;
+  reg.addr = n->addr;
+  env.body_case = AURALOG__ENVELOPE__BODY_REGISTER;
+  env.register_ = &reg;
+  env.req = 1;
+  conn_send(c, &env);
+  loginfo("registered with coordinator %s", n->coord);
+  send_heartbeat(&n->heartbeat);
+}
+
+static void retry_coord(uv_timer_t *t)
+{
+  connect_coord(t->data);
+}
+
+static void coord_closed(struct conn *c)
+{
+  struct node *n = c->data;
+  if (n->coord_conn == c)
+    n->coord_conn = NULL;
+  uv_timer_start(&n->reconnect, retry_coord, RECONNECT_MS, 0);
+}
+
+static void connect_coord(struct node *n)
+{
+  n->coord_conn = net_connect(n->loop, n->coord, coord_connected, on_msg,
+                              coord_closed, n);
+  if (n->coord_conn == NULL)
+    uv_timer_start(&n->reconnect, retry_coord, RECONNECT_MS, 0);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+  struct node *n = h->data;
+  loginfo("signal %d: stopping (unacknowledged writes are dropped)", sig);
+  store_close(&n->st);
+  exit(0);
+}
+
+/* ---- command line -------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog node --az A|B|C [--id ID] [--listen ADDR] [--coord ADDR] [--data DIR]\n"
+    "\n"
+    "Run a storage node: it hosts segments of protection groups in lmdb,\n"
+    "acknowledges each batch of redo records once it is on disk, with the\n"
+    "segment's SCL, and serves pages as of a read point.\n"
+    "\n"
+    "  --az A|B|C     availability zone of this node (required)\n"
+    "  --id ID        node name (default: AZ and port, e.g. A-7401)\n"
+    "  --listen ADDR  address to serve on (default 127.0.0.1:%d)\n"
+    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n"
+    "  --data DIR     where the segments live (default ./node-ID)\n",
+    NODE_PORT_BASE, COORD_ADDR_DEFAULT);
+}
+
+int node_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"az", required_argument, 0, 'z'}, {"id", required_argument, 0, 'i'},
+    {"listen", required_argument, 0, 'l'}, {"coord", required_argument, 0, 'c'},
+    {"data", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *az = NULL, *id = NULL, *coord = NULL, *data = NULL;
+  char listen[ADDR_MAX_LEN + 1];
+  snprintf(listen, sizeof listen, "127.0.0.1:%d", NODE_PORT_BASE);
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'z': az = optarg; break;
+    case 'i': id = optarg; break;
+    case 'l': snprintf(listen, sizeof listen, "%s", optarg); break;
+    case 'c': coord = optarg; break;
+    case 'd': data = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc)
+    die("node: unexpected argument '%s' (see auralog node --help)", argv[optind]);
+  if (az == NULL)
+    die("node: --az A|B|C is required (see auralog node --help)");
+  if (!(az[0] >= 'A' && az[0] < 'A' + NAZ && az[1] == 0))
+    die("node: --az must be A, B or C, not '%s'", az);
+
+  static struct node n;
+  char why[256], idbuf[NAME_MAX_LEN + 1], databuf[512];
+  struct sockaddr_in sa;
+  if (addr_parse(listen, &sa, why, sizeof why) != 0)
+    die("node: %s", why);
+  if (id == NULL) {
+    snprintf(idbuf, sizeof idbuf, "%s-%s", az, strrchr(listen, ':') + 1);
+    id = idbuf;
+  }
+  if (!wire_name_ok(id))
+    die("node: id '%s' must be 1-%d of A-Z a-z 0-9 _ . -", id, NAME_MAX_LEN);
+  if (data == NULL) {
+    snprintf(databuf, sizeof databuf, "./node-%s", id);
+    data = databuf;
+  }
+  snprintf(n.id, sizeof n.id, "%s", id);
+  snprintf(n.az, sizeof n.az, "%s", az);
+  snprintf(n.addr, sizeof n.addr, "%s", listen);
+  n.coord = addr_coord(coord);
+  if (addr_parse(n.coord, &sa, why, sizeof why) != 0)
+    die("node: coordinator %s", why);
+  log_role(n.id);
+
+  if (store_open(&n.st, data, why, sizeof why) != 0)
+    die("node: %s", why);
+  if (store_load(&n.st, add_seg, &n, why, sizeof why) != 0)
+    die("node: %s", why);
+
+  n.loop = uv_default_loop();
+  if (net_listen(n.loop, listen, on_msg, NULL, &n, why, sizeof why) != 0)
+    die("node: %s", why);
+  uv_check_init(n.loop, &n.commit);
+  n.commit.data = &n;
+  uv_check_start(&n.commit, on_commit);
+  uv_timer_init(n.loop, &n.heartbeat);
+  uv_timer_init(n.loop, &n.reconnect);
+  n.heartbeat.data = n.reconnect.data = &n;
+  uv_timer_start(&n.heartbeat, send_heartbeat, HEARTBEAT_MS, HEARTBEAT_MS);
+  uv_signal_init(n.loop, &n.sigterm);
+  uv_signal_init(n.loop, &n.sigint);
+  n.sigterm.data = n.sigint.data = &n;
+  uv_signal_start(&n.sigterm, on_signal, SIGTERM);
+  uv_signal_start(&n.sigint, on_signal, SIGINT);
+  signal(SIGPIPE, SIG_IGN);
+  connect_coord(&n);
+
+  loginfo("node %s (AZ %s) serving on %s, data in %s, %zu segment%s", n.id, n.az,
+          listen, data, n.nsegs, n.nsegs == 1 ? "" : "s");
+  for (size_t i = 0; i < n.nsegs; i++)
+    loginfo("  volume %llu pg %u: scl %llu, epoch %llu",
+            (unsigned long long)n.segs[i]->volume_id, n.segs[i]->pg,
+            (unsigned long long)n.segs[i]->scl, (unsigned long long)n.segs[i]->epoch);
+  return uv_run(n.loop, UV_RUN_DEFAULT);
+}

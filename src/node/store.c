@@ -1,0 +1,322 @@
+/*
+ * store.c: segments in lmdb (see store.h).
+ *
+ * Durability: lmdb's commit writes the data and fsyncs before returning
+ * (the env is opened without MDB_NOSYNC), so once store_commit() returns 0
+ * the records survive kill -9 and power loss. The SCL kept in SegMeta is
+ * only a hint written with the next batch; at start the node chains every
+ * record above it again (store_load), so a stale hint costs time, never
+ * correctness.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "node/store.h"
+#include "param.h"
+#include "wire.h"
+
+static void seg_key(uint8_t k[12], uint64_t vol, uint32_t pg)
+{
+  put_be64(k, vol);
+  put_be32(k + 8, pg);
+}
+
+static void rec_key(uint8_t k[20], uint64_t vol, uint32_t pg, uint64_t lsn)
+{
+  seg_key(k, vol, pg);
+  put_be64(k + 12, lsn);
+}
+
+static void page_key(uint8_t k[24], uint64_t vol, uint32_t pg, uint32_t page,
+                     uint64_t lsn)
+{
+  seg_key(k, vol, pg);
+  put_be32(k + 12, page);
+  put_be64(k + 16, lsn);
+}
+
+static int fail(int rc, char *why, size_t whylen, const char *what)
+{
+  if (rc == MDB_MAP_FULL || rc == ENOSPC) {
+    snprintf(why, whylen, "disk full while %s: nothing was stored", what);
+    return ERR_DISK_FULL;
+  }
+  snprintf(why, whylen, "storage error while %s: %s", what, mdb_strerror(rc));
+  return ERR_INTERNAL;
+}
+
+int store_open(struct store *st, const char *dir, char *why, size_t whylen)
+{
+  memset(st, 0, sizeof *st);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  int rc = mdb_env_create(&st->env);
+  if (rc == 0)
+    rc = mdb_env_set_mapsize(st->env, NODE_MAP_SIZE);
+  if (rc == 0)
+    rc = mdb_env_set_maxdbs(st->env, 8);
+  if (rc == 0)
+    rc = mdb_env_open(st->env, dir, 0, 0644);
+  if (rc != 0) {
+    snprintf(why, whylen, "cannot open storage in %s: %s", dir, mdb_strerror(rc));
+    if (st->env)
+      mdb_env_close(st->env);
+    st->env = NULL;
+    return -1;
+  }
+  MDB_txn *txn;
+  rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+  if (rc == 0) rc = mdb_dbi_open(txn, "segs", MDB_CREATE, &st->segs);
+  if (rc == 0) rc = mdb_dbi_open(txn, "recs", MDB_CREATE, &st->recs);
+  if (rc == 0) rc = mdb_dbi_open(txn, "pidx", MDB_CREATE, &st->pidx);
+  if (rc == 0) rc = mdb_dbi_open(txn, "imgs", MDB_CREATE, &st->imgs);
+  if (rc == 0)
+    rc = mdb_txn_commit(txn);
+  else
+    mdb_txn_abort(txn);
+  if (rc != 0) {
+    snprintf(why, whylen, "cannot open storage in %s: %s", dir, mdb_strerror(rc));
+    mdb_env_close(st->env);
+    st->env = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+void store_close(struct store *st)
+{
+  if (st->txn)
+    store_abort(st);
+  if (st->env)
+    mdb_env_close(st->env);
+  st->env = NULL;
+}
+
+/* Rebuild one segment: its SegMeta, then every record above the hint. */
+static int load_one(struct store *st, MDB_txn *txn, const MDB_val *v,
+                    struct segment *s, char *why, size_t whylen)
+{
+  Auralog__SegMeta *m = auralog__seg_meta__unpack(NULL, v->mv_size, v->mv_data);
+  if (m == NULL || m->seg == NULL) {
+    snprintf(why, whylen, "a segment's metadata is corrupt");
+    if (m)
+      auralog__seg_meta__free_unpacked(m, NULL);
+    return -1;
+  }
+  seg_init(s, m->seg->volume_id, m->seg->pg, m->seg->first_page,
+           m->seg->npages, m->seg->page_size);
+  s->epoch = m->epoch;
+  s->scl = m->scl;
+  s->max_lsn = m->scl;
+  auralog__seg_meta__free_unpacked(m, NULL);
+
+  MDB_cursor *cur;
+  int rc = mdb_cursor_open(txn, st->recs, &cur);
+  if (rc != 0) {
+    fail(rc, why, whylen, "loading segments");
+    return -1;
+  }
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, s->scl + 1);
+  MDB_val key = {sizeof k, k}, val;
+  for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+      break;
+    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    if (r == NULL) {
+      mdb_cursor_close(cur);
+      snprintf(why, whylen, "a stored record of volume %llu pg %u is corrupt",
+               (unsigned long long)s->volume_id, s->pg);
+      return -1;
+    }
+    seg_add(s, r->lsn, r->prev_lsn);
+    auralog__record__free_unpacked(r, NULL);
+  }
+  mdb_cursor_close(cur);
+  return 0;
+}
+
+int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
+               void *arg, char *why, size_t whylen)
+{
+  MDB_txn *txn;
+  MDB_cursor *cur;
+  int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+  if (rc != 0) {
+    fail(rc, why, whylen, "loading segments");
+    return -1;
+  }
+  mdb_cursor_open(txn, st->segs, &cur);
+  MDB_val key, val;
+  int out = 0;
+  for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+    struct segment s;
+    if (load_one(st, txn, &val, &s, why, whylen) != 0) {
+      out = -1;
+      break;
+    }
+    fn(arg, &s);
+  }
+  mdb_cursor_close(cur);
+  mdb_txn_abort(txn);
+  return out;
+}
+
+int store_begin(struct store *st, char *why, size_t whylen)
+{
+  if (st->txn)
+    return 0;
+  int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
+  if (rc != 0) {
+    st->txn = NULL;
+    return fail(rc, why, whylen, "starting a write");
+  }
+  return 0;
+}
+
+int store_put_meta(struct store *st, const struct segment *s, char *why,
+                   size_t whylen)
+{
+  Auralog__Segment seg = AURALOG__SEGMENT__INIT;
+  Auralog__SegMeta m = AURALOG__SEG_META__INIT;
+  seg.volume_id = s->volume_id;
+  seg.pg = s->pg;
+  seg.first_page = s->first_page;
+  seg.npages = s->npages;
+  seg.page_size = s->page_size;
+  m.seg = &seg;
+  m.scl = s->scl;
+  m.epoch = s->epoch;
+  uint8_t buf[256];
+  size_t n = auralog__seg_meta__pack(&m, buf);
+  uint8_t k[12];
+  seg_key(k, s->volume_id, s->pg);
+  MDB_val key = {sizeof k, k}, val = {n, buf};
+  int rc = mdb_put(st->txn, st->segs, &key, &val, 0);
+  return rc ? fail(rc, why, whylen, "storing a segment") : 0;
+}
+
+int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
+                  char *why, size_t whylen)
+{
+  uint8_t k[20], pk[24];
+  rec_key(k, s->volume_id, s->pg, r->lsn);
+  MDB_val key = {sizeof k, k}, val;
+  val.mv_size = auralog__record__get_packed_size(r);
+  /* MDB_RESERVE: lmdb hands out the space and we pack straight into it. */
+  int rc = mdb_put(st->txn, st->recs, &key, &val, MDB_RESERVE);
+  if (rc == 0) {
+    auralog__record__pack(r, val.mv_data);
+    page_key(pk, s->volume_id, s->pg, r->page_no, r->lsn);
+    MDB_val pkey = {sizeof pk, pk}, empty = {0, ""};
+    rc = mdb_put(st->txn, st->pidx, &pkey, &empty, 0);
+  }
+  return rc ? fail(rc, why, whylen, "storing records") : 0;
+}
+
+int store_commit(struct store *st, char *why, size_t whylen)
+{
+  if (st->txn == NULL)
+    return 0;
+  int rc = mdb_txn_commit(st->txn);
+  st->txn = NULL;
+  return rc ? fail(rc, why, whylen, "committing records") : 0;
+}
+
+void store_abort(struct store *st)
+{
+  if (st->txn)
+    mdb_txn_abort(st->txn);
+  st->txn = NULL;
+}
+
+/* The newest image of the page at or below read_point, if any. */
+static int find_image(struct store *st, MDB_txn *txn, const struct segment *s,
+                      uint32_t page_no, uint64_t read_point, MDB_val *img,
+                      uint64_t *img_lsn)
+{
+  uint8_t k[24];
+  page_key(k, s->volume_id, s->pg, page_no, read_point);
+  MDB_cursor *cur;
+  MDB_val key = {sizeof k, k};
+  if (mdb_cursor_open(txn, st->imgs, &cur) != 0)
+    return 0;
+  int rc = mdb_cursor_get(cur, &key, img, MDB_SET_RANGE);
+  if (rc == 0 && memcmp(key.mv_data, k, 24) != 0)
+    rc = mdb_cursor_get(cur, &key, img, MDB_PREV);
+  else if (rc == MDB_NOTFOUND)
+    rc = mdb_cursor_get(cur, &key, img, MDB_LAST);
+  int found = rc == 0 && key.mv_size == 24 && memcmp(key.mv_data, k, 16) == 0 &&
+              img->mv_size == s->page_size;
+  if (found)
+    *img_lsn = get_be64((uint8_t *)key.mv_data + 16);
+  mdb_cursor_close(cur);
+  return found;
+}
+
+int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
+                    uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
+                    char *why, size_t whylen)
+{
+  MDB_txn *txn = st->txn;   /* sees this turn's writes: all above the SCL */
+  int rc;
+  if (txn == NULL && (rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)) != 0)
+    return fail(rc, why, whylen, "reading a page");
+  MDB_val img = {0, NULL};
+  uint64_t base_lsn = 0;
+  int have_img = find_image(st, txn, s, page_no, read_point, &img, &base_lsn);
+
+  Rec **recs = NULL;
+  size_t n = 0, cap = 0;
+  int out_rc = 0;
+  uint8_t k[24];
+  page_key(k, s->volume_id, s->pg, page_no, base_lsn + 1);
+  MDB_val key = {sizeof k, k}, val;
+  MDB_cursor *cur;
+  mdb_cursor_open(txn, st->pidx, &cur);
+  for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+    if (key.mv_size != 24 || memcmp(key.mv_data, k, 16) != 0)
+      break;
+    uint64_t lsn = get_be64((uint8_t *)key.mv_data + 16);
+    if (lsn > read_point)
+      break;
+    uint8_t rk[20];
+    rec_key(rk, s->volume_id, s->pg, lsn);
+    MDB_val rkey = {sizeof rk, rk}, rval;
+    Rec *r = NULL;
+    if (mdb_get(txn, st->recs, &rkey, &rval) == 0)
+      r = auralog__record__unpack(NULL, rval.mv_size, rval.mv_data);
+    char rwhy[160];
+    if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
+      snprintf(why, whylen, "stored record %llu of page %u is damaged",
+               (unsigned long long)lsn, page_no);
+      if (r)
+        auralog__record__free_unpacked(r, NULL);
+      out_rc = ERR_INTERNAL;
+      break;
+    }
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      recs = realloc(recs, cap * sizeof *recs);
+    }
+    recs[n++] = r;
+  }
+  mdb_cursor_close(cur);
+  if (out_rc == 0)
+    *page_lsn = page_build(out, s->page_size, have_img ? img.mv_data : NULL,
+                           base_lsn, recs, n, read_point);
+  for (size_t i = 0; i < n; i++)
+    auralog__record__free_unpacked(recs[i], NULL);
+  free(recs);
+  if (txn != st->txn)
+    mdb_txn_abort(txn);
+  return out_rc;
+}

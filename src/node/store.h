@@ -1,0 +1,50 @@
+/*
+ * store.h: a storage node's segments on disk, in one lmdb environment
+ * (a driver: the only file of the node that touches lmdb).
+ *
+ * Databases:
+ *   segs   (volume, pg)                -> SegMeta (geometry, SCL hint, epoch)
+ *   recs   (volume, pg, lsn)           -> packed Record, as received
+ *   pidx   (volume, pg, page, lsn)     -> (empty): the records of each page
+ *   imgs   (volume, pg, page, lsn)     -> page image as of lsn (coalesced)
+ * Keys are big-endian so lmdb's byte order is numeric order.
+ *
+ * Writes go into one open transaction (store_begin) that the node commits
+ * once per event-loop turn: every Append that arrived in that turn becomes
+ * durable with one fsync, and only then is acknowledged (group commit).
+ */
+#ifndef AURALOG_STORE_H
+#define AURALOG_STORE_H
+
+#include <lmdb.h>
+#include "node/segment.h"
+
+struct store {
+  MDB_env *env;
+  MDB_dbi segs, recs, pidx, imgs;
+  MDB_txn *txn;              /* the open write transaction, or NULL */
+};
+
+int store_open(struct store *st, const char *dir, char *why, size_t whylen);
+void store_close(struct store *st);
+
+/* Call fn for every segment on disk, with the segment rebuilt: geometry,
+ * epoch, and every durable record above the SCL hint chained again. */
+int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
+               void *arg, char *why, size_t whylen);
+
+/* The write transaction. Each returns 0, or an ERR_* code with a reason. */
+int store_begin(struct store *st, char *why, size_t whylen);
+int store_put_meta(struct store *st, const struct segment *s, char *why, size_t whylen);
+int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
+                  char *why, size_t whylen);
+int store_commit(struct store *st, char *why, size_t whylen);
+void store_abort(struct store *st);
+
+/* The page as of read_point into out (s->page_size bytes); *page_lsn is the
+ * LSN of its newest change. The caller has checked read_point <= SCL. */
+int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
+                    uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
+                    char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * param.h: every tunable of auralog, in one place (as in xv6).
+ *
+ * Labs change these to see what each one does; each has a comment that
+ * says what it controls and where the paper talks about it.
+ */
+#ifndef AURALOG_PARAM_H
+#define AURALOG_PARAM_H
+
+/* Quorums (paper §2.1). V = 6 copies, 2 in each of 3 AZs. Vw + Vr > V makes
+ * every read quorum see the latest write; 2*Vw > V makes writes conflict. */
+#define NCOPIES       6         /* segments per protection group */
+#define NAZ           3         /* availability zones: A, B, C */
+#define COPIES_PER_AZ 2         /* segments of one PG in each AZ */
+#define VW            4         /* write quorum */
+#define VR            3         /* read quorum */
+
+/* Volume geometry (paper §2.2: Aurora uses 10 GB segments; a lab wants
+ * several PGs on a small database, so ours are small). */
+#define PAGE_SIZE_DEFAULT 4096  /* page size of a new volume */
+#define PAGE_SIZE_MAX     65536 /* largest page SQLite allows */
+#define PG_PAGES          256   /* pages per protection group (1 MiB at 4 KiB) */
+#define MAX_PGS           4096  /* protection groups per volume */
+
+/* LSN allocation limit (paper §4.2.1: 10 million in Aurora): the engine may
+ * not hand out an LSN above vdl + LAL. */
+#define LAL           10000000
+
+/* Wire (src/wire.c). */
+#define FRAME_MAX     (16u << 20)   /* largest frame accepted, checked before allocating */
+#define NAME_MAX_LEN  64            /* node ids, AZ names, volume names */
+#define ADDR_MAX_LEN  128           /* "host:port" */
+#define BATCH_MAX     100000        /* records in one Append */
+#define RANGES_MAX    4096          /* byte ranges in one record */
+
+/* Membership (src/coord). */
+#define HEARTBEAT_MS    200     /* node -> coordinator heartbeat period */
+#define NODE_DOWN_MS    1000    /* no heartbeat for this long: node shown down */
+#define RECONNECT_MS    250     /* retry period for a lost coordinator link */
+
+/* Storage. lmdb maps the file; the map is sparse, so a large size costs
+ * nothing until used, and MDB_MAP_FULL becomes a clear "disk full" error. */
+#define NODE_MAP_SIZE   (8ull << 30)  /* lmdb map of one storage node */
+#define COORD_MAP_SIZE  (256ull << 20) /* lmdb map of the coordinator */
+
+/* Client side (src/rpc.c, CLI). */
+#define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
+#define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */
+
+/* Default addresses (DESIGN.md §6). AURALOG_COORD overrides the coordinator. */
+#define COORD_ADDR_DEFAULT  "127.0.0.1:7400"
+#define NODE_PORT_BASE      7401
+#define ENGINE_ADDR_DEFAULT "127.0.0.1:7500"
+
+#endif

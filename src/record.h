@@ -1,0 +1,51 @@
+/*
+ * record.h: redo records and page versions (paper §3.1, §4.2.3).
+ *
+ * A record holds the byte ranges that one mini-transaction changed in one
+ * page: the after-image minus the before-image. A new page is a delta
+ * against a zero page. Each record carries the LSN of the previous record
+ * of its protection group (the backlink), from which a segment computes its
+ * SCL (node/segment.c), and a CRC over its content.
+ *
+ * A page as of read point R is the newest stored image at or below R with
+ * that page's records in (image LSN, R] applied in LSN order: page_build().
+ *
+ * Interface:
+ *   rec_crc / rec_seal   compute / set a record's CRC
+ *   rec_check            validate a record against a page size (ERR_* code)
+ *   rec_apply            apply one record to a page buffer
+ *   page_build           a page as of a read point
+ */
+#ifndef AURALOG_RECORD_H
+#define AURALOG_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "auralog.pb-c.h"
+
+typedef Auralog__Record Rec;
+
+#define REC_CPL 1u          /* flags: last record of its MTR (a CPL, §4.1) */
+#define REC_FLAGS_KNOWN REC_CPL
+
+uint32_t rec_crc(const Rec *r);
+void rec_seal(Rec *r);
+
+/* Returns ERR_NONE if r is well formed for pages of page_size bytes (LSN and
+ * backlink in order, ranges sorted, non-empty, inside the page, CRC right);
+ * otherwise an ERR_* code with a one-line reason in why. */
+int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen);
+
+/* Apply r's ranges to page (page_size bytes). r must have passed rec_check. */
+void rec_apply(uint8_t *page, uint32_t page_size, const Rec *r);
+
+/* Build the page as of read_point into out (page_size bytes): start from
+ * base (page_size bytes, or NULL for a zero page) whose LSN is base_lsn, and
+ * apply every record of recs[0..n) with base_lsn < lsn <= read_point. recs
+ * must be in increasing LSN order and all for the same page. Returns the
+ * page LSN: the LSN of the newest change applied (base_lsn if none). */
+uint64_t page_build(uint8_t *out, uint32_t page_size, const uint8_t *base,
+                    uint64_t base_lsn, Rec *const *recs, size_t n,
+                    uint64_t read_point);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * roles.h: the subcommands of the auralog binary (dispatched by main.c).
+ * Each takes the arguments after its name and returns the exit status.
+ */
+#ifndef AURALOG_ROLES_H
+#define AURALOG_ROLES_H
+
+int coord_main(int argc, char **argv);
+int node_main(int argc, char **argv);
+int cluster_main(int argc, char **argv);
+int status_main(int argc, char **argv);
+
+#endif

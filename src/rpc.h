@@ -1,0 +1,43 @@
+/*
+ * rpc.h: a blocking request/reply client over the same frames (a driver).
+ *
+ * The command-line tools (status, cluster) and the integration tests talk
+ * to real processes through it: connect, send an envelope, wait for the
+ * reply with the same request id, all with deadlines so that a dead peer
+ * gives a clear error instead of a hang.
+ */
+#ifndef AURALOG_RPC_H
+#define AURALOG_RPC_H
+
+#include <stddef.h>
+#include "wire.h"
+
+struct rpc {
+  int fd;
+  uint64_t next_req;
+  char addr[128];
+};
+
+/* Connect within timeout_ms. Returns 0, or -1 with a reason in why. */
+int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
+             size_t whylen);
+void rpc_close(struct rpc *r);
+
+/* Send req (its req id is set here) and wait for the reply carrying the
+ * same id. Returns the reply (free with wire_free), which may be an Error,
+ * or NULL with a reason in why if the connection failed or timed out. */
+Env *rpc_call(struct rpc *r, Env *req, int timeout_ms, char *why, size_t whylen);
+
+/* Raw access for tests and tools: send bytes / receive one envelope. */
+int rpc_send_raw(struct rpc *r, const void *buf, size_t len);
+Env *rpc_recv(struct rpc *r, int timeout_ms, char *why, size_t whylen);
+
+/* If reply is an Error or not of the expected body, put a one-line
+ * reason in why and return its error code (ERR_INTERNAL for a wrong
+ * body); else 0. */
+int rpc_expect(const Env *reply, int body_case, char *why, size_t whylen);
+
+/* One call on a fresh connection: open, call, close. */
+Env *rpc_once(const char *addr, Env *req, int timeout_ms, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * status.c: `auralog status [--json] [--watch]` (see status.h).
+ *
+ * The coordinator answers with the volume, the nodes and the SCL of every
+ * segment from the nodes' heartbeats; this file turns that into the JSON of
+ * the contract (DESIGN.md §6) or a table, once or every second. The
+ * engine's fields (vdl, vcl, next_lsn, commits, redo_bytes) are 0 until an
+ * engine reports them.
+ */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/addr.h"
+#include "lib/log.h"
+#include "param.h"
+#include "roles.h"
+#include "rpc.h"
+#include "status.h"
+
+Env *status_fetch(const char *coord, const char *volume, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__StatusReq sr = AURALOG__STATUS_REQ__INIT;
+  sr.volume = (char *)volume;
+  req.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
+  req.status_req = &sr;
+  char err[256];
+  Env *rep = rpc_once(coord, &req, RPC_TIMEOUT_MS, err, sizeof err);
+  if (rep == NULL) {
+    snprintf(why, whylen, "coordinator: %s", err);
+    return NULL;
+  }
+  if (rpc_expect(rep, AURALOG__ENVELOPE__BODY_STATUS, err, sizeof err) != 0) {
+    snprintf(why, whylen, "coordinator: %s", err);
+    wire_free(rep);
+    return NULL;
+  }
+  return rep;
+}
+
+static const Auralog__NodeInfo *node_of(const Auralog__Status *st, const char *id)
+{
+  for (size_t i = 0; i < st->n_nodes; i++)
+    if (strcmp(st->nodes[i]->id, id) == 0)
+      return st->nodes[i];
+  return NULL;
+}
+
+/* The SCL node reported for (volume, pg), or 0 if it has not yet. */
+static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg)
+{
+  for (size_t i = 0; i < st->n_segs; i++)
+    if (st->segs[i]->pg == pg && strcmp(st->seg_nodes[i], node) == 0)
+      return st->segs[i]->scl;
+  return 0;
+}
+
+static const char *state_of(const Auralog__NodeInfo *n)
+{
+  return n && n->up ? "up" : "down";
+}
+
+char *status_json(const Auralog__Status *st)
+{
+  const Auralog__Volume *v = st->volume;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "volume", v->name);
+  cJSON_AddBoolToObject(o, "exists", st->exists);
+  cJSON_AddNumberToObject(o, "epoch", (double)v->epoch);
+  cJSON_AddNumberToObject(o, "vdl", 0);
+  cJSON_AddNumberToObject(o, "vcl", 0);
+  cJSON_AddNumberToObject(o, "next_lsn", 0);
+  cJSON_AddNumberToObject(o, "lal", LAL);
+  cJSON_AddNumberToObject(o, "page_size", v->page_size);
+  cJSON_AddItemToObject(o, "truncations", cJSON_CreateArray());
+  cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+  for (size_t i = 0; i < st->n_nodes; i++) {
+    const Auralog__NodeInfo *n = st->nodes[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "id", n->id);
+    cJSON_AddStringToObject(j, "az", n->az);
+    cJSON_AddStringToObject(j, "addr", n->addr);
+    cJSON_AddStringToObject(j, "state", state_of(n));
+    cJSON_AddItemToArray(nodes, j);
+  }
+  cJSON *pgs = cJSON_AddArrayToObject(o, "pgs");
+  for (size_t p = 0; p < v->n_pgs; p++) {
+    const Auralog__Pg *pg = v->pgs[p];
+    cJSON *jp = cJSON_CreateObject();
+    cJSON_AddNumberToObject(jp, "pg", pg->pg);
+    cJSON_AddNumberToObject(jp, "first_page", pg->first_page);
+    cJSON_AddNumberToObject(jp, "npages", pg->npages);
+    cJSON *segs = cJSON_AddArrayToObject(jp, "segments");
+    for (size_t s = 0; s < pg->n_segments; s++) {
+      const Auralog__Segment *seg = pg->segments[s];
+      cJSON *js = cJSON_CreateObject();
+      cJSON_AddStringToObject(js, "node", seg->node);
+      cJSON_AddStringToObject(js, "az", seg->az);
+      cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, seg->node, pg->pg));
+      cJSON_AddStringToObject(js, "state", state_of(node_of(st, seg->node)));
+      cJSON_AddItemToArray(segs, js);
+    }
+    cJSON_AddItemToArray(pgs, jp);
+  }
+  char *out = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return out;
+}
+
+void status_table(const Auralog__Status *st, FILE *f)
+{
+  const Auralog__Volume *v = st->volume;
+  size_t up = 0;
+  for (size_t i = 0; i < st->n_nodes; i++)
+    up += st->nodes[i]->up;
+  fprintf(f, "volume %s%s  epoch %llu  vdl 0  vcl 0  next_lsn 0  lal %d\n", v->name,
+          st->exists ? "" : " (not created yet)", (unsigned long long)v->epoch, LAL);
+  fprintf(f, "nodes  %zu of %zu up\n", up, st->n_nodes);
+  for (int z = 0; z < NAZ; z++) {
+    fprintf(f, "  AZ %c:", 'A' + z);
+    for (size_t i = 0; i < st->n_nodes; i++)
+      if (st->nodes[i]->az[0] == 'A' + z)
+        fprintf(f, "  %s %s (%s)", st->nodes[i]->id, st->nodes[i]->addr,
+                state_of(st->nodes[i]));
+    fputc('\n', f);
+  }
+  if (v->n_pgs)
+    fprintf(f, "pgs    segment SCLs (node:scl, * = down)\n");
+  for (size_t p = 0; p < v->n_pgs; p++) {
+    const Auralog__Pg *pg = v->pgs[p];
+    fprintf(f, "  pg %-3u pages %u..%u:", pg->pg, pg->first_page,
+            pg->first_page + pg->npages - 1);
+    for (size_t s = 0; s < pg->n_segments; s++) {
+      const Auralog__Segment *seg = pg->segments[s];
+      const Auralog__NodeInfo *n = node_of(st, seg->node);
+      fprintf(f, "  %s:%llu%s", seg->node,
+              (unsigned long long)scl_of(st, seg->node, pg->pg),
+              n && n->up ? "" : "*");
+    }
+    fputc('\n', f);
+  }
+}
+
+static volatile sig_atomic_t stop;
+static void on_int(int sig)
+{
+  (void)sig;
+  stop = 1;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog status [--json] [--watch] [--volume NAME] [--coord ADDR]\n"
+    "\n"
+    "Show the volume, its protection groups with each segment's SCL, and\n"
+    "which nodes are up, as the coordinator sees them.\n"
+    "\n"
+    "  --json         one JSON object (the fields labs and checks read)\n"
+    "  --watch        redraw about once a second until Ctrl-C\n"
+    "  --volume NAME  volume to show (default main)\n"
+    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n",
+    COORD_ADDR_DEFAULT);
+}
+
+int status_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"json", no_argument, 0, 'j'}, {"watch", no_argument, 0, 'w'},
+    {"volume", required_argument, 0, 'v'}, {"coord", required_argument, 0, 'c'},
+    {"help", no_argument, 0, 'h'}, {0}};
+  int json = 0, watch = 0, o;
+  const char *volume = "main", *coord = NULL;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'j': json = 1; break;
+    case 'w': watch = 1; break;
+    case 'v': volume = optarg; break;
+    case 'c': coord = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc)
+    die("status: unexpected argument '%s' (see auralog status --help)", argv[optind]);
+  if (!wire_name_ok(volume))
+    die("status: '%s' is not a volume name", volume);
+  coord = addr_coord(coord);
+  signal(SIGINT, on_int);
+  signal(SIGTERM, on_int);
+  for (;;) {
+    char why[320];
+    Env *rep = status_fetch(coord, volume, why, sizeof why);
+    if (rep == NULL && !watch)
+      die("status: %s (is the cluster up? try: auralog cluster up)", why);
+    if (watch && !json)
+      fputs("\033[H\033[2J", stdout);
+    if (rep == NULL) {
+      printf("%s\n", why);
+    } else if (json) {
+      char *s = status_json(rep->status);
+      puts(s);
+      free(s);
+    } else {
+      status_table(rep->status, stdout);
+    }
+    wire_free(rep);
+    fflush(stdout);
+    if (!watch)
+      return 0;
+    for (int i = 0; i < 10 && !stop; i++)
+      usleep(100000);
+    if (stop)
+      return 0;
+  }
+}

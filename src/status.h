@@ -1,0 +1,20 @@
+/*
+ * status.h: what the cluster looks like, as the coordinator sees it.
+ */
+#ifndef AURALOG_STATUS_H
+#define AURALOG_STATUS_H
+
+#include <stdio.h>
+#include "wire.h"
+
+/* Ask the coordinator at coord for the status of volume. Returns the reply
+ * (body status; free with wire_free) or NULL with a reason in why. */
+Env *status_fetch(const char *coord, const char *volume, char *why, size_t whylen);
+
+/* The contract's JSON object (DESIGN.md §6), as a malloc'd string. */
+char *status_json(const Auralog__Status *st);
+
+/* A compact table for people. */
+void status_table(const Auralog__Status *st, FILE *f);
+
+#endif
