@@ -154,8 +154,9 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
   uint64_t last = 0;
   for (size_t i = 0; i < a->n_records; i++) {
     const Auralog__Record *r = a->records[i];
-    if (rec_check(r, PAGE_SIZE_MAX, why, whylen) != 0)
-      return ERR_BAD_MSG;
+    int rc = rec_check(r, PAGE_SIZE_MAX, why, whylen);
+    if (rc != ERR_NONE)
+      return rc;            /* keep ERR_BAD_CRC / ERR_OUT_OF_RANGE distinct */
     if (r->lsn <= last)
       return bad(why, whylen, "records out of LSN order (%llu after %llu)",
                  (unsigned long long)r->lsn, (unsigned long long)last);
