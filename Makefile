@@ -23,13 +23,13 @@ LDFLAGS += $(SANFLAGS)
 # makes a fresh machine install them once, before the first compile.
 DEPS_STAMP := $(B)/.deps
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
 GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c \
             src/node/segment.c src/node/store.c src/node/node.c \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c \
-            src/cluster.c src/status.c
+            src/cluster.c src/status.c src/bench.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o

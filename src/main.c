@@ -19,6 +19,7 @@ static const struct cmd cmds[] = {
   {"status", status_main, "show the volume, PGs, segment SCLs and nodes"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
   {"node", node_main, "run a storage node (segments in lmdb, acks with SCL)"},
+  {"bench", bench_main, "measure: bench append (durable appends into one node)"},
 };
 
 static void usage(FILE *f)

@@ -9,5 +9,6 @@ int coord_main(int argc, char **argv);
 int node_main(int argc, char **argv);
 int cluster_main(int argc, char **argv);
 int status_main(int argc, char **argv);
+int bench_main(int argc, char **argv);
 
 #endif

@@ -159,32 +159,37 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
     conn_error(c, req, (uint32_t)rc, why);
     return;
   }
+  /* A newer epoch fences older writers from now on, even if this batch is
+   * refused below: write it down with this turn's commit. */
+  if (s->epoch != old_epoch && store_begin(&n->st, why, sizeof why) == 0)
+    mark_dirty(n, s);
   /* Decide about every record before storing any: a refused batch changes
    * nothing. */
   uint32_t dups = 0;
+  uint8_t *dup = malloc(a->n_records);
   for (size_t i = 0; i < a->n_records; i++) {
-    int dup;
-    rc = seg_admit(s, a->records[i], &dup, why, sizeof why);
+    int d;
+    rc = seg_admit(s, a->records[i], &d, why, sizeof why);
     if (rc != ERR_NONE) {
+      free(dup);
       conn_error(c, req, (uint32_t)rc, why);
       return;
     }
-    dups += (uint32_t)dup;
+    dup[i] = (uint8_t)d;
+    dups += (uint32_t)d;
   }
   if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
+    free(dup);
     conn_error(c, req, (uint32_t)rc, why);
     return;
   }
-  if (s->epoch != old_epoch)
-    mark_dirty(n, s);
   for (size_t i = 0; i < a->n_records; i++) {
     const Rec *r = a->records[i];
-    int dup;
-    seg_admit(s, r, &dup, why, sizeof why);
-    if (dup)
+    if (dup[i])
       continue;
     if ((rc = store_put_rec(&n->st, s, r, why, sizeof why)) != 0) {
       /* The whole open transaction is lost: fail everything staged in it. */
+      free(dup);
       store_abort(&n->st);
       logwarn("%s", why);
       fail_staged(n, (uint32_t)rc, why);
@@ -197,6 +202,7 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
     }
     n->links[n->nlinks++] = (struct link){s, r->lsn, r->prev_lsn};
   }
+  free(dup);
   mark_dirty(n, s);
   if (n->nacks == n->capacks) {
     n->capacks = n->capacks ? 2 * n->capacks : 64;
