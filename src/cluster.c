@@ -71,7 +71,9 @@ static void layout(struct cluster *cl)
     snprintf(m->az, sizeof m->az, "%s", i == 0 ? "" : (char[]){node_names[i - 1][0], 0});
     m->port = cl->base + i;
     snprintf(m->addr, sizeof m->addr, "127.0.0.1:%d", m->port);
-    path(m->data, sizeof m->data, cl, "data/", m->name, "");
+    char data[sizeof m->data];   /* not straight into *cl: path() reads cl->dir */
+    path(data, sizeof data, cl, "data/", m->name, "");
+    memcpy(m->data, data, sizeof data);
   }
 }
 

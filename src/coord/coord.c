@@ -67,8 +67,12 @@ static void node_add(void *arg, Auralog__NodeInfo *info)
   struct cnode *n = calloc(1, sizeof *n);
   n->info = info;
   n->info->up = 0;
+  /* Keep the table sorted by id, so status lists A1 A2 B1 ... */
   co->nodes = realloc(co->nodes, (co->nnodes + 1) * sizeof *co->nodes);
-  co->nodes[co->nnodes++] = n;
+  size_t i = co->nnodes++;
+  for (; i > 0 && strcmp(co->nodes[i - 1]->info->id, info->id) > 0; i--)
+    co->nodes[i] = co->nodes[i - 1];
+  co->nodes[i] = n;
 }
 
 static Auralog__Volume **vol_slot(struct coord *co, const char *name)
@@ -156,7 +160,8 @@ static Auralog__Volume *vol_grow(struct coord *co, Auralog__Volume **slot,
   Auralog__Segment **segptrs = calloc(add * NCOPIES + 1, sizeof *segptrs);
   struct pnode *pn = calloc(co->nnodes + 1, sizeof *pn);
   Auralog__Volume *out = NULL;
-  memcpy(pgs, base->pgs, old * sizeof *pgs);
+  if (old)
+    memcpy(pgs, base->pgs, old * sizeof *pgs);
 
   /* How loaded is each node? Count the segments it hosts already. */
   for (size_t i = 0; i < co->nnodes; i++) {
@@ -309,7 +314,7 @@ static void on_register(struct coord *co, struct conn *c, uint64_t req,
       n->info = copy;
     } else {
       node_add(co, copy);
-      n = co->nodes[co->nnodes - 1];
+      n = node_find(co, copy->id);
     }
   }
   if (n->conn && n->conn != c)

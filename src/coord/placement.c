@@ -9,8 +9,8 @@
 /* Is node a a better home than node b? */
 static int better(const struct pnode *a, const struct pnode *b)
 {
-  if (a->up != b->up)
-    return a->up;
+  if (!a->up != !b->up)     /* any nonzero up counts as up */
+    return a->up != 0;
   if (a->nsegs != b->nsegs)
     return a->nsegs < b->nsegs;
   return strcmp(a->id, b->id) < 0;

@@ -5,6 +5,8 @@
  * a protection group, holes and duplicates, reads at a read point, kill -9
  * and restart of a node, garbage on a node's port, and `cluster down`
  * leaving nothing behind.
+ *
+ * AURALOG_KEEP=1 keeps the cluster directory (logs) after the run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -143,6 +145,7 @@ static Env *append_to(const char *node, uint64_t epoch, struct rec *recs, size_t
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__Append a = AURALOG__APPEND__INIT;
   Rec *ptrs[16];
+  assert_non_null(vol);         /* opened by new_volume_places_pg_two_per_az */
   for (size_t i = 0; i < n; i++)
     ptrs[i] = &recs[i].r;
   a.volume_id = vol->id;
@@ -178,6 +181,7 @@ static Env *read_page(const char *node, uint32_t page, uint64_t read_point)
 {
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
+  assert_non_null(vol);
   rp.volume_id = vol->id;
   rp.pg = 0;
   rp.page_no = page;
@@ -205,6 +209,29 @@ static long long status_scl(cJSON *o, const char *node)
     if (strcmp(cJSON_GetObjectItem(s, "node")->valuestring, node) == 0)
       return (long long)cJSON_GetObjectItem(s, "scl")->valuedouble;
   return -1;
+}
+
+/* "up" or "down" for node in `status --json`. */
+static const char *status_state(const char *node)
+{
+  static char state[8];
+  cJSON *o = status_json(), *n;
+  state[0] = 0;
+  cJSON_ArrayForEach(n, cJSON_GetObjectItem(o, "nodes"))
+    if (strcmp(cJSON_GetObjectItem(n, "id")->valuestring, node) == 0)
+      snprintf(state, sizeof state, "%s", cJSON_GetObjectItem(n, "state")->valuestring);
+  cJSON_Delete(o);
+  return state;
+}
+
+static void wait_state(const char *node, const char *want, int ms)
+{
+  for (int i = 0; i < ms / 50; i++) {
+    if (strcmp(status_state(node), want) == 0)
+      return;
+    usleep(50000);
+  }
+  fail_msg("%s is not shown %s after %d ms", node, want, ms);
 }
 
 /* Wait until status shows node's SCL of pg 0 at want (heartbeats lag). */
@@ -262,7 +289,8 @@ static int teardown(void **state)
 {
   (void)state;
   sh(NULL, 0, "%s cluster down --dir %s", bin, dir);
-  sh(NULL, 0, "rm -rf %s", dir);
+  if (getenv("AURALOG_KEEP") == NULL)
+    sh(NULL, 0, "rm -rf %s", dir);
   return 0;
 }
 
@@ -460,9 +488,11 @@ static void node_keeps_records_and_scl_after_kill_9(void **state)
       break;
     usleep(20000);
   }
+  wait_state("A1", "down", 1000);      /* its connection closed */
   char out[4096];
   assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
   assert_true(pid_of("A1") != pid);
+  assert_string_equal(status_state("A1"), "up");
   /* The page at the old SCL is still there, and the SCL came back. */
   uint8_t want[PAGE_SIZE_DEFAULT];
   expected_page(want, 3, 50);
@@ -475,6 +505,21 @@ static void node_keeps_records_and_scl_after_kill_9(void **state)
   struct rec r;
   mkrec(&r, 60, 50, 5, 0, 0x66, 1);
   assert_int_equal(ack_scl(append_to("A1", 2, &r, 1)), 60);
+}
+
+static void silent_node_is_shown_down_then_up(void **state)
+{
+  (void)state;
+  /* SIGSTOP: the process lives and its connection stays open, but it
+   * sends no heartbeat. The coordinator must notice by the timeout. */
+  pid_t pid = pid_of("C2");
+  assert_int_equal(kill(pid, SIGSTOP), 0);
+  unsigned long long t0 = now_ms();
+  wait_state("C2", "down", NODE_DOWN_MS + 2000);
+  assert_true(now_ms() - t0 >= NODE_DOWN_MS - HEARTBEAT_MS);
+  assert_string_equal(status_state("C1"), "up");
+  assert_int_equal(kill(pid, SIGCONT), 0);
+  wait_state("C2", "up", 2000);
 }
 
 static void garbage_closes_only_that_connection(void **state)
@@ -587,6 +632,12 @@ static void cluster_down_leaves_no_process(void **state)
   assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
   assert_non_null(strstr(out, "stopped coord"));
   assert_int_equal(live_cluster_processes(), 0);
+  /* No member reported memory errors, undefined behaviour or leaks (in
+   * a `make test SAN=1` build they write such reports to their logs). */
+  int rc = sh(out, sizeof out, "grep -l -E 'runtime error|AddressSanitizer|LeakSanitizer' "
+              "%s/log/*.log", dir);
+  if (rc == 0)
+    fail_msg("sanitizer reports in: %s", out);
   /* Once more: nothing to stop, still success. */
   assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
   assert_non_null(strstr(out, "nothing running"));
@@ -604,6 +655,7 @@ int main(void)
     cmocka_unit_test(bad_records_are_refused_and_change_nothing),
     cmocka_unit_test(old_epoch_is_fenced),
     cmocka_unit_test(node_keeps_records_and_scl_after_kill_9),
+    cmocka_unit_test(silent_node_is_shown_down_then_up),
     cmocka_unit_test(garbage_closes_only_that_connection),
     cmocka_unit_test(commands_fail_with_one_clear_line),
     cmocka_unit_test(cluster_down_leaves_no_process),

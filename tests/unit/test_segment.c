@@ -1,0 +1,449 @@
+/*
+ * test_segment.c: how a storage segment tracks which records it holds.
+ *
+ * Checks that the segment complete LSN (SCL) is always the highest LSN up to
+ * which the segment holds every record of its protection group, whatever
+ * order the records arrive in (every order of a short chain, and many
+ * shuffles of a long one); that a resent record is recognised as a
+ * duplicate, whether it is below the SCL or still waiting above a hole, and
+ * that adding it again changes nothing; that a record whose backlink
+ * contradicts records already held, a record for a page outside the
+ * segment, or one writing past the end of its page is refused with the
+ * right error; and that a writer with an older epoch is fenced off while a
+ * newer epoch is accepted.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "param.h"
+#include "record.h"
+#include "wire.h"
+#include "node/segment.h"
+
+/* splitmix64: a fixed seed gives the same run every time. */
+static uint64_t rng_next(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint64_t *s, uint32_t n)
+{
+  return (uint32_t)(rng_next(s) % n);
+}
+
+/* Segment under test: PG 1 of a 4096-byte-page volume, pages 256..511. */
+#define FIRST 256
+#define NPAGES 256
+#define PSIZE 4096
+
+/* A record of one 8-byte range at off of page. */
+struct trec {
+  Rec r;
+  Auralog__Range g;
+  Auralog__Range *gp;
+  uint8_t data[8];
+};
+
+static void mkrec(struct trec *t, uint64_t lsn, uint64_t prev, uint32_t page,
+                  uint32_t off, size_t len)
+{
+  assert_true(len <= sizeof t->data);
+  auralog__record__init(&t->r);
+  auralog__range__init(&t->g);
+  memset(t->data, (int)lsn, sizeof t->data);
+  t->r.lsn = lsn;
+  t->r.prev_lsn = prev;
+  t->r.page_no = page;
+  t->g.off = off;
+  t->g.data.len = len;
+  t->g.data.data = t->data;
+  t->gp = &t->g;
+  t->r.ranges = &t->gp;
+  t->r.n_ranges = 1;
+  rec_seal(&t->r);
+}
+
+/* seg_admit on (lsn, prev) for a page inside the segment. */
+static int admit(const struct segment *s, uint64_t lsn, uint64_t prev, int *dup)
+{
+  struct trec t;
+  mkrec(&t, lsn, prev, FIRST + (uint32_t)(lsn % NPAGES), 0, 8);
+  char why[256] = "";
+  *dup = -1;
+  int rc = seg_admit(s, &t.r, dup, why, sizeof why);
+  if (rc != ERR_NONE)
+    assert_true(strlen(why) > 0);
+  return rc;
+}
+
+static void expect_admit(const struct segment *s, uint64_t lsn, uint64_t prev,
+                         int code, int dup)
+{
+  int d;
+  int rc = admit(s, lsn, prev, &d);
+  if (rc != code)
+    fail_msg("admit %llu<-%llu: got %d (%s), expected %d (%s)",
+             (unsigned long long)lsn, (unsigned long long)prev, rc,
+             wire_errname((uint32_t)rc), code, wire_errname((uint32_t)code));
+  if (code == ERR_NONE && d != dup)
+    fail_msg("admit %llu<-%llu: dup %d, expected %d", (unsigned long long)lsn,
+             (unsigned long long)prev, d, dup);
+}
+
+/* SCL expected once the chain records flagged in added[] are held. */
+static uint64_t expected_scl(const uint64_t *chain, const int *added, size_t n)
+{
+  uint64_t scl = 0;
+  for (size_t i = 0; i < n && added[i]; i++)
+    scl = chain[i];
+  return scl;
+}
+
+/* Add chain records in the order given by perm, checking after each. With
+ * full set, also check every record's admit answer at every step. */
+static void run_order(const uint64_t *chain, size_t n, const size_t *perm,
+                      int full)
+{
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  int added[512] = { 0 };
+  uint64_t max = 0;
+  assert_true(n <= 512);
+  for (size_t k = 0; k < n; k++) {
+    size_t i = perm[k];
+    uint64_t lsn = chain[i], prev = i ? chain[i - 1] : 0;
+    expect_admit(&s, lsn, prev, ERR_NONE, 0);          /* new, no conflict */
+    uint64_t scl = seg_add(&s, lsn, prev);
+    added[i] = 1;
+    if (lsn > max)
+      max = lsn;
+    uint64_t want = expected_scl(chain, added, n);
+    if (scl != want || s.scl != want)
+      fail_msg("after adding %zu records (last %llu): scl %llu, expected %llu",
+               k + 1, (unsigned long long)lsn, (unsigned long long)scl,
+               (unsigned long long)want);
+    assert_int_equal(s.max_lsn, max);
+    size_t below = 0;
+    for (size_t j = 0; j < n; j++)
+      below += added[j] && chain[j] <= want;
+    assert_int_equal(s.npend, k + 1 - below);
+    expect_admit(&s, lsn, prev, ERR_NONE, 1);          /* now a duplicate */
+    if (full)
+      for (size_t j = 0; j < n; j++)
+        expect_admit(&s, chain[j], j ? chain[j - 1] : 0, ERR_NONE, added[j]);
+  }
+  assert_int_equal(s.scl, chain[n - 1]);
+  assert_int_equal(s.npend, 0);
+  seg_free(&s);
+}
+
+/* Lexicographic next permutation; 0 when p was the last one. */
+static int next_perm(size_t *p, size_t n)
+{
+  if (n < 2)
+    return 0;
+  size_t i = n - 1;
+  while (i > 0 && p[i - 1] >= p[i])
+    i--;
+  if (i == 0)
+    return 0;
+  size_t j = n - 1;
+  while (p[j] <= p[i - 1])
+    j--;
+  size_t t = p[i - 1]; p[i - 1] = p[j]; p[j] = t;
+  for (size_t a = i, b = n - 1; a < b; a++, b--) {
+    t = p[a]; p[a] = p[b]; p[b] = t;
+  }
+  return 1;
+}
+
+/* ---- SCL ----------------------------------------------------------------- */
+
+static void test_scl_every_order_of_short_chain(void **state)
+{
+  (void)state;
+  const uint64_t chain[] = { 3, 7, 9, 15, 16, 22, 40 };  /* 3<-0, 7<-3, 9<-7, ... */
+  const size_t n = sizeof chain / sizeof chain[0];
+  size_t perm[7];
+  for (size_t i = 0; i < n; i++)
+    perm[i] = i;
+  size_t count = 0;
+  do {
+    run_order(chain, n, perm, 1);
+    count++;
+  } while (next_perm(perm, n));
+  assert_int_equal(count, 5040);     /* 7! orders */
+}
+
+static void test_scl_random_shuffles_of_long_chain(void **state)
+{
+  (void)state;
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    uint64_t s = seed;
+    size_t n = 50 + rng_below(&s, 250);
+    uint64_t chain[300];
+    size_t perm[300];
+    uint64_t lsn = 1 + rng_below(&s, 5);
+    for (size_t i = 0; i < n; i++) {
+      chain[i] = lsn;
+      lsn += 1 + rng_below(&s, 9);   /* gaps: LSNs of other PGs */
+      perm[i] = i;
+    }
+    for (size_t i = n - 1; i > 0; i--) {
+      size_t j = rng_below(&s, (uint32_t)(i + 1));
+      size_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+    }
+    run_order(chain, n, perm, n <= 80);
+  }
+}
+
+/* In-order delivery of a chain whose LSNs are dense or sparse. */
+static void test_scl_in_order(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  assert_int_equal(s.scl, 0);
+  uint64_t prev = 0;
+  for (uint64_t lsn = 1; lsn < 5000; lsn += 1 + lsn % 3) {
+    assert_int_equal(seg_add(&s, lsn, prev), lsn);
+    assert_int_equal(s.npend, 0);
+    prev = lsn;
+  }
+  seg_free(&s);
+}
+
+/* ---- duplicates and idempotence ----------------------------------------- */
+
+static void test_duplicates(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  /* chain 3<-0, 7<-3, 9<-7, 15<-9; 9 is missing */
+  assert_int_equal(seg_add(&s, 3, 0), 3);
+  assert_int_equal(seg_add(&s, 7, 3), 7);
+  assert_int_equal(seg_add(&s, 15, 9), 7);
+  expect_admit(&s, 3, 0, ERR_NONE, 1);     /* at or below scl */
+  expect_admit(&s, 7, 3, ERR_NONE, 1);
+  expect_admit(&s, 15, 9, ERR_NONE, 1);    /* pending above the hole */
+  expect_admit(&s, 9, 7, ERR_NONE, 0);     /* the hole itself: new */
+  expect_admit(&s, 20, 15, ERR_NONE, 0);   /* beyond: new */
+  /* An LSN below scl is a duplicate whatever backlink it claims: the chain
+   * up to scl is whole, so the segment already holds it. */
+  expect_admit(&s, 5, 3, ERR_NONE, 1);
+  assert_int_equal(seg_add(&s, 9, 7), 15);
+  expect_admit(&s, 9, 7, ERR_NONE, 1);
+  expect_admit(&s, 15, 9, ERR_NONE, 1);
+  seg_free(&s);
+}
+
+static void test_add_is_idempotent(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  assert_int_equal(seg_add(&s, 3, 0), 3);
+  assert_int_equal(seg_add(&s, 3, 0), 3);
+  assert_int_equal(seg_add(&s, 9, 7), 3);
+  assert_int_equal(s.npend, 1);
+  for (int k = 0; k < 5; k++) {
+    assert_int_equal(seg_add(&s, 9, 7), 3);
+    assert_int_equal(seg_add(&s, 3, 0), 3);
+    assert_int_equal(s.npend, 1);
+    assert_int_equal(s.max_lsn, 9);
+  }
+  assert_int_equal(seg_add(&s, 7, 3), 9);
+  assert_int_equal(s.npend, 0);
+  assert_int_equal(seg_add(&s, 7, 3), 9);
+  assert_int_equal(seg_add(&s, 9, 7), 9);
+  assert_int_equal(s.npend, 0);
+  assert_int_equal(s.scl, 9);
+
+  /* Many resends in random order on a long chain end in the same state. */
+  uint64_t rs = 42;
+  struct segment t;
+  seg_init(&t, 1, 1, FIRST, NPAGES, PSIZE);
+  for (int k = 0; k < 5000; k++) {
+    uint64_t i = 1 + rng_below(&rs, 300);   /* chain 2<-0, 4<-2, 6<-4, ... */
+    seg_add(&t, 2 * i, 2 * i - 2);
+    seg_add(&t, 2 * i, 2 * i - 2);
+  }
+  for (uint64_t i = 1; i <= 300; i++)
+    seg_add(&t, 2 * i, 2 * i - 2);
+  assert_int_equal(t.scl, 600);
+  assert_int_equal(t.npend, 0);
+  assert_int_equal(t.max_lsn, 600);
+  seg_free(&t);
+  seg_free(&s);
+}
+
+/* ---- refusals ------------------------------------------------------------ */
+
+/* seg_admit must not change the segment, even when it refuses. */
+static void same_state(const struct segment *a, const struct segment *b)
+{
+  assert_int_equal(a->scl, b->scl);
+  assert_int_equal(a->max_lsn, b->max_lsn);
+  assert_int_equal(a->epoch, b->epoch);
+  assert_int_equal(a->npend, b->npend);
+  for (size_t i = 0; i < a->npend; i++) {
+    assert_int_equal(a->pend[i].lsn, b->pend[i].lsn);
+    assert_int_equal(a->pend[i].prev, b->pend[i].prev);
+  }
+}
+
+static void test_conflicting_backlinks(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  seg_add(&s, 3, 0);
+  seg_add(&s, 7, 3);                         /* scl 7 */
+  seg_add(&s, 15, 9);                        /* held above the hole at 9 */
+  struct segment snap = s;
+  snap.pend = malloc(s.npend * sizeof *s.pend);
+  assert_non_null(snap.pend);
+  memcpy(snap.pend, s.pend, s.npend * sizeof *s.pend);
+
+  /* jumps over a record at or below scl (7 is held between 3 and 8) */
+  expect_admit(&s, 8, 3, ERR_CONFLICT, 0);
+  expect_admit(&s, 9, 0, ERR_CONFLICT, 0);
+  /* jumps over the held record 15 */
+  expect_admit(&s, 20, 7, ERR_CONFLICT, 0);
+  expect_admit(&s, 20, 14, ERR_CONFLICT, 0);
+  /* is jumped over by 15 (15 says nothing lies between 9 and 15) */
+  expect_admit(&s, 12, 7, ERR_CONFLICT, 0);
+  expect_admit(&s, 12, 9, ERR_CONFLICT, 0);
+  /* consistent with everything held */
+  expect_admit(&s, 9, 7, ERR_NONE, 0);
+  expect_admit(&s, 8, 7, ERR_NONE, 0);       /* 8 could precede 9 (9<-8 later) */
+  expect_admit(&s, 20, 15, ERR_NONE, 0);
+  same_state(&s, &snap);
+
+  /* The conflict reason names the record. */
+  struct trec t;
+  mkrec(&t, 20, 7, FIRST, 0, 8);
+  char why[256] = "";
+  int dup;
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_CONFLICT);
+  assert_non_null(strstr(why, "20"));
+  same_state(&s, &snap);
+  free(snap.pend);
+  seg_free(&s);
+}
+
+/* Two records claiming the same predecessor, with nothing at or below scl. */
+static void test_conflict_same_backlink(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  seg_add(&s, 7, 3);                         /* 3 missing: scl stays 0 */
+  assert_int_equal(s.scl, 0);
+  expect_admit(&s, 5, 3, ERR_CONFLICT, 0);   /* 7 already follows 3 */
+  expect_admit(&s, 9, 3, ERR_CONFLICT, 0);   /* 9<-3 would jump over 7 */
+  expect_admit(&s, 3, 0, ERR_NONE, 0);
+  expect_admit(&s, 9, 7, ERR_NONE, 0);
+  seg_free(&s);
+}
+
+static void test_out_of_range(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  struct trec t;
+  char why[256];
+  int dup;
+  const struct { uint32_t page; int code; } pages[] = {
+    { 0, ERR_OUT_OF_RANGE }, { FIRST - 1, ERR_OUT_OF_RANGE },
+    { FIRST, ERR_NONE }, { FIRST + NPAGES - 1, ERR_NONE },
+    { FIRST + NPAGES, ERR_OUT_OF_RANGE }, { 0xffffffffu, ERR_OUT_OF_RANGE },
+  };
+  for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+    mkrec(&t, 5, 0, pages[i].page, 0, 8);
+    why[0] = 0;
+    assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), pages[i].code);
+    if (pages[i].code != ERR_NONE)
+      assert_non_null(strstr(why, "outside"));
+  }
+
+  /* bytes past the end of the page */
+  mkrec(&t, 5, 0, FIRST, PSIZE - 4, 8);
+  why[0] = 0;
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_OUT_OF_RANGE);
+  assert_true(strlen(why) > 0);
+  mkrec(&t, 5, 0, FIRST, PSIZE, 1);
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_OUT_OF_RANGE);
+  mkrec(&t, 5, 0, FIRST, PSIZE - 8, 8);      /* ends exactly at the end */
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_NONE);
+  assert_int_equal(dup, 0);
+
+  /* range checks apply to duplicates too: a resend that is out of range is
+   * refused, not silently counted */
+  seg_add(&s, 5, 0);
+  mkrec(&t, 5, 0, FIRST + NPAGES, 0, 8);
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_OUT_OF_RANGE);
+  seg_free(&s);
+}
+
+/* ---- epochs -------------------------------------------------------------- */
+
+static void test_epoch_fencing(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  char why[256] = "";
+  assert_int_equal(seg_epoch(&s, 1, why, sizeof why), ERR_NONE);
+  assert_int_equal(s.epoch, 1);
+  assert_int_equal(seg_epoch(&s, 5, why, sizeof why), ERR_NONE);
+  assert_int_equal(s.epoch, 5);
+
+  why[0] = 0;
+  assert_int_equal(seg_epoch(&s, 4, why, sizeof why), ERR_STALE_EPOCH);
+  assert_non_null(strstr(why, "fenced by epoch 5"));
+  assert_int_equal(s.epoch, 5);              /* not lowered */
+  assert_int_equal(seg_epoch(&s, 0, why, sizeof why), ERR_STALE_EPOCH);
+  assert_int_equal(s.epoch, 5);
+
+  assert_int_equal(seg_epoch(&s, 5, why, sizeof why), ERR_NONE);  /* same: fine */
+  assert_int_equal(seg_epoch(&s, 7, why, sizeof why), ERR_NONE);
+  assert_int_equal(s.epoch, 7);
+  why[0] = 0;
+  assert_int_equal(seg_epoch(&s, 6, why, sizeof why), ERR_STALE_EPOCH);
+  assert_non_null(strstr(why, "fenced by epoch 7"));
+  assert_int_equal(s.epoch, 7);
+
+  /* The epoch does not disturb the chain. */
+  seg_add(&s, 3, 0);
+  assert_int_equal(seg_epoch(&s, 8, why, sizeof why), ERR_NONE);
+  assert_int_equal(s.scl, 3);
+  seg_free(&s);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_scl_every_order_of_short_chain),
+    cmocka_unit_test(test_scl_random_shuffles_of_long_chain),
+    cmocka_unit_test(test_scl_in_order),
+    cmocka_unit_test(test_duplicates),
+    cmocka_unit_test(test_add_is_idempotent),
+    cmocka_unit_test(test_conflicting_backlinks),
+    cmocka_unit_test(test_conflict_same_backlink),
+    cmocka_unit_test(test_out_of_range),
+    cmocka_unit_test(test_epoch_fencing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
