@@ -336,7 +336,10 @@ static int cmd_up(struct cluster *cl)
     else
       printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
   }
-  printf("logs in %s/log; try: auralog status --coord %s\n", cl->dir, cl->m[0].addr);
+  if (strcmp(cl->m[0].addr, COORD_ADDR_DEFAULT) == 0)
+    printf("logs in %s/log; try: auralog status\n", cl->dir);
+  else
+    printf("logs in %s/log; try: auralog status --coord %s\n", cl->dir, cl->m[0].addr);
   return 0;
 }
 
