@@ -26,6 +26,14 @@
  * not hand out an LSN above vdl + LAL. */
 #define LAL           10000000
 
+/* Engine (src/vfs). */
+#define DIFF_MERGE_GAP  8       /* page diff: join changed ranges closer than this (a range costs ~6 bytes) */
+#define CACHE_PAGES     4096    /* buffer cache of the engine, in pages (evict only page LSN <= VDL) */
+#define COMMIT_DEADLINE_MS 5000 /* a commit not durable by then fails with a clear error */
+#define READ_DEADLINE_MS   5000 /* a page read that no segment can answer by then fails */
+#define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
+#define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
+
 /* Wire (src/wire.c). */
 #define FRAME_MAX     (16u << 20)   /* largest frame accepted, checked before allocating */
 #define NAME_MAX_LEN  64            /* node ids, AZ names, volume names */

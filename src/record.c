@@ -85,7 +85,10 @@ int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen)
 
 void rec_apply(uint8_t *page, uint32_t page_size, const Rec *r)
 {
-  (void)page_size;
+  /* A page that was freed by a truncation and used again holds old bytes
+   * in storage; REC_ZERO makes its first record independent of them. */
+  if (r->flags & REC_ZERO)
+    memset(page, 0, page_size);
   for (size_t i = 0; i < r->n_ranges; i++)
     memcpy(page + r->ranges[i]->off, r->ranges[i]->data.data,
            r->ranges[i]->data.len);

@@ -26,7 +26,8 @@
 typedef Auralog__Record Rec;
 
 #define REC_CPL 1u          /* flags: last record of its MTR (a CPL, §4.1) */
-#define REC_FLAGS_KNOWN REC_CPL
+#define REC_ZERO 2u         /* flags: the page starts from zeros (a new page) */
+#define REC_FLAGS_KNOWN (REC_CPL | REC_ZERO)
 
 uint32_t rec_crc(const Rec *r);
 void rec_seal(Rec *r);
@@ -36,7 +37,8 @@ void rec_seal(Rec *r);
  * otherwise an ERR_* code with a one-line reason in why. */
 int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen);
 
-/* Apply r's ranges to page (page_size bytes). r must have passed rec_check. */
+/* Apply r to page (page_size bytes): zero it first if REC_ZERO, then copy
+ * the ranges. r must have passed rec_check. */
 void rec_apply(uint8_t *page, uint32_t page_size, const Rec *r);
 
 /* Build the page as of read_point into out (page_size bytes): start from

@@ -1,0 +1,70 @@
+/*
+ * quorum.h: the writer's view of durability (paper §4.1, §4.2.1), as a pure
+ * state machine.
+ *
+ * The writer hands out LSNs, one per record, in increasing order, never
+ * more than LAL above the VDL (back-pressure: allocation must wait while
+ * next_lsn > vdl + lal). Each record belongs to one protection group and
+ * is sent to that PG's six segments (slots 0..NCOPIES-1); each segment's
+ * acknowledgement is recorded here. A record is at write quorum when VW
+ * distinct segments of its PG acknowledged it.
+ *   VCL: the highest LSN such that every record at or below it is at
+ *        write quorum;
+ *   VDL: the highest CPL (last record of a mini-transaction) <= VCL.
+ * A commit is durable when vdl >= its commit LSN. VCL and VDL never go
+ * down.
+ *
+ * LSNs after start are contiguous: every LSN from start_lsn on is one
+ * record. LSNs in (vdl, start_lsn) (a truncated range after recovery) hold
+ * no records and are skipped.
+ *
+ * No I/O, no threads: the volume driver (volume.c) calls these under its
+ * lock.
+ */
+#ifndef AURALOG_QUORUM_H
+#define AURALOG_QUORUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct qrec {
+  uint64_t lsn;
+  uint32_t pg;
+  uint8_t cpl;         /* last record of its MTR */
+  uint8_t acks;        /* bit i: segment slot i of the PG acknowledged */
+};
+
+struct quorum {
+  uint64_t next_lsn;   /* next LSN to hand out */
+  uint64_t vcl, vdl;
+  uint64_t lal;
+  int vw;              /* write quorum */
+  struct qrec *q;      /* records above vcl, in LSN order: a ring */
+  size_t head, n, cap;
+};
+
+/* Start with nothing pending: vcl = vdl = vdl, first LSN handed out is
+ * start_lsn (> vdl). */
+void q_init(struct quorum *q, uint64_t vdl, uint64_t start_lsn, uint64_t lal, int vw);
+void q_free(struct quorum *q);
+
+/* Can n more LSNs be handed out now? (next_lsn + n - 1 <= vdl + lal) */
+int q_can_alloc(const struct quorum *q, size_t n);
+
+/* Hand out the next LSN, for a record of pg; cpl marks the last record of
+ * its MTR. The caller has checked q_can_alloc. */
+uint64_t q_alloc(struct quorum *q, uint32_t pg, int cpl);
+
+/* Segment slot of pg durably holds record lsn. LSNs not pending (already
+ * at quorum, or never handed out, or of another pg) are ignored. Returns 1
+ * if the VDL advanced. */
+int q_ack(struct quorum *q, uint32_t pg, int slot, uint64_t lsn);
+
+/* Segment slot of pg is complete up to scl (its SCL): it holds every
+ * record of pg at or below scl. Returns 1 if the VDL advanced. */
+int q_ack_upto(struct quorum *q, uint32_t pg, int slot, uint64_t scl);
+
+/* Records handed out and not yet below the VCL. */
+size_t q_pending(const struct quorum *q);
+
+#endif
