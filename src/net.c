@@ -88,6 +88,15 @@ int conn_send(struct conn *c, const Env *env)
     logwarn("%s: reply over the frame limit dropped", c->peer);
     return -1;
   }
+  return conn_send_frame(c, frame, len);
+}
+
+int conn_send_frame(struct conn *c, uint8_t *frame, size_t len)
+{
+  if (c->closing) {
+    free(frame);
+    return -1;
+  }
   struct wreq *w = malloc(sizeof *w);
   if (w == NULL) {
     free(frame);

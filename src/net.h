@@ -50,6 +50,9 @@ struct conn *net_connect(uv_loop_t *loop, const char *addr,
 /* Queue env on c. Returns 0, or -1 if c is closing or env is too large. */
 int conn_send(struct conn *c, const Env *env);
 
+/* Queue an already framed message (wire_frame); takes ownership of it. */
+int conn_send_frame(struct conn *c, uint8_t *frame, size_t len);
+
 /* Reply with an Error (the conn stays open). */
 void conn_error(struct conn *c, uint64_t req, uint32_t code, const char *msg);
 

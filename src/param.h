@@ -39,7 +39,7 @@
 #define NAME_MAX_LEN  64            /* node ids, AZ names, volume names */
 #define ADDR_MAX_LEN  128           /* "host:port" */
 #define BATCH_MAX     100000        /* records in one Append */
-#define RANGES_MAX    4096          /* byte ranges in one record */
+#define RANGES_MAX    8192          /* byte ranges in one record (a 64 KiB page diff needs < 7300) */
 
 /* Membership (src/coord). */
 #define HEARTBEAT_MS    200     /* node -> coordinator heartbeat period */

@@ -64,19 +64,49 @@ static const char *state_of(const Auralog__NodeInfo *n)
   return n && n->up ? "up" : "down";
 }
 
+/* Has the volume's engine reported lately? */
+static int engine_up(const Auralog__Status *st)
+{
+  return st->engine && st->engine_age_ms <= NODE_DOWN_MS;
+}
+
 char *status_json(const Auralog__Status *st)
 {
   const Auralog__Volume *v = st->volume;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "volume", v->name);
   cJSON_AddBoolToObject(o, "exists", st->exists);
+  const Auralog__EngineStat *e = st->engine;
+  Auralog__EngineStat none = AURALOG__ENGINE_STAT__INIT;
+  if (e == NULL) {
+    none.lal = LAL;
+    e = &none;
+  }
   cJSON_AddNumberToObject(o, "epoch", (double)v->epoch);
-  cJSON_AddNumberToObject(o, "vdl", 0);
-  cJSON_AddNumberToObject(o, "vcl", 0);
-  cJSON_AddNumberToObject(o, "next_lsn", 0);
-  cJSON_AddNumberToObject(o, "lal", LAL);
+  cJSON_AddNumberToObject(o, "vdl", (double)e->vdl);
+  cJSON_AddNumberToObject(o, "vcl", (double)e->vcl);
+  cJSON_AddNumberToObject(o, "next_lsn", (double)e->next_lsn);
+  cJSON_AddNumberToObject(o, "lal", (double)e->lal);
+  cJSON_AddNumberToObject(o, "commits", (double)e->commits);
+  cJSON_AddNumberToObject(o, "redo_bytes", (double)e->redo_bytes);
+  cJSON_AddNumberToObject(o, "redo_msgs", (double)e->redo_msgs);
+  cJSON_AddNumberToObject(o, "records", (double)e->records);
+  cJSON_AddNumberToObject(o, "pending", (double)e->pending);
+  cJSON_AddNumberToObject(o, "pages_read", (double)e->pages_read);
+  cJSON_AddNumberToObject(o, "recovery_ms", (double)e->recovery_ms);
   cJSON_AddNumberToObject(o, "page_size", v->page_size);
-  cJSON_AddItemToObject(o, "truncations", cJSON_CreateArray());
+  cJSON *eng = cJSON_AddObjectToObject(o, "engine");
+  cJSON_AddStringToObject(eng, "addr", st->engine ? e->addr : "");
+  cJSON_AddStringToObject(eng, "state", engine_up(st) ? "up" : "down");
+  cJSON_AddNumberToObject(eng, "epoch", (double)e->epoch);
+  cJSON *tr = cJSON_AddArrayToObject(o, "truncations");
+  for (size_t i = 0; i < v->n_truncs; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "epoch", (double)v->truncs[i]->epoch);
+    cJSON_AddNumberToObject(j, "from", (double)v->truncs[i]->from);
+    cJSON_AddNumberToObject(j, "to", (double)v->truncs[i]->to);
+    cJSON_AddItemToArray(tr, j);
+  }
   cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
   for (size_t i = 0; i < st->n_nodes; i++) {
     const Auralog__NodeInfo *n = st->nodes[i];
@@ -117,8 +147,24 @@ void status_table(const Auralog__Status *st, FILE *f)
   size_t up = 0;
   for (size_t i = 0; i < st->n_nodes; i++)
     up += st->nodes[i]->up;
-  fprintf(f, "volume %s%s  epoch %llu  vdl 0  vcl 0  next_lsn 0  lal %d\n", v->name,
-          st->exists ? "" : " (not created yet)", (unsigned long long)v->epoch, LAL);
+  const Auralog__EngineStat *e = st->engine;
+  fprintf(f, "volume %s%s  epoch %llu", v->name, st->exists ? "" : " (not created yet)",
+          (unsigned long long)v->epoch);
+  if (e)
+    fprintf(f, "  vdl %llu  vcl %llu  next_lsn %llu  lal %llu\n"
+            "engine %s (%s)  commits %llu  redo %llu bytes in %llu msgs  "
+            "pending %llu  recovery %llu ms\n",
+            (unsigned long long)e->vdl, (unsigned long long)e->vcl,
+            (unsigned long long)e->next_lsn, (unsigned long long)e->lal, e->addr,
+            engine_up(st) ? "up" : "down", (unsigned long long)e->commits,
+            (unsigned long long)e->redo_bytes, (unsigned long long)e->redo_msgs,
+            (unsigned long long)e->pending, (unsigned long long)e->recovery_ms);
+  else
+    fprintf(f, "  (no engine has reported)\n");
+  for (size_t i = 0; i < v->n_truncs; i++)
+    fprintf(f, "truncated (%llu, %llu] by epoch %llu\n",
+            (unsigned long long)v->truncs[i]->from, (unsigned long long)v->truncs[i]->to,
+            (unsigned long long)v->truncs[i]->epoch);
   fprintf(f, "nodes  %zu of %zu up\n", up, st->n_nodes);
   for (int z = 0; z < NAZ; z++) {
     fprintf(f, "  AZ %c:", 'A' + z);

@@ -148,8 +148,8 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
     return bad(why, whylen, "append without a volume id");
   if (a->epoch == 0)
     return bad(why, whylen, "append without an epoch");
-  if (a->n_records == 0 || a->n_records > BATCH_MAX)
-    return bad(why, whylen, "append of %zu records (1..%d allowed)",
+  if (a->n_records > BATCH_MAX)   /* 0: only tells the writer's VDL */
+    return bad(why, whylen, "append of %zu records (at most %d)",
                a->n_records, BATCH_MAX);
   uint64_t last = 0;
   for (size_t i = 0; i < a->n_records; i++) {
@@ -235,6 +235,39 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_STATUS:
     if (e->status->n_seg_nodes != e->status->n_segs)
       return bad(why, whylen, "status with unmatched segment list");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_SEG_QUERY:
+    if (e->seg_query->volume_id == 0 || e->seg_query->epoch == 0)
+      return bad(why, whylen, "segment query without volume or epoch");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_SEG_INFO:
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_TRUNCATE: {
+    const Auralog__Truncate *t = e->truncate;
+    if (t->volume_id == 0 || t->epoch == 0 || t->to < t->from)
+      return bad(why, whylen, "truncation without volume or epoch, or with to < from");
+    return ERR_NONE;
+  }
+  case AURALOG__ENVELOPE__BODY_QUERY:
+    if (strlen(e->query->sql) > (1u << 20))
+      return bad(why, whylen, "SQL text over 1 MiB");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_ROWS:
+    /* Rows of several statements may have different widths. */
+    for (size_t i = 0; i < e->rows->n_rows; i++)
+      for (size_t k = 0; k < e->rows->rows[i]->n_values; k++)
+        if (e->rows->rows[i]->values[k] == NULL)
+          return bad(why, whylen, "row %zu has an empty value", i);
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_ENGINE_STAT:
+    if (!wire_name_ok(e->engine_stat->volume))
+      return bad(why, whylen, "engine report with a bad volume name");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
+    if (!wire_name_ok(e->drop_volume->name))
+      return bad(why, whylen, "bad volume name");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_OK:
     return ERR_NONE;
   default:
     return bad(why, whylen, "message with no known body");

@@ -13,6 +13,8 @@
  *   Heartbeat   (node)   -> nothing; refreshes liveness and SCLs
  *   OpenVolume  (any)    -> Volume; creates it if asked; a writer gets a new epoch
  *   GrowVolume  (engine) -> Volume with at least npgs PGs
+ *   EngineStat  (engine) -> nothing; its VDL, VCL, LSNs and counters for status
+ *   DropVolume  (engine) -> Ok; forgets the volume (xDelete of the database)
  *   StatusReq   (CLI)    -> Status: the volume, the nodes, per-segment SCLs
  * When placement gives a node new segments, the coordinator pushes an
  * Assign down that node's connection at once.
@@ -42,8 +44,15 @@ struct cnode {
   size_t nstats;
 };
 
+/* The last report of a volume's engine. */
+struct ereport {
+  Auralog__EngineStat *st;
+  unsigned long long at;
+};
+
 struct coord {
   uv_loop_t *loop;
+  struct ereport *engines;     /* engines[i] reports on vols[i] */
   struct meta meta;
   struct cnode **nodes;
   size_t nnodes;
@@ -87,6 +96,8 @@ static void vol_add(void *arg, Auralog__Volume *v)
 {
   struct coord *co = arg;
   co->vols = realloc(co->vols, (co->nvols + 1) * sizeof *co->vols);
+  co->engines = realloc(co->engines, (co->nvols + 1) * sizeof *co->engines);
+  co->engines[co->nvols] = (struct ereport){NULL, 0};
   co->vols[co->nvols++] = v;
 }
 
@@ -358,6 +369,77 @@ static void on_tick(uv_timer_t *t)
   }
 }
 
+/* ---- engines ------------------------------------------------------------- */
+
+static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
+{
+  char why[256];
+  Auralog__Volume **slot = vol_slot(co, es->volume);
+  if (slot == NULL)
+    return;
+  struct ereport *r = &co->engines[slot - co->vols];
+  /* Keep a copy: the envelope is freed after this call. */
+  size_t len = auralog__engine_stat__get_packed_size(es);
+  uint8_t *buf = malloc(len + 1);
+  auralog__engine_stat__pack(es, buf);
+  if (r->st)
+    auralog__engine_stat__free_unpacked(r->st, NULL);
+  r->st = auralog__engine_stat__unpack(NULL, len, buf);
+  r->at = now_ms();
+  free(buf);
+  /* A recovery's truncation belongs to the volume's history: keep it. */
+  const Auralog__TruncRange *t = es->trunc;
+  if (t == NULL || t->to <= t->from)
+    return;
+  Auralog__Volume *v = *slot;
+  for (size_t i = 0; i < v->n_truncs; i++)
+    if (v->truncs[i]->epoch == t->epoch)
+      return;
+  Auralog__Volume tmp = *v;
+  Auralog__TruncRange **tr = calloc(v->n_truncs + 1, sizeof *tr);
+  memcpy(tr, v->truncs, v->n_truncs * sizeof *tr);
+  tr[v->n_truncs] = (Auralog__TruncRange *)t;
+  tmp.truncs = tr;
+  tmp.n_truncs = v->n_truncs + 1;
+  if (vol_store(co, slot, &tmp, why, sizeof why) == NULL)
+    logwarn("%s", why);
+  else
+    loginfo("volume %s: epoch %llu truncated (%llu, %llu]", es->volume,
+            (unsigned long long)t->epoch, (unsigned long long)t->from,
+            (unsigned long long)t->to);
+  free(tr);
+}
+
+static void on_drop_volume(struct coord *co, struct conn *c, uint64_t req,
+                           const Auralog__DropVolume *d)
+{
+  char why[256];
+  Auralog__Volume **slot = vol_slot(co, d->name);
+  if (slot == NULL) {
+    snprintf(why, sizeof why, "no volume '%s'", d->name);
+    conn_error(c, req, ERR_NOT_FOUND, why);
+    return;
+  }
+  if (meta_del_volume(&co->meta, d->name, why, sizeof why) != 0) {
+    conn_error(c, req, ERR_INTERNAL, why);
+    return;
+  }
+  size_t i = (size_t)(slot - co->vols);
+  auralog__volume__free_unpacked(co->vols[i], NULL);
+  if (co->engines[i].st)
+    auralog__engine_stat__free_unpacked(co->engines[i].st, NULL);
+  memmove(&co->vols[i], &co->vols[i + 1], (co->nvols - i - 1) * sizeof *co->vols);
+  memmove(&co->engines[i], &co->engines[i + 1], (co->nvols - i - 1) * sizeof *co->engines);
+  co->nvols--;
+  loginfo("volume %s dropped (its segments stay on the nodes)", d->name);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Ok ok = AURALOG__OK__INIT;
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_OK;
+  env.ok = &ok;
+  conn_send(c, &env);
+}
+
 /* ---- status -------------------------------------------------------------- */
 
 static void on_status(struct coord *co, struct conn *c, uint64_t req,
@@ -396,6 +478,10 @@ static void on_status(struct coord *co, struct conn *c, uint64_t req,
   st.n_segs = slot ? k : 0;
   st.seg_nodes = seg_nodes;
   st.n_seg_nodes = st.n_segs;
+  if (slot && co->engines[slot - co->vols].st) {
+    st.engine = co->engines[slot - co->vols].st;
+    st.engine_age_ms = now - co->engines[slot - co->vols].at;
+  }
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_STATUS;
   env.status = &st;
@@ -422,6 +508,12 @@ static void on_msg(struct conn *c, const Env *env)
     break;
   case AURALOG__ENVELOPE__BODY_GROW_VOLUME:
     on_grow_volume(co, c, env->req, env->grow_volume);
+    break;
+  case AURALOG__ENVELOPE__BODY_ENGINE_STAT:
+    on_engine_stat(co, env->engine_stat);
+    break;
+  case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
+    on_drop_volume(co, c, env->req, env->drop_volume);
     break;
   case AURALOG__ENVELOPE__BODY_STATUS_REQ:
     on_status(co, c, env->req, env->status_req);

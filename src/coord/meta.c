@@ -101,6 +101,22 @@ Auralog__Volume *meta_put_volume(struct meta *m, const Auralog__Volume *v,
   return copy;
 }
 
+int meta_del_volume(struct meta *m, const char *name, char *why, size_t whylen)
+{
+  MDB_txn *txn;
+  int rc = mdb_txn_begin(m->env, NULL, 0, &txn);
+  if (rc != 0)
+    return lmdb_fail(rc, why, whylen, "dropping a volume");
+  MDB_val key = {strlen(name), (void *)name};
+  rc = mdb_del(txn, m->vols, &key, NULL);
+  if (rc != 0 && rc != MDB_NOTFOUND) {
+    mdb_txn_abort(txn);
+    return lmdb_fail(rc, why, whylen, "dropping a volume");
+  }
+  rc = mdb_txn_commit(txn);
+  return rc ? lmdb_fail(rc, why, whylen, "dropping a volume") : 0;
+}
+
 uint64_t meta_next_volume_id(struct meta *m, char *why, size_t whylen)
 {
   MDB_txn *txn;

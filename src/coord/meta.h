@@ -27,6 +27,9 @@ int meta_put_node(struct meta *m, const Auralog__NodeInfo *n, char *why, size_t 
  * self-contained copy the caller owns), else NULL with a reason. */
 Auralog__Volume *meta_put_volume(struct meta *m, const Auralog__Volume *v,
                                  char *why, size_t whylen);
+/* Forget volume name. Returns 0, or -1 with a reason. */
+int meta_del_volume(struct meta *m, const char *name, char *why, size_t whylen);
+
 /* A new volume id, durably taken. 0 on failure. */
 uint64_t meta_next_volume_id(struct meta *m, char *why, size_t whylen);
 

@@ -9,14 +9,22 @@
 #include "lib/log.h"
 
 static const char *role = "auralog";
+static int quiet;
 
 void log_role(const char *r)
 {
   role = r;
 }
 
+void log_quiet(int q)
+{
+  quiet = q;
+}
+
 void logf_(const char *level, const char *fmt, ...)
 {
+  if (quiet && level[0] == 'i')
+    return;
   struct timespec ts;
   struct tm tm;
   clock_gettime(CLOCK_REALTIME, &ts);

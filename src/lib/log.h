@@ -6,6 +6,9 @@
 #define AURALOG_LOG_H
 
 void log_role(const char *role);
+/* Quiet: drop info lines, keep warnings (the SQLite extension in a
+ * user's shell). */
+void log_quiet(int quiet);
 void logf_(const char *level, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
 #define loginfo(...) logf_("info", __VA_ARGS__)

@@ -103,12 +103,13 @@ static void fail_staged(struct node *n, uint32_t code, const char *why)
   n->nacks = n->nlinks = n->ndirty = 0;
 }
 
-static void on_commit(uv_check_t *h)
+/* Commit the open transaction, then chain and acknowledge what it held.
+ * Returns 0, or an ERR_* code (everything staged was then refused). */
+static int commit_group(struct node *n)
 {
-  struct node *n = h->data;
   char why[256];
   if (n->st.txn == NULL)
-    return;
+    return 0;
   int rc = 0;
   for (size_t i = 0; i < n->ndirty && rc == 0; i++)
     rc = store_put_meta(&n->st, n->dirty[i], why, sizeof why);
@@ -119,7 +120,7 @@ static void on_commit(uv_check_t *h)
   if (rc != 0) {
     logwarn("%s", why);
     fail_staged(n, (uint32_t)rc, why);
-    return;
+    return rc;
   }
   /* Durable now: chain the records, then acknowledge with the new SCLs. */
   for (size_t i = 0; i < n->nlinks; i++)
@@ -140,6 +141,12 @@ static void on_commit(uv_check_t *h)
     conn_unref(a->c);
   }
   n->nacks = n->nlinks = n->ndirty = 0;
+  return 0;
+}
+
+static void on_commit(uv_check_t *h)
+{
+  commit_group(h->data);
 }
 
 static void on_append(struct node *n, struct conn *c, uint64_t req,
@@ -163,6 +170,11 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
    * refused below: write it down with this turn's commit. */
   if (s->epoch != old_epoch && store_begin(&n->st, why, sizeof why) == 0)
     mark_dirty(n, s);
+  /* The writer's VDL: a point recovery may start from (§4.3). */
+  if (a->vdl > s->vdl && store_begin(&n->st, why, sizeof why) == 0) {
+    s->vdl = a->vdl;
+    mark_dirty(n, s);
+  }
   /* Decide about every record before storing any: a refused batch changes
    * nothing. */
   uint32_t dups = 0;
@@ -262,6 +274,156 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
   free(buf);
 }
 
+/* ---- recovery: segment query and truncation (§4.3) ----------------------- */
+
+/* Answer with the segment's state; tail: its highest record <= upto; with
+ * its records above its VDL hint if with_recs. */
+static void reply_info(struct node *n, struct conn *c, uint64_t req,
+                       struct segment *s, uint64_t upto, int with_recs)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+  si.volume_id = s->volume_id;
+  si.pg = s->pg;
+  si.scl = s->scl;
+  si.max_lsn = s->max_lsn;
+  si.vdl = s->vdl;
+  si.tail = store_tail(&n->st, s, upto);
+  si.epoch = s->epoch;
+  Auralog__TruncRange *tr = calloc(s->ntruncs + 1, sizeof *tr);
+  Auralog__TruncRange **trp = calloc(s->ntruncs + 1, sizeof *trp);
+  for (size_t i = 0; i < s->ntruncs; i++) {
+    auralog__trunc_range__init(&tr[i]);
+    tr[i].epoch = s->truncs[i].epoch;
+    tr[i].from = s->truncs[i].from;
+    tr[i].to = s->truncs[i].to;
+    trp[i] = &tr[i];
+  }
+  si.truncs = trp;
+  si.n_truncs = s->ntruncs;
+  /* For a recovery: the records above the hint, ranges left out. */
+  Rec **recs = NULL;
+  long nrecs = 0;
+  size_t *nranges = NULL;
+  if (with_recs) {
+    nrecs = store_above(&n->st, s, s->vdl, &recs, BATCH_MAX);
+    if (nrecs < 0) {
+      char why[200];
+      snprintf(why, sizeof why, "segment on node %s holds more than %d records above "
+               "its durable point %llu", n->id, BATCH_MAX, (unsigned long long)s->vdl);
+      conn_error(c, req, ERR_INTERNAL, why);
+      free(tr);
+      free(trp);
+      return;
+    }
+    nranges = calloc((size_t)nrecs + 1, sizeof *nranges);
+    for (long i = 0; i < nrecs; i++) {
+      nranges[i] = recs[i]->n_ranges;
+      recs[i]->n_ranges = 0;
+    }
+    si.recs = recs;
+    si.n_recs = (size_t)nrecs;
+  }
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_SEG_INFO;
+  env.seg_info = &si;
+  conn_send(c, &env);
+  for (long i = 0; i < nrecs; i++) {
+    recs[i]->n_ranges = nranges[i];
+    auralog__record__free_unpacked(recs[i], NULL);
+  }
+  free(recs);
+  free(nranges);
+  free(tr);
+  free(trp);
+}
+
+/* Commit what this turn staged now, rather than at the end of the turn:
+ * a fence or a truncation must be durable before it is answered. */
+static int flush_now(struct node *n, struct conn *c, uint64_t req)
+{
+  int rc = commit_group(n);
+  if (rc != 0)
+    conn_error(c, req, (uint32_t)rc, "storage error: could not commit");
+  return rc;
+}
+
+static struct segment *seg_for(struct node *n, struct conn *c, uint64_t req,
+                               uint64_t vol, uint32_t pg)
+{
+  struct segment *s = find_seg(n, vol, pg);
+  if (s == NULL) {
+    char why[160];
+    snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
+             n->id, (unsigned long long)vol, pg);
+    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
+  }
+  return s;
+}
+
+static void on_seg_query(struct node *n, struct conn *c, uint64_t req,
+                         const Auralog__SegQuery *q)
+{
+  char why[256];
+  struct segment *s = seg_for(n, c, req, q->volume_id, q->pg);
+  if (s == NULL)
+    return;
+  uint64_t old = s->epoch;
+  int rc = seg_epoch(s, q->epoch, why, sizeof why);
+  if (rc != ERR_NONE) {
+    conn_error(c, req, (uint32_t)rc, why);
+    return;
+  }
+  if (s->epoch != old) {
+    if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
+      conn_error(c, req, (uint32_t)rc, why);
+      return;
+    }
+    mark_dirty(n, s);
+    if (flush_now(n, c, req) != 0)
+      return;
+    loginfo("volume %llu pg %u: fenced below epoch %llu",
+            (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->epoch);
+  }
+  reply_info(n, c, req, s, s->vdl, 1);
+}
+
+static void on_truncate(struct node *n, struct conn *c, uint64_t req,
+                        const Auralog__Truncate *t)
+{
+  char why[256];
+  struct segment *s = seg_for(n, c, req, t->volume_id, t->pg);
+  if (s == NULL)
+    return;
+  int rc = seg_epoch(s, t->epoch, why, sizeof why);
+  if (rc == ERR_NONE)
+    rc = store_begin(&n->st, why, sizeof why);
+  if (rc != ERR_NONE) {
+    conn_error(c, req, (uint32_t)rc, why);
+    return;
+  }
+  if (t->to > t->from) {
+    if ((rc = store_truncate(&n->st, s, t->from, t->to, why, sizeof why)) != 0) {
+      store_abort(&n->st);
+      fail_staged(n, (uint32_t)rc, why);
+      conn_error(c, req, (uint32_t)rc, why);
+      return;
+    }
+    seg_truncate(s, t->epoch, t->from, t->to, store_tail(&n->st, s, t->from));
+    loginfo("volume %llu pg %u: truncated (%llu, %llu] for epoch %llu, scl now %llu",
+            (unsigned long long)s->volume_id, s->pg, (unsigned long long)t->from,
+            (unsigned long long)t->to, (unsigned long long)t->epoch,
+            (unsigned long long)s->scl);
+  }
+  if (t->from > s->vdl)
+    s->vdl = t->from;       /* recovery established it as durable */
+  mark_dirty(n, s);
+  if (flush_now(n, c, req) != 0)
+    return;
+  /* The tail the new writer links its first record of this PG to. */
+  reply_info(n, c, req, s, t->from, 0);
+}
+
 /* ---- the coordinator link ------------------------------------------------ */
 
 static void connect_coord(struct node *n);
@@ -296,6 +458,12 @@ static void on_msg(struct conn *c, const Env *env)
     break;
   case AURALOG__ENVELOPE__BODY_READ_PAGE:
     on_read_page(n, c, env->req, env->read_page);
+    break;
+  case AURALOG__ENVELOPE__BODY_SEG_QUERY:
+    on_seg_query(n, c, env->req, env->seg_query);
+    break;
+  case AURALOG__ENVELOPE__BODY_TRUNCATE:
+    on_truncate(n, c, env->req, env->truncate);
     break;
   case AURALOG__ENVELOPE__BODY_ASSIGN:
     if (c == n->coord_conn)

@@ -28,6 +28,9 @@ void seg_init(struct segment *s, uint64_t volume_id, uint32_t pg,
 
 void seg_free(struct segment *s)
 {
+  free(s->truncs);
+  s->truncs = NULL;
+  s->ntruncs = 0;
   free(s->pend);
   s->pend = NULL;
   s->npend = s->cap = 0;
@@ -76,6 +79,14 @@ int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
       return ERR_OUT_OF_RANGE;
     }
   }
+  for (size_t j = 0; j < s->ntruncs; j++)
+    if (r->lsn > s->truncs[j].from && r->lsn <= s->truncs[j].to) {
+      snprintf(why, whylen, "record %llu lies in (%llu, %llu], truncated by epoch %llu",
+               lsn, (unsigned long long)s->truncs[j].from,
+               (unsigned long long)s->truncs[j].to,
+               (unsigned long long)s->truncs[j].epoch);
+      return ERR_CONFLICT;
+    }
   if (r->lsn <= s->scl) {
     *dup = 1;               /* the chain up to scl is whole: we hold it */
     return ERR_NONE;
@@ -103,6 +114,39 @@ int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
     }
   }
   return ERR_NONE;
+}
+
+void seg_truncate(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to,
+                  uint64_t tail)
+{
+  if (to > from) {
+    struct trunc *t = realloc(s->truncs, (s->ntruncs + 1) * sizeof *t);
+    if (t == NULL)
+      abort();
+    s->truncs = t;
+    s->truncs[s->ntruncs++] = (struct trunc){epoch, from, to};
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < s->npend; i++)
+    if (!(s->pend[i].lsn > from && s->pend[i].lsn <= to))
+      s->pend[k++] = s->pend[i];
+  s->npend = k;
+  /* Everything up to the old SCL was held, so everything up to from still
+   * is: the chain now ends at the last record at or below from. */
+  if (s->scl > from)
+    s->scl = tail;
+  s->max_lsn = s->scl;
+  for (size_t i = 0; i < s->npend; i++)
+    if (s->pend[i].lsn > s->max_lsn)
+      s->max_lsn = s->pend[i].lsn;
+  /* Pending records above the range may now chain onto the new SCL. */
+  size_t j = 0;
+  while (j < s->npend && s->pend[j].prev == s->scl)
+    s->scl = s->pend[j++].lsn;
+  if (j) {
+    memmove(s->pend, &s->pend[j], (s->npend - j) * sizeof *s->pend);
+    s->npend -= j;
+  }
 }
 
 uint64_t seg_add(struct segment *s, uint64_t lsn, uint64_t prev)

@@ -31,6 +31,11 @@ struct pend {
   uint64_t prev;
 };
 
+/* A range of LSNs a recovering writer truncated (§4.3): (from, to]. */
+struct trunc {
+  uint64_t epoch, from, to;
+};
+
 struct segment {
   uint64_t volume_id;
   uint32_t pg;
@@ -40,6 +45,9 @@ struct segment {
   uint64_t scl;          /* every record of the PG <= scl is held */
   uint64_t max_lsn;      /* highest LSN held */
   uint64_t epoch;        /* highest writer epoch seen (fencing, §4.3) */
+  uint64_t vdl;          /* highest writer VDL heard: a durable point */
+  struct trunc *truncs;  /* truncated ranges; records in them are refused */
+  size_t ntruncs;
   struct pend *pend;     /* held records above scl, sorted by lsn */
   size_t npend, cap;
 };
@@ -59,6 +67,13 @@ int seg_epoch(struct segment *s, uint64_t epoch, char *why, size_t whylen);
  * record's backlink contradicts records already held). Does not change s. */
 int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
               size_t whylen);
+
+/* A writer of epoch truncated (from, to]: forget pending records in it,
+ * and if the SCL was above from, bring it down to tail (the highest record
+ * held at or below from, which the driver looked up). From now on records
+ * in the range are refused. Call after the records are deleted on disk. */
+void seg_truncate(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to,
+                  uint64_t tail);
 
 /* The record (lsn, prev) is durable. Chains it and advances the SCL over
  * every hole this fills. Idempotent. Returns the new SCL. */

@@ -113,6 +113,11 @@ static int load_one(struct store *st, MDB_txn *txn, const MDB_val *v,
   s->epoch = m->epoch;
   s->scl = m->scl;
   s->max_lsn = m->scl;
+  s->vdl = m->vdl;
+  for (size_t i = 0; i < m->n_truncs; i++)
+    seg_truncate(s, m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to,
+                 s->scl);   /* records in the range are gone from disk already */
+  s->scl = m->scl;
   auralog__seg_meta__free_unpacked(m, NULL);
 
   MDB_cursor *cur;
@@ -194,12 +199,28 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   m.seg = &seg;
   m.scl = s->scl;
   m.epoch = s->epoch;
-  uint8_t buf[256];
-  size_t n = auralog__seg_meta__pack(&m, buf);
+  m.vdl = s->vdl;
+  Auralog__TruncRange *tr = calloc(s->ntruncs + 1, sizeof *tr);
+  Auralog__TruncRange **trp = calloc(s->ntruncs + 1, sizeof *trp);
+  for (size_t i = 0; i < s->ntruncs; i++) {
+    auralog__trunc_range__init(&tr[i]);
+    tr[i].epoch = s->truncs[i].epoch;
+    tr[i].from = s->truncs[i].from;
+    tr[i].to = s->truncs[i].to;
+    trp[i] = &tr[i];
+  }
+  m.truncs = trp;
+  m.n_truncs = s->ntruncs;
+  size_t n = auralog__seg_meta__get_packed_size(&m);
+  uint8_t *buf = malloc(n + 1);
+  auralog__seg_meta__pack(&m, buf);
+  free(tr);
+  free(trp);
   uint8_t k[12];
   seg_key(k, s->volume_id, s->pg);
   MDB_val key = {sizeof k, k}, val = {n, buf};
   int rc = mdb_put(st->txn, st->segs, &key, &val, 0);
+  free(buf);
   return rc ? fail(rc, why, whylen, "storing a segment") : 0;
 }
 
@@ -319,4 +340,110 @@ int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
   if (txn != st->txn)
     mdb_txn_abort(txn);
   return out_rc;
+}
+
+uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto)
+{
+  MDB_txn *txn = st->txn;
+  if (txn == NULL && mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
+    return 0;
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, upto == UINT64_MAX ? upto : upto + 1);
+  MDB_cursor *cur;
+  MDB_val key = {sizeof k, k}, val;
+  uint64_t tail = 0;
+  mdb_cursor_open(txn, st->recs, &cur);
+  int rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+  rc = rc == 0 ? mdb_cursor_get(cur, &key, &val, MDB_PREV)
+               : mdb_cursor_get(cur, &key, &val, MDB_LAST);
+  if (rc == 0 && key.mv_size == 20 && memcmp(key.mv_data, k, 12) == 0)
+    tail = get_be64((uint8_t *)key.mv_data + 12);
+  if (tail > upto)
+    tail = 0;
+  mdb_cursor_close(cur);
+  if (txn != st->txn)
+    mdb_txn_abort(txn);
+  return tail;
+}
+
+int store_truncate(struct store *st, const struct segment *s, uint64_t from,
+                   uint64_t to, char *why, size_t whylen)
+{
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, from + 1);
+  MDB_cursor *cur;
+  MDB_val key = {sizeof k, k}, val;
+  int rc = mdb_cursor_open(st->txn, st->recs, &cur);
+  if (rc != 0)
+    return fail(rc, why, whylen, "truncating");
+  for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE)) {
+    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+      break;
+    uint64_t lsn = get_be64((uint8_t *)key.mv_data + 12);
+    if (lsn > to)
+      break;
+    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    if (r) {
+      uint8_t pk[24];
+      page_key(pk, s->volume_id, s->pg, r->page_no, lsn);
+      MDB_val pkey = {sizeof pk, pk};
+      mdb_del(st->txn, st->pidx, &pkey, NULL);
+      auralog__record__free_unpacked(r, NULL);
+    }
+    if ((rc = mdb_cursor_del(cur, 0)) != 0)
+      break;
+    rec_key(k, s->volume_id, s->pg, lsn + 1);
+    key.mv_size = sizeof k;
+    key.mv_data = k;
+  }
+  mdb_cursor_close(cur);
+  if (rc != 0 && rc != MDB_NOTFOUND)
+    return fail(rc, why, whylen, "truncating");
+  return 0;
+}
+
+long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
+                 size_t max)
+{
+  MDB_txn *txn = st->txn;
+  *out = NULL;
+  if (txn == NULL && mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
+    return -1;
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, lsn + 1);
+  MDB_cursor *cur;
+  MDB_val key = {sizeof k, k}, val;
+  Rec **v = NULL;
+  size_t n = 0, cap = 0;
+  long rc = 0;
+  mdb_cursor_open(txn, st->recs, &cur);
+  for (int r = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); r == 0;
+       r = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+      break;
+    if (n == max) {
+      rc = -1;
+      break;
+    }
+    Rec *rec = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    if (rec == NULL)
+      continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      v = realloc(v, cap * sizeof *v);
+    }
+    v[n++] = rec;
+  }
+  mdb_cursor_close(cur);
+  if (txn != st->txn)
+    mdb_txn_abort(txn);
+  if (rc < 0) {
+    for (size_t i = 0; i < n; i++)
+      auralog__record__free_unpacked(v[i], NULL);
+    free(v);
+    return -1;
+  }
+  *out = v;
+  return (long)n;
 }

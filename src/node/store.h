@@ -47,4 +47,17 @@ int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
                     uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
                     char *why, size_t whylen);
 
+/* Highest LSN held at or below upto (0 if none). */
+uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto);
+
+/* Every record above lsn, unpacked (free each with
+ * auralog__record__free_unpacked), at most max of them. Returns how many,
+ * or -1 if there are more than max. */
+long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
+                 size_t max);
+
+/* Delete every record in (from, to], in the open write transaction. */
+int store_truncate(struct store *st, const struct segment *s, uint64_t from,
+                   uint64_t to, char *why, size_t whylen);
+
 #endif

@@ -174,7 +174,7 @@ static void test_header_rules(void **state)
   rec_seal(&t.r);
   assert_int_equal(check(&t, 4096), ERR_BAD_MSG);
   t.r.prev_lsn = 9;
-  t.r.flags = 0x2;                      /* unknown flag */
+  t.r.flags = 0x4;                      /* unknown flag */
   rec_seal(&t.r);
   assert_int_equal(check(&t, 4096), ERR_BAD_MSG);
   t.r.flags = REC_CPL;
