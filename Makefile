@@ -13,9 +13,10 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := libuv libprotobuf-c lmdb libcjson zlib
+PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP \
+# -fPIC: the same objects go into build/auralog.so (the SQLite extension).
+CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -fPIC \
           -Isrc -I$(B)/gen $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
 
@@ -29,18 +30,20 @@ GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c \
             src/node/segment.c src/node/store.c src/node/node.c \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c \
-            src/cluster.c src/status.c src/bench.c
+            src/cluster.c src/status.c src/bench.c src/sqlcli.c \
+            src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c \
+            src/vfs/vfs.c src/vfs/engine.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement
+UNIT := wire record segment placement diff quorum
 INTEG := cluster
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
 .PHONY: all test unit integration demo clean deps
-all: $(B)/auralog
+all: $(B)/auralog $(B)/auralog.so
 
 deps: $(DEPS_STAMP)
 $(DEPS_STAMP): scripts/deps.sh
@@ -65,6 +68,11 @@ $(B)/libauralog.a: $(CORE_OBJ)
 $(B)/auralog: $(MAIN_OBJ) $(B)/libauralog.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# The loadable extension: .load build/auralog in the sqlite3 shell.
+$(B)/auralog.so: $(B)/obj/src/vfs/ext.o $(B)/libauralog.a
+	$(CC) $(LDFLAGS) -shared -o $@ $(B)/obj/src/vfs/ext.o -Wl,--whole-archive \
+	  $(B)/libauralog.a -Wl,--no-whole-archive $(PKG_LIBS)
+
 $(B)/tests/unit_%: tests/unit/test_%.c $(B)/libauralog.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libauralog.a $(PKG_LIBS) -lcmocka
@@ -77,7 +85,7 @@ $(B)/tests/it_%: tests/integration/test_%.c $(B)/libauralog.a $(B)/auralog
 test: unit integration
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
-integration: $(INTEG_BIN) $(B)/auralog
+integration: $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; AURALOG_BIN=$(CURDIR)/$(B)/auralog $$t; done
 
 demo: $(B)/auralog

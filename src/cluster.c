@@ -8,8 +8,10 @@
  *   run/NAME.pid     pid of each member started by `up`
  *   log/NAME.log     each member's stderr
  *   data/NAME/       each member's lmdb
- * Members: the coordinator on the base port and six storage nodes, two per
- * AZ (A1 A2 B1 B2 C1 C2), on the next six ports.
+ * Members: the coordinator on the base port, six storage nodes, two per AZ
+ * (A1 A2 B1 B2 C1 C2), on the next six ports, and the engine (volume main)
+ * on the base port + ENGINE_PORT_OFFSET. The engine starts last, once the
+ * nodes are registered, and recovers the volume as it opens.
  *
  * `up` starts whichever member is not running and leaves running ones
  * alone, so after a crash it is also the restart. `down` stops exactly
@@ -44,13 +46,14 @@ struct member {
   int port;
   char addr[64];
   char data[DIR_MAX + 16];
+  const char *tag;         /* an argument only this member's process has */
   pid_t pid;               /* running pid, or 0 */
 };
 
 struct cluster {
   char dir[DIR_MAX];
   int base;
-  struct member m[1 + NCOPIES];
+  struct member m[2 + NCOPIES];     /* coord, nodes, engine */
   int n;
 };
 
@@ -64,16 +67,18 @@ static void path(char *out, size_t n, const struct cluster *cl, const char *a,
 
 static void layout(struct cluster *cl)
 {
-  cl->n = 1 + NCOPIES;
+  cl->n = 2 + NCOPIES;
   for (int i = 0; i < cl->n; i++) {
     struct member *m = &cl->m[i];
-    snprintf(m->name, sizeof m->name, "%s", i == 0 ? "coord" : node_names[i - 1]);
-    snprintf(m->az, sizeof m->az, "%s", i == 0 ? "" : (char[]){node_names[i - 1][0], 0});
-    m->port = cl->base + i;
+    int engine = i == cl->n - 1, node = i > 0 && !engine;
+    snprintf(m->name, sizeof m->name, "%s", i == 0 ? "coord" : engine ? "engine" : node_names[i - 1]);
+    snprintf(m->az, sizeof m->az, "%s", node ? (char[]){node_names[i - 1][0], 0} : "");
+    m->port = engine ? cl->base + ENGINE_PORT_OFFSET : cl->base + i;
     snprintf(m->addr, sizeof m->addr, "127.0.0.1:%d", m->port);
     char data[sizeof m->data];   /* not straight into *cl: path() reads cl->dir */
     path(data, sizeof data, cl, "data/", m->name, "");
     memcpy(m->data, data, sizeof data);
+    m->tag = engine ? m->addr : m->data;
   }
 }
 
@@ -90,9 +95,9 @@ static int ours(const struct member *m, pid_t pid)
   if (n <= 0)
     return 0;
   buf[n] = 0;
-  /* argv is NUL-separated: look for the exact "--data" argument. */
+  /* argv is NUL-separated: look for the exact tag argument. */
   for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
-    if (strcmp(buf + i, m->data) == 0) {
+    if (strcmp(buf + i, m->tag) == 0) {
       snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
       FILE *f = fopen(p, "r");
       char state = '?';
@@ -160,7 +165,7 @@ static int write_conf(const struct cluster *cl)
   for (int i = 0; i < cl->n; i++) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", cl->m[i].name);
-    cJSON_AddStringToObject(j, "role", i == 0 ? "coord" : "node");
+    cJSON_AddStringToObject(j, "role", i == 0 ? "coord" : i == cl->n - 1 ? "engine" : "node");
     if (i)
       cJSON_AddStringToObject(j, "az", cl->m[i].az);
     cJSON_AddStringToObject(j, "addr", cl->m[i].addr);
@@ -197,6 +202,9 @@ static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
   char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data, NULL};
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, NULL};
+  char *engine_argv[] = {(char *)self, "engine", "--volume", "main", "--listen", m->addr,
+                         "--coord", coord, NULL};
+  int engine = m == &cl->m[cl->n - 1];
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0)
@@ -213,7 +221,7 @@ static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
     close(in);
     close(out);
     unsetenv("AURALOG_COORD");   /* members get their addresses explicitly */
-    execv(self, m->az[0] ? node_argv : coord_argv);
+    execv(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv);
     _exit(127);
   }
   FILE *f = fopen(pidp, "w");
@@ -255,21 +263,24 @@ static int died(const struct cluster *cl, struct member *m, char *why, size_t n)
   return 0;
 }
 
-static int wait_coord(struct cluster *cl, char *why, size_t n)
+/* Wait until member m accepts connections (the engine only listens once
+ * its volume is recovered). */
+static int wait_listening(struct cluster *cl, struct member *m, char *why, size_t n)
 {
   unsigned long long deadline = now_ms() + CLUSTER_WAIT_MS;
   while (now_ms() < deadline) {
     struct rpc r;
     char err[200];
-    if (rpc_open(&r, cl->m[0].addr, 500, err, sizeof err) == 0) {
+    if (rpc_open(&r, m->addr, 500, err, sizeof err) == 0) {
       rpc_close(&r);
       return 0;
     }
-    if (died(cl, &cl->m[0], why, n))
+    if (died(cl, m, why, n))
       return -1;
     usleep(50000);
   }
-  snprintf(why, n, "coordinator did not start listening on %s", cl->m[0].addr);
+  snprintf(why, n, "%s did not start listening on %s (see %.200s/log/%s.log)", m->name,
+           m->addr, cl->dir, m->name);
   return -1;
 }
 
@@ -281,7 +292,7 @@ static int wait_nodes(struct cluster *cl, char *why, size_t n)
   while (now_ms() < deadline) {
     Env *rep = status_fetch(cl->m[0].addr, "main", why, n);
     missing[0] = 0;
-    for (int i = 1; i < cl->n; i++) {
+    for (int i = 1; i < cl->n - 1; i++) {
       int up = 0;
       for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
         up |= strcmp(rep->status->nodes[j]->id, cl->m[i].name) == 0 &&
@@ -315,31 +326,42 @@ static int cmd_up(struct cluster *cl)
   if (write_conf(cl) != 0)
     return 1;
   int started = 0;
-  for (int i = 0; i < cl->n; i++) {
+  struct member *engine = &cl->m[cl->n - 1];
+  for (int i = 0; i < cl->n - 1; i++) {
     struct member *m = &cl->m[i];
     if ((m->pid = running(cl, m)) != 0)
       continue;
     if (spawn(cl, m, self) < 0)
       die("cluster: cannot start %s: %s", m->name, strerror(errno));
     started++;
-    if (i == 0 && wait_coord(cl, why, sizeof why) != 0)
+    if (i == 0 && wait_listening(cl, m, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
   if (wait_nodes(cl, why, sizeof why) != 0)
     die("cluster: %s", why);
+  /* The engine last: opening the volume is a recovery, which needs a read
+   * quorum of every protection group. */
+  if ((engine->pid = running(cl, engine)) == 0) {
+    if (spawn(cl, engine, self) < 0)
+      die("cluster: cannot start the engine: %s", strerror(errno));
+    started++;
+    if (wait_listening(cl, engine, why, sizeof why) != 0)
+      die("cluster: %s", why);
+  }
   printf("auralog cluster in %s (%s)\n", cl->dir,
          started ? "started what was not running" : "already running");
   for (int i = 0; i < cl->n; i++) {
     const struct member *m = &cl->m[i];
-    if (i == 0)
-      printf("  coord  %-16s pid %d\n", m->addr, (int)m->pid);
+    if (i == 0 || i == cl->n - 1)
+      printf("  %-6s %-16s pid %d\n", m->name, m->addr, (int)m->pid);
     else
       printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
   }
   if (strcmp(cl->m[0].addr, COORD_ADDR_DEFAULT) == 0)
-    printf("logs in %s/log; try: auralog status\n", cl->dir);
+    printf("logs in %s/log; try: auralog status, auralog sql\n", cl->dir);
   else
-    printf("logs in %s/log; try: auralog status --coord %s\n", cl->dir, cl->m[0].addr);
+    printf("logs in %s/log; try: auralog status --coord %s, auralog sql --engine %s\n",
+           cl->dir, cl->m[0].addr, engine->addr);
   return 0;
 }
 
@@ -383,9 +405,13 @@ static int cmd_status(struct cluster *cl)
     for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
       if (strcmp(rep->status->nodes[j]->id, m->name) == 0)
         seen = rep->status->nodes[j]->up ? "registered, up" : "shown down";
-    printf("  %-6s %-16s %-8s %s%s\n", m->name, m->addr,
-           pid ? "running" : "stopped", i == 0 && rep ? "answering" : seen,
-           pid ? "" : "");
+    char eng[96] = "";
+    if (i == cl->n - 1 && rep && rep->status->engine)
+      snprintf(eng, sizeof eng, "serving volume main, epoch %llu, vdl %llu",
+               (unsigned long long)rep->status->engine->epoch,
+               (unsigned long long)rep->status->engine->vdl);
+    printf("  %-6s %-16s %-8s %s\n", m->name, m->addr, pid ? "running" : "stopped",
+           i == 0 && rep ? "answering" : i == cl->n - 1 ? eng : seen);
   }
   if (rep == NULL)
     printf("coordinator: %s\n", why);
@@ -398,8 +424,8 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog cluster up|down|status [--dir DIR] [--base-port PORT]\n"
     "\n"
-    "A local cluster of real processes: the coordinator and six storage\n"
-    "nodes, two in each of AZs A, B and C.\n"
+    "A local cluster of real processes: the coordinator, six storage nodes,\n"
+    "two in each of AZs A, B and C, and the engine serving volume main.\n"
     "\n"
     "  up      start whatever part of the cluster is not running, wait until\n"
     "          every node has registered, print the addresses\n"
@@ -408,9 +434,9 @@ static void usage(FILE *f)
     "\n"
     "  --dir DIR        where the cluster keeps data, logs and pid files\n"
     "                   (default $AURALOG_DIR or ~/.auralog)\n"
-    "  --base-port N    coordinator on N, nodes on N+1..N+6 (default %d,\n"
-    "                   or what the cluster in DIR was started with)\n",
-    7400);
+    "  --base-port N    coordinator on N, nodes on N+1..N+6, engine on N+%d\n"
+    "                   (default %d, or what the cluster in DIR was started with)\n",
+    ENGINE_PORT_OFFSET, 7400);
 }
 
 int cluster_main(int argc, char **argv)

@@ -15,9 +15,11 @@ struct cmd {
 };
 
 static const struct cmd cmds[] = {
-  {"cluster", cluster_main, "start, stop or inspect a local cluster (coord + 6 nodes)"},
-  {"status", status_main, "show the volume, PGs, segment SCLs and nodes"},
+  {"cluster", cluster_main, "start, stop or inspect a local cluster (coord, 6 nodes, engine)"},
+  {"sql", sql_main, "run SQL on the engine (no SQL: an interactive shell)"},
+  {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
+  {"engine", engine_main, "run the database tier: SQLite on the auralog VFS"},
   {"node", node_main, "run a storage node (segments in lmdb, acks with SCL)"},
   {"bench", bench_main, "measure: bench append (durable appends into one node)"},
 };

@@ -10,5 +10,7 @@ int node_main(int argc, char **argv);
 int cluster_main(int argc, char **argv);
 int status_main(int argc, char **argv);
 int bench_main(int argc, char **argv);
+int engine_main(int argc, char **argv);
+int sql_main(int argc, char **argv);
 
 #endif

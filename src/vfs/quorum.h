@@ -38,6 +38,7 @@ struct quorum {
   uint64_t next_lsn;   /* next LSN to hand out */
   uint64_t vcl, vdl;
   uint64_t lal;
+  uint64_t floor;      /* start_lsn - 1: the end of the truncated range */
   int vw;              /* write quorum */
   struct qrec *q;      /* records above vcl, in LSN order: a ring */
   size_t head, n, cap;
@@ -48,7 +49,11 @@ struct quorum {
 void q_init(struct quorum *q, uint64_t vdl, uint64_t start_lsn, uint64_t lal, int vw);
 void q_free(struct quorum *q);
 
-/* Can n more LSNs be handed out now? (next_lsn + n - 1 <= vdl + lal) */
+/* Can n more LSNs be handed out now? The limit counts from the VDL, or
+ * from the end of the range recovery truncated if that is higher (no
+ * record can be durable inside it): next_lsn + n - 1 <= max(vdl, floor) + lal.
+ * A recovery truncates up to max(vdl, highest earlier truncation) + LAL,
+ * so it covers every LSN a crashed writer could have handed out. */
 int q_can_alloc(const struct quorum *q, size_t n);
 
 /* Hand out the next LSN, for a record of pg; cpl marks the last record of

@@ -1,0 +1,140 @@
+/*
+ * sqlcli.c: `auralog sql [--engine ADDR] [SQL]`: a SQL client of the engine.
+ *
+ * With SQL, runs it and prints the rows as sqlite3's list mode (a|b); the
+ * exit status is 0 only when the statements succeeded and, for a write,
+ * the engine answered, which it does once the commit is durable
+ * (vdl >= commit LSN). Without SQL, reads statements from standard input:
+ * an interactive shell on a terminal, a script otherwise.
+ */
+#include <getopt.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "param.h"
+#include "roles.h"
+#include "rpc.h"
+
+#define SQL_TIMEOUT_MS 120000   /* a long statement may take a while */
+
+static int show_lsn;
+
+/* Run sql on the engine; print rows or the error. Returns 0 on success. */
+static int run(struct rpc *r, const char *sql)
+{
+  char why[512];
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Query q = AURALOG__QUERY__INIT;
+  q.sql = (char *)sql;
+  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
+  req.query = &q;
+  Env *rep = rpc_call(r, &req, SQL_TIMEOUT_MS, why, sizeof why);
+  if (rep == NULL) {
+    errmsg("engine: %s", why);
+    return -1;
+  }
+  int rc = rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why);
+  if (rc != 0) {
+    errmsg("%s", why);
+  } else {
+    const Auralog__Rows *rows = rep->rows;
+    for (size_t i = 0; i < rows->n_rows; i++) {
+      for (size_t k = 0; k < rows->rows[i]->n_values; k++)
+        printf("%s%s", k ? "|" : "", rows->rows[i]->values[k]->text);
+      putchar('\n');
+    }
+    if (show_lsn && rows->commit_lsn)
+      printf("-- durable at lsn %llu\n", (unsigned long long)rows->commit_lsn);
+  }
+  fflush(stdout);
+  wire_free(rep);
+  return rc ? -1 : 0;
+}
+
+static int shell(struct rpc *r)
+{
+  int tty = isatty(0), failed = 0;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap), line[8192];
+  if (tty)
+    printf("auralog sql shell: statements end with ';'. .quit to leave.\n");
+  for (;;) {
+    if (tty) {
+      fputs(len ? "   ...> " : "auralog> ", stdout);
+      fflush(stdout);
+    }
+    if (fgets(line, sizeof line, stdin) == NULL)
+      break;
+    if (len == 0 && line[0] == '.') {
+      if (!strncmp(line, ".quit", 5) || !strncmp(line, ".exit", 5))
+        break;
+      printf(".quit  leave\n.lsn   show the commit LSN after each write\n");
+      if (!strncmp(line, ".lsn", 4))
+        show_lsn = !show_lsn;
+      continue;
+    }
+    size_t n = strlen(line);
+    if (len + n + 1 > cap) {
+      while (len + n + 1 > cap)
+        cap *= 2;
+      buf = realloc(buf, cap);
+    }
+    memcpy(buf + len, line, n + 1);
+    len += n;
+    if (sqlite3_complete(buf)) {
+      failed |= run(r, buf) != 0;
+      len = 0;
+      buf[0] = 0;
+    }
+  }
+  if (len && strspn(buf, " \t\r\n") != len)
+    failed |= run(r, buf) != 0;   /* a last statement without ';' */
+  free(buf);
+  return failed;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog sql [--engine ADDR] [--lsn] [SQL]\n"
+    "\n"
+    "Run SQL on the engine and print rows as a|b. Without SQL, read\n"
+    "statements from standard input (an interactive shell on a terminal).\n"
+    "A write returns only once its commit is durable (vdl >= commit LSN).\n"
+    "\n"
+    "  --engine ADDR  the engine (default $AURALOG_ENGINE or %s)\n"
+    "  --lsn          after a write, print the LSN at which it became durable\n",
+    ENGINE_ADDR_DEFAULT);
+}
+
+int sql_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"engine", required_argument, 0, 'e'}, {"lsn", no_argument, 0, 'n'},
+    {"help", no_argument, 0, 'h'}, {0}};
+  const char *engine = getenv("AURALOG_ENGINE");
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'e': engine = optarg; break;
+    case 'n': show_lsn = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (engine == NULL || !*engine)
+    engine = ENGINE_ADDR_DEFAULT;
+  if (optind + 1 < argc)
+    die("sql: give the SQL as one argument (quote it)");
+  struct rpc r;
+  char why[256];
+  if (rpc_open(&r, engine, 2000, why, sizeof why) != 0)
+    die("sql: %s (is the engine running? try: auralog cluster up)", why);
+  int rc = optind < argc ? run(&r, argv[optind]) != 0 : shell(&r);
+  rpc_close(&r);
+  return rc ? 1 : 0;
+}

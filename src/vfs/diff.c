@@ -1,0 +1,160 @@
+/*
+ * diff.c: page-delta redo (see diff.h; paper §3.1).
+ *
+ * Aurora ships only redo: for each page a mini-transaction changed, the
+ * record is the difference between the after-image and the before-image.
+ * Here that difference is a list of byte ranges; a segment applies it with
+ * rec_apply() by copying the ranges' bytes from the after-image over the
+ * page.
+ *
+ * This runs on the commit path for every dirty page, and most of a dirty
+ * page is usually unchanged (SQLite rewrites a cell, a pointer, a header
+ * field), so the scan skips equal bytes eight at a time: it loads 8-byte
+ * words (memcpy, so any alignment is fine), XORs them, and only looks at
+ * individual bytes of a word whose XOR is non-zero. The last size % 8 bytes
+ * are loaded into zero-padded words, so the padding compares equal and the
+ * edge needs no separate byte loop.
+ *
+ * Invariants of the scan, with a range open as [start, end):
+ *   - every byte below pos was examined;
+ *   - end - 1 is the last changed byte seen so far (end <= pos), and the
+ *     bytes in [end, pos) are unchanged;
+ *   - every range already emitted ends more than DIFF_MERGE_GAP - 1
+ *     unchanged bytes before the next one starts.
+ * So a changed byte at p either joins the open range (p - end <
+ * DIFF_MERGE_GAP: the gap is shipped as part of the range) or closes it
+ * and opens a new one at p. The result is sorted, disjoint and non-empty.
+ */
+#include <string.h>
+
+#include "param.h"
+#include "vfs/diff.h"
+
+/* Word XOR as if the word were stored little-endian: bit 8*i..8*i+7 of the
+ * result is byte i of memory, whatever the machine's byte order. */
+static inline uint64_t xor_word(const uint8_t *a, const uint8_t *b)
+{
+  uint64_t x, y = 0;
+  memcpy(&x, b, 8);
+  if (a)
+    memcpy(&y, a, 8);
+  x ^= y;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  x = __builtin_bswap64(x);
+#endif
+  return x;
+}
+
+/* The same for the last len (< 8) bytes: zero padding compares equal. */
+static inline uint64_t xor_tail(const uint8_t *a, const uint8_t *b, size_t len)
+{
+  uint8_t ta[8] = {0}, tb[8] = {0};
+  memcpy(tb, b, len);
+  if (a)
+    memcpy(ta, a, len);
+  return xor_word(ta, tb);
+}
+
+/* Lowest / highest changed byte of a non-zero word XOR. */
+static inline unsigned first_byte(uint64_t x)
+{
+  return (unsigned)__builtin_ctzll(x) / 8;
+}
+
+static inline unsigned last_byte(uint64_t x)
+{
+  return 7 - (unsigned)__builtin_clzll(x) / 8;
+}
+
+struct scan {
+  struct drange *out;
+  size_t max, count;
+  size_t start, end;        /* the open range; end == 0: none open yet */
+};
+
+static inline void emit(struct scan *s)
+{
+  if (s->count < s->max) {
+    s->out[s->count].off = (uint32_t)s->start;
+    s->out[s->count].len = (uint32_t)(s->end - s->start);
+  }
+  s->count++;
+}
+
+/* A variable, not the macro, in comparisons: with DIFF_MERGE_GAP 0 the
+ * macro would draw "unsigned >= 0 is always true" from -Wextra. */
+static const size_t merge_gap = DIFF_MERGE_GAP;
+
+/* first..last (inclusive) are changed bytes that belong in one range: the
+ * caller checked that nothing between them is a gap of merge_gap or more
+ * unchanged bytes. */
+static inline void changed(struct scan *s, size_t first, size_t last)
+{
+  if (s->end == 0) {
+    s->start = first;       /* the first change of the page */
+  } else if (first > s->end && first - s->end >= merge_gap) {
+    /* The gap is too long to be worth shipping. (first == end is no gap:
+     * adjacent changes are one range even with DIFF_MERGE_GAP 0.) */
+    emit(s);
+    s->start = first;
+  }
+  s->end = last + 1;
+}
+
+/* One word's worth of changes, x != 0, for the word at byte offset base. */
+static inline void word(struct scan *s, size_t base, uint64_t x)
+{
+  if (merge_gap >= 7) {
+    /* Two changed bytes of one word are at most 6 unchanged bytes apart,
+     * which is below the merge gap: the whole word joins one range. */
+    changed(s, base + first_byte(x), base + last_byte(x));
+    return;
+  }
+  /* A small merge gap can split a word: visit its changed bytes one by one
+   * (merge_gap is a constant, so the compiler keeps only one path). */
+  while (x) {
+    unsigned i = first_byte(x);
+    changed(s, base + i, base + i);
+    x &= ~(0xffull << (8 * i));
+  }
+}
+
+size_t page_diff(const uint8_t *before, const uint8_t *after, uint32_t size,
+                 struct drange *out, size_t max)
+{
+  struct scan s = { .out = out, .max = max };
+  size_t full = size & ~(size_t)7;
+  size_t pos;
+
+  if (before) {
+    for (pos = 0; pos < full; pos += 8) {
+      uint64_t x = xor_word(before + pos, after + pos);
+      if (x)
+        word(&s, pos, x);
+    }
+  } else {
+    /* Against a zero page: a separate loop keeps the common case free of
+     * a per-word NULL test. */
+    for (pos = 0; pos < full; pos += 8) {
+      uint64_t x = xor_word(NULL, after + pos);
+      if (x)
+        word(&s, pos, x);
+    }
+  }
+  if (pos < size) {
+    uint64_t x = xor_tail(before ? before + pos : NULL, after + pos, size - pos);
+    if (x)
+      word(&s, pos, x);
+  }
+  if (s.end != 0)
+    emit(&s);               /* close the last range */
+  return s.count;
+}
+
+size_t diff_bytes(const struct drange *r, size_t n)
+{
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += r[i].len;
+  return total;
+}

@@ -1,0 +1,35 @@
+/*
+ * vfs.h: the "auralog" SQLite VFS (paper §3.2: the database tier writes
+ * only redo).
+ *
+ * Open a database as file:NAME?vfs=auralog&coord=ADDR: NAME is the volume.
+ * SQLite's page writes go to an overlay; at the commit boundary each dirty
+ * page is diffed against its committed image and the ranges that changed
+ * are shipped as one mini-transaction (vfs/volume.c). Pages are never
+ * shipped, only page deltas.
+ */
+#ifndef AURALOG_VFS_H
+#define AURALOG_VFS_H
+
+#include <stdint.h>
+#include <sqlite3.h>
+
+/* Register the VFS (as the default if make_default). engine_addr is what
+ * status shows for the volumes opened here ("" for none). In async mode
+ * (the engine server) a commit returns as soon as its redo is queued and
+ * the caller waits for durability itself (AURALOG_FCNTL_COMMIT_LSN); in
+ * the default mode a commit waits in the VFS until it is durable. */
+int auralog_vfs_register(int make_default, const char *engine_addr, int async);
+
+/* sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &u64): the
+ * commit LSN of the last transaction this connection committed (0: none
+ * since the last call), and reset it. */
+#define AURALOG_FCNTL_COMMIT_LSN 0x41550001
+
+/* The last error the VFS met on this connection's main file, as text. */
+#define AURALOG_FCNTL_LAST_ERROR 0x41550002
+
+/* The struct volume behind this connection's main file (void **). */
+#define AURALOG_FCNTL_VOLUME 0x41550003
+
+#endif

@@ -1,0 +1,1136 @@
+/*
+ * volume.c: the engine's side of a volume (see volume.h).
+ *
+ * Locking: v->mu guards everything below that both SQLite's threads and
+ * the I/O thread touch (the quorum tracker, the outgoing records, reads,
+ * counters). The I/O thread is the only one that touches libuv handles;
+ * other threads wake it with uv_async_send.
+ *
+ * Invariant: every record handed an LSN stays in its PG's list (pgout)
+ * until the VCL passes it, so a segment that reconnects can be sent every
+ * record that is not yet durable. Records below the VCL are at write
+ * quorum; a segment that missed them catches up from its peers (gossip).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "lib/log.h"
+#include "net.h"
+#include "param.h"
+#include "record.h"
+#include "rpc.h"
+#include "vfs/quorum.h"
+#include "vfs/recovery.h"
+#include "vfs/volume.h"
+
+/* A record on its way out, owned until the VCL passes it. */
+struct orec {
+  Rec r;
+  Auralog__Range *g, **gp;
+  uint8_t *data;
+  Auralog__PgLast *ml, **mlp;
+};
+
+/* One protection group, as the writer sees it. */
+struct pgout {
+  struct orec **recs;        /* records above the VCL, in LSN order */
+  size_t head, n, cap;       /* live: recs[head..n) */
+  size_t unsent;             /* recs[unsent..n) not yet sent to anyone */
+  uint64_t tail;             /* LSN of the PG's last record: next backlink */
+  uint64_t scl[NCOPIES];     /* SCL each segment last reported */
+  int node[NCOPIES];         /* index in v->nodes of each segment's node */
+  uint8_t resend;            /* bit i: resend pending records to slot i */
+};
+
+struct vnode {
+  char addr[ADDR_MAX_LEN + 1];
+  struct conn *c;
+  int up;
+  unsigned long long retry_at;
+  struct volume *v;
+};
+
+struct inflight {
+  uint64_t req;
+  int node;
+  uint32_t pg;
+  int slot;
+  uint64_t *lsns;
+  size_t n;
+};
+
+struct readreq {
+  uint32_t pg, page_no;
+  uint64_t rp;               /* read point */
+  uint8_t *out;
+  uint64_t page_lsn;
+  uint64_t req;              /* 0: not in flight */
+  int node;
+  unsigned tried;            /* bit i: slot i refused */
+  int done, rc, abandoned;
+  unsigned long long retry_at;
+  char why[200];
+  struct readreq *next;
+};
+
+struct volume {
+  char name[NAME_MAX_LEN + 1];
+  char coord[ADDR_MAX_LEN + 1];
+  char engine_addr[ADDR_MAX_LEN + 1];
+  uint64_t id, epoch;
+  uint32_t page_size, pg_pages;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  struct quorum q;
+  struct pgout *pgs;
+  size_t npgs;
+  struct vnode *nodes;
+  size_t nnodes;
+  uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
+  uint64_t *cpls;             /* commit LSNs not yet durable, in order */
+  size_t ncpls, capcpls;
+  struct inflight *fl;
+  size_t nfl, capfl;
+  struct readreq *reads;
+  uint64_t next_req;
+  int fenced;
+  char fenced_why[200];
+  int closing;
+  struct vol_stats st;
+  void (*durable_fn)(void *, uint64_t);
+  void *durable_arg;
+
+  pthread_t thread;
+  uv_loop_t loop;
+  uv_async_t wake;
+  uv_timer_t tick;
+  struct conn *coord_conn;
+  unsigned long long coord_retry_at;
+  unsigned ticks;
+};
+
+static void orec_free(struct orec *o)
+{
+  free(o->g);
+  free(o->gp);
+  free(o->data);
+  free(o->ml);
+  free(o->mlp);
+  free(o);
+}
+
+static int node_index(struct volume *v, const char *addr)
+{
+  for (size_t i = 0; i < v->nnodes; i++)
+    if (strcmp(v->nodes[i].addr, addr) == 0)
+      return (int)i;
+  v->nodes = realloc(v->nodes, (v->nnodes + 1) * sizeof *v->nodes);
+  struct vnode *n = &v->nodes[v->nnodes];
+  memset(n, 0, sizeof *n);
+  snprintf(n->addr, sizeof n->addr, "%s", addr);
+  n->v = v;
+  /* Existing conns point at their vnode by index, so realloc is safe. */
+  return (int)v->nnodes++;
+}
+
+/* Adopt a volume description: PGs we did not know get their pgout. */
+static void adopt(struct volume *v, const Auralog__Volume *vd)
+{
+  if (vd->n_pgs <= v->npgs)
+    return;
+  v->pgs = realloc(v->pgs, vd->n_pgs * sizeof *v->pgs);
+  for (size_t p = v->npgs; p < vd->n_pgs; p++) {
+    struct pgout *g = &v->pgs[p];
+    memset(g, 0, sizeof *g);
+    for (int s = 0; s < NCOPIES; s++)
+      g->node[s] = node_index(v, vd->pgs[p]->segments[s]->addr);
+  }
+  v->npgs = vd->n_pgs;
+}
+
+static struct inflight *fl_add(struct volume *v)
+{
+  if (v->nfl == v->capfl) {
+    v->capfl = v->capfl ? 2 * v->capfl : 64;
+    v->fl = realloc(v->fl, v->capfl * sizeof *v->fl);
+  }
+  return &v->fl[v->nfl++];
+}
+
+/* ---- I/O thread: sending ---------------------------------------------------- */
+
+/* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
+static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
+{
+  struct pgout *g = &v->pgs[pg];
+  struct vnode *n = &v->nodes[g->node[slot]];
+  if (!n->up || n->c == NULL)
+    return;
+  size_t cnt = to - from;
+  Rec **ptrs = malloc((cnt + 1) * sizeof *ptrs);
+  uint64_t *lsns = malloc((cnt + 1) * sizeof *lsns);
+  for (size_t i = 0; i < cnt; i++) {
+    ptrs[i] = &g->recs[from + i]->r;
+    lsns[i] = ptrs[i]->lsn;
+  }
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Append a = AURALOG__APPEND__INIT;
+  a.volume_id = v->id;
+  a.pg = pg;
+  a.epoch = v->epoch;
+  a.vdl = v->q.vdl;
+  a.records = ptrs;
+  a.n_records = cnt;
+  env.req = ++v->next_req;
+  env.body_case = AURALOG__ENVELOPE__BODY_APPEND;
+  env.append = &a;
+  if (conn_send(n->c, &env) == 0) {
+    struct inflight *f = fl_add(v);
+    *f = (struct inflight){env.req, g->node[slot], pg, slot, lsns, cnt};
+    v->st.redo_msgs++;
+    v->st.redo_bytes += 4 + auralog__envelope__get_packed_size(&env);
+  } else {
+    free(lsns);
+  }
+  free(ptrs);
+}
+
+static void dispatch_read(struct volume *v, struct readreq *r);
+
+static void flush(struct volume *v)
+{
+  for (size_t p = 0; p < v->npgs; p++) {
+    struct pgout *g = &v->pgs[p];
+    if (g->resend) {
+      for (int s = 0; s < NCOPIES; s++)
+        if (g->resend & (1u << s) && v->nodes[g->node[s]].up) {
+          send_append(v, (uint32_t)p, s, g->head, g->unsent);
+          g->resend &= (uint8_t)~(1u << s);
+        }
+    }
+    if (g->unsent < g->n) {
+      for (int s = 0; s < NCOPIES; s++)
+        send_append(v, (uint32_t)p, s, g->unsent, g->n);
+      g->unsent = g->n;
+    }
+  }
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (!r->done && r->req == 0 && now_ms() >= r->retry_at)
+      dispatch_read(v, r);
+}
+
+/* ---- I/O thread: reads -------------------------------------------------------- */
+
+static void dispatch_read(struct volume *v, struct readreq *r)
+{
+  struct pgout *g = &v->pgs[r->pg];
+  int pick = -1;
+  /* A segment known complete to the read point first (§4.2.3), then any
+   * reachable one (it answers "not complete" if it is behind). */
+  for (int pass = 0; pass < 2 && pick < 0; pass++)
+    for (int k = 0; k < NCOPIES; k++) {
+      int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
+      if (r->tried & (1u << s) || !v->nodes[g->node[s]].up)
+        continue;
+      if (pass == 0 && g->scl[s] < r->rp)
+        continue;
+      pick = s;
+      break;
+    }
+  if (pick < 0) {
+    /* Everyone reachable refused (or no one is reachable yet): start
+     * over shortly; a node coming up dispatches it at once. */
+    int any_up = 0;
+    for (int s = 0; s < NCOPIES; s++)
+      any_up |= v->nodes[g->node[s]].up;
+    r->tried = 0;
+    r->retry_at = any_up ? now_ms() + 50 : 0;
+    return;
+  }
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
+  rp.volume_id = v->id;
+  rp.pg = r->pg;
+  rp.page_no = r->page_no;
+  rp.read_point = r->rp;
+  env.req = ++v->next_req;
+  env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
+  env.read_page = &rp;
+  r->node = g->node[pick];
+  r->tried |= 1u << pick;
+  if (conn_send(v->nodes[r->node].c, &env) == 0)
+    r->req = env.req;
+}
+
+static void read_done(struct volume *v, struct readreq *r, const Env *env)
+{
+  r->req = 0;
+  if (env->body_case == AURALOG__ENVELOPE__BODY_PAGE &&
+      env->page->data.len == v->page_size) {
+    if (!r->abandoned)
+      memcpy(r->out, env->page->data.data, v->page_size);
+    r->page_lsn = env->page->page_lsn;
+    r->done = 1;
+    r->rc = 0;
+    v->st.pages_read++;
+  } else {
+    snprintf(r->why, sizeof r->why, "%s",
+             env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
+                                                              : "unexpected reply");
+    dispatch_read(v, r);        /* try another segment */
+  }
+}
+
+/* Unlink finished or abandoned reads; free the abandoned ones. */
+static void reap_reads(struct volume *v)
+{
+  struct readreq **pp = &v->reads;
+  while (*pp) {
+    struct readreq *r = *pp;
+    if (r->done || (r->abandoned && r->req == 0)) {
+      *pp = r->next;
+      if (r->abandoned)
+        free(r);
+    } else {
+      pp = &r->next;
+    }
+  }
+}
+
+/* ---- I/O thread: acknowledgements ------------------------------------------- */
+
+static void advance(struct volume *v, uint64_t old_vdl)
+{
+  if (v->q.vdl == old_vdl)
+    return;
+  for (size_t p = 0; p < v->npgs; p++) {
+    struct pgout *g = &v->pgs[p];
+    while (g->head < g->n && g->head < g->unsent && g->recs[g->head]->r.lsn <= v->q.vcl)
+      orec_free(g->recs[g->head++]);
+    if (g->head > 1024 && g->head * 2 > g->n) {
+      memmove(g->recs, g->recs + g->head, (g->n - g->head) * sizeof *g->recs);
+      g->n -= g->head;
+      g->unsent -= g->head;
+      g->head = 0;
+    }
+  }
+  size_t k = 0;
+  while (k < v->ncpls && v->cpls[k] <= v->q.vdl)
+    k++;
+  v->st.commits += k;
+  memmove(v->cpls, v->cpls + k, (v->ncpls - k) * sizeof *v->cpls);
+  v->ncpls -= k;
+  pthread_cond_broadcast(&v->cond);
+  if (v->durable_fn)
+    v->durable_fn(v->durable_arg, v->q.vdl);
+}
+
+static void on_ack(struct volume *v, struct inflight *f, const Env *env)
+{
+  if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
+    if (env->error->code == ERR_STALE_EPOCH) {
+      if (!v->fenced)
+        logwarn("volume %s: %s", v->name, env->error->msg);
+      v->fenced = 1;
+      snprintf(v->fenced_why, sizeof v->fenced_why, "%s", env->error->msg);
+      pthread_cond_broadcast(&v->cond);
+    } else {
+      /* e.g. the node has not heard of a new PG yet: try again shortly. */
+      v->pgs[f->pg].resend |= (uint8_t)(1u << f->slot);
+    }
+    return;
+  }
+  if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
+    return;
+  uint64_t old = v->q.vdl;
+  for (size_t i = 0; i < f->n; i++)
+    q_ack(&v->q, f->pg, f->slot, f->lsns[i]);
+  uint64_t scl = env->append_ack->scl;
+  q_ack_upto(&v->q, f->pg, f->slot, scl);
+  if (scl > v->pgs[f->pg].scl[f->slot])
+    v->pgs[f->pg].scl[f->slot] = scl;
+  advance(v, old);
+}
+
+static void on_node_msg(struct conn *c, const Env *env)
+{
+  struct volume *v = c->data;
+  pthread_mutex_lock(&v->mu);
+  for (size_t i = 0; i < v->nfl; i++)
+    if (v->fl[i].req == env->req) {
+      struct inflight f = v->fl[i];
+      v->fl[i] = v->fl[--v->nfl];
+      on_ack(v, &f, env);
+      free(f.lsns);
+      if (v->closing)
+        pthread_cond_broadcast(&v->cond);
+      goto out;
+    }
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (r->req && r->req == env->req) {
+      read_done(v, r, env);
+      pthread_cond_broadcast(&v->cond);
+      break;
+    }
+out:
+  reap_reads(v);
+  pthread_mutex_unlock(&v->mu);
+}
+
+/* ---- I/O thread: connections -------------------------------------------------- */
+
+static void node_closed(struct conn *c)
+{
+  struct volume *v = c->data;
+  pthread_mutex_lock(&v->mu);
+  int idx = (int)(intptr_t)c->ctx;
+  struct vnode *n = &v->nodes[idx];
+  if (n->c == c) {
+    n->c = NULL;
+    n->up = 0;
+    n->retry_at = now_ms() + RECONNECT_MS;
+  }
+  /* What was in flight to it is lost: acks will not come. */
+  for (size_t i = 0; i < v->nfl;)
+    if (v->fl[i].node == idx) {
+      free(v->fl[i].lsns);
+      v->fl[i] = v->fl[--v->nfl];
+    } else {
+      i++;
+    }
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (r->req && r->node == idx) {
+      r->req = 0;
+      r->retry_at = 0;
+    }
+  int stopping = v->closing == 3;
+  pthread_mutex_unlock(&v->mu);
+  if (!stopping)
+    uv_async_send(&v->wake);
+}
+
+static void node_connected(struct conn *c, int status)
+{
+  struct volume *v = c->data;
+  if (status != 0)
+    return;                     /* node_closed follows */
+  pthread_mutex_lock(&v->mu);
+  int idx = (int)(intptr_t)c->ctx;
+  v->nodes[idx].up = 1;
+  /* Everything not yet durable goes to the segments on this node again;
+   * duplicates are harmless (the node says so). */
+  for (size_t p = 0; p < v->npgs; p++)
+    for (int s = 0; s < NCOPIES; s++)
+      if (v->pgs[p].node[s] == idx && v->pgs[p].head < v->pgs[p].unsent)
+        v->pgs[p].resend |= (uint8_t)(1u << s);
+  flush(v);
+  pthread_mutex_unlock(&v->mu);
+}
+
+static void connect_nodes(struct volume *v)
+{
+  unsigned long long now = now_ms();
+  for (size_t i = 0; i < v->nnodes; i++) {
+    struct vnode *n = &v->nodes[i];
+    if (n->c || now < n->retry_at)
+      continue;
+    n->c = net_connect(&v->loop, n->addr, node_connected, on_node_msg, node_closed, v);
+    if (n->c)
+      n->c->ctx = (void *)(intptr_t)i;
+    else
+      n->retry_at = now + RECONNECT_MS;
+  }
+}
+
+static void coord_closed(struct conn *c)
+{
+  struct volume *v = c->data;
+  if (v->coord_conn == c)
+    v->coord_conn = NULL;
+  v->coord_retry_at = now_ms() + RECONNECT_MS;
+}
+
+static void coord_msg(struct conn *c, const Env *env)
+{
+  (void)c;
+  (void)env;                    /* the coordinator does not answer reports */
+}
+
+static void report(struct volume *v)
+{
+  if (v->coord_conn == NULL) {
+    if (now_ms() >= v->coord_retry_at)
+      v->coord_conn = net_connect(&v->loop, v->coord, NULL, coord_msg, coord_closed, v);
+    return;
+  }
+  if (!v->coord_conn->connected)
+    return;
+  struct vol_stats st;
+  vol_get_stats(v, &st);        /* takes the lock itself */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  es.volume = v->name;
+  es.addr = v->engine_addr;
+  es.epoch = st.epoch;
+  es.vdl = st.vdl;
+  es.vcl = st.vcl;
+  es.next_lsn = st.next_lsn;
+  es.lal = st.lal;
+  es.commits = st.commits;
+  es.redo_bytes = st.redo_bytes;
+  es.redo_msgs = st.redo_msgs;
+  es.records = st.records;
+  es.pending = st.pending;
+  es.recovery_ms = st.recovery_ms;
+  es.pages_read = st.pages_read;
+  if (st.trunc_to > st.trunc_from) {
+    tr.epoch = st.epoch;
+    tr.from = st.trunc_from;
+    tr.to = st.trunc_to;
+    es.trunc = &tr;
+  }
+  env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+  env.engine_stat = &es;
+  conn_send(v->coord_conn, &env);
+}
+
+static void on_wake(uv_async_t *h)
+{
+  struct volume *v = h->data;
+  pthread_mutex_lock(&v->mu);
+  connect_nodes(v);
+  flush(v);
+  if (v->closing == 1 && !v->fenced) {
+    /* Tell every segment the final VDL (an Append with no records), so
+     * the next writer's recovery starts from it. */
+    for (size_t p = 0; p < v->npgs; p++)
+      for (int s = 0; s < NCOPIES; s++)
+        send_append(v, (uint32_t)p, s, 0, 0);
+    v->closing = 2;
+    pthread_cond_broadcast(&v->cond);
+  }
+  int stop = v->closing == 3;
+  pthread_mutex_unlock(&v->mu);
+  if (stop)
+    uv_stop(&v->loop);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+  struct volume *v = t->data;
+  pthread_mutex_lock(&v->mu);
+  connect_nodes(v);
+  flush(v);
+  pthread_mutex_unlock(&v->mu);
+  if (++v->ticks % (ENGINE_STAT_MS / 100) == 0)
+    report(v);
+}
+
+static void close_handle(uv_handle_t *h, void *arg)
+{
+  (void)arg;
+  if (!uv_is_closing(h)) {
+    if (h->type == UV_TCP && h->data)
+      conn_close(h->data);
+    else
+      uv_close(h, NULL);
+  }
+}
+
+static void *io_main(void *arg)
+{
+  struct volume *v = arg;
+  uv_run(&v->loop, UV_RUN_DEFAULT);
+  uv_walk(&v->loop, close_handle, NULL);
+  uv_run(&v->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&v->loop);
+  return NULL;
+}
+
+/* ---- open: recovery (§4.3) ------------------------------------------------------ */
+
+struct nodeconn {
+  char addr[ADDR_MAX_LEN + 1];
+  struct rpc r;
+  int ok;
+};
+
+static Env *ask(struct nodeconn *nc, Env *req)
+{
+  char why[200];
+  if (!nc->ok)
+    return NULL;
+  Env *rep = rpc_call(&nc->r, req, 2000, why, sizeof why);
+  if (rep == NULL) {
+    rpc_close(&nc->r);
+    nc->ok = 0;
+  }
+  return rep;
+}
+
+static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whylen)
+{
+  unsigned long long t0 = now_ms();
+  size_t nn = 0;
+  struct nodeconn *nc = calloc(vd->n_pgs * NCOPIES + 1, sizeof *nc);
+  int *slotnc = calloc(vd->n_pgs * NCOPIES + 1, sizeof *slotnc);
+  for (size_t p = 0; p < vd->n_pgs; p++)
+    for (int s = 0; s < NCOPIES; s++) {
+      const char *addr = vd->pgs[p]->segments[s]->addr;
+      size_t i = 0;
+      while (i < nn && strcmp(nc[i].addr, addr) != 0)
+        i++;
+      if (i == nn) {
+        char err[200];
+        snprintf(nc[nn].addr, sizeof nc[nn].addr, "%s", addr);
+        nc[nn].ok = rpc_open(&nc[nn].r, addr, 1000, err, sizeof err) == 0;
+        nn++;
+      }
+      slotnc[p * NCOPIES + (size_t)s] = (int)i;
+    }
+
+  /* Round 1: every segment's state. Asking fences older writers. */
+  Auralog__SegInfo **info = calloc(vd->n_pgs * NCOPIES + 1, sizeof *info);
+  Env **reps = calloc(vd->n_pgs * NCOPIES + 1, sizeof *reps);
+  uint64_t vdl = 0, hint = 0, trunc_to = 0;
+  int clean = 1, rc = -1;
+  size_t nr = 0, ntr = 0;
+  struct rmeta *rm = NULL;
+  struct rtrunc *tr = NULL;
+  uint64_t *start = calloc(vd->n_pgs + 1, sizeof *start);
+  for (size_t p = 0; p < vd->n_pgs; p++) {
+    int answered = 0;
+    for (int s = 0; s < NCOPIES; s++) {
+      Env req = AURALOG__ENVELOPE__INIT;
+      Auralog__SegQuery q = AURALOG__SEG_QUERY__INIT;
+      q.volume_id = vd->id;
+      q.pg = (uint32_t)p;
+      q.epoch = v->epoch;
+      req.body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
+      req.seg_query = &q;
+      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req);
+      size_t k = p * NCOPIES + (size_t)s;
+      reps[k] = rep;
+      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+          rep->error->code == ERR_STALE_EPOCH) {
+        snprintf(why, whylen, "%s", rep->error->msg);
+        goto out;
+      }
+      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
+        info[k] = rep->seg_info;
+        answered++;
+        if (info[k]->vdl > hint)
+          hint = info[k]->vdl;
+      }
+    }
+    if (answered < VR) {
+      snprintf(why, whylen, "pg %zu: %d of %d segments answer; recovery needs a read "
+               "quorum of %d", p, answered, NCOPIES, VR);
+      goto out;
+    }
+    if (answered < NCOPIES)
+      clean = 0;
+  }
+  /* The provable VDL (vfs/recovery.c): from the highest hint, walk the
+   * MTRs whose records the read quorums hold, across PGs. */
+  size_t cap = 0;
+  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++)
+    if (info[k]) {
+      cap += info[k]->n_recs;
+      ntr += info[k]->n_truncs;
+    }
+  rm = calloc(cap + 1, sizeof *rm);
+  tr = calloc(ntr + 1, sizeof *tr);
+  ntr = 0;
+  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++) {
+    const Auralog__SegInfo *si = info[k];
+    if (si == NULL)
+      continue;
+    size_t p = k / NCOPIES;
+    if (si->tail > start[p] && si->tail <= hint)
+      start[p] = si->tail;
+    for (size_t i = 0; i < si->n_truncs; i++) {
+      tr[ntr++] = (struct rtrunc){si->truncs[i]->from, si->truncs[i]->to};
+      if (si->truncs[i]->to > trunc_to)
+        trunc_to = si->truncs[i]->to;
+    }
+    for (size_t i = 0; i < si->n_recs; i++) {
+      const Rec *r = si->recs[i];
+      if (r->lsn <= hint) {
+        if (r->lsn > start[p])
+          start[p] = r->lsn;
+        continue;
+      }
+      struct rmeta *m = &rm[nr++];
+      m->lsn = r->lsn;
+      m->prev = r->prev_lsn;
+      m->pg = (uint32_t)p;
+      m->cpl = (r->flags & REC_CPL) != 0;
+      m->prev_cpl = r->prev_cpl;
+      m->nmtr = r->n_mtr;
+      uint32_t *mp = calloc(r->n_mtr + 1, sizeof *mp);
+      uint64_t *ml = calloc(r->n_mtr + 1, sizeof *ml);
+      for (size_t j = 0; j < r->n_mtr; j++) {
+        mp[j] = r->mtr[j]->pg;
+        ml[j] = r->mtr[j]->lsn;
+      }
+      m->mtr_pg = mp;
+      m->mtr_last = ml;
+    }
+  }
+  vdl = recover_vdl(hint, start, vd->n_pgs, rm, nr, tr, ntr);
+  for (size_t i = 0; i < nr; i++)
+    if (rm[i].lsn > vdl)
+      clean = 0;              /* records above the durable point: a crash */
+
+  /* Round 2: truncate (vdl, base + LAL] on a write quorum of every PG and
+   * learn each PG's tail at or below vdl. base is the VDL, or the end of
+   * an earlier truncation if higher: a writer that recovered, wrote and
+   * crashed before anything was durable handed out LSNs up to there + LAL.
+   * When every segment answered and none holds anything above vdl, the
+   * range is empty, and new LSNs start above any earlier range. */
+  uint64_t base = vdl > trunc_to ? vdl : trunc_to;
+  uint64_t to = clean ? base : base + LAL;
+  for (size_t p = 0; p < vd->n_pgs; p++) {
+    int acked = 0;
+    struct pgout *g = &v->pgs[p];
+    for (int s = 0; s < NCOPIES; s++) {
+      Env req = AURALOG__ENVELOPE__INIT;
+      Auralog__Truncate t = AURALOG__TRUNCATE__INIT;
+      t.volume_id = vd->id;
+      t.pg = (uint32_t)p;
+      t.epoch = v->epoch;
+      t.from = vdl;
+      t.to = to > vdl ? to : vdl;
+      req.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
+      req.truncate = &t;
+      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req);
+      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
+        acked++;
+        if (rep->seg_info->tail > g->tail)
+          g->tail = rep->seg_info->tail;
+        g->scl[s] = rep->seg_info->scl;
+      } else if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+                 rep->error->code == ERR_STALE_EPOCH) {
+        snprintf(why, whylen, "%s", rep->error->msg);
+        wire_free(rep);
+        goto out;
+      }
+      wire_free(rep);
+    }
+    if (acked < VW) {
+      snprintf(why, whylen, "pg %zu: the truncation reached %d of %d segments; it "
+               "needs a write quorum of %d", p, acked, NCOPIES, VW);
+      goto out;
+    }
+  }
+  q_init(&v->q, vdl, to + 1, LAL, VW);
+  v->last_cpl = vdl;
+  v->st.recovery_ms = now_ms() - t0;
+  v->st.trunc_from = vdl;
+  v->st.trunc_to = clean ? vdl : to;
+  rc = 0;
+out:
+  for (size_t i = 0; i < nr; i++) {
+    free((void *)rm[i].mtr_pg);
+    free((void *)rm[i].mtr_last);
+  }
+  free(rm);
+  free(tr);
+  free(start);
+  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++)
+    wire_free(reps[k]);
+  for (size_t i = 0; i < nn; i++)
+    if (nc[i].ok)
+      rpc_close(&nc[i].r);
+  free(reps);
+  free(info);
+  free(nc);
+  free(slotnc);
+  return rc;
+}
+
+/* ---- the public side ----------------------------------------------------------- */
+
+static Env *coord_call(const char *coord, Env *req, int want, char *why, size_t whylen)
+{
+  char err[256];
+  Env *rep = rpc_once(coord, req, RPC_TIMEOUT_MS, err, sizeof err);
+  if (rep == NULL) {
+    snprintf(why, whylen, "coordinator: %s", err);
+    return NULL;
+  }
+  if (rpc_expect(rep, want, err, sizeof err) != 0) {
+    snprintf(why, whylen, "coordinator: %s", err);
+    wire_free(rep);
+    return NULL;
+  }
+  return rep;
+}
+
+struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
+                        char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = (char *)name;
+  ov.create = 1;
+  ov.writer = 1;
+  req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  req.open_volume = &ov;
+  Env *rep = coord_call(coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+  if (rep == NULL)
+    return NULL;
+  const Auralog__Volume *vd = rep->volume;
+  struct volume *v = calloc(1, sizeof *v);
+  snprintf(v->name, sizeof v->name, "%s", name);
+  snprintf(v->coord, sizeof v->coord, "%s", coord);
+  snprintf(v->engine_addr, sizeof v->engine_addr, "%s", engine_addr ? engine_addr : "");
+  v->id = vd->id;
+  v->epoch = vd->epoch;
+  v->page_size = vd->page_size;
+  v->pg_pages = vd->pg_pages;
+  pthread_mutex_init(&v->mu, NULL);
+  pthread_cond_init(&v->cond, NULL);
+  adopt(v, vd);
+  if (recover(v, vd, why, whylen) != 0) {
+    wire_free(rep);
+    free(v->pgs);
+    free(v->nodes);
+    free(v);
+    return NULL;
+  }
+  wire_free(rep);
+  uv_loop_init(&v->loop);
+  uv_async_init(&v->loop, &v->wake, on_wake);
+  v->wake.data = v;
+  uv_timer_init(&v->loop, &v->tick);
+  v->tick.data = v;
+  uv_timer_start(&v->tick, on_tick, 100, 100);
+  pthread_create(&v->thread, NULL, io_main, v);
+  uv_async_send(&v->wake);
+  loginfo("volume %s open: epoch %llu, vdl %llu, %zu pg%s, recovery %llu ms%s", name,
+          (unsigned long long)v->epoch, (unsigned long long)v->q.vdl, v->npgs,
+          v->npgs == 1 ? "" : "s", (unsigned long long)v->st.recovery_ms,
+          v->st.trunc_to > v->st.trunc_from ? ", truncated above the vdl" : "");
+  return v;
+}
+
+uint32_t vol_page_size(const struct volume *v)
+{
+  return v->page_size;
+}
+
+const char *vol_name(const struct volume *v)
+{
+  return v->name;
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+  clock_gettime(CLOCK_REALTIME, ts);
+  ts->tv_sec += ms / 1000;
+  ts->tv_nsec += (long)(ms % 1000) * 1000000;
+  if (ts->tv_nsec >= 1000000000) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000;
+  }
+}
+
+/* Grow the volume so that page_no has a PG (called without the lock). */
+static int grow(struct volume *v, uint32_t page_no, char *why, size_t whylen)
+{
+  uint32_t need = page_no / v->pg_pages + 1;
+  pthread_mutex_lock(&v->mu);
+  size_t have = v->npgs;
+  pthread_mutex_unlock(&v->mu);
+  if (need <= have)
+    return 0;
+  if (need > MAX_PGS) {
+    snprintf(why, whylen, "volume %s is full (%d protection groups)", v->name, MAX_PGS);
+    return -1;
+  }
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
+  g.name = v->name;
+  g.npgs = need + need / 4;     /* a little ahead: growing is a round trip */
+  if (g.npgs > MAX_PGS)
+    g.npgs = MAX_PGS;
+  req.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
+  req.grow_volume = &g;
+  Env *rep = coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+  if (rep == NULL)
+    return -1;
+  pthread_mutex_lock(&v->mu);
+  adopt(v, rep->volume);
+  pthread_mutex_unlock(&v->mu);
+  wire_free(rep);
+  uv_async_send(&v->wake);
+  return 0;
+}
+
+static struct orec *make_rec(const struct mtr_page *p, uint32_t pg, uint64_t lsn,
+                             uint64_t prev)
+{
+  struct orec *o = calloc(1, sizeof *o);
+  auralog__record__init(&o->r);
+  size_t bytes = diff_bytes(p->ranges, p->nranges);
+  o->g = calloc(p->nranges + 1, sizeof *o->g);
+  o->gp = calloc(p->nranges + 1, sizeof *o->gp);
+  o->data = malloc(bytes + 1);
+  size_t off = 0;
+  for (size_t i = 0; i < p->nranges; i++) {
+    auralog__range__init(&o->g[i]);
+    memcpy(o->data + off, p->after + p->ranges[i].off, p->ranges[i].len);
+    o->g[i].off = p->ranges[i].off;
+    o->g[i].data.data = o->data + off;
+    o->g[i].data.len = p->ranges[i].len;
+    o->gp[i] = &o->g[i];
+    off += p->ranges[i].len;
+  }
+  (void)pg;
+  o->r.lsn = lsn;
+  o->r.prev_lsn = prev;
+  o->r.page_no = p->page_no;
+  o->r.flags = p->flags;
+  o->r.ranges = o->gp;
+  o->r.n_ranges = p->nranges;
+  return o;
+}
+
+uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
+                  char *why, size_t whylen)
+{
+  uint32_t maxpage = 0;
+  for (size_t i = 0; i < n; i++)
+    if (pages[i].page_no > maxpage)
+      maxpage = pages[i].page_no;
+  if (grow(v, maxpage, why, whylen) != 0)
+    return 0;
+  pthread_mutex_lock(&v->mu);
+  /* LAL back-pressure (§4.2.1): wait until the VDL catches up. */
+  struct timespec dl;
+  deadline_in(&dl, COMMIT_DEADLINE_MS);
+  while (!v->fenced && !q_can_alloc(&v->q, n))
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  if (v->fenced || !q_can_alloc(&v->q, n)) {
+    if (v->fenced)
+      snprintf(why, whylen, "%s", v->fenced_why);
+    else
+      snprintf(why, whylen, "storage is more than LAL=%d LSNs behind (vdl %llu): "
+               "not enough segments acknowledge", LAL, (unsigned long long)v->q.vdl);
+    pthread_mutex_unlock(&v->mu);
+    return 0;
+  }
+  /* The CPL lists, per PG the MTR touched, its last record there: recovery
+   * can then tell a whole MTR from a partial one across PGs. */
+  Auralog__PgLast *ml = calloc(n, sizeof *ml);
+  size_t nml = 0;
+  struct orec *last = NULL;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t pg = pages[i].page_no / v->pg_pages;
+    struct pgout *g = &v->pgs[pg];
+    uint64_t lsn = q_alloc(&v->q, pg, i == n - 1);
+    struct orec *o = make_rec(&pages[i], pg, lsn, g->tail);
+    g->tail = lsn;
+    if (g->n == g->cap) {
+      g->cap = g->cap ? 2 * g->cap : 64;
+      g->recs = realloc(g->recs, g->cap * sizeof *g->recs);
+    }
+    g->recs[g->n++] = o;
+    size_t j = 0;
+    while (j < nml && ml[j].pg != pg)
+      j++;
+    if (j == nml) {
+      auralog__pg_last__init(&ml[nml++]);
+      ml[j].pg = pg;
+    }
+    ml[j].lsn = lsn;
+    last = o;
+    if (i < n - 1)
+      rec_seal(&o->r);
+  }
+  last->r.flags |= REC_CPL;
+  last->r.prev_cpl = v->last_cpl;
+  last->ml = ml;
+  last->mlp = calloc(nml, sizeof *last->mlp);
+  for (size_t j = 0; j < nml; j++)
+    last->mlp[j] = &ml[j];
+  last->r.mtr = last->mlp;
+  last->r.n_mtr = nml;
+  rec_seal(&last->r);
+  uint64_t cpl = last->r.lsn;
+  v->last_cpl = cpl;
+  if (v->ncpls == v->capcpls) {
+    v->capcpls = v->capcpls ? 2 * v->capcpls : 64;
+    v->cpls = realloc(v->cpls, v->capcpls * sizeof *v->cpls);
+  }
+  v->cpls[v->ncpls++] = cpl;
+  v->st.records += n;
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+  return cpl;
+}
+
+int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen)
+{
+  struct timespec dl;
+  deadline_in(&dl, timeout_ms);
+  pthread_mutex_lock(&v->mu);
+  while (v->q.vdl < lsn && !v->fenced)
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  int rc = v->q.vdl >= lsn ? 0 : -1;
+  if (rc != 0) {
+    if (v->fenced)
+      snprintf(why, whylen, "%s", v->fenced_why);
+    else
+      snprintf(why, whylen, "commit %llu not durable after %d ms: storage has no write "
+               "quorum (vdl %llu; %zu records wait for %d of %d acks)",
+               (unsigned long long)lsn, timeout_ms, (unsigned long long)v->q.vdl,
+               q_pending(&v->q), VW, NCOPIES);
+  }
+  pthread_mutex_unlock(&v->mu);
+  return rc;
+}
+
+int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
+             char *why, size_t whylen)
+{
+  pthread_mutex_lock(&v->mu);
+  uint32_t pg = page_no / v->pg_pages;
+  if (pg >= v->npgs) {          /* never written: a zero page */
+    pthread_mutex_unlock(&v->mu);
+    memset(out, 0, v->page_size);
+    *page_lsn = 0;
+    return 0;
+  }
+  struct readreq *r = calloc(1, sizeof *r);
+  r->pg = pg;
+  r->page_no = page_no;
+  r->rp = v->q.vdl;             /* the read point (§4.2.3) */
+  r->out = out;
+  r->next = v->reads;
+  v->reads = r;
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+
+  struct timespec dl;
+  deadline_in(&dl, READ_DEADLINE_MS);
+  pthread_mutex_lock(&v->mu);
+  while (!r->done)
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  int rc = r->done ? 0 : -1;
+  if (rc == 0) {
+    *page_lsn = r->page_lsn;
+    /* done reads are unlinked by the I/O thread; make sure, then free */
+    struct readreq **pp = &v->reads;
+    while (*pp && *pp != r)
+      pp = &(*pp)->next;
+    if (*pp)
+      *pp = r->next;
+    free(r);
+  } else {
+    snprintf(why, whylen, "cannot read page %u of %s as of %llu in %d ms: %s", page_no,
+             v->name, (unsigned long long)r->rp, READ_DEADLINE_MS,
+             r->why[0] ? r->why : "no segment answered");
+    r->abandoned = 1;           /* the I/O thread frees it */
+  }
+  pthread_mutex_unlock(&v->mu);
+  return rc;
+}
+
+uint64_t vol_vdl(struct volume *v)
+{
+  pthread_mutex_lock(&v->mu);
+  uint64_t vdl = v->q.vdl;
+  pthread_mutex_unlock(&v->mu);
+  return vdl;
+}
+
+void vol_on_durable(struct volume *v, void (*fn)(void *, uint64_t), void *arg)
+{
+  pthread_mutex_lock(&v->mu);
+  v->durable_fn = fn;
+  v->durable_arg = arg;
+  pthread_mutex_unlock(&v->mu);
+}
+
+void vol_get_stats(struct volume *v, struct vol_stats *st)
+{
+  pthread_mutex_lock(&v->mu);
+  *st = v->st;
+  st->epoch = v->epoch;
+  st->vdl = v->q.vdl;
+  st->vcl = v->q.vcl;
+  st->next_lsn = v->q.next_lsn;
+  st->lal = v->q.lal;
+  st->pending = q_pending(&v->q);
+  pthread_mutex_unlock(&v->mu);
+}
+
+void vol_close(struct volume *v)
+{
+  char why[256];
+  pthread_mutex_lock(&v->mu);
+  uint64_t last = v->ncpls ? v->cpls[v->ncpls - 1] : 0;
+  pthread_mutex_unlock(&v->mu);
+  if (last && vol_wait(v, last, COMMIT_DEADLINE_MS, why, sizeof why) != 0)
+    logwarn("closing %s: %s", v->name, why);
+  /* The I/O thread sends the final VDL to every segment (on_wake); wait a
+   * moment for the acks, then stop it. */
+  pthread_mutex_lock(&v->mu);
+  v->closing = 1;
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+  struct timespec dl;
+  deadline_in(&dl, 1000);
+  pthread_mutex_lock(&v->mu);
+  while ((v->closing == 1 || v->nfl > 0) && !v->fenced)
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  v->closing = 3;
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+  pthread_join(v->thread, NULL);
+  for (size_t p = 0; p < v->npgs; p++) {
+    for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
+      orec_free(v->pgs[p].recs[i]);
+    free(v->pgs[p].recs);
+  }
+  for (size_t i = 0; i < v->nfl; i++)
+    free(v->fl[i].lsns);
+  while (v->reads) {
+    struct readreq *r = v->reads;
+    v->reads = r->next;
+    free(r);
+  }
+  q_free(&v->q);
+  free(v->fl);
+  free(v->cpls);
+  free(v->pgs);
+  free(v->nodes);
+  pthread_mutex_destroy(&v->mu);
+  pthread_cond_destroy(&v->cond);
+  free(v);
+}
+
+int vol_drop(const char *coord, const char *name, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__DropVolume d = AURALOG__DROP_VOLUME__INIT;
+  d.name = (char *)name;
+  req.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
+  req.drop_volume = &d;
+  Env *rep = coord_call(coord, &req, AURALOG__ENVELOPE__BODY_OK, why, whylen);
+  wire_free(rep);
+  return rep ? 0 : -1;
+}

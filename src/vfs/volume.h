@@ -1,0 +1,91 @@
+/*
+ * volume.h: the engine's side of a volume (paper §4.1-4.3): ships redo,
+ * tracks durability, reads pages, recovers at open.
+ *
+ * One I/O thread per open volume runs a libuv loop with a connection to
+ * every storage node holding a segment of the volume and one to the
+ * coordinator. SQLite's threads call in (vol_ship, vol_wait, vol_read) and
+ * wait on a condition variable with a deadline; only uv_async_send crosses
+ * into the loop. The durability decisions are vfs/quorum.c's.
+ *
+ * Write: vol_ship() gives each changed page of one mini-transaction an LSN
+ * (waiting while LSNs would pass vdl + LAL), links it to the previous record
+ * of its PG (backlink) and marks the last one as the MTR's CPL. The I/O
+ * thread sends every PG's new records, in one Append per segment, to the
+ * six segments; records of consecutive commits that wait for the same
+ * segment travel together. Acks advance VCL and VDL.
+ *
+ * Read: vol_read() reads a page as of the current VDL from one segment
+ * whose SCL is at least that (§4.2.3), trying another on error.
+ *
+ * Open (recovery, §4.3): take a new epoch from the coordinator; ask every
+ * segment of every PG for its state (a read quorum of each PG must answer),
+ * which fences older writers; the VDL is the highest durable point any
+ * segment heard; write the truncation range (vdl, vdl + LAL] to a write
+ * quorum of every PG (or an empty range when every segment answered and
+ * none holds anything above the VDL), and go on from there.
+ */
+#ifndef AURALOG_VOLUME_H
+#define AURALOG_VOLUME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "vfs/diff.h"
+
+struct volume;
+
+/* One page of a mini-transaction: the ranges of after that changed. */
+struct mtr_page {
+  uint32_t page_no;
+  uint32_t flags;            /* REC_ZERO for a page that starts from zeros */
+  const uint8_t *after;      /* the new page */
+  const struct drange *ranges;
+  size_t nranges;
+};
+
+struct vol_stats {
+  uint64_t epoch, vdl, vcl, next_lsn, lal;
+  uint64_t commits, redo_bytes, redo_msgs, records, pending, pages_read;
+  uint64_t recovery_ms;
+  uint64_t trunc_from, trunc_to;   /* the truncation this open wrote */
+};
+
+/* Open (and recover) volume name through the coordinator at coord,
+ * creating it if missing. engine_addr is reported in status ("" if none).
+ * Returns NULL with a one-line reason on failure. */
+struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
+                        char *why, size_t whylen);
+
+/* Wait (up to the commit deadline) for what was shipped to be durable,
+ * tell the segments the final VDL, and stop. */
+void vol_close(struct volume *v);
+
+uint32_t vol_page_size(const struct volume *v);
+const char *vol_name(const struct volume *v);
+
+/* Ship one mini-transaction. Returns its commit LSN (its CPL), or 0 with a
+ * reason (fenced, LSN allocation limit not freed in time, volume cannot
+ * grow). n must be at least 1. */
+uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
+                  char *why, size_t whylen);
+
+/* Wait until vdl >= lsn. Returns 0, or -1 with a reason after timeout_ms. */
+int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen);
+
+/* Page page_no as of the current VDL into out (vol_page_size bytes).
+ * *page_lsn: the LSN of its newest change. Returns 0, or -1 with a reason. */
+int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
+             char *why, size_t whylen);
+
+uint64_t vol_vdl(struct volume *v);
+
+/* Call fn(arg, vdl) on the I/O thread whenever the VDL advances (the
+ * engine server acknowledges waiting commits from there). */
+void vol_on_durable(struct volume *v, void (*fn)(void *arg, uint64_t vdl), void *arg);
+
+void vol_get_stats(struct volume *v, struct vol_stats *st);
+
+/* Drop the volume at the coordinator (xDelete). */
+int vol_drop(const char *coord, const char *name, char *why, size_t whylen);
+
+#endif

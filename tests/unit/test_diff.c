@@ -1,0 +1,563 @@
+/*
+ * test_diff.c: page-delta redo (vfs/diff.c).
+ *
+ * The diff is the redo a commit ships, so it must be exact: applying it to
+ * the before-image gives the after-image, byte for byte. Checks that on
+ * random page pairs (fixed seed) of several sizes, including sizes that are
+ * not a multiple of the 8-byte word and unaligned buffers; that the result
+ * equals a byte-at-a-time reference diff; that ranges are sorted, disjoint,
+ * non-empty, inside the page, start and end on a changed byte, and are
+ * separated by at least DIFF_MERGE_GAP unchanged bytes (closer changes are
+ * merged); that a NULL before-image means a zero page; that a too-small
+ * output array still gets the full count and only its first max entries;
+ * and that the worst case fits in size/2 + 1 ranges. The diff is also fed
+ * through rec_check() and rec_apply(), as a segment would see it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "param.h"
+#include "record.h"
+#include "wire.h"
+#include "vfs/diff.h"
+
+/* splitmix64: a fixed seed gives the same run every time. */
+static uint64_t rng_next(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint64_t *s, uint32_t n)
+{
+  return (uint32_t)(rng_next(s) % n);
+}
+
+static void rng_fill(uint64_t *s, uint8_t *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    p[i] = (uint8_t)rng_next(s);
+}
+
+static const uint32_t sizes[] = { 512, 1024, 4096, 65536 };
+/* Sizes that are not a multiple of 8 exercise the zero-padded tail word. */
+static const uint32_t odd_sizes[] = { 1, 7, 8, 9, 13, 15, 17, 100, 4099 };
+
+/* The merge gap, as a variable so that DIFF_MERGE_GAP 0 compiles without
+ * "unsigned < 0" warnings; and the fewest unchanged bytes that separate
+ * two ranges (adjacent changed bytes are one range even with gap 0). */
+static const size_t gap = DIFF_MERGE_GAP;
+#define SEP (DIFF_MERGE_GAP > 0 ? DIFF_MERGE_GAP : 1)
+
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+#define NODD (sizeof odd_sizes / sizeof odd_sizes[0])
+
+/* The diff, the slow obvious way: one byte at a time. */
+static size_t ref_diff(const uint8_t *before, const uint8_t *after, uint32_t size,
+                       struct drange *out, size_t max)
+{
+  size_t count = 0, start = 0, end = 0;
+  int open = 0;
+  for (size_t i = 0; i < size; i++) {
+    uint8_t b = before ? before[i] : 0;
+    if (b == after[i])
+      continue;
+    if (open && (i == end || i - end < gap)) {
+      end = i + 1;
+      continue;
+    }
+    if (open) {
+      if (count < max)
+        out[count] = (struct drange){ (uint32_t)start, (uint32_t)(end - start) };
+      count++;
+    }
+    open = 1;
+    start = i;
+    end = i + 1;
+  }
+  if (open) {
+    if (count < max)
+      out[count] = (struct drange){ (uint32_t)start, (uint32_t)(end - start) };
+    count++;
+  }
+  return count;
+}
+
+/* Apply by hand: copy each range of after over a copy of before. */
+static void apply_by_hand(uint8_t *page, const uint8_t *after,
+                          const struct drange *r, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    memcpy(page + r[i].off, after + r[i].off, r[i].len);
+}
+
+/* Apply as a segment would: build a record, seal it, rec_check, rec_apply. */
+static void apply_as_record(uint8_t *page, uint32_t size, const uint8_t *after,
+                            const struct drange *r, size_t n, int zero)
+{
+  Rec rec;
+  auralog__record__init(&rec);
+  Auralog__Range *g = calloc(n ? n : 1, sizeof *g);
+  Auralog__Range **gp = calloc(n ? n : 1, sizeof *gp);
+  assert_non_null(g);
+  assert_non_null(gp);
+  for (size_t i = 0; i < n; i++) {
+    auralog__range__init(&g[i]);
+    g[i].off = r[i].off;
+    g[i].data.len = r[i].len;
+    g[i].data.data = (uint8_t *)after + r[i].off;
+    gp[i] = &g[i];
+  }
+  rec.lsn = 2;
+  rec.prev_lsn = 1;
+  rec.flags = zero ? REC_ZERO : 0;
+  rec.n_ranges = n;
+  rec.ranges = gp;
+  rec_seal(&rec);
+  char why[256] = "";
+  int rc = rec_check(&rec, size, why, sizeof why);
+  if (rc != ERR_NONE)
+    fail_msg("rec_check refused a diff: %s", why);
+  rec_apply(page, size, &rec);
+  free(g);
+  free(gp);
+}
+
+/* Every property of a diff of before -> after, n ranges in r. */
+static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t size,
+                       const struct drange *r, size_t n)
+{
+  /* the same as the reference */
+  struct drange *ref = malloc((size / 2 + 1) * sizeof *ref);
+  assert_non_null(ref);
+  size_t nref = ref_diff(before, after, size, ref, size / 2 + 1);
+  assert_int_equal(n, nref);
+  assert_true(n <= size / 2 + 1);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(r[i].off, ref[i].off);
+    assert_int_equal(r[i].len, ref[i].len);
+  }
+  free(ref);
+
+  /* shape: sorted, disjoint, non-empty, inside the page, tight, merged */
+  for (size_t i = 0; i < n; i++) {
+    assert_true(r[i].len > 0);
+    assert_true((uint64_t)r[i].off + r[i].len <= size);
+    uint8_t b0 = before ? before[r[i].off] : 0;
+    uint8_t b1 = before ? before[r[i].off + r[i].len - 1] : 0;
+    assert_true(b0 != after[r[i].off]);
+    assert_true(b1 != after[r[i].off + r[i].len - 1]);
+    if (i > 0) {
+      uint64_t prev_end = (uint64_t)r[i - 1].off + r[i - 1].len;
+      assert_true(prev_end < r[i].off);
+      assert_true(r[i].off - prev_end >= gap);
+    }
+    /* no run of DIFF_MERGE_GAP unchanged bytes inside a range */
+    size_t run = 0;
+    for (size_t j = r[i].off; j < (size_t)r[i].off + r[i].len; j++) {
+      uint8_t b = before ? before[j] : 0;
+      run = b == after[j] ? run + 1 : 0;
+      assert_true(gap == 0 || run < gap);
+    }
+  }
+
+  /* round trip, by hand and through a record */
+  uint8_t *page = malloc(size);
+  assert_non_null(page);
+  if (before)
+    memcpy(page, before, size);
+  else
+    memset(page, 0, size);
+  apply_by_hand(page, after, r, n);
+  assert_memory_equal(page, after, size);
+
+  if (n <= RANGES_MAX) {
+    if (before) {
+      memcpy(page, before, size);
+    } else {
+      memset(page, 0xa5, size);     /* REC_ZERO must clear this */
+    }
+    apply_as_record(page, size, after, r, n, before == NULL);
+    assert_memory_equal(page, after, size);
+  }
+  free(page);
+}
+
+/* Diff with an array big enough for any page, check, return the count. */
+static size_t diff_and_check(const uint8_t *before, const uint8_t *after, uint32_t size)
+{
+  size_t max = size / 2 + 1;
+  struct drange *r = malloc(max * sizeof *r);
+  assert_non_null(r);
+  size_t n = page_diff(before, after, size, r, max);
+  check_diff(before, after, size, r, n);
+  free(r);
+  return n;
+}
+
+/* Change after (a copy of before) in one of several ways. */
+static void mutate(uint64_t *s, uint8_t *after, uint32_t size)
+{
+  switch (rng_below(s, 6)) {
+  case 0:                 /* a few single bytes */
+    for (uint32_t k = rng_below(s, 5) + 1; k > 0; k--)
+      after[rng_below(s, size)] ^= (uint8_t)(rng_below(s, 255) + 1);
+    break;
+  case 1:                 /* many scattered bytes */
+    for (uint32_t k = rng_below(s, size / 4 + 1) + 1; k > 0; k--)
+      after[rng_below(s, size)] ^= (uint8_t)(rng_below(s, 255) + 1);
+    break;
+  case 2:                 /* a few runs, like rewritten cells */
+    for (uint32_t k = rng_below(s, 4) + 1; k > 0; k--) {
+      uint32_t off = rng_below(s, size);
+      uint32_t len = rng_below(s, size - off) % 64 + 1;
+      for (uint32_t j = 0; j < len && off + j < size; j++)
+        after[off + j] ^= (uint8_t)(rng_below(s, 255) + 1);
+    }
+    break;
+  case 3:                 /* near both edges */
+    for (uint32_t k = rng_below(s, 4) + 1; k > 0; k--) {
+      uint32_t d = rng_below(s, size < 16 ? size : 16);
+      after[rng_below(s, 2) ? d : size - 1 - d] ^= 0x5a;
+    }
+    break;
+  case 4:                 /* changes spaced right at the merge gap */
+    for (uint32_t p = rng_below(s, 8); p < size;
+         p += SEP + rng_below(s, 3))
+      after[p] ^= 1;
+    break;
+  default:                /* a whole new page (random bytes stay equal by chance) */
+    rng_fill(s, after, size);
+    break;
+  }
+}
+
+static void test_identical_pages(void **state)
+{
+  (void)state;
+  uint64_t s = 1;
+  struct drange r[4] = { { 7, 7 } };
+  for (size_t i = 0; i < NSIZES; i++) {
+    uint32_t size = sizes[i];
+    uint8_t *a = malloc(size), *b = malloc(size);
+    rng_fill(&s, a, size);
+    memcpy(b, a, size);
+    assert_int_equal(page_diff(a, b, size, r, 4), 0);
+    assert_int_equal(page_diff(a, a, size, r, 4), 0);
+    memset(b, 0, size);
+    assert_int_equal(page_diff(NULL, b, size, r, 4), 0);   /* zero vs zero */
+    free(a);
+    free(b);
+  }
+  /* nothing was written */
+  assert_int_equal(r[0].off, 7);
+  assert_int_equal(r[0].len, 7);
+}
+
+static void test_single_byte_change(void **state)
+{
+  (void)state;
+  uint64_t s = 2;
+  for (size_t i = 0; i < NSIZES; i++) {
+    uint32_t size = sizes[i];
+    uint8_t *a = malloc(size), *b = malloc(size);
+    rng_fill(&s, a, size);
+    uint32_t where[] = { 0, 1, 7, 8, 9, size / 2, size - 9, size - 8, size - 1,
+                         rng_below(&s, size), rng_below(&s, size) };
+    for (size_t w = 0; w < sizeof where / sizeof where[0]; w++) {
+      memcpy(b, a, size);
+      b[where[w]] ^= 0x80;
+      struct drange r[2];
+      assert_int_equal(page_diff(a, b, size, r, 2), 1);
+      assert_int_equal(r[0].off, where[w]);
+      assert_int_equal(r[0].len, 1);
+      assert_int_equal(diff_bytes(r, 1), 1);
+      diff_and_check(a, b, size);
+    }
+    free(a);
+    free(b);
+  }
+}
+
+static void test_first_and_last_byte(void **state)
+{
+  (void)state;
+  uint64_t s = 3;
+  for (size_t i = 0; i < NSIZES; i++) {
+    uint32_t size = sizes[i];
+    uint8_t *a = malloc(size), *b = malloc(size);
+    rng_fill(&s, a, size);
+    memcpy(b, a, size);
+    b[0] ^= 1;
+    b[size - 1] ^= 1;
+    struct drange r[3];
+    assert_int_equal(page_diff(a, b, size, r, 3), 2);
+    assert_int_equal(r[0].off, 0);
+    assert_int_equal(r[0].len, 1);
+    assert_int_equal(r[1].off, size - 1);
+    assert_int_equal(r[1].len, 1);
+    assert_int_equal(diff_bytes(r, 2), 2);
+    diff_and_check(a, b, size);
+
+    /* every byte changed: one range, the whole page */
+    for (uint32_t j = 0; j < size; j++)
+      b[j] = (uint8_t)~a[j];
+    assert_int_equal(page_diff(a, b, size, r, 3), 1);
+    assert_int_equal(r[0].off, 0);
+    assert_int_equal(r[0].len, size);
+    free(a);
+    free(b);
+  }
+}
+
+static void test_random_round_trip(void **state)
+{
+  (void)state;
+  uint64_t s = 4;
+  for (size_t i = 0; i < NSIZES; i++) {
+    uint32_t size = sizes[i];
+    uint8_t *a = malloc(size), *b = malloc(size);
+    int rounds = size > 4096 ? 60 : 400;
+    for (int k = 0; k < rounds; k++) {
+      if (rng_below(&s, 4) == 0)
+        memset(a, 0, size);         /* pages are often mostly zeros */
+      else
+        rng_fill(&s, a, size);
+      memcpy(b, a, size);
+      mutate(&s, b, size);
+      diff_and_check(a, b, size);
+    }
+    free(a);
+    free(b);
+  }
+}
+
+static void test_many_scattered_changes(void **state)
+{
+  (void)state;
+  uint64_t s = 5;
+  uint32_t size = 4096;
+  uint8_t a[4096], b[4096];
+  rng_fill(&s, a, size);
+  memcpy(b, a, size);
+  /* 64 changes 64 bytes apart: 64 separate ranges of one byte */
+  for (uint32_t p = 3; p < size; p += 64)
+    b[p] ^= 0xff;
+  struct drange r[2049];
+  size_t n = page_diff(a, b, size, r, 2049);
+  assert_int_equal(n, 64);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(r[i].off, 3 + 64 * i);
+    assert_int_equal(r[i].len, 1);
+  }
+  assert_int_equal(diff_bytes(r, n), 64);
+  check_diff(a, b, size, r, n);
+}
+
+static void test_odd_sizes_and_alignment(void **state)
+{
+  (void)state;
+  uint64_t s = 6;
+  /* +3: the pages start at an odd address, so no word load is aligned */
+  uint8_t *abuf = malloc(4099 + 3), *bbuf = malloc(4099 + 3);
+  uint8_t *a = abuf + 3, *b = bbuf + 3;
+  for (size_t i = 0; i < NODD; i++) {
+    uint32_t size = odd_sizes[i];
+    for (int k = 0; k < 200; k++) {
+      rng_fill(&s, a, size);
+      memcpy(b, a, size);
+      mutate(&s, b, size);
+      diff_and_check(a, b, size);
+      diff_and_check(NULL, b, size);
+    }
+    /* the last byte of the tail word alone */
+    rng_fill(&s, a, size);
+    memcpy(b, a, size);
+    b[size - 1] ^= 4;
+    struct drange r[1];
+    assert_int_equal(page_diff(a, b, size, r, 1), 1);
+    assert_int_equal(r[0].off, size - 1);
+    assert_int_equal(r[0].len, 1);
+  }
+  free(abuf);
+  free(bbuf);
+}
+
+static void test_null_is_zero_page(void **state)
+{
+  (void)state;
+  uint64_t s = 7;
+  for (size_t i = 0; i < NSIZES; i++) {
+    uint32_t size = sizes[i];
+    uint8_t *zero = calloc(1, size), *b = calloc(1, size);
+    size_t max = size / 2 + 1;
+    struct drange *r1 = malloc(max * sizeof *r1), *r2 = malloc(max * sizeof *r2);
+    for (int k = 0; k < 50; k++) {
+      memset(b, 0, size);
+      mutate(&s, b, size);
+      size_t n1 = page_diff(NULL, b, size, r1, max);
+      size_t n2 = page_diff(zero, b, size, r2, max);
+      assert_int_equal(n1, n2);
+      assert_memory_equal(r1, r2, n1 * sizeof *r1);
+      check_diff(NULL, b, size, r1, n1);
+    }
+    /* a fresh page with a header and a cell at the end */
+    memset(b, 0, size);
+    memcpy(b, "\x0d\x01\x02\x0f\xf0\x10", 6);
+    memset(b + size - 10, 0x41, 10);
+    size_t n = page_diff(NULL, b, size, r1, max);
+    assert_int_equal(n, 2);
+    assert_int_equal(r1[0].off, 0);
+    assert_int_equal(r1[0].len, 6);
+    assert_int_equal(r1[1].off, size - 10);
+    assert_int_equal(r1[1].len, 10);
+    assert_int_equal(diff_bytes(r1, n), 16);
+    free(zero);
+    free(b);
+    free(r1);
+    free(r2);
+  }
+}
+
+static void test_merge_gap(void **state)
+{
+  (void)state;
+  if (DIFF_MERGE_GAP < 1)
+    skip();
+  uint8_t a[4096], b[4096];
+  uint64_t s = 8;
+  rng_fill(&s, a, sizeof a);
+  for (uint32_t p = 0; p + DIFF_MERGE_GAP + 1 < sizeof a; p += 397) {
+    struct drange r[3];
+    /* DIFF_MERGE_GAP - 1 unchanged bytes between: one range */
+    memcpy(b, a, sizeof a);
+    b[p] ^= 1;
+    b[p + DIFF_MERGE_GAP] ^= 1;
+    assert_int_equal(page_diff(a, b, sizeof a, r, 3), 1);
+    assert_int_equal(r[0].off, p);
+    assert_int_equal(r[0].len, DIFF_MERGE_GAP + 1);
+    assert_int_equal(diff_bytes(r, 1), DIFF_MERGE_GAP + 1);
+    check_diff(a, b, sizeof a, r, 1);
+
+    /* DIFF_MERGE_GAP unchanged bytes between: two ranges */
+    memcpy(b, a, sizeof a);
+    b[p] ^= 1;
+    b[p + DIFF_MERGE_GAP + 1] ^= 1;
+    assert_int_equal(page_diff(a, b, sizeof a, r, 3), 2);
+    assert_int_equal(r[0].off, p);
+    assert_int_equal(r[0].len, 1);
+    assert_int_equal(r[1].off, p + DIFF_MERGE_GAP + 1);
+    assert_int_equal(r[1].len, 1);
+    check_diff(a, b, sizeof a, r, 2);
+  }
+  /* a chain of changes each less than the gap apart merges transitively */
+  memcpy(b, a, sizeof a);
+  for (uint32_t p = 100; p <= 100 + 50 * DIFF_MERGE_GAP; p += DIFF_MERGE_GAP)
+    b[p] ^= 1;
+  struct drange r[2];
+  assert_int_equal(page_diff(a, b, sizeof a, r, 2), 1);
+  assert_int_equal(r[0].off, 100);
+  assert_int_equal(r[0].len, 50 * DIFF_MERGE_GAP + 1);
+}
+
+static void test_truncated_output(void **state)
+{
+  (void)state;
+  uint64_t s = 9;
+  uint32_t size = 4096;
+  uint8_t a[4096], b[4096];
+  rng_fill(&s, a, size);
+  memcpy(b, a, size);
+  for (uint32_t p = 5; p < size; p += 100)
+    b[p] ^= 0x33;                 /* 41 ranges */
+  struct drange full[64];
+  size_t n = page_diff(a, b, size, full, 64);
+  assert_int_equal(n, 41);
+  check_diff(a, b, size, full, n);
+
+  size_t maxes[] = { 0, 1, 3, 40, 41, 42 };
+  for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+    struct drange part[64];
+    for (size_t i = 0; i < 64; i++)
+      part[i] = (struct drange){ 0xdeadbeef, 0xfeedface };
+    /* the full count whatever the room */
+    assert_int_equal(page_diff(a, b, size, part, maxes[m]), 41);
+    size_t filled = maxes[m] < n ? maxes[m] : n;
+    assert_memory_equal(part, full, filled * sizeof *part);
+    /* nothing written past max */
+    for (size_t i = filled; i < 64; i++) {
+      assert_int_equal(part[i].off, 0xdeadbeef);
+      assert_int_equal(part[i].len, 0xfeedface);
+    }
+  }
+  /* max 0 may pass no array at all: count only */
+  assert_int_equal(page_diff(a, b, size, NULL, 0), 41);
+}
+
+static void test_worst_case(void **state)
+{
+  (void)state;
+  uint64_t s = 10;
+  for (size_t i = 0; i < NSIZES; i++) {
+    uint32_t size = sizes[i];
+    size_t max = size / 2 + 1;
+    uint8_t *a = malloc(size), *b = malloc(size);
+    struct drange *r = malloc(max * sizeof *r);
+    rng_fill(&s, a, size);
+
+    /* every other byte changed */
+    for (uint32_t j = 0; j < size; j++)
+      b[j] = j % 2 ? a[j] : (uint8_t)~a[j];
+    size_t n = page_diff(a, b, size, r, max);
+    assert_true(n >= 1 && n <= max);
+    check_diff(a, b, size, r, n);
+
+    /* single changed bytes SEP unchanged bytes apart: the most ranges any
+     * page can have, ceil(size / (SEP + 1)) */
+    memcpy(b, a, size);
+    for (uint32_t j = 0; j < size; j += SEP + 1)
+      b[j] ^= 1;
+    n = page_diff(a, b, size, r, max);
+    assert_int_equal(n, (size + SEP) / (SEP + 1));
+    assert_true(n <= max);
+    check_diff(a, b, size, r, n);
+    free(a);
+    free(b);
+    free(r);
+  }
+}
+
+static void test_diff_bytes(void **state)
+{
+  (void)state;
+  struct drange r[3] = { { 0, 5 }, { 100, 1 }, { 4000, 96 } };
+  assert_int_equal(diff_bytes(r, 0), 0);
+  assert_int_equal(diff_bytes(r, 1), 5);
+  assert_int_equal(diff_bytes(r, 3), 102);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_identical_pages),
+    cmocka_unit_test(test_single_byte_change),
+    cmocka_unit_test(test_first_and_last_byte),
+    cmocka_unit_test(test_random_round_trip),
+    cmocka_unit_test(test_many_scattered_changes),
+    cmocka_unit_test(test_odd_sizes_and_alignment),
+    cmocka_unit_test(test_null_is_zero_page),
+    cmocka_unit_test(test_merge_gap),
+    cmocka_unit_test(test_truncated_output),
+    cmocka_unit_test(test_worst_case),
+    cmocka_unit_test(test_diff_bytes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,559 @@
+/*
+ * test_quorum.c: the writer's durability tracker (vfs/quorum.c).
+ *
+ * Checks that LSN allocation stops exactly at vdl + lal and resumes when
+ * acknowledgements raise the VDL; that VCL and VDL follow the paper's
+ * definitions when acknowledgements arrive out of order across protection
+ * groups, with mini-transactions (CPLs) in between: a later MTR at quorum
+ * does not make an earlier incomplete one durable, a record one ack short
+ * of the write quorum holds everything behind it, and a duplicate ack from
+ * the same segment counts once; that stale, misdirected, future and
+ * out-of-range acks change nothing; that an SCL ack covers every record of
+ * its PG up to it; that after recovery the first LSN is start_lsn and the
+ * truncated gap below it is skipped; and, against a brute-force model on
+ * random schedules (fixed seed), that VCL and VDL are always right and
+ * never go down, including across thousands of records that wrap and grow
+ * the ring.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "param.h"
+#include "vfs/quorum.h"
+
+/* splitmix64: a fixed seed gives the same run every time. */
+static uint64_t rng_next(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint32_t rng_below(uint64_t *s, uint32_t n)
+{
+  return (uint32_t)(rng_next(s) % n);
+}
+
+/* Ack lsn of pg from slots 0..k-1. Returns 1 if any ack moved the VDL. */
+static int ack_k(struct quorum *q, uint32_t pg, uint64_t lsn, int k)
+{
+  int moved = 0;
+  for (int s = 0; s < k; s++)
+    moved |= q_ack(q, pg, s, lsn);
+  return moved;
+}
+
+static void test_lal_blocks_allocation(void **state)
+{
+  (void)state;
+  struct quorum q;
+  q_init(&q, 0, 1, 10, VW);
+  assert_int_equal(q.next_lsn, 1);
+  /* next_lsn + n - 1 <= vdl + lal: 1 + n - 1 <= 10 */
+  for (size_t n = 0; n <= 20; n++)
+    assert_int_equal(q_can_alloc(&q, n), n <= 10);
+
+  /* MTRs of 3, 3, 3 and 1: LSNs 1..10, CPLs at 3, 6, 9, 10 */
+  for (uint64_t l = 1; l <= 10; l++)
+    assert_int_equal(q_alloc(&q, 0, l % 3 == 0 || l == 10), l);
+  assert_false(q_can_alloc(&q, 1));
+  assert_true(q_can_alloc(&q, 0));
+  assert_int_equal(q_pending(&q), 10);
+
+  /* acks for 1 and 2 raise the VCL but not the VDL: still blocked */
+  assert_int_equal(ack_k(&q, 0, 1, VW), 0);
+  assert_int_equal(ack_k(&q, 0, 2, VW), 0);
+  assert_int_equal(q.vcl, 2);
+  assert_int_equal(q.vdl, 0);
+  assert_false(q_can_alloc(&q, 1));
+
+  /* the CPL at 3: vdl 3, three more LSNs (11..13), not four */
+  assert_int_equal(ack_k(&q, 0, 3, VW), 1);
+  assert_int_equal(q.vdl, 3);
+  for (size_t n = 0; n <= 20; n++)
+    assert_int_equal(q_can_alloc(&q, n), 11 + n - 1 <= 13);
+  for (uint64_t l = 11; l <= 13; l++)
+    assert_int_equal(q_alloc(&q, 0, 1), l);
+  assert_false(q_can_alloc(&q, 1));
+  q_free(&q);
+}
+
+static void test_out_of_order_mtrs_across_pgs(void **state)
+{
+  (void)state;
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  /* MTR1: lsn 1 (pg 0), 2 (pg 1), 3 (pg 0, CPL). MTR2: 4 (pg 1), 5 (pg 1, CPL). */
+  assert_int_equal(q_alloc(&q, 0, 0), 1);
+  assert_int_equal(q_alloc(&q, 1, 0), 2);
+  assert_int_equal(q_alloc(&q, 0, 1), 3);
+  assert_int_equal(q_alloc(&q, 1, 0), 4);
+  assert_int_equal(q_alloc(&q, 1, 1), 5);
+
+  /* MTR2's CPL reaches quorum first: nothing below it has, so nothing moves */
+  assert_int_equal(ack_k(&q, 1, 5, VW), 0);
+  assert_int_equal(q.vcl, 0);
+  assert_int_equal(q.vdl, 0);
+  assert_int_equal(q_pending(&q), 5);
+  /* MTR2's first record too: still nothing, 1..3 are missing */
+  assert_int_equal(ack_k(&q, 1, 4, VW), 0);
+  assert_int_equal(q.vcl, 0);
+  assert_int_equal(q.vdl, 0);
+
+  /* MTR1 in reverse order: 3, then 2, then 1 */
+  assert_int_equal(ack_k(&q, 0, 3, VW), 0);
+  assert_int_equal(ack_k(&q, 1, 2, VW), 0);
+  assert_int_equal(q.vcl, 0);
+  /* 1 completes the prefix 1..5: VCL 5, VDL passes through 3 to 5 */
+  assert_int_equal(ack_k(&q, 0, 1, VW), 1);
+  assert_int_equal(q.vcl, 5);
+  assert_int_equal(q.vdl, 5);
+  assert_int_equal(q_pending(&q), 0);
+  q_free(&q);
+
+  /* The same, but MTR1 completes before MTR2's first record: VDL 3 then 5 */
+  q_init(&q, 0, 1, LAL, VW);
+  q_alloc(&q, 0, 0);
+  q_alloc(&q, 1, 0);
+  q_alloc(&q, 0, 1);
+  q_alloc(&q, 1, 0);
+  q_alloc(&q, 1, 1);
+  assert_int_equal(ack_k(&q, 1, 5, VW), 0);
+  assert_int_equal(ack_k(&q, 0, 1, VW), 0);
+  assert_int_equal(q.vcl, 1);
+  assert_int_equal(q.vdl, 0);         /* 1 is not a CPL */
+  assert_int_equal(ack_k(&q, 0, 3, VW), 0);
+  assert_int_equal(q.vcl, 1);         /* 2 is missing */
+  assert_int_equal(ack_k(&q, 1, 2, VW), 1);
+  assert_int_equal(q.vcl, 3);
+  assert_int_equal(q.vdl, 3);
+  assert_int_equal(ack_k(&q, 1, 4, VW), 1);
+  assert_int_equal(q.vcl, 5);
+  assert_int_equal(q.vdl, 5);
+  q_free(&q);
+}
+
+static void test_one_ack_short_blocks(void **state)
+{
+  (void)state;
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  for (int i = 0; i < 4; i++)
+    q_alloc(&q, 2, 1);                /* four single-record MTRs */
+  /* record 2 gets VW - 1 acks; everything else all six */
+  assert_int_equal(ack_k(&q, 2, 1, NCOPIES), 1);
+  assert_int_equal(ack_k(&q, 2, 2, VW - 1), 0);
+  assert_int_equal(ack_k(&q, 2, 3, NCOPIES), 0);
+  assert_int_equal(ack_k(&q, 2, 4, NCOPIES), 0);
+  assert_int_equal(q.vcl, 1);
+  assert_int_equal(q.vdl, 1);
+  assert_int_equal(q_pending(&q), 3);
+  /* the missing ack, from a slot not heard yet, releases all three */
+  assert_int_equal(q_ack(&q, 2, NCOPIES - 1, 2), 1);
+  assert_int_equal(q.vcl, 4);
+  assert_int_equal(q.vdl, 4);
+  assert_int_equal(q_pending(&q), 0);
+  q_free(&q);
+}
+
+static void test_duplicate_acks(void **state)
+{
+  (void)state;
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  q_alloc(&q, 0, 1);
+  /* slot 0 a hundred times is one ack */
+  for (int i = 0; i < 100; i++)
+    assert_int_equal(q_ack(&q, 0, 0, 1), 0);
+  assert_int_equal(q.vcl, 0);
+  /* VW - 1 distinct slots, each repeated: still short */
+  for (int i = 0; i < 3; i++)
+    for (int s = 0; s < VW - 1; s++)
+      assert_int_equal(q_ack(&q, 0, s, 1), 0);
+  /* the same slots through SCL acks: still short */
+  for (int s = 0; s < VW - 1; s++)
+    assert_int_equal(q_ack_upto(&q, 0, s, 1), 0);
+  assert_int_equal(q.vcl, 0);
+  assert_int_equal(q.vdl, 0);
+  /* one new slot reaches VW */
+  assert_int_equal(q_ack(&q, 0, VW - 1, 1), 1);
+  assert_int_equal(q.vdl, 1);
+  /* acks after quorum change nothing and report no advance */
+  assert_int_equal(q_ack(&q, 0, VW, 1), 0);
+  assert_int_equal(q_ack(&q, 0, 0, 1), 0);
+  assert_int_equal(q.vdl, 1);
+  q_free(&q);
+}
+
+static void test_ignored_acks(void **state)
+{
+  (void)state;
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  /* nothing pending: every ack is ignored */
+  assert_int_equal(q_ack(&q, 0, 0, 1), 0);
+  assert_int_equal(q_ack_upto(&q, 0, 0, 1000), 0);
+  q_alloc(&q, 0, 1);                  /* 1 */
+  q_alloc(&q, 1, 1);                  /* 2 */
+  /* wrong pg, LSN 0, LSNs never handed out, slots outside 0..NCOPIES-1 */
+  for (int s = 0; s < NCOPIES; s++) {
+    assert_int_equal(q_ack(&q, 1, s, 1), 0);
+    assert_int_equal(q_ack(&q, 0, s, 2), 0);
+    assert_int_equal(q_ack(&q, 0, s, 0), 0);
+    assert_int_equal(q_ack(&q, 0, s, 3), 0);
+    assert_int_equal(q_ack(&q, 0, s, UINT64_MAX), 0);
+    assert_int_equal(q_ack_upto(&q, 7, s, 2), 0);
+  }
+  for (int s = -3; s < 0; s++)
+    assert_int_equal(q_ack(&q, 0, s, 1), 0);
+  for (int s = NCOPIES; s < NCOPIES + 40; s++) {
+    assert_int_equal(q_ack(&q, 0, s, 1), 0);
+    assert_int_equal(q_ack_upto(&q, 0, s, 1), 0);
+  }
+  assert_int_equal(q_ack(&q, 0, 1000000, 1), 0);
+  assert_int_equal(q.vcl, 0);
+  assert_int_equal(q_pending(&q), 2);
+  /* none of that left a mark: VW - 1 real acks are still short */
+  assert_int_equal(ack_k(&q, 0, 1, VW - 1), 0);
+  assert_int_equal(q.vcl, 0);
+  assert_int_equal(q_ack(&q, 0, VW - 1, 1), 1);
+  assert_int_equal(q.vcl, 1);
+  /* below the head (already at quorum): ignored */
+  assert_int_equal(ack_k(&q, 0, 1, NCOPIES), 0);
+  assert_int_equal(ack_k(&q, 1, 1, NCOPIES), 0);
+  assert_int_equal(q.vcl, 1);
+  assert_int_equal(q_pending(&q), 1);
+  q_free(&q);
+}
+
+static void test_ack_upto(void **state)
+{
+  (void)state;
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  /* lsn 1..12, pg = lsn % 3, CPL on every fourth */
+  for (uint64_t l = 1; l <= 12; l++)
+    q_alloc(&q, (uint32_t)(l % 3), l % 4 == 0);
+  /* pg 1 holds 1, 4, 7, 10; its segments report SCL 7 */
+  for (int s = 0; s < VW; s++)
+    assert_int_equal(q_ack_upto(&q, 1, s, 7), 0);
+  assert_int_equal(q.vcl, 1);         /* 2 (pg 2) is next */
+  /* pg 2 holds 2, 5, 8, 11; SCL 5 */
+  for (int s = 0; s < VW; s++)
+    assert_int_equal(q_ack_upto(&q, 2, s, 5), 0);
+  assert_int_equal(q.vcl, 2);         /* 3 (pg 0) is next */
+  /* pg 0 holds 3, 6, 9, 12; SCL far beyond what was handed out: all */
+  int moved = 0;
+  for (int s = 0; s < VW; s++)
+    moved |= q_ack_upto(&q, 0, s, 1000);
+  assert_true(moved);
+  assert_int_equal(q.vcl, 7);         /* 8 (pg 2) is missing */
+  assert_int_equal(q.vdl, 4);
+  /* pg 2's SCL moves to 11 on VW slots, but through different slots than
+   * before: slots 2..VW+1 (the first two already had 2 and 5) */
+  for (int s = 2; s < VW + 2; s++)
+    q_ack_upto(&q, 2, s, 11);
+  assert_int_equal(q.vcl, 9);         /* 10 (pg 1) is missing */
+  assert_int_equal(q.vdl, 8);
+  for (int s = 0; s < VW; s++)
+    q_ack_upto(&q, 1, s, 12);
+  assert_int_equal(q.vcl, 12);
+  assert_int_equal(q.vdl, 12);
+  assert_int_equal(q_pending(&q), 0);
+  /* an SCL ack below the head changes nothing */
+  assert_int_equal(q_ack_upto(&q, 1, 5, 3), 0);
+  q_free(&q);
+}
+
+/* After a recovery that truncated (vdl, vdl + LAL], the new writer starts
+ * above the range and must still be able to hand out LSNs: the limit counts
+ * from the end of the truncated range, not from the VDL. */
+static void test_allocation_after_truncation(void **state)
+{
+  (void)state;
+  struct quorum q;
+  uint64_t vdl = 3363, lal = 1000;
+  q_init(&q, vdl, vdl + lal + 1, lal, VW);
+  assert_true(q_can_alloc(&q, 1));
+  assert_true(q_can_alloc(&q, lal));
+  assert_false(q_can_alloc(&q, lal + 1));
+  for (uint64_t i = 0; i < lal; i++)
+    q_alloc(&q, 0, 1);
+  assert_false(q_can_alloc(&q, 1));
+  /* Acks raise the VDL past the range: the limit follows the VDL again. */
+  for (uint64_t l = vdl + lal + 1; l <= vdl + 2 * lal; l++)
+    ack_k(&q, 0, l, VW);
+  assert_int_equal(q.vdl, vdl + 2 * lal);
+  assert_true(q_can_alloc(&q, lal));
+  assert_false(q_can_alloc(&q, lal + 1));
+  q_free(&q);
+}
+
+static void test_start_lsn_gap(void **state)
+{
+  (void)state;
+  struct quorum q;
+  /* after recovery: VDL 100, (100, 1000100) truncated */
+  q_init(&q, 100, 1000100, LAL, VW);
+  assert_int_equal(q.vcl, 100);
+  assert_int_equal(q.vdl, 100);
+  assert_int_equal(q_pending(&q), 0);
+  /* LSNs in the gap are no records */
+  assert_int_equal(ack_k(&q, 0, 101, NCOPIES), 0);
+  assert_int_equal(ack_k(&q, 0, 1000099, NCOPIES), 0);
+  assert_int_equal(q_alloc(&q, 0, 0), 1000100);
+  assert_int_equal(q_alloc(&q, 3, 1), 1000101);
+  assert_int_equal(q_alloc(&q, 3, 1), 1000102);
+  assert_int_equal(ack_k(&q, 0, 1000099, NCOPIES), 0);
+  assert_int_equal(q_ack_upto(&q, 0, 0, 1000099), 0);
+  assert_int_equal(q.vcl, 100);
+  /* the first record at quorum: VCL jumps over the gap, VDL waits for a CPL */
+  assert_int_equal(ack_k(&q, 0, 1000100, VW), 0);
+  assert_int_equal(q.vcl, 1000100);
+  assert_int_equal(q.vdl, 100);
+  assert_int_equal(ack_k(&q, 3, 1000101, VW), 1);
+  assert_int_equal(q.vcl, 1000101);
+  assert_int_equal(q.vdl, 1000101);
+  q_free(&q);
+
+  /* the first record a CPL: VCL and VDL both jump to it */
+  q_init(&q, 100, 1000100, LAL, VW);
+  q_alloc(&q, 9, 1);
+  assert_int_equal(ack_k(&q, 9, 1000100, VW), 1);
+  assert_int_equal(q.vcl, 1000100);
+  assert_int_equal(q.vdl, 1000100);
+  q_free(&q);
+}
+
+/* ---- model-based ----------------------------------------------------------- */
+
+/* The simplest possible tracker: every record ever handed out, its acks as
+ * a bitmask, and VCL/VDL recomputed from the definitions each time. */
+struct model {
+  uint64_t vdl0, start;
+  size_t n;                 /* records start .. start + n - 1 */
+  uint32_t *pg;
+  uint8_t *cpl, *acks;
+};
+
+static void model_init(struct model *m, uint64_t vdl0, uint64_t start, size_t cap)
+{
+  m->vdl0 = vdl0;
+  m->start = start;
+  m->n = 0;
+  m->pg = calloc(cap, sizeof *m->pg);
+  m->cpl = calloc(cap, 1);
+  m->acks = calloc(cap, 1);
+  assert_non_null(m->pg);
+  assert_non_null(m->cpl);
+  assert_non_null(m->acks);
+}
+
+static void model_free(struct model *m)
+{
+  free(m->pg);
+  free(m->cpl);
+  free(m->acks);
+}
+
+/* VCL: the highest LSN with every record at or below it at quorum.
+ * VDL: the highest CPL at or below the VCL. */
+static void model_points(const struct model *m, int vw, uint64_t *vcl, uint64_t *vdl)
+{
+  *vcl = m->vdl0;
+  *vdl = m->vdl0;
+  for (size_t i = 0; i < m->n; i++) {
+    if (__builtin_popcount(m->acks[i]) < vw)
+      break;
+    *vcl = m->start + i;
+    if (m->cpl[i])
+      *vdl = m->start + i;
+  }
+}
+
+static void model_ack(struct model *m, uint32_t pg, int slot, uint64_t lsn)
+{
+  if (slot < 0 || slot >= NCOPIES || lsn < m->start || lsn - m->start >= m->n)
+    return;
+  if (m->pg[lsn - m->start] == pg)
+    m->acks[lsn - m->start] |= (uint8_t)(1u << slot);
+}
+
+static void model_ack_upto(struct model *m, uint32_t pg, int slot, uint64_t scl)
+{
+  if (slot < 0 || slot >= NCOPIES)
+    return;
+  for (size_t i = 0; i < m->n && m->start + i <= scl; i++)
+    if (m->pg[i] == pg)
+      m->acks[i] |= (uint8_t)(1u << slot);
+}
+
+/* q agrees with m, and VCL/VDL did not go down since the last check. */
+static void check_against(const struct quorum *q, const struct model *m, int vw,
+                          uint64_t *last_vcl, uint64_t *last_vdl)
+{
+  uint64_t vcl, vdl;
+  model_points(m, vw, &vcl, &vdl);
+  assert_int_equal(q->vcl, vcl);
+  assert_int_equal(q->vdl, vdl);
+  assert_true(q->vdl <= q->vcl);
+  assert_true(q->vcl >= *last_vcl);
+  assert_true(q->vdl >= *last_vdl);
+  *last_vcl = q->vcl;
+  *last_vdl = q->vdl;
+  assert_int_equal(q->next_lsn, m->start + m->n);
+  size_t done = vcl >= m->start ? (size_t)(vcl - m->start + 1) : 0;
+  assert_int_equal(q_pending(q), m->n - done);
+}
+
+/* One random schedule: MTRs of 1..4 records over npg PGs, acks from random
+ * slots to random LSNs (mostly pending ones, some stale, future, of the
+ * wrong pg, or from a bad slot), some SCL acks. The pick of LSN favours
+ * old records a little, so the head keeps moving while new records arrive
+ * and the ring wraps and grows. */
+static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t total,
+                       uint32_t npg, int vw)
+{
+  uint64_t s = seed;
+  struct quorum q;
+  struct model m;
+  q_init(&q, vdl0, start, LAL, vw);
+  model_init(&m, vdl0, start, total);
+  uint64_t last_vcl = q.vcl, last_vdl = q.vdl;
+  size_t steps = 0;
+
+  while (m.n < total || q_pending(&q) > 0) {
+    steps++;
+    assert_true(steps < 100 * total + 10000);
+    uint32_t op = rng_below(&s, 100);
+    if (op < 15 && m.n < total) {
+      size_t len = rng_below(&s, 4) + 1;
+      for (size_t i = 0; i < len && m.n < total; i++) {
+        uint32_t pg = rng_below(&s, npg);
+        int cpl = i == len - 1 || m.n == total - 1;
+        assert_true(q_can_alloc(&q, 1));
+        assert_int_equal(q_alloc(&q, pg, cpl), start + m.n);
+        m.pg[m.n] = pg;
+        m.cpl[m.n] = (uint8_t)cpl;
+        m.n++;
+      }
+    } else if (op < 90 && m.n > 0) {
+      /* an ack for a record near the head, or anywhere */
+      uint64_t lo = q.vcl >= start ? q.vcl + 1 : start;
+      uint64_t hi = start + m.n;     /* exclusive */
+      uint64_t lsn;
+      if (lo < hi && rng_below(&s, 3) != 0)
+        lsn = lo + rng_below(&s, (uint32_t)(hi - lo < 32 ? hi - lo : 32));
+      else
+        lsn = start + rng_below(&s, (uint32_t)m.n + 4);  /* may be stale or future */
+      if (rng_below(&s, 50) == 0 && lsn > 0)
+        lsn = rng_below(&s, 2) ? lsn - rng_below(&s, (uint32_t)(lsn < 1000 ? lsn : 1000))
+                               : lsn + 1000;
+      uint32_t pg = lsn >= start && lsn < hi && rng_below(&s, 10) != 0
+                      ? m.pg[lsn - start] : rng_below(&s, npg + 1);
+      int slot = rng_below(&s, 40) == 0 ? (int)rng_below(&s, 20) - 8
+                                        : (int)rng_below(&s, NCOPIES);
+      uint64_t old_vdl = q.vdl;
+      int moved = q_ack(&q, pg, slot, lsn);
+      model_ack(&m, pg, slot, lsn);
+      assert_int_equal(moved, q.vdl != old_vdl);
+      check_against(&q, &m, vw, &last_vcl, &last_vdl);
+    } else if (m.n > 0) {
+      /* an SCL ack: some prefix of the records */
+      uint64_t scl = start - 1 + rng_below(&s, (uint32_t)m.n + 3);
+      uint32_t pg = rng_below(&s, npg);
+      int slot = (int)rng_below(&s, NCOPIES);
+      uint64_t old_vdl = q.vdl;
+      int moved = q_ack_upto(&q, pg, slot, scl);
+      model_ack_upto(&m, pg, slot, scl);
+      assert_int_equal(moved, q.vdl != old_vdl);
+      check_against(&q, &m, vw, &last_vcl, &last_vdl);
+    }
+    /* q_can_alloc is exactly the formula */
+    size_t k = rng_below(&s, 8);
+    assert_int_equal(q_can_alloc(&q, k), q.next_lsn + k - 1 <= q.vdl + q.lal || k == 0);
+  }
+  check_against(&q, &m, vw, &last_vcl, &last_vdl);
+  assert_int_equal(q.vcl, start + total - 1);
+  assert_int_equal(q.vdl, start + total - 1);   /* the last record is a CPL */
+  q_free(&q);
+  model_free(&m);
+}
+
+static void test_random_against_model(void **state)
+{
+  (void)state;
+  for (uint64_t seed = 1; seed <= 40; seed++)
+    run_random(seed, 0, 1, 300, 1 + (uint32_t)(seed % 5), VW);
+  /* after a recovery, with a gap below start */
+  for (uint64_t seed = 100; seed < 110; seed++)
+    run_random(seed, 100, 1000100, 300, 3, VW);
+  /* other write quorums */
+  for (int vw = 1; vw <= NCOPIES; vw++)
+    run_random(200 + (uint64_t)vw, 0, 1, 300, 4, vw);
+}
+
+static void test_ring_growth_and_wrap(void **state)
+{
+  (void)state;
+  /* thousands of records: the ring wraps and doubles many times */
+  run_random(7777, 0, 1, 5000, 6, VW);
+
+  /* and a deterministic schedule: keep a window of pending records that
+   * slides, so the ring is full while its head is in the middle, then
+   * grows; ack the window newest first so lookups span the wrap */
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  uint64_t acked = 0;                 /* everything <= acked is at quorum */
+  for (uint64_t l = 1; l <= 20000; l++) {
+    assert_int_equal(q_alloc(&q, (uint32_t)(l % 7), l % 5 == 0), l);
+    /* the window grows with l: 37 + l / 100 records stay pending */
+    uint64_t keep = 37 + l / 100;
+    if (l > keep && l % 13 == 0) {
+      uint64_t upto = l - keep;
+      for (uint64_t a = upto; a > acked; a--)
+        ack_k(&q, (uint32_t)(a % 7), a, VW);
+      acked = upto;
+      assert_int_equal(q.vcl, acked);
+      assert_int_equal(q.vdl, acked - acked % 5);
+      assert_int_equal(q_pending(&q), l - acked);
+    }
+    /* the newest pending record is found where it should be: a wrong-pg
+     * ack is ignored, the right one counts */
+    if (l % 101 == 0) {
+      assert_int_equal(q_ack(&q, (uint32_t)((l + 1) % 7), 0, l), 0);
+      assert_int_equal(q_ack(&q, (uint32_t)(l % 7), 0, l), 0);
+    }
+  }
+  assert_true(q.cap >= q_pending(&q));
+  for (uint64_t a = 20000; a > acked; a--)
+    ack_k(&q, (uint32_t)(a % 7), a, VW);
+  assert_int_equal(q.vcl, 20000);
+  assert_int_equal(q.vdl, 20000);
+  assert_int_equal(q_pending(&q), 0);
+  q_free(&q);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_lal_blocks_allocation),
+    cmocka_unit_test(test_out_of_order_mtrs_across_pgs),
+    cmocka_unit_test(test_one_ack_short_blocks),
+    cmocka_unit_test(test_duplicate_acks),
+    cmocka_unit_test(test_ignored_acks),
+    cmocka_unit_test(test_ack_upto),
+    cmocka_unit_test(test_start_lsn_gap),
+    cmocka_unit_test(test_allocation_after_truncation),
+    cmocka_unit_test(test_random_against_model),
+    cmocka_unit_test(test_ring_growth_and_wrap),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
