@@ -38,7 +38,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := wire record segment placement diff quorum
-INTEG := cluster
+INTEG := cluster engine
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
@@ -76,17 +76,22 @@ $(B)/auralog.so: $(B)/obj/src/vfs/ext.o $(B)/libauralog.a
 $(B)/tests/unit_%: tests/unit/test_%.c $(B)/libauralog.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libauralog.a $(PKG_LIBS) -lcmocka
-$(B)/tests/it_%: tests/integration/test_%.c $(B)/libauralog.a $(B)/auralog
+$(B)/tests/it_%: tests/integration/test_%.c tests/integration/harness.c $(B)/libauralog.a $(B)/auralog
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libauralog.a $(PKG_LIBS) -lcmocka
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -Itests/integration -o $@ $< \
+	  tests/integration/harness.c $(B)/libauralog.a $(PKG_LIBS) -lcmocka
 
 # Unit tests drive the pure state machines; integration tests start real
 # processes on loopback. Each binary prints cmocka's summary.
 test: unit integration
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+# The extension is loaded into the system's sqlite3 shell and Python, which
+# are not built with sanitizers: integration tests always use build/'s.
 integration: $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
-	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; AURALOG_BIN=$(CURDIR)/$(B)/auralog $$t; done
+	@[ "$(B)" = build ] || $(MAKE) --no-print-directory SAN= build/auralog.so
+	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; \
+	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
 
 demo: $(B)/auralog
 	@bash scripts/demo.sh $(B)/auralog

@@ -15,6 +15,7 @@ pkgs=(
   libcjson-dev                    # status JSON, cluster state file
   zlib1g-dev                      # crc32 for records
   procps                          # pgrep/ps used by tests
+  python3                         # Debian's: the extension test loads build/auralog.so
 )
 
 missing=()

@@ -23,56 +23,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "lib/log.h"
 #include "param.h"
 #include "record.h"
 #include "rpc.h"
 
-static const char *bin;
-static char dir[256];
-static int base;
-static char coord[64];
 static Auralog__Volume *vol;     /* volume "it" as opened by the tests */
 
 /* ---- helpers ------------------------------------------------------------- */
-
-/* Run a shell command; return its exit status, output in out (if given). */
-static int sh(char *out, size_t n, const char *fmt, ...)
-{
-  char cmd[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t got = 0;
-  char sink[4096];
-  if (out == NULL) {
-    out = sink;
-    n = sizeof sink;
-  }
-  size_t r;
-  while (got < n - 1 && (r = fread(out + got, 1, n - 1 - got, p)) > 0)
-    got += r;
-  out[got] = 0;
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
-}
-
-static pid_t pid_of(const char *name)
-{
-  char p[512];
-  snprintf(p, sizeof p, "%s/run/%s.pid", dir, name);
-  FILE *f = fopen(p, "r");
-  int pid = 0;
-  if (f) {
-    if (fscanf(f, "%d", &pid) != 1)
-      pid = 0;
-    fclose(f);
-  }
-  return pid;
-}
 
 static const char *node_addr(const char *name)
 {
@@ -191,16 +150,6 @@ static Env *read_page(const char *node, uint32_t page, uint64_t read_point)
   return call(node_addr(node), &req, 0);
 }
 
-static cJSON *status_json(void)
-{
-  static char out[65536];
-  int rc = sh(out, sizeof out, "%s status --json --volume it --coord %s", bin, coord);
-  assert_int_equal(rc, 0);
-  cJSON *o = cJSON_Parse(out);
-  assert_non_null(o);
-  return o;
-}
-
 /* SCL of node's segment of pg 0 in `status --json`, -1 if not shown. */
 static long long status_scl(cJSON *o, const char *node)
 {
@@ -211,35 +160,12 @@ static long long status_scl(cJSON *o, const char *node)
   return -1;
 }
 
-/* "up" or "down" for node in `status --json`. */
-static const char *status_state(const char *node)
-{
-  static char state[8];
-  cJSON *o = status_json(), *n;
-  state[0] = 0;
-  cJSON_ArrayForEach(n, cJSON_GetObjectItem(o, "nodes"))
-    if (strcmp(cJSON_GetObjectItem(n, "id")->valuestring, node) == 0)
-      snprintf(state, sizeof state, "%s", cJSON_GetObjectItem(n, "state")->valuestring);
-  cJSON_Delete(o);
-  return state;
-}
-
-static void wait_state(const char *node, const char *want, int ms)
-{
-  for (int i = 0; i < ms / 50; i++) {
-    if (strcmp(status_state(node), want) == 0)
-      return;
-    usleep(50000);
-  }
-  fail_msg("%s is not shown %s after %d ms", node, want, ms);
-}
-
 /* Wait until status shows node's SCL of pg 0 at want (heartbeats lag). */
 static void wait_status_scl(const char *node, long long want)
 {
   long long got = -1;
   for (int i = 0; i < 50; i++) {
-    cJSON *o = status_json();
+    cJSON *o = status("it");
     got = status_scl(o, node);
     cJSON_Delete(o);
     if (got == want)
@@ -269,28 +195,14 @@ static void make_chain(void)
 static int setup(void **state)
 {
   (void)state;
-  bin = getenv("AURALOG_BIN");
-  if (bin == NULL)
-    bin = "build/auralog";
-  snprintf(dir, sizeof dir, "/tmp/auralog-it-%d", (int)getpid());
-  base = 21000 + (int)(getpid() % 400) * 10;
-  snprintf(coord, sizeof coord, "127.0.0.1:%d", base);
-  char out[4096];
-  int rc = sh(out, sizeof out, "%s cluster up --dir %s --base-port %d 2>&1", bin, dir, base);
-  if (rc != 0) {
-    fprintf(stderr, "cluster up failed:\n%s\n", out);
-    return -1;
-  }
   make_chain();
-  return 0;
+  return cluster_start("cluster");
 }
 
 static int teardown(void **state)
 {
   (void)state;
-  sh(NULL, 0, "%s cluster down --dir %s", bin, dir);
-  if (getenv("AURALOG_KEEP") == NULL)
-    sh(NULL, 0, "rm -rf %s", dir);
+  cluster_stop();
   return 0;
 }
 
@@ -299,7 +211,7 @@ static int teardown(void **state)
 static void cluster_up_gives_six_nodes_over_three_azs(void **state)
 {
   (void)state;
-  cJSON *o = status_json(), *n;
+  cJSON *o = status("it"), *n;
   int per_az[3] = {0}, total = 0;
   cJSON_ArrayForEach(n, cJSON_GetObjectItem(o, "nodes")) {
     const char *az = cJSON_GetObjectItem(n, "az")->valuestring;
@@ -472,27 +384,12 @@ static void node_keeps_records_and_scl_after_kill_9(void **state)
 {
   (void)state;
   pid_t pid = pid_of("A1");
-  assert_true(pid > 0);
-  assert_int_equal(kill(pid, SIGKILL), 0);
-  for (int i = 0; i < 100 && kill(pid, 0) == 0; i++) {
-    char st[64];
-    snprintf(st, sizeof st, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(st, "r");
-    char c = 0;
-    if (f) {
-      if (fscanf(f, "%*d (%*[^)]) %c", &c) != 1)
-        c = 0;
-      fclose(f);
-    }
-    if (c == 'Z' || f == NULL)
-      break;
-    usleep(20000);
-  }
-  wait_state("A1", "down", 1000);      /* its connection closed */
+  stop_member("A1", SIGKILL);
+  wait_node_state("A1", "down", 1000);      /* its connection closed */
   char out[4096];
   assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
   assert_true(pid_of("A1") != pid);
-  assert_string_equal(status_state("A1"), "up");
+  assert_string_equal(node_state("A1"), "up");
   /* The page at the old SCL is still there, and the SCL came back. */
   uint8_t want[PAGE_SIZE_DEFAULT];
   expected_page(want, 3, 50);
@@ -515,11 +412,11 @@ static void silent_node_is_shown_down_then_up(void **state)
   pid_t pid = pid_of("C2");
   assert_int_equal(kill(pid, SIGSTOP), 0);
   unsigned long long t0 = now_ms();
-  wait_state("C2", "down", NODE_DOWN_MS + 2000);
+  wait_node_state("C2", "down", NODE_DOWN_MS + 2000);
   assert_true(now_ms() - t0 >= NODE_DOWN_MS - HEARTBEAT_MS);
-  assert_string_equal(status_state("C1"), "up");
+  assert_string_equal(node_state("C1"), "up");
   assert_int_equal(kill(pid, SIGCONT), 0);
-  wait_state("C2", "up", 2000);
+  wait_node_state("C2", "up", 2000);
 }
 
 static void garbage_closes_only_that_connection(void **state)
@@ -569,7 +466,7 @@ static void garbage_closes_only_that_connection(void **state)
   rep = read_page("B2", 3, 50);
   assert_int_equal(rep->body_case, AURALOG__ENVELOPE__BODY_PAGE);
   wire_free(rep);
-  cJSON *o = status_json();
+  cJSON *o = status("it");
   cJSON *n;
   cJSON_ArrayForEach(n, cJSON_GetObjectItem(o, "nodes"))
     assert_string_equal(cJSON_GetObjectItem(n, "state")->valuestring, "up");
@@ -597,47 +494,17 @@ static void commands_fail_with_one_clear_line(void **state)
   }
 }
 
-/* Any live process whose command line names the cluster directory? */
-static int live_cluster_processes(void)
-{
-  DIR *d = opendir("/proc");
-  struct dirent *e;
-  int found = 0;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9')
-      continue;
-    char p[300], buf[4096];
-    snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
-    FILE *f = fopen(p, "r");
-    if (f == NULL)
-      continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    for (size_t i = 0; i < n; i++)
-      if (buf[i] == 0)
-        buf[i] = ' ';
-    buf[n] = 0;
-    if (strstr(buf, dir) && strstr(buf, "auralog"))
-      found++;
-  }
-  closedir(d);
-  return found;
-}
-
 static void cluster_down_leaves_no_process(void **state)
 {
   (void)state;
-  assert_true(live_cluster_processes() >= 7);
+  assert_true(live_cluster_processes() >= 8);
   char out[4096];
   assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
   assert_non_null(strstr(out, "stopped coord"));
   assert_int_equal(live_cluster_processes(), 0);
   /* No member reported memory errors, undefined behaviour or leaks (in
    * a `make test SAN=1` build they write such reports to their logs). */
-  int rc = sh(out, sizeof out, "grep -l -E 'runtime error|AddressSanitizer|LeakSanitizer' "
-              "%s/log/*.log", dir);
-  if (rc == 0)
-    fail_msg("sanitizer reports in: %s", out);
+  assert_no_sanitizer_reports();
   /* Once more: nothing to stop, still success. */
   assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
   assert_non_null(strstr(out, "nothing running"));

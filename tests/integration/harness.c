@@ -1,0 +1,210 @@
+/*
+ * harness.c: the shared part of the integration tests (see harness.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "param.h"
+
+const char *bin;
+char dir[256];
+int base;
+char coord[64];
+char engine[64];
+
+static int vsh(const char *in, char *out, size_t n, const char *fmt, va_list ap)
+{
+  char cmd[4096], tmp[300] = "";
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  if (in) {
+    snprintf(tmp, sizeof tmp, "/tmp/auralog-it-in-%d", (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(in, f);
+    fclose(f);
+    size_t len = strlen(cmd);
+    snprintf(cmd + len, sizeof cmd - len, " < %s", tmp);
+  }
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  char sink[4096];
+  if (out == NULL) {
+    out = sink;
+    n = sizeof sink;
+  }
+  size_t got = 0, r;
+  while ((r = fread(out + got, 1, n - 1 - got, p)) > 0) {
+    got += r;
+    if (got == n - 1) {
+      /* Keep reading (and dropping) so the command is not blocked. */
+      while (fread(sink, 1, sizeof sink, p) > 0)
+        ;
+      break;
+    }
+  }
+  out[got] = 0;
+  int st = pclose(p);
+  if (in)
+    unlink(tmp);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+int sh(char *out, size_t n, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = vsh(NULL, out, n, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int sh_in(const char *in, char *out, size_t n, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = vsh(in, out, n, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int cluster_start(const char *name)
+{
+  bin = getenv("AURALOG_BIN");
+  if (bin == NULL)
+    bin = "build/auralog";
+  snprintf(dir, sizeof dir, "/tmp/auralog-it-%s-%d", name, (int)getpid());
+  /* Ports of our own: a student's cluster on the defaults is left alone. */
+  base = 21000 + (int)(getpid() % 200) * 20 + (name[0] % 2) * 10;
+  snprintf(coord, sizeof coord, "127.0.0.1:%d", base);
+  snprintf(engine, sizeof engine, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET);
+  char out[4096];
+  if (sh(out, sizeof out, "%s cluster up --dir %s --base-port %d 2>&1", bin, dir, base) != 0) {
+    fprintf(stderr, "cluster up failed:\n%s\n", out);
+    return -1;
+  }
+  return 0;
+}
+
+void cluster_stop(void)
+{
+  sh(NULL, 0, "%s cluster down --dir %s", bin, dir);
+  if (getenv("AURALOG_KEEP") == NULL)
+    sh(NULL, 0, "rm -rf %s", dir);
+}
+
+pid_t pid_of(const char *member)
+{
+  char p[512];
+  snprintf(p, sizeof p, "%s/run/%s.pid", dir, member);
+  FILE *f = fopen(p, "r");
+  int pid = 0;
+  if (f) {
+    if (fscanf(f, "%d", &pid) != 1)
+      pid = 0;
+    fclose(f);
+  }
+  return pid;
+}
+
+static int alive(pid_t pid)
+{
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(p, "r");
+  char c = 0;
+  if (f == NULL)
+    return 0;
+  if (fscanf(f, "%*d (%*[^)]) %c", &c) != 1)
+    c = 0;
+  fclose(f);
+  return c != 'Z' && c != 0;
+}
+
+void stop_member(const char *member, int sig)
+{
+  pid_t pid = pid_of(member);
+  assert_true(pid > 0);
+  assert_int_equal(kill(pid, sig), 0);
+  for (int i = 0; i < 500 && alive(pid); i++)
+    usleep(10000);
+  assert_false(alive(pid));
+}
+
+cJSON *status(const char *volume)
+{
+  static char out[1 << 20];
+  int rc = sh(out, sizeof out, "%s status --json --volume %s --coord %s", bin, volume, coord);
+  assert_int_equal(rc, 0);
+  cJSON *o = cJSON_Parse(out);
+  assert_non_null(o);
+  return o;
+}
+
+const char *node_state(const char *node)
+{
+  static char state[8];
+  cJSON *o = status("main"), *n;
+  state[0] = 0;
+  cJSON_ArrayForEach(n, cJSON_GetObjectItem(o, "nodes"))
+    if (strcmp(cJSON_GetObjectItem(n, "id")->valuestring, node) == 0)
+      snprintf(state, sizeof state, "%s", cJSON_GetObjectItem(n, "state")->valuestring);
+  cJSON_Delete(o);
+  return state;
+}
+
+void wait_node_state(const char *node, const char *want, int ms)
+{
+  for (int i = 0; i < ms / 50; i++) {
+    if (strcmp(node_state(node), want) == 0)
+      return;
+    usleep(50000);
+  }
+  fail_msg("%s is not shown %s after %d ms", node, want, ms);
+}
+
+int live_cluster_processes(void)
+{
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  int found = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    char p[300], buf[4096];
+    snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
+    FILE *f = fopen(p, "r");
+    if (f == NULL)
+      continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+      if (buf[i] == 0)
+        buf[i] = ' ';
+    buf[n] = 0;
+    if ((strstr(buf, dir) || strstr(buf, engine)) && strstr(buf, "auralog") &&
+        !strstr(buf, "status"))
+      found++;
+  }
+  closedir(d);
+  return found;
+}
+
+void assert_no_sanitizer_reports(void)
+{
+  char out[4096];
+  if (sh(out, sizeof out, "grep -l -E 'runtime error|AddressSanitizer|LeakSanitizer' "
+         "%s/log/*.log", dir) == 0)
+    fail_msg("sanitizer reports in: %s", out);
+}

@@ -1,0 +1,47 @@
+/*
+ * harness.h: what the integration tests share: a local cluster of real
+ * processes in a directory of its own, on ports of its own, started with
+ * `auralog cluster up` and stopped with `cluster down`.
+ */
+#ifndef AURALOG_HARNESS_H
+#define AURALOG_HARNESS_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+extern const char *bin;        /* build/auralog (AURALOG_BIN) */
+extern char dir[256];          /* the cluster directory */
+extern int base;               /* its base port */
+extern char coord[64];         /* coordinator address */
+extern char engine[64];        /* engine address */
+
+/* Pick a directory and ports for this run (name distinguishes test files)
+ * and start the cluster. Returns 0, or -1 with the output on stderr. */
+int cluster_start(const char *name);
+/* Stop it and remove the directory (unless AURALOG_KEEP is set). */
+void cluster_stop(void);
+
+/* Run a shell command; return its exit status; output in out if given. */
+int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Same, with stdin from a string. */
+int sh_in(const char *in, char *out, size_t n, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+
+pid_t pid_of(const char *member);
+/* Send sig to a member and wait until it is gone (for SIGKILL/SIGTERM). */
+void stop_member(const char *member, int sig);
+
+/* `auralog status --json --volume volume` (caller frees). */
+cJSON *status(const char *volume);
+/* "up" or "down" for a node. */
+const char *node_state(const char *node);
+void wait_node_state(const char *node, const char *want, int ms);
+
+/* Live processes whose command line names this cluster's directory or
+ * engine address. */
+int live_cluster_processes(void);
+/* Fail the test if any member's log holds a sanitizer report. */
+void assert_no_sanitizer_reports(void);
+
+#endif

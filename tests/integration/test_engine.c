@@ -1,0 +1,344 @@
+/*
+ * Integration: the engine, tried as a student would: SQL through `auralog
+ * sql` against a real cluster (coordinator, six nodes, engine), with a
+ * node stopped, with the engine restarted (cold cache: reads come from
+ * storage) and killed, against stock SQLite on a local file for the same
+ * random workload, through the SQLite extension from the sqlite3 shell and
+ * from Python, and with the write quorum lost.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "lib/log.h"
+#include "param.h"
+
+static char out[1 << 20];
+
+/* Run SQL through `auralog sql`; returns the exit status, output in out. */
+static int sql(const char *text)
+{
+  return sh_in(text, out, sizeof out, "%s sql --engine %s 2>&1", bin, engine);
+}
+
+static void sql_ok(const char *text, const char *want)
+{
+  int rc = sql(text);
+  if (rc != 0)
+    fail_msg("auralog sql failed (%d): %s", rc, out);
+  if (want && strcmp(out, want) != 0)
+    fail_msg("auralog sql printed '%s', want '%s'", out, want);
+}
+
+static double num(cJSON *o, const char *k)
+{
+  cJSON *v = cJSON_GetObjectItem(o, k);
+  assert_non_null(v);
+  return v->valuedouble;
+}
+
+/* Wait (engine reports come every ENGINE_STAT_MS) until status shows
+ * key >= min for volume main; returns the status (caller frees). */
+static cJSON *status_at_least(const char *key, double min)
+{
+  for (int i = 0; i < 40; i++) {
+    cJSON *o = status("main");
+    if (num(o, key) >= min)
+      return o;
+    cJSON_Delete(o);
+    usleep(50000);
+  }
+  fail_msg("status never showed %s >= %.0f", key, min);
+  return NULL;
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  return cluster_start("engine");
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  cluster_stop();
+  return 0;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static char expect_10k[128];
+
+static void ten_thousand_rows_in_a_thousand_transactions(void **state)
+{
+  (void)state;
+  size_t cap = 1 << 20, len = 0;
+  char *script = malloc(cap);
+  len += (size_t)snprintf(script + len, cap - len,
+                          "create table t10k(id integer primary key, v text, n int);\n");
+  long long sum = 0, lens = 0;
+  for (int t = 0; t < 1000; t++) {
+    len += (size_t)snprintf(script + len, cap - len, "begin;");
+    for (int i = 0; i < 10; i++) {
+      int id = t * 10 + i, n = (id * 7919) % 1000;
+      char v[32];
+      int vl = snprintf(v, sizeof v, "row-%d", id);
+      sum += n;
+      lens += vl;
+      len += (size_t)snprintf(script + len, cap - len, "insert into t10k values(%d,'%s',%d);",
+                              id, v, n);
+    }
+    len += (size_t)snprintf(script + len, cap - len, "commit;\n");
+  }
+  unsigned long long t0 = now_ms();
+  sql_ok(script, "");
+  unsigned long long ms = now_ms() - t0;
+  printf("# 1000 transactions through auralog sql in %llu ms\n", ms);
+  snprintf(expect_10k, sizeof expect_10k, "10000|%lld|%lld\n", sum, lens);
+  sql_ok("select count(*), sum(n), sum(length(v)) from t10k;", expect_10k);
+  cJSON *o = status_at_least("commits", 1001);
+  assert_true(num(o, "vdl") > 0);
+  assert_true(num(o, "redo_bytes") > 0);
+  assert_true(num(o, "vdl") <= num(o, "vcl"));
+  assert_true(num(o, "next_lsn") > num(o, "vdl"));
+  cJSON_Delete(o);
+  free(script);
+}
+
+static void commits_go_on_with_one_node_stopped(void **state)
+{
+  (void)state;
+  stop_member("C2", SIGTERM);
+  char script[8192];
+  size_t len = 0;
+  len += (size_t)snprintf(script + len, sizeof script - len, "create table one_down(i);\n");
+  for (int i = 0; i < 100; i++)
+    len += (size_t)snprintf(script + len, sizeof script - len, "insert into one_down values(%d);\n", i);
+  sql_ok(script, "");
+  sql_ok("select count(*), sum(i) from one_down;", "100|4950\n");
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+  wait_node_state("C2", "up", 3000);
+}
+
+static void engine_restart_reads_the_same_data_from_storage(void **state)
+{
+  (void)state;
+  cJSON *o = status("main");
+  double epoch = num(o, "epoch");
+  cJSON_Delete(o);
+  stop_member("engine", SIGTERM);
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+  /* A new engine, a new epoch, an empty cache: every page it needs comes
+   * from the segments as of the VDL. */
+  sql_ok("select count(*), sum(n), sum(length(v)) from t10k;", expect_10k);
+  sql_ok("pragma integrity_check;", "ok\n");
+  o = status_at_least("pages_read", 10);
+  assert_true(num(o, "epoch") > epoch);
+  cJSON_Delete(o);
+}
+
+static void acknowledged_commits_survive_kill_9(void **state)
+{
+  (void)state;
+  sql_ok("create table acked(i);", "");
+  for (int round = 0; round < 3; round++) {
+    char q[128];
+    snprintf(q, sizeof q, "insert into acked values(%d);", round);
+    sql_ok(q, "");                        /* acknowledged: durable */
+    stop_member("engine", SIGKILL);       /* no goodbye to the segments */
+    assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+    snprintf(q, sizeof q, "select count(*) from acked;");
+    char want[16];
+    snprintf(want, sizeof want, "%d\n", round + 1);
+    sql_ok(q, want);
+  }
+  sql_ok("pragma integrity_check;", "ok\n");
+}
+
+/* A random workload (fixed seed): inserts, updates, deletes, ROLLBACK,
+ * savepoints, a big transaction that spills the cache and rolls back, an
+ * index, VACUUM. */
+static char *random_workload(unsigned seed)
+{
+  size_t cap = 1 << 20, len = 0;
+  char *s = malloc(cap);
+#define P(...) (len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__))
+  srand(seed);
+  P("pragma cache_size=8;\n");
+  P("create table rw_a(id integer primary key, k int, v text);\n");
+  P("create table rw_b(x text, y blob, z real);\n");
+  P("create index rw_a_k on rw_a(k);\n");
+  int next = 1;
+  for (int step = 0; step < 120; step++) {
+    int op = rand() % 10;
+    if (op < 4) {
+      P("insert into rw_a(id,k,v) values(%d,%d,'%.*s');\n", next, rand() % 50,
+        1 + rand() % 200, "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"
+        "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789"
+        "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789");
+      next++;
+    } else if (op == 4) {
+      P("update rw_a set v = v || 'u%d', k = k + 1 where k %% 7 = %d;\n", step, rand() % 7);
+    } else if (op == 5) {
+      P("delete from rw_a where k %% 11 = %d;\n", rand() % 11);
+    } else if (op == 6) {
+      P("begin; insert into rw_b values('gone%d', zeroblob(%d), 1.5); update rw_a set k = -1; "
+        "rollback;\n", step, 100 + rand() % 3000);
+    } else if (op == 7) {
+      P("begin; insert into rw_b values('kept%d', zeroblob(10), %d.25); savepoint s1; "
+        "delete from rw_a; rollback to s1; insert into rw_b values('after%d', x'0102', 2); "
+        "release s1; commit;\n", step, step, step);
+    } else if (op == 8) {
+      /* Big enough to spill an 8-page cache, then thrown away. */
+      P("begin; insert into rw_b with recursive g(value) as (select 1 union all select "
+        "value + 1 from g where value < %d) select 'spill', zeroblob(900), value from g; "
+        "rollback;\n", 200 + rand() % 200);
+    } else {
+      P("insert into rw_b with recursive g(value) as (select 1 union all select value + 1 "
+        "from g where value < %d) select 'gs'||value, zeroblob(value %% 500), value * 0.5 "
+        "from g;\n", 1 + rand() % 60);
+    }
+    if (step == 80)
+      P("delete from rw_b where rowid %% 2 = 0; vacuum;\n");
+  }
+#undef P
+  return s;
+}
+
+static void random_workload_matches_stock_sqlite(void **state)
+{
+  (void)state;
+  char *w = random_workload(42);
+  /* Stock SQLite on a local file. */
+  char local[300];
+  snprintf(local, sizeof local, "%s/stock.db", dir);
+  int rc = sh_in(w, out, sizeof out, "sqlite3 %s 2>&1", local);
+  if (rc != 0)
+    fail_msg("stock sqlite3 failed: %s", out);
+  char *want = malloc(sizeof out);
+  sh(want, sizeof out, "sqlite3 %s \".dump rw_%%\"", local);
+  /* The same through the engine. */
+  sql_ok(w, NULL);
+  sql_ok("pragma integrity_check;", "ok\n");
+  /* Dump the volume through the extension in the sqlite3 shell. That
+   * opens the volume as a second writer, which fences the engine: stop it
+   * first, and start it again after. */
+  stop_member("engine", SIGTERM);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, ".load %s.so\n.open file:main?vfs=auralog&coord=%s\n.dump rw_%%\n",
+           getenv("AURALOG_SO") ? getenv("AURALOG_SO") : "build/auralog", coord);
+  char *got = malloc(sizeof out);
+  rc = sh_in(cmd, got, sizeof out, "sqlite3");
+  assert_int_equal(rc, 0);
+  if (strcmp(got, want) != 0) {
+    FILE *f = fopen("/tmp/auralog-dump-want.sql", "w");
+    fputs(want, f);
+    fclose(f);
+    f = fopen("/tmp/auralog-dump-got.sql", "w");
+    fputs(got, f);
+    fclose(f);
+    fail_msg(".dump differs from stock SQLite (see /tmp/auralog-dump-{want,got}.sql)");
+  }
+  assert_true(strlen(got) > 1000);
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+  free(want);
+  free(got);
+  free(w);
+}
+
+static void python_loads_the_extension_and_uses_a_volume(void **state)
+{
+  (void)state;
+  if (access("/usr/bin/python3", X_OK) != 0)
+    skip();
+  char py[2048];
+  snprintf(py, sizeof py,
+    "import sqlite3\n"
+    "c0 = sqlite3.connect(':memory:')\n"
+    "c0.enable_load_extension(True)\n"
+    "c0.load_extension('%s')\n"
+    "uri = 'file:pyvol?vfs=auralog&coord=%s'\n"
+    "db = sqlite3.connect(uri, uri=True)\n"
+    "db.execute('create table p(id integer primary key, v text)')\n"
+    "with db:\n"
+    "    db.executemany('insert into p(v) values(?)', [('r%%d' %% i,) for i in range(500)])\n"
+    "db.close()\n"
+    "db = sqlite3.connect(uri, uri=True)\n"
+    "print(db.execute('select count(*), min(v), max(v) from p').fetchone())\n",
+    getenv("AURALOG_SO") ? getenv("AURALOG_SO") : "build/auralog", coord);
+  int rc = sh_in(py, out, sizeof out, "/usr/bin/python3 - 2>&1");
+  if (rc != 0)
+    fail_msg("python: %s", out);
+  assert_string_equal(out, "(500, 'r0', 'r99')\n");
+}
+
+static void wal_is_refused_with_a_clear_message(void **state)
+{
+  (void)state;
+  assert_int_not_equal(sql("pragma journal_mode=wal;"), 0);
+  assert_non_null(strstr(out, "WAL"));
+  /* Bad SQL: an error, and the engine goes on. */
+  assert_int_not_equal(sql("selec 1;"), 0);
+  assert_non_null(strstr(out, "syntax error"));
+  sql_ok("select 1+1;", "2\n");
+}
+
+static void without_a_write_quorum_commits_fail_cleanly_and_reads_work(void **state)
+{
+  (void)state;
+  sql_ok("create table q(i); insert into q values(1);", "");
+  /* An AZ and one more node down: 3 of 6 segments left, no write quorum. */
+  stop_member("A1", SIGTERM);
+  stop_member("A2", SIGTERM);
+  stop_member("B1", SIGTERM);
+  unsigned long long t0 = now_ms();
+  int rc = sql("insert into q values(2);");
+  unsigned long long ms = now_ms() - t0;
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(out, "no write quorum"));
+  assert_true(ms >= COMMIT_DEADLINE_MS - 500);
+  assert_true(ms < COMMIT_DEADLINE_MS + 5000);
+  /* Reads go on: one segment with a complete log is enough. */
+  sql_ok("select count(*) from t10k;", "10000\n");
+  /* The nodes come back: the queued commit becomes durable and new ones
+   * go through, without restarting the engine. */
+  pid_t engine_pid = pid_of("engine");
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+  assert_int_equal(pid_of("engine"), engine_pid);
+  sql_ok("insert into q values(3);", "");
+  sql_ok("select group_concat(i) from (select i from q order by i);", "1,2,3\n");
+}
+
+static void cluster_down_leaves_nothing(void **state)
+{
+  (void)state;
+  assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
+  assert_non_null(strstr(out, "stopped engine"));
+  assert_int_equal(live_cluster_processes(), 0);
+  assert_no_sanitizer_reports();
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(ten_thousand_rows_in_a_thousand_transactions),
+    cmocka_unit_test(commits_go_on_with_one_node_stopped),
+    cmocka_unit_test(engine_restart_reads_the_same_data_from_storage),
+    cmocka_unit_test(acknowledged_commits_survive_kill_9),
+    cmocka_unit_test(random_workload_matches_stock_sqlite),
+    cmocka_unit_test(python_loads_the_extension_and_uses_a_volume),
+    cmocka_unit_test(wal_is_refused_with_a_clear_message),
+    cmocka_unit_test(without_a_write_quorum_commits_fail_cleanly_and_reads_work),
+    cmocka_unit_test(cluster_down_leaves_nothing),
+  };
+  return cmocka_run_group_tests_name("integration: engine", tests, setup, teardown);
+}
