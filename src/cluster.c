@@ -161,6 +161,7 @@ static int write_conf(const struct cluster *cl)
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "base_port", cl->base);
   cJSON_AddStringToObject(o, "coord", cl->m[0].addr);
+  cJSON_AddStringToObject(o, "engine", cl->m[cl->n - 1].addr);
   cJSON *ms = cJSON_AddArrayToObject(o, "members");
   for (int i = 0; i < cl->n; i++) {
     cJSON *j = cJSON_CreateObject();
