@@ -179,6 +179,10 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_READ_PAGE:
     if (e->read_page->volume_id == 0)
       return bad(why, whylen, "page read without a volume id");
+    if (e->read_page->need > e->read_page->read_point)
+      return bad(why, whylen, "page read needs LSN %llu above its read point %llu",
+                 (unsigned long long)e->read_page->need,
+                 (unsigned long long)e->read_page->read_point);
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_PAGE:
     if (e->page->data.len > PAGE_SIZE_MAX)

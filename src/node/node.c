@@ -243,11 +243,15 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
     return;
   }
   /* Single-segment reads (§4.2.3) are only correct from a segment that has
-   * every record up to the read point. */
-  if (rp->read_point > s->scl) {
+   * every record of the PG up to the read point: its SCL must reach the
+   * PG's last record at or below the read point, which the writer names
+   * (a PG not written lately has its last record far below the VDL). */
+  uint64_t need = rp->need ? rp->need : rp->read_point;
+  if (need > s->scl) {
     snprintf(why, sizeof why, "segment on node %s is complete to %llu, below "
-             "read point %llu: try another segment", n->id,
-             (unsigned long long)s->scl, (unsigned long long)rp->read_point);
+             "%llu (read point %llu): try another segment", n->id,
+             (unsigned long long)s->scl, (unsigned long long)need,
+             (unsigned long long)rp->read_point);
     conn_error(c, req, ERR_NOT_COMPLETE, why);
     return;
   }

@@ -7,7 +7,7 @@
  * other threads wake it with uv_async_send.
  *
  * Invariant: every record handed an LSN stays in its PG's list (pgout)
- * until the VCL passes it, so a segment that reconnects can be sent every
+ * until the VDL passes it, so a segment that reconnects can be sent every
  * record that is not yet durable. Records below the VCL are at write
  * quorum; a segment that missed them catches up from its peers (gossip).
  */
@@ -41,6 +41,9 @@ struct pgout {
   size_t head, n, cap;       /* live: recs[head..n) */
   size_t unsent;             /* recs[unsent..n) not yet sent to anyone */
   uint64_t tail;             /* LSN of the PG's last record: next backlink */
+  uint64_t durable_tail;     /* the PG's last record at or below the VDL: a
+                                segment whose SCL reaches it can serve reads
+                                at the VDL */
   uint64_t scl[NCOPIES];     /* SCL each segment last reported */
   int node[NCOPIES];         /* index in v->nodes of each segment's node */
   uint8_t resend;            /* bit i: resend pending records to slot i */
@@ -66,6 +69,7 @@ struct inflight {
 struct readreq {
   uint32_t pg, page_no;
   uint64_t rp;               /* read point */
+  uint64_t need;             /* the PG's last record at or below rp */
   uint8_t *out;
   uint64_t page_lsn;
   uint64_t req;              /* 0: not in flight */
@@ -237,7 +241,7 @@ static void dispatch_read(struct volume *v, struct readreq *r)
       int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
       if (r->tried & (1u << s) || !v->nodes[g->node[s]].up)
         continue;
-      if (pass == 0 && g->scl[s] < r->rp)
+      if (pass == 0 && g->scl[s] < r->need)
         continue;
       pick = s;
       break;
@@ -258,6 +262,7 @@ static void dispatch_read(struct volume *v, struct readreq *r)
   rp.pg = r->pg;
   rp.page_no = r->page_no;
   rp.read_point = r->rp;
+  rp.need = r->need;
   env.req = ++v->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
   env.read_page = &rp;
@@ -310,8 +315,12 @@ static void advance(struct volume *v, uint64_t old_vdl)
     return;
   for (size_t p = 0; p < v->npgs; p++) {
     struct pgout *g = &v->pgs[p];
-    while (g->head < g->n && g->head < g->unsent && g->recs[g->head]->r.lsn <= v->q.vcl)
+    /* Durable records leave the list (freed at the VDL, not the VCL, so
+     * that durable_tail can follow them). */
+    while (g->head < g->n && g->head < g->unsent && g->recs[g->head]->r.lsn <= v->q.vdl) {
+      g->durable_tail = g->recs[g->head]->r.lsn;
       orec_free(g->recs[g->head++]);
+    }
     if (g->head > 1024 && g->head * 2 > g->n) {
       memmove(g->recs, g->recs + g->head, (g->n - g->head) * sizeof *g->recs);
       g->n -= g->head;
@@ -714,7 +723,7 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
       if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
         acked++;
         if (rep->seg_info->tail > g->tail)
-          g->tail = rep->seg_info->tail;
+          g->durable_tail = g->tail = rep->seg_info->tail;
         g->scl[s] = rep->seg_info->scl;
       } else if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
                  rep->error->code == ERR_STALE_EPOCH) {
@@ -1016,6 +1025,7 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
   r->pg = pg;
   r->page_no = page_no;
   r->rp = v->q.vdl;             /* the read point (§4.2.3) */
+  r->need = v->pgs[pg].durable_tail;
   r->out = out;
   r->next = v->reads;
   v->reads = r;

@@ -146,6 +146,29 @@ static void engine_restart_reads_the_same_data_from_storage(void **state)
   cJSON_Delete(o);
 }
 
+static void a_database_larger_than_a_pg_spans_several(void **state)
+{
+  (void)state;
+  /* ~3 MB in one transaction: one MTR whose records go to several PGs. */
+  sql_ok("create table big(id integer primary key, b blob);"
+         "insert into big with recursive g(i) as (select 1 union all select i + 1 from g "
+         "where i < 3000) select i, randomblob(1000) from g;", "");
+  cJSON *o = status("main");
+  int npgs = cJSON_GetArraySize(cJSON_GetObjectItem(o, "pgs"));
+  cJSON_Delete(o);
+  assert_true(npgs >= 4);
+  const char *probe = "select count(*), sum(length(b)), "
+                      "group_concat(substr(hex(b), 1 + id % 1900, 16), '') from big;";
+  sql_ok(probe, NULL);
+  char *before = strdup(out);
+  assert_non_null(strstr(before, "3000|3000000|"));
+  stop_member("engine", SIGKILL);
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+  sql_ok(probe, before);
+  sql_ok("pragma integrity_check;", "ok\n");
+  free(before);
+}
+
 static void acknowledged_commits_survive_kill_9(void **state)
 {
   (void)state;
@@ -333,6 +356,7 @@ int main(void)
     cmocka_unit_test(ten_thousand_rows_in_a_thousand_transactions),
     cmocka_unit_test(commits_go_on_with_one_node_stopped),
     cmocka_unit_test(engine_restart_reads_the_same_data_from_storage),
+    cmocka_unit_test(a_database_larger_than_a_pg_spans_several),
     cmocka_unit_test(acknowledged_commits_survive_kill_9),
     cmocka_unit_test(random_workload_matches_stock_sqlite),
     cmocka_unit_test(python_loads_the_extension_and_uses_a_volume),
