@@ -38,24 +38,27 @@ void logf_(const char *level, const char *fmt, ...)
   fputc('\n', stderr);
 }
 
+static void verr(const char *fmt, va_list ap)
+{
+  fputs("auralog: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
 void errmsg(const char *fmt, ...)
 {
   va_list ap;
-  fputs("auralog: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  verr(fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
 
 void die(const char *fmt, ...)
 {
   va_list ap;
-  fputs("auralog: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  verr(fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
   exit(1);
 }
 

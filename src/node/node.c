@@ -91,6 +91,19 @@ static void mark_dirty(struct node *n, struct segment *s)
   n->dirty[n->ndirty++] = s;
 }
 
+static struct segment *seg_for(struct node *n, struct conn *c, uint64_t req,
+                               uint64_t vol, uint32_t pg)
+{
+  struct segment *s = find_seg(n, vol, pg);
+  if (s == NULL) {
+    char why[160];
+    snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
+             n->id, (unsigned long long)vol, pg);
+    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
+  }
+  return s;
+}
+
 /* ---- the write path: stage, then commit once per loop turn --------------- */
 
 /* Send every staged ack an error: the open transaction is gone. */
@@ -153,13 +166,9 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
                       const Auralog__Append *a)
 {
   char why[256];
-  struct segment *s = find_seg(n, a->volume_id, a->pg);
-  if (s == NULL) {
-    snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
-             n->id, (unsigned long long)a->volume_id, a->pg);
-    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
+  struct segment *s = seg_for(n, c, req, a->volume_id, a->pg);
+  if (s == NULL)
     return;
-  }
   uint64_t old_epoch = s->epoch;
   int rc = seg_epoch(s, a->epoch, why, sizeof why);
   if (rc != ERR_NONE) {
@@ -230,13 +239,9 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
                          const Auralog__ReadPage *rp)
 {
   char why[256];
-  struct segment *s = find_seg(n, rp->volume_id, rp->pg);
-  if (s == NULL) {
-    snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
-             n->id, (unsigned long long)rp->volume_id, rp->pg);
-    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
+  struct segment *s = seg_for(n, c, req, rp->volume_id, rp->pg);
+  if (s == NULL)
     return;
-  }
   if (rp->page_no < s->first_page || rp->page_no - s->first_page >= s->npages) {
     snprintf(why, sizeof why, "page %u is not in pg %u", rp->page_no, s->pg);
     conn_error(c, req, ERR_OUT_OF_RANGE, why);
@@ -294,17 +299,8 @@ static void reply_info(struct node *n, struct conn *c, uint64_t req,
   si.vdl = s->vdl;
   si.tail = store_tail(&n->st, s, upto);
   si.epoch = s->epoch;
-  Auralog__TruncRange *tr = calloc(s->ntruncs + 1, sizeof *tr);
-  Auralog__TruncRange **trp = calloc(s->ntruncs + 1, sizeof *trp);
-  for (size_t i = 0; i < s->ntruncs; i++) {
-    auralog__trunc_range__init(&tr[i]);
-    tr[i].epoch = s->truncs[i].epoch;
-    tr[i].from = s->truncs[i].from;
-    tr[i].to = s->truncs[i].to;
-    trp[i] = &tr[i];
-  }
-  si.truncs = trp;
-  si.n_truncs = s->ntruncs;
+  Auralog__TruncRange *tr;
+  si.n_truncs = store_truncs_pb(s, &tr, &si.truncs);
   /* For a recovery: the records above the hint, ranges left out. */
   Rec **recs = NULL;
   long nrecs = 0;
@@ -317,7 +313,7 @@ static void reply_info(struct node *n, struct conn *c, uint64_t req,
                "its durable point %llu", n->id, BATCH_MAX, (unsigned long long)s->vdl);
       conn_error(c, req, ERR_INTERNAL, why);
       free(tr);
-      free(trp);
+      free(si.truncs);
       return;
     }
     nranges = calloc((size_t)nrecs + 1, sizeof *nranges);
@@ -339,7 +335,7 @@ static void reply_info(struct node *n, struct conn *c, uint64_t req,
   free(recs);
   free(nranges);
   free(tr);
-  free(trp);
+  free(si.truncs);
 }
 
 /* Commit what this turn staged now, rather than at the end of the turn:
@@ -350,19 +346,6 @@ static int flush_now(struct node *n, struct conn *c, uint64_t req)
   if (rc != 0)
     conn_error(c, req, (uint32_t)rc, "storage error: could not commit");
   return rc;
-}
-
-static struct segment *seg_for(struct node *n, struct conn *c, uint64_t req,
-                               uint64_t vol, uint32_t pg)
-{
-  struct segment *s = find_seg(n, vol, pg);
-  if (s == NULL) {
-    char why[160];
-    snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
-             n->id, (unsigned long long)vol, pg);
-    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
-  }
-  return s;
 }
 
 static void on_seg_query(struct node *n, struct conn *c, uint64_t req,

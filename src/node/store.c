@@ -186,6 +186,21 @@ int store_begin(struct store *st, char *why, size_t whylen)
   return 0;
 }
 
+size_t store_truncs_pb(const struct segment *s, Auralog__TruncRange **tr,
+                       Auralog__TruncRange ***trp)
+{
+  *tr = calloc(s->ntruncs + 1, sizeof **tr);
+  *trp = calloc(s->ntruncs + 1, sizeof **trp);
+  for (size_t i = 0; i < s->ntruncs; i++) {
+    auralog__trunc_range__init(&(*tr)[i]);
+    (*tr)[i].epoch = s->truncs[i].epoch;
+    (*tr)[i].from = s->truncs[i].from;
+    (*tr)[i].to = s->truncs[i].to;
+    (*trp)[i] = &(*tr)[i];
+  }
+  return s->ntruncs;
+}
+
 int store_put_meta(struct store *st, const struct segment *s, char *why,
                    size_t whylen)
 {
@@ -200,17 +215,9 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   m.scl = s->scl;
   m.epoch = s->epoch;
   m.vdl = s->vdl;
-  Auralog__TruncRange *tr = calloc(s->ntruncs + 1, sizeof *tr);
-  Auralog__TruncRange **trp = calloc(s->ntruncs + 1, sizeof *trp);
-  for (size_t i = 0; i < s->ntruncs; i++) {
-    auralog__trunc_range__init(&tr[i]);
-    tr[i].epoch = s->truncs[i].epoch;
-    tr[i].from = s->truncs[i].from;
-    tr[i].to = s->truncs[i].to;
-    trp[i] = &tr[i];
-  }
+  Auralog__TruncRange *tr, **trp;
+  m.n_truncs = store_truncs_pb(s, &tr, &trp);
   m.truncs = trp;
-  m.n_truncs = s->ntruncs;
   size_t n = auralog__seg_meta__get_packed_size(&m);
   uint8_t *buf = malloc(n + 1);
   auralog__seg_meta__pack(&m, buf);

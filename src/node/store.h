@@ -47,6 +47,11 @@ int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
                     uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
                     char *why, size_t whylen);
 
+/* The segment's truncated ranges as protobuf messages: *tr holds them,
+ * *trp points at each (free both). Returns how many. */
+size_t store_truncs_pb(const struct segment *s, Auralog__TruncRange **tr,
+                       Auralog__TruncRange ***trp);
+
 /* Highest LSN held at or below upto (0 if none). */
 uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto);
 
