@@ -12,7 +12,9 @@
 
 static size_t slot_of(const struct pagemap *m, uint32_t page_no)
 {
-  return (page_no * 2654435761u) & (m->nidx - 1);
+  /* Fibonacci hashing: the high bits of the product are well mixed even
+   * for page numbers with many low zero bits. */
+  return (size_t)(((uint64_t)page_no * 0x9E3779B97F4A7C15ull) >> 32) & (m->nidx - 1);
 }
 
 /* The index slot holding page_no, or the empty slot where it would go. */
@@ -122,23 +124,35 @@ void pm_del(struct pagemap *m, uint32_t page_no)
 
 size_t pm_evict(struct pagemap *m, size_t limit, uint64_t vdl)
 {
-  size_t evicted = 0;
-  /* Two sweeps of the clock at most: the first clears used bits. */
-  for (size_t steps = 0; m->n > limit && steps < 2 * m->n + 2; steps++) {
-    if (m->hand >= m->n)
+  if (m->n <= limit)
+    return 0;
+  /* Choose the victims first, then delete them: deleting moves entries,
+   * which would let the hand meet a page twice in one sweep. At most two
+   * sweeps: the first may only clear used bits. */
+  size_t n = m->n, want = n - limit, found = 0;
+  uint32_t *victims = malloc(want * sizeof *victims);
+  uint8_t *marked = calloc(n, 1);
+  if (victims == NULL || marked == NULL)
+    abort();
+  for (size_t steps = 0; found < want && steps < 2 * n; steps++) {
+    if (m->hand >= n)
       m->hand = 0;
     struct cpage *c = &m->e[m->hand];
-    if (c->used) {
-      c->used = 0;
-      m->hand++;
-    } else if (c->lsn <= vdl) {
-      pm_del(m, c->page_no);   /* the last entry moves here: look again */
-      evicted++;
-    } else {
-      m->hand++;               /* not durable yet: must stay (§4.2.3) */
+    if (!marked[m->hand]) {
+      if (c->used) {
+        c->used = 0;           /* a second chance */
+      } else if (c->lsn <= vdl) {
+        marked[m->hand] = 1;
+        victims[found++] = c->page_no;
+      }                        /* else: not durable yet, must stay (§4.2.3) */
     }
+    m->hand++;
   }
-  return evicted;
+  for (size_t i = 0; i < found; i++)
+    pm_del(m, victims[i]);
+  free(victims);
+  free(marked);
+  return found;
 }
 
 static int by_page(const void *a, const void *b)

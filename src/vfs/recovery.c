@@ -30,7 +30,8 @@ static int truncated(uint64_t lsn, const struct rtrunc *tr, size_t ntr)
 uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
                      struct rmeta *recs, size_t n, const struct rtrunc *tr, size_t ntr)
 {
-  qsort(recs, n, sizeof *recs, by_lsn);
+  if (n)
+    qsort(recs, n, sizeof *recs, by_lsn);
   /* reach[k]: PG k's chain is complete (in the union) up to reach[k].
    * In LSN order, the record after reach[k] is the first that links back
    * to it; records that link elsewhere lie past a hole. */
@@ -50,7 +51,8 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
   for (size_t i = 0; i < n; i++)
     if (recs[i].cpl && recs[i].lsn > hint && !truncated(recs[i].lsn, tr, ntr))
       cpls[nc++] = &recs[i];
-  qsort(cpls, nc, sizeof *cpls, by_prev_cpl);
+  if (nc)
+    qsort(cpls, nc, sizeof *cpls, by_prev_cpl);
   /* Walk it from the hint. */
   uint64_t vdl = hint;
   for (;;) {

@@ -21,24 +21,12 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rng.h"
+
 #include "param.h"
 #include "record.h"
 #include "wire.h"
 #include "node/segment.h"
-
-/* splitmix64: a fixed seed gives the same run every time. */
-static uint64_t rng_next(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static uint32_t rng_below(uint64_t *s, uint32_t n)
-{
-  return (uint32_t)(rng_next(s) % n);
-}
 
 /* Segment under test: PG 1 of a 4096-byte-page volume, pages 256..511. */
 #define FIRST 256
