@@ -28,7 +28,7 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
 GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c \
-            src/node/segment.c src/node/store.c src/node/node.c \
+            src/node/segment.c src/node/store.c src/node/node.c src/node/gossip.c \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c \
             src/cluster.c src/status.c src/bench.c src/sqlcli.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c \

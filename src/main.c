@@ -17,6 +17,7 @@ struct cmd {
 static const struct cmd cmds[] = {
   {"cluster", cluster_main, "start, stop or inspect a local cluster (coord, 6 nodes, engine)"},
   {"sql", sql_main, "run SQL on the engine (no SQL: an interactive shell)"},
+  {"fault", fault_main, "take out an AZ, a node, the engine; partition; slow a node"},
   {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
   {"engine", engine_main, "run the database tier: SQLite on the auralog VFS"},

@@ -44,7 +44,16 @@
 /* Membership (src/coord). */
 #define HEARTBEAT_MS    200     /* node -> coordinator heartbeat period */
 #define NODE_DOWN_MS    1000    /* no heartbeat for this long: node shown down */
-#define RECONNECT_MS    250     /* retry period for a lost coordinator link */
+#define RECONNECT_MS    250     /* retry period for a lost link */
+
+/* Gossip (paper §3.3 step 4). */
+#define GOSSIP_MS       200     /* a segment with a hole, or behind a peer, pulls this often */
+#define GOSSIP_IDLE     5       /* ... others every GOSSIP_IDLE periods, to learn peers' SCLs */
+#define GOSSIP_MAX      2000    /* records in one GossipPush */
+
+/* The engine's patience with one segment. */
+#define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
+#define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
  * nothing until used, and MDB_MAP_FULL becomes a clear "disk full" error. */

@@ -12,5 +12,6 @@ int status_main(int argc, char **argv);
 int bench_main(int argc, char **argv);
 int engine_main(int argc, char **argv);
 int sql_main(int argc, char **argv);
+int fault_main(int argc, char **argv);
 
 #endif

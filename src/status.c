@@ -115,6 +115,8 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddStringToObject(j, "az", n->az);
     cJSON_AddStringToObject(j, "addr", n->addr);
     cJSON_AddStringToObject(j, "state", state_of(n));
+    cJSON_AddBoolToObject(j, "partitioned", n->partitioned);
+    cJSON_AddNumberToObject(j, "slow_ms", n->slow_ms);
     cJSON_AddItemToArray(nodes, j);
   }
   cJSON *pgs = cJSON_AddArrayToObject(o, "pgs");
@@ -131,7 +133,10 @@ char *status_json(const Auralog__Status *st)
       cJSON_AddStringToObject(js, "node", seg->node);
       cJSON_AddStringToObject(js, "az", seg->az);
       cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, seg->node, pg->pg));
-      cJSON_AddStringToObject(js, "state", state_of(node_of(st, seg->node)));
+      const Auralog__NodeInfo *sn = node_of(st, seg->node);
+      cJSON_AddStringToObject(js, "state", state_of(sn));
+      cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
+                                            : sn && sn->slow_ms ? "slow" : "");
       cJSON_AddItemToArray(segs, js);
     }
     cJSON_AddItemToArray(pgs, jp);
@@ -170,12 +175,13 @@ void status_table(const Auralog__Status *st, FILE *f)
     fprintf(f, "  AZ %c:", 'A' + z);
     for (size_t i = 0; i < st->n_nodes; i++)
       if (st->nodes[i]->az[0] == 'A' + z)
-        fprintf(f, "  %s %s (%s)", st->nodes[i]->id, st->nodes[i]->addr,
-                state_of(st->nodes[i]));
+        fprintf(f, "  %s %s (%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
+                state_of(st->nodes[i]), st->nodes[i]->partitioned ? ", partitioned" : "",
+                st->nodes[i]->slow_ms ? ", slow" : "");
     fputc('\n', f);
   }
   if (v->n_pgs)
-    fprintf(f, "pgs    segment SCLs (node:scl, * = down)\n");
+    fprintf(f, "pgs    segment SCLs (node:scl, * = down, ~ = partitioned)\n");
   for (size_t p = 0; p < v->n_pgs; p++) {
     const Auralog__Pg *pg = v->pgs[p];
     fprintf(f, "  pg %-3u pages %u..%u:", pg->pg, pg->first_page,
@@ -185,7 +191,7 @@ void status_table(const Auralog__Status *st, FILE *f)
       const Auralog__NodeInfo *n = node_of(st, seg->node);
       fprintf(f, "  %s:%llu%s", seg->node,
               (unsigned long long)scl_of(st, seg->node, pg->pg),
-              n && n->up ? "" : "*");
+              !(n && n->up) ? "*" : n->partitioned ? "~" : "");
     }
     fputc('\n', f);
   }

@@ -272,7 +272,40 @@ int wire_check(const Env *e, char *why, size_t whylen)
       return bad(why, whylen, "bad volume name");
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_OK:
+  case AURALOG__ENVELOPE__BODY_NODE_FAULTS:
     return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_FAULT: {
+    const Auralog__Fault *f = e->fault;
+    if (strcmp(f->action, "partition") && strcmp(f->action, "heal") && strcmp(f->action, "slow"))
+      return bad(why, whylen, "unknown fault '%s'", f->action);
+    if (!strcmp(f->action, "partition") && !az_ok(f->az))
+      return bad(why, whylen, "partition needs an AZ: A, B or C");
+    if (!strcmp(f->action, "slow") && (!wire_name_ok(f->node) || f->ms > 60000))
+      return bad(why, whylen, "slow needs a node id and 0..60000 ms");
+    return ERR_NONE;
+  }
+  case AURALOG__ENVELOPE__BODY_GOSSIP_PULL:
+    if (e->gossip_pull->volume_id == 0 || !wire_name_ok(e->gossip_pull->node))
+      return bad(why, whylen, "gossip pull without volume or node");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_GOSSIP_PUSH: {
+    const Auralog__GossipPush *g = e->gossip_push;
+    if (g->n_records > BATCH_MAX)
+      return bad(why, whylen, "gossip push of %zu records", g->n_records);
+    uint64_t last = 0;
+    for (size_t i = 0; i < g->n_records; i++) {
+      int rc = rec_check(g->records[i], PAGE_SIZE_MAX, why, whylen);
+      if (rc != ERR_NONE)
+        return rc;
+      if (g->records[i]->lsn <= last)
+        return bad(why, whylen, "gossip records out of LSN order");
+      last = g->records[i]->lsn;
+    }
+    for (size_t i = 0; i < g->n_truncs; i++)
+      if (g->truncs[i]->to < g->truncs[i]->from)
+        return bad(why, whylen, "gossip truncation with to < from");
+    return ERR_NONE;
+  }
   default:
     return bad(why, whylen, "message with no known body");
   }

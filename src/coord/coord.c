@@ -15,6 +15,9 @@
  *   GrowVolume  (engine) -> Volume with at least npgs PGs
  *   EngineStat  (engine) -> nothing; its VDL, VCL, LSNs and counters for status
  *   DropVolume  (engine) -> Ok; forgets the volume (xDelete of the database)
+ *   Fault       (CLI)    -> Ok; partitions an AZ, heals, slows a node: the
+ *                           coordinator tells the nodes (NodeFaults), which
+ *                           play the fault themselves
  *   StatusReq   (CLI)    -> Status: the volume, the nodes, per-segment SCLs
  * When placement gives a node new segments, the coordinator pushes an
  * Assign down that node's connection at once.
@@ -111,32 +114,59 @@ static void set_up(struct cnode *n, int up, const char *why)
 
 /* ---- assignments --------------------------------------------------------- */
 
-/* Send node n every segment it hosts. */
+/* Send node n every segment it hosts, and every segment of those PGs (its
+ * gossip peers). */
 static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
 {
   if (n->conn == NULL)
     return;
-  size_t cap = 16, cnt = 0;
+  size_t cap = 16, cnt = 0, pcap = 16, pcnt = 0;
   Auralog__Segment **segs = malloc(cap * sizeof *segs);
+  Auralog__Segment **peers = malloc(pcap * sizeof *peers);
   for (size_t v = 0; v < co->nvols; v++)
-    for (size_t p = 0; p < co->vols[v]->n_pgs; p++)
-      for (size_t s = 0; s < co->vols[v]->pgs[p]->n_segments; s++) {
-        Auralog__Segment *seg = co->vols[v]->pgs[p]->segments[s];
-        if (strcmp(seg->node, n->info->id) != 0)
+    for (size_t p = 0; p < co->vols[v]->n_pgs; p++) {
+      Auralog__Pg *pg = co->vols[v]->pgs[p];
+      int mine = 0;
+      for (size_t s = 0; s < pg->n_segments; s++) {
+        if (strcmp(pg->segments[s]->node, n->info->id) != 0)
           continue;
+        mine = 1;
         if (cnt == cap)
           segs = realloc(segs, (cap *= 2) * sizeof *segs);
-        segs[cnt++] = seg;
+        segs[cnt++] = pg->segments[s];
       }
+      for (size_t s = 0; mine && s < pg->n_segments; s++) {
+        if (pcnt == pcap)
+          peers = realloc(peers, (pcap *= 2) * sizeof *peers);
+        peers[pcnt++] = pg->segments[s];
+      }
+    }
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Assign as = AURALOG__ASSIGN__INIT;
   as.segments = segs;
   as.n_segments = cnt;
+  as.peers = peers;
+  as.n_peers = pcnt;
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_ASSIGN;
   env.assign = &as;
   conn_send(n->conn, &env);
   free(segs);
+  free(peers);
+}
+
+/* Tell node n which faults to play (lab partitions and slow nodes). */
+static void send_faults(struct cnode *n)
+{
+  if (n->conn == NULL)
+    return;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__NodeFaults nf = AURALOG__NODE_FAULTS__INIT;
+  nf.partitioned = n->info->partitioned;
+  nf.slow_ms = n->info->slow_ms;
+  env.body_case = AURALOG__ENVELOPE__BODY_NODE_FAULTS;
+  env.node_faults = &nf;
+  conn_send(n->conn, &env);
 }
 
 /* ---- volumes ------------------------------------------------------------- */
@@ -321,6 +351,8 @@ static void on_register(struct coord *co, struct conn *c, uint64_t req,
     size_t len = auralog__node_info__pack(&info, buf);
     Auralog__NodeInfo *copy = auralog__node_info__unpack(NULL, len, buf);
     if (n) {
+      copy->partitioned = n->info->partitioned;
+      copy->slow_ms = n->info->slow_ms;
       auralog__node_info__free_unpacked(n->info, NULL);
       n->info = copy;
     } else {
@@ -335,6 +367,7 @@ static void on_register(struct coord *co, struct conn *c, uint64_t req,
   n->last_seen = now_ms();
   set_up(n, 1, "registered");
   send_assign(co, n, req);
+  send_faults(n);
 }
 
 static void on_heartbeat(struct conn *c, const Auralog__Heartbeat *hb)
@@ -369,6 +402,50 @@ static void on_tick(uv_timer_t *t)
   }
 }
 
+/* ---- lab faults ---------------------------------------------------------- */
+
+static void reply_ok(struct conn *c, uint64_t req)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Ok ok = AURALOG__OK__INIT;
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_OK;
+  env.ok = &ok;
+  conn_send(c, &env);
+}
+
+static void on_fault(struct coord *co, struct conn *c, uint64_t req, const Auralog__Fault *f)
+{
+  char why[160];
+  int hit = 0;
+  for (size_t i = 0; i < co->nnodes; i++) {
+    Auralog__NodeInfo *in = co->nodes[i]->info;
+    int was_p = in->partitioned;
+    uint32_t was_s = in->slow_ms;
+    if (!strcmp(f->action, "partition") && !strcmp(in->az, f->az))
+      in->partitioned = 1;
+    else if (!strcmp(f->action, "heal"))
+      in->partitioned = 0;
+    else if (!strcmp(f->action, "slow") && !strcmp(in->id, f->node))
+      in->slow_ms = f->ms;
+    else
+      continue;
+    hit++;
+    if (in->partitioned != was_p || in->slow_ms != was_s) {
+      loginfo("node %s: %s%s", in->id, in->partitioned ? "partitioned" : "not partitioned",
+              in->slow_ms ? ", slow" : "");
+      send_faults(co->nodes[i]);
+    }
+  }
+  if (hit == 0 && strcmp(f->action, "heal") != 0) {
+    snprintf(why, sizeof why, "no such node%s %s", f->node[0] ? "" : "s in AZ",
+             f->node[0] ? f->node : f->az);
+    conn_error(c, req, ERR_NOT_FOUND, why);
+    return;
+  }
+  reply_ok(c, req);
+}
+
 /* ---- engines ------------------------------------------------------------- */
 
 static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
@@ -378,6 +455,8 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   if (slot == NULL)
     return;
   struct ereport *r = &co->engines[slot - co->vols];
+  if (es->epoch < (*slot)->epoch)
+    return;                 /* a fenced engine: status shows the writer */
   /* Keep a copy: the envelope is freed after this call. */
   size_t len = auralog__engine_stat__get_packed_size(es);
   uint8_t *buf = malloc(len + 1);
@@ -432,12 +511,7 @@ static void on_drop_volume(struct coord *co, struct conn *c, uint64_t req,
   memmove(&co->engines[i], &co->engines[i + 1], (co->nvols - i - 1) * sizeof *co->engines);
   co->nvols--;
   loginfo("volume %s dropped (its segments stay on the nodes)", d->name);
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__Ok ok = AURALOG__OK__INIT;
-  env.req = req;
-  env.body_case = AURALOG__ENVELOPE__BODY_OK;
-  env.ok = &ok;
-  conn_send(c, &env);
+  reply_ok(c, req);
 }
 
 /* ---- status -------------------------------------------------------------- */
@@ -512,12 +586,17 @@ static void on_msg(struct conn *c, const Env *env)
   case AURALOG__ENVELOPE__BODY_ENGINE_STAT:
     on_engine_stat(co, env->engine_stat);
     break;
+  case AURALOG__ENVELOPE__BODY_FAULT:
+    on_fault(co, c, env->req, env->fault);
+    break;
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
     on_drop_volume(co, c, env->req, env->drop_volume);
     break;
   case AURALOG__ENVELOPE__BODY_STATUS_REQ:
     on_status(co, c, env->req, env->status_req);
     break;
+  case AURALOG__ENVELOPE__BODY_ERROR:
+    break;                  /* never answer an error with an error */
   default:
     conn_error(c, env->req, ERR_BAD_MSG, "the coordinator does not serve this request");
   }

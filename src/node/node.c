@@ -14,7 +14,10 @@
  * only unacknowledged records.
  *
  * The decisions (is a record new, a duplicate, refused? what is the SCL?)
- * are made by node/segment.c; this file is the driver around it.
+ * are made by node/segment.c; this file is the driver around it. Filling
+ * holes from PG peers (step 4) is node/gossip.c. Lab faults set through
+ * the coordinator are played here: a partitioned node drops the engine's
+ * requests, a slow one answers them late.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -25,47 +28,13 @@
 #include "lib/addr.h"
 #include "lib/log.h"
 #include "net.h"
+#include "node/node.h"
 #include "node/segment.h"
 #include "node/store.h"
 #include "param.h"
 #include "roles.h"
 
-/* An Append written into the open transaction, to acknowledge at commit. */
-struct staged {
-  struct conn *c;
-  uint64_t req;
-  struct segment *s;
-  uint32_t added, dups;
-};
-
-/* A record written into the open transaction, to chain at commit. */
-struct link {
-  struct segment *s;
-  uint64_t lsn, prev;
-};
-
-struct node {
-  uv_loop_t *loop;
-  char id[NAME_MAX_LEN + 1];
-  char az[2];
-  char addr[ADDR_MAX_LEN + 1];
-  const char *coord;
-  struct store st;
-  struct segment **segs;
-  size_t nsegs;
-  struct segment **dirty;    /* segments whose SegMeta to rewrite this turn */
-  size_t ndirty;
-  struct staged *acks;
-  size_t nacks, capacks;
-  struct link *links;
-  size_t nlinks, caplinks;
-  struct conn *coord_conn;
-  uv_timer_t heartbeat, reconnect;
-  uv_check_t commit;
-  uv_signal_t sigterm, sigint;
-};
-
-static struct segment *find_seg(struct node *n, uint64_t vol, uint32_t pg)
+struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg)
 {
   for (size_t i = 0; i < n->nsegs; i++)
     if (n->segs[i]->volume_id == vol && n->segs[i]->pg == pg)
@@ -83,7 +52,7 @@ static void add_seg(void *arg, struct segment *s)
   n->dirty = realloc(n->dirty, n->nsegs * sizeof *n->dirty);
 }
 
-static void mark_dirty(struct node *n, struct segment *s)
+void node_mark_dirty(struct node *n, struct segment *s)
 {
   for (size_t i = 0; i < n->ndirty; i++)
     if (n->dirty[i] == s)
@@ -94,7 +63,7 @@ static void mark_dirty(struct node *n, struct segment *s)
 static struct segment *seg_for(struct node *n, struct conn *c, uint64_t req,
                                uint64_t vol, uint32_t pg)
 {
-  struct segment *s = find_seg(n, vol, pg);
+  struct segment *s = node_find_seg(n, vol, pg);
   if (s == NULL) {
     char why[160];
     snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
@@ -105,6 +74,49 @@ static struct segment *seg_for(struct node *n, struct conn *c, uint64_t req,
 }
 
 /* ---- the write path: stage, then commit once per loop turn --------------- */
+
+/* ---- replies, late on purpose for a slow node (a lab fault) --------------- */
+
+struct delayed {
+  uv_timer_t t;
+  struct conn *c;
+  uint8_t *frame;
+  size_t len;
+};
+
+static void delayed_freed(uv_handle_t *h)
+{
+  free(h->data);
+}
+
+static void delayed_fire(uv_timer_t *t)
+{
+  struct delayed *d = t->data;
+  conn_send_frame(d->c, d->frame, d->len);
+  conn_unref(d->c);
+  uv_close((uv_handle_t *)&d->t, delayed_freed);
+}
+
+/* Answer a writer's request: at once, or slow_ms later on a slow node (the
+ * outlier of paper §2.1 that a 4/6 quorum hides). */
+static void node_reply(struct node *n, struct conn *c, const Env *env)
+{
+  if (n->slow_ms == 0) {
+    conn_send(c, env);
+    return;
+  }
+  struct delayed *d = calloc(1, sizeof *d);
+  d->frame = wire_frame(env, &d->len);
+  if (d->frame == NULL) {
+    free(d);
+    return;
+  }
+  d->c = c;
+  conn_ref(c);
+  uv_timer_init(n->loop, &d->t);
+  d->t.data = d;
+  uv_timer_start(&d->t, delayed_fire, n->slow_ms, 0);
+}
 
 /* Send every staged ack an error: the open transaction is gone. */
 static void fail_staged(struct node *n, uint32_t code, const char *why)
@@ -150,7 +162,7 @@ static int commit_group(struct node *n)
     env.req = a->req;
     env.body_case = AURALOG__ENVELOPE__BODY_APPEND_ACK;
     env.append_ack = &ack;
-    conn_send(a->c, &env);
+    node_reply(n, a->c, &env);
     conn_unref(a->c);
   }
   n->nacks = n->nlinks = n->ndirty = 0;
@@ -178,59 +190,70 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
   /* A newer epoch fences older writers from now on, even if this batch is
    * refused below: write it down with this turn's commit. */
   if (s->epoch != old_epoch && store_begin(&n->st, why, sizeof why) == 0)
-    mark_dirty(n, s);
+    node_mark_dirty(n, s);
   /* The writer's VDL: a point recovery may start from (§4.3). */
   if (a->vdl > s->vdl && store_begin(&n->st, why, sizeof why) == 0) {
     s->vdl = a->vdl;
-    mark_dirty(n, s);
+    node_mark_dirty(n, s);
   }
-  /* Decide about every record before storing any: a refused batch changes
-   * nothing. */
-  uint32_t dups = 0;
-  uint8_t *dup = malloc(a->n_records);
-  for (size_t i = 0; i < a->n_records; i++) {
-    int d;
-    rc = seg_admit(s, a->records[i], &d, why, sizeof why);
-    if (rc != ERR_NONE) {
-      free(dup);
-      conn_error(c, req, (uint32_t)rc, why);
-      return;
-    }
-    dup[i] = (uint8_t)d;
-    dups += (uint32_t)d;
-  }
-  if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
-    free(dup);
+  uint32_t added, dups;
+  rc = node_stage(n, s, a->records, a->n_records, 1, &added, &dups, why, sizeof why);
+  if (rc != ERR_NONE) {
     conn_error(c, req, (uint32_t)rc, why);
     return;
   }
-  for (size_t i = 0; i < a->n_records; i++) {
-    const Rec *r = a->records[i];
-    if (dup[i])
+  if (n->nacks == n->capacks) {
+    n->capacks = n->capacks ? 2 * n->capacks : 64;
+    n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);
+  }
+  conn_ref(c);
+  n->acks[n->nacks++] = (struct staged){c, req, s, added, dups};
+}
+
+int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
+               int strict, uint32_t *added, uint32_t *dups, char *why, size_t whylen)
+{
+  /* Decide about every record before storing any: a refused batch changes
+   * nothing. (0: new, 1: held already, 2: refused and skipped.) */
+  uint8_t *fate = malloc(cnt + 1);
+  int rc;
+  *added = *dups = 0;
+  for (size_t i = 0; i < cnt; i++) {
+    int d;
+    rc = seg_admit(s, recs[i], &d, why, whylen);
+    if (rc != ERR_NONE && strict) {
+      free(fate);
+      return rc;
+    }
+    fate[i] = rc != ERR_NONE ? 2 : (uint8_t)d;
+    *dups += fate[i] == 1;
+  }
+  if ((rc = store_begin(&n->st, why, whylen)) != 0) {
+    free(fate);
+    return rc;
+  }
+  for (size_t i = 0; i < cnt; i++) {
+    const Rec *r = recs[i];
+    if (fate[i])
       continue;
-    if ((rc = store_put_rec(&n->st, s, r, why, sizeof why)) != 0) {
+    if ((rc = store_put_rec(&n->st, s, r, why, whylen)) != 0) {
       /* The whole open transaction is lost: fail everything staged in it. */
-      free(dup);
+      free(fate);
       store_abort(&n->st);
       logwarn("%s", why);
       fail_staged(n, (uint32_t)rc, why);
-      conn_error(c, req, (uint32_t)rc, why);
-      return;
+      return rc;
     }
     if (n->nlinks == n->caplinks) {
       n->caplinks = n->caplinks ? 2 * n->caplinks : 1024;
       n->links = realloc(n->links, n->caplinks * sizeof *n->links);
     }
     n->links[n->nlinks++] = (struct link){s, r->lsn, r->prev_lsn};
+    (*added)++;
   }
-  free(dup);
-  mark_dirty(n, s);
-  if (n->nacks == n->capacks) {
-    n->capacks = n->capacks ? 2 * n->capacks : 64;
-    n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);
-  }
-  conn_ref(c);
-  n->acks[n->nacks++] = (struct staged){c, req, s, (uint32_t)a->n_records - dups, dups};
+  free(fate);
+  node_mark_dirty(n, s);
+  return 0;
 }
 
 /* ---- the read path ------------------------------------------------------- */
@@ -278,7 +301,7 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
     env.req = req;
     env.body_case = AURALOG__ENVELOPE__BODY_PAGE;
     env.page = &pg;
-    conn_send(c, &env);
+    node_reply(n, c, &env);
   }
   free(buf);
 }
@@ -306,7 +329,7 @@ static void reply_info(struct node *n, struct conn *c, uint64_t req,
   long nrecs = 0;
   size_t *nranges = NULL;
   if (with_recs) {
-    nrecs = store_above(&n->st, s, s->vdl, &recs, BATCH_MAX);
+    nrecs = store_above(&n->st, s, s->vdl, &recs, BATCH_MAX, 1);
     if (nrecs < 0) {
       char why[200];
       snprintf(why, sizeof why, "segment on node %s holds more than %d records above "
@@ -327,7 +350,7 @@ static void reply_info(struct node *n, struct conn *c, uint64_t req,
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_SEG_INFO;
   env.seg_info = &si;
-  conn_send(c, &env);
+  node_reply(n, c, &env);
   for (long i = 0; i < nrecs; i++) {
     recs[i]->n_ranges = nranges[i];
     auralog__record__free_unpacked(recs[i], NULL);
@@ -366,13 +389,33 @@ static void on_seg_query(struct node *n, struct conn *c, uint64_t req,
       conn_error(c, req, (uint32_t)rc, why);
       return;
     }
-    mark_dirty(n, s);
+    node_mark_dirty(n, s);
     if (flush_now(n, c, req) != 0)
       return;
     loginfo("volume %llu pg %u: fenced below epoch %llu",
             (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->epoch);
   }
   reply_info(n, c, req, s, s->vdl, 1);
+}
+
+int node_truncate(struct node *n, struct segment *s, uint64_t epoch, uint64_t from,
+                  uint64_t to, char *why, size_t whylen)
+{
+  if (to <= from)
+    return 0;
+  int rc = store_begin(&n->st, why, whylen);
+  if (rc == 0 && (rc = store_truncate(&n->st, s, from, to, why, whylen)) != 0) {
+    store_abort(&n->st);
+    fail_staged(n, (uint32_t)rc, why);
+  }
+  if (rc != 0)
+    return rc;
+  seg_truncate(s, epoch, from, to, store_tail(&n->st, s, from));
+  node_mark_dirty(n, s);
+  loginfo("volume %llu pg %u: truncated (%llu, %llu] for epoch %llu, scl now %llu",
+          (unsigned long long)s->volume_id, s->pg, (unsigned long long)from,
+          (unsigned long long)to, (unsigned long long)epoch, (unsigned long long)s->scl);
+  return 0;
 }
 
 static void on_truncate(struct node *n, struct conn *c, uint64_t req,
@@ -389,22 +432,13 @@ static void on_truncate(struct node *n, struct conn *c, uint64_t req,
     conn_error(c, req, (uint32_t)rc, why);
     return;
   }
-  if (t->to > t->from) {
-    if ((rc = store_truncate(&n->st, s, t->from, t->to, why, sizeof why)) != 0) {
-      store_abort(&n->st);
-      fail_staged(n, (uint32_t)rc, why);
-      conn_error(c, req, (uint32_t)rc, why);
-      return;
-    }
-    seg_truncate(s, t->epoch, t->from, t->to, store_tail(&n->st, s, t->from));
-    loginfo("volume %llu pg %u: truncated (%llu, %llu] for epoch %llu, scl now %llu",
-            (unsigned long long)s->volume_id, s->pg, (unsigned long long)t->from,
-            (unsigned long long)t->to, (unsigned long long)t->epoch,
-            (unsigned long long)s->scl);
+  if ((rc = node_truncate(n, s, t->epoch, t->from, t->to, why, sizeof why)) != 0) {
+    conn_error(c, req, (uint32_t)rc, why);
+    return;
   }
   if (t->from > s->vdl)
     s->vdl = t->from;       /* recovery established it as durable */
-  mark_dirty(n, s);
+  node_mark_dirty(n, s);
   if (flush_now(n, c, req) != 0)
     return;
   /* The tail the new writer links its first record of this PG to. */
@@ -420,7 +454,7 @@ static void on_assign(struct node *n, const Auralog__Assign *as)
   char why[256];
   for (size_t i = 0; i < as->n_segments; i++) {
     const Auralog__Segment *d = as->segments[i];
-    if (strcmp(d->node, n->id) != 0 || find_seg(n, d->volume_id, d->pg))
+    if (strcmp(d->node, n->id) != 0 || node_find_seg(n, d->volume_id, d->pg))
       continue;
     struct segment s;
     seg_init(&s, d->volume_id, d->pg, d->first_page, d->npages, d->page_size);
@@ -429,16 +463,34 @@ static void on_assign(struct node *n, const Auralog__Assign *as)
       logwarn("%s", why);
       continue;
     }
-    mark_dirty(n, n->segs[n->nsegs - 1]);
+    node_mark_dirty(n, n->segs[n->nsegs - 1]);
     loginfo("now hosting volume %llu pg %u (pages %u..%u)",
             (unsigned long long)d->volume_id, d->pg, d->first_page,
             d->first_page + d->npages - 1);
   }
+  gossip_learn(n, as);
+}
+
+static void on_faults(struct node *n, const Auralog__NodeFaults *f)
+{
+  if (f->partitioned != n->partitioned || f->slow_ms != n->slow_ms)
+    loginfo("lab fault: %s, %s", f->partitioned ? "partitioned from the engine and "
+            "other AZs" : "not partitioned", f->slow_ms ? "slow" : "not slow");
+  n->partitioned = f->partitioned;
+  n->slow_ms = f->slow_ms;
 }
 
 static void on_msg(struct conn *c, const Env *env)
 {
   struct node *n = c->data;
+  /* A partitioned node hears nothing from the engine: as if the network
+   * dropped it (no answer, not even an error). */
+  if (n->partitioned && c != n->coord_conn &&
+      (env->body_case == AURALOG__ENVELOPE__BODY_APPEND ||
+       env->body_case == AURALOG__ENVELOPE__BODY_READ_PAGE ||
+       env->body_case == AURALOG__ENVELOPE__BODY_SEG_QUERY ||
+       env->body_case == AURALOG__ENVELOPE__BODY_TRUNCATE))
+    return;
   switch (env->body_case) {
   case AURALOG__ENVELOPE__BODY_APPEND:
     on_append(n, c, env->req, env->append);
@@ -458,14 +510,23 @@ static void on_msg(struct conn *c, const Env *env)
     else
       conn_error(c, env->req, ERR_BAD_MSG, "only the coordinator assigns segments");
     break;
+  case AURALOG__ENVELOPE__BODY_NODE_FAULTS:
+    if (c == n->coord_conn)
+      on_faults(n, env->node_faults);
+    break;
+  case AURALOG__ENVELOPE__BODY_GOSSIP_PULL:
+    gossip_on_pull(n, c, env->req, env->gossip_pull);
+    break;
   case AURALOG__ENVELOPE__BODY_ERROR:
-    if (c == n->coord_conn) {
+    if (c == n->coord_conn && env->req == 1) {
       /* The coordinator refused our registration: a configuration error
        * (an id registered in another AZ). Nothing to retry. */
       errmsg("coordinator refused node %s: %s", n->id, env->error->msg);
       exit(1);
     }
-    break;
+    if (env->error->msg[0])
+      logwarn("%s: %s", c->peer, env->error->msg);
+    break;                  /* never answer an error with an error */
   default:
     conn_error(c, env->req, ERR_BAD_MSG, "a storage node does not serve this request");
   }
@@ -638,6 +699,7 @@ int node_main(int argc, char **argv)
   uv_signal_start(&n.sigint, on_signal, SIGINT);
   signal(SIGPIPE, SIG_IGN);
   connect_coord(&n);
+  gossip_start(&n);
 
   loginfo("node %s (AZ %s) serving on %s, data in %s, %zu segment%s", n.id, n.az,
           listen, data, n.nsegs, n.nsegs == 1 ? "" : "s");

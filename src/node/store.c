@@ -411,7 +411,7 @@ int store_truncate(struct store *st, const struct segment *s, uint64_t from,
 }
 
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
-                 size_t max)
+                 size_t max, int all)
 {
   MDB_txn *txn = st->txn;
   *out = NULL;
@@ -430,7 +430,7 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
     if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
       break;
     if (n == max) {
-      rc = -1;
+      rc = all ? -1 : 0;
       break;
     }
     Rec *rec = auralog__record__unpack(NULL, val.mv_size, val.mv_data);

@@ -55,11 +55,11 @@ size_t store_truncs_pb(const struct segment *s, Auralog__TruncRange **tr,
 /* Highest LSN held at or below upto (0 if none). */
 uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto);
 
-/* Every record above lsn, unpacked (free each with
- * auralog__record__free_unpacked), at most max of them. Returns how many,
- * or -1 if there are more than max. */
+/* The records above lsn in LSN order, unpacked (free each with
+ * auralog__record__free_unpacked), at most max of them. Returns how many;
+ * if there are more than max: -1 when all is set, else the first max. */
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
-                 size_t max);
+                 size_t max, int all);
 
 /* Delete every record in (from, to], in the open write transaction. */
 int store_truncate(struct store *st, const struct segment *s, uint64_t from,

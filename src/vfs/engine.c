@@ -249,7 +249,7 @@ static void release(void)
     } else if (now - j->at > COMMIT_DEADLINE_MS) {
       char why[300];
       *pp = j->next;
-      vol_wait(E.vol, j->commit_lsn, 0, why, sizeof why);
+      vol_stalled(E.vol, j->commit_lsn, (int)(now - j->at), why, sizeof why);
       conn_error(j->c, j->req, ERR_UNAVAILABLE, why);
       job_free(j);
     } else {
@@ -305,8 +305,17 @@ static void submit(struct job *j)
 
 static void on_msg(struct conn *c, const Env *env)
 {
+  char why[300];
+  if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR)
+    return;                 /* never answer an error with an error */
   if (env->body_case != AURALOG__ENVELOPE__BODY_QUERY) {
     conn_error(c, env->req, ERR_BAD_MSG, "the engine serves SQL queries only");
+    return;
+  }
+  /* A fenced writer (a newer engine opened the volume) serves nothing:
+   * its cache may be stale and its writes are refused anyway. */
+  if (vol_fenced(E.vol, why, sizeof why)) {
+    conn_error(c, env->req, ERR_STALE_EPOCH, why);
     return;
   }
   struct client *cl = c->ctx;

@@ -59,6 +59,7 @@ struct vnode {
 
 struct inflight {
   uint64_t req;
+  unsigned long long sent_at;
   int node;
   uint32_t pg;
   int slot;
@@ -73,6 +74,7 @@ struct readreq {
   uint8_t *out;
   uint64_t page_lsn;
   uint64_t req;              /* 0: not in flight */
+  unsigned long long sent_at;
   int node;
   unsigned tried;            /* bit i: slot i refused */
   int done, rc, abandoned;
@@ -195,7 +197,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   env.append = &a;
   if (conn_send(n->c, &env) == 0) {
     struct inflight *f = fl_add(v);
-    *f = (struct inflight){env.req, g->node[slot], pg, slot, lsns, cnt};
+    *f = (struct inflight){env.req, now_ms(), g->node[slot], pg, slot, lsns, cnt};
     v->st.redo_msgs++;
     v->st.redo_bytes += 4 + auralog__envelope__get_packed_size(&env);
   } else {
@@ -268,8 +270,10 @@ static void dispatch_read(struct volume *v, struct readreq *r)
   env.read_page = &rp;
   r->node = g->node[pick];
   r->tried |= 1u << pick;
-  if (conn_send(v->nodes[r->node].c, &env) == 0)
+  if (conn_send(v->nodes[r->node].c, &env) == 0) {
     r->req = env.req;
+    r->sent_at = now_ms();
+  }
 }
 
 static void read_done(struct volume *v, struct readreq *r, const Env *env)
@@ -530,10 +534,34 @@ static void on_wake(uv_async_t *h)
     uv_stop(&v->loop);
 }
 
+/* A segment that does not answer (partitioned, slow, its node hung) must
+ * not hold anything up: Appends go again, reads go elsewhere. */
+static void expire(struct volume *v)
+{
+  unsigned long long now = now_ms();
+  for (size_t i = 0; i < v->nfl;) {
+    struct inflight *f = &v->fl[i];
+    if (now - f->sent_at > APPEND_RETRY_MS) {
+      if (f->n)
+        v->pgs[f->pg].resend |= (uint8_t)(1u << f->slot);
+      free(f->lsns);
+      *f = v->fl[--v->nfl];
+    } else {
+      i++;
+    }
+  }
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (r->req && now - r->sent_at > READ_TRY_MS) {
+      r->req = 0;               /* a late answer is ignored */
+      r->retry_at = 0;
+    }
+}
+
 static void on_tick(uv_timer_t *t)
 {
   struct volume *v = t->data;
   pthread_mutex_lock(&v->mu);
+  expire(v);
   connect_nodes(v);
   flush(v);
   pthread_mutex_unlock(&v->mu);
@@ -988,6 +1016,18 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
   return cpl;
 }
 
+/* Why commit lsn is not durable yet (called with v->mu held). */
+static void stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen)
+{
+  if (v->fenced)
+    snprintf(why, whylen, "%s", v->fenced_why);
+  else
+    snprintf(why, whylen, "commit %llu not durable after %d ms: storage has no write "
+             "quorum (vdl %llu; %zu records wait for %d of %d acks)",
+             (unsigned long long)lsn, waited_ms, (unsigned long long)v->q.vdl,
+             q_pending(&v->q), VW, NCOPIES);
+}
+
 int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen)
 {
   struct timespec dl;
@@ -997,23 +1037,28 @@ int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t w
     if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
       break;
   int rc = v->q.vdl >= lsn ? 0 : -1;
-  if (rc != 0) {
-    if (v->fenced)
-      snprintf(why, whylen, "%s", v->fenced_why);
-    else
-      snprintf(why, whylen, "commit %llu not durable after %d ms: storage has no write "
-               "quorum (vdl %llu; %zu records wait for %d of %d acks)",
-               (unsigned long long)lsn, timeout_ms, (unsigned long long)v->q.vdl,
-               q_pending(&v->q), VW, NCOPIES);
-  }
+  if (rc != 0)
+    stalled(v, lsn, timeout_ms, why, whylen);
   pthread_mutex_unlock(&v->mu);
   return rc;
+}
+
+void vol_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen)
+{
+  pthread_mutex_lock(&v->mu);
+  stalled(v, lsn, waited_ms, why, whylen);
+  pthread_mutex_unlock(&v->mu);
 }
 
 int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
              char *why, size_t whylen)
 {
   pthread_mutex_lock(&v->mu);
+  if (v->fenced) {
+    snprintf(why, whylen, "%s", v->fenced_why);
+    pthread_mutex_unlock(&v->mu);
+    return -1;
+  }
   uint32_t pg = page_no / v->pg_pages;
   if (pg >= v->npgs) {          /* never written: a zero page */
     pthread_mutex_unlock(&v->mu);
@@ -1143,4 +1188,15 @@ int vol_drop(const char *coord, const char *name, char *why, size_t whylen)
   Env *rep = coord_call(coord, &req, AURALOG__ENVELOPE__BODY_OK, why, whylen);
   wire_free(rep);
   return rep ? 0 : -1;
+}
+
+int vol_fenced(struct volume *v, char *why, size_t whylen)
+{
+  pthread_mutex_lock(&v->mu);
+  int fenced = v->fenced;
+  if (fenced)
+    snprintf(why, whylen, "%s: a newer writer opened volume %s; this engine must stop",
+             v->fenced_why, v->name);
+  pthread_mutex_unlock(&v->mu);
+  return fenced;
 }

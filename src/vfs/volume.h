@@ -72,12 +72,18 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
 /* Wait until vdl >= lsn. Returns 0, or -1 with a reason after timeout_ms. */
 int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen);
 
+/* Why commit lsn is not durable after waited_ms: a one-line reason. */
+void vol_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen);
+
 /* Page page_no as of the current VDL into out (vol_page_size bytes).
  * *page_lsn: the LSN of its newest change. Returns 0, or -1 with a reason. */
 int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
              char *why, size_t whylen);
 
 uint64_t vol_vdl(struct volume *v);
+
+/* Has a newer writer fenced this one (§4.3)? Then why says so. */
+int vol_fenced(struct volume *v, char *why, size_t whylen);
 
 /* Call fn(arg, vdl) on the I/O thread whenever the VDL advances (the
  * engine server acknowledges waiting commits from there). */

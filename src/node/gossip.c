@@ -1,0 +1,267 @@
+/*
+ * gossip.c: segments of a protection group fill each other's holes
+ * (paper §3.3, Figure 4 step 4).
+ *
+ * A node that was down, partitioned or just unlucky misses batches; its
+ * SCL then stops below a hole even as later records arrive. The writer
+ * does not resend what is already durable, so the segments repair
+ * themselves: every GOSSIP_MS each segment that has a hole, or knows a peer
+ * further ahead, asks one PG peer "I am complete to my SCL; what do you
+ * hold above it?" (GossipPull). The peer answers with its records above
+ * that point and its truncated ranges (GossipPush). The asker applies the
+ * truncations first (a recovery it missed), then stores the records
+ * through the same path as a writer's batch, skipping what it refuses, so
+ * a returning node's SCL catches up with its peers' within seconds.
+ * Segments with nothing missing ask every GOSSIP_IDLE periods, to learn
+ * how far their peers are.
+ *
+ * Peers come from the coordinator's Assign: every segment of the PGs this
+ * node hosts. A partitioned node (a lab fault) gossips only within its AZ.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "node/node.h"
+
+int gossip_reachable(const struct node *n, const char *az)
+{
+  return !n->partitioned || strcmp(az, n->az) == 0;
+}
+
+static int peer_index(struct node *n, const Auralog__Segment *d)
+{
+  for (size_t i = 0; i < n->npeers; i++)
+    if (strcmp(n->peers[i].id, d->node) == 0) {
+      snprintf(n->peers[i].addr, sizeof n->peers[i].addr, "%s", d->addr);
+      return (int)i;
+    }
+  n->peers = realloc(n->peers, (n->npeers + 1) * sizeof *n->peers);
+  struct peer *p = &n->peers[n->npeers];
+  memset(p, 0, sizeof *p);
+  snprintf(p->id, sizeof p->id, "%s", d->node);
+  snprintf(p->az, sizeof p->az, "%s", d->az);
+  snprintf(p->addr, sizeof p->addr, "%s", d->addr);
+  return (int)n->npeers++;
+}
+
+static struct gossip *gossip_of(struct node *n, uint64_t vol, uint32_t pg)
+{
+  for (size_t i = 0; i < n->ngs; i++)
+    if (n->gs[i].volume_id == vol && n->gs[i].pg == pg)
+      return &n->gs[i];
+  return NULL;
+}
+
+void gossip_learn(struct node *n, const Auralog__Assign *as)
+{
+  for (size_t i = 0; i < as->n_peers; i++) {
+    const Auralog__Segment *d = as->peers[i];
+    if (strcmp(d->node, n->id) == 0 || node_find_seg(n, d->volume_id, d->pg) == NULL)
+      continue;
+    struct gossip *g = gossip_of(n, d->volume_id, d->pg);
+    if (g == NULL) {
+      n->gs = realloc(n->gs, (n->ngs + 1) * sizeof *n->gs);
+      g = &n->gs[n->ngs++];
+      memset(g, 0, sizeof *g);
+      g->volume_id = d->volume_id;
+      g->pg = d->pg;
+    }
+    int p = peer_index(n, d), known = 0;
+    for (int k = 0; k < g->npeers; k++)
+      known |= g->peer[k] == p;
+    if (!known && g->npeers < NCOPIES)
+      g->peer[g->npeers++] = p;
+  }
+}
+
+/* ---- asking -------------------------------------------------------------- */
+
+static void on_push(struct node *n, struct conn *c, const Env *env)
+{
+  const Auralog__GossipPush *gp = env->gossip_push;
+  struct peer *p = &n->peers[(intptr_t)c->ctx];
+  struct gossip *g = gossip_of(n, gp->volume_id, gp->pg);
+  struct segment *s = node_find_seg(n, gp->volume_id, gp->pg);
+  if (g == NULL || s == NULL || g->req != env->req)
+    return;
+  g->req = 0;
+  if (!gossip_reachable(n, p->az))
+    return;                 /* it left before the partition began */
+  for (int k = 0; k < g->npeers; k++)
+    if (&n->peers[g->peer[k]] == p)
+      g->peer_scl[k] = gp->scl;
+  char why[256];
+  /* Truncations first: records inside them must not come back. */
+  for (size_t i = 0; i < gp->n_truncs; i++) {
+    const Auralog__TruncRange *t = gp->truncs[i];
+    int have = 0;
+    for (size_t j = 0; j < s->ntruncs; j++)
+      have |= s->truncs[j].from == t->from && s->truncs[j].to == t->to;
+    if (!have && node_truncate(n, s, t->epoch, t->from, t->to, why, sizeof why) != 0) {
+      logwarn("gossip: %s", why);
+      return;
+    }
+  }
+  if (gp->n_records == 0)
+    return;
+  uint32_t added, dups;
+  if (node_stage(n, s, gp->records, gp->n_records, 0, &added, &dups, why, sizeof why) != 0) {
+    logwarn("gossip: %s", why);
+    return;
+  }
+  if (added)
+    loginfo("gossip: volume %llu pg %u: %u records from %s (it is complete to %llu)",
+            (unsigned long long)s->volume_id, s->pg, added, p->id,
+            (unsigned long long)gp->scl);
+}
+
+static void peer_msg(struct conn *c, const Env *env)
+{
+  struct node *n = c->data;
+  if (env->body_case == AURALOG__ENVELOPE__BODY_GOSSIP_PUSH)
+    on_push(n, c, env);
+}
+
+static void peer_closed(struct conn *c)
+{
+  struct node *n = c->data;
+  struct peer *p = &n->peers[(intptr_t)c->ctx];
+  if (p->c == c) {
+    p->c = NULL;
+    p->up = 0;
+    p->retry_at = now_ms() + RECONNECT_MS;
+  }
+  for (size_t i = 0; i < n->ngs; i++)
+    for (int k = 0; k < n->gs[i].npeers; k++)
+      if (&n->peers[n->gs[i].peer[k]] == p)
+        n->gs[i].req = 0;
+}
+
+static void peer_connected(struct conn *c, int status)
+{
+  struct node *n = c->data;
+  if (status == 0)
+    n->peers[(intptr_t)c->ctx].up = 1;
+}
+
+/* The connection to peer i, if it is up; starts one if not. */
+static struct conn *peer_conn(struct node *n, int i)
+{
+  struct peer *p = &n->peers[i];
+  if (p->c == NULL && now_ms() >= p->retry_at) {
+    p->c = net_connect(n->loop, p->addr, peer_connected, peer_msg, peer_closed, n);
+    if (p->c)
+      p->c->ctx = (void *)(intptr_t)i;
+    else
+      p->retry_at = now_ms() + RECONNECT_MS;
+  }
+  return p->c && p->up ? p->c : NULL;
+}
+
+static void ask(struct node *n, struct gossip *g, struct segment *s)
+{
+  uint64_t best = 0;
+  for (int k = 0; k < g->npeers; k++)
+    if (g->peer_scl[k] > best)
+      best = g->peer_scl[k];
+  int behind = s->npend > 0 || best > s->scl;
+  if (!behind && n->ticks % GOSSIP_IDLE != 0)
+    return;
+  /* Behind: ask a peer known to be further ahead; else take turns. */
+  int pick = -1;
+  for (int j = 0; j < g->npeers && pick < 0; j++) {
+    int k = (int)((g->turn + (unsigned)j) % (unsigned)g->npeers);
+    struct peer *p = &n->peers[g->peer[k]];
+    if (!gossip_reachable(n, p->az) || peer_conn(n, g->peer[k]) == NULL)
+      continue;
+    if (best > s->scl && g->peer_scl[k] <= s->scl)
+      continue;
+    pick = k;
+  }
+  for (int j = 0; j < g->npeers && pick < 0; j++) {   /* anyone reachable */
+    int k = (int)((g->turn + (unsigned)j) % (unsigned)g->npeers);
+    if (gossip_reachable(n, n->peers[g->peer[k]].az) && peer_conn(n, g->peer[k]))
+      pick = k;
+  }
+  if (pick < 0)
+    return;
+  g->turn = (unsigned)pick + 1;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__GossipPull gp = AURALOG__GOSSIP_PULL__INIT;
+  gp.volume_id = s->volume_id;
+  gp.pg = s->pg;
+  gp.scl = s->scl;
+  gp.node = n->id;
+  env.req = ++n->next_req;
+  env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PULL;
+  env.gossip_pull = &gp;
+  if (conn_send(n->peers[g->peer[pick]].c, &env) == 0) {
+    g->req = env.req;
+    g->sent_at = now_ms();
+  }
+}
+
+static void on_tick(uv_timer_t *t)
+{
+  struct node *n = t->data;
+  n->ticks++;
+  unsigned long long now = now_ms();
+  for (size_t i = 0; i < n->ngs; i++) {
+    struct gossip *g = &n->gs[i];
+    struct segment *s = node_find_seg(n, g->volume_id, g->pg);
+    if (s == NULL)
+      continue;
+    if (g->req && now - g->sent_at < 10 * GOSSIP_MS)
+      continue;             /* still waiting for the last answer */
+    g->req = 0;
+    ask(n, g, s);
+  }
+}
+
+void gossip_start(struct node *n)
+{
+  uv_timer_init(n->loop, &n->gossip_timer);
+  n->gossip_timer.data = n;
+  uv_timer_start(&n->gossip_timer, on_tick, GOSSIP_MS, GOSSIP_MS);
+}
+
+/* ---- answering ----------------------------------------------------------- */
+
+void gossip_on_pull(struct node *n, struct conn *c, uint64_t req,
+                    const Auralog__GossipPull *p)
+{
+  const char *az = NULL;
+  for (size_t i = 0; i < n->npeers; i++)
+    if (strcmp(n->peers[i].id, p->node) == 0)
+      az = n->peers[i].az;
+  if (az == NULL || !gossip_reachable(n, az))
+    return;                 /* not a peer, or across a partition: dropped */
+  struct segment *s = node_find_seg(n, p->volume_id, p->pg);
+  if (s == NULL)
+    return;
+  Rec **recs = NULL;
+  long nrecs = p->scl < s->max_lsn
+                 ? store_above(&n->st, s, p->scl, &recs, GOSSIP_MAX, 0) : 0;
+  if (nrecs < 0)
+    nrecs = 0;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__GossipPush gp = AURALOG__GOSSIP_PUSH__INIT;
+  Auralog__TruncRange *tr;
+  gp.volume_id = s->volume_id;
+  gp.pg = s->pg;
+  gp.scl = s->scl;
+  gp.records = recs;
+  gp.n_records = (size_t)nrecs;
+  gp.n_truncs = store_truncs_pb(s, &tr, &gp.truncs);
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PUSH;
+  env.gossip_push = &gp;
+  conn_send(c, &env);
+  for (long i = 0; i < nrecs; i++)
+    auralog__record__free_unpacked(recs[i], NULL);
+  free(recs);
+  free(tr);
+  free(gp.truncs);
+}

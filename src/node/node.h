@@ -1,0 +1,105 @@
+/*
+ * node.h: the storage node's state, shared by its driver (node.c) and its
+ * gossip (gossip.c). Nothing outside src/node includes it.
+ */
+#ifndef AURALOG_NODE_H
+#define AURALOG_NODE_H
+
+#include <uv.h>
+#include "net.h"
+#include "node/segment.h"
+#include "node/store.h"
+#include "param.h"
+
+/* An Append written into the open transaction, to acknowledge at commit. */
+struct staged {
+  struct conn *c;
+  uint64_t req;
+  struct segment *s;
+  uint32_t added, dups;
+};
+
+/* A record written into the open transaction, to chain at commit. */
+struct link {
+  struct segment *s;
+  uint64_t lsn, prev;
+};
+
+/* Another node holding segments of our PGs. */
+struct peer {
+  char id[NAME_MAX_LEN + 1];
+  char az[2];
+  char addr[ADDR_MAX_LEN + 1];
+  struct conn *c;
+  int up;
+  unsigned long long retry_at;
+};
+
+/* Gossip state of one hosted segment: its PG's other segments. */
+struct gossip {
+  uint64_t volume_id;
+  uint32_t pg;
+  int peer[NCOPIES];         /* index in node.peers */
+  uint64_t peer_scl[NCOPIES];/* SCL each peer last told us */
+  int npeers;
+  unsigned turn;             /* whom to ask next */
+  uint64_t req;              /* our pull in flight (0: none) */
+  unsigned long long sent_at;
+};
+
+struct node {
+  uv_loop_t *loop;
+  char id[NAME_MAX_LEN + 1];
+  char az[2];
+  char addr[ADDR_MAX_LEN + 1];
+  const char *coord;
+  struct store st;
+  struct segment **segs;
+  size_t nsegs;
+  struct segment **dirty;    /* segments whose SegMeta to rewrite this turn */
+  size_t ndirty;
+  struct staged *acks;
+  size_t nacks, capacks;
+  struct link *links;
+  size_t nlinks, caplinks;
+  struct conn *coord_conn;
+  uv_timer_t heartbeat, reconnect, gossip_timer;
+  uv_check_t commit;
+  uv_signal_t sigterm, sigint;
+  /* Lab faults, set by the coordinator. */
+  int partitioned;           /* cut off from the engine and other AZs */
+  uint32_t slow_ms;          /* answer the engine this much late */
+  /* Gossip. */
+  struct peer *peers;
+  size_t npeers;
+  struct gossip *gs;
+  size_t ngs;
+  uint64_t next_req;
+  unsigned ticks;
+};
+
+struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg);
+void node_mark_dirty(struct node *n, struct segment *s);
+
+/* Stage records for segment s in the open transaction (they are chained
+ * at commit). strict: any refused record refuses the batch and changes
+ * nothing (an engine's Append); otherwise refused records are skipped
+ * (gossip). *added, *dups: how many were new, already held. Returns 0 or
+ * an ERR_* code with a reason. */
+int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
+               int strict, uint32_t *added, uint32_t *dups, char *why, size_t whylen);
+
+/* Truncate (from, to] of s for a writer of epoch, in the open
+ * transaction. Returns 0 or an ERR_* code with a reason. */
+int node_truncate(struct node *n, struct segment *s, uint64_t epoch, uint64_t from,
+                  uint64_t to, char *why, size_t whylen);
+
+/* gossip.c (paper §3.3 step 4) */
+void gossip_start(struct node *n);
+void gossip_learn(struct node *n, const Auralog__Assign *as);
+void gossip_on_pull(struct node *n, struct conn *c, uint64_t req,
+                    const Auralog__GossipPull *p);
+/* May this node talk with a node of AZ az? (not across a partition) */
+int gossip_reachable(const struct node *n, const char *az);
+
+#endif
