@@ -3,8 +3,8 @@
  * sql` against a real cluster (coordinator, six nodes, engine), with a
  * node stopped, with the engine restarted (cold cache: reads come from
  * storage) and killed, against stock SQLite on a local file for the same
- * random workload, through the SQLite extension from the sqlite3 shell and
- * from Python, and with the write quorum lost.
+ * random workload, and through the SQLite extension from the sqlite3 shell
+ * and from Python. (Faults: test_faults.c; crashes: test_crash.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -315,32 +315,6 @@ static void wal_is_refused_with_a_clear_message(void **state)
   sql_ok("select 1+1;", "2\n");
 }
 
-static void without_a_write_quorum_commits_fail_cleanly_and_reads_work(void **state)
-{
-  (void)state;
-  sql_ok("create table q(i); insert into q values(1);", "");
-  /* An AZ and one more node down: 3 of 6 segments left, no write quorum. */
-  stop_member("A1", SIGTERM);
-  stop_member("A2", SIGTERM);
-  stop_member("B1", SIGTERM);
-  unsigned long long t0 = now_ms();
-  int rc = sql("insert into q values(2);");
-  unsigned long long ms = now_ms() - t0;
-  assert_int_not_equal(rc, 0);
-  assert_non_null(strstr(out, "no write quorum"));
-  assert_true(ms >= COMMIT_DEADLINE_MS - 500);
-  assert_true(ms < COMMIT_DEADLINE_MS + 5000);
-  /* Reads go on: one segment with a complete log is enough. */
-  sql_ok("select count(*) from t10k;", "10000\n");
-  /* The nodes come back: the queued commit becomes durable and new ones
-   * go through, without restarting the engine. */
-  pid_t engine_pid = pid_of("engine");
-  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
-  assert_int_equal(pid_of("engine"), engine_pid);
-  sql_ok("insert into q values(3);", "");
-  sql_ok("select group_concat(i) from (select i from q order by i);", "1,2,3\n");
-}
-
 static void cluster_down_leaves_nothing(void **state)
 {
   (void)state;
@@ -361,7 +335,6 @@ int main(void)
     cmocka_unit_test(random_workload_matches_stock_sqlite),
     cmocka_unit_test(python_loads_the_extension_and_uses_a_volume),
     cmocka_unit_test(wal_is_refused_with_a_clear_message),
-    cmocka_unit_test(without_a_write_quorum_commits_fail_cleanly_and_reads_work),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests_name("integration: engine", tests, setup, teardown);

@@ -1,0 +1,274 @@
+/*
+ * Integration: faults, as a lab would play them with `auralog fault`
+ * against a real cluster (paper §2.1, §3.3, §4.3). One AZ down: commits go
+ * on. One more node down: commits stall and fail cleanly after the
+ * deadline, reads still work. Nodes back: writes resume without
+ * restarting the engine, and the returning segments catch up by gossip.
+ * A partitioned AZ is like one down, and heals. A slow node is hidden by
+ * the 4/6 quorum. A second engine fences the first. A crashed engine
+ * comes back with a new epoch and the same data.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "lib/log.h"
+#include "param.h"
+
+static char out[1 << 16];
+
+static int sql(const char *text)
+{
+  return sh_in(text, out, sizeof out, "%s sql --engine %s 2>&1", bin, engine);
+}
+
+static void sql_ok(const char *text, const char *want)
+{
+  int rc = sql(text);
+  if (rc != 0)
+    fail_msg("auralog sql failed (%d): %s", rc, out);
+  if (want && strcmp(out, want) != 0)
+    fail_msg("auralog sql printed '%s', want '%s'", out, want);
+}
+
+static void fault(const char *what)
+{
+  int rc = sh(out, sizeof out, "%s fault --dir %s %s 2>&1", bin, dir, what);
+  if (rc != 0)
+    fail_msg("auralog fault %s: %s", what, out);
+}
+
+/* Insert n rows in n transactions; returns ms per commit. */
+static double commits(const char *table, int from, int n)
+{
+  char *s = malloc((size_t)n * 64 + 1);
+  size_t len = 0;
+  for (int i = 0; i < n; i++)
+    len += (size_t)sprintf(s + len, "insert into %s values(%d);\n", table, from + i);
+  unsigned long long t0 = now_ms();
+  sql_ok(s, "");
+  free(s);
+  return (double)(now_ms() - t0) / n;
+}
+
+/* The SCL status shows for node's segment of pg 0 (-1: not shown). */
+static long long scl_of(cJSON *o, const char *node)
+{
+  cJSON *pg = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "pgs"), 0), *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(pg, "segments"))
+    if (strcmp(cJSON_GetObjectItem(s, "node")->valuestring, node) == 0)
+      return (long long)cJSON_GetObjectItem(s, "scl")->valuedouble;
+  return -1;
+}
+
+/* Wait until every segment of pg 0 shows the same SCL (gossip caught the
+ * laggards up); returns the time it took. */
+static unsigned long long wait_scls_equal(int ms)
+{
+  static const char *nodes[] = {"A1", "A2", "B1", "B2", "C1", "C2"};
+  unsigned long long t0 = now_ms();
+  long long lo = 0, hi = 0;
+  while (now_ms() - t0 < (unsigned long long)ms) {
+    cJSON *o = status("main");
+    lo = hi = scl_of(o, nodes[0]);
+    for (int i = 1; i < 6; i++) {
+      long long v = scl_of(o, nodes[i]);
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+    cJSON_Delete(o);
+    if (lo == hi && lo > 0)
+      return now_ms() - t0;
+    usleep(100000);
+  }
+  fail_msg("segment SCLs still differ after %d ms (%lld..%lld)", ms, lo, hi);
+  return 0;
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  if (cluster_start("faults") != 0)
+    return -1;
+  return sql("create table f(i); insert into f values(0);") == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  cluster_stop();
+  return 0;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void one_az_down_commits_go_on(void **state)
+{
+  (void)state;
+  fault("az-down B");
+  wait_node_state("B1", "down", 2000);
+  commits("f", 1, 50);
+  sql_ok("select count(*) from f;", "51\n");
+  cJSON *o = status("main");
+  cJSON *pg = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "pgs"), 0), *s;
+  int down = 0;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItem(pg, "segments"))
+    down += strcmp(cJSON_GetObjectItem(s, "state")->valuestring, "down") == 0;
+  assert_int_equal(down, 2);     /* status shows the segments' state */
+  cJSON_Delete(o);
+}
+
+static void az_plus_one_down_commits_fail_cleanly_reads_work(void **state)
+{
+  (void)state;
+  fault("node-stop A1");         /* 3 of 6 left: no write quorum */
+  unsigned long long t0 = now_ms();
+  int rc = sql("insert into f values(1000);");
+  unsigned long long ms = now_ms() - t0;
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(out, "no write quorum"));
+  assert_true(ms >= COMMIT_DEADLINE_MS - 500);
+  assert_true(ms < COMMIT_DEADLINE_MS + 5000);
+  /* Reads: one segment with a complete log is enough (Vr = 3 remain). */
+  sql_ok("select count(*) from f where i < 1000;", "51\n");
+}
+
+static void nodes_return_writes_resume_and_gossip_catches_up(void **state)
+{
+  (void)state;
+  pid_t engine_pid = pid_of("engine");
+  fault("az-up B");
+  fault("node-start A1");
+  assert_int_equal(pid_of("engine"), engine_pid);   /* no engine restart */
+  commits("f", 51, 20);
+  /* The commit that timed out stayed queued and is durable now. */
+  sql_ok("select count(*) from f;", "72\n");
+  /* B1, B2 and A1 missed records that were durable without them; the
+   * engine does not resend those, gossip fills them. */
+  unsigned long long ms = wait_scls_equal(5000);
+  printf("# returning segments caught up by gossip in %llu ms\n", ms);
+  assert_int_equal(sh(out, sizeof out, "grep -l 'gossip: ' %s/log/B1.log %s/log/B2.log",
+                      dir, dir), 0);
+}
+
+static void a_partitioned_az_is_like_one_down_and_heals(void **state)
+{
+  (void)state;
+  fault("partition C");
+  cJSON *o = status("main"), *n;
+  int parted = 0;
+  cJSON_ArrayForEach(n, cJSON_GetObjectItem(o, "nodes"))
+    parted += cJSON_IsTrue(cJSON_GetObjectItem(n, "partitioned"));
+  cJSON_Delete(o);
+  assert_int_equal(parted, 2);
+  commits("f", 100, 20);         /* 4 of 6 answer */
+  fault("heal");
+  commits("f", 200, 5);
+  wait_scls_equal(5000);
+  sql_ok("select count(*) from f;", "97\n");
+}
+
+static void a_slow_node_is_hidden_by_the_quorum(void **state)
+{
+  (void)state;
+  double fast = commits("f", 300, 20);
+  fault("slow A2 400");
+  double slow = commits("f", 400, 20);
+  fault("slow A2 0");
+  printf("# commit: %.1f ms per transaction, %.1f ms with A2 400 ms late\n", fast, slow);
+  /* 4 of the 5 others answer at once: the slow one costs nothing. */
+  assert_true(slow < 200);
+}
+
+static void a_second_engine_fences_the_first(void **state)
+{
+  (void)state;
+  char e2[64], log[512];
+  snprintf(e2, sizeof e2, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET + 1);
+  snprintf(log, sizeof log, "%s/log/engine2.log", dir);
+  assert_int_equal(sh(NULL, 0, "%s engine --listen %s --coord %s > %s 2>&1 & echo $! > %s/run/engine2.pid",
+                      bin, e2, coord, log, dir), 0);
+  for (int i = 0; i < 100 && sh(NULL, 0, "%s sql --engine %s 'select 1' >/dev/null 2>&1", bin, e2) != 0; i++)
+    usleep(50000);
+  /* The first engine's next write meets a node that has seen epoch N+1. */
+  assert_int_not_equal(sql("insert into f values(999);"), 0);
+  assert_non_null(strstr(out, "fenced by epoch"));
+  assert_int_not_equal(sql("select 1;"), 0);
+  assert_non_null(strstr(out, "fenced by epoch"));
+  /* The new writer has the data and takes writes. */
+  assert_int_equal(sh_in("insert into f values(500); select count(*) from f;", out, sizeof out,
+                         "%s sql --engine %s", bin, e2), 0);
+  assert_string_equal(out, "138\n");
+  /* Back to the cluster's own engine: stop both, let `cluster up` start it. */
+  sh(NULL, 0, "kill $(cat %s/run/engine2.pid)", dir);
+  stop_member("engine", SIGTERM);
+  for (int i = 0; i < 100 && sh(NULL, 0, "%s sql --engine %s 'select 1' >/dev/null 2>&1", bin, e2) == 0; i++)
+    usleep(50000);
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+}
+
+static void engine_crash_then_cluster_up_recovers(void **state)
+{
+  (void)state;
+  cJSON *o = status("main");
+  double epoch = cJSON_GetObjectItem(o, "epoch")->valuedouble;
+  cJSON_Delete(o);
+  sql_ok("select count(*), sum(i) from f;", NULL);
+  char *before = strdup(out);
+  fault("engine-crash");
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s", bin, dir), 0);
+  sql_ok("select count(*), sum(i) from f;", before);
+  sql_ok("pragma integrity_check;", "ok\n");
+  o = status("main");
+  assert_true(cJSON_GetObjectItem(o, "epoch")->valuedouble > epoch);
+  assert_non_null(cJSON_GetObjectItem(o, "truncations"));
+  assert_true(cJSON_GetObjectItem(o, "recovery_ms")->valuedouble >= 0);
+  cJSON_Delete(o);
+  free(before);
+}
+
+static void bad_fault_commands_say_why(void **state)
+{
+  (void)state;
+  assert_int_not_equal(sh(out, sizeof out, "%s fault --dir %s az-down D 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "A, B or C"));
+  assert_int_not_equal(sh(out, sizeof out, "%s fault --dir %s node-stop Z9 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "node id"));
+  assert_int_not_equal(sh(out, sizeof out, "%s fault --dir %s slow A1 lots 2>&1", bin, dir), 0);
+  assert_int_not_equal(sh(out, sizeof out, "%s fault --dir %s sideways 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "unknown action"));
+  assert_int_equal(live_cluster_processes() >= 8, 1);
+}
+
+static void cluster_down_leaves_nothing(void **state)
+{
+  (void)state;
+  assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
+  assert_int_equal(live_cluster_processes(), 0);
+  assert_no_sanitizer_reports();
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(one_az_down_commits_go_on),
+    cmocka_unit_test(az_plus_one_down_commits_fail_cleanly_reads_work),
+    cmocka_unit_test(nodes_return_writes_resume_and_gossip_catches_up),
+    cmocka_unit_test(a_partitioned_az_is_like_one_down_and_heals),
+    cmocka_unit_test(a_slow_node_is_hidden_by_the_quorum),
+    cmocka_unit_test(a_second_engine_fences_the_first),
+    cmocka_unit_test(engine_crash_then_cluster_up_recovers),
+    cmocka_unit_test(bad_fault_commands_say_why),
+    cmocka_unit_test(cluster_down_leaves_nothing),
+  };
+  return cmocka_run_group_tests_name("integration: faults", tests, setup, teardown);
+}
