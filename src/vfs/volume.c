@@ -722,16 +722,18 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
     }
   }
   vdl = recover_vdl(hint, start, vd->n_pgs, rm, nr, tr, ntr);
-  for (size_t i = 0; i < nr; i++)
-    if (rm[i].lsn > vdl)
-      clean = 0;              /* records above the durable point: a crash */
+  /* A brand-new volume (every segment answered, nothing written anywhere)
+   * needs no truncation; any other open writes one, as in the paper. */
+  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++)
+    if (info[k] && (info[k]->max_lsn || info[k]->vdl || info[k]->n_truncs))
+      clean = 0;
 
   /* Round 2: truncate (vdl, base + LAL] on a write quorum of every PG and
-   * learn each PG's tail at or below vdl. base is the VDL, or the end of
-   * an earlier truncation if higher: a writer that recovered, wrote and
-   * crashed before anything was durable handed out LSNs up to there + LAL.
-   * When every segment answered and none holds anything above vdl, the
-   * range is empty, and new LSNs start above any earlier range. */
+   * learn each PG's tail at or below vdl. Every record above the VDL is
+   * gone for good, and no LSN the crashed writer could have handed out is
+   * ever used again. base is the VDL, or the end of an earlier truncation
+   * if higher: a writer that recovered, wrote and crashed before anything
+   * was durable handed out LSNs up to there + LAL. */
   uint64_t base = vdl > trunc_to ? vdl : trunc_to;
   uint64_t to = clean ? base : base + LAL;
   for (size_t p = 0; p < vd->n_pgs; p++) {
@@ -850,6 +852,7 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
   uv_timer_init(&v->loop, &v->tick);
   v->tick.data = v;
   uv_timer_start(&v->tick, on_tick, 100, 100);
+  v->ticks = ENGINE_STAT_MS / 100 - 1;   /* report at the first tick */
   pthread_create(&v->thread, NULL, io_main, v);
   uv_async_send(&v->wake);
   loginfo("volume %s open: epoch %llu, vdl %llu, %zu pg%s, recovery %llu ms%s", name,
