@@ -38,11 +38,11 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := wire record segment placement diff quorum recovery cache
-INTEG := cluster engine faults
+INTEG := cluster engine faults crash
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
-.PHONY: all test unit integration demo clean deps
+.PHONY: all test unit integration demo clean deps torture
 all: $(B)/auralog $(B)/auralog.so
 
 deps: $(DEPS_STAMP)
@@ -92,6 +92,9 @@ integration: $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	@[ "$(B)" = build ] || $(MAKE) --no-print-directory SAN= build/auralog.so
 	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; \
 	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
+
+torture: $(B)/tests/it_crash $(B)/auralog
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=300 $(B)/tests/it_crash
 
 demo: $(B)/auralog
 	@bash scripts/demo.sh $(B)/auralog

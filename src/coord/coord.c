@@ -476,7 +476,8 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
       return;
   Auralog__Volume tmp = *v;
   Auralog__TruncRange **tr = calloc(v->n_truncs + 1, sizeof *tr);
-  memcpy(tr, v->truncs, v->n_truncs * sizeof *tr);
+  if (v->n_truncs)
+    memcpy(tr, v->truncs, v->n_truncs * sizeof *tr);
   tr[v->n_truncs] = (Auralog__TruncRange *)t;
   tmp.truncs = tr;
   tmp.n_truncs = v->n_truncs + 1;

@@ -474,6 +474,9 @@ static void coord_msg(struct conn *c, const Env *env)
   (void)env;                    /* the coordinator does not answer reports */
 }
 
+static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
+                        Auralog__TruncRange *trout);
+
 static void report(struct volume *v)
 {
   if (v->coord_conn == NULL) {
@@ -483,9 +486,19 @@ static void report(struct volume *v)
   }
   if (!v->coord_conn->connected)
     return;
-  struct vol_stats st;
-  vol_get_stats(v, &st);        /* takes the lock itself */
   Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__EngineStat es;
+  Auralog__TruncRange tr;
+  engine_stat(v, &env, &es, &tr);
+  conn_send(v->coord_conn, &env);
+}
+
+/* The engine's report for status (takes the lock itself). */
+static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
+                        Auralog__TruncRange *trout)
+{
+  struct vol_stats st;
+  vol_get_stats(v, &st);
   Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
   Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
   es.volume = v->name;
@@ -502,15 +515,17 @@ static void report(struct volume *v)
   es.pending = st.pending;
   es.recovery_ms = st.recovery_ms;
   es.pages_read = st.pages_read;
+  *trout = tr;
   if (st.trunc_to > st.trunc_from) {
-    tr.epoch = st.epoch;
-    tr.from = st.trunc_from;
-    tr.to = st.trunc_to;
-    es.trunc = &tr;
+    trout->epoch = st.epoch;
+    trout->from = st.trunc_from;
+    trout->to = st.trunc_to;
+    es.trunc = trout;
   }
-  env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
-  env.engine_stat = &es;
-  conn_send(v->coord_conn, &env);
+  *out = es;
+  auralog__envelope__init(env);
+  env->body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+  env->engine_stat = out;
 }
 
 static void on_wake(uv_async_t *h)
@@ -846,6 +861,23 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
     return NULL;
   }
   wire_free(rep);
+  /* Tell the coordinator now, before serving, so that the truncation is in
+   * the volume's history even if this engine dies at once. */
+  {
+    Env env;
+    Auralog__EngineStat es;
+    Auralog__TruncRange tr;
+    char err[200];
+    struct rpc r;
+    size_t len;
+    engine_stat(v, &env, &es, &tr);
+    uint8_t *frame = wire_frame(&env, &len);
+    if (frame && rpc_open(&r, coord, 1000, err, sizeof err) == 0) {
+      rpc_send_raw(&r, frame, len);   /* a report: no answer comes */
+      rpc_close(&r);
+    }
+    free(frame);
+  }
   uv_loop_init(&v->loop);
   uv_async_init(&v->loop, &v->wake, on_wake);
   v->wake.data = v;

@@ -23,6 +23,7 @@ char dir[256];
 int base;
 char coord[64];
 char engine[64];
+char out[OUT_SIZE];
 
 static int vsh(const char *in, char *out, size_t n, const char *fmt, va_list ap)
 {
@@ -102,6 +103,20 @@ void cluster_stop(void)
   sh(NULL, 0, "%s cluster down --dir %s", bin, dir);
   if (getenv("AURALOG_KEEP") == NULL)
     sh(NULL, 0, "rm -rf %s", dir);
+}
+
+int sql(const char *text)
+{
+  return sh_in(text, out, sizeof out, "%s sql --engine %s 2>&1", bin, engine);
+}
+
+void sql_ok(const char *text, const char *want)
+{
+  int rc = sql(text);
+  if (rc != 0)
+    fail_msg("auralog sql failed (%d): %s", rc, out);
+  if (want && strcmp(out, want) != 0)
+    fail_msg("auralog sql printed '%s', want '%s'", out, want);
 }
 
 pid_t pid_of(const char *member)

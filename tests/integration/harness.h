@@ -16,6 +16,9 @@ extern int base;               /* its base port */
 extern char coord[64];         /* coordinator address */
 extern char engine[64];        /* engine address */
 
+#define OUT_SIZE (16 << 20)
+extern char out[OUT_SIZE];     /* what the last sql() printed */
+
 /* Pick a directory and ports for this run (name distinguishes test files)
  * and start the cluster. Returns 0, or -1 with the output on stderr. */
 int cluster_start(const char *name);
@@ -27,6 +30,11 @@ int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 
 /* Same, with stdin from a string. */
 int sh_in(const char *in, char *out, size_t n, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
+
+/* Run SQL through `auralog sql` on the cluster's engine; output in out.
+ * sql_ok fails the test unless it succeeded (and printed want, if given). */
+int sql(const char *text);
+void sql_ok(const char *text, const char *want);
 
 pid_t pid_of(const char *member);
 /* Send sig to a member and wait until it is gone (for SIGKILL/SIGTERM). */

@@ -22,23 +22,6 @@
 #include "lib/log.h"
 #include "param.h"
 
-static char out[1 << 20];
-
-/* Run SQL through `auralog sql`; returns the exit status, output in out. */
-static int sql(const char *text)
-{
-  return sh_in(text, out, sizeof out, "%s sql --engine %s 2>&1", bin, engine);
-}
-
-static void sql_ok(const char *text, const char *want)
-{
-  int rc = sql(text);
-  if (rc != 0)
-    fail_msg("auralog sql failed (%d): %s", rc, out);
-  if (want && strcmp(out, want) != 0)
-    fail_msg("auralog sql printed '%s', want '%s'", out, want);
-}
-
 static double num(cJSON *o, const char *k)
 {
   cJSON *v = cJSON_GetObjectItem(o, k);

@@ -24,22 +24,6 @@
 #include "lib/log.h"
 #include "param.h"
 
-static char out[1 << 16];
-
-static int sql(const char *text)
-{
-  return sh_in(text, out, sizeof out, "%s sql --engine %s 2>&1", bin, engine);
-}
-
-static void sql_ok(const char *text, const char *want)
-{
-  int rc = sql(text);
-  if (rc != 0)
-    fail_msg("auralog sql failed (%d): %s", rc, out);
-  if (want && strcmp(out, want) != 0)
-    fail_msg("auralog sql printed '%s', want '%s'", out, want);
-}
-
 static void fault(const char *what)
 {
   int rc = sh(out, sizeof out, "%s fault --dir %s %s 2>&1", bin, dir, what);
