@@ -308,18 +308,33 @@ static int ship(struct afile *f)
   struct cpage **all = pm_sorted(&vv->ov);
   size_t n = vv->ov.n, np = 0;
   struct mtr_page *pages = calloc(n + 1, sizeof *pages);
-  struct drange *ranges = malloc(((size_t)vv->ps / 2 + 1) * (n + 1) * sizeof *ranges);
-  struct drange *r = ranges;
+  size_t *first = calloc(n + 1, sizeof *first);
+  /* Each page is diffed into scratch (big enough for any diff), and only
+   * the ranges it has are kept: a big transaction's diffs are small. */
+  size_t maxr = (size_t)vv->ps / 2 + 1, cap = 256, used = 0;
+  struct drange *scratch = malloc(maxr * sizeof *scratch);
+  struct drange *ranges = malloc(cap * sizeof *ranges);
   for (size_t i = 0; i < n; i++) {
     struct cpage *o = all[i];
     if ((uint64_t)o->page_no * vv->ps >= vv->ov_size)
       continue;                /* truncated away */
-    size_t nr = page_diff(o->before, o->data, vv->ps, r, vv->ps / 2 + 1);
+    size_t nr = page_diff(o->before, o->data, vv->ps, scratch, maxr);
     if (nr == 0 && !(o->flags & REC_ZERO))
       continue;                /* written, but unchanged */
-    pages[np++] = (struct mtr_page){o->page_no, o->flags, o->data, r, nr};
-    r += nr;
+    if (used + nr > cap) {
+      while (used + nr > cap)
+        cap *= 2;
+      ranges = realloc(ranges, cap * sizeof *ranges);
+    }
+    memcpy(ranges + used, scratch, nr * sizeof *ranges);
+    first[np] = used;
+    pages[np++] = (struct mtr_page){o->page_no, o->flags, o->data, NULL, nr};
+    used += nr;
   }
+  for (size_t i = 0; i < np; i++)
+    pages[i].ranges = ranges + first[i];
+  free(scratch);
+  free(first);
   uint64_t cpl = 0;
   int rc = SQLITE_OK;
   if (np > 0) {
