@@ -17,6 +17,7 @@ struct cmd {
 static const struct cmd cmds[] = {
   {"cluster", cluster_main, "start, stop or inspect a local cluster (coord, 6 nodes, engine)"},
   {"sql", sql_main, "run SQL on the engine (no SQL: an interactive shell)"},
+  {"lab", lab_main, "the course labs: lab list, lab run N, lab check N"},
   {"fault", fault_main, "take out an AZ, a node, the engine; partition; slow a node"},
   {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},

@@ -13,5 +13,6 @@ int bench_main(int argc, char **argv);
 int engine_main(int argc, char **argv);
 int sql_main(int argc, char **argv);
 int fault_main(int argc, char **argv);
+int lab_main(int argc, char **argv);
 
 #endif

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Lab 1: the write path. The handout's steps, as commands.
+. "$(dirname "$0")/../lib.sh"
+step 'auralog sql "create table lab01(...)" and 100 one-row transactions'
+auralog sql "drop table if exists lab01; create table lab01(id integer primary key, name text, n int);"
+for i in $(seq 1 100); do echo "insert into lab01 values($i, 'row-$i', 0);"; done | auralog sql
+step auralog status
+auralog status | head -2
+sleep 0.5                       # the engine reports every 200 ms
+c0=$(field commits); b0=$(field redo_bytes); r0=$(field records)
+step '50 transactions that each update one small row'
+for i in $(seq 1 50); do echo "update lab01 set n = n + 1 where id = $i;"; done | auralog sql
+sleep 0.5
+c1=$(field commits); b1=$(field redo_bytes); r1=$(field records)
+bytes=$(( (b1 - b0) / (c1 - c0) / 6 )); recs=$(( (r1 - r0) / (c1 - c0) ))
+echo "per one-row update: $recs records, $bytes bytes of redo per segment; page size $(field page_size)"
+cat > "$ANSWERS" <<ANS
+bytes_per_txn: $bytes
+records_per_update: $recs
+page_every_commit: page 1, the database header (its change counter changes every commit)
+ANS
+echo "reference answers written to $ANSWERS"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Lab 2: quorums. The handout's steps, as commands.
+. "$(dirname "$0")/../lib.sh"
+auralog sql "drop table if exists lab02; create table lab02(step text, i int);"
+step auralog fault az-down B
+auralog fault az-down B
+for i in $(seq 1 20); do echo "insert into lab02 values('az-down', $i);"; done | auralog sql
+auralog status | tail -2
+step auralog fault node-stop A1
+auralog fault node-stop A1
+step 'auralog sql "insert ..."   # waits, then fails: no write quorum'
+if auralog sql "insert into lab02 values('az-plus-one', 1);"; then
+  echo "unexpected: the commit went through with 3 of 6 segments"; exit 1
+fi
+step 'auralog sql "select count(*) from lab02"   # reads still work'
+auralog sql "select count(*) from lab02;"
+step 'auralog fault az-up B; auralog fault node-start A1'
+auralog fault az-up B
+auralog fault node-start A1
+sleep 1
+auralog sql "select step, count(*) from lab02 group by step;"
+step 'auralog fault slow C1 300, then 20 commits'
+auralog fault slow C1 300
+t0=$(date +%s%N)
+for i in $(seq 1 20); do echo "insert into lab02 values('slow', $i);"; done | auralog sql
+t1=$(date +%s%N)
+auralog fault slow C1 0
+echo "20 commits with C1 300 ms late: $(( (t1 - t0) / 20000000 )) ms each"
+cat > "$ANSWERS" <<ANS
+write_loss: 2
+read_loss: 3
+copies_left_2of3: 1
+slow_node: the write quorum needs 4 of 6 acks; the 4 fastest answer, the slow one is not waited for
+ANS
+echo "reference answers written to $ANSWERS"
