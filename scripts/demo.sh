@@ -42,3 +42,5 @@ echo "The cluster keeps running. Try:"
 echo "  $bin sql                     # an SQL shell on the engine"
 echo "  $bin status --watch          # redraws every second"
 echo "  $bin cluster down            # stop it"
+echo
+echo "First lab: labs/lab01-write-path/README.md (then: $bin lab check 1)"
