@@ -15,6 +15,7 @@ pkgs=(
   libcjson-dev                    # status JSON, cluster state file
   zlib1g-dev                      # crc32 for records
   procps                          # pgrep/ps used by tests
+  iproute2                        # lab 6: network namespaces as stand-in machines
   python3                         # Debian's: the extension test loads build/auralog.so
 )
 
