@@ -24,21 +24,23 @@ LDFLAGS += $(SANFLAGS)
 # makes a fresh machine install them once, before the first compile.
 DEPS_STAMP := $(B)/.deps
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+# http-parser (the dashboard's requests) has no pkg-config file.
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread
 
 GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c \
             src/node/segment.c src/node/store.c src/node/node.c src/node/gossip.c \
-            src/coord/placement.c src/coord/meta.c src/coord/coord.c \
+            src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
             src/cluster.c src/status.c src/bench.c src/sqlcli.c src/lab.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c \
             src/vfs/vfs.c src/vfs/engine.c
 MAIN_SRC := src/main.c
-CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
+CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o \
+            $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := wire record segment placement diff quorum recovery cache
-INTEG := cluster engine faults labs crash
+INTEG := cluster engine faults labs dashboard crash
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
@@ -61,6 +63,15 @@ $(B)/obj/%.o: %.c $(GEN) $(DEPS_STAMP)
 $(B)/obj/gen/auralog.pb-c.o: $(GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+# The dashboard page goes into the binary as a byte array (coord/http.c
+# serves it): one file to install, and the page always matches the server.
+$(B)/gen/dashboard.c: tools/viz/dashboard.html $(DEPS_STAMP)
+	@mkdir -p $(B)/gen
+	xxd -i -n dashboard_html $< > $@.tmp && mv $@.tmp $@
+$(B)/obj/gen/dashboard.o: $(B)/gen/dashboard.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(B)/libauralog.a: $(CORE_OBJ)
 	ar rcs $@ $^

@@ -13,6 +13,9 @@ pkgs=(
   libcmocka-dev                   # unit and integration test runner
   graphviz libgraphviz-dev        # drawings of log and quorum state
   libcjson-dev                    # status JSON, cluster state file
+  libhttp-parser-dev              # the coordinator's dashboard parses HTTP requests with it
+  xxd                             # embeds the dashboard page into the binary at build time
+  chromium                        # headless browser: the dashboard test loads the page
   zlib1g-dev                      # crc32 for records
   procps                          # pgrep/ps used by tests
   iproute2                        # lab 6: network namespaces as stand-in machines

@@ -11,7 +11,8 @@
  * Members: the coordinator on the base port, six storage nodes, two per AZ
  * (A1 A2 B1 B2 C1 C2), on the next six ports, and the engine (volume main)
  * on the base port + ENGINE_PORT_OFFSET. The engine starts last, once the
- * nodes are registered, and recovers the volume as it opens.
+ * nodes are registered, and recovers the volume as it opens. The
+ * coordinator serves the live dashboard on the base port + HTTP_PORT_OFFSET.
  *
  * `up` starts whichever member is not running and leaves running ones
  * alone, so after a crash it is also the restart. `down` stops exactly
@@ -32,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coord/http.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
@@ -63,6 +65,12 @@ static void path(char *out, size_t n, const struct cluster *cl, const char *a,
                  const char *b, const char *c)
 {
   snprintf(out, n, "%s/%s%s%s", cl->dir, a, b, c);
+}
+
+/* The coordinator's dashboard, "127.0.0.1:PORT". */
+static void dashboard_addr(const struct cluster *cl, char *out, size_t n)
+{
+  snprintf(out, n, "127.0.0.1:%d", cl->base + HTTP_PORT_OFFSET);
 }
 
 static void layout(struct cluster *cl)
@@ -162,6 +170,10 @@ static int write_conf(const struct cluster *cl)
   cJSON_AddNumberToObject(o, "base_port", cl->base);
   cJSON_AddStringToObject(o, "coord", cl->m[0].addr);
   cJSON_AddStringToObject(o, "engine", cl->m[cl->n - 1].addr);
+  char dash[64], url[80];
+  dashboard_addr(cl, dash, sizeof dash);
+  snprintf(url, sizeof url, "http://%s/", dash);
+  cJSON_AddStringToObject(o, "dashboard", url);
   cJSON *ms = cJSON_AddArrayToObject(o, "members");
   for (int i = 0; i < cl->n; i++) {
     cJSON *j = cJSON_CreateObject();
@@ -195,12 +207,14 @@ static int write_conf(const struct cluster *cl)
  * stdout and stderr appended to its log. */
 static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
 {
-  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8];
+  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64];
   path(logp, sizeof logp, cl, "log/", m->name, ".log");
   path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
   snprintf(coord, sizeof coord, "%s", cl->m[0].addr);
   snprintf(id, sizeof id, "%s", m->name);
-  char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data, NULL};
+  dashboard_addr(cl, http, sizeof http);
+  char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data,
+                        "--http", http, NULL};
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, NULL};
   char *engine_argv[] = {(char *)self, "engine", "--volume", "main", "--listen", m->addr,
@@ -358,6 +372,9 @@ static int cmd_up(struct cluster *cl)
     else
       printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
   }
+  char dash[64];
+  dashboard_addr(cl, dash, sizeof dash);
+  printf("dashboard: http://%s/\n", dash);
   if (strcmp(cl->m[0].addr, COORD_ADDR_DEFAULT) == 0)
     printf("logs in %s/log; try: auralog status, auralog sql\n", cl->dir);
   else

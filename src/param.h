@@ -34,6 +34,15 @@
 #define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
 
+/* The coordinator's dashboard (src/coord/http.c). */
+#define HTTP_PORT_OFFSET 80         /* dashboard port = coordinator port + this */
+#define HTTP_HEADER_MAX  8192        /* request line + headers, in bytes */
+#define HTTP_URL_MAX     2048        /* the request target */
+#define HTTP_WQ_MAX      (4u << 20)  /* unsent answers to one client */
+#define HTTP_IDLE_MS     30000       /* close a connection silent this long */
+#define HTTP_LINGER_MS   1000        /* after the last answer, wait this long for the client's close */
+#define HTTP_CONNS_MAX   64          /* connections served at once */
+
 /* Wire (src/wire.c). */
 #define FRAME_MAX     (16u << 20)   /* largest frame accepted, checked before allocating */
 #define NAME_MAX_LEN  64            /* node ids, AZ names, volume names */

@@ -22,6 +22,10 @@
  * When placement gives a node new segments, the coordinator pushes an
  * Assign down that node's connection at once.
  *
+ * Beside the protobuf listener, a browser's: the live dashboard
+ * (coord/http.c, --http) serves a page and /status.json, the same Status
+ * as StatusReq's, as the JSON of `auralog status --json`.
+ *
  * Placement decisions are made by coord/placement.c (pure).
  */
 #include <getopt.h>
@@ -30,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord/http.h"
 #include "coord/meta.h"
 #include "coord/placement.h"
 #include "lib/addr.h"
@@ -37,6 +42,7 @@
 #include "net.h"
 #include "param.h"
 #include "roles.h"
+#include "status.h"
 
 struct cnode {
   Auralog__NodeInfo *info;     /* id, az, addr (durable); up, last_seen_ms */
@@ -517,14 +523,18 @@ static void on_drop_volume(struct coord *co, struct conn *c, uint64_t req,
 
 /* ---- status -------------------------------------------------------------- */
 
-static void on_status(struct coord *co, struct conn *c, uint64_t req,
-                      const Auralog__StatusReq *sr)
+/* A Status message as the coordinator sees volume name. It points into the
+ * coordinator's tables; status_done frees what status_build allocated. The
+ * wire request and the dashboard's /status.json are both built here. */
+struct status_view {
+  Auralog__Status st;
+  Auralog__Volume empty;       /* stands in for a volume not created yet */
+};
+
+static void status_build(struct coord *co, const char *name, struct status_view *sv)
 {
-  const char *name = sr->volume[0] ? sr->volume : "main";
   Auralog__Volume **slot = vol_slot(co, name);
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__Status st = AURALOG__STATUS__INIT;
-  Auralog__Volume empty = AURALOG__VOLUME__INIT;
+  Auralog__Status *st = &sv->st;
   unsigned long long now = now_ms();
   size_t nsegs = 0, k = 0;
   for (size_t i = 0; i < co->nnodes; i++)
@@ -543,27 +553,53 @@ static void on_status(struct coord *co, struct conn *c, uint64_t req,
       seg_nodes[k++] = n->info->id;
     }
   }
-  empty.name = (char *)name;
-  empty.page_size = PAGE_SIZE_DEFAULT;
-  st.exists = slot != NULL;
-  st.volume = slot ? *slot : &empty;
-  st.nodes = nodes;
-  st.n_nodes = co->nnodes;
-  st.segs = slot ? segs : NULL;
-  st.n_segs = slot ? k : 0;
-  st.seg_nodes = seg_nodes;
-  st.n_seg_nodes = st.n_segs;
+  auralog__status__init(st);
+  auralog__volume__init(&sv->empty);
+  sv->empty.name = (char *)name;
+  sv->empty.page_size = PAGE_SIZE_DEFAULT;
+  st->exists = slot != NULL;
+  st->volume = slot ? *slot : &sv->empty;
+  st->nodes = nodes;
+  st->n_nodes = co->nnodes;
+  st->segs = segs;
+  st->n_segs = slot ? k : 0;
+  st->seg_nodes = seg_nodes;
+  st->n_seg_nodes = st->n_segs;
   if (slot && co->engines[slot - co->vols].st) {
-    st.engine = co->engines[slot - co->vols].st;
-    st.engine_age_ms = now - co->engines[slot - co->vols].at;
+    st->engine = co->engines[slot - co->vols].st;
+    st->engine_age_ms = now - co->engines[slot - co->vols].at;
   }
+}
+
+static void status_done(struct status_view *sv)
+{
+  free(sv->st.nodes);
+  free(sv->st.segs);
+  free(sv->st.seg_nodes);
+}
+
+static void on_status(struct coord *co, struct conn *c, uint64_t req,
+                      const Auralog__StatusReq *sr)
+{
+  struct status_view sv;
+  status_build(co, sr->volume[0] ? sr->volume : "main", &sv);
+  Env env = AURALOG__ENVELOPE__INIT;
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_STATUS;
-  env.status = &st;
+  env.status = &sv.st;
   conn_send(c, &env);
-  free(nodes);
-  free(segs);
-  free(seg_nodes);
+  status_done(&sv);
+}
+
+/* The dashboard's /status.json: the object `auralog status --json` prints,
+ * made by the same function from the same Status message. */
+static char *http_status(void *data, const char *volume)
+{
+  struct status_view sv;
+  status_build(data, volume, &sv);
+  char *json = status_json(&sv.st);
+  status_done(&sv);
+  return json;
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -623,28 +659,31 @@ static void on_signal(uv_signal_t *h, int sig)
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog coord [--listen ADDR] [--data DIR]\n"
+    "usage: auralog coord [--listen ADDR] [--data DIR] [--http ADDR|off]\n"
     "\n"
     "Run the coordinator (the control plane): it keeps volumes, protection\n"
     "groups, segment placement (2 per AZ on 6 distinct nodes) and writer\n"
     "epochs in lmdb, tracks which nodes are up, and answers status.\n"
     "\n"
     "  --listen ADDR  address to serve on (default $AURALOG_COORD or %s)\n"
-    "  --data DIR     where the metadata lives (default ./coord)\n",
-    COORD_ADDR_DEFAULT);
+    "  --data DIR     where the metadata lives (default ./coord)\n"
+    "  --http ADDR    serve the live dashboard there (default: the --listen\n"
+    "                 host, its port + %d); off: no dashboard\n",
+    COORD_ADDR_DEFAULT, HTTP_PORT_OFFSET);
 }
 
 int coord_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"listen", required_argument, 0, 'l'}, {"data", required_argument, 0, 'd'},
-    {"help", no_argument, 0, 'h'}, {0}};
-  const char *listen = NULL, *data = "./coord";
+    {"http", required_argument, 0, 'H'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *listen = NULL, *data = "./coord", *http = NULL;
   int o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'l': listen = optarg; break;
     case 'd': data = optarg; break;
+    case 'H': http = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -655,7 +694,12 @@ int coord_main(int argc, char **argv)
   log_role("coord");
 
   static struct coord co;
-  char why[256];
+  char why[256], http_addr[ADDR_MAX_LEN + 16];
+  if (http == NULL) {
+    if (http_default_addr(listen, http_addr, sizeof http_addr, why, sizeof why) != 0)
+      die("coord: %s", why);
+    http = http_addr;
+  }
   if (meta_open(&co.meta, data, why, sizeof why) != 0)
     die("coord: %s", why);
   if (meta_load(&co.meta, node_add, vol_add, &co, why, sizeof why) != 0)
@@ -663,6 +707,11 @@ int coord_main(int argc, char **argv)
   co.loop = uv_default_loop();
   if (net_listen(co.loop, listen, on_msg, on_close, &co, why, sizeof why) != 0)
     die("coord: %s", why);
+  /* A dashboard that cannot listen fails the start, as --listen does: a
+   * page silently missing would leave the student guessing. */
+  if (strcmp(http, "off") != 0 &&
+      http_listen(co.loop, http, http_status, &co, why, sizeof why) != 0)
+    die("coord: %s (--http off runs without it)", why);
   uv_timer_init(co.loop, &co.tick);
   co.tick.data = &co;
   uv_timer_start(&co.tick, on_tick, HEARTBEAT_MS, HEARTBEAT_MS);
@@ -675,5 +724,7 @@ int coord_main(int argc, char **argv)
   loginfo("coordinator serving on %s, data in %s: %zu node%s, %zu volume%s known",
           listen, data, co.nnodes, co.nnodes == 1 ? "" : "s", co.nvols,
           co.nvols == 1 ? "" : "s");
+  if (strcmp(http, "off") != 0)
+    loginfo("dashboard on http://%s/", http);
   return uv_run(co.loop, UV_RUN_DEFAULT);
 }
