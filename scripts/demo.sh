@@ -43,4 +43,5 @@ echo "  $bin sql                     # an SQL shell on the engine"
 echo "  $bin status --watch          # redraws every second"
 echo "  $bin cluster down            # stop it"
 echo
+echo "Dashboard: $(get dashboard)   (open it in a browser)"
 echo "First lab: labs/lab01-write-path/README.md (then: $bin lab check 1)"
