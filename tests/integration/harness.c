@@ -119,6 +119,22 @@ void sql_ok(const char *text, const char *want)
     fail_msg("auralog sql printed '%s', want '%s'", out, want);
 }
 
+void fault(const char *what)
+{
+  int rc = sh(out, sizeof out, "%s fault --dir %s %s 2>&1", bin, dir, what);
+  if (rc != 0)
+    fail_msg("auralog fault %s: %s", what, out);
+}
+
+void cluster_down_leaves_nothing(void **state)
+{
+  (void)state;
+  assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
+  assert_non_null(strstr(out, "stopped engine"));
+  assert_int_equal(live_cluster_processes(), 0);
+  assert_no_sanitizer_reports();
+}
+
 pid_t pid_of(const char *member)
 {
   char p[512];

@@ -36,6 +36,13 @@ int sh_in(const char *in, char *out, size_t n, const char *fmt, ...)
 int sql(const char *text);
 void sql_ok(const char *text, const char *want);
 
+/* `auralog fault --dir DIR what`; fails the test if it fails. */
+void fault(const char *what);
+
+/* The last test of every file: `cluster down` stops everything it
+ * started, and no member wrote a sanitizer report. */
+void cluster_down_leaves_nothing(void **state);
+
 pid_t pid_of(const char *member);
 /* Send sig to a member and wait until it is gone (for SIGKILL/SIGTERM). */
 void stop_member(const char *member, int sig);

@@ -246,7 +246,7 @@ static void keep_evidence(void)
   note("FAILED");
 }
 
-static void fault(const char *what)
+static void crash_fault(const char *what)
 {
   note("fault %s", what);
   int rc = sh(out, sizeof out, "%s fault --dir %s %s 2>&1", bin, dir, what);
@@ -464,11 +464,11 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
       /* Commits in flight when the nodes go, the engine killed later. */
       if (kind >= 2) {
         snprintf(what, sizeof what, "az-down %s", azs[az]);
-        fault(what);
+        crash_fault(what);
       }
       if (kind != 2) {
         snprintf(what, sizeof what, "node-stop %s", node);
-        fault(what);
+        crash_fault(what);
       }
       usleep(gap * 1000);
     }
@@ -481,27 +481,27 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
     note("crash %u us %s (the last commit took %ld us)", before,
          anywhere ? "after a commit" : "into a transaction", took);
     pid_t old_engine = pid_of("engine");
-    fault("engine-crash");
+    crash_fault("engine-crash");
     if (!nodes_first && kind != 0) {
       usleep(after * 1000);
       if (kind >= 2) {
         snprintf(what, sizeof what, "az-down %s", azs[az]);
-        fault(what);
+        crash_fault(what);
       }
       if (kind != 2) {
         snprintf(what, sizeof what, "node-stop %s", node);
-        fault(what);
+        crash_fault(what);
       }
     }
     usleep(after * 1000);
     if (explicit_up && kind != 0) {
       if (kind >= 2) {
         snprintf(what, sizeof what, "az-up %s", azs[az]);
-        fault(what);
+        crash_fault(what);
       }
       if (kind != 2) {
         snprintf(what, sizeof what, "node-start %s", node);
-        fault(what);
+        crash_fault(what);
       }
     }
     restart(p);

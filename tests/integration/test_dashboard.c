@@ -166,13 +166,6 @@ static long long status_vdl(void)
   return v;
 }
 
-static void fault(const char *what)
-{
-  int rc = sh(out, sizeof out, "%s fault --dir %s %s 2>&1", bin, dir, what);
-  if (rc != 0)
-    fail_msg("auralog fault %s: %s", what, out);
-}
-
 static int setup(void **state)
 {
   (void)state;
@@ -337,14 +330,6 @@ static void a_stopped_node_is_marked_down(void **state)
   assert_non_null(strstr(out, "class=\"fault-band\" data-node=\"A1\" data-kind=\"down\""));
   fault("node-start A1");
   wait_node_state("A1", "up", 5000);
-}
-
-static void cluster_down_leaves_nothing(void **state)
-{
-  (void)state;
-  assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
-  assert_int_equal(live_cluster_processes(), 0);
-  assert_no_sanitizer_reports();
 }
 
 int main(void)

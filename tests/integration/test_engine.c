@@ -298,15 +298,6 @@ static void wal_is_refused_with_a_clear_message(void **state)
   sql_ok("select 1+1;", "2\n");
 }
 
-static void cluster_down_leaves_nothing(void **state)
-{
-  (void)state;
-  assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
-  assert_non_null(strstr(out, "stopped engine"));
-  assert_int_equal(live_cluster_processes(), 0);
-  assert_no_sanitizer_reports();
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {

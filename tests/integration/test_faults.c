@@ -24,13 +24,6 @@
 #include "lib/log.h"
 #include "param.h"
 
-static void fault(const char *what)
-{
-  int rc = sh(out, sizeof out, "%s fault --dir %s %s 2>&1", bin, dir, what);
-  if (rc != 0)
-    fail_msg("auralog fault %s: %s", what, out);
-}
-
 /* Insert n rows in n transactions; returns ms per commit. */
 static double commits(const char *table, int from, int n)
 {
@@ -249,14 +242,6 @@ static void bad_fault_commands_say_why(void **state)
   assert_int_not_equal(sh(out, sizeof out, "%s fault --dir %s sideways 2>&1", bin, dir), 0);
   assert_non_null(strstr(out, "unknown action"));
   assert_int_equal(live_cluster_processes() >= 8, 1);
-}
-
-static void cluster_down_leaves_nothing(void **state)
-{
-  (void)state;
-  assert_int_equal(sh(out, sizeof out, "%s cluster down --dir %s", bin, dir), 0);
-  assert_int_equal(live_cluster_processes(), 0);
-  assert_no_sanitizer_reports();
 }
 
 int main(void)

@@ -95,14 +95,6 @@ static void wrong_answers_do_not_pass(void **state)
   assert_non_null(strstr(out, "[missing] write_loss"));
 }
 
-static void cluster_down_leaves_nothing(void **state)
-{
-  (void)state;
-  assert_int_equal(sh(out, OUT_SIZE, "%s cluster down --dir %s", bin, dir), 0);
-  assert_int_equal(live_cluster_processes(), 0);
-  assert_no_sanitizer_reports();
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {
