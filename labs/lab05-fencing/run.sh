@@ -4,7 +4,8 @@
 auralog sql "drop table if exists lab05; create table lab05(writer text);"
 second=127.0.0.1:$(( ${AURALOG_ENGINE##*:} + 1 ))
 step "auralog engine --listen $second &   # a second writer"
-auralog engine --listen "$second" > "$AURALOG_DIR/log/engine-second.log" 2>&1 &
+# The binary itself, not the auralog() function: $! must be the engine.
+"$AURALOG" engine --listen "$second" > "$AURALOG_DIR/log/engine-second.log" 2>&1 &
 pid=$!
 until auralog sql --engine "$second" "select 1" > /dev/null 2>&1; do sleep 0.1; done
 auralog sql --engine "$second" "insert into lab05 values('second');"
