@@ -13,7 +13,7 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3
+PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3 libgvc
 CFLAGS ?= -O2 -g
 # -fPIC: the same objects go into build/auralog.so (the SQLite extension).
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -fPIC \
@@ -31,7 +31,7 @@ GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c \
             src/node/segment.c src/node/store.c src/node/node.c src/node/gossip.c \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
-            src/cluster.c src/status.c src/bench.c src/sqlcli.c src/lab.c \
+            src/cluster.c src/status.c src/bench.c src/sqlcli.c src/lab.c src/viz.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c \
             src/vfs/vfs.c src/vfs/engine.c
 MAIN_SRC := src/main.c
@@ -39,8 +39,8 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache
-INTEG := cluster engine faults labs dashboard crash
+UNIT := wire record segment placement diff quorum recovery cache viz
+INTEG := cluster engine faults labs dashboard viz crash
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 

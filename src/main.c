@@ -20,6 +20,7 @@ static const struct cmd cmds[] = {
   {"lab", lab_main, "the course labs: lab list, lab run N, lab check N"},
   {"fault", fault_main, "take out an AZ, a node, the engine; partition; slow a node"},
   {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
+  {"viz", viz_main, "draw the cluster, its segments and log tail (graphviz)"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
   {"engine", engine_main, "run the database tier: SQLite on the auralog VFS"},
   {"node", node_main, "run a storage node (segments in lmdb, acks with SCL)"},

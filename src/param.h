@@ -33,6 +33,8 @@
 #define READ_DEADLINE_MS   5000 /* a page read that no segment can answer by then fails */
 #define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
+#define TAIL_PER_PG     8       /* log tail reported for `auralog viz`: newest records per PG */
+#define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */
 
 /* The coordinator's dashboard (src/coord/http.c). */
 #define HTTP_PORT_OFFSET 80         /* dashboard port = coordinator port + this */

@@ -13,6 +13,7 @@ int bench_main(int argc, char **argv);
 int engine_main(int argc, char **argv);
 int sql_main(int argc, char **argv);
 int fault_main(int argc, char **argv);
+int viz_main(int argc, char **argv);
 int lab_main(int argc, char **argv);
 
 #endif

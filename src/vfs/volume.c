@@ -27,6 +27,7 @@
 #include "vfs/recovery.h"
 #include "vfs/volume.h"
 
+
 /* A record on its way out, owned until the VCL passes it. */
 struct orec {
   Rec r;
@@ -47,6 +48,9 @@ struct pgout {
   uint64_t scl[NCOPIES];     /* SCL each segment last reported */
   int node[NCOPIES];         /* index in v->nodes of each segment's node */
   uint8_t resend;            /* bit i: resend pending records to slot i */
+  uint64_t ring_lsn[TAIL_PER_PG]; /* the PG's newest records (a ring, for viz) */
+  uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
+  unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
 };
 
 struct vnode {
@@ -110,6 +114,10 @@ struct volume {
   struct vol_stats st;
   void (*durable_fn)(void *, uint64_t);
   void *durable_arg;
+  /* The report's log tail (engine_stat): only one thread builds reports,
+   * vol_open before the I/O thread starts, then the I/O thread. */
+  Auralog__TailRec tail_out[TAIL_MAX];
+  Auralog__TailRec *tail_outp[TAIL_MAX];
 
   pthread_t thread;
   uv_loop_t loop;
@@ -493,10 +501,58 @@ static void report(struct volume *v)
   conn_send(v->coord_conn, &env);
 }
 
+static int tail_cmp(const void *a, const void *b)
+{
+  const Auralog__TailRec *x = *(Auralog__TailRec *const *)a, *y = *(Auralog__TailRec *const *)b;
+  if (x->pg != y->pg)
+    return x->pg < y->pg ? -1 : 1;
+  return x->lsn < y->lsn ? -1 : x->lsn > y->lsn;
+}
+
+/* Fill v->tail_out with the newest records of the PGs' rings (at most
+ * TAIL_MAX, the newest first to stay), sorted by PG then LSN. Returns how
+ * many. Takes the lock. */
+static size_t tail_collect(struct volume *v)
+{
+  size_t n = 0, min = 0;
+  pthread_mutex_lock(&v->mu);
+  for (size_t p = 0; p < v->npgs; p++) {
+    const struct pgout *g = &v->pgs[p];
+    unsigned have = g->ring_n < TAIL_PER_PG ? g->ring_n : TAIL_PER_PG;
+    for (unsigned k = 0; k < have; k++) {
+      unsigned i = (g->ring_n - have + k) % TAIL_PER_PG;
+      Auralog__TailRec *t;
+      if (n < TAIL_MAX) {
+        t = &v->tail_out[n++];
+      } else if (g->ring_lsn[i] > v->tail_out[min].lsn) {
+        t = &v->tail_out[min];  /* the full list's oldest makes room */
+      } else {
+        continue;
+      }
+      auralog__tail_rec__init(t);
+      t->pg = (uint32_t)p;
+      t->lsn = g->ring_lsn[i];
+      t->cpl = g->ring_cpl[i];
+      if (n == TAIL_MAX)
+        for (size_t j = min = 0; j < n; j++)
+          if (v->tail_out[j].lsn < v->tail_out[min].lsn)
+            min = j;
+    }
+  }
+  pthread_mutex_unlock(&v->mu);
+  for (size_t j = 0; j < n; j++)
+    v->tail_outp[j] = &v->tail_out[j];
+  qsort(v->tail_outp, n, sizeof *v->tail_outp, tail_cmp);
+  return n;
+}
+
 /* The engine's report for status (takes the lock itself). */
 static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
                         Auralog__TruncRange *trout)
 {
+  /* The tail first: the counters read after it are at least as new, so
+   * every record in it is below next_lsn. */
+  size_t ntail = tail_collect(v);
   struct vol_stats st;
   vol_get_stats(v, &st);
   Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
@@ -515,6 +571,8 @@ static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.pending = st.pending;
   es.recovery_ms = st.recovery_ms;
   es.pages_read = st.pages_read;
+  es.tail = v->tail_outp;
+  es.n_tail = ntail;
   *trout = tr;
   if (st.trunc_to > st.trunc_from) {
     trout->epoch = st.epoch;
@@ -1012,6 +1070,9 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
     uint64_t lsn = q_alloc(&v->q, pg, i == n - 1);
     struct orec *o = make_rec(&pages[i], pg, lsn, g->tail);
     g->tail = lsn;
+    g->ring_lsn[g->ring_n % TAIL_PER_PG] = lsn;
+    g->ring_cpl[g->ring_n % TAIL_PER_PG] = i == n - 1;
+    g->ring_n++;
     if (g->n == g->cap) {
       g->cap = g->cap ? 2 * g->cap : 64;
       g->recs = realloc(g->recs, g->cap * sizeof *g->recs);

@@ -1,0 +1,455 @@
+/*
+ * test_viz.c: the drawing of a cluster (`auralog viz`, src/viz.c).
+ *
+ * Builds the Status a coordinator would send for a six-node cluster over
+ * AZs A, B and C with two PGs, one node down, one partitioned and one
+ * slow, an engine with its VDL and VCL and a log tail with CPLs, and a
+ * truncation left by a recovery; then checks that the DOT text graphviz
+ * reads shows all of it: the six nodes in three AZ clusters, the VDL, the
+ * down and partitioned nodes marked, the truncated range with its epoch,
+ * records placed on the right side of the VDL and VCL flags. Also: no
+ * engine, odd text in addresses, a tail naming PGs the volume lacks.
+ *
+ * AURALOG_VIZ_OUT=FILE writes the sample drawing's DOT there (to look at:
+ * dot -Tpng FILE -o x.png).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+#include "viz.h"
+
+/* ---- a synthetic status --------------------------------------------------- */
+
+static const char *ids[6] = {"A1", "A2", "B1", "B2", "C1", "C2"};
+
+struct sample {
+  Auralog__Status st;
+  Auralog__Volume v;
+  Auralog__Pg pg[2], *pgp[2];
+  Auralog__Segment seg[2][6], *segp[2][6];
+  Auralog__NodeInfo node[6], *nodep[6];
+  char addr[6][32];
+  Auralog__SegStat ss[12], *ssp[12];
+  char *ssn[12];
+  Auralog__TruncRange tr, *trp[1];
+  Auralog__EngineStat e;
+  Auralog__TailRec tail[16], *tailp[16];
+};
+
+/* VDL 10000130 (a CPL of pg 0), VCL 10000133, after a recovery in epoch 2
+ * that truncated (100, 10000100]. */
+#define VDL 10000130u
+#define VCL 10000133u
+
+static void sample(struct sample *s)
+{
+  memset(s, 0, sizeof *s);
+  auralog__status__init(&s->st);
+  auralog__volume__init(&s->v);
+  s->st.exists = 1;
+  s->st.volume = &s->v;
+  s->v.id = 1;
+  s->v.name = "main";
+  s->v.page_size = 4096;
+  s->v.pg_pages = 256;
+  s->v.epoch = 3;
+  for (int i = 0; i < 6; i++) {
+    Auralog__NodeInfo *n = &s->node[i];
+    auralog__node_info__init(n);
+    snprintf(s->addr[i], sizeof s->addr[i], "127.0.0.1:%d", 7401 + i);
+    n->id = (char *)ids[i];
+    n->az = (char *)(ids[i][0] == 'A' ? "A" : ids[i][0] == 'B' ? "B" : "C");
+    n->addr = s->addr[i];
+    n->up = i != 3;                 /* B2 down */
+    n->partitioned = i == 4;        /* C1 partitioned */
+    n->slow_ms = i == 1 ? 400 : 0;  /* A2 slow */
+    s->nodep[i] = n;
+  }
+  s->st.nodes = s->nodep;
+  s->st.n_nodes = 6;
+  for (int p = 0; p < 2; p++) {
+    auralog__pg__init(&s->pg[p]);
+    s->pg[p].pg = (uint32_t)p;
+    s->pg[p].first_page = (uint32_t)p * 256;
+    s->pg[p].npages = 256;
+    for (int i = 0; i < 6; i++) {
+      Auralog__Segment *g = &s->seg[p][i];
+      auralog__segment__init(g);
+      g->volume_id = 1;
+      g->pg = (uint32_t)p;
+      g->node = (char *)ids[i];
+      g->az = s->node[i].az;
+      g->addr = s->addr[i];
+      s->segp[p][i] = g;
+      Auralog__SegStat *ss = &s->ss[p * 6 + i];
+      auralog__seg_stat__init(ss);
+      ss->volume_id = 1;
+      ss->pg = (uint32_t)p;
+      ss->scl = p == 0 ? (i == 3 ? 10000121 : VDL) : (i == 3 ? 10000122 : 10000129);
+      ss->epoch = 3;
+      s->ssp[p * 6 + i] = ss;
+      s->ssn[p * 6 + i] = (char *)ids[i];
+    }
+    s->pg[p].segments = s->segp[p];
+    s->pg[p].n_segments = 6;
+    s->pgp[p] = &s->pg[p];
+  }
+  s->v.pgs = s->pgp;
+  s->v.n_pgs = 2;
+  s->st.segs = s->ssp;
+  s->st.n_segs = 12;
+  s->st.seg_nodes = s->ssn;
+  s->st.n_seg_nodes = 12;
+  auralog__trunc_range__init(&s->tr);
+  s->tr.epoch = 2;
+  s->tr.from = 100;
+  s->tr.to = 10000100;
+  s->trp[0] = &s->tr;
+  s->v.truncs = s->trp;
+  s->v.n_truncs = 1;
+
+  auralog__engine_stat__init(&s->e);
+  s->e.volume = "main";
+  s->e.addr = "127.0.0.1:7500";
+  s->e.epoch = 3;
+  s->e.vdl = VDL;
+  s->e.vcl = VCL;
+  s->e.next_lsn = 10000136;
+  s->e.lal = 10000000;
+  static const struct { uint32_t pg; uint64_t lsn; int cpl; } t[] = {
+    {0, 10000121, 0}, {0, 10000123, 1}, {0, 10000125, 0}, {0, 10000127, 1},
+    {0, 10000130, 1}, {0, 10000133, 0}, {0, 10000135, 1},
+    {1, 10000122, 0}, {1, 10000124, 0}, {1, 10000126, 0}, {1, 10000129, 0},
+    {1, 10000132, 0}, {1, 10000134, 0},
+  };
+  size_t nt = sizeof t / sizeof t[0];
+  for (size_t i = 0; i < nt; i++) {
+    auralog__tail_rec__init(&s->tail[i]);
+    s->tail[i].pg = t[i].pg;
+    s->tail[i].lsn = t[i].lsn;
+    s->tail[i].cpl = t[i].cpl;
+    s->tailp[i] = &s->tail[i];
+  }
+  s->e.tail = s->tailp;
+  s->e.n_tail = nt;
+  s->st.engine = &s->e;
+  s->st.engine_age_ms = 100;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* One graphviz context for the whole run: graphviz 2.42's pango plugin
+ * remembers the last font name across contexts, and a second context
+ * would make it read the first one's freed copy. */
+static GVC_t *gvc;
+
+/* DOT text graphviz reads and lays out; returns the graph (agclose it). */
+static Agraph_t *parse(const char *dot)
+{
+  assert_non_null(dot);
+  Agraph_t *g = agmemread(dot);
+  if (g == NULL)
+    fail_msg("graphviz cannot read the DOT:\n%s", dot);
+  assert_int_equal(gvLayout(gvc, g, "dot"), 0);
+  gvFreeLayout(gvc, g);
+  return g;
+}
+
+static const char *attr(void *obj, const char *name)
+{
+  char *v = agget(obj, (char *)name);
+  return v ? v : "";
+}
+
+/* The node whose label names id as its title. */
+static Agnode_t *node_named(Agraph_t *g, const char *id)
+{
+  char want[32];
+  snprintf(want, sizeof want, "<b>%s</b>", id);
+  for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n))
+    if (strstr(attr(n, "label"), want))
+      return n;
+  return NULL;
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void sample_parses_and_lays_out(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  char *dot = viz_dot(&s.st);
+  const char *out = getenv("AURALOG_VIZ_OUT");
+  if (out) {
+    FILE *f = fopen(out, "w");
+    assert_non_null(f);
+    fputs(dot, f);
+    fclose(f);
+  }
+  Agraph_t *g = parse(dot);
+  agclose(g);
+  free(dot);
+}
+
+static void six_nodes_in_three_az_clusters(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  char *dot = viz_dot(&s.st);
+  Agraph_t *g = parse(dot);
+  int seen[6] = {0}, clusters = 0;
+  for (Agraph_t *c = agfstsubg(g); c; c = agnxtsubg(c)) {
+    if (strncmp(agnameof(c), "cluster_az", 10) != 0)
+      continue;
+    clusters++;
+    const char *label = attr(c, "label");
+    int members = 0;
+    for (Agnode_t *n = agfstnode(c); n; n = agnxtnode(c, n)) {
+      members++;
+      for (int i = 0; i < 6; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "<b>%s</b>", ids[i]);
+        if (strstr(attr(n, "label"), want)) {
+          char az[8];
+          snprintf(az, sizeof az, "AZ %c", ids[i][0]);
+          if (strstr(label, az) == NULL)
+            fail_msg("node %s drawn in cluster '%s'", ids[i], label);
+          seen[i]++;
+        }
+      }
+    }
+    assert_int_equal(members, 2);
+  }
+  assert_int_equal(clusters, 3);
+  for (int i = 0; i < 6; i++)
+    if (seen[i] != 1)
+      fail_msg("node %s drawn %d times", ids[i], seen[i]);
+  agclose(g);
+  free(dot);
+}
+
+static void shows_vdl_vcl_and_scls(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  char *dot = viz_dot(&s.st);
+  assert_non_null(strstr(dot, "VDL 10000130"));
+  assert_non_null(strstr(dot, "VCL 10000133"));
+  /* Each node lists both its segments with their SCL; B2 is behind. */
+  Agraph_t *g = parse(dot);
+  for (int i = 0; i < 6; i++) {
+    Agnode_t *n = node_named(g, ids[i]);
+    assert_non_null(n);
+    const char *l = attr(n, "label");
+    assert_non_null(strstr(l, "pg 0"));
+    assert_non_null(strstr(l, "pg 1"));
+    assert_non_null(strstr(l, i == 3 ? "10000121" : "10000130"));
+  }
+  agclose(g);
+  free(dot);
+}
+
+static void down_partitioned_slow_are_marked(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  char *dot = viz_dot(&s.st);
+  Agraph_t *g = parse(dot);
+  Agnode_t *b2 = node_named(g, "B2"), *c1 = node_named(g, "C1"), *a2 = node_named(g, "A2"),
+           *b1 = node_named(g, "B1");
+  assert_non_null(strstr(attr(b2, "label"), "DOWN"));
+  assert_non_null(strstr(attr(b2, "style"), "dashed"));
+  assert_non_null(strstr(attr(c1, "label"), "PARTITIONED"));
+  assert_non_null(strstr(attr(c1, "style"), "dashed"));
+  assert_non_null(strstr(attr(a2, "label"), "SLOW"));
+  assert_null(strstr(attr(b1, "label"), "DOWN"));
+  assert_null(strstr(attr(b1, "style"), "dashed"));
+  /* The engine's link to each: dotted to the down node, dashed to the
+   * partitioned one, plain to a healthy one. */
+  Agnode_t *eng = agnode(g, "engine", 0);
+  assert_non_null(eng);
+  Agedge_t *e = agedge(g, eng, b2, NULL, 0);
+  assert_non_null(e);
+  assert_string_equal(attr(e, "style"), "dotted");
+  e = agedge(g, eng, c1, NULL, 0);
+  assert_non_null(e);
+  assert_string_equal(attr(e, "style"), "dashed");
+  /* A legend says what that means. */
+  Agnode_t *legend = agnode(g, "legend", 0);
+  assert_non_null(legend);
+  assert_non_null(strstr(attr(legend, "label"), "partitioned"));
+  agclose(g);
+  free(dot);
+}
+
+static void truncation_range_and_epoch(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  char *dot = viz_dot(&s.st);
+  assert_non_null(strstr(dot, "(100, 10000100]"));
+  Agraph_t *g = parse(dot);
+  /* In the list beside the engine and in each strip, with its epoch. */
+  Agnode_t *t = agnode(g, "truncs", 0);
+  assert_non_null(t);
+  assert_non_null(strstr(attr(t, "label"), "(100, 10000100]  epoch 2"));
+  const char *strip = attr(agnode(g, "pg0", 0), "label");
+  assert_non_null(strstr(strip, "(100, 10000100] epoch 2"));
+  /* It comes before every record (they are all above it). */
+  assert_true(strstr(strip, "10000100]") < strstr(strip, "10000121"));
+  agclose(g);
+  free(dot);
+}
+
+/* The strip of pg 0 in LSN order: durable records, the VDL flag, the
+ * complete one, the VCL flag, the pending one; CPLs marked. */
+static void strip_orders_records_and_flags(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  char *dot = viz_dot(&s.st);
+  Agraph_t *g = parse(dot);
+  Agnode_t *pg0 = agnode(g, "pg0", 0), *pg1 = agnode(g, "pg1", 0);
+  assert_non_null(pg0);
+  assert_non_null(pg1);
+  const char *l = attr(pg0, "label");
+  const char *r127 = strstr(l, "10000127"), *vdl = strstr(l, "<b>VDL</b>"),
+             *r133 = strstr(l, "10000133"), *vcl = strstr(l, "<b>VCL</b>"),
+             *r135 = strstr(l, "10000135");
+  assert_non_null(r127);
+  assert_non_null(vdl);
+  assert_non_null(r133);
+  assert_non_null(vcl);
+  assert_non_null(r135);
+  assert_true(r127 < vdl && vdl < r133 && r133 < vcl && vcl < r135);
+  /* Four CPLs in pg 0's tail (one pending), none in pg 1's. */
+  int cpls = 0;
+  for (const char *p = l; (p = strstr(p, "CPL")) != NULL; p++)
+    cpls++;
+  assert_int_equal(cpls, 4);
+  assert_null(strstr(attr(pg1, "label"), "CPL"));
+  /* Durable, complete and pending records look different. */
+  assert_non_null(strstr(l, "#a6d96a"));
+  assert_non_null(strstr(l, "#fee08b"));
+  assert_non_null(strstr(l, "style=\"dashed\"><b>10000135"));
+  agclose(g);
+  free(dot);
+}
+
+static void vdl_equal_vcl_is_one_flag(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  s.e.vcl = s.e.vdl;
+  char *dot = viz_dot(&s.st);
+  assert_non_null(strstr(dot, "VDL=VCL"));
+  agclose(parse(dot));
+  free(dot);
+}
+
+static void no_engine_no_pgs_still_draws(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  s.st.engine = NULL;
+  char *dot = viz_dot(&s.st);
+  assert_non_null(strstr(dot, "no VDL yet"));
+  assert_non_null(strstr(dot, "no recent records"));
+  agclose(parse(dot));
+  free(dot);
+  s.v.n_pgs = 0;
+  s.v.n_truncs = 0;
+  s.st.exists = 0;
+  s.st.n_segs = s.st.n_seg_nodes = 0;
+  dot = viz_dot(&s.st);
+  assert_non_null(strstr(dot, "not created yet"));
+  agclose(parse(dot));
+  free(dot);
+  s.st.volume = NULL;
+  s.st.n_nodes = 0;
+  dot = viz_dot(&s.st);
+  agclose(parse(dot));
+  free(dot);
+}
+
+/* Whatever comes over the wire, the DOT stays well formed. */
+static void odd_text_and_stray_tail(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  s.node[0].addr = "<b>&\"x\"</td>";
+  s.e.addr = "a\"b\\c<\n";
+  s.tail[12].pg = 77;               /* a PG the volume does not have */
+  char *dot = viz_dot(&s.st);
+  Agraph_t *g = parse(dot);
+  assert_non_null(node_named(g, "A1"));
+  assert_null(agnode(g, "pg77", 0));
+  agclose(g);
+  free(dot);
+}
+
+/* A volume with many PGs: strips for the ones with recent records first,
+ * a note for the rest. */
+static void many_pgs_are_summarised(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  enum { N = 40 };
+  Auralog__Pg pg[N], *pgp[N];
+  for (int p = 0; p < N; p++) {
+    pg[p] = s.pg[p % 2];
+    pg[p].pg = (uint32_t)p;
+    pg[p].first_page = (uint32_t)p * 256;
+    pgp[p] = &pg[p];
+  }
+  s.v.pgs = pgp;
+  s.v.n_pgs = N;
+  s.tail[12].pg = 30;
+  char *dot = viz_dot(&s.st);
+  Agraph_t *g = parse(dot);
+  assert_non_null(agnode(g, "pg30", 0));
+  assert_non_null(agnode(g, "pg0", 0));
+  assert_null(agnode(g, "pg39", 0));
+  assert_non_null(strstr(dot, "and 32 more PGs"));
+  agclose(g);
+  free(dot);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(sample_parses_and_lays_out),
+    cmocka_unit_test(six_nodes_in_three_az_clusters),
+    cmocka_unit_test(shows_vdl_vcl_and_scls),
+    cmocka_unit_test(down_partitioned_slow_are_marked),
+    cmocka_unit_test(truncation_range_and_epoch),
+    cmocka_unit_test(strip_orders_records_and_flags),
+    cmocka_unit_test(vdl_equal_vcl_is_one_flag),
+    cmocka_unit_test(no_engine_no_pgs_still_draws),
+    cmocka_unit_test(odd_text_and_stray_tail),
+    cmocka_unit_test(many_pgs_are_summarised),
+  };
+  gvc = gvContext();
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  gvFreeContext(gvc);
+  return failed;
+}
