@@ -51,6 +51,11 @@ deps: $(DEPS_STAMP)
 $(DEPS_STAMP): scripts/deps.sh
 	@bash scripts/deps.sh
 	@mkdir -p $(B) && touch $@
+# What only the tests need (a headless browser for the dashboard test).
+TEST_DEPS_STAMP := $(B)/.deps-test
+$(TEST_DEPS_STAMP): scripts/deps.sh
+	@bash scripts/deps.sh --test
+	@mkdir -p $(B) && touch $@
 
 $(GEN): proto/auralog.proto $(DEPS_STAMP)
 	@mkdir -p $(B)/gen
@@ -99,12 +104,12 @@ unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 # The extension is loaded into the system's sqlite3 shell and Python, which
 # are not built with sanitizers: integration tests always use build/'s.
-integration: $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
+integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	@[ "$(B)" = build ] || $(MAKE) --no-print-directory SAN= build/auralog.so
 	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; \
 	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
 
-torture: $(B)/tests/it_crash $(B)/auralog
+torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/auralog
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=300 $(B)/tests/it_crash
 
 demo: $(B)/auralog

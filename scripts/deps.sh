@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian package auralog needs to build, test and draw.
-# Safe to run again: it installs only what is missing. Called by `make`
-# when a dependency is missing, so a fresh machine needs no other step.
+# Installs every Debian package auralog needs to build, run and draw;
+# with --test also what only the tests need (a headless browser, ...).
+# Safe to run again: it installs only what is missing. `make` and `make
+# demo` call it, `make test` calls it with --test, so a fresh machine
+# needs no other step, and a student's `make demo` downloads no browser.
 set -euo pipefail
 
 pkgs=(
@@ -15,12 +17,16 @@ pkgs=(
   libcjson-dev                    # status JSON, cluster state file
   libhttp-parser-dev              # the coordinator's dashboard parses HTTP requests with it
   xxd                             # embeds the dashboard page into the binary at build time
-  chromium                        # headless browser: the dashboard test loads the page
   zlib1g-dev                      # crc32 for records
-  procps                          # pgrep/ps used by tests
   iproute2                        # lab 6: network namespaces as stand-in machines
-  python3                         # Debian's: the extension test loads build/auralog.so
 )
+if [ "${1:-}" = "--test" ]; then
+  pkgs+=(
+    chromium                      # headless browser: the dashboard test loads the page
+    procps                        # pgrep/ps used by tests
+    python3                       # Debian's: the extension test loads build/auralog.so
+  )
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
