@@ -256,6 +256,21 @@ static void crash_fault(const char *what)
   }
 }
 
+/* Take out what a crash point stops besides the engine: kind 1 one node,
+ * 2 an AZ, 3 an AZ and one node of another AZ. */
+static void nodes_down(int kind, const char *az, const char *node)
+{
+  char what[64];
+  if (kind >= 2) {
+    snprintf(what, sizeof what, "az-down %s", az);
+    crash_fault(what);
+  }
+  if (kind != 2) {
+    snprintf(what, sizeof what, "node-stop %s", node);
+    crash_fault(what);
+  }
+}
+
 static void restart(int point)
 {
   note("cluster up");
@@ -462,14 +477,7 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
     wait_acks(acked0, commits, p, "before the crash");
     if (nodes_first) {
       /* Commits in flight when the nodes go, the engine killed later. */
-      if (kind >= 2) {
-        snprintf(what, sizeof what, "az-down %s", azs[az]);
-        crash_fault(what);
-      }
-      if (kind != 2) {
-        snprintf(what, sizeof what, "node-stop %s", node);
-        crash_fault(what);
-      }
+      nodes_down(kind, azs[az], node);
       usleep(gap * 1000);
     }
     for (int i = 0; !anywhere && i < 1000 && !__atomic_load_n(&sh_w->inflight, __ATOMIC_SEQ_CST);
@@ -484,14 +492,7 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
     crash_fault("engine-crash");
     if (!nodes_first && kind != 0) {
       usleep(after * 1000);
-      if (kind >= 2) {
-        snprintf(what, sizeof what, "az-down %s", azs[az]);
-        crash_fault(what);
-      }
-      if (kind != 2) {
-        snprintf(what, sizeof what, "node-stop %s", node);
-        crash_fault(what);
-      }
+      nodes_down(kind, azs[az], node);
     }
     usleep(after * 1000);
     if (explicit_up && kind != 0) {
