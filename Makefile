@@ -16,6 +16,9 @@ CC ?= cc
 PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3 libgvc
 CFLAGS ?= -O2 -g
 # -fPIC: the same objects go into build/auralog.so (the SQLite extension).
+# The version printed in benchmark conditions.
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+CFLAGS += -DAURALOG_VERSION='"$(VERSION)"'
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -fPIC \
           -Isrc -I$(B)/gen $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
@@ -25,21 +28,22 @@ LDFLAGS += $(SANFLAGS)
 DEPS_STAMP := $(B)/.deps
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # http-parser (the dashboard's requests) has no pkg-config file.
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c \
             src/node/segment.c src/node/store.c src/node/node.c src/node/gossip.c \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
-            src/cluster.c src/status.c src/bench.c src/sqlcli.c src/lab.c src/viz.c \
+            src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c \
-            src/vfs/vfs.c src/vfs/engine.c
+            src/vfs/vfs.c src/vfs/engine.c \
+            src/bench/common.c src/bench/bench.c src/bench/append.c src/bench/recovery.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o \
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache viz
+UNIT := wire record segment placement diff quorum recovery cache viz hist
 INTEG := cluster engine faults labs dashboard viz crash
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))

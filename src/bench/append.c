@@ -1,5 +1,5 @@
 /*
- * bench.c: `auralog bench append`: how many redo records per second one
+ * append.c: `auralog bench append`: how many redo records per second one
  * storage node makes durable, batched and unbatched.
  *
  * Each client is a thread with its own connection and its own protection
@@ -30,6 +30,7 @@
 #include "record.h"
 #include "roles.h"
 #include "rpc.h"
+#include "bench/bench.h"
 
 struct client {
   const char *addr;          /* the node */
@@ -255,7 +256,7 @@ static void usage(FILE *f)
     COORD_ADDR_DEFAULT);
 }
 
-int bench_main(int argc, char **argv)
+int bench_append_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"node", required_argument, 0, 'n'}, {"seconds", required_argument, 0, 's'},
@@ -264,16 +265,7 @@ int bench_main(int argc, char **argv)
     {"help", no_argument, 0, 'h'}, {0}};
   const char *node = "A1", *coord = NULL, *dir = NULL;
   int seconds = 3, bytes = 100, json = 0, o;
-  if (argc < 2 || strcmp(argv[1], "append") != 0) {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-      usage(stdout);
-      return 0;
-    }
-    usage(stderr);
-    return 2;
-  }
-  argc--;
-  argv++;
+  /* argv[0] is "append" (bench/bench.c dispatches). */
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'n': node = optarg; break;

@@ -1,0 +1,88 @@
+/*
+ * bench.h: what the files of `auralog bench` share (bench/common.c).
+ *
+ *   bench.c     `auralog bench [WORKLOAD]`: sysbench-shaped workloads on
+ *               auralog and on stock SQLite baselines, in one run
+ *   recovery.c  `auralog bench recovery`: recovery time against log length
+ *   append.c    `auralog bench append`: one storage node's durable appends
+ *
+ * Every benchmark starts what it measures itself (a private cluster in its
+ * own directory, engines in the mode under test) so that runs start equal
+ * and a student's own cluster is never touched; and every benchmark prints
+ * its conditions beside its figures (seed 001's lesson).
+ */
+#ifndef AURALOG_BENCH_H
+#define AURALOG_BENCH_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rpc.h"
+
+int bench_append_main(int argc, char **argv);
+int bench_recovery_main(int argc, char **argv);
+
+/* The auralog binary itself, to start cluster members and engines. */
+const char *bench_self(void);
+
+/* dir/name where dir is $AURALOG_DIR or ~/.auralog: benchmarks keep their
+ * files on the same disk as a student's cluster (never /tmp, which may be
+ * memory: fsync there costs nothing and every figure would lie). */
+void bench_dir(char *out, size_t n, const char *name);
+
+/* Run `auralog argv...` to completion with stdout and stderr appended to
+ * log. Returns its exit status, or -1 if it could not run. */
+int bench_run(const char *log, const char *const argv[]);
+
+/* Start `auralog argv...` in the background (stdout and stderr appended to
+ * log). Returns its pid, or -1. */
+pid_t bench_start(const char *log, const char *const argv[]);
+
+/* SIGTERM pid, SIGKILL it after ms, and reap it. */
+void bench_stop(pid_t pid, int ms);
+
+/* Has pid exited (reaped here if so)? */
+int bench_exited(pid_t pid);
+
+/* Connect to addr, retrying until ms have passed. 0 or -1 with a reason. */
+int bench_connect(struct rpc *r, const char *addr, int ms, char *why, size_t n);
+
+/* A fresh private cluster in dir (anything there before is removed) with
+ * its coordinator on base. 0, or -1 with a reason. */
+int bench_cluster_up(const char *dir, int base, char *why, size_t n);
+void bench_cluster_down(const char *dir);
+/* Pid of cluster member name ("A1", "coord", "engine"), or -1. */
+pid_t bench_member_pid(const char *dir, const char *name);
+
+/* CPU seconds (user + system) used so far by pid; 0 if unknown. */
+double bench_cpu_s(pid_t pid);
+
+/* Run sql on the engine at r. Returns the reply (free with wire_free) if it
+ * is Rows, else NULL with the reason in why. */
+Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t n);
+
+/* Conditions every benchmark prints: versions of auralog and of each
+ * library, kernel, CPU, cores, memory, and the filesystem under dir. */
+void bench_conditions(cJSON *c, const char *dir);
+
+/* A latency histogram: log-linear buckets, 16 per power of two of
+ * microseconds, so any percentile is within 1/16 (6%) of the truth, the
+ * maximum is exact, and clients merge theirs without keeping samples. */
+#define HIST_SUB   16
+#define HIST_EXP   40
+struct hist {
+  uint64_t n;
+  double max_us;
+  uint64_t b[HIST_EXP * HIST_SUB];
+};
+void hist_add(struct hist *h, double us);
+void hist_merge(struct hist *into, const struct hist *h);
+/* The p-th quantile (0..1) in milliseconds. */
+double hist_ms(const struct hist *h, double p);
+
+/* Microseconds on a monotonic clock. */
+double bench_now_us(void);
+
+#endif

@@ -1,0 +1,332 @@
+/*
+ * common.c: processes, clusters, conditions and histograms for the
+ * benchmarks (see bench.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <math.h>
+#include <protobuf-c/protobuf-c.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "bench/bench.h"
+#include "lib/log.h"
+#include "param.h"
+
+#ifndef AURALOG_VERSION
+#define AURALOG_VERSION "unknown"
+#endif
+
+const char *bench_self(void)
+{
+  static char self[4096];
+  if (!self[0]) {
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+      die("bench: cannot find the auralog binary (/proc/self/exe)");
+    self[n] = 0;
+  }
+  return self;
+}
+
+void bench_dir(char *out, size_t n, const char *name)
+{
+  const char *d = getenv("AURALOG_DIR");
+  if (d && *d)
+    snprintf(out, n, "%s/%s", d, name);
+  else
+    snprintf(out, n, "%s/.auralog/%s", getenv("HOME") ? getenv("HOME") : "/tmp", name);
+}
+
+pid_t bench_start(const char *log, const char *const argv[])
+{
+  const char *args[32];
+  int k = 0;
+  args[k++] = bench_self();
+  for (int i = 0; argv[i] && k < 31; i++)
+    args[k++] = argv[i];
+  args[k] = NULL;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0)
+      _exit(127);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    close(in);
+    close(out);
+    unsetenv("AURALOG_COORD");   /* everything gets its addresses explicitly */
+    execv(args[0], (char *const *)args);
+    _exit(127);
+  }
+  return pid;
+}
+
+int bench_run(const char *log, const char *const argv[])
+{
+  pid_t pid = bench_start(log, argv);
+  int st;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid)
+    return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int bench_exited(pid_t pid)
+{
+  int st;
+  return waitpid(pid, &st, WNOHANG) == pid;
+}
+
+void bench_stop(pid_t pid, int ms)
+{
+  if (pid <= 0)
+    return;
+  kill(pid, SIGTERM);
+  unsigned long long until = now_ms() + (unsigned)ms;
+  while (now_ms() < until) {
+    if (bench_exited(pid))
+      return;
+    usleep(10000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
+int bench_connect(struct rpc *r, const char *addr, int ms, char *why, size_t n)
+{
+  unsigned long long until = now_ms() + (unsigned)ms;
+  for (;;) {
+    if (rpc_open(r, addr, 1000, why, n) == 0)
+      return 0;
+    if (now_ms() >= until)
+      return -1;
+    usleep(50000);
+  }
+}
+
+int bench_cluster_up(const char *dir, int base, char *why, size_t n)
+{
+  char port[16], log[1200], cmd[1300];
+  snprintf(port, sizeof port, "%d", base);
+  bench_cluster_down(dir);
+  /* A fresh cluster: no data of an earlier run may change this one. */
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+  if (strchr(dir, '\'') || system(cmd) != 0) {
+    snprintf(why, n, "cannot make a fresh directory %s", dir);
+    return -1;
+  }
+  snprintf(log, sizeof log, "%s/bench-cluster.log", dir);
+  const char *up[] = {"cluster", "up", "--dir", dir, "--base-port", port, NULL};
+  if (bench_run(log, up) != 0) {
+    snprintf(why, n, "`auralog cluster up --dir %s --base-port %d` failed; see %s", dir,
+             base, log);
+    return -1;
+  }
+  return 0;
+}
+
+void bench_cluster_down(const char *dir)
+{
+  char log[1200];
+  struct stat sb;
+  snprintf(log, sizeof log, "%s/cluster.json", dir);
+  if (stat(log, &sb) != 0)
+    return;                     /* never started here */
+  snprintf(log, sizeof log, "%s/bench-cluster.log", dir);
+  const char *down[] = {"cluster", "down", "--dir", dir, NULL};
+  bench_run(log, down);
+}
+
+pid_t bench_member_pid(const char *dir, const char *name)
+{
+  char p[1200];
+  snprintf(p, sizeof p, "%s/run/%s.pid", dir, name);
+  FILE *f = fopen(p, "r");
+  int pid = -1;
+  if (f) {
+    if (fscanf(f, "%d", &pid) != 1)
+      pid = -1;
+    fclose(f);
+  }
+  return pid;
+}
+
+double bench_cpu_s(pid_t pid)
+{
+  char p[64], buf[1024];
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(p, "r");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  /* Fields after "(comm)": state is field 3, utime 14, stime 15. */
+  char *s = strrchr(buf, ')');
+  unsigned long long ut = 0, st = 0;
+  if (s == NULL ||
+      sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return 0;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t n)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Query q = AURALOG__QUERY__INIT;
+  q.sql = (char *)sql;
+  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
+  req.query = &q;
+  Env *rep = rpc_call(r, &req, timeout_ms, why, n);
+  if (rep && rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, n) != 0) {
+    wire_free(rep);
+    return NULL;
+  }
+  return rep;
+}
+
+/* ---- conditions ------------------------------------------------------------- */
+
+static const char *fs_name(long type)
+{
+  switch ((unsigned long)type) {
+  case 0xEF53: return "ext4";
+  case 0x58465342: return "xfs";
+  case 0x9123683E: return "btrfs";
+  case 0x01021994: return "tmpfs (memory: fsync is free, durable figures mean nothing)";
+  case 0x794c7630: return "overlayfs";
+  case 0x2fc12fc1: return "zfs";
+  case 0x6969: return "nfs";
+  case 0xF2F52010: return "f2fs";
+  case 0x65735546: return "fuse";
+  case 0x858458f6: return "ramfs (memory: fsync is free, durable figures mean nothing)";
+  default: return "other";
+  }
+}
+
+static void cpu_model(char *out, size_t n)
+{
+  snprintf(out, n, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char *c = strchr(line, ':');
+    if (c && strncmp(line, "model name", 10) == 0) {
+      c += 2;
+      c[strcspn(c, "\n")] = 0;
+      snprintf(out, n, "%s", c);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+void bench_conditions(cJSON *c, const char *dir)
+{
+  struct utsname u;
+  uname(&u);
+  char cpu[256];
+  cpu_model(cpu, sizeof cpu);
+  cJSON_AddStringToObject(c, "auralog", AURALOG_VERSION);
+  cJSON_AddStringToObject(c, "sqlite", sqlite3_libversion());
+  cJSON_AddStringToObject(c, "lmdb", mdb_version(NULL, NULL, NULL));
+  cJSON_AddStringToObject(c, "libuv", uv_version_string());
+  cJSON_AddStringToObject(c, "protobuf_c", protobuf_c_version());
+  char k[512];
+  snprintf(k, sizeof k, "%s %s %s", u.sysname, u.release, u.machine);
+  cJSON_AddStringToObject(c, "kernel", k);
+  cJSON_AddStringToObject(c, "cpu", cpu);
+  cJSON_AddNumberToObject(c, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+  cJSON_AddNumberToObject(c, "memory_mb",
+                          (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / 1048576.0);
+  struct statfs sf;
+  cJSON_AddStringToObject(c, "dir", dir);
+  cJSON_AddStringToObject(c, "filesystem", statfs(dir, &sf) == 0 ? fs_name((long)sf.f_type) : "unknown");
+  cJSON_AddStringToObject(c, "network", "loopback (every process on this machine)");
+}
+
+/* ---- histogram -------------------------------------------------------------- */
+
+/* Bucket of us: values below HIST_SUB us have a bucket each; above, the
+ * exponent picks a power of two and the next 4 bits a sixteenth of it. */
+static int bucket(double us)
+{
+  uint64_t v = us < 1 ? 0 : (uint64_t)us;
+  if (v < HIST_SUB)
+    return (int)v;
+  int e = 63 - __builtin_clzll(v);           /* v in [2^e, 2^(e+1)) */
+  int sub = (int)((v >> (e - 4)) & (HIST_SUB - 1));
+  int b = (e - 3) * HIST_SUB + sub;
+  return b < HIST_EXP * HIST_SUB ? b : HIST_EXP * HIST_SUB - 1;
+}
+
+/* The middle of bucket b, in us. */
+static double bucket_mid(int b)
+{
+  if (b < HIST_SUB)
+    return b + 0.5;
+  int e = b / HIST_SUB + 3, sub = b % HIST_SUB;
+  double lo = ldexp(1.0, e) + sub * ldexp(1.0, e - 4);
+  return lo + ldexp(1.0, e - 5);
+}
+
+void hist_add(struct hist *h, double us)
+{
+  h->b[bucket(us)]++;
+  h->n++;
+  if (us > h->max_us)
+    h->max_us = us;
+}
+
+void hist_merge(struct hist *into, const struct hist *h)
+{
+  for (int i = 0; i < HIST_EXP * HIST_SUB; i++)
+    into->b[i] += h->b[i];
+  into->n += h->n;
+  if (h->max_us > into->max_us)
+    into->max_us = h->max_us;
+}
+
+double hist_ms(const struct hist *h, double p)
+{
+  if (h->n == 0)
+    return 0;
+  if (p >= 1)
+    return h->max_us / 1000;
+  uint64_t rank = (uint64_t)ceil(p * (double)h->n), seen = 0;
+  if (rank == 0)
+    rank = 1;
+  for (int i = 0; i < HIST_EXP * HIST_SUB; i++) {
+    seen += h->b[i];
+    if (seen >= rank) {
+      double v = bucket_mid(i);
+      return (v > h->max_us ? h->max_us : v) / 1000;
+    }
+  }
+  return h->max_us / 1000;
+}
+
+double bench_now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
