@@ -16,6 +16,7 @@ struct listener {
   conn_msg_fn on_msg;
   conn_close_fn on_close;
   void *data;
+  struct net_count *count;
 };
 
 static void conn_freed(uv_handle_t *h)
@@ -109,6 +110,12 @@ int conn_send_frame(struct conn *c, uint8_t *frame, size_t len)
     conn_close(c);
     return -1;
   }
+  /* Counted when queued: a frame libuv accepted goes out unless the
+   * connection breaks, and then the peer never answers it either. */
+  if (c->count) {
+    c->count->bytes_out += len;
+    c->count->msgs_out++;
+  }
   return 0;
 }
 
@@ -193,6 +200,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
       break;
     }
     off += used;
+    if (c->count) {
+      c->count->bytes_in += used;
+      c->count->msgs_in++;
+    }
     int code = wire_check(env, why, sizeof why);
     if (code != ERR_NONE)
       conn_fail(c, env->req, (uint32_t)code, why);
@@ -236,6 +247,7 @@ static void on_accept(uv_stream_t *server, int status)
   struct conn *c = conn_new(server->loop, l->on_msg, l->on_close, l->data);
   if (c == NULL)
     return;
+  c->count = l->count;
   if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
     conn_close(c);
     return;
@@ -246,6 +258,13 @@ static void on_accept(uv_stream_t *server, int status)
 int net_listen(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
                conn_close_fn on_close, void *data, char *why, size_t whylen)
 {
+  return net_listen_count(loop, addr, on_msg, on_close, data, NULL, why, whylen);
+}
+
+int net_listen_count(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
+                     conn_close_fn on_close, void *data, struct net_count *count,
+                     char *why, size_t whylen)
+{
   struct sockaddr_in sa;
   if (addr_parse(addr, &sa, why, whylen) != 0)
     return -1;
@@ -255,6 +274,7 @@ int net_listen(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
   l->on_msg = on_msg;
   l->on_close = on_close;
   l->data = data;
+  l->count = count;
   int rc = uv_tcp_bind(&l->tcp, (struct sockaddr *)&sa, 0);
   if (rc == 0)
     rc = uv_listen((uv_stream_t *)&l->tcp, 128, on_accept);

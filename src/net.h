@@ -10,6 +10,11 @@
  * A role may keep a conn beyond the current callback (an ack sent after
  * an lmdb commit) by taking a reference; the conn is freed once it is
  * closed and every reference is dropped.
+ *
+ * Counting: a conn whose count is set adds every frame it reads or queues
+ * to it, length prefix included (what `auralog bench` reports as network
+ * cost). A role sets it on conns it connects, or for a whole listener with
+ * net_listen_count. Only the conn's loop thread touches it.
  */
 #ifndef AURALOG_NET_H
 #define AURALOG_NET_H
@@ -20,6 +25,12 @@
 struct conn;
 typedef void (*conn_msg_fn)(struct conn *c, const Env *env);
 typedef void (*conn_close_fn)(struct conn *c);
+
+/* Frames and bytes (4-byte length prefix included) through some conns. */
+struct net_count {
+  uint64_t bytes_in, msgs_in;     /* whole frames read (also ones wire_check refuses) */
+  uint64_t bytes_out, msgs_out;   /* frames queued for writing */
+};
 
 struct conn {
   uv_tcp_t tcp;
@@ -34,12 +45,17 @@ struct conn {
   int connected;
   void (*on_connect)(struct conn *c, int status);
   char peer[64];
+  struct net_count *count; /* where this conn's frames add up (NULL: nowhere) */
 };
 
 /* Listen on addr ("host:port"); every accepted conn gets the callbacks and
  * data. Returns 0, or -1 with a reason. */
 int net_listen(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
                conn_close_fn on_close, void *data, char *why, size_t whylen);
+/* The same, every accepted conn counting its frames into count. */
+int net_listen_count(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
+                     conn_close_fn on_close, void *data, struct net_count *count,
+                     char *why, size_t whylen);
 
 /* Connect to addr. on_connect(c, status) is called with status 0 when the
  * conn is up, or with a libuv error (the conn is then closed). */

@@ -4,8 +4,9 @@
  * The coordinator answers with the volume, the nodes and the SCL of every
  * segment from the nodes' heartbeats; this file turns that into the JSON of
  * the contract (DESIGN.md §6) or a table, once or every second. The
- * engine's fields (vdl, vcl, next_lsn, commits, redo_bytes) are 0 until an
- * engine reports them.
+ * engine's fields (vdl, vcl, next_lsn, commits, redo_bytes, net_*) are 0
+ * until an engine reports them; a node's counters (commits, fsyncs,
+ * gossip_*, net_*) are 0 until it heartbeats.
  */
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -90,6 +91,12 @@ char *status_json(const Auralog__Status *st)
   cJSON_AddNumberToObject(o, "commits", (double)e->commits);
   cJSON_AddNumberToObject(o, "redo_bytes", (double)e->redo_bytes);
   cJSON_AddNumberToObject(o, "redo_msgs", (double)e->redo_msgs);
+  /* Every frame engine <-> storage nodes (redo, reads, recovery), bytes
+   * with the length prefix: net_bytes_out >= redo_bytes. */
+  cJSON_AddNumberToObject(o, "net_bytes_out", (double)e->net_bytes_out);
+  cJSON_AddNumberToObject(o, "net_msgs_out", (double)e->net_msgs_out);
+  cJSON_AddNumberToObject(o, "net_bytes_in", (double)e->net_bytes_in);
+  cJSON_AddNumberToObject(o, "net_msgs_in", (double)e->net_msgs_in);
   cJSON_AddNumberToObject(o, "records", (double)e->records);
   cJSON_AddNumberToObject(o, "pending", (double)e->pending);
   cJSON_AddNumberToObject(o, "pages_read", (double)e->pages_read);
@@ -117,6 +124,18 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddStringToObject(j, "state", state_of(n));
     cJSON_AddBoolToObject(j, "partitioned", n->partitioned);
     cJSON_AddNumberToObject(j, "slow_ms", n->slow_ms);
+    /* The node's counters from its last heartbeat, cumulative since it
+     * started (a restarted node starts again from 0). */
+    cJSON_AddNumberToObject(j, "commits", (double)n->commits);
+    cJSON_AddNumberToObject(j, "fsyncs", (double)n->fsyncs);
+    cJSON_AddNumberToObject(j, "gossip_bytes", (double)n->gossip_bytes);
+    cJSON_AddNumberToObject(j, "gossip_msgs", (double)n->gossip_msgs);
+    cJSON_AddNumberToObject(j, "net_bytes_in", (double)n->net_bytes_in);
+    cJSON_AddNumberToObject(j, "net_msgs_in", (double)n->net_msgs_in);
+    cJSON_AddNumberToObject(j, "net_bytes_out", (double)n->net_bytes_out);
+    cJSON_AddNumberToObject(j, "net_msgs_out", (double)n->net_msgs_out);
+    cJSON_AddNumberToObject(j, "coord_bytes", (double)n->coord_bytes);
+    cJSON_AddNumberToObject(j, "coord_msgs", (double)n->coord_msgs);
     cJSON_AddItemToArray(nodes, j);
   }
   cJSON *pgs = cJSON_AddArrayToObject(o, "pgs");

@@ -10,7 +10,7 @@
  *
  * Requests:
  *   Register    (node)   -> Assign: the segments this node hosts
- *   Heartbeat   (node)   -> nothing; refreshes liveness and SCLs
+ *   Heartbeat   (node)   -> nothing; refreshes liveness, SCLs and counters
  *   OpenVolume  (any)    -> Volume; creates it if asked; a writer gets a new epoch
  *   GrowVolume  (engine) -> Volume with at least npgs PGs
  *   EngineStat  (engine) -> nothing; its VDL, VCL, LSNs and counters for status
@@ -45,7 +45,8 @@
 #include "status.h"
 
 struct cnode {
-  Auralog__NodeInfo *info;     /* id, az, addr (durable); up, last_seen_ms */
+  Auralog__NodeInfo *info;     /* id, az, addr (durable); up, last_seen_ms,
+                                  the last heartbeat's counters */
   unsigned long long last_seen;
   struct conn *conn;
   Auralog__SegStat *stats;     /* from the last heartbeat */
@@ -395,6 +396,17 @@ static void on_heartbeat(struct conn *c, const Auralog__Heartbeat *hb)
     n->pstats[i] = &n->stats[i];
   }
   n->nstats = hb->n_segs;
+  /* The latest counters win: they are cumulative (since the node started). */
+  n->info->commits = hb->commits;
+  n->info->fsyncs = hb->fsyncs;
+  n->info->gossip_bytes = hb->gossip_bytes;
+  n->info->gossip_msgs = hb->gossip_msgs;
+  n->info->net_bytes_in = hb->net_bytes_in;
+  n->info->net_msgs_in = hb->net_msgs_in;
+  n->info->net_bytes_out = hb->net_bytes_out;
+  n->info->net_msgs_out = hb->net_msgs_out;
+  n->info->coord_bytes = hb->coord_bytes;
+  n->info->coord_msgs = hb->coord_msgs;
 }
 
 static void on_tick(uv_timer_t *t)

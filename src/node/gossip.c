@@ -25,6 +25,21 @@
 #include "lib/log.h"
 #include "node/node.h"
 
+/* Send a pull or a push to a peer, counting it in gossip_bytes/msgs: the
+ * traffic the storage tier adds to the engine's. Every conn but the
+ * coordinator's counts into n->net, so what conn_send added there is the
+ * frame's size. */
+static int gossip_send(struct node *n, struct conn *c, const Env *env)
+{
+  uint64_t before = n->net.bytes_out;
+  int rc = conn_send(c, env);
+  if (rc == 0) {
+    n->gossip_bytes += n->net.bytes_out - before;
+    n->gossip_msgs++;
+  }
+  return rc;
+}
+
 int gossip_reachable(const struct node *n, const char *az)
 {
   return !n->partitioned || strcmp(az, n->az) == 0;
@@ -152,10 +167,12 @@ static struct conn *peer_conn(struct node *n, int i)
   struct peer *p = &n->peers[i];
   if (p->c == NULL && now_ms() >= p->retry_at) {
     p->c = net_connect(n->loop, p->addr, peer_connected, peer_msg, peer_closed, n);
-    if (p->c)
+    if (p->c) {
       p->c->ctx = (void *)(intptr_t)i;
-    else
+      p->c->count = &n->net;
+    } else {
       p->retry_at = now_ms() + RECONNECT_MS;
+    }
   }
   return p->c && p->up ? p->c : NULL;
 }
@@ -197,7 +214,7 @@ static void ask(struct node *n, struct gossip *g, struct segment *s)
   env.req = ++n->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PULL;
   env.gossip_pull = &gp;
-  if (conn_send(n->peers[g->peer[pick]].c, &env) == 0) {
+  if (gossip_send(n, n->peers[g->peer[pick]].c, &env) == 0) {
     g->req = env.req;
     g->sent_at = now_ms();
   }
@@ -258,7 +275,7 @@ void gossip_on_pull(struct node *n, struct conn *c, uint64_t req,
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PUSH;
   env.gossip_push = &gp;
-  conn_send(c, &env);
+  gossip_send(n, c, &env);
   for (long i = 0; i < nrecs; i++)
     auralog__record__free_unpacked(recs[i], NULL);
   free(recs);

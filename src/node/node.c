@@ -5,7 +5,9 @@
  * lmdb environment and does steps 1-2 of Figure 4 in the foreground:
  * receive a batch of records, persist it, acknowledge it with the
  * segment's SCL. It also serves page reads at a read point, registers with
- * the coordinator, learns its segments from it, and heartbeats their SCLs.
+ * the coordinator, learns its segments from it, and heartbeats their SCLs
+ * and its counters (durable commits, fsyncs, frames and bytes sent and
+ * received, gossip apart) for `auralog bench`.
  *
  * Group commit: every Append that arrives in one turn of the event loop is
  * written into one lmdb transaction; a uv_check handle (run right after
@@ -553,6 +555,16 @@ static void send_heartbeat(uv_timer_t *t)
   hb.id = n->id;
   hb.segs = ptrs;
   hb.n_segs = n->nsegs;
+  hb.commits = n->st.commits;
+  hb.fsyncs = n->st.fsyncs;
+  hb.gossip_bytes = n->gossip_bytes;
+  hb.gossip_msgs = n->gossip_msgs;
+  hb.net_bytes_in = n->net.bytes_in;
+  hb.net_msgs_in = n->net.msgs_in;
+  hb.net_bytes_out = n->net.bytes_out;
+  hb.net_msgs_out = n->net.msgs_out;
+  hb.coord_bytes = n->coord_net.bytes_in + n->coord_net.bytes_out;
+  hb.coord_msgs = n->coord_net.msgs_in + n->coord_net.msgs_out;
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
   env.heartbeat = &hb;
   conn_send(n->coord_conn, &env);
@@ -597,6 +609,8 @@ static void connect_coord(struct node *n)
                               coord_closed, n);
   if (n->coord_conn == NULL)
     uv_timer_start(&n->reconnect, retry_coord, RECONNECT_MS, 0);
+  else
+    n->coord_conn->count = &n->coord_net;
 }
 
 static void on_signal(uv_signal_t *h, int sig)
@@ -683,7 +697,9 @@ int node_main(int argc, char **argv)
     die("node: %s", why);
 
   n.loop = uv_default_loop();
-  if (net_listen(n.loop, listen, on_msg, NULL, &n, why, sizeof why) != 0)
+  /* Every conn but the coordinator's counts into n.net: the engine's and
+   * peers' (gossip) traffic, which is what a benchmark weighs. */
+  if (net_listen_count(n.loop, listen, on_msg, NULL, &n, &n.net, why, sizeof why) != 0)
     die("node: %s", why);
   uv_check_init(n.loop, &n.commit);
   n.commit.data = &n;

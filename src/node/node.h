@@ -76,6 +76,11 @@ struct node {
   size_t ngs;
   uint64_t next_req;
   unsigned ticks;
+  /* Counters for `auralog bench` (heartbeated), since the node started;
+   * st.commits and st.fsyncs are the store's. */
+  struct net_count net;      /* frames with the engine, peers and tools */
+  struct net_count coord_net;/* frames with the coordinator, kept apart */
+  uint64_t gossip_bytes, gossip_msgs;  /* pulls and pushes sent to peers */
 };
 
 struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg);

@@ -7,6 +7,18 @@
  * only a hint written with the next batch; at start the node chains every
  * record above it again (store_load), so a stale hint costs time, never
  * correctness.
+ *
+ * What a commit costs (the fsyncs counter), measured with strace -f -T on
+ * a node under load (Debian 12, lmdb 0.9.24, ext4), default flags: lmdb
+ * pwrite()s the dirty pages to data.mdb, fdatasync()s it, then pwrite()s
+ * the meta page through a second descriptor of data.mdb opened O_DSYNC.
+ * `strace -c -e trace=fsync,fdatasync,msync,sync_file_range` shows one
+ * fdatasync per commit, but the O_DSYNC write is a sync all the same: it
+ * returns once the device has the page, taking as long as the fdatasync
+ * (0.1-0.3 ms here, against ~10 us for the plain pwrites). So a commit is
+ * two device flushes, one after the other, and fsyncs counts two: the
+ * first puts the new tree on disk before the meta page that points to it,
+ * the second makes the commit durable before mdb_txn_commit returns.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -48,6 +60,35 @@ static int fail(int rc, char *why, size_t whylen, const char *what)
   return ERR_INTERNAL;
 }
 
+/* Device syncs per commit with the env's flags (see the top). */
+static unsigned syncs_per_commit(MDB_env *env)
+{
+  unsigned flags = 0;
+  mdb_env_get_flags(env, &flags);
+  if (flags & MDB_NOSYNC)
+    return 0;               /* nothing synced at commit */
+  if ((flags & MDB_WRITEMAP) && (flags & MDB_MAPASYNC))
+    return 0;               /* msync(MS_ASYNC): only scheduled */
+  if (flags & MDB_NOMETASYNC)
+    return 1;               /* the meta page rides on the next commit's sync */
+  return 2;                 /* the pages, then the meta page */
+}
+
+/* Commit a write transaction and count it if lmdb wrote it: one that
+ * changed nothing ends without writing or syncing, and without taking
+ * the next transaction id. */
+static int commit(struct store *st, MDB_txn *txn)
+{
+  size_t id = mdb_txn_id(txn);
+  int rc = mdb_txn_commit(txn);
+  MDB_envinfo info;
+  if (rc == 0 && mdb_env_info(st->env, &info) == 0 && info.me_last_txnid == id) {
+    st->commits++;
+    st->fsyncs += st->syncs_per_commit;
+  }
+  return rc;
+}
+
 int store_open(struct store *st, const char *dir, char *why, size_t whylen)
 {
   memset(st, 0, sizeof *st);
@@ -69,6 +110,7 @@ int store_open(struct store *st, const char *dir, char *why, size_t whylen)
     st->env = NULL;
     return -1;
   }
+  st->syncs_per_commit = syncs_per_commit(st->env);
   MDB_txn *txn;
   rc = mdb_txn_begin(st->env, NULL, 0, &txn);
   if (rc == 0) rc = mdb_dbi_open(txn, "segs", MDB_CREATE, &st->segs);
@@ -76,7 +118,7 @@ int store_open(struct store *st, const char *dir, char *why, size_t whylen)
   if (rc == 0) rc = mdb_dbi_open(txn, "pidx", MDB_CREATE, &st->pidx);
   if (rc == 0) rc = mdb_dbi_open(txn, "imgs", MDB_CREATE, &st->imgs);
   if (rc == 0)
-    rc = mdb_txn_commit(txn);
+    rc = commit(st, txn);
   else
     mdb_txn_abort(txn);
   if (rc != 0) {
@@ -253,7 +295,7 @@ int store_commit(struct store *st, char *why, size_t whylen)
 {
   if (st->txn == NULL)
     return 0;
-  int rc = mdb_txn_commit(st->txn);
+  int rc = commit(st, st->txn);
   st->txn = NULL;
   return rc ? fail(rc, why, whylen, "committing records") : 0;
 }

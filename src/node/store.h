@@ -23,6 +23,10 @@ struct store {
   MDB_env *env;
   MDB_dbi segs, recs, pidx, imgs;
   MDB_txn *txn;              /* the open write transaction, or NULL */
+  /* Counters for `auralog bench`, since the store was opened. */
+  uint64_t commits;          /* write transactions lmdb made durable */
+  uint64_t fsyncs;           /* device syncs they cost (store.c: 2 each) */
+  unsigned syncs_per_commit;
 };
 
 int store_open(struct store *st, const char *dir, char *why, size_t whylen);

@@ -112,6 +112,10 @@ struct volume {
   char fenced_why[200];
   int closing;
   struct vol_stats st;
+  /* Frames with the storage nodes: recovery's, then the I/O thread's (its
+   * node conns count into it, in net.c, without the lock). net_sync copies
+   * it into st, where other threads read it. */
+  struct net_count net;
   void (*durable_fn)(void *, uint64_t);
   void *durable_arg;
   /* The report's log tail (engine_stat): only one thread builds reports,
@@ -216,6 +220,16 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
 
 static void dispatch_read(struct volume *v, struct readreq *r);
 
+/* Publish v->net in v->st (with v->mu held, on the I/O thread, after it
+ * sent or received something). */
+static void net_sync(struct volume *v)
+{
+  v->st.net_bytes_out = v->net.bytes_out;
+  v->st.net_msgs_out = v->net.msgs_out;
+  v->st.net_bytes_in = v->net.bytes_in;
+  v->st.net_msgs_in = v->net.msgs_in;
+}
+
 static void flush(struct volume *v)
 {
   for (size_t p = 0; p < v->npgs; p++) {
@@ -236,6 +250,7 @@ static void flush(struct volume *v)
   for (struct readreq *r = v->reads; r; r = r->next)
     if (!r->done && r->req == 0 && now_ms() >= r->retry_at)
       dispatch_read(v, r);
+  net_sync(v);
 }
 
 /* ---- I/O thread: reads -------------------------------------------------------- */
@@ -400,6 +415,7 @@ static void on_node_msg(struct conn *c, const Env *env)
     }
 out:
   reap_reads(v);
+  net_sync(v);                  /* this answer, and a read sent again */
   pthread_mutex_unlock(&v->mu);
 }
 
@@ -461,10 +477,12 @@ static void connect_nodes(struct volume *v)
     if (n->c || now < n->retry_at)
       continue;
     n->c = net_connect(&v->loop, n->addr, node_connected, on_node_msg, node_closed, v);
-    if (n->c)
+    if (n->c) {
       n->c->ctx = (void *)(intptr_t)i;
-    else
+      n->c->count = &v->net;
+    } else {
       n->retry_at = now + RECONNECT_MS;
+    }
   }
 }
 
@@ -571,6 +589,10 @@ static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.pending = st.pending;
   es.recovery_ms = st.recovery_ms;
   es.pages_read = st.pages_read;
+  es.net_bytes_out = st.net_bytes_out;
+  es.net_msgs_out = st.net_msgs_out;
+  es.net_bytes_in = st.net_bytes_in;
+  es.net_msgs_in = st.net_msgs_in;
   es.tail = v->tail_outp;
   es.n_tail = ntail;
   *trout = tr;
@@ -598,6 +620,7 @@ static void on_wake(uv_async_t *h)
     for (size_t p = 0; p < v->npgs; p++)
       for (int s = 0; s < NCOPIES; s++)
         send_append(v, (uint32_t)p, s, 0, 0);
+    net_sync(v);
     v->closing = 2;
     pthread_cond_broadcast(&v->cond);
   }
@@ -671,15 +694,24 @@ struct nodeconn {
   int ok;
 };
 
-static Env *ask(struct nodeconn *nc, Env *req)
+/* One request to a node during recovery, its frames counted in *cnt.
+ * rpc.c does not count, so the sizes are measured here: the request as
+ * rpc_call framed it (its req id set), the answer packed again (protobuf-c
+ * packs canonically: the size it came in). */
+static Env *ask(struct nodeconn *nc, Env *req, struct net_count *cnt)
 {
   char why[200];
   if (!nc->ok)
     return NULL;
   Env *rep = rpc_call(&nc->r, req, 2000, why, sizeof why);
+  cnt->bytes_out += 4 + auralog__envelope__get_packed_size(req);
+  cnt->msgs_out++;              /* sent, or at least tried */
   if (rep == NULL) {
     rpc_close(&nc->r);
     nc->ok = 0;
+  } else {
+    cnt->bytes_in += 4 + auralog__envelope__get_packed_size(rep);
+    cnt->msgs_in++;
   }
   return rep;
 }
@@ -724,7 +756,7 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
       q.epoch = v->epoch;
       req.body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
       req.seg_query = &q;
-      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req);
+      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req, &v->net);
       size_t k = p * NCOPIES + (size_t)s;
       reps[k] = rep;
       if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
@@ -822,7 +854,7 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
       t.to = to > vdl ? to : vdl;
       req.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
       req.truncate = &t;
-      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req);
+      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req, &v->net);
       if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
         acked++;
         if (rep->seg_info->tail > g->tail)
@@ -847,6 +879,7 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
   v->st.recovery_ms = now_ms() - t0;
   v->st.trunc_from = vdl;
   v->st.trunc_to = clean ? vdl : to;
+  net_sync(v);                  /* no I/O thread yet: no lock needed */
   rc = 0;
 out:
   for (size_t i = 0; i < nr; i++) {

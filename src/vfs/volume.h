@@ -46,6 +46,10 @@ struct mtr_page {
 struct vol_stats {
   uint64_t epoch, vdl, vcl, next_lsn, lal;
   uint64_t commits, redo_bytes, redo_msgs, records, pending, pages_read;
+  /* Every frame to / from the storage nodes (Append, ReadPage, SegQuery,
+   * Truncate and their answers; not the coordinator), bytes with the
+   * length prefix. redo_bytes/redo_msgs are the Appends among them. */
+  uint64_t net_bytes_out, net_msgs_out, net_bytes_in, net_msgs_in;
   uint64_t recovery_ms;
   uint64_t trunc_from, trunc_to;   /* the truncation this open wrote */
 };
