@@ -36,7 +36,7 @@ CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/ad
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
             src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c \
-            src/vfs/vfs.c src/vfs/engine.c \
+            src/vfs/vfs.c src/vfs/engine.c src/vfs/countvfs.c \
             src/bench/common.c src/bench/bench.c src/bench/append.c src/bench/recovery.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o \
@@ -44,7 +44,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := wire record segment placement diff quorum recovery cache viz hist
-INTEG := cluster engine faults labs dashboard viz crash
+INTEG := cluster engine faults labs dashboard viz benchrec crash
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 

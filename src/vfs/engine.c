@@ -15,6 +15,7 @@
  * Threads: the main thread runs libuv (clients, the waiting replies); the
  * worker runs SQLite; the volume's I/O thread talks to storage.
  */
+#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include "net.h"
 #include "param.h"
 #include "roles.h"
+#include "vfs/countvfs.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
 
@@ -50,7 +52,9 @@ struct client {
 struct engine {
   uv_loop_t *loop;
   char volume[NAME_MAX_LEN + 1];
-  char uri[512];
+  char uri[1200];
+  const char *baseline;      /* NULL, or the stock SQLite it runs instead */
+  int ship_pages;
   sqlite3 *root;             /* keeps the volume open */
   struct volume *vol;
   pthread_t worker;
@@ -174,14 +178,84 @@ static void run_sql(struct job *j)
   free(errtext);
 }
 
+/* SELECT auralog_stats(): this engine's counters as JSON, for `auralog
+ * bench` (which reads them before and after a run through the same SQL
+ * channel as its workload, for every system alike). */
+static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+  (void)argc;
+  (void)argv;
+  cJSON *o = cJSON_CreateObject();
+  if (E.vol) {
+    struct vol_stats st;
+    vol_get_stats(E.vol, &st);
+    cJSON_AddStringToObject(o, "system", E.ship_pages ? "auralog-pages" : "auralog");
+    cJSON_AddNumberToObject(o, "vdl", (double)st.vdl);
+    cJSON_AddNumberToObject(o, "commits", (double)st.commits);
+    cJSON_AddNumberToObject(o, "records", (double)st.records);
+    cJSON_AddNumberToObject(o, "redo_bytes", (double)st.redo_bytes);
+    cJSON_AddNumberToObject(o, "redo_msgs", (double)st.redo_msgs);
+    cJSON_AddNumberToObject(o, "pages_read", (double)st.pages_read);
+    cJSON_AddNumberToObject(o, "net_bytes_out", (double)st.net_bytes_out);
+    cJSON_AddNumberToObject(o, "net_msgs_out", (double)st.net_msgs_out);
+    cJSON_AddNumberToObject(o, "net_bytes_in", (double)st.net_bytes_in);
+    cJSON_AddNumberToObject(o, "net_msgs_in", (double)st.net_msgs_in);
+    cJSON_AddNumberToObject(o, "syncs", 0);   /* the engine has no disk */
+  } else {
+    uint64_t syncs, bytes;
+    countvfs_get(&syncs, &bytes);
+    cJSON_AddStringToObject(o, "system", E.baseline);
+    cJSON_AddNumberToObject(o, "syncs", (double)syncs);
+    cJSON_AddNumberToObject(o, "bytes_written", (double)bytes);
+  }
+  char *txt = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  sqlite3_result_text(ctx, txt, -1, free);
+}
+
+/* Baselines (`auralog bench`): stock SQLite in place of the volume, behind
+ * the same server, worker and clients, so that only storage differs. Each
+ * is durable as SQLite can be made (synchronous=FULL: a commit returns
+ * after its fsync), except the in-memory one, which is the ceiling of the
+ * engine's CPU: everything auralog does minus storage. */
+static const struct baseline {
+  const char *name;
+  const char *first;         /* for the first connection */
+  const char *conn;          /* for every other */
+} baselines[] = {
+  {"sqlite-wal-full", "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
+   "PRAGMA synchronous=FULL;"},
+  {"sqlite-delete-full", "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;",
+   "PRAGMA synchronous=FULL;"},
+  {"sqlite-memory", "", ""},
+};
+
 static sqlite3 *open_db(void)
 {
   sqlite3 *db = NULL;
+  const char *vfs = E.baseline == NULL ? "auralog" : NULL;
   if (sqlite3_open_v2(E.uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-                      "auralog") != SQLITE_OK) {
+                      vfs) != SQLITE_OK) {
     logwarn("cannot open %s: %s", E.uri, db ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_close(db);
     return NULL;
+  }
+  sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
+  /* Another connection's commit is never in the way (the worker runs one
+   * request at a time), but a baseline's checkpoint might be. */
+  sqlite3_busy_timeout(db, 5000);
+  for (size_t i = 0; E.baseline && i < sizeof baselines / sizeof *baselines; i++) {
+    char *err = NULL;
+    /* The journal mode is the database's (set once, by the first
+     * connection); synchronous is each connection's. */
+    if (strcmp(E.baseline, baselines[i].name) == 0 &&
+        sqlite3_exec(db, E.root ? baselines[i].conn : baselines[i].first, NULL, NULL,
+                     &err) != SQLITE_OK) {
+      logwarn("%s: %s", E.baseline, err ? err : "cannot set its pragmas");
+      sqlite3_free(err);
+      sqlite3_close(db);
+      return NULL;
+    }
   }
   return db;
 }
@@ -237,7 +311,7 @@ static void send_frame(struct job *j)
  * that waited too long. */
 static void release(void)
 {
-  uint64_t vdl = vol_vdl(E.vol);
+  uint64_t vdl = E.vol ? vol_vdl(E.vol) : 0;
   unsigned long long now = now_ms();
   struct job **pp = &E.waiting;
   while (*pp) {
@@ -314,7 +388,7 @@ static void on_msg(struct conn *c, const Env *env)
   }
   /* A fenced writer (a newer engine opened the volume) serves nothing:
    * its cache may be stale and its writes are refused anyway. */
-  if (vol_fenced(E.vol, why, sizeof why)) {
+  if (E.vol && vol_fenced(E.vol, why, sizeof why)) {
     conn_error(c, env->req, ERR_STALE_EPOCH, why);
     return;
   }
@@ -370,6 +444,8 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
+    "                      [--ship redo|pages]\n"
+    "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "\n"
     "Run the database tier: SQLite on the auralog VFS over one volume. It\n"
     "ships only redo (page deltas) to the six segments of each protection\n"
@@ -379,22 +455,73 @@ static void usage(FILE *f)
     "\n"
     "  --volume NAME  volume to serve (default main; created if missing)\n"
     "  --listen ADDR  address for SQL clients (default %s)\n"
-    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n",
+    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n"
+    "  --ship MODE    redo: page deltas (default); pages: every changed page\n"
+    "                 whole, like a mirrored database (a baseline for bench)\n"
+    "\n"
+    "Baselines for `auralog bench`: the same server, worker and protocol over\n"
+    "stock SQLite instead of a volume, so that only storage differs.\n"
+    "  --baseline SYSTEM  sqlite-wal-full (WAL, synchronous=FULL),\n"
+    "                     sqlite-delete-full (rollback journal, synchronous=FULL)\n"
+    "                     or sqlite-memory (in memory: the CPU ceiling)\n"
+    "  --file PATH        the database file (not for sqlite-memory)\n",
     ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT);
+}
+
+/* Open a baseline's database and check it answers. */
+static void open_baseline(const char *file)
+{
+  size_t i = 0;
+  while (i < sizeof baselines / sizeof *baselines && strcmp(baselines[i].name, E.baseline))
+    i++;
+  if (i == sizeof baselines / sizeof *baselines)
+    die("engine: unknown baseline '%s' (say sqlite-wal-full, sqlite-delete-full or "
+        "sqlite-memory)", E.baseline);
+  if (strcmp(E.baseline, "sqlite-memory") == 0) {
+    if (file)
+      die("engine: sqlite-memory keeps no file; drop --file");
+    /* memdb with a name starting with '/': one database shared by every
+     * connection of this process. */
+    snprintf(E.uri, sizeof E.uri, "file:/auralog-bench?vfs=memdb");
+  } else {
+    if (file == NULL)
+      die("engine: --baseline %s needs --file PATH", E.baseline);
+    if (countvfs_register() != SQLITE_OK)
+      die("engine: cannot register the counting VFS");
+    for (const char *c = file; *c; c++)
+      if (*c == '?' || *c == '#' || *c == '%')
+        die("engine: --file: '%s' has a character a URI would misread", file);
+    snprintf(E.uri, sizeof E.uri, "file:%s?vfs=count", file);
+  }
+  if ((E.root = open_db()) == NULL)
+    die("engine: cannot open %s (see the log above)", E.uri);
+  char *err = NULL;
+  if (sqlite3_exec(E.root, "SELECT count(*) FROM sqlite_schema", NULL, NULL, &err) != SQLITE_OK)
+    die("engine: %s: %s", E.uri, err ? err : "unreadable");
+  loginfo("baseline %s: stock SQLite %s at %s", E.baseline, sqlite3_libversion(), E.uri);
 }
 
 int engine_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"volume", required_argument, 0, 'v'}, {"listen", required_argument, 0, 'l'},
-    {"coord", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
-  const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL;
+    {"coord", required_argument, 0, 'c'}, {"ship", required_argument, 0, 's'},
+    {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
+    {"help", no_argument, 0, 'h'}, {0}};
+  const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   int o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'v': volume = optarg; break;
     case 'l': listen = optarg; break;
     case 'c': coord = optarg; break;
+    case 's':
+      if (strcmp(optarg, "pages") && strcmp(optarg, "redo"))
+        die("engine: --ship is redo or pages, not '%s'", optarg);
+      E.ship_pages = strcmp(optarg, "pages") == 0;
+      break;
+    case 'b': E.baseline = optarg; break;
+    case 'f': file = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -403,6 +530,10 @@ int engine_main(int argc, char **argv)
     die("engine: unexpected argument '%s' (see auralog engine --help)", argv[optind]);
   if (!wire_name_ok(volume))
     die("engine: '%s' is not a volume name", volume);
+  if (E.baseline && E.ship_pages)
+    die("engine: --ship is for a volume, not for --baseline");
+  if (file && !E.baseline)
+    die("engine: --file is for --baseline");
   coord = addr_coord(coord);
   char why[256];
   struct sockaddr_in sa;
@@ -411,24 +542,30 @@ int engine_main(int argc, char **argv)
   log_role("engine");
   signal(SIGPIPE, SIG_IGN);
 
-  snprintf(E.volume, sizeof E.volume, "%s", volume);
-  snprintf(E.uri, sizeof E.uri, "file:%s?vfs=auralog&coord=%s", volume, coord);
-  if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
-    die("engine: cannot register the auralog VFS");
-  unsigned long long t0 = now_ms();
-  if ((E.root = open_db()) == NULL)
-    die("engine: cannot open volume %s (see the log above)", volume);
-  /* Opening does not read anything yet; a query makes SQLite read the
-   * schema, which is when a broken volume would show. */
-  char *err = NULL;
-  if (sqlite3_exec(E.root, "SELECT count(*) FROM sqlite_schema", NULL, NULL, &err) != SQLITE_OK)
-    die("engine: volume %s: %s", volume, err ? err : "unreadable");
-  sqlite3_file_control(E.root, "main", AURALOG_FCNTL_VOLUME, &E.vol);
-  struct vol_stats st;
-  vol_get_stats(E.vol, &st);
-  loginfo("volume %s: epoch %llu, vdl %llu, recovered in %llu ms (open took %llu ms)",
-          volume, (unsigned long long)st.epoch, (unsigned long long)st.vdl,
-          (unsigned long long)st.recovery_ms, now_ms() - t0);
+  if (E.baseline) {
+    open_baseline(file);
+  } else {
+    snprintf(E.volume, sizeof E.volume, "%s", volume);
+    snprintf(E.uri, sizeof E.uri, "file:%s?vfs=auralog&coord=%s", volume, coord);
+    if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
+      die("engine: cannot register the auralog VFS");
+    auralog_vfs_ship_pages(E.ship_pages);
+    unsigned long long t0 = now_ms();
+    if ((E.root = open_db()) == NULL)
+      die("engine: cannot open volume %s (see the log above)", volume);
+    /* Opening does not read anything yet; a query makes SQLite read the
+     * schema, which is when a broken volume would show. */
+    char *err = NULL;
+    if (sqlite3_exec(E.root, "SELECT count(*) FROM sqlite_schema", NULL, NULL, &err) != SQLITE_OK)
+      die("engine: volume %s: %s", volume, err ? err : "unreadable");
+    sqlite3_file_control(E.root, "main", AURALOG_FCNTL_VOLUME, &E.vol);
+    struct vol_stats st;
+    vol_get_stats(E.vol, &st);
+    loginfo("volume %s: epoch %llu, vdl %llu, recovered in %llu ms (open took %llu ms)%s",
+            volume, (unsigned long long)st.epoch, (unsigned long long)st.vdl,
+            (unsigned long long)st.recovery_ms, now_ms() - t0,
+            E.ship_pages ? "; shipping whole pages (a baseline)" : "");
+  }
 
   E.loop = uv_default_loop();
   pthread_mutex_init(&E.mu, NULL);
@@ -438,7 +575,8 @@ int engine_main(int argc, char **argv)
   uv_async_init(E.loop, &E.wake, on_wake);
   uv_timer_init(E.loop, &E.tick);
   uv_timer_start(&E.tick, on_tick, 100, 100);
-  vol_on_durable(E.vol, on_durable, NULL);
+  if (E.vol)
+    vol_on_durable(E.vol, on_durable, NULL);
   if (net_listen(E.loop, listen, on_msg, on_close, &E, why, sizeof why) != 0)
     die("engine: %s", why);
   pthread_create(&E.worker, NULL, worker_main, NULL);
@@ -446,6 +584,9 @@ int engine_main(int argc, char **argv)
   uv_signal_init(E.loop, &E.sigint);
   uv_signal_start(&E.sigterm, on_signal, SIGTERM);
   uv_signal_start(&E.sigint, on_signal, SIGINT);
-  loginfo("engine serving SQL on %s (volume %s, coordinator %s)", listen, volume, coord);
+  if (E.baseline)
+    loginfo("engine serving SQL on %s (%s)", listen, E.baseline);
+  else
+    loginfo("engine serving SQL on %s (volume %s, coordinator %s)", listen, volume, coord);
   return uv_run(E.loop, UV_RUN_DEFAULT);
 }

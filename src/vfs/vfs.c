@@ -88,6 +88,7 @@ static struct vvol *vols;
 static struct hfile *hfiles;
 static char engine_addr[ADDR_MAX_LEN + 1];
 static int async_commit;
+static int ship_pages;         /* ship whole pages, not deltas (a baseline) */
 
 /* ---- heap files ------------------------------------------------------------ */
 
@@ -321,6 +322,11 @@ static int ship(struct afile *f)
     size_t nr = page_diff(o->before, o->data, vv->ps, scratch, maxr);
     if (nr == 0 && !(o->flags & REC_ZERO))
       continue;                /* written, but unchanged */
+    if (ship_pages) {
+      /* The baseline: the whole page, as a page-shipping mirror sends it. */
+      scratch[0] = (struct drange){0, vv->ps};
+      nr = 1;
+    }
     if (used + nr > cap) {
       while (used + nr > cap)
         cap *= 2;
@@ -823,6 +829,11 @@ static sqlite3_vfs auralog_vfs = {
   v_dlopen, v_dlerror, v_dlsym, v_dlclose, v_random, v_sleep, v_time, v_lasterr,
   v_time64, NULL, NULL, NULL,
 };
+
+void auralog_vfs_ship_pages(int on)
+{
+  ship_pages = on;
+}
 
 int auralog_vfs_register(int make_default, const char *addr, int async)
 {

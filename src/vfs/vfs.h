@@ -21,6 +21,12 @@
  * the default mode a commit waits in the VFS until it is durable. */
 int auralog_vfs_register(int make_default, const char *engine_addr, int async);
 
+/* Ship whole pages instead of page deltas (`auralog engine --ship pages`):
+ * every changed page of a commit goes whole, as a mirrored database writes
+ * pages (paper Table 1). A baseline for `auralog bench`; call before the
+ * first commit. */
+void auralog_vfs_ship_pages(int on);
+
 /* sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &u64): the
  * commit LSN of the last transaction this connection committed (0: none
  * since the last call), and reset it. */
