@@ -28,6 +28,8 @@
 
 /* Engine (src/vfs). */
 #define DIFF_MERGE_GAP  8       /* page diff: join changed ranges closer than this (a range costs ~6 bytes) */
+#define DIFF_COPY_MIN   16      /* page diff: ship a run the page already holds nearby as a copy (~10 bytes) if at least this long */
+#define DIFF_COPY_SHIFTS 2, -2, 4, -4, 6, -6, 8, -8  /* ... looking this far away: B-tree cell pointers are 2 bytes */
 #define CACHE_PAGES     4096    /* buffer cache of the engine, in pages (evict only page LSN <= VDL) */
 #define COMMIT_DEADLINE_MS 5000 /* a commit not durable by then fails with a clear error */
 #define READ_DEADLINE_MS   5000 /* a page read that no segment can answer by then fails */

@@ -3,8 +3,10 @@
  *
  * Invariant kept here: a record that passed rec_check() touches only bytes
  * inside its page, so rec_apply() needs no further bounds checks. Ranges
- * must be sorted and disjoint; the engine's page diff produces them that
- * way, and requiring it makes a record's meaning independent of apply order.
+ * must be sorted and disjoint, as the engine's page diff produces them. A
+ * copy range reads the page as it was before the record (after REC_ZERO's
+ * clearing), so a record's meaning does not depend on the order in which
+ * its ranges are applied.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +34,8 @@ uint32_t rec_crc(const Rec *r)
     c = crc_u64(c, (uint64_t)g->off << 32 | (uint32_t)g->data.len);
     if (g->data.len)
       c = crc32(c, g->data.data, (uInt)g->data.len);
+    else
+      c = crc_u64(c, (uint64_t)g->from << 32 | g->len);   /* a copy */
   }
   return (uint32_t)c;
 }
@@ -65,12 +69,16 @@ int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen)
   uint64_t end = 0;
   for (size_t i = 0; i < r->n_ranges; i++) {
     const Auralog__Range *g = r->ranges[i];
-    if (g->data.len == 0 || (uint64_t)g->off < end) {
-      snprintf(why, whylen, "record %llu: range %zu is empty or out of order", lsn, i);
+    /* A literal carries its bytes; a copy (no bytes) its source and length. */
+    uint64_t len = g->data.len ? g->data.len : g->len;
+    if (len == 0 || (uint64_t)g->off < end || (g->data.len && (g->from || g->len)) ||
+        (!g->data.len && g->from == g->off)) {
+      snprintf(why, whylen, "record %llu: range %zu is empty, out of order or malformed",
+               lsn, i);
       return ERR_BAD_MSG;
     }
-    end = (uint64_t)g->off + g->data.len;
-    if (end > page_size) {
+    end = (uint64_t)g->off + len;
+    if (end > page_size || (!g->data.len && (uint64_t)g->from + len > page_size)) {
       snprintf(why, whylen, "record %llu writes bytes %u..%llu of a %u-byte page",
                lsn, g->off, (unsigned long long)end, page_size);
       return ERR_OUT_OF_RANGE;
@@ -89,9 +97,20 @@ void rec_apply(uint8_t *page, uint32_t page_size, const Rec *r)
    * in storage; REC_ZERO makes its first record independent of them. */
   if (r->flags & REC_ZERO)
     memset(page, 0, page_size);
-  for (size_t i = 0; i < r->n_ranges; i++)
-    memcpy(page + r->ranges[i]->off, r->ranges[i]->data.data,
-           r->ranges[i]->data.len);
+  /* Copies read the page before the record: keep that image first. */
+  static _Thread_local uint8_t before[PAGE_SIZE_MAX];
+  int copies = 0;
+  for (size_t i = 0; i < r->n_ranges && !copies; i++)
+    copies = r->ranges[i]->data.len == 0;
+  if (copies)
+    memcpy(before, page, page_size);
+  for (size_t i = 0; i < r->n_ranges; i++) {
+    const Auralog__Range *g = r->ranges[i];
+    if (g->data.len)
+      memcpy(page + g->off, g->data.data, g->data.len);
+    else
+      memcpy(page + g->off, before + g->from, g->len);
+  }
 }
 
 uint64_t page_build(uint8_t *out, uint32_t page_size, const uint8_t *base,

@@ -74,10 +74,8 @@ struct scan {
 
 static inline void emit(struct scan *s)
 {
-  if (s->count < s->max) {
-    s->out[s->count].off = (uint32_t)s->start;
-    s->out[s->count].len = (uint32_t)(s->end - s->start);
-  }
+  if (s->count < s->max)
+    s->out[s->count] = (struct drange){(uint32_t)s->start, (uint32_t)(s->end - s->start), 0, 0};
   s->count++;
 }
 
@@ -155,6 +153,66 @@ size_t diff_bytes(const struct drange *r, size_t n)
 {
   size_t total = 0;
   for (size_t i = 0; i < n; i++)
-    total += r[i].len;
+    if (!r[i].copy)
+      total += r[i].len;
   return total;
+}
+
+/* ---- copies ---------------------------------------------------------------------
+ *
+ * A copy reads the page as it was before the record (what the segment
+ * holds when the record arrives), not as the ranges before it left it: so
+ * the ranges of a record still mean the same in any order, and a shift
+ * whose new head is written first (a pointer inserted, then the array
+ * moved along) is one literal and one copy. */
+
+static const int shifts[] = {DIFF_COPY_SHIFTS};
+
+static void put(struct drange *out, size_t max, size_t *k, struct drange r)
+{
+  if (*k < max)
+    out[*k] = r;
+  (*k)++;
+}
+
+size_t diff_copies(const uint8_t *before, const uint8_t *after, uint32_t size,
+                   const struct drange *in, size_t n, uint8_t *scratch,
+                   struct drange *out, size_t max)
+{
+  size_t k = 0;
+  const uint8_t *base = before;
+  if (base == NULL) {
+    memset(scratch, 0, size);
+    base = scratch;
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t x = in[i].off, e = (size_t)in[i].off + in[i].len, lit = x;
+    while (x < e) {
+      size_t best = 0, from = 0;
+      for (size_t s = 0; s < sizeof shifts / sizeof *shifts; s++) {
+        long src = (long)x - shifts[s];
+        if (src < 0 || src >= (long)size)
+          continue;
+        size_t run = 0;
+        while (x + run < e && (size_t)src + run < size && after[x + run] == base[src + run])
+          run++;
+        if (run > best) {
+          best = run;
+          from = (size_t)src;
+        }
+      }
+      if (best < DIFF_COPY_MIN) {
+        x++;                 /* a literal byte */
+        continue;
+      }
+      if (x > lit)
+        put(out, max, &k, (struct drange){(uint32_t)lit, (uint32_t)(x - lit), 0, 0});
+      put(out, max, &k, (struct drange){(uint32_t)x, (uint32_t)best, (uint32_t)from, 1});
+      x += best;
+      lit = x;
+    }
+    if (e > lit)
+      put(out, max, &k, (struct drange){(uint32_t)lit, (uint32_t)(e - lit), 0, 0});
+  }
+  return k;
 }

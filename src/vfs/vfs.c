@@ -313,15 +313,19 @@ static int ship(struct afile *f)
   /* Each page is diffed into scratch (big enough for any diff), and only
    * the ranges it has are kept: a big transaction's diffs are small. */
   size_t maxr = (size_t)vv->ps / 2 + 1, cap = 256, used = 0;
-  struct drange *scratch = malloc(maxr * sizeof *scratch);
+  struct drange *lits = malloc(maxr * sizeof *lits);
+  struct drange *scratch = malloc((size_t)vv->ps * sizeof *scratch);
+  uint8_t *work = malloc(vv->ps);
   struct drange *ranges = malloc(cap * sizeof *ranges);
   for (size_t i = 0; i < n; i++) {
     struct cpage *o = all[i];
     if ((uint64_t)o->page_no * vv->ps >= vv->ov_size)
       continue;                /* truncated away */
-    size_t nr = page_diff(o->before, o->data, vv->ps, scratch, maxr);
+    size_t nr = page_diff(o->before, o->data, vv->ps, lits, maxr);
     if (nr == 0 && !(o->flags & REC_ZERO))
       continue;                /* written, but unchanged */
+    /* Runs the page already holds a few bytes away go as copies. */
+    nr = diff_copies(o->before, o->data, vv->ps, lits, nr, work, scratch, vv->ps);
     if (ship_pages) {
       /* The baseline: the whole page, as a page-shipping mirror sends it. */
       scratch[0] = (struct drange){0, vv->ps};
@@ -340,6 +344,8 @@ static int ship(struct afile *f)
   for (size_t i = 0; i < np; i++)
     pages[i].ranges = ranges + first[i];
   free(scratch);
+  free(lits);
+  free(work);
   free(first);
   uint64_t cpl = 0;
   int rc = SQLITE_OK;

@@ -1049,13 +1049,19 @@ static struct orec *make_rec(const struct mtr_page *p, uint32_t pg, uint64_t lsn
   o->data = malloc(bytes + 1);
   size_t off = 0;
   for (size_t i = 0; i < p->nranges; i++) {
+    const struct drange *d = &p->ranges[i];
     auralog__range__init(&o->g[i]);
-    memcpy(o->data + off, p->after + p->ranges[i].off, p->ranges[i].len);
-    o->g[i].off = p->ranges[i].off;
-    o->g[i].data.data = o->data + off;
-    o->g[i].data.len = p->ranges[i].len;
+    o->g[i].off = d->off;
     o->gp[i] = &o->g[i];
-    off += p->ranges[i].len;
+    if (d->copy) {           /* no bytes: the segment copies within the page */
+      o->g[i].from = d->from;
+      o->g[i].len = d->len;
+      continue;
+    }
+    memcpy(o->data + off, p->after + d->off, d->len);
+    o->g[i].data.data = o->data + off;
+    o->g[i].data.len = d->len;
+    off += d->len;
   }
   (void)pg;
   o->r.lsn = lsn;

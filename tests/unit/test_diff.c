@@ -12,6 +12,16 @@
  * output array still gets the full count and only its first max entries;
  * and that the worst case fits in size/2 + 1 ranges. The diff is also fed
  * through rec_check() and rec_apply(), as a segment would see it.
+ *
+ * Copies (diff_copies): on random pages whose B-tree-like pointer arrays
+ * get cells inserted and deleted (runs shifted by 2, 4, 6 bytes), mixed
+ * with the random changes above, and on zero pages: applying the split
+ * ranges to the before-image (copies reading the before-image) gives the
+ * after-image, by hand in reverse order and through a sealed record; ranges stay sorted, disjoint and inside the
+ * page, copies are at least DIFF_COPY_MIN long and read inside the page;
+ * the split never ships more literal bytes than the plain diff; and one
+ * pointer inserted near the head of a 400-pointer array (an index page)
+ * ships under 40 bytes instead of about 800.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,8 +110,13 @@ static void apply_as_record(uint8_t *page, uint32_t size, const uint8_t *after,
   for (size_t i = 0; i < n; i++) {
     auralog__range__init(&g[i]);
     g[i].off = r[i].off;
-    g[i].data.len = r[i].len;
-    g[i].data.data = (uint8_t *)after + r[i].off;
+    if (r[i].copy) {
+      g[i].from = r[i].from;
+      g[i].len = r[i].len;
+    } else {
+      g[i].data.len = r[i].len;
+      g[i].data.data = (uint8_t *)after + r[i].off;
+    }
     gp[i] = &g[i];
   }
   rec.lsn = 2;
@@ -532,9 +547,135 @@ static void test_diff_bytes(void **state)
   assert_int_equal(diff_bytes(r, 3), 102);
 }
 
+/* ---- copies ---------------------------------------------------------------- */
+
+/* Insert (or delete) one 2-byte cell pointer at slot i of an array of n
+ * pointers at offset 8, as SQLite does on a B-tree page. */
+static void pointer_shift(uint8_t *p, uint32_t size, uint32_t n, uint32_t i, int insert,
+                          uint16_t v)
+{
+  uint32_t a = 8 + 2 * i, end = 8 + 2 * n;
+  if (end + 2 > size || a > end)
+    return;
+  if (insert) {
+    memmove(p + a + 2, p + a, end - a);
+    p[a] = (uint8_t)(v >> 8);
+    p[a + 1] = (uint8_t)v;
+  } else if (a + 2 <= end) {
+    memmove(p + a, p + a + 2, end - a - 2);
+    p[end - 2] = p[end - 1] = 0;
+  }
+}
+
+static void check_copies(const uint8_t *before, const uint8_t *after, uint32_t size)
+{
+  size_t max = size / 2 + 1;
+  struct drange *lit = malloc(max * sizeof *lit), *r = malloc(size * sizeof *r);
+  uint8_t *work = malloc(size), *page = malloc(size);
+  size_t nl = page_diff(before, after, size, lit, max);
+  size_t n = diff_copies(before, after, size, lit, nl, work, r, size);
+  assert_true(n <= size);
+  uint64_t end = 0;
+  for (size_t i = 0; i < n; i++) {
+    assert_true(r[i].len > 0);
+    assert_true(r[i].off >= end);
+    end = (uint64_t)r[i].off + r[i].len;
+    assert_true(end <= size);
+    if (r[i].copy) {
+      assert_true(r[i].len >= DIFF_COPY_MIN);
+      assert_true((uint64_t)r[i].from + r[i].len <= size);
+      assert_true(r[i].from != r[i].off);
+    }
+  }
+  assert_true(diff_bytes(r, n) <= diff_bytes(lit, nl));
+  /* by hand, last range first: the order must not matter */
+  if (before)
+    memcpy(page, before, size);
+  else
+    memset(page, 0, size);
+  memcpy(work, page, size);
+  for (size_t i = n; i-- > 0;)
+    memcpy(page + r[i].off, r[i].copy ? work + r[i].from : after + r[i].off, r[i].len);
+  assert_memory_equal(page, after, size);
+  if (n <= RANGES_MAX) {
+    memset(page, 0x5a, size);
+    if (before)
+      memcpy(page, before, size);
+    apply_as_record(page, size, after, r, n, before == NULL);
+    assert_memory_equal(page, after, size);
+  }
+  free(lit);
+  free(r);
+  free(work);
+  free(page);
+}
+
+static void test_copies_round_trip(void **state)
+{
+  (void)state;
+  uint64_t s = 77;
+  for (size_t k = 0; k < NSIZES; k++) {
+    uint32_t size = sizes[k];
+    uint8_t *a = malloc(size), *b = malloc(size);
+    for (int round = 0; round < 300; round++) {
+      rng_fill(&s, a, size);
+      memcpy(b, a, size);
+      uint32_t n = rng_below(&s, (size - 16) / 2);
+      for (int m = (int)rng_below(&s, 4) + 1; m > 0; m--) {
+        switch (rng_below(&s, 4)) {
+        case 0:
+        case 1:
+          pointer_shift(b, size, n, rng_below(&s, n + 1), 1, (uint16_t)rng_next(&s));
+          n++;
+          break;
+        case 2:
+          if (n > 0) {
+            pointer_shift(b, size, n, rng_below(&s, n), 0, 0);
+            n--;
+          }
+          break;
+        default:
+          mutate(&s, b, size);
+        }
+      }
+      check_copies(a, b, size);
+      check_copies(NULL, b, size);
+      check_copies(b, a, size);      /* and back */
+    }
+    free(a);
+    free(b);
+  }
+}
+
+static void test_copies_shrink_pointer_shift(void **state)
+{
+  (void)state;
+  uint32_t size = 4096;
+  uint8_t *a = malloc(size), *b = malloc(size);
+  uint64_t s = 5;
+  rng_fill(&s, a, size);
+  memcpy(b, a, size);
+  pointer_shift(b, size, 400, 10, 1, 0x0fa0);
+  struct drange lit[2049], r[4096];
+  uint8_t work[4096];
+  size_t nl = page_diff(a, b, size, lit, 2049);
+  assert_true(diff_bytes(lit, nl) > 700);
+  size_t n = diff_copies(a, b, size, lit, nl, work, r, size);
+  assert_true(diff_bytes(r, n) < 40);
+  int copies = 0;
+  for (size_t i = 0; i < n; i++)
+    copies += r[i].copy != 0;
+  assert_true(copies >= 1);
+  check_copies(a, b, size);
+  free(a);
+  free(b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_copies_round_trip),
+    cmocka_unit_test(test_copies_shrink_pointer_shift),
     cmocka_unit_test(test_identical_pages),
     cmocka_unit_test(test_single_byte_change),
     cmocka_unit_test(test_first_and_last_byte),

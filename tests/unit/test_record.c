@@ -5,6 +5,11 @@
  * data byte, a changed LSN, backlink, page, flag or offset); that records
  * whose byte ranges are out of order, overlapping, empty or past the end of
  * the page are refused with the right error (bad message vs. out of range);
+ * that copy ranges (bytes the page held elsewhere before the record) are
+ * covered by the CRC, refused when they read or write outside the page,
+ * copy onto themselves, are empty or also carry bytes, and read the page as
+ * it was before the record even when an earlier range overwrote their
+ * source;
  * and that a page read "as of read point R" is exactly the page with every
  * change up to R applied and none after it, both from a zero page and from
  * a stored base image (whose own changes are not applied twice), with the
@@ -58,6 +63,19 @@ static void trec_range(struct trec *t, uint32_t off, size_t len, uint8_t fill)
   t->g[i].off = off;
   t->g[i].data.len = len;
   t->g[i].data.data = t->bytes[i];
+  t->gp[i] = &t->g[i];
+}
+
+/* Append a copy of len bytes from from to off. */
+static void trec_copy(struct trec *t, uint32_t off, uint32_t len, uint32_t from)
+{
+  size_t i = t->r.n_ranges++;
+  assert_true(i < MAXR);
+  auralog__range__init(&t->g[i]);
+  t->bytes[i] = NULL;
+  t->g[i].off = off;
+  t->g[i].from = from;
+  t->g[i].len = len;
   t->gp[i] = &t->g[i];
 }
 
@@ -449,6 +467,79 @@ static void test_page_build_edges(void **state)
   trec_free(&b);
 }
 
+static void test_copy_ranges(void **state)
+{
+  (void)state;
+  struct trec t;
+  uint8_t page[4096], want[4096];
+  for (int i = 0; i < 4096; i++)
+    page[i] = (uint8_t)(i * 7);
+
+  /* A literal over the source of a later copy: the copy still reads the
+   * page as it was before the record. */
+  trec_init(&t, 2, 1, 0);
+  trec_range(&t, 10, 4, 0xa0);
+  trec_copy(&t, 14, 100, 10);
+  rec_seal(&t.r);
+  assert_int_equal(check(&t, 4096), ERR_NONE);
+  memcpy(want, page, sizeof want);
+  memmove(want + 14, page + 10, 100);
+  for (int j = 0; j < 4; j++)
+    want[10 + j] = (uint8_t)(0xa0 + j);
+  rec_apply(page, 4096, &t.r);
+  assert_memory_equal(page, want, 4096);
+
+  /* the CRC covers the source and the length */
+  uint32_t crc = t.r.crc;
+  t.g[1].from = 11;
+  assert_int_not_equal(rec_crc(&t.r), crc);
+  assert_int_equal(check(&t, 4096), ERR_BAD_CRC);
+  t.g[1].from = 10;
+  t.g[1].len = 99;
+  assert_int_not_equal(rec_crc(&t.r), crc);
+  t.g[1].len = 100;
+  assert_int_equal(rec_crc(&t.r), crc);
+  trec_free(&t);
+
+  /* reading or writing past the page */
+  trec_init(&t, 2, 1, 0);
+  trec_copy(&t, 100, 20, 4080);
+  rec_seal(&t.r);
+  assert_int_equal(check(&t, 4096), ERR_OUT_OF_RANGE);
+  trec_free(&t);
+  trec_init(&t, 2, 1, 0);
+  trec_copy(&t, 4080, 20, 100);
+  rec_seal(&t.r);
+  assert_int_equal(check(&t, 4096), ERR_OUT_OF_RANGE);
+  trec_free(&t);
+
+  /* onto itself, empty, or a literal that also names a source */
+  trec_init(&t, 2, 1, 0);
+  trec_copy(&t, 100, 20, 100);
+  rec_seal(&t.r);
+  assert_int_equal(check(&t, 4096), ERR_BAD_MSG);
+  trec_free(&t);
+  trec_init(&t, 2, 1, 0);
+  trec_copy(&t, 100, 0, 50);
+  rec_seal(&t.r);
+  assert_int_equal(check(&t, 4096), ERR_BAD_MSG);
+  trec_free(&t);
+  trec_init(&t, 2, 1, 0);
+  trec_range(&t, 100, 5, 1);
+  t.g[0].from = 7;
+  rec_seal(&t.r);
+  assert_int_equal(check(&t, 4096), ERR_BAD_MSG);
+  trec_free(&t);
+
+  /* a copy overlapping a literal is out of order like any range */
+  trec_init(&t, 2, 1, 0);
+  trec_copy(&t, 100, 20, 60);
+  trec_range(&t, 110, 5, 1);
+  rec_seal(&t.r);
+  assert_int_equal(check(&t, 4096), ERR_BAD_MSG);
+  trec_free(&t);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -456,6 +547,7 @@ int main(void)
     cmocka_unit_test(test_crc_no_ranges),
     cmocka_unit_test(test_header_rules),
     cmocka_unit_test(test_range_rules),
+    cmocka_unit_test(test_copy_ranges),
     cmocka_unit_test(test_too_many_ranges),
     cmocka_unit_test(test_page_build_every_read_point),
     cmocka_unit_test(test_page_build_from_base),
