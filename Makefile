@@ -44,7 +44,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := wire record segment placement diff quorum recovery cache viz hist
-INTEG := cluster engine faults labs dashboard viz benchrec crash
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 

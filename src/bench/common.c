@@ -90,7 +90,12 @@ int bench_run(const char *log, const char *const argv[])
 int bench_exited(pid_t pid)
 {
   int st;
-  return waitpid(pid, &st, WNOHANG) == pid;
+  pid_t r = waitpid(pid, &st, WNOHANG);
+  if (r == pid)
+    return 1;
+  /* Not our child (a cluster member, whose parent is init): gone when
+   * signal 0 finds nothing. */
+  return r < 0 && errno == ECHILD && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 void bench_stop(pid_t pid, int ms)

@@ -1,0 +1,230 @@
+/*
+ * Integration: `auralog bench`, tried as a student would, on a small data
+ * set and one-second runs.
+ *
+ * With --json it prints one JSON object and nothing else on stdout: the
+ * conditions (versions, cores, kernel, filesystem, workload, clients,
+ * duration, seed, each system's durability) and five results in order,
+ * each with the contract's fields. The figures hold together: percentiles
+ * rise from p50 to max; auralog ships redo over the network and makes the
+ * nodes fsync, while its engine never does; shipping whole pages sends at
+ * least ten times its redo; WAL mode fsyncs about once per transaction,
+ * the rollback journal several times, memory never; the ratios are the
+ * quotients of the throughputs. Other workloads count their writes (oltp
+ * four per transaction, read-only none). The table for people names the
+ * conditions, the ratios and the redo comparison. Afterwards nothing it
+ * started is running. Bad options fail in one line before anything
+ * starts, and so do bad engine baseline options.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "param.h"
+
+static const char *systems[] = {"auralog", "auralog-pages", "sqlite-wal-full",
+                                "sqlite-delete-full", "sqlite-memory"};
+static char bdir[200];
+static char args[600];
+
+static int setup(void **state)
+{
+  (void)state;
+  bin = getenv("AURALOG_BIN");
+  if (bin == NULL)
+    bin = "build/auralog";
+  snprintf(bdir, sizeof bdir, "/tmp/auralog-it-bench-%d", (int)getpid());
+  base = 26000 + (int)(getpid() % 300) * 10;
+  /* What live_cluster_processes() looks for: anything naming the bench
+   * directory, or the bench's engine address. */
+  snprintf(dir, sizeof dir, "%s", bdir);
+  snprintf(engine, sizeof engine, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET + 1);
+  snprintf(args, sizeof args, "--duration 1 --warmup 0 --tables 2 --rows 500 --clients 4 "
+           "--dir %s --base-port %d", bdir, base);
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  sh(NULL, 0, "%s cluster down --dir %s/cluster 2>/dev/null", bin, bdir);
+  if (getenv("AURALOG_KEEP") == NULL)
+    sh(NULL, 0, "rm -rf %s", bdir);
+  return 0;
+}
+
+static double num(cJSON *o, const char *k)
+{
+  cJSON *v = cJSON_GetObjectItem(o, k);
+  if (!cJSON_IsNumber(v))
+    fail_msg("no number %s in %s", k, cJSON_PrintUnformatted(o));
+  return v->valuedouble;
+}
+
+static cJSON *result(cJSON *doc, const char *system)
+{
+  cJSON *r;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "results"))
+    if (strcmp(cJSON_GetObjectItem(r, "system")->valuestring, system) == 0)
+      return r;
+  fail_msg("no result for %s", system);
+  return NULL;
+}
+
+/* Run bench with extra options; stdout must be one JSON object. */
+static cJSON *bench_json(const char *extra)
+{
+  int rc = sh(out, OUT_SIZE, "%s bench %s %s --json 2>%s.err", bin, extra, args, bdir);
+  if (rc != 0) {
+    char err[4096] = "";
+    sh(err, sizeof err, "tail -5 %s.err", bdir);
+    fail_msg("bench exited %d: %s", rc, err);
+  }
+  cJSON *doc = cJSON_Parse(out);
+  if (doc == NULL)
+    fail_msg("stdout is not one JSON object: %.300s", out);
+  return doc;
+}
+
+static void all_five_systems_in_json(void **state)
+{
+  (void)state;
+  cJSON *doc = bench_json("");
+  cJSON *c = cJSON_GetObjectItem(doc, "conditions");
+  assert_non_null(c);
+  const char *keys[] = {"auralog", "sqlite", "lmdb", "libuv", "kernel", "cpu", "filesystem",
+                        "workload"};
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(c, keys[i])));
+  assert_string_equal(cJSON_GetObjectItem(c, "workload")->valuestring, "write-only");
+  assert_true(num(c, "cores") >= 1);
+  assert_int_equal((int)num(c, "clients"), 4);
+  assert_int_equal((int)num(c, "duration_s"), 1);
+  assert_int_equal((int)num(c, "rows"), 500);
+  assert_int_equal((int)num(c, "seed"), 1);
+  cJSON *d = cJSON_GetObjectItem(c, "durability");
+  for (int i = 0; i < 5; i++)
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(d, systems[i])));
+
+  cJSON *rs = cJSON_GetObjectItem(doc, "results");
+  assert_int_equal(cJSON_GetArraySize(rs), 5);
+  const char *fields[] = {"tx_per_s", "writes_per_s", "p50_ms", "p95_ms", "p99_ms", "max_ms",
+                          "net_bytes_per_tx", "net_msgs_per_tx", "fsyncs_per_tx"};
+  for (int i = 0; i < 5; i++) {
+    cJSON *r = cJSON_GetArrayItem(rs, i);
+    assert_string_equal(cJSON_GetObjectItem(r, "system")->valuestring, systems[i]);
+    if (cJSON_GetObjectItem(r, "error"))
+      fail_msg("%s: %s", systems[i], cJSON_GetObjectItem(r, "error")->valuestring);
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+      assert_true(num(r, fields[k]) >= 0);
+    assert_true(num(r, "tx_per_s") > 0);
+    assert_true(fabs(num(r, "writes_per_s") - 4 * num(r, "tx_per_s")) < 1e-6 * num(r, "writes_per_s") + 1e-9);
+    assert_true(num(r, "p50_ms") > 0);
+    assert_true(num(r, "p50_ms") <= num(r, "p95_ms"));
+    assert_true(num(r, "p95_ms") <= num(r, "p99_ms"));
+    assert_true(num(r, "p99_ms") <= num(r, "max_ms"));
+  }
+  cJSON *au = result(doc, "auralog"), *pg = result(doc, "auralog-pages");
+  assert_true(num(au, "redo_bytes_per_tx") > 0);
+  assert_true(num(au, "net_bytes_per_tx") >= num(au, "redo_bytes_per_tx"));
+  assert_true(num(au, "net_msgs_per_tx") > 0);
+  assert_true(num(au, "fsyncs_per_tx") > 0);
+  assert_true(num(au, "fsyncs_engine_per_tx") == 0);   /* the engine has no disk */
+  assert_true(num(au, "fsyncs_nodes_per_tx") > 0);
+  assert_true(num(pg, "redo_bytes_per_tx") > 10 * num(au, "redo_bytes_per_tx"));
+  cJSON *wal = result(doc, "sqlite-wal-full"), *del = result(doc, "sqlite-delete-full");
+  cJSON *mem = result(doc, "sqlite-memory");
+  assert_true(num(wal, "fsyncs_per_tx") >= 0.9 && num(wal, "fsyncs_per_tx") < 2);
+  assert_true(num(del, "fsyncs_per_tx") >= 3);
+  assert_true(num(mem, "fsyncs_per_tx") == 0);
+  assert_true(num(wal, "net_bytes_per_tx") == 0);
+  cJSON *vs = cJSON_GetObjectItem(au, "tx_per_s_vs");
+  double want = num(au, "tx_per_s") / num(mem, "tx_per_s");
+  assert_true(fabs(num(vs, "sqlite-memory") - want) < 1e-9 * want);
+  cJSON_Delete(doc);
+  assert_int_equal(live_cluster_processes(), 0);
+}
+
+static void other_workloads_count_their_writes(void **state)
+{
+  (void)state;
+  cJSON *doc = bench_json("oltp --systems auralog,sqlite-memory");
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "results")), 2);
+  cJSON *r = result(doc, "auralog");
+  assert_true(num(r, "tx_per_s") > 0);
+  assert_true(fabs(num(r, "writes_per_s") - 4 * num(r, "tx_per_s")) < 1e-3);
+  cJSON_Delete(doc);
+  doc = bench_json("read-only --systems sqlite-wal-full");
+  r = result(doc, "sqlite-wal-full");
+  assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "conditions"), "workload")->valuestring,
+                      "read-only");
+  assert_true(num(r, "tx_per_s") > 0);
+  assert_true(num(r, "writes_per_s") == 0);
+  assert_true(num(r, "fsyncs_per_tx") < 0.1);
+  cJSON_Delete(doc);
+  doc = bench_json("insert --systems sqlite-memory");
+  r = result(doc, "sqlite-memory");
+  assert_true(fabs(num(r, "writes_per_s") - num(r, "tx_per_s")) < 1e-3);
+  cJSON_Delete(doc);
+  assert_int_equal(live_cluster_processes(), 0);
+}
+
+static void the_table_for_people(void **state)
+{
+  (void)state;
+  int rc = sh(out, OUT_SIZE, "%s bench --systems auralog,auralog-pages,sqlite-memory %s 2>/dev/null",
+              bin, args);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "conditions:"));
+  assert_non_null(strstr(out, "auralog-pages"));
+  assert_non_null(strstr(out, "throughput ratios"));
+  assert_non_null(strstr(out, "redo shipped per transaction"));
+  assert_non_null(strstr(out, "p99 ms"));
+  assert_int_equal(live_cluster_processes(), 0);
+}
+
+static void bad_options_fail_in_one_line(void **state)
+{
+  (void)state;
+  const char *bad[] = {"sideways", "--clients 0", "--systems auralog,mysql", "--rows abc",
+                       "--duration -1", "write-only extra", "--base-port 80"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char err[1024] = "";
+    int rc = sh(err, sizeof err, "%s bench %s --dir %s-bad 2>&1", bin, bad[i], bdir);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(err, "auralog: bench:"));
+    assert_null(strchr(err, '\n') == NULL ? NULL : strchr(strchr(err, '\n') + 1, '\n'));
+    struct stat sb;
+    char p[400];
+    snprintf(p, sizeof p, "%s-bad", bdir);
+    assert_int_not_equal(stat(p, &sb), 0);            /* nothing was started */
+  }
+  char err[1024];
+  assert_int_not_equal(sh(err, sizeof err, "%s engine --baseline mysql --file /tmp/x 2>&1", bin), 0);
+  assert_non_null(strstr(err, "unknown baseline"));
+  assert_int_not_equal(sh(err, sizeof err, "%s engine --baseline sqlite-wal-full 2>&1", bin), 0);
+  assert_non_null(strstr(err, "needs --file"));
+  assert_int_not_equal(sh(err, sizeof err, "%s engine --ship sideways 2>&1", bin), 0);
+  assert_non_null(strstr(err, "redo or pages"));
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(bad_options_fail_in_one_line),
+    cmocka_unit_test(all_five_systems_in_json),
+    cmocka_unit_test(other_workloads_count_their_writes),
+    cmocka_unit_test(the_table_for_people),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
