@@ -21,6 +21,7 @@
  * is never killed.
  */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -90,6 +91,22 @@ static void layout(struct cluster *cl)
   }
 }
 
+/* Threads of pid still listed in /proc (0 if it is gone). */
+static int threads(pid_t pid)
+{
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(p);
+  if (d == NULL)
+    return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
 /* Is pid a live process of this cluster's member m? */
 static int ours(const struct member *m, pid_t pid)
 {
@@ -114,7 +131,10 @@ static int ours(const struct member *m, pid_t pid)
           state = '?';
         fclose(f);
       }
-      return state != 'Z';
+      /* A zombie leader may still have threads that hold its sockets
+       * (a SIGKILLed engine's I/O thread exits a moment after its main
+       * thread): it is gone only when no other thread is left. */
+      return state != 'Z' || threads(pid) > 1;
     }
   return 0;
 }
