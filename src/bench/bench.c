@@ -364,12 +364,18 @@ static int start_system(const struct opts *o, struct sys *y, char *why, size_t n
                           y->coord, "--ship", y->i == 0 ? "redo" : "pages", NULL};
     y->pid = bench_start(y->log, argv);
   } else {
-    char file[1200], cmd[2200];
-    snprintf(file, sizeof file, "%s/sqlite/%s.db", o->dir, name);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s/sqlite' && mkdir -p '%s/sqlite'", o->dir, o->dir);
-    if (system(cmd) != 0) {
-      snprintf(why, n, "cannot make %.200s/sqlite", o->dir);
+    char file[1200], f2[1300];
+    snprintf(file, sizeof file, "%s/sqlite", o->dir);
+    if (mkdir(file, 0755) != 0 && errno != EEXIST) {
+      snprintf(why, n, "cannot make %.200s: %s", file, strerror(errno));
       return -1;
+    }
+    /* A fresh database: remove this system's files of an earlier run. */
+    snprintf(file, sizeof file, "%s/sqlite/%s.db", o->dir, name);
+    const char *ext[] = {"", "-wal", "-shm", "-journal"};
+    for (int k = 0; k < 4; k++) {
+      snprintf(f2, sizeof f2, "%s%s", file, ext[k]);
+      unlink(f2);
     }
     const char *argv[] = {"engine", "--baseline", name, "--file", file, "--listen", y->addr,
                           NULL};
@@ -782,6 +788,14 @@ int bench_main(int argc, char **argv)
   snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.dir);
   if (system(cmd) != 0)
     die("bench: cannot make %s", o.dir);
+  /* The private cluster's directory is emptied first: never one that
+   * holds something else. */
+  struct stat sb;
+  char p1[1100], p2[1200];
+  snprintf(p1, sizeof p1, "%s/cluster", o.dir);
+  snprintf(p2, sizeof p2, "%s/cluster.json", p1);
+  if (stat(p1, &sb) == 0 && stat(p2, &sb) != 0)
+    die("bench: %s exists and is not a cluster directory; choose another --dir", p1);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, on_int);
   signal(SIGTERM, on_int);
