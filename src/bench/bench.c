@@ -88,6 +88,14 @@ struct snap {
   double cpu_engine, cpu_nodes;
 };
 
+/* Ctrl-C or SIGTERM: stop the run, then the private cluster. */
+static volatile sig_atomic_t interrupted;
+static void on_int(int sig)
+{
+  (void)sig;
+  interrupted = 1;
+}
+
 /* ---- the workload ------------------------------------------------------------ */
 
 static uint64_t rnd(uint64_t *s)
@@ -391,14 +399,17 @@ static int start_system(const struct opts *o, struct sys *y, char *why, size_t n
 
 /* ---- one system ------------------------------------------------------------------- */
 
-static void progress(const struct opts *o, const char *name, const char *what, double t,
-                     double total, double txs)
+/* The progress line, on stderr: redrawn every second on a terminal, a
+ * line every five seconds otherwise (a log, CI). */
+static void progress(const char *name, const char *what, double t, double total, double txs)
 {
-  if (isatty(2))
+  static double printed = -10;
+  if (isatty(2)) {
     fprintf(stderr, "\r\033[K%-18s %-9s %5.1f/%.0f s  %9.0f tx/s", name, what, t, total, txs);
-  else if ((int)(t * 10) % 50 == 0)
+  } else if (t - printed >= 5 || t < printed) {
     fprintf(stderr, "%-18s %-9s %5.1f/%.0f s  %9.0f tx/s\n", name, what, t, total, txs);
-  (void)o;
+    printed = t;
+  }
 }
 
 static void run_system(const struct opts *o, struct sys *y, struct result *res)
@@ -414,9 +425,8 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
     snprintf(why, sizeof why, "its engine did not start; see %s", y->log);
     goto fail;
   }
-  if (!o->json || isatty(2))
-    fprintf(stderr, "%-18s loading %d x %d rows...%s", name, o->tables, o->rows,
-            isatty(2) ? "" : "\n");
+  fprintf(stderr, "%-18s loading %d x %d rows...%s", name, o->tables, o->rows,
+          isatty(2) ? "" : "\n");
   double t0 = bench_now_us();
   if (load(o, &r, why, sizeof why) != 0)
     goto fail;
@@ -449,11 +459,11 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
       run.phase = 1;
       mstart = now;
     }
-    if (t >= o->warmup + o->duration)
+    if (t >= o->warmup + o->duration || interrupted)
       break;
     if (now - last >= 1e6) {
       uint64_t tx = run.tx;
-      progress(o, name, run.phase ? "measuring" : "warm-up", t, o->warmup + o->duration,
+      progress(name, run.phase ? "measuring" : "warm-up", t, o->warmup + o->duration,
                (double)(tx - lasttx) / ((now - last) / 1e6));
       lasttx = tx;
       last = now;
@@ -704,13 +714,6 @@ static int parse_int(const char *opt, const char *v, int lo, int hi)
   return (int)n;
 }
 
-static volatile sig_atomic_t interrupted;
-static void on_int(int sig)
-{
-  (void)sig;
-  interrupted = 1;
-}
-
 int bench_main(int argc, char **argv)
 {
   if (argc >= 2 && strcmp(argv[1], "append") == 0)
@@ -809,9 +812,8 @@ int bench_main(int argc, char **argv)
   snprintf(cdir, sizeof cdir, "%s/cluster", o.dir);
   int cluster = o.sys[0] || o.sys[1];
   if (cluster) {
-    if (!o.json || isatty(2))
-      fprintf(stderr, "starting a private cluster in %s (ports %d..%d)\n", cdir, o.base,
-              o.base + ENGINE_PORT_OFFSET + 1);
+    fprintf(stderr, "starting a private cluster in %s (ports %d..%d)\n", cdir, o.base,
+            o.base + ENGINE_PORT_OFFSET + 1);
     if (bench_cluster_up(cdir, o.base, why, sizeof why) != 0)
       die("bench: %s", why);
     /* The cluster's own engine (volume main) would only add noise. */
@@ -827,9 +829,9 @@ int bench_main(int argc, char **argv)
     snprintf(ys[i].cdir, sizeof ys[i].cdir, "%s", cdir);
     run_system(&o, &ys[i], &rs[i]);
     failed |= rs[i].err[0] != 0;
-    if (!o.json && rs[i].err[0])
+    if (rs[i].err[0])
       fprintf(stderr, "%s: %s\n", sys_names[i], rs[i].err);
-    else if (!o.json || isatty(2))
+    else
       fprintf(stderr, "%-18s %8.0f tx/s, p99 %.2f ms\n", sys_names[i], rs[i].tx_s,
               hist_ms(&rs[i].h, 0.99));
   }
