@@ -34,6 +34,9 @@ void conn_ref(struct conn *c)
 void conn_unref(struct conn *c)
 {
   if (--c->refs == 0) {
+    for (unsigned i = 0; i < c->npend; i++)
+      free(c->pend[i].base);  /* corked frames that never went out */
+    free(c->pend);
     free(c->in);
     free(c);
   }
@@ -66,16 +69,23 @@ static struct conn *conn_new(uv_loop_t *loop, conn_msg_fn on_msg,
 
 /* ---- writing ------------------------------------------------------------- */
 
+/* One uv_write: a frame, or every frame queued while the conn was corked
+ * (one writev, so one syscall and, on the other side, usually one read). */
 struct wreq {
   uv_write_t req;
-  uv_buf_t buf;
+  uv_buf_t *bufs;
+  unsigned nbufs;
+  uv_buf_t one;
 };
 
 static void wrote(uv_write_t *req, int status)
 {
   struct wreq *w = (struct wreq *)req;
   (void)status;             /* a failed write shows up as a read error too */
-  free(w->buf.base);
+  for (unsigned i = 0; i < w->nbufs; i++)
+    free(w->bufs[i].base);
+  if (w->bufs != &w->one)
+    free(w->bufs);
   free(w);
 }
 
@@ -92,23 +102,53 @@ int conn_send(struct conn *c, const Env *env)
   return conn_send_frame(c, frame, len);
 }
 
+/* Hand n frames to libuv in one write. bufs is a malloc'd array the write
+ * then owns, or (n == 1) any buf, copied. */
+static int write_bufs(struct conn *c, uv_buf_t *bufs, unsigned n)
+{
+  struct wreq *w = malloc(sizeof *w);
+  if (w != NULL) {
+    if (n == 1) {
+      w->one = bufs[0];
+      w->bufs = &w->one;
+    } else {
+      w->bufs = bufs;
+    }
+    w->nbufs = n;
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, w->bufs, n, wrote) == 0)
+      return 0;
+    free(w);
+  }
+  for (unsigned i = 0; i < n; i++)
+    free(bufs[i].base);
+  if (n > 1)
+    free(bufs);
+  conn_close(c);
+  return -1;
+}
+
 int conn_send_frame(struct conn *c, uint8_t *frame, size_t len)
 {
   if (c->closing) {
     free(frame);
     return -1;
   }
-  struct wreq *w = malloc(sizeof *w);
-  if (w == NULL) {
-    free(frame);
-    return -1;
-  }
-  w->buf = uv_buf_init((char *)frame, (unsigned)len);
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &w->buf, 1, wrote) != 0) {
-    free(frame);
-    free(w);
-    conn_close(c);
-    return -1;
+  if (c->cork > 0) {
+    if (c->npend == c->cappend) {
+      unsigned cap = c->cappend ? 2 * c->cappend : 8;
+      uv_buf_t *p = realloc(c->pend, cap * sizeof *p);
+      if (p == NULL) {
+        free(frame);
+        return -1;
+      }
+      c->pend = p;
+      c->cappend = cap;
+    }
+    c->pend[c->npend++] = uv_buf_init((char *)frame, (unsigned)len);
+  } else {
+    uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
+    if (write_bufs(c, &b, 1) != 0)
+      return -1;
   }
   /* Counted when queued: a frame libuv accepted goes out unless the
    * connection breaks, and then the peer never answers it either. */
@@ -117,6 +157,34 @@ int conn_send_frame(struct conn *c, uint8_t *frame, size_t len)
     c->count->msgs_out++;
   }
   return 0;
+}
+
+void conn_cork(struct conn *c)
+{
+  c->cork++;
+}
+
+void conn_uncork(struct conn *c)
+{
+  if (c->cork == 0 || --c->cork > 0 || c->npend == 0)
+    return;
+  uv_buf_t *bufs = c->pend;
+  unsigned n = c->npend;
+  c->pend = NULL;
+  c->npend = c->cappend = 0;
+  if (c->closing) {
+    for (unsigned i = 0; i < n; i++)
+      free(bufs[i].base);
+    free(bufs);
+    return;
+  }
+  if (n == 1) {
+    uv_buf_t b = bufs[0];
+    free(bufs);
+    write_bufs(c, &b, 1);
+  } else {
+    write_bufs(c, bufs, n);   /* the write owns bufs now */
+  }
 }
 
 void conn_error(struct conn *c, uint64_t req, uint32_t code, const char *msg)

@@ -46,6 +46,9 @@ struct conn {
   void (*on_connect)(struct conn *c, int status);
   char peer[64];
   struct net_count *count; /* where this conn's frames add up (NULL: nowhere) */
+  unsigned cork;           /* > 0: frames wait in pend for conn_uncork */
+  uv_buf_t *pend;          /* frames queued while corked */
+  unsigned npend, cappend;
 };
 
 /* Listen on addr ("host:port"); every accepted conn gets the callbacks and
@@ -68,6 +71,13 @@ int conn_send(struct conn *c, const Env *env);
 
 /* Queue an already framed message (wire_frame); takes ownership of it. */
 int conn_send_frame(struct conn *c, uint8_t *frame, size_t len);
+
+/* Cork: frames sent until the matching conn_uncork wait, then go out in one
+ * write (writev): a role that sends several frames to a peer at once (an
+ * engine's Appends for several PGs, a node's acks of one commit) makes one
+ * syscall, and the peer usually reads them in one turn. Corks nest. */
+void conn_cork(struct conn *c);
+void conn_uncork(struct conn *c);
 
 /* Reply with an Error (the conn stays open). */
 void conn_error(struct conn *c, uint64_t req, uint32_t code, const char *msg);

@@ -40,7 +40,7 @@ struct orec {
 struct pgout {
   struct orec **recs;        /* records above the VCL, in LSN order */
   size_t head, n, cap;       /* live: recs[head..n) */
-  size_t unsent;             /* recs[unsent..n) not yet sent to anyone */
+  size_t sent[NCOPIES];      /* recs[sent[s]..n) not yet sent to slot s */
   uint64_t tail;             /* LSN of the PG's last record: next backlink */
   uint64_t durable_tail;     /* the PG's last record at or below the VDL: a
                                 segment whose SCL reaches it can serve reads
@@ -59,6 +59,8 @@ struct vnode {
   int up;
   unsigned long long retry_at;
   struct volume *v;
+  unsigned nfl;              /* Appends in flight to it: while any is, new
+                                records for its segments wait (flush) */
 };
 
 struct inflight {
@@ -180,6 +182,16 @@ static struct inflight *fl_add(struct volume *v)
   return &v->fl[v->nfl++];
 }
 
+/* Forget in-flight Append i: answered, timed out, or its conn is gone. */
+static void fl_drop(struct volume *v, size_t i)
+{
+  struct vnode *n = &v->nodes[v->fl[i].node];
+  if (n->nfl > 0)
+    n->nfl--;
+  free(v->fl[i].lsns);
+  v->fl[i] = v->fl[--v->nfl];
+}
+
 /* ---- I/O thread: sending ---------------------------------------------------- */
 
 /* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
@@ -210,6 +222,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   if (conn_send(n->c, &env) == 0) {
     struct inflight *f = fl_add(v);
     *f = (struct inflight){env.req, now_ms(), g->node[slot], pg, slot, lsns, cnt};
+    n->nfl++;
     v->st.redo_msgs++;
     v->st.redo_bytes += 4 + auralog__envelope__get_packed_size(&env);
   } else {
@@ -230,23 +243,43 @@ static void net_sync(struct volume *v)
   v->st.net_msgs_in = v->net.msgs_in;
 }
 
+/* Send what is pending. Self-clocking batching (Nagle for commits): a node
+ * with no Append in flight gets the new records of each of its segments at
+ * once; a node with Appends in flight gets nothing until they are answered,
+ * and the records of the commits made meanwhile then travel together, one
+ * Append per segment, all of a node's Appends in one write. So the batch
+ * grows with the load and each node commits (one lmdb transaction, its
+ * fsyncs) about once per round trip, whatever the commit rate; an idle
+ * writer's commit goes out at once. A slow node only gets bigger batches:
+ * the 4/6 quorum does not wait for it. */
 static void flush(struct volume *v)
 {
+  for (size_t i = 0; i < v->nnodes; i++)
+    if (v->nodes[i].up && v->nodes[i].c)
+      conn_cork(v->nodes[i].c);
+  /* Which nodes take a new flight: decided before sending any of it. */
+  uint8_t ready[64], *rdy = v->nnodes <= sizeof ready ? ready : malloc(v->nnodes);
+  for (size_t i = 0; i < v->nnodes; i++)
+    rdy[i] = v->nodes[i].nfl == 0;
   for (size_t p = 0; p < v->npgs; p++) {
     struct pgout *g = &v->pgs[p];
-    if (g->resend) {
-      for (int s = 0; s < NCOPIES; s++)
-        if (g->resend & (1u << s) && v->nodes[g->node[s]].up) {
-          send_append(v, (uint32_t)p, s, g->head, g->unsent);
-          g->resend &= (uint8_t)~(1u << s);
-        }
-    }
-    if (g->unsent < g->n) {
-      for (int s = 0; s < NCOPIES; s++)
-        send_append(v, (uint32_t)p, s, g->unsent, g->n);
-      g->unsent = g->n;
+    for (int s = 0; s < NCOPIES; s++) {
+      struct vnode *n = &v->nodes[g->node[s]];
+      if (g->resend & (1u << s) && n->up) {
+        g->sent[s] = g->head;   /* everything not yet durable, again */
+        g->resend &= (uint8_t)~(1u << s);
+      }
+      if (g->sent[s] < g->n && rdy[g->node[s]] && n->up) {
+        send_append(v, (uint32_t)p, s, g->sent[s], g->n);
+        g->sent[s] = g->n;
+      }
     }
   }
+  if (rdy != ready)
+    free(rdy);
+  for (size_t i = 0; i < v->nnodes; i++)
+    if (v->nodes[i].c)
+      conn_uncork(v->nodes[i].c);
   for (struct readreq *r = v->reads; r; r = r->next)
     if (!r->done && r->req == 0 && now_ms() >= r->retry_at)
       dispatch_read(v, r);
@@ -343,15 +376,26 @@ static void advance(struct volume *v, uint64_t old_vdl)
   for (size_t p = 0; p < v->npgs; p++) {
     struct pgout *g = &v->pgs[p];
     /* Durable records leave the list (freed at the VDL, not the VCL, so
-     * that durable_tail can follow them). */
-    while (g->head < g->n && g->head < g->unsent && g->recs[g->head]->r.lsn <= v->q.vdl) {
+     * that durable_tail can follow them), once sent to every segment whose
+     * node is up: a segment that was waiting for its node's flight must
+     * still get them, or it would have a hole until gossip fills it. */
+    while (g->head < g->n && g->recs[g->head]->r.lsn <= v->q.vdl) {
+      int s = 0;
+      while (s < NCOPIES && (g->sent[s] > g->head || !v->nodes[g->node[s]].up))
+        s++;
+      if (s < NCOPIES)
+        break;
       g->durable_tail = g->recs[g->head]->r.lsn;
       orec_free(g->recs[g->head++]);
     }
+    for (int s = 0; s < NCOPIES; s++)
+      if (g->sent[s] < g->head)
+        g->sent[s] = g->head;   /* a down node's: resent from head when it is back */
     if (g->head > 1024 && g->head * 2 > g->n) {
       memmove(g->recs, g->recs + g->head, (g->n - g->head) * sizeof *g->recs);
       g->n -= g->head;
-      g->unsent -= g->head;
+      for (int s = 0; s < NCOPIES; s++)
+        g->sent[s] -= g->head;
       g->head = 0;
     }
   }
@@ -400,11 +444,16 @@ static void on_node_msg(struct conn *c, const Env *env)
   for (size_t i = 0; i < v->nfl; i++)
     if (v->fl[i].req == env->req) {
       struct inflight f = v->fl[i];
-      v->fl[i] = v->fl[--v->nfl];
-      on_ack(v, &f, env);
-      free(f.lsns);
+      f.lsns = NULL;
+      on_ack(v, &v->fl[i], env);
+      fl_drop(v, i);
       if (v->closing)
         pthread_cond_broadcast(&v->cond);
+      /* The node is free again: what waited for it goes now (after an
+       * error, on the next tick or wake, not in a loop). */
+      if (env->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK &&
+          v->nodes[f.node].nfl == 0)
+        flush(v);
       goto out;
     }
   for (struct readreq *r = v->reads; r; r = r->next)
@@ -434,12 +483,11 @@ static void node_closed(struct conn *c)
   }
   /* What was in flight to it is lost: acks will not come. */
   for (size_t i = 0; i < v->nfl;)
-    if (v->fl[i].node == idx) {
-      free(v->fl[i].lsns);
-      v->fl[i] = v->fl[--v->nfl];
-    } else {
+    if (v->fl[i].node == idx)
+      fl_drop(v, i);
+    else
       i++;
-    }
+  n->nfl = 0;
   for (struct readreq *r = v->reads; r; r = r->next)
     if (r->req && r->node == idx) {
       r->req = 0;
@@ -463,7 +511,7 @@ static void node_connected(struct conn *c, int status)
    * duplicates are harmless (the node says so). */
   for (size_t p = 0; p < v->npgs; p++)
     for (int s = 0; s < NCOPIES; s++)
-      if (v->pgs[p].node[s] == idx && v->pgs[p].head < v->pgs[p].unsent)
+      if (v->pgs[p].node[s] == idx && v->pgs[p].head < v->pgs[p].n)
         v->pgs[p].resend |= (uint8_t)(1u << s);
   flush(v);
   pthread_mutex_unlock(&v->mu);
@@ -640,8 +688,7 @@ static void expire(struct volume *v)
     if (now - f->sent_at > APPEND_RETRY_MS) {
       if (f->n)
         v->pgs[f->pg].resend |= (uint8_t)(1u << f->slot);
-      free(f->lsns);
-      *f = v->fl[--v->nfl];
+      fl_drop(v, i);
     } else {
       i++;
     }
