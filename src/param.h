@@ -68,6 +68,14 @@
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
 #define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 
+/* Page index on a node (store.c): a commit stores records in LSN order and
+ * leaves indexing them by page for later, in batches this large (a random
+ * pidx leaf per page touched, shared by the batch's records of that page).
+ * Each node draws its next batch size between 3/4 and 5/4 of it, so that
+ * the nodes, which get the same records, do not all index at once. */
+#define IDX_BATCH       16384   /* records waiting before the node indexes them */
+#define IDX_CHUNK       65536   /* most records indexed in one transaction */
+
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
  * nothing until used, and MDB_MAP_FULL becomes a clear "disk full" error. */
 #define NODE_MAP_SIZE   (8ull << 30)  /* lmdb map of one storage node */

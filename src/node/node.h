@@ -81,6 +81,9 @@ struct node {
   struct net_count net;      /* frames with the engine, peers and tools */
   struct net_count coord_net;/* frames with the coordinator, kept apart */
   uint64_t gossip_bytes, gossip_msgs;  /* pulls and pushes sent to peers */
+  /* Background page indexing (store_index). */
+  size_t idx_at;             /* index once this many records wait (reads
+                                look in unidx too, so none need wait less) */
 };
 
 struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg);

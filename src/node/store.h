@@ -6,12 +6,20 @@
  *   segs   (volume, pg)                -> SegMeta (geometry, SCL hint, epoch)
  *   recs   (volume, pg, lsn)           -> packed Record, as received
  *   pidx   (volume, pg, page, lsn)     -> (empty): the records of each page
+ *   unidx  (volume, pg, lsn)           -> page: records not in pidx yet
  *   imgs   (volume, pg, page, lsn)     -> page image as of lsn (coalesced)
  * Keys are big-endian so lmdb's byte order is numeric order.
  *
  * Writes go into one open transaction (store_begin) that the node commits
  * once per event-loop turn: every Append that arrived in that turn becomes
  * durable with one fsync, and only then is acknowledged (group commit).
+ *
+ * The page index is background work (paper §3.3: only steps 1-2, persist
+ * and acknowledge, are in the foreground): a record's commit writes it to
+ * recs and notes it in unidx, both in LSN order, so a commit dirties a few
+ * pages however many records it holds; store_index later moves a large
+ * batch of notes into pidx, whose keys are in page order (a random leaf
+ * per record), so that cost is shared by many records. Reads look in both.
  */
 #ifndef AURALOG_STORE_H
 #define AURALOG_STORE_H
@@ -21,8 +29,10 @@
 
 struct store {
   MDB_env *env;
-  MDB_dbi segs, recs, pidx, imgs;
+  MDB_dbi segs, recs, pidx, imgs, unidx;
   MDB_txn *txn;              /* the open write transaction, or NULL */
+  size_t nunidx;             /* about how many records wait in unidx */
+  size_t staged_unidx;       /* ... of them in the open transaction */
   /* Counters for `auralog bench`, since the store was opened. */
   uint64_t commits;          /* write transactions lmdb made durable */
   uint64_t fsyncs;           /* device syncs they cost (store.c: 2 each) */
@@ -43,6 +53,10 @@ int store_put_meta(struct store *st, const struct segment *s, char *why, size_t 
 int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
                   char *why, size_t whylen);
 int store_commit(struct store *st, char *why, size_t whylen);
+
+/* Move up to max records from unidx into the page index, in a transaction
+ * of its own (none may be open). Returns 0 or an ERR_* code. */
+int store_index(struct store *st, size_t max, char *why, size_t whylen);
 void store_abort(struct store *st);
 
 /* The page as of read_point into out (s->page_size bytes); *page_lsn is the
