@@ -157,6 +157,11 @@ static int commit_group(struct node *n)
   /* Durable now: chain the records, then acknowledge with the new SCLs. */
   for (size_t i = 0; i < n->nlinks; i++)
     seg_add(n->links[i].s, n->links[i].lsn, n->links[i].prev);
+  /* The acks of one commit to one writer (a segment each) go out in one
+   * write: the writer reads them in one turn and sends its next batch to
+   * this node once, not once per ack. */
+  for (size_t i = 0; i < n->nacks; i++)
+    conn_cork(n->acks[i].c);
   for (size_t i = 0; i < n->nacks; i++) {
     struct staged *a = &n->acks[i];
     Env env = AURALOG__ENVELOPE__INIT;
@@ -170,7 +175,10 @@ static int commit_group(struct node *n)
     env.body_case = AURALOG__ENVELOPE__BODY_APPEND_ACK;
     env.append_ack = &ack;
     node_reply(n, a->c, &env);
-    conn_unref(a->c);
+  }
+  for (size_t i = 0; i < n->nacks; i++) {
+    conn_uncork(n->acks[i].c);
+    conn_unref(n->acks[i].c);
   }
   n->nacks = n->nlinks = n->ndirty = 0;
   return 0;
