@@ -75,6 +75,7 @@
  * the nodes, which get the same records, do not all index at once. */
 #define IDX_BATCH       16384   /* records waiting before the node indexes them */
 #define IDX_CHUNK       65536   /* most records indexed in one transaction */
+#define IDX_READ_MIN    1024    /* a page read indexes first if this many wait */
 
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
  * nothing until used, and MDB_MAP_FULL becomes a clear "disk full" error. */

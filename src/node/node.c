@@ -311,6 +311,11 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
     conn_error(c, req, ERR_NOT_COMPLETE, why);
     return;
   }
+  /* A read scans the segment's records not yet indexed (store.c): when
+   * many wait (writes stopped short of a batch, then reads came: an
+   * engine restarting), index them first, once, rather than per read. */
+  if (n->st.txn == NULL && n->st.nunidx >= IDX_READ_MIN)
+    index_some(n);
   uint8_t *buf = malloc(s->page_size);
   uint64_t page_lsn = 0;
   int rc = store_read_page(&n->st, s, rp->page_no, rp->read_point, buf,
