@@ -348,9 +348,8 @@ int store_index(struct store *st, size_t max, char *why, size_t whylen)
   }
   if ((rc = commit(st, txn)) != 0)
     return fail(rc, why, whylen, "indexing records");
-  st->nunidx = st->nunidx > done ? st->nunidx - done : 0;
-  if (rc == MDB_NOTFOUND || done < max)
-    st->nunidx = 0;
+  /* nunidx is a count kept by hand: fewer than max means none are left. */
+  st->nunidx = done < max ? 0 : st->nunidx > done ? st->nunidx - done : 0;
   return 0;
 }
 
