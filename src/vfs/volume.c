@@ -741,26 +741,59 @@ struct nodeconn {
   int ok;
 };
 
-/* One request to a node during recovery, its frames counted in *cnt.
- * rpc.c does not count, so the sizes are measured here: the request as
- * rpc_call framed it (its req id set), the answer packed again (protobuf-c
- * packs canonically: the size it came in). */
-static Env *ask(struct nodeconn *nc, Env *req, struct net_count *cnt)
+/* Recovery asks every segment of every PG, twice (state, then the
+ * truncation). One request after another, that is 2 x 6 x PGs round trips,
+ * each waiting for the node's fsync: recovery time would grow with the
+ * volume. Instead every request of a round goes out at once, pipelined on
+ * one connection per node, and the answers are collected after: a node
+ * answers all of its segments' requests in one loop turn and one group
+ * commit, so a round costs about one round trip and one fsync per node,
+ * whatever the number of PGs (paper §4.3: recovery is parallel).
+ *
+ * ask_all sends req[k] to the node nc[slot[k]] for k < n and puts each
+ * answer in rep[k] (NULL: no answer; the node is then given up for the
+ * rest of recovery). Frames are counted in *cnt. */
+static void ask_all(struct nodeconn *nc, size_t nn, Env *const *req, const int *slot,
+                    size_t n, Env **rep, struct net_count *cnt)
 {
   char why[200];
-  if (!nc->ok)
-    return NULL;
-  Env *rep = rpc_call(&nc->r, req, 2000, why, sizeof why);
-  cnt->bytes_out += 4 + auralog__envelope__get_packed_size(req);
-  cnt->msgs_out++;              /* sent, or at least tried */
-  if (rep == NULL) {
-    rpc_close(&nc->r);
-    nc->ok = 0;
-  } else {
-    cnt->bytes_in += 4 + auralog__envelope__get_packed_size(rep);
-    cnt->msgs_in++;
+  size_t *left = calloc(nn + 1, sizeof *left);
+  for (size_t k = 0; k < n; k++) {
+    struct nodeconn *c = &nc[slot[k]];
+    rep[k] = NULL;
+    if (!c->ok)
+      continue;
+    req[k]->req = k + 1;       /* the answer names its request */
+    size_t len;
+    uint8_t *f = wire_frame(req[k], &len);
+    cnt->bytes_out += len;
+    cnt->msgs_out++;            /* sent, or at least tried */
+    if (f == NULL || rpc_send_raw(&c->r, f, len) != 0) {
+      rpc_close(&c->r);
+      c->ok = 0;
+    } else {
+      left[slot[k]]++;
+    }
+    free(f);
   }
-  return rep;
+  for (size_t i = 0; i < nn; i++) {
+    /* A node that stops answering for this long is given up. */
+    while (nc[i].ok && left[i] > 0) {
+      Env *e = rpc_recv(&nc[i].r, 2000, why, sizeof why);
+      if (e == NULL || e->req == 0 || e->req > n || rep[e->req - 1] != NULL ||
+          slot[e->req - 1] != (int)i) {
+        wire_free(e);
+        rpc_close(&nc[i].r);
+        nc[i].ok = 0;
+        break;
+      }
+      cnt->bytes_in += 4 + auralog__envelope__get_packed_size(e);
+      cnt->msgs_in++;
+      rep[e->req - 1] = e;
+      left[i]--;
+    }
+  }
+  free(left);
 }
 
 static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whylen)
@@ -793,19 +826,27 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
   struct rmeta *rm = NULL;
   struct rtrunc *tr = NULL;
   uint64_t *start = calloc(vd->n_pgs + 1, sizeof *start);
+  size_t nk = vd->n_pgs * NCOPIES;
+  Env *envs = calloc(nk + 1, sizeof *envs), **reqs = calloc(nk + 1, sizeof *reqs);
+  Auralog__SegQuery *qs = calloc(nk + 1, sizeof *qs);
+  Auralog__Truncate *ts = calloc(nk + 1, sizeof *ts);
+  Env **reps2 = calloc(nk + 1, sizeof *reps2);
+  for (size_t k = 0; k < nk; k++) {
+    auralog__envelope__init(&envs[k]);
+    auralog__seg_query__init(&qs[k]);
+    qs[k].volume_id = vd->id;
+    qs[k].pg = (uint32_t)(k / NCOPIES);
+    qs[k].epoch = v->epoch;
+    envs[k].body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
+    envs[k].seg_query = &qs[k];
+    reqs[k] = &envs[k];
+  }
+  ask_all(nc, nn, reqs, slotnc, nk, reps, &v->net);
   for (size_t p = 0; p < vd->n_pgs; p++) {
     int answered = 0;
     for (int s = 0; s < NCOPIES; s++) {
-      Env req = AURALOG__ENVELOPE__INIT;
-      Auralog__SegQuery q = AURALOG__SEG_QUERY__INIT;
-      q.volume_id = vd->id;
-      q.pg = (uint32_t)p;
-      q.epoch = v->epoch;
-      req.body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
-      req.seg_query = &q;
-      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req, &v->net);
       size_t k = p * NCOPIES + (size_t)s;
-      reps[k] = rep;
+      Env *rep = reps[k];
       if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
           rep->error->code == ERR_STALE_EPOCH) {
         snprintf(why, whylen, "%s", rep->error->msg);
@@ -888,20 +929,23 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
    * was durable handed out LSNs up to there + LAL. */
   uint64_t base = vdl > trunc_to ? vdl : trunc_to;
   uint64_t to = clean ? base : base + LAL;
+  for (size_t k = 0; k < nk; k++) {
+    auralog__envelope__init(&envs[k]);
+    auralog__truncate__init(&ts[k]);
+    ts[k].volume_id = vd->id;
+    ts[k].pg = (uint32_t)(k / NCOPIES);
+    ts[k].epoch = v->epoch;
+    ts[k].from = vdl;
+    ts[k].to = to > vdl ? to : vdl;
+    envs[k].body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
+    envs[k].truncate = &ts[k];
+  }
+  ask_all(nc, nn, reqs, slotnc, nk, reps2, &v->net);
   for (size_t p = 0; p < vd->n_pgs; p++) {
     int acked = 0;
     struct pgout *g = &v->pgs[p];
     for (int s = 0; s < NCOPIES; s++) {
-      Env req = AURALOG__ENVELOPE__INIT;
-      Auralog__Truncate t = AURALOG__TRUNCATE__INIT;
-      t.volume_id = vd->id;
-      t.pg = (uint32_t)p;
-      t.epoch = v->epoch;
-      t.from = vdl;
-      t.to = to > vdl ? to : vdl;
-      req.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
-      req.truncate = &t;
-      Env *rep = ask(&nc[slotnc[p * NCOPIES + (size_t)s]], &req, &v->net);
+      Env *rep = reps2[p * NCOPIES + (size_t)s];
       if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
         acked++;
         if (rep->seg_info->tail > g->tail)
@@ -910,10 +954,8 @@ static int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_
       } else if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
                  rep->error->code == ERR_STALE_EPOCH) {
         snprintf(why, whylen, "%s", rep->error->msg);
-        wire_free(rep);
         goto out;
       }
-      wire_free(rep);
     }
     if (acked < VW) {
       snprintf(why, whylen, "pg %zu: the truncation reached %d of %d segments; it "
@@ -936,8 +978,15 @@ out:
   free(rm);
   free(tr);
   free(start);
-  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++)
+  for (size_t k = 0; k < nk; k++) {
     wire_free(reps[k]);
+    wire_free(reps2[k]);
+  }
+  free(envs);
+  free(reqs);
+  free(qs);
+  free(ts);
+  free(reps2);
   for (size_t i = 0; i < nn; i++)
     if (nc[i].ok)
       rpc_close(&nc[i].r);
