@@ -16,9 +16,6 @@ CC ?= cc
 PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3 libgvc
 CFLAGS ?= -O2 -g
 # -fPIC: the same objects go into build/auralog.so (the SQLite extension).
-# The version printed in benchmark conditions.
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-CFLAGS += -DAURALOG_VERSION='"$(VERSION)"'
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -fPIC \
           -Isrc -I$(B)/gen $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
@@ -60,6 +57,16 @@ TEST_DEPS_STAMP := $(B)/.deps-test
 $(TEST_DEPS_STAMP): scripts/deps.sh
 	@bash scripts/deps.sh --test
 	@mkdir -p $(B) && touch $@
+
+# The version benchmarks print in their conditions: rewritten only when
+# `git describe` changes, so an unchanged tree rebuilds nothing.
+$(B)/gen/version.h: FORCE
+	@mkdir -p $(B)/gen
+	@v="#define AURALOG_VERSION \"$$(git describe --always --dirty 2>/dev/null || echo unknown)\""; \
+	  [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+$(B)/obj/src/bench/common.o: $(B)/gen/version.h
+.PHONY: FORCE
+FORCE:
 
 $(GEN): proto/auralog.proto $(DEPS_STAMP)
 	@mkdir -p $(B)/gen

@@ -24,9 +24,7 @@
 #include "lib/log.h"
 #include "param.h"
 
-#ifndef AURALOG_VERSION
-#define AURALOG_VERSION "unknown"
-#endif
+#include "version.h"        /* generated: git describe at build time */
 
 const char *bench_self(void)
 {
