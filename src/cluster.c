@@ -107,6 +107,22 @@ static int threads(pid_t pid)
   return n;
 }
 
+/* Has pid exited, files closed: reaped, or a zombie with no thread left
+ * but its leader? */
+static int gone(pid_t pid)
+{
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(p, "r");
+  if (f == NULL)
+    return 1;
+  char state = '?';
+  if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+    state = '?';
+  fclose(f);
+  return (state == 'Z' || state == 'X') && threads(pid) <= 1;
+}
+
 /* Is pid a live process of this cluster's member m? */
 static int ours(const struct member *m, pid_t pid)
 {
@@ -131,10 +147,7 @@ static int ours(const struct member *m, pid_t pid)
           state = '?';
         fclose(f);
       }
-      /* A zombie leader may still have threads that hold its sockets
-       * (a SIGKILLed engine's I/O thread exits a moment after its main
-       * thread): it is gone only when no other thread is left. */
-      return state != 'Z' || threads(pid) > 1;
+      return state != 'Z';
     }
   return 0;
 }
@@ -420,6 +433,14 @@ static pid_t stop(struct cluster *cl, struct member *m, int sig)
       while (ours(m, pid))
         usleep(10000);
     }
+    /* A dying process loses its command line (ours() says no) before it
+     * has closed its files: a killed engine may still hold its listening
+     * socket for a moment, and a query or a new engine would meet it.
+     * Its files are closed once the leader is a zombie and no other thread
+     * is left. (Bounded: the pid could be reused once it is reaped.) */
+    deadline = now_ms() + 3000;
+    while (!gone(pid) && now_ms() < deadline)
+      usleep(1000);
   }
   unlink(pidp);
   return pid;

@@ -378,21 +378,6 @@ static double open_ms(const char *dir)
   return v;
 }
 
-/* Is pid gone, or its main thread a zombie? */
-static int dead(pid_t pid)
-{
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(p, "r");
-  char state = 'X';
-  if (f) {
-    if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-      state = '?';
-    fclose(f);
-  }
-  return state == 'X' || state == 'Z';
-}
-
 /* SIGKILL the engine, start it again, and time what it and a user see. */
 static void eng_crash(struct eng *e, struct size *z, int k, uint64_t seed)
 {
@@ -401,26 +386,11 @@ static void eng_crash(struct eng *e, struct size *z, int k, uint64_t seed)
     rpc_close(&e->r);
     e->conn = 0;
   }
-  pid_t old = bench_member_pid(B.dir, "engine");
   const char *crash[] = {"fault", "--dir", B.dir, "engine-crash", NULL};
   if (bench_run(B.log, crash) != 0)
     die("bench recovery: `auralog fault --dir %s engine-crash` failed; see %s", B.dir, B.log);
-  /* `fault` returns once the engine's main thread is gone, but its other
-   * threads may still be exiting with the listening socket open: wait
-   * until connecting is refused, or the first query would reach the
-   * dying engine (and the new one could not bind its port). */
-  unsigned long long until = now_ms() + 5000;
-  for (;;) {
-    struct rpc r;
-    if (old <= 0 || dead(old)) {
-      if (rpc_open(&r, e->addr, 200, why, sizeof why) != 0)
-        break;              /* refused: nothing listens any more */
-      rpc_close(&r);
-    }
-    if (now_ms() > until)
-      die("bench recovery: the engine (pid %d) still listens after its SIGKILL", (int)old);
-    usleep(1000);
-  }
+  /* `fault` returns once the engine's last thread is gone (cluster.c), so
+   * nothing listens on its port any more. */
   const char *up[] = {"cluster", "up", "--dir", B.dir, NULL};
   double t0 = bench_now_us();
   pid_t pid = bench_start(B.log, up);
