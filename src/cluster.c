@@ -671,7 +671,8 @@ int fault_main(int argc, char **argv)
     {"dir", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
   int o;
-  while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+  /* Options may come before or after the action (getopt permutes). */
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
     case 'h': fault_usage(stdout); return 0;
