@@ -17,21 +17,14 @@
  * private to the benchmark (a fresh one, in its own directory on the same
  * disk as the SQLite files), so a run never touches a student's volume.
  *
- * Workloads (the sysbench OLTP shapes, over T tables of R rows):
- *   write-only  per transaction: 2 UPDATEs by primary key (one of an
- *               indexed column), 1 DELETE and 1 INSERT of the same row
- *   insert      one INSERT per transaction
- *   read-only   10 point SELECTs and 4 range SELECTs of 100 rows
- *   oltp        read-only and write-only in one transaction
- * Each client sends a whole transaction as one request and waits for its
- * answer, which comes once the commit is durable; its latency is that
- * round trip. Figures per transaction (network, fsyncs, CPU) count
+ * The workloads (sysbench's OLTP shapes) are in workload.c. Each client
+ * sends a whole transaction as one request and waits for its answer,
+ * which comes once the commit is durable; its latency is that round trip. Figures per transaction (network, fsyncs, CPU) count
  * everything from the end of the load to the end of the run, warm-up
  * included, divided by every transaction in it; throughput and latency
  * count only the measured window after the warm-up.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,19 +42,14 @@
 #include "status.h"
 
 #define NSYS        5
-#define LOAD_BATCH  1000         /* rows per INSERT transaction while loading */
 #define TX_TIMEOUT  30000        /* ms: one transaction's answer */
-#define SQL_MAX     16384        /* one transaction's text */
 
 static const char *sys_names[NSYS] = {"auralog", "auralog-pages", "sqlite-wal-full",
                                       "sqlite-delete-full", "sqlite-memory"};
-static const char *workloads[] = {"write-only", "insert", "read-only", "oltp"};
-static const int writes_per_tx[] = {4, 1, 0, 4};
 
 struct opts {
-  int workload;              /* index in workloads */
-  int clients, duration, warmup, tables, rows;
-  unsigned long long seed;
+  struct workload wl;        /* what, on how much data, from which seed */
+  int clients, duration, warmup;
   int sys[NSYS];             /* which systems run */
   int json, base;
   char dir[1024];
@@ -96,141 +84,6 @@ static void on_int(int sig)
   interrupted = 1;
 }
 
-/* ---- the workload ------------------------------------------------------------ */
-
-static uint64_t rnd(uint64_t *s)
-{
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/* sysbench's c and pad: groups of 11 digits joined by '-'. */
-static void digits(uint64_t *s, char *out, int groups)
-{
-  char *p = out;
-  for (int g = 0; g < groups; g++) {
-    if (g)
-      *p++ = '-';
-    for (int i = 0; i < 11; i++)
-      *p++ = (char)('0' + rnd(s) % 10);
-  }
-  *p = 0;
-}
-
-/* Append printf output to buf at *len. */
-__attribute__((format(printf, 3, 4)))
-static void add(char *buf, size_t *len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf + *len, SQL_MAX - *len, fmt, ap);
-  va_end(ap);
-  if (n > 0 && *len + (size_t)n < SQL_MAX)
-    *len += (size_t)n;
-}
-
-static void reads(const struct opts *o, uint64_t *s, char *sql, size_t *n)
-{
-  for (int i = 0; i < 10; i++)
-    add(sql, n, "SELECT c FROM sbtest%d WHERE id=%llu;", 1 + (int)(rnd(s) % (uint64_t)o->tables),
-        1 + (unsigned long long)(rnd(s) % (uint64_t)o->rows));
-  const char *ranges[] = {"SELECT c FROM sbtest%d WHERE id BETWEEN %llu AND %llu;",
-                          "SELECT SUM(k) FROM sbtest%d WHERE id BETWEEN %llu AND %llu;",
-                          "SELECT c FROM sbtest%d WHERE id BETWEEN %llu AND %llu ORDER BY c;",
-                          "SELECT DISTINCT c FROM sbtest%d WHERE id BETWEEN %llu AND %llu ORDER BY c;"};
-  for (int i = 0; i < 4; i++) {
-    unsigned long long a = 1 + rnd(s) % (uint64_t)o->rows;
-    add(sql, n, ranges[i], 1 + (int)(rnd(s) % (uint64_t)o->tables), a, a + 99);
-  }
-}
-
-static void writes(const struct opts *o, uint64_t *s, char *sql, size_t *n)
-{
-  int t = 1 + (int)(rnd(s) % (uint64_t)o->tables);
-  char c[128], pad[64];
-  unsigned long long r = (uint64_t)o->rows;
-  add(sql, n, "UPDATE sbtest%d SET k=k+1 WHERE id=%llu;", t, 1 + rnd(s) % r);
-  digits(s, c, 10);
-  add(sql, n, "UPDATE sbtest%d SET c='%s' WHERE id=%llu;", t, c, 1 + rnd(s) % r);
-  unsigned long long id = 1 + rnd(s) % r;
-  digits(s, c, 10);
-  digits(s, pad, 5);
-  add(sql, n, "DELETE FROM sbtest%d WHERE id=%llu;", t, id);
-  add(sql, n, "INSERT INTO sbtest%d (id, k, c, pad) VALUES (%llu, %llu, '%s', '%s');", t, id,
-      1 + rnd(s) % r, c, pad);
-}
-
-/* One transaction of the workload, as one request. */
-static void make_tx(const struct opts *o, uint64_t *s, char *sql)
-{
-  size_t n = 0;
-  sql[0] = 0;
-  switch (o->workload) {
-  case 0:
-    add(sql, &n, "BEGIN;");
-    writes(o, s, sql, &n);
-    add(sql, &n, "COMMIT;");
-    break;
-  case 1: {
-    char c[128], pad[64];
-    digits(s, c, 10);
-    digits(s, pad, 5);
-    add(sql, &n, "INSERT INTO sbtest%d (k, c, pad) VALUES (%llu, '%s', '%s');",
-        1 + (int)(rnd(s) % (uint64_t)o->tables), 1 + (unsigned long long)(rnd(s) % (uint64_t)o->rows),
-        c, pad);
-    break;
-  }
-  case 2:
-    add(sql, &n, "BEGIN;");
-    reads(o, s, sql, &n);
-    add(sql, &n, "COMMIT;");
-    break;
-  default:
-    add(sql, &n, "BEGIN;");
-    reads(o, s, sql, &n);
-    writes(o, s, sql, &n);
-    add(sql, &n, "COMMIT;");
-  }
-}
-
-/* Create and fill the tables (sysbench's schema, with its index on k). */
-static int load(const struct opts *o, struct rpc *r, char *why, size_t whylen)
-{
-  uint64_t s = o->seed * 7919 + 17;
-  char *sql = malloc((size_t)LOAD_BATCH * 220 + 256);
-  for (int t = 1; t <= o->tables; t++) {
-    snprintf(sql, 512,
-             "DROP TABLE IF EXISTS sbtest%d; CREATE TABLE sbtest%d (id INTEGER PRIMARY KEY, "
-             "k INTEGER NOT NULL DEFAULT 0, c TEXT NOT NULL, pad TEXT NOT NULL); "
-             "CREATE INDEX k_%d ON sbtest%d(k);", t, t, t, t);
-    Env *rep = bench_sql(r, sql, TX_TIMEOUT, why, whylen);
-    if (rep == NULL)
-      goto fail;
-    wire_free(rep);
-    for (int row = 1; row <= o->rows;) {
-      size_t n = (size_t)sprintf(sql, "INSERT INTO sbtest%d (id, k, c, pad) VALUES ", t);
-      for (int i = 0; i < LOAD_BATCH && row <= o->rows; i++, row++) {
-        char c[128], pad[64];
-        digits(&s, c, 10);
-        digits(&s, pad, 5);
-        n += (size_t)sprintf(sql + n, "%s(%d, %llu, '%s', '%s')", i ? "," : "", row,
-                             1 + (unsigned long long)(rnd(&s) % (uint64_t)o->rows), c, pad);
-      }
-      Env *rep = bench_sql(r, sql, TX_TIMEOUT, why, whylen);
-      if (rep == NULL)
-        goto fail;
-      wire_free(rep);
-    }
-  }
-  free(sql);
-  return 0;
-fail:
-  free(sql);
-  return -1;
-}
-
 /* ---- clients ------------------------------------------------------------------ */
 
 struct run {
@@ -255,8 +108,8 @@ static void *client_main(void *arg)
   struct run *run = c->run;
   static _Thread_local struct hist h;
   memset(&h, 0, sizeof h);
-  char *sql = malloc(SQL_MAX), why[300];
-  uint64_t s = run->o->seed * 1000003 + (uint64_t)c->id * 7777 + 1;
+  char *sql = malloc(WL_SQL_MAX), why[300];
+  uint64_t s = run->o->wl.seed * 1000003 + (uint64_t)c->id * 7777 + 1;
   struct rpc r;
   if (bench_connect(&r, run->addr, 5000, why, sizeof why) != 0) {
     run->errors++;
@@ -268,7 +121,7 @@ static void *client_main(void *arg)
     return NULL;
   }
   while (run->phase < 2) {
-    make_tx(run->o, &s, sql);
+    wl_tx(&run->o->wl, &s, sql);
     int measuring = run->phase == 1;
     double t0 = bench_now_us();
     Env *rep = bench_sql(&r, sql, TX_TIMEOUT, why, sizeof why);
@@ -425,10 +278,10 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
     snprintf(why, sizeof why, "its engine did not start; see %s", y->log);
     goto fail;
   }
-  fprintf(stderr, "%-18s loading %d x %d rows...%s", name, o->tables, o->rows,
+  fprintf(stderr, "%-18s loading %d x %d rows...%s", name, o->wl.tables, o->wl.rows,
           isatty(2) ? "" : "\n");
   double t0 = bench_now_us();
-  if (load(o, &r, why, sizeof why) != 0)
+  if (wl_load(&o->wl, &r, why, sizeof why) != 0)
     goto fail;
   res->load_s = (bench_now_us() - t0) / 1e6;
   /* Write back every dirty page in the machine (the load's, and an earlier
@@ -485,7 +338,7 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   res->errors = run.errors;
   res->tx_all = run.tx;
   res->tx_s = (double)run.measured / secs;
-  res->writes_s = res->tx_s * writes_per_tx[o->workload];
+  res->writes_s = res->tx_s * wl_writes[o->wl.kind];
   double tx = run.tx ? (double)run.tx : 1;
   res->redo_bytes = (s1.redo_bytes - s0.redo_bytes) / tx;
   res->redo_msgs = (s1.redo_msgs - s0.redo_msgs) / tx;
@@ -533,14 +386,14 @@ static const char *durability(int i)
 static void conditions(const struct opts *o, cJSON *c)
 {
   bench_conditions(c, o->dir);
-  cJSON_AddStringToObject(c, "workload", workloads[o->workload]);
+  cJSON_AddStringToObject(c, "workload", wl_names[o->wl.kind]);
   cJSON_AddNumberToObject(c, "clients", o->clients);
   cJSON_AddNumberToObject(c, "duration_s", o->duration);
   cJSON_AddNumberToObject(c, "warmup_s", o->warmup);
-  cJSON_AddNumberToObject(c, "tables", o->tables);
-  cJSON_AddNumberToObject(c, "rows", o->rows);
+  cJSON_AddNumberToObject(c, "tables", o->wl.tables);
+  cJSON_AddNumberToObject(c, "rows", o->wl.rows);
   cJSON_AddNumberToObject(c, "row_bytes", 8 + 8 + 120 + 60);
-  cJSON_AddNumberToObject(c, "seed", (double)o->seed);
+  cJSON_AddNumberToObject(c, "seed", (double)o->wl.seed);
   cJSON_AddNumberToObject(c, "page_size", PAGE_SIZE_DEFAULT);
   cJSON_AddStringToObject(c, "replication", "6 segments per PG, 2 per AZ in 3 AZs, write quorum 4");
   cJSON_AddStringToObject(c, "server", "every system behind the same engine server "
@@ -609,8 +462,8 @@ static void print_table(const struct opts *o, const struct result *rs, cJSON *co
 {
   char a[32], b[32], c[32];
   printf("auralog bench %s: %d clients, %d s measured after %d s warm-up, "
-         "%d tables x %d rows, seed %llu\n", workloads[o->workload], o->clients, o->duration,
-         o->warmup, o->tables, o->rows, o->seed);
+         "%d tables x %d rows, seed %llu\n", wl_names[o->wl.kind], o->clients, o->duration,
+         o->warmup, o->wl.tables, o->wl.rows, o->wl.seed);
   printf("conditions: auralog %s; SQLite %s; lmdb %s; libuv %s; %s; %s; %d cores; "
          "%.0f MB RAM; %s on %s; %s\n",
          cJSON_GetObjectItem(cond, "auralog")->valuestring,
@@ -728,19 +581,20 @@ int bench_main(int argc, char **argv)
     {"dir", required_argument, 0, 'D'}, {"base-port", required_argument, 0, 'p'},
     {"help", no_argument, 0, 'h'}, {0}};
   static struct opts o;
-  o = (struct opts){0, 8, 10, 2, 4, 10000, 1, {1, 1, 1, 1, 1}, 0, 7600, ""};
+  o = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
+                    .warmup = 2, .sys = {1, 1, 1, 1, 1}, .base = 7600};
   int opt;
   while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
     switch (opt) {
     case 'c': o.clients = parse_int("--clients", optarg, 1, 256); break;
     case 'd': o.duration = parse_int("--duration", optarg, 1, 3600); break;
     case 'w': o.warmup = parse_int("--warmup", optarg, 0, 600); break;
-    case 't': o.tables = parse_int("--tables", optarg, 1, 64); break;
-    case 'r': o.rows = parse_int("--rows", optarg, 100, 10000000); break;
+    case 't': o.wl.tables = parse_int("--tables", optarg, 1, 64); break;
+    case 'r': o.wl.rows = parse_int("--rows", optarg, 100, 10000000); break;
     case 's': {
       char *end;
       errno = 0;
-      o.seed = strtoull(optarg, &end, 10);
+      o.wl.seed = strtoull(optarg, &end, 10);
       if (errno || end == optarg || *end)
         die("bench: --seed must be a whole number, not '%s'", optarg);
       break;
@@ -769,12 +623,12 @@ int bench_main(int argc, char **argv)
   }
   if (optind < argc) {
     int k = 0;
-    while (k < 4 && strcmp(workloads[k], argv[optind]))
+    while (k < WL_COUNT && strcmp(wl_names[k], argv[optind]))
       k++;
-    if (k == 4)
+    if (k == WL_COUNT)
       die("bench: unknown workload '%s' (say write-only, insert, read-only, oltp, "
           "recovery or append)", argv[optind]);
-    o.workload = k;
+    o.wl.kind = k;
     if (optind + 1 < argc)
       die("bench: unexpected argument '%s'", argv[optind + 1]);
   }

@@ -3,6 +3,7 @@
  *
  *   bench.c     `auralog bench [WORKLOAD]`: sysbench-shaped workloads on
  *               auralog and on stock SQLite baselines, in one run
+ *   workload.c  the transactions of those workloads
  *   recovery.c  `auralog bench recovery`: recovery time against log length
  *   append.c    `auralog bench append`: one storage node's durable appends
  *
@@ -81,6 +82,21 @@ void hist_add(struct hist *h, double us);
 void hist_merge(struct hist *into, const struct hist *h);
 /* The p-th quantile (0..1) in milliseconds. */
 double hist_ms(const struct hist *h, double p);
+
+/* The workloads (workload.c). */
+enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_COUNT };
+extern const char *const wl_names[WL_COUNT];   /* "write-only", ... */
+extern const int wl_writes[WL_COUNT];           /* writes per transaction */
+#define WL_SQL_MAX 16384                        /* one transaction's text */
+struct workload {
+  int kind;                  /* WL_* */
+  int tables, rows;
+  unsigned long long seed;
+};
+/* One transaction of w into sql (WL_SQL_MAX bytes), drawing from *rng. */
+void wl_tx(const struct workload *w, uint64_t *rng, char *sql);
+/* Create and fill w's tables through the engine at r. 0, or -1 and why. */
+int wl_load(const struct workload *w, struct rpc *r, char *why, size_t whylen);
 
 /* Microseconds on a monotonic clock. */
 double bench_now_us(void);
