@@ -28,7 +28,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
-CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c \
+CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
             src/node/segment.c src/node/store.c src/node/node.c src/node/gossip.c \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
             src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c \

@@ -36,6 +36,7 @@
 
 #include "coord/http.h"
 #include "lib/log.h"
+#include "lib/proc.h"
 #include "param.h"
 #include "roles.h"
 #include "rpc.h"
@@ -253,25 +254,10 @@ static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
   char *engine_argv[] = {(char *)self, "engine", "--volume", "main", "--listen", m->addr,
                          "--coord", coord, NULL};
   int engine = m == &cl->m[cl->n - 1];
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = proc_spawn(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv,
+                         logp, 1);
   if (pid < 0)
     return -1;
-  if (pid == 0) {
-    setsid();
-    int in = open("/dev/null", O_RDONLY);
-    int out = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0)
-      _exit(127);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(out, 2);
-    close(in);
-    close(out);
-    unsetenv("AURALOG_COORD");   /* members get their addresses explicitly */
-    execv(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv);
-    _exit(127);
-  }
   FILE *f = fopen(pidp, "w");
   if (f) {
     fprintf(f, "%d\n", (int)pid);

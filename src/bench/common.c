@@ -22,6 +22,7 @@
 
 #include "bench/bench.h"
 #include "lib/log.h"
+#include "lib/proc.h"
 #include "param.h"
 
 #include "version.h"        /* generated: git describe at build time */
@@ -55,25 +56,7 @@ pid_t bench_start(const char *log, const char *const argv[])
   for (int i = 0; argv[i] && k < 31; i++)
     args[k++] = argv[i];
   args[k] = NULL;
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    int in = open("/dev/null", O_RDONLY);
-    int out = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0)
-      _exit(127);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(out, 2);
-    close(in);
-    close(out);
-    unsetenv("AURALOG_COORD");   /* everything gets its addresses explicitly */
-    execv(args[0], (char *const *)args);
-    _exit(127);
-  }
-  return pid;
+  return proc_spawn(args[0], (char *const *)args, log, 0);
 }
 
 int bench_run(const char *log, const char *const argv[])
