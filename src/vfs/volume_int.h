@@ -1,0 +1,134 @@
+/*
+ * volume_int.h: the inside of a volume, shared by volume.c (the I/O
+ * thread, shipping, reads, acknowledgements) and open.c (recovery when the
+ * volume is opened). Nothing else includes it; the interface is volume.h.
+ */
+#ifndef AURALOG_VOLUME_INT_H
+#define AURALOG_VOLUME_INT_H
+
+#include <pthread.h>
+#include <uv.h>
+
+#include "net.h"
+#include "param.h"
+#include "record.h"
+#include "vfs/quorum.h"
+#include "vfs/volume.h"
+
+/* A record on its way out, owned until the VCL passes it. */
+struct orec {
+  Rec r;
+  Auralog__Range *g, **gp;
+  uint8_t *data;
+  Auralog__PgLast *ml, **mlp;
+};
+
+/* One protection group, as the writer sees it. */
+struct pgout {
+  struct orec **recs;        /* records above the VCL, in LSN order */
+  size_t head, n, cap;       /* live: recs[head..n) */
+  size_t sent[NCOPIES];      /* recs[sent[s]..n) not yet sent to slot s */
+  uint64_t tail;             /* LSN of the PG's last record: next backlink */
+  uint64_t durable_tail;     /* the PG's last record at or below the VDL: a
+                                segment whose SCL reaches it can serve reads
+                                at the VDL */
+  uint64_t scl[NCOPIES];     /* SCL each segment last reported */
+  int node[NCOPIES];         /* index in v->nodes of each segment's node */
+  uint8_t resend;            /* bit i: resend pending records to slot i */
+  uint64_t ring_lsn[TAIL_PER_PG]; /* the PG's newest records (a ring, for viz) */
+  uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
+  unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
+};
+
+struct vnode {
+  char addr[ADDR_MAX_LEN + 1];
+  struct conn *c;
+  int up;
+  unsigned long long retry_at;
+  struct volume *v;
+  unsigned nfl;              /* Appends in flight to it: while any is, new
+                                records for its segments wait (flush) */
+};
+
+struct inflight {
+  uint64_t req;
+  unsigned long long sent_at;
+  int node;
+  uint32_t pg;
+  int slot;
+  uint64_t *lsns;
+  size_t n;
+};
+
+struct readreq {
+  uint32_t pg, page_no;
+  uint64_t rp;               /* read point */
+  uint64_t need;             /* the PG's last record at or below rp */
+  uint8_t *out;
+  uint64_t page_lsn;
+  uint64_t req;              /* 0: not in flight */
+  unsigned long long sent_at;
+  int node;
+  unsigned tried;            /* bit i: slot i refused */
+  int done, rc, abandoned;
+  unsigned long long retry_at;
+  char why[200];
+  struct readreq *next;
+};
+
+struct volume {
+  char name[NAME_MAX_LEN + 1];
+  char coord[ADDR_MAX_LEN + 1];
+  char engine_addr[ADDR_MAX_LEN + 1];
+  uint64_t id, epoch;
+  uint32_t page_size, pg_pages;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  struct quorum q;
+  struct pgout *pgs;
+  size_t npgs;
+  struct vnode *nodes;
+  size_t nnodes;
+  uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
+  uint64_t *cpls;             /* commit LSNs not yet durable, in order */
+  size_t ncpls, capcpls;
+  struct inflight *fl;
+  size_t nfl, capfl;
+  struct readreq *reads;
+  uint64_t next_req;
+  int fenced;
+  char fenced_why[200];
+  int closing;
+  struct vol_stats st;
+  /* Frames with the storage nodes: recovery's, then the I/O thread's (its
+   * node conns count into it, in net.c, without the lock). net_sync copies
+   * it into st, where other threads read it. */
+  struct net_count net;
+  void (*durable_fn)(void *, uint64_t);
+  void *durable_arg;
+  /* The report's log tail (engine_stat): only one thread builds reports,
+   * vol_open before the I/O thread starts, then the I/O thread. */
+  Auralog__TailRec tail_out[TAIL_MAX];
+  Auralog__TailRec *tail_outp[TAIL_MAX];
+
+  pthread_t thread;
+  uv_loop_t loop;
+  uv_async_t wake;
+  uv_timer_t tick;
+  struct conn *coord_conn;
+  unsigned long long coord_retry_at;
+  unsigned ticks;
+};
+
+/* Publish v->net in v->st (volume.c). */
+void net_sync(struct volume *v);
+
+/* Recovery (open.c, paper §4.3): with vd the volume as the coordinator
+ * gave it and v->epoch the new epoch, find the VDL from a read quorum of
+ * every PG, truncate above it on a write quorum of every PG, and set up
+ * v's quorum tracker and PG tails from there. Returns 0, or -1 with a
+ * reason. Runs before the I/O thread starts. */
+int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whylen);
+
+#endif
