@@ -332,12 +332,13 @@ static int ship(struct afile *f)
     size_t nr = page_diff(o->before, o->data, vv->ps, lits, maxr);
     if (nr == 0 && !(o->flags & REC_ZERO))
       continue;                /* written, but unchanged */
-    /* Runs the page already holds a few bytes away go as copies. */
-    nr = diff_copies(o->before, o->data, vv->ps, lits, nr, work, scratch, vv->ps);
     if (ship_pages) {
       /* The baseline: the whole page, as a page-shipping mirror sends it. */
       scratch[0] = (struct drange){0, vv->ps};
       nr = 1;
+    } else {
+      /* Runs the page already holds a few bytes away go as copies. */
+      nr = diff_copies(o->before, o->data, vv->ps, lits, nr, work, scratch, vv->ps);
     }
     if (used + nr > cap) {
       while (used + nr > cap)
