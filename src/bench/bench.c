@@ -639,12 +639,8 @@ int bench_main(int argc, char **argv)
     die("bench: --systems names no system");
   if (!o.dir[0])
     bench_dir(o.dir, sizeof o.dir, "bench");
-  if (strchr(o.dir, '\''))
-    die("bench: --dir may not contain a quote");
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.dir);
-  if (system(cmd) != 0)
-    die("bench: cannot make %s", o.dir);
+  if (bench_mkdirs(o.dir) != 0)
+    die("bench: cannot make %s: %s", o.dir, strerror(errno));
   /* The private cluster's directory is emptied first: never one that
    * holds something else. */
   struct stat sb;

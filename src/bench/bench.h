@@ -33,6 +33,10 @@ const char *bench_self(void);
  * memory: fsync there costs nothing and every figure would lie). */
 void bench_dir(char *out, size_t n, const char *name);
 
+/* mkdir -p path; 0 or -1 (errno). Remove path and everything under it. */
+int bench_mkdirs(const char *path);
+void bench_rm_tree(const char *path);
+
 /* Run `auralog argv...` to completion with stdout and stderr appended to
  * log. Returns its exit status, or -1 if it could not run. */
 int bench_run(const char *log, const char *const argv[]);

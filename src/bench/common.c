@@ -2,8 +2,10 @@
  * common.c: processes, clusters, conditions and histograms for the
  * benchmarks (see bench.h).
  */
+#define _GNU_SOURCE         /* nftw */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <lmdb.h>
 #include <math.h>
 #include <protobuf-c/protobuf-c.h>
@@ -106,15 +108,45 @@ int bench_connect(struct rpc *r, const char *addr, int ms, char *why, size_t n)
   }
 }
 
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+  (void)sb;
+  (void)flag;
+  (void)f;
+  remove(p);
+  return 0;
+}
+
+void bench_rm_tree(const char *path)
+{
+  nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int bench_mkdirs(const char *path)
+{
+  char p[1200];
+  snprintf(p, sizeof p, "%s", path);
+  for (char *c = p + 1; ; c++) {
+    if (*c == '/' || *c == 0) {
+      char end = *c;
+      *c = 0;
+      if (mkdir(p, 0755) != 0 && errno != EEXIST)
+        return -1;
+      if ((*c = end) == 0)
+        return 0;
+    }
+  }
+}
+
 int bench_cluster_up(const char *dir, int base, char *why, size_t n)
 {
-  char port[16], log[1200], cmd[1300];
+  char port[16], log[1200];
   snprintf(port, sizeof port, "%d", base);
   bench_cluster_down(dir);
   /* A fresh cluster: no data of an earlier run may change this one. */
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
-  if (strchr(dir, '\'') || system(cmd) != 0) {
-    snprintf(why, n, "cannot make a fresh directory %s", dir);
+  bench_rm_tree(dir);
+  if (bench_mkdirs(dir) != 0) {
+    snprintf(why, n, "cannot make a fresh directory %s: %s", dir, strerror(errno));
     return -1;
   }
   snprintf(log, sizeof log, "%s/bench-cluster.log", dir);

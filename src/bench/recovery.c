@@ -46,12 +46,10 @@
  * The cluster is private (its own directory and ports); the nodes' data
  * and the SQLite files are removed at the end, the logs kept.
  */
-#define _GNU_SOURCE         /* nftw */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -115,20 +113,6 @@ static void on_stop(int sig)
   stopped = sig;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-  (void)sb;
-  (void)flag;
-  (void)f;
-  remove(p);
-  return 0;
-}
-
-static void rm_tree(const char *p)
-{
-  nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* Stop the cluster and remove the big files: the nodes' lmdb data and the
  * SQLite database. Runs at exit, also after die(); not in children. */
 static void cleanup(void)
@@ -151,10 +135,10 @@ static void cleanup(void)
     bench_cluster_down(B.dir);
     B.up = 0;
     snprintf(p, sizeof p, "%s/data", B.dir);
-    rm_tree(p);
+    bench_rm_tree(p);
   }
   if (B.sqdir[0]) {
-    rm_tree(B.sqdir);
+    bench_rm_tree(B.sqdir);
     B.sqdir[0] = 0;
   }
 }
