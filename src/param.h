@@ -22,6 +22,12 @@
 #define PG_PAGES          256   /* pages per protection group (1 MiB at 4 KiB) */
 #define MAX_PGS           4096  /* protection groups per volume */
 
+/* Bounds on what the network may say (wire.c): an LSN, VDL or truncation
+ * point above LSN_MAX, or an epoch above EPOCH_MAX, is refused, so that no
+ * sum such as vdl + LAL can wrap. */
+#define LSN_MAX       (1ull << 60)
+#define EPOCH_MAX     (1ull << 40)
+
 /* LSN allocation limit (paper §4.2.1: 10 million in Aurora): the engine may
  * not hand out an LSN above vdl + LAL. */
 #define LAL           10000000
@@ -31,6 +37,7 @@
 #define DIFF_COPY_MIN   16      /* page diff: ship a run the page already holds nearby as a copy (~10 bytes) if at least this long */
 #define DIFF_COPY_SHIFTS 2, -2, 4, -4, 6, -6, 8, -8  /* ... looking this far away: B-tree cell pointers are 2 bytes */
 #define CACHE_PAGES     4096    /* buffer cache of the engine, in pages (evict only page LSN <= VDL) */
+#define UNDURABLE_MAX   (256u << 20) /* bytes of redo not yet durable that the engine keeps; past it commits wait, then fail */
 #define COMMIT_DEADLINE_MS 5000 /* a commit not durable by then fails with a clear error */
 #define READ_DEADLINE_MS   5000 /* a page read that no segment can answer by then fails */
 #define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
@@ -63,6 +70,9 @@
 #define GOSSIP_MS       200     /* a segment with a hole, or behind a peer, pulls this often */
 #define GOSSIP_IDLE     5       /* ... others every GOSSIP_IDLE periods, to learn peers' SCLs */
 #define GOSSIP_MAX      2000    /* records in one GossipPush */
+
+/* Recovery (src/vfs/open.c): records a segment returns per scan answer. */
+#define RECOVERY_PAGE   20000
 
 /* The engine's patience with one segment. */
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */

@@ -37,6 +37,14 @@ uint32_t rec_crc(const Rec *r)
     else
       c = crc_u64(c, (uint64_t)g->from << 32 | g->len);   /* a copy */
   }
+  /* Everything recovery trusts is covered too: the writer's epoch (rule T,
+   * node/segment.h) and a CPL's MTR shape (vfs/recovery.c). */
+  c = crc_u64(c, r->epoch);
+  c = crc_u64(c, r->prev_cpl);
+  for (size_t i = 0; i < r->n_mtr; i++) {
+    c = crc_u64(c, r->mtr[i]->pg);
+    c = crc_u64(c, r->mtr[i]->lsn);
+  }
   return (uint32_t)c;
 }
 

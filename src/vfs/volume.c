@@ -836,6 +836,7 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
     struct pgout *g = &v->pgs[pg];
     uint64_t lsn = q_alloc(&v->q, pg, i == n - 1);
     struct orec *o = make_rec(&pages[i], pg, lsn, g->tail);
+    o->r.epoch = v->epoch;      /* sealed below: rule T (node/segment.h) */
     g->tail = lsn;
     g->ring_lsn[g->ring_n % TAIL_PER_PG] = lsn;
     g->ring_cpl[g->ring_n % TAIL_PER_PG] = i == n - 1;
