@@ -48,12 +48,20 @@ uint32_t rec_crc(const Rec *r)
   return (uint32_t)c;
 }
 
+int trunc_cuts(const struct trunc *t, size_t n, uint64_t lsn, uint64_t epoch)
+{
+  for (size_t i = 0; i < n; i++)
+    if (lsn > t[i].from && lsn <= t[i].to && epoch < t[i].epoch)
+      return 1;
+  return 0;
+}
+
 void rec_seal(Rec *r)
 {
   r->crc = rec_crc(r);
 }
 
-int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen)
+int rec_check_shape(const Rec *r, uint32_t page_size, char *why, size_t whylen)
 {
   unsigned long long lsn = r->lsn;
   if (r->lsn == 0) {
@@ -92,11 +100,17 @@ int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen)
       return ERR_OUT_OF_RANGE;
     }
   }
-  if (rec_crc(r) != r->crc) {
-    snprintf(why, whylen, "record %llu fails its CRC check", lsn);
+  return ERR_NONE;
+}
+
+int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen)
+{
+  int rc = rec_check_shape(r, page_size, why, whylen);
+  if (rc == ERR_NONE && rec_crc(r) != r->crc) {
+    snprintf(why, whylen, "record %llu fails its CRC check", (unsigned long long)r->lsn);
     return ERR_BAD_CRC;
   }
-  return ERR_NONE;
+  return rc;
 }
 
 void rec_apply(uint8_t *page, uint32_t page_size, const Rec *r)

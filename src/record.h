@@ -29,6 +29,35 @@ typedef Auralog__Record Rec;
 #define REC_ZERO 2u         /* flags: the page starts from zeros (a new page) */
 #define REC_FLAGS_KNOWN (REC_CPL | REC_ZERO)
 
+/* A range of LSNs that a recovery of epoch `epoch` truncated (paper §4.3):
+ * (from, to]. from is the VDL that recovery proved.
+ *
+ * Rule T (the truncation rule): a truncation of epoch e cuts a record of
+ * epoch r, LSN l, if and only if from < l <= to and r < e. A truncation
+ * never cuts a record of its own epoch or a newer one.
+ *
+ * Why this is safe and enough:
+ *  - Writer e writes its truncation before its first record, and every
+ *    LSN it hands out is above `to`: its own records are outside its range.
+ *  - A newer writer's records are never cut by an older truncation. Before
+ *    this rule an old, interrupted recovery's range (written to one segment,
+ *    then spread by gossip) deleted a newer epoch's acknowledged commits.
+ *  - An older epoch's record that a recovery of epoch e proves durable
+ *    (above every durable point the segments heard) is adopted: recovery
+ *    re-stamps it with epoch e and writes it to a write quorum before the
+ *    volume serves (vfs/open.c). So no truncation of an epoch <= e, seen or
+ *    not, can cut it, and every later recovery proves a VDL at or above it.
+ *  - Hence a record on the durable chain is never cut, and every record a
+ *    truncation cuts lies above a proven VDL: it was never acknowledged.
+ * Truncations never expire or shrink: a segment that learns an old one
+ * late still cuts the old records it covers. */
+struct trunc {
+  uint64_t epoch, from, to;
+};
+
+/* Rule T over a list: is the record (lsn, epoch) cut by any of t[0..n)? */
+int trunc_cuts(const struct trunc *t, size_t n, uint64_t lsn, uint64_t epoch);
+
 uint32_t rec_crc(const Rec *r);
 void rec_seal(Rec *r);
 
@@ -36,6 +65,8 @@ void rec_seal(Rec *r);
  * backlink in order, ranges sorted, non-empty, inside the page, CRC right);
  * otherwise an ERR_* code with a one-line reason in why. */
 int rec_check(const Rec *r, uint32_t page_size, char *why, size_t whylen);
+/* rec_check without the CRC (for a record whose CRC the wire checked). */
+int rec_check_shape(const Rec *r, uint32_t page_size, char *why, size_t whylen);
 
 /* Apply r to page (page_size bytes): zero it first if REC_ZERO, then copy
  * the ranges. r must have passed rec_check. */

@@ -101,6 +101,7 @@ char *status_json(const Auralog__Status *st)
   cJSON_AddNumberToObject(o, "pending", (double)e->pending);
   cJSON_AddNumberToObject(o, "pages_read", (double)e->pages_read);
   cJSON_AddNumberToObject(o, "recovery_ms", (double)e->recovery_ms);
+  cJSON_AddNumberToObject(o, "refusing", (double)e->refusing);
   cJSON_AddNumberToObject(o, "page_size", v->page_size);
   cJSON *eng = cJSON_AddObjectToObject(o, "engine");
   cJSON_AddStringToObject(eng, "addr", st->engine ? e->addr : "");
@@ -185,6 +186,9 @@ void status_table(const Auralog__Status *st, FILE *f)
             (unsigned long long)e->pending, (unsigned long long)e->recovery_ms);
   else
     fprintf(f, "  (no engine has reported)\n");
+  if (e && e->refusing)
+    fprintf(f, "%llu segment%s refuse the engine's Appends (see the engine's log)\n",
+            (unsigned long long)e->refusing, e->refusing == 1 ? "" : "s");
   for (size_t i = 0; i < v->n_truncs; i++)
     fprintf(f, "truncated (%llu, %llu] by epoch %llu\n",
             (unsigned long long)v->truncs[i]->from, (unsigned long long)v->truncs[i]->to,

@@ -108,16 +108,17 @@ static void on_push(struct node *n, struct conn *c, const Env *env)
     if (&n->peers[g->peer[k]] == p)
       g->peer_scl[k] = gp->scl;
   char why[256];
-  /* Truncations first: records inside them must not come back. */
-  for (size_t i = 0; i < gp->n_truncs; i++) {
-    const Auralog__TruncRange *t = gp->truncs[i];
-    int have = 0;
-    for (size_t j = 0; j < s->ntruncs; j++)
-      have |= s->truncs[j].from == t->from && s->truncs[j].to == t->to;
-    if (!have && node_truncate(n, s, t->epoch, t->from, t->to, why, sizeof why) != 0) {
-      logwarn("gossip: %s", why);
-      return;
-    }
+  /* Truncations first: records they cut must not come back. Each is
+   * valid forever (rule T, record.h: it cuts only records of older epochs
+   * above a proved VDL), so a peer's are installed as they are. */
+  struct trunc *t = calloc(gp->n_truncs + 1, sizeof *t);
+  for (size_t i = 0; i < gp->n_truncs; i++)
+    t[i] = (struct trunc){gp->truncs[i]->epoch, gp->truncs[i]->from, gp->truncs[i]->to};
+  int rc = node_truncate(n, s, t, gp->n_truncs, why, sizeof why);
+  free(t);
+  if (rc != 0) {
+    logwarn("gossip: %s", why);
+    return;
   }
   if (gp->n_records == 0)
     return;
@@ -260,7 +261,7 @@ void gossip_on_pull(struct node *n, struct conn *c, uint64_t req,
     return;
   Rec **recs = NULL;
   long nrecs = p->scl < s->max_lsn
-                 ? store_above(&n->st, s, p->scl, &recs, GOSSIP_MAX, 0) : 0;
+                 ? store_above(&n->st, s, p->scl, &recs, GOSSIP_MAX, NULL) : 0;
   if (nrecs < 0)
     nrecs = 0;
   Env env = AURALOG__ENVELOPE__INIT;

@@ -125,9 +125,17 @@ static void node_reply(struct node *n, struct conn *c, const Env *env)
   uv_timer_start(&d->t, delayed_fire, n->slow_ms, 0);
 }
 
-/* Send every staged ack an error: the open transaction is gone. */
-static void fail_staged(struct node *n, uint32_t code, const char *why)
+/* The open transaction is lost (a failed write or commit): abort it, make
+ * every segment it touched what the disk holds again (epoch, VDL hint,
+ * truncations, chain: memory must never claim what the disk lost), and
+ * send every staged ack an error. */
+static void rollback(struct node *n, uint32_t code, const char *why)
 {
+  char rwhy[256];
+  store_abort(&n->st);
+  for (size_t i = 0; i < n->ndirty; i++)
+    if (store_reload(&n->st, n->dirty[i], rwhy, sizeof rwhy) != 0)
+      logwarn("%s", rwhy);
   for (size_t i = 0; i < n->nacks; i++) {
     conn_error(n->acks[i].c, n->acks[i].req, code, why);
     conn_unref(n->acks[i].c);
@@ -143,15 +151,15 @@ static int commit_group(struct node *n)
   if (n->st.txn == NULL)
     return 0;
   int rc = 0;
+  /* Each SegMeta's SCL hint is the SCL before this commit's records are
+   * chained: it never names more than the disk holds. */
   for (size_t i = 0; i < n->ndirty && rc == 0; i++)
     rc = store_put_meta(&n->st, n->dirty[i], why, sizeof why);
   if (rc == 0)
     rc = store_commit(&n->st, why, sizeof why);
-  else
-    store_abort(&n->st);
   if (rc != 0) {
     logwarn("%s", why);
-    fail_staged(n, (uint32_t)rc, why);
+    rollback(n, (uint32_t)rc, why);
     return rc;
   }
   /* Durable now: chain the records, then acknowledge with the new SCLs. */
@@ -209,26 +217,37 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
   struct segment *s = seg_for(n, c, req, a->volume_id, a->pg);
   if (s == NULL)
     return;
-  uint64_t old_epoch = s->epoch;
-  int rc = seg_epoch(s, a->epoch, why, sizeof why);
-  if (rc != ERR_NONE) {
-    conn_error(c, req, (uint32_t)rc, why);
+  if (a->epoch < s->epoch) {
+    seg_epoch(s, a->epoch, why, sizeof why);   /* only words the refusal */
+    conn_error(c, req, ERR_STALE_EPOCH, why);
     return;
   }
-  /* A newer epoch fences older writers from now on, even if this batch is
-   * refused below: write it down with this turn's commit. */
-  if (s->epoch != old_epoch && store_begin(&n->st, why, sizeof why) == 0)
-    node_mark_dirty(n, s);
-  /* The writer's VDL: a point recovery may start from (§4.3). */
-  if (a->vdl > s->vdl && store_begin(&n->st, why, sizeof why) == 0) {
-    s->vdl = a->vdl;
-    node_mark_dirty(n, s);
+  /* The writer's own truncation first: records it wrote may only chain
+   * onto what its recovery kept (a segment that missed that recovery may
+   * still hold records it cut). It stands whatever becomes of the batch:
+   * it is the writer's, whose epoch is current. */
+  if (a->trunc) {
+    struct trunc t = {a->trunc->epoch, a->trunc->from, a->trunc->to};
+    int rc = node_truncate(n, s, &t, 1, why, sizeof why);
+    if (rc != 0) {
+      conn_error(c, req, (uint32_t)rc, why);
+      return;
+    }
   }
   uint32_t added, dups;
-  rc = node_stage(n, s, a->records, a->n_records, 1, &added, &dups, why, sizeof why);
+  int rc = node_stage(n, s, a->records, a->n_records, 1, &added, &dups, why, sizeof why);
   if (rc != ERR_NONE) {
-    conn_error(c, req, (uint32_t)rc, why);
+    conn_error(c, req, (uint32_t)rc, why);  /* refused: nothing changed */
     return;
+  }
+  /* Accepted: a newer epoch fences older writers from now on, and the
+   * writer's VDL is a point recovery may start from (§4.3); both are
+   * written with this turn's commit. */
+  if (a->epoch > s->epoch || a->vdl > s->vdl) {
+    seg_epoch(s, a->epoch, why, sizeof why);
+    if (a->vdl > s->vdl)
+      s->vdl = a->vdl;
+    node_mark_dirty(n, s);
   }
   if (n->nacks == n->capacks) {
     n->capacks = n->capacks ? 2 * n->capacks : 64;
@@ -262,16 +281,21 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
   }
   for (size_t i = 0; i < cnt; i++) {
     const Rec *r = recs[i];
+    uint64_t held_epoch;
+    /* A record held with an older epoch, sent again with a newer one, was
+     * adopted by a recovery (record.h, rule T): store the adopted copy, so
+     * that no older truncation can cut it here. Its chain is unchanged. */
+    if (fate[i] == 1 && store_held(&n->st, s, r->lsn, &held_epoch) &&
+        held_epoch < r->epoch) {
+      if ((rc = store_put_rec(&n->st, s, r, why, whylen)) != 0)
+        goto lost;
+      node_mark_dirty(n, s);
+      continue;
+    }
     if (fate[i])
       continue;
-    if ((rc = store_put_rec(&n->st, s, r, why, whylen)) != 0) {
-      /* The whole open transaction is lost: fail everything staged in it. */
-      free(fate);
-      store_abort(&n->st);
-      logwarn("%s", why);
-      fail_staged(n, (uint32_t)rc, why);
-      return rc;
-    }
+    if ((rc = store_put_rec(&n->st, s, r, why, whylen)) != 0)
+      goto lost;
     if (n->nlinks == n->caplinks) {
       n->caplinks = n->caplinks ? 2 * n->caplinks : 1024;
       n->links = realloc(n->links, n->caplinks * sizeof *n->links);
@@ -280,8 +304,16 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
     (*added)++;
   }
   free(fate);
-  node_mark_dirty(n, s);
+  if (*added)
+    node_mark_dirty(n, s);
   return 0;
+lost:
+  /* The whole open transaction is lost: fail everything staged in it. */
+  free(fate);
+  logwarn("%s", why);
+  node_mark_dirty(n, s);
+  rollback(n, (uint32_t)rc, why);
+  return rc;
 }
 
 /* ---- the read path ------------------------------------------------------- */
@@ -298,14 +330,33 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
     conn_error(c, req, ERR_OUT_OF_RANGE, why);
     return;
   }
-  /* Single-segment reads (§4.2.3) are only correct from a segment that has
-   * every record of the PG up to the read point: its SCL must reach the
-   * PG's last record at or below the read point, which the writer names
-   * (a PG not written lately has its last record far below the VDL). */
-  uint64_t need = rp->need ? rp->need : rp->read_point;
-  if (need > s->scl) {
-    snprintf(why, sizeof why, "segment on node %s is complete to %llu, below "
-             "%llu (read point %llu): try another segment", n->id,
+  /* A reader of an older epoch has been replaced: it must stop serving. */
+  if (rp->epoch && rp->epoch < s->epoch) {
+    seg_epoch(s, rp->epoch, why, sizeof why);
+    conn_error(c, req, ERR_STALE_EPOCH, why);
+    return;
+  }
+  /* A segment that has not installed the writer's truncation may hold
+   * records it cut: it does not answer for that writer. */
+  if (rp->trunc && rp->trunc->to > rp->trunc->from &&
+      !seg_has_trunc(s, rp->trunc->epoch, rp->trunc->from, rp->trunc->to)) {
+    snprintf(why, sizeof why, "segment on node %s has not seen the truncation of "
+             "epoch %llu: try another segment", n->id,
+             (unsigned long long)rp->trunc->epoch);
+    conn_error(c, req, ERR_NOT_COMPLETE, why);
+    return;
+  }
+  /* Single-segment reads (§4.2.3). The writer names `need`, the PG's last
+   * record at or below the read point. The segment answers only if it
+   * holds need and its chain is whole up to it: then the records it holds
+   * at or below need are exactly the PG's log up to need (segment.h), and
+   * the PG has no record in (need, read point]. So the page is built as
+   * of need: a record this segment holds above need (one a truncation it
+   * has not heard of cut, or one not yet durable) is never applied. */
+  uint64_t need = rp->need;
+  if (need > s->scl || (need && !store_held(&n->st, s, need, NULL))) {
+    snprintf(why, sizeof why, "segment on node %s is complete to %llu and does not "
+             "hold %llu (read point %llu): try another segment", n->id,
              (unsigned long long)s->scl, (unsigned long long)need,
              (unsigned long long)rp->read_point);
     conn_error(c, req, ERR_NOT_COMPLETE, why);
@@ -318,8 +369,7 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
     index_some(n);
   uint8_t *buf = malloc(s->page_size);
   uint64_t page_lsn = 0;
-  int rc = store_read_page(&n->st, s, rp->page_no, rp->read_point, buf,
-                           &page_lsn, why, sizeof why);
+  int rc = store_read_page(&n->st, s, rp->page_no, need, buf, &page_lsn, why, sizeof why);
   if (rc != 0) {
     conn_error(c, req, (uint32_t)rc, why);
   } else {
@@ -341,10 +391,11 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
 
 /* ---- recovery: segment query and truncation (§4.3) ----------------------- */
 
-/* Answer with the segment's state; tail: its highest record <= upto; with
- * its records above its VDL hint if with_recs. */
+/* Answer with the segment's state; tail: its highest record <= upto. For
+ * a scan, also the records above `after`, at most max of them. */
 static void reply_info(struct node *n, struct conn *c, uint64_t req,
-                       struct segment *s, uint64_t upto, int with_recs)
+                       struct segment *s, uint64_t upto, int scan, uint64_t after,
+                       size_t max)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
@@ -357,39 +408,24 @@ static void reply_info(struct node *n, struct conn *c, uint64_t req,
   si.epoch = s->epoch;
   Auralog__TruncRange *tr;
   si.n_truncs = store_truncs_pb(s, &tr, &si.truncs);
-  /* For a recovery: the records above the hint, ranges left out. */
   Rec **recs = NULL;
   long nrecs = 0;
-  size_t *nranges = NULL;
-  if (with_recs) {
-    nrecs = store_above(&n->st, s, s->vdl, &recs, BATCH_MAX, 1);
-    if (nrecs < 0) {
-      char why[200];
-      snprintf(why, sizeof why, "segment on node %s holds more than %d records above "
-               "its durable point %llu", n->id, BATCH_MAX, (unsigned long long)s->vdl);
-      conn_error(c, req, ERR_INTERNAL, why);
-      free(tr);
-      free(si.truncs);
-      return;
-    }
-    nranges = calloc((size_t)nrecs + 1, sizeof *nranges);
-    for (long i = 0; i < nrecs; i++) {
-      nranges[i] = recs[i]->n_ranges;
-      recs[i]->n_ranges = 0;
-    }
+  if (scan) {
+    int more = 0;
+    nrecs = store_above(&n->st, s, after, &recs, max, &more);
+    if (nrecs < 0)
+      nrecs = 0;
     si.recs = recs;
     si.n_recs = (size_t)nrecs;
+    si.more = more;
   }
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_SEG_INFO;
   env.seg_info = &si;
   node_reply(n, c, &env);
-  for (long i = 0; i < nrecs; i++) {
-    recs[i]->n_ranges = nranges[i];
+  for (long i = 0; i < nrecs; i++)
     auralog__record__free_unpacked(recs[i], NULL);
-  }
   free(recs);
-  free(nranges);
   free(tr);
   free(si.truncs);
 }
@@ -404,78 +440,132 @@ static int flush_now(struct node *n, struct conn *c, uint64_t req)
   return rc;
 }
 
+/* Raise s's epoch to epoch, durably, before answering (§4.3: asking
+ * fences older writers). Returns 0, or an error already sent to c. */
+static int fence(struct node *n, struct conn *c, uint64_t req, struct segment *s,
+                 uint64_t epoch)
+{
+  char why[256];
+  uint64_t old = s->epoch;
+  int rc = seg_epoch(s, epoch, why, sizeof why);
+  if (rc != ERR_NONE) {
+    conn_error(c, req, (uint32_t)rc, why);
+    return rc;
+  }
+  if (s->epoch == old)
+    return 0;
+  if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
+    s->epoch = old;
+    conn_error(c, req, (uint32_t)rc, why);
+    return rc;
+  }
+  node_mark_dirty(n, s);
+  if ((rc = flush_now(n, c, req)) != 0)
+    return rc;
+  loginfo("volume %llu pg %u: fenced below epoch %llu",
+          (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->epoch);
+  return 0;
+}
+
 static void on_seg_query(struct node *n, struct conn *c, uint64_t req,
                          const Auralog__SegQuery *q)
 {
   char why[256];
   struct segment *s = seg_for(n, c, req, q->volume_id, q->pg);
-  if (s == NULL)
+  if (s == NULL || fence(n, c, req, s, q->epoch) != 0)
     return;
-  uint64_t old = s->epoch;
-  int rc = seg_epoch(s, q->epoch, why, sizeof why);
-  if (rc != ERR_NONE) {
+  if (!q->scan) {
+    reply_info(n, c, req, s, s->vdl, 0, 0, 0);
+    return;
+  }
+  /* A scan: first every truncation the recovery learned from the read
+   * quorum, so that what follows is answered from a chain they cleaned. */
+  struct trunc *t = calloc(q->n_truncs + 1, sizeof *t);
+  for (size_t i = 0; i < q->n_truncs; i++)
+    t[i] = (struct trunc){q->truncs[i]->epoch, q->truncs[i]->from, q->truncs[i]->to};
+  int rc = node_truncate(n, s, t, q->n_truncs, why, sizeof why);
+  free(t);
+  if (rc != 0) {
     conn_error(c, req, (uint32_t)rc, why);
     return;
   }
-  if (s->epoch != old) {
-    if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
-      conn_error(c, req, (uint32_t)rc, why);
-      return;
-    }
-    node_mark_dirty(n, s);
-    if (flush_now(n, c, req) != 0)
-      return;
-    loginfo("volume %llu pg %u: fenced below epoch %llu",
-            (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->epoch);
-  }
-  reply_info(n, c, req, s, s->vdl, 1);
+  size_t max = q->max ? q->max : RECOVERY_PAGE;
+  reply_info(n, c, req, s, q->from, 1, q->after, max);
 }
 
-int node_truncate(struct node *n, struct segment *s, uint64_t epoch, uint64_t from,
-                  uint64_t to, char *why, size_t whylen)
+int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
+                  char *why, size_t whylen)
 {
-  if (to <= from)
+  /* Only what is new. */
+  size_t nnew = 0;
+  uint64_t min_from = UINT64_MAX;
+  for (size_t i = 0; i < nt; i++)
+    if (t[i].to > t[i].from && !seg_has_trunc(s, t[i].epoch, t[i].from, t[i].to)) {
+      nnew++;
+      if (t[i].from < min_from)
+        min_from = t[i].from;
+    }
+  if (nnew == 0)
     return 0;
-  int rc = store_begin(&n->st, why, whylen);
-  if (rc == 0 && (rc = store_truncate(&n->st, s, from, to, why, whylen)) != 0) {
-    store_abort(&n->st);
-    fail_staged(n, (uint32_t)rc, why);
-  }
+  /* Commit what this turn staged first. Records staged in the open
+   * transaction are chained only at its commit; a truncation that deleted
+   * some of them would leave them to be chained after it, with the SCL
+   * above what the disk holds (a segment then refused its new writer for
+   * good). So a truncation always runs in a transaction of its own. */
+  int rc = commit_group(n);
+  if (rc == 0)
+    rc = store_begin(&n->st, why, whylen);
   if (rc != 0)
     return rc;
-  seg_truncate(s, epoch, from, to, store_tail(&n->st, s, from));
+  size_t cut = 0;
+  for (size_t i = 0; i < nt && rc == 0; i++) {
+    if (t[i].to <= t[i].from || seg_has_trunc(s, t[i].epoch, t[i].from, t[i].to))
+      continue;
+    size_t c1 = 0;
+    rc = store_truncate(&n->st, s, &t[i], &c1, why, whylen);
+    cut += c1;
+    seg_add_trunc(s, t[i].epoch, t[i].from, t[i].to);
+  }
   node_mark_dirty(n, s);
-  loginfo("volume %llu pg %u: truncated (%llu, %llu] for epoch %llu, scl now %llu",
-          (unsigned long long)s->volume_id, s->pg, (unsigned long long)from,
-          (unsigned long long)to, (unsigned long long)epoch, (unsigned long long)s->scl);
+  /* Chain again from the last record every truncation left alone: the
+   * chain below it is untouched (records at or below the lowest `from`
+   * are never cut), above it records of newer epochs may remain. */
+  uint64_t base = s->scl;
+  if (rc == 0 && min_from < base)
+    base = store_tail(&n->st, s, min_from);
+  if (rc == 0)
+    rc = store_rechain(&n->st, s, base, why, whylen);
+  if (rc != 0) {
+    logwarn("%s", why);
+    rollback(n, (uint32_t)rc, why);
+    return rc;
+  }
+  if ((rc = commit_group(n)) != 0)
+    return rc;
+  loginfo("volume %llu pg %u: %zu truncation%s installed (lowest from %llu), %zu "
+          "record%s cut, scl now %llu", (unsigned long long)s->volume_id, s->pg, nnew,
+          nnew == 1 ? "" : "s", (unsigned long long)min_from, cut, cut == 1 ? "" : "s",
+          (unsigned long long)s->scl);
   return 0;
 }
 
 static void on_truncate(struct node *n, struct conn *c, uint64_t req,
-                        const Auralog__Truncate *t)
+                        const Auralog__Truncate *tq)
 {
   char why[256];
-  struct segment *s = seg_for(n, c, req, t->volume_id, t->pg);
-  if (s == NULL)
+  struct segment *s = seg_for(n, c, req, tq->volume_id, tq->pg);
+  if (s == NULL || fence(n, c, req, s, tq->epoch) != 0)
     return;
-  int rc = seg_epoch(s, t->epoch, why, sizeof why);
-  if (rc == ERR_NONE)
-    rc = store_begin(&n->st, why, sizeof why);
-  if (rc != ERR_NONE) {
+  struct trunc t = {tq->epoch, tq->from, tq->to};
+  int rc = node_truncate(n, s, &t, 1, why, sizeof why);
+  if (rc != 0) {
     conn_error(c, req, (uint32_t)rc, why);
     return;
   }
-  if ((rc = node_truncate(n, s, t->epoch, t->from, t->to, why, sizeof why)) != 0) {
-    conn_error(c, req, (uint32_t)rc, why);
-    return;
-  }
-  if (t->from > s->vdl)
-    s->vdl = t->from;       /* recovery established it as durable */
-  node_mark_dirty(n, s);
-  if (flush_now(n, c, req) != 0)
-    return;
-  /* The tail the new writer links its first record of this PG to. */
-  reply_info(n, c, req, s, t->from, 0);
+  /* The VDL hint is not raised here: recovery proved `from` from records
+   * some of which may still be on too few segments; the writer's Appends
+   * carry its VDL once they are at write quorum (vfs/open.c). */
+  reply_info(n, c, req, s, tq->from, 0, 0, 0);
 }
 
 /* ---- the coordinator link ------------------------------------------------ */

@@ -97,10 +97,12 @@ void node_mark_dirty(struct node *n, struct segment *s);
 int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
                int strict, uint32_t *added, uint32_t *dups, char *why, size_t whylen);
 
-/* Truncate (from, to] of s for a writer of epoch, in the open
- * transaction. Returns 0 or an ERR_* code with a reason. */
-int node_truncate(struct node *n, struct segment *s, uint64_t epoch, uint64_t from,
-                  uint64_t to, char *why, size_t whylen);
+/* Install the truncations t[0..nt) that s does not hold yet (rule T,
+ * record.h), durably: in a transaction of their own (what was staged
+ * before is committed first), deleting what they cut, chaining s again.
+ * Returns 0 or an ERR_* code with a reason (then s is what the disk holds). */
+int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
+                  char *why, size_t whylen);
 
 /* gossip.c (paper §3.3 step 4) */
 void gossip_start(struct node *n);

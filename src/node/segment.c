@@ -71,19 +71,18 @@ int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
              lsn, r->page_no, s->pg, s->first_page, s->first_page + s->npages - 1);
     return ERR_OUT_OF_RANGE;
   }
-  if (r->n_ranges) {
-    const Auralog__Range *last = r->ranges[r->n_ranges - 1];
-    if ((uint64_t)last->off + last->data.len > s->page_size) {
-      snprintf(why, whylen, "record %llu writes past the end of a %u-byte page",
-               lsn, s->page_size);
-      return ERR_OUT_OF_RANGE;
-    }
-  }
+  /* Every range, literal or copy, and every copy's source must lie inside
+   * this segment's pages (the wire only checked the largest page size):
+   * otherwise the record is stored and acknowledged, then unreadable. The
+   * CRC was checked on arrival (wire_check). */
+  int rc = rec_check_shape(r, s->page_size, why, whylen);
+  if (rc != ERR_NONE)
+    return rc;
   for (size_t j = 0; j < s->ntruncs; j++)
-    if (r->lsn > s->truncs[j].from && r->lsn <= s->truncs[j].to) {
-      snprintf(why, whylen, "record %llu lies in (%llu, %llu], truncated by epoch %llu",
-               lsn, (unsigned long long)s->truncs[j].from,
-               (unsigned long long)s->truncs[j].to,
+    if (trunc_cuts(&s->truncs[j], 1, r->lsn, r->epoch)) {
+      snprintf(why, whylen, "record %llu of epoch %llu lies in (%llu, %llu], truncated "
+               "by epoch %llu", lsn, (unsigned long long)r->epoch,
+               (unsigned long long)s->truncs[j].from, (unsigned long long)s->truncs[j].to,
                (unsigned long long)s->truncs[j].epoch);
       return ERR_CONFLICT;
     }
@@ -116,37 +115,30 @@ int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
   return ERR_NONE;
 }
 
-void seg_truncate(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to,
-                  uint64_t tail)
+int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64_t to)
 {
-  if (to > from) {
-    struct trunc *t = realloc(s->truncs, (s->ntruncs + 1) * sizeof *t);
-    if (t == NULL)
-      abort();
-    s->truncs = t;
-    s->truncs[s->ntruncs++] = (struct trunc){epoch, from, to};
-  }
-  size_t k = 0;
-  for (size_t i = 0; i < s->npend; i++)
-    if (!(s->pend[i].lsn > from && s->pend[i].lsn <= to))
-      s->pend[k++] = s->pend[i];
-  s->npend = k;
-  /* Everything up to the old SCL was held, so everything up to from still
-   * is: the chain now ends at the last record at or below from. */
-  if (s->scl > from)
-    s->scl = tail;
-  s->max_lsn = s->scl;
-  for (size_t i = 0; i < s->npend; i++)
-    if (s->pend[i].lsn > s->max_lsn)
-      s->max_lsn = s->pend[i].lsn;
-  /* Pending records above the range may now chain onto the new SCL. */
-  size_t j = 0;
-  while (j < s->npend && s->pend[j].prev == s->scl)
-    s->scl = s->pend[j++].lsn;
-  if (j) {
-    memmove(s->pend, &s->pend[j], (s->npend - j) * sizeof *s->pend);
-    s->npend -= j;
-  }
+  for (size_t j = 0; j < s->ntruncs; j++)
+    if (s->truncs[j].epoch == epoch && s->truncs[j].from == from && s->truncs[j].to == to)
+      return 1;
+  return 0;
+}
+
+void seg_add_trunc(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to)
+{
+  if (to <= from || seg_has_trunc(s, epoch, from, to))
+    return;
+  struct trunc *t = realloc(s->truncs, (s->ntruncs + 1) * sizeof *t);
+  if (t == NULL)
+    abort();
+  s->truncs = t;
+  s->truncs[s->ntruncs++] = (struct trunc){epoch, from, to};
+}
+
+void seg_rechain(struct segment *s, uint64_t base)
+{
+  s->npend = 0;
+  s->scl = base;
+  s->max_lsn = base;
 }
 
 uint64_t seg_add(struct segment *s, uint64_t lsn, uint64_t prev)

@@ -17,6 +17,20 @@
  *   seg_epoch            check (and raise) the writer epoch seen
  *   seg_admit            is this record new, a duplicate, or refused?
  *   seg_add              a record is now durable: chain it, advance the SCL
+ *   seg_has_trunc / seg_add_trunc   the truncations held (rule T, record.h)
+ *   seg_rechain          start the chain again from a record (after a
+ *                        truncation, or at load): the driver then seg_add()s
+ *                        every stored record above it
+ *
+ * Invariants (the driver keeps them with the store):
+ *   - scl and every record in pend are durable on disk: seg_add() is called
+ *     only after the commit that stored the record;
+ *   - no held record is cut by a held truncation (rule T): a truncation is
+ *     installed by deleting what it cuts in the same transaction, and
+ *     seg_admit() refuses what a held truncation cuts;
+ *   - every held record at or below scl is on the PG's chain of backlinks
+ *     that ends at scl (seg_admit refuses a record that a held one jumps
+ *     over, or that jumps over a held one).
  */
 #ifndef AURALOG_SEGMENT_H
 #define AURALOG_SEGMENT_H
@@ -31,11 +45,6 @@ struct pend {
   uint64_t prev;
 };
 
-/* A range of LSNs a recovering writer truncated (§4.3): (from, to]. */
-struct trunc {
-  uint64_t epoch, from, to;
-};
-
 struct segment {
   uint64_t volume_id;
   uint32_t pg;
@@ -46,7 +55,7 @@ struct segment {
   uint64_t max_lsn;      /* highest LSN held */
   uint64_t epoch;        /* highest writer epoch seen (fencing, §4.3) */
   uint64_t vdl;          /* highest writer VDL heard: a durable point */
-  struct trunc *truncs;  /* truncated ranges; records in them are refused */
+  struct trunc *truncs;  /* truncations held; records they cut are refused */
   size_t ntruncs;
   struct pend *pend;     /* held records above scl, sorted by lsn */
   size_t npend, cap;
@@ -63,17 +72,25 @@ int seg_epoch(struct segment *s, uint64_t epoch, char *why, size_t whylen);
 
 /* Decide about one record. Returns ERR_NONE and sets *dup (1: already held,
  * nothing to store; 0: new, store it), or an error: ERR_OUT_OF_RANGE (page
- * not in this segment, bytes outside the page) or ERR_CONFLICT (the
- * record's backlink contradicts records already held). Does not change s. */
+ * not in this segment, bytes or copies outside the segment's page),
+ * ERR_BAD_MSG / ERR_BAD_CRC (malformed), or ERR_CONFLICT (cut by a held
+ * truncation, or its backlink contradicts records already held). Does not
+ * change s. */
 int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
               size_t whylen);
 
-/* A writer of epoch truncated (from, to]: forget pending records in it,
- * and if the SCL was above from, bring it down to tail (the highest record
- * held at or below from, which the driver looked up). From now on records
- * in the range are refused. Call after the records are deleted on disk. */
-void seg_truncate(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to,
-                  uint64_t tail);
+/* Is the truncation (epoch, from, to] held? */
+int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64_t to);
+
+/* Hold the truncation (epoch, from, to] (no-op if held or empty). The
+ * driver has deleted, in the same transaction, every record it cuts. */
+void seg_add_trunc(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to);
+
+/* Forget every pending record and let the chain end at base (0: the PG's
+ * start): the driver then seg_add()s every stored record above base. base
+ * must be a held record on the chain (or 0), so everything at or below it
+ * is still held. */
+void seg_rechain(struct segment *s, uint64_t base);
 
 /* The record (lsn, prev) is durable. Chains it and advances the SCL over
  * every hole this fills. Idempotent. Returns the new SCL. */

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/log.h"
 #include "node/store.h"
 #include "param.h"
 #include "wire.h"
@@ -151,6 +152,61 @@ void store_close(struct store *st)
   st->env = NULL;
 }
 
+/* Does txn hold the record (s, lsn)? If so and epoch is not NULL, *epoch
+ * is the stored record's epoch (0 if it cannot be read). */
+static int held(struct store *st, MDB_txn *txn, const struct segment *s, uint64_t lsn,
+                uint64_t *epoch)
+{
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, lsn);
+  MDB_val key = {sizeof k, k}, val;
+  if (mdb_get(txn, st->recs, &key, &val) != 0)
+    return 0;
+  if (epoch) {
+    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    *epoch = r ? r->epoch : 0;
+    if (r)
+      auralog__record__free_unpacked(r, NULL);
+  }
+  return 1;
+}
+
+/* Chain s again from base: every stored record above it, in LSN order. A
+ * stored record that cannot be read back is reported and left out: it
+ * leaves a hole that gossip fills with a good copy (which replaces it),
+ * and the rest of the segment is served meanwhile. */
+static int rechain(struct store *st, MDB_txn *txn, struct segment *s, uint64_t base,
+                   char *why, size_t whylen)
+{
+  MDB_cursor *cur;
+  int rc = mdb_cursor_open(txn, st->recs, &cur);
+  if (rc != 0)
+    return fail(rc, why, whylen, "loading segments");
+  seg_rechain(s, base);
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, base + 1);
+  MDB_val key = {sizeof k, k}, val;
+  for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+      break;
+    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    char rwhy[160];
+    if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
+      logwarn("volume %llu pg %u: stored record %llu is unreadable; not served "
+              "(a PG peer's copy will replace it)", (unsigned long long)s->volume_id,
+              s->pg, (unsigned long long)get_be64((uint8_t *)key.mv_data + 12));
+      if (r)
+        auralog__record__free_unpacked(r, NULL);
+      continue;
+    }
+    seg_add(s, r->lsn, r->prev_lsn);
+    auralog__record__free_unpacked(r, NULL);
+  }
+  mdb_cursor_close(cur);
+  return 0;
+}
+
 /* Rebuild one segment: its SegMeta, then every record above the hint. */
 static int load_one(struct store *st, MDB_txn *txn, const MDB_val *v,
                     struct segment *s, char *why, size_t whylen)
@@ -165,40 +221,64 @@ static int load_one(struct store *st, MDB_txn *txn, const MDB_val *v,
   seg_init(s, m->seg->volume_id, m->seg->pg, m->seg->first_page,
            m->seg->npages, m->seg->page_size);
   s->epoch = m->epoch;
-  s->scl = m->scl;
-  s->max_lsn = m->scl;
   s->vdl = m->vdl;
   for (size_t i = 0; i < m->n_truncs; i++)
-    seg_truncate(s, m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to,
-                 s->scl);   /* records in the range are gone from disk already */
-  s->scl = m->scl;
+    seg_add_trunc(s, m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to);
+  uint64_t base = m->scl;
   auralog__seg_meta__free_unpacked(m, NULL);
+  /* The SCL hint names a record that is on disk (commit_group writes the
+   * SCL before this commit's records are chained, node_truncate after the
+   * rechain): if it does not, do not believe it; chain from the start. */
+  if (base && !held(st, txn, s, base, NULL)) {
+    logwarn("volume %llu pg %u: its SCL hint %llu names no stored record; "
+            "chaining from the start", (unsigned long long)s->volume_id, s->pg,
+            (unsigned long long)base);
+    base = 0;
+  }
+  return rechain(st, txn, s, base, why, whylen);
+}
 
-  MDB_cursor *cur;
-  int rc = mdb_cursor_open(txn, st->recs, &cur);
-  if (rc != 0) {
-    fail(rc, why, whylen, "loading segments");
-    return -1;
-  }
-  uint8_t k[20];
-  rec_key(k, s->volume_id, s->pg, s->scl + 1);
+int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
+{
+  MDB_txn *txn;
+  int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+  if (rc != 0)
+    return fail(rc, why, whylen, "reloading a segment");
+  uint8_t k[12];
+  seg_key(k, s->volume_id, s->pg);
   MDB_val key = {sizeof k, k}, val;
-  for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
-      break;
-    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
-    if (r == NULL) {
-      mdb_cursor_close(cur);
-      snprintf(why, whylen, "a stored record of volume %llu pg %u is corrupt",
-               (unsigned long long)s->volume_id, s->pg);
-      return -1;
+  struct segment fresh;
+  rc = mdb_get(txn, st->segs, &key, &val);
+  if (rc == 0) {
+    if (load_one(st, txn, &val, &fresh, why, whylen) != 0) {
+      mdb_txn_abort(txn);
+      return ERR_INTERNAL;
     }
-    seg_add(s, r->lsn, r->prev_lsn);
-    auralog__record__free_unpacked(r, NULL);
+  } else {
+    /* Never committed: a segment just assigned, with nothing on disk. */
+    seg_init(&fresh, s->volume_id, s->pg, s->first_page, s->npages, s->page_size);
   }
-  mdb_cursor_close(cur);
+  mdb_txn_abort(txn);
+  seg_free(s);
+  *s = fresh;
   return 0;
+}
+
+int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t *epoch)
+{
+  MDB_txn *txn = st->txn;
+  if (txn == NULL && mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
+    return 0;
+  int h = held(st, txn, s, lsn, epoch);
+  if (txn != st->txn)
+    mdb_txn_abort(txn);
+  return h;
+}
+
+int store_rechain(struct store *st, struct segment *s, uint64_t base, char *why,
+                  size_t whylen)
+{
+  return rechain(st, st->txn, s, base, why, whylen);
 }
 
 int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
@@ -538,52 +618,73 @@ uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto)
   return tail;
 }
 
-int store_truncate(struct store *st, const struct segment *s, uint64_t from,
-                   uint64_t to, char *why, size_t whylen)
+int store_truncate(struct store *st, const struct segment *s, const struct trunc *t,
+                   size_t *cut, char *why, size_t whylen)
 {
+  /* First find what the truncation cuts, then delete it by key. */
+  struct victim { uint64_t lsn; uint32_t page; int has_page; } *v = NULL;
+  size_t n = 0, cap = 0;
   uint8_t k[20];
-  rec_key(k, s->volume_id, s->pg, from + 1);
+  rec_key(k, s->volume_id, s->pg, t->from + 1);
   MDB_cursor *cur;
   MDB_val key = {sizeof k, k}, val;
+  *cut = 0;
   int rc = mdb_cursor_open(st->txn, st->recs, &cur);
   if (rc != 0)
     return fail(rc, why, whylen, "truncating");
   for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE)) {
+       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
     if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
       break;
     uint64_t lsn = get_be64((uint8_t *)key.mv_data + 12);
-    if (lsn > to)
+    if (lsn > t->to)
       break;
+    /* Rule T (record.h): only records of older epochs go. An unreadable
+     * one goes too: no epoch can be proved for it. */
     Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
-    if (r) {
-      uint8_t pk[24];
-      page_key(pk, s->volume_id, s->pg, r->page_no, lsn);
-      MDB_val pkey = {sizeof pk, pk};
-      mdb_del(st->txn, st->pidx, &pkey, NULL);
-      auralog__record__free_unpacked(r, NULL);
+    if (r == NULL || trunc_cuts(t, 1, lsn, r->epoch)) {
+      if (n == cap) {
+        cap = cap ? 2 * cap : 64;
+        v = realloc(v, cap * sizeof *v);
+      }
+      v[n++] = (struct victim){lsn, r ? r->page_no : 0, r != NULL};
     }
-    MDB_val ukey = {20, k};
-    rec_key(k, s->volume_id, s->pg, lsn);
-    if (mdb_del(st->txn, st->unidx, &ukey, NULL) == 0 && st->nunidx > 0)
-      st->nunidx--;         /* approximate: only says when to index */
-    if ((rc = mdb_cursor_del(cur, 0)) != 0)
-      break;
-    rec_key(k, s->volume_id, s->pg, lsn + 1);
-    key.mv_size = sizeof k;
-    key.mv_data = k;
+    if (r)
+      auralog__record__free_unpacked(r, NULL);
   }
   mdb_cursor_close(cur);
-  if (rc != 0 && rc != MDB_NOTFOUND)
+  if (rc != 0 && rc != MDB_NOTFOUND) {
+    free(v);
     return fail(rc, why, whylen, "truncating");
+  }
+  rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    rec_key(k, s->volume_id, s->pg, v[i].lsn);
+    MDB_val rkey = {sizeof k, k};
+    if (v[i].has_page) {
+      uint8_t pk[24];
+      page_key(pk, s->volume_id, s->pg, v[i].page, v[i].lsn);
+      MDB_val pkey = {sizeof pk, pk};
+      mdb_del(st->txn, st->pidx, &pkey, NULL);
+    }
+    if (mdb_del(st->txn, st->unidx, &rkey, NULL) == 0 && st->nunidx > 0)
+      st->nunidx--;         /* approximate: only says when to index */
+    rc = mdb_del(st->txn, st->recs, &rkey, NULL);
+  }
+  free(v);
+  if (rc != 0)
+    return fail(rc, why, whylen, "truncating");
+  *cut = n;
   return 0;
 }
 
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
-                 size_t max, int all)
+                 size_t max, int *more)
 {
   MDB_txn *txn = st->txn;
   *out = NULL;
+  if (more)
+    *more = 0;
   if (txn == NULL && mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
     return -1;
   uint8_t k[20];
@@ -592,19 +693,23 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
   MDB_val key = {sizeof k, k}, val;
   Rec **v = NULL;
   size_t n = 0, cap = 0;
-  long rc = 0;
   mdb_cursor_open(txn, st->recs, &cur);
   for (int r = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); r == 0;
        r = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
     if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
       break;
     if (n == max) {
-      rc = all ? -1 : 0;
+      if (more)
+        *more = 1;
       break;
     }
     Rec *rec = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
-    if (rec == NULL)
+    char rwhy[160];
+    if (rec == NULL || rec_check(rec, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
+      if (rec)               /* unreadable: never served (rechain says so) */
+        auralog__record__free_unpacked(rec, NULL);
       continue;
+    }
     if (n == cap) {
       cap = cap ? 2 * cap : 64;
       v = realloc(v, cap * sizeof *v);
@@ -614,12 +719,6 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
   mdb_cursor_close(cur);
   if (txn != st->txn)
     mdb_txn_abort(txn);
-  if (rc < 0) {
-    for (size_t i = 0; i < n; i++)
-      auralog__record__free_unpacked(v[i], NULL);
-    free(v);
-    return -1;
-  }
   *out = v;
   return (long)n;
 }

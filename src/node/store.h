@@ -74,13 +74,28 @@ size_t store_truncs_pb(const struct segment *s, Auralog__TruncRange **tr,
 uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto);
 
 /* The records above lsn in LSN order, unpacked (free each with
- * auralog__record__free_unpacked), at most max of them. Returns how many;
- * if there are more than max: -1 when all is set, else the first max. */
+ * auralog__record__free_unpacked), at most max of them; unreadable ones
+ * are skipped. Returns how many (-1: no transaction); *more (if not NULL)
+ * says whether records were left above the last one returned. */
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
-                 size_t max, int all);
+                 size_t max, int *more);
 
-/* Delete every record in (from, to], in the open write transaction. */
-int store_truncate(struct store *st, const struct segment *s, uint64_t from,
-                   uint64_t to, char *why, size_t whylen);
+/* Install truncation t (rule T, record.h) on disk, in the open write
+ * transaction: delete every record it cuts (*cut: how many). The caller
+ * then rechains the segment (store_rechain) and records t in its SegMeta. */
+int store_truncate(struct store *st, const struct segment *s, const struct trunc *t,
+                   size_t *cut, char *why, size_t whylen);
+
+/* Chain s again from base, in the open write transaction (see seg_rechain). */
+int store_rechain(struct store *st, struct segment *s, uint64_t base, char *why,
+                  size_t whylen);
+
+/* Rebuild s from what is durable on disk (after a failed commit: memory
+ * must not keep what the disk lost). */
+int store_reload(struct store *st, struct segment *s, char *why, size_t whylen);
+
+/* Is record lsn stored (open transaction included)? *epoch (if not NULL):
+ * the stored record's epoch. */
+int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t *epoch);
 
 #endif

@@ -2,18 +2,46 @@
  * open.c: recovery, when the engine opens a volume (paper §4.3).
  *
  * A new writer takes a new epoch from the coordinator (vol_open in
- * volume.c), then here: asks every segment of every PG for its state,
- * which fences older writers (a segment refuses anything from an older
- * epoch); needs a read quorum of every PG; finds the VDL the records
- * prove (vfs/recovery.c: the CPL chain across PGs, from the highest
- * durable point any segment heard); and writes the truncation range
- * (vdl, base + LAL] to a write quorum of every PG, so that no record the
- * crashed writer left above the VDL can ever count, and no LSN it might
- * have handed out is used again. Only then does the volume serve.
+ * volume.c), then here, in three rounds to every segment of every PG:
  *
- * Both rounds go to every segment at once, pipelined per node (ask_all):
- * recovery takes about two round trips and two group commits per node,
- * whatever the number of PGs or the length of the log.
+ *  1. State (SegQuery): fences older writers (a segment refuses anything
+ *     from an older epoch from then on) and reports the segment's VDL hint
+ *     and truncations. A read quorum of every PG must answer.
+ *  2. Scan (SegQuery, scan): installs on each segment every truncation the
+ *     read quorum knows of, so that what it then reports comes from a chain
+ *     those truncations cleaned, and returns its tail at the hint and its
+ *     records above the hint, whole, a page at a time. vfs/recovery.c finds
+ *     the VDL those records prove, across PGs, and each PG's tail there.
+ *  3. Adopt and truncate (Append): to every segment, the writer's
+ *     truncation (vdl, base + LAL], installed first, and every record on
+ *     the PG's chain in (hint, vdl], re-stamped with the new epoch. A
+ *     write quorum of every PG must take both.
+ *
+ * Rules this keeps (DESIGN.md §4, invariants 1-3):
+ *  - Recovery serves only a VDL that is durable: every record up to it is
+ *    at a write quorum of its PG when the volume opens, even an MTR that a
+ *    single segment held (round 3). Before, such an MTR was counted from
+ *    one copy; a later recovery without that copy lost the commits built
+ *    on it.
+ *  - Adopted records carry the new epoch, so no older truncation can cut
+ *    them, even one this recovery never saw (rule T, record.h).
+ *  - No segment's VDL hint rises above what a write quorum holds: the
+ *    Appends of round 3 carry the old hint; the writer's later Appends
+ *    carry its VDL.
+ *  - Each PG's next record links to the tail the chain proves, never to a
+ *    record a segment merely holds.
+ *  - No LSN a crashed writer could have handed out is used again: the
+ *    truncation reaches base + LAL, base being the VDL or the end of any
+ *    earlier truncation.
+ *
+ * An interrupted recovery is harmless: round 1 changes only epochs; round
+ * 2 installs truncations that are valid forever; round 3's truncation cuts
+ * only records of older epochs above a VDL that covers every acknowledged
+ * commit, and its adopted copies are the same records.
+ *
+ * Every round goes to every segment at once, pipelined per node (ask_all):
+ * recovery takes a few round trips and group commits per node, whatever
+ * the number of PGs or the length of the log.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,13 +113,89 @@ static void ask_all(struct nodeconn *nc, size_t nn, Env *const *req, const int *
   free(left);
 }
 
+/* The requests of one round, built up as they are added. */
+struct round {
+  Env **req;                 /* owned: each with its body */
+  int *slot;                 /* node of each */
+  size_t *seg;               /* p * NCOPIES + s of each */
+  Env **rep;
+  size_t n, cap;
+};
+
+static Env *round_add(struct round *r, int slot, size_t seg)
+{
+  if (r->n == r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 64;
+    r->req = realloc(r->req, r->cap * sizeof *r->req);
+    r->slot = realloc(r->slot, r->cap * sizeof *r->slot);
+    r->seg = realloc(r->seg, r->cap * sizeof *r->seg);
+  }
+  Env *e = calloc(1, sizeof *e);
+  auralog__envelope__init(e);
+  r->req[r->n] = e;
+  r->slot[r->n] = slot;
+  r->seg[r->n] = seg;
+  r->n++;
+  return e;
+}
+
+/* Free the requests (their bodies are freed by the caller's free_body). */
+static void round_free(struct round *r, void (*free_body)(Env *))
+{
+  for (size_t k = 0; k < r->n; k++) {
+    if (free_body)
+      free_body(r->req[k]);
+    free(r->req[k]);
+    if (r->rep)
+      wire_free(r->rep[k]);
+  }
+  free(r->req);
+  free(r->slot);
+  free(r->seg);
+  free(r->rep);
+  memset(r, 0, sizeof *r);
+}
+
+static void ask_round(struct nodeconn *nc, size_t nn, struct round *r, struct net_count *cnt)
+{
+  r->rep = calloc(r->n + 1, sizeof *r->rep);
+  ask_all(nc, nn, r->req, r->slot, r->n, r->rep, cnt);
+}
+
+static void free_query(Env *e)
+{
+  if (e->seg_query) {
+    free(e->seg_query->truncs);
+    free(e->seg_query);
+  }
+}
+
+static void free_append(Env *e)
+{
+  if (e->append) {
+    free(e->append->records);
+    free(e->append);
+  }
+}
+
+/* Did reply rep say a newer writer exists? Then why says so. */
+static int stale(const Env *rep, char *why, size_t whylen)
+{
+  if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+      rep->error->code == ERR_STALE_EPOCH) {
+    snprintf(why, whylen, "%s", rep->error->msg);
+    return 1;
+  }
+  return 0;
+}
+
 int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whylen)
 {
   unsigned long long t0 = now_ms();
-  size_t nn = 0;
-  struct nodeconn *nc = calloc(vd->n_pgs * NCOPIES + 1, sizeof *nc);
-  int *slotnc = calloc(vd->n_pgs * NCOPIES + 1, sizeof *slotnc);
-  for (size_t p = 0; p < vd->n_pgs; p++)
+  size_t npgs = vd->n_pgs, nk = npgs * NCOPIES, nn = 0;
+  struct nodeconn *nc = calloc(nk + 1, sizeof *nc);
+  int *slotnc = calloc(nk + 1, sizeof *slotnc);
+  for (size_t p = 0; p < npgs; p++)
     for (int s = 0; s < NCOPIES; s++) {
       const char *addr = vd->pgs[p]->segments[s]->addr;
       size_t i = 0;
@@ -105,160 +209,302 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
       }
       slotnc[p * NCOPIES + (size_t)s] = (int)i;
     }
-
-  /* Round 1: every segment's state. Asking fences older writers. */
-  Auralog__SegInfo **info = calloc(vd->n_pgs * NCOPIES + 1, sizeof *info);
-  Env **reps = calloc(vd->n_pgs * NCOPIES + 1, sizeof *reps);
-  uint64_t vdl = 0, hint = 0, trunc_to = 0;
-  int clean = 1, rc = -1;
-  size_t nr = 0, ntr = 0;
+  int rc = -1, clean = 1;
+  uint64_t hint = 0, max_held = 0, trunc_to = 0, vdl = 0;
+  struct round r1 = {0}, r2 = {0}, r3 = {0};
+  struct trunc *tr = NULL;
+  size_t ntr = 0;
   struct rmeta *rm = NULL;
-  struct rtrunc *tr = NULL;
-  uint64_t *start = calloc(vd->n_pgs + 1, sizeof *start);
-  size_t nk = vd->n_pgs * NCOPIES;
-  Env *envs = calloc(nk + 1, sizeof *envs), **reqs = calloc(nk + 1, sizeof *reqs);
-  Auralog__SegQuery *qs = calloc(nk + 1, sizeof *qs);
-  Auralog__Truncate *ts = calloc(nk + 1, sizeof *ts);
-  Env **reps2 = calloc(nk + 1, sizeof *reps2);
+  size_t nr = 0, caprm = 0;
+  Env **scans = NULL;          /* every scan answer, kept: rm points into them */
+  size_t nscans = 0;
+  uint64_t *start = calloc(npgs + 1, sizeof *start);
+  uint64_t *tails = calloc(npgs + 1, sizeof *tails);
+  uint8_t *live = calloc(nk + 1, 1);       /* answered every round so far */
+
+  /* ---- round 1: every segment's state; asking fences older writers. */
   for (size_t k = 0; k < nk; k++) {
-    auralog__envelope__init(&envs[k]);
-    auralog__seg_query__init(&qs[k]);
-    qs[k].volume_id = vd->id;
-    qs[k].pg = (uint32_t)(k / NCOPIES);
-    qs[k].epoch = v->epoch;
-    envs[k].body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
-    envs[k].seg_query = &qs[k];
-    reqs[k] = &envs[k];
+    Env *e = round_add(&r1, slotnc[k], k);
+    Auralog__SegQuery *q = calloc(1, sizeof *q);
+    auralog__seg_query__init(q);
+    q->volume_id = vd->id;
+    q->pg = (uint32_t)(k / NCOPIES);
+    q->epoch = v->epoch;
+    e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
+    e->seg_query = q;
   }
-  ask_all(nc, nn, reqs, slotnc, nk, reps, &v->net);
-  for (size_t p = 0; p < vd->n_pgs; p++) {
-    int answered = 0;
-    for (int s = 0; s < NCOPIES; s++) {
-      size_t k = p * NCOPIES + (size_t)s;
-      Env *rep = reps[k];
-      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
-          rep->error->code == ERR_STALE_EPOCH) {
-        snprintf(why, whylen, "%s", rep->error->msg);
-        goto out;
+  ask_round(nc, nn, &r1, &v->net);
+  for (size_t k = 0; k < nk; k++) {
+    const Env *rep = r1.rep[k];
+    if (stale(rep, why, whylen))
+      goto out;
+    if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
+      const Auralog__SegInfo *si = rep->seg_info;
+      live[k] = 1;
+      if (si->max_lsn > max_held)
+        max_held = si->max_lsn;
+      if (si->max_lsn || si->vdl || si->n_truncs)
+        clean = 0;
+      for (size_t i = 0; i < si->n_truncs; i++) {
+        const Auralog__TruncRange *t = si->truncs[i];
+        size_t j = 0;
+        while (j < ntr && !(tr[j].epoch == t->epoch && tr[j].from == t->from &&
+                            tr[j].to == t->to))
+          j++;
+        if (j == ntr) {
+          tr = realloc(tr, (ntr + 1) * sizeof *tr);
+          tr[ntr++] = (struct trunc){t->epoch, t->from, t->to};
+        }
+        if (t->to > trunc_to)
+          trunc_to = t->to;
       }
-      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
-        info[k] = rep->seg_info;
-        answered++;
-        if (info[k]->vdl > hint)
-          hint = info[k]->vdl;
-      }
+    } else {
+      clean = 0;
     }
+  }
+  for (size_t p = 0; p < npgs; p++) {
+    int answered = 0;
+    for (int s = 0; s < NCOPIES; s++)
+      answered += live[p * NCOPIES + (size_t)s];
     if (answered < VR) {
       snprintf(why, whylen, "pg %zu: %d of %d segments answer; recovery needs a read "
                "quorum of %d", p, answered, NCOPIES, VR);
       goto out;
     }
-    if (answered < NCOPIES)
-      clean = 0;
   }
-  /* The provable VDL (vfs/recovery.c): from the highest hint, walk the
-   * MTRs whose records the read quorums hold, across PGs. */
-  size_t cap = 0;
-  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++)
-    if (info[k]) {
-      cap += info[k]->n_recs;
-      ntr += info[k]->n_truncs;
+  /* The hint: the highest VDL a writer told any segment. A writer's VDL is
+   * an LSN it handed out, so it cannot lie above every record held: a hint
+   * that does is not believed (a damaged or hostile segment). */
+  for (size_t k = 0; k < nk; k++)
+    if (live[k]) {
+      uint64_t h = r1.rep[k]->seg_info->vdl;
+      if (h > max_held)
+        logwarn("recovery: pg %zu: a segment's VDL hint %llu lies above every "
+                "record held (%llu); ignored", k / NCOPIES, (unsigned long long)h,
+                (unsigned long long)max_held);
+      else if (h > hint)
+        hint = h;
     }
-  rm = calloc(cap + 1, sizeof *rm);
-  tr = calloc(ntr + 1, sizeof *tr);
-  ntr = 0;
-  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++) {
-    const Auralog__SegInfo *si = info[k];
-    if (si == NULL)
-      continue;
-    size_t p = k / NCOPIES;
-    if (si->tail > start[p] && si->tail <= hint)
-      start[p] = si->tail;
-    for (size_t i = 0; i < si->n_truncs; i++) {
-      tr[ntr++] = (struct rtrunc){si->truncs[i]->from, si->truncs[i]->to};
-      if (si->truncs[i]->to > trunc_to)
-        trunc_to = si->truncs[i]->to;
-    }
-    for (size_t i = 0; i < si->n_recs; i++) {
-      const Rec *r = si->recs[i];
-      if (r->lsn <= hint) {
-        if (r->lsn > start[p])
-          start[p] = r->lsn;
-        continue;
-      }
-      struct rmeta *m = &rm[nr++];
-      m->lsn = r->lsn;
-      m->prev = r->prev_lsn;
-      m->pg = (uint32_t)p;
-      m->cpl = (r->flags & REC_CPL) != 0;
-      m->prev_cpl = r->prev_cpl;
-      m->nmtr = r->n_mtr;
-      uint32_t *mp = calloc(r->n_mtr + 1, sizeof *mp);
-      uint64_t *ml = calloc(r->n_mtr + 1, sizeof *ml);
-      for (size_t j = 0; j < r->n_mtr; j++) {
-        mp[j] = r->mtr[j]->pg;
-        ml[j] = r->mtr[j]->lsn;
-      }
-      m->mtr_pg = mp;
-      m->mtr_last = ml;
-    }
-  }
-  vdl = recover_vdl(hint, start, vd->n_pgs, rm, nr, tr, ntr);
-  /* A brand-new volume (every segment answered, nothing written anywhere)
-   * needs no truncation; any other open writes one, as in the paper. */
-  for (size_t k = 0; k < vd->n_pgs * NCOPIES; k++)
-    if (info[k] && (info[k]->max_lsn || info[k]->vdl || info[k]->n_truncs))
-      clean = 0;
 
-  /* Round 2: truncate (vdl, base + LAL] on a write quorum of every PG and
-   * learn each PG's tail at or below vdl. Every record above the VDL is
-   * gone for good, and no LSN the crashed writer could have handed out is
-   * ever used again. base is the VDL, or the end of an earlier truncation
-   * if higher: a writer that recovered, wrote and crashed before anything
-   * was durable handed out LSNs up to there + LAL. */
-  uint64_t base = vdl > trunc_to ? vdl : trunc_to;
-  uint64_t to = clean ? base : base + LAL;
+  /* ---- round 2: install the truncations, then the tails at the hint and
+   * the records above it, a page at a time. */
+  uint64_t *after = calloc(nk + 1, sizeof *after);
+  uint8_t *want = calloc(nk + 1, 1);
   for (size_t k = 0; k < nk; k++) {
-    auralog__envelope__init(&envs[k]);
-    auralog__truncate__init(&ts[k]);
-    ts[k].volume_id = vd->id;
-    ts[k].pg = (uint32_t)(k / NCOPIES);
-    ts[k].epoch = v->epoch;
-    ts[k].from = vdl;
-    ts[k].to = to > vdl ? to : vdl;
-    envs[k].body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
-    envs[k].truncate = &ts[k];
+    after[k] = hint;
+    want[k] = live[k];
   }
-  ask_all(nc, nn, reqs, slotnc, nk, reps2, &v->net);
-  for (size_t p = 0; p < vd->n_pgs; p++) {
-    int acked = 0;
-    struct pgout *g = &v->pgs[p];
-    for (int s = 0; s < NCOPIES; s++) {
-      Env *rep = reps2[p * NCOPIES + (size_t)s];
-      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
-        acked++;
-        if (rep->seg_info->tail > g->tail)
-          g->durable_tail = g->tail = rep->seg_info->tail;
-        g->scl[s] = rep->seg_info->scl;
-      } else if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
-                 rep->error->code == ERR_STALE_EPOCH) {
-        snprintf(why, whylen, "%s", rep->error->msg);
+  for (int page = 0;; page++) {
+    round_free(&r2, free_query);
+    for (size_t k = 0; k < nk; k++) {
+      if (!want[k])
+        continue;
+      Env *e = round_add(&r2, slotnc[k], k);
+      Auralog__SegQuery *q = calloc(1, sizeof *q);
+      auralog__seg_query__init(q);
+      q->volume_id = vd->id;
+      q->pg = (uint32_t)(k / NCOPIES);
+      q->epoch = v->epoch;
+      q->scan = 1;
+      q->from = hint;
+      q->after = after[k];
+      q->max = RECOVERY_PAGE;
+      if (page == 0 && ntr) {
+        Auralog__TruncRange **tp = calloc(ntr, sizeof *tp);
+        Auralog__TruncRange *tv = calloc(ntr, sizeof *tv);
+        for (size_t j = 0; j < ntr; j++) {
+          auralog__trunc_range__init(&tv[j]);
+          tv[j].epoch = tr[j].epoch;
+          tv[j].from = tr[j].from;
+          tv[j].to = tr[j].to;
+          tp[j] = &tv[j];
+        }
+        q->truncs = tp;
+        q->n_truncs = ntr;
+      }
+      e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
+      e->seg_query = q;
+    }
+    if (r2.n == 0)
+      break;
+    ask_round(nc, nn, &r2, &v->net);
+    for (size_t i = 0; i < r2.n; i++) {
+      size_t k = r2.seg[i];
+      Env *rep = r2.rep[i];
+      if (page == 0 && r2.req[i]->seg_query->n_truncs)
+        free(r2.req[i]->seg_query->truncs[0]);   /* the shared tv array */
+      want[k] = 0;
+      if (stale(rep, why, whylen)) {
+        free(after);
+        free(want);
         goto out;
       }
+      if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_SEG_INFO) {
+        live[k] = 0;
+        continue;
+      }
+      const Auralog__SegInfo *si = rep->seg_info;
+      size_t p = k / NCOPIES;
+      if (page == 0 && si->tail > start[p] && si->tail <= hint)
+        start[p] = si->tail;
+      for (size_t j = 0; j < si->n_recs; j++) {
+        Rec *rec = si->recs[j];
+        if (rec->lsn <= after[k])
+          continue;             /* a scan answers above `after` only */
+        if (nr == caprm) {
+          caprm = caprm ? 2 * caprm : 256;
+          rm = realloc(rm, caprm * sizeof *rm);
+        }
+        struct rmeta *m = &rm[nr++];
+        memset(m, 0, sizeof *m);
+        m->lsn = rec->lsn;
+        m->prev = rec->prev_lsn;
+        m->epoch = rec->epoch;
+        m->pg = (uint32_t)p;
+        m->cpl = (rec->flags & REC_CPL) != 0;
+        m->prev_cpl = rec->prev_cpl;
+        m->nmtr = rec->n_mtr;
+        uint32_t *mp = calloc(rec->n_mtr + 1, sizeof *mp);
+        uint64_t *ml = calloc(rec->n_mtr + 1, sizeof *ml);
+        for (size_t q = 0; q < rec->n_mtr; q++) {
+          mp[q] = rec->mtr[q]->pg;
+          ml[q] = rec->mtr[q]->lsn;
+        }
+        m->mtr_pg = mp;
+        m->mtr_last = ml;
+        m->rec = rec;
+        after[k] = rec->lsn;
+      }
+      if (si->more && si->n_recs)
+        want[k] = 1;            /* another page */
+      /* Keep the answer: rm points into it. */
+      scans = realloc(scans, (nscans + 1) * sizeof *scans);
+      scans[nscans++] = rep;
+      r2.rep[i] = NULL;
     }
-    if (acked < VW) {
-      snprintf(why, whylen, "pg %zu: the truncation reached %d of %d segments; it "
-               "needs a write quorum of %d", p, acked, NCOPIES, VW);
+  }
+  free(after);
+  free(want);
+  for (size_t p = 0; p < npgs; p++) {
+    int answered = 0;
+    for (int s = 0; s < NCOPIES; s++)
+      answered += live[p * NCOPIES + (size_t)s];
+    if (answered < VR) {
+      snprintf(why, whylen, "pg %zu: %d of %d segments answered the scan; recovery "
+               "needs a read quorum of %d", p, answered, NCOPIES, VR);
       goto out;
     }
   }
+  vdl = recover_vdl(hint, start, npgs, rm, nr, tr, ntr, tails);
+
+  /* ---- round 3: the truncation (vdl, base + LAL], and the records the
+   * walk proved above the hint, adopted, to every segment. base is the
+   * VDL, or the end of an earlier truncation if higher: a writer that
+   * recovered, wrote and crashed before anything was durable handed out
+   * LSNs up to there + LAL. A brand-new volume (every segment answered,
+   * nothing written anywhere) needs none of it. */
+  uint64_t base = vdl > trunc_to ? vdl : trunc_to;
+  uint64_t to = clean ? vdl : base + LAL;
+  size_t nadopt = 0;
+  for (size_t i = 0; i < nr; i++)
+    if (rm[i].adopt) {
+      Rec *rec = rm[i].rec;
+      rec->epoch = v->epoch;    /* adopted: rule T, record.h */
+      rec_seal(rec);
+      nadopt++;
+    }
+  Auralog__TruncRange wtr = AURALOG__TRUNC_RANGE__INIT;
+  wtr.epoch = v->epoch;
+  wtr.from = vdl;
+  wtr.to = to;
+  uint8_t *acked = calloc(nk + 1, 1);
+  if (!clean) {
+    /* rm is sorted by LSN: each PG's adopted records, in order, in Appends
+     * of at most RECOVERY_PAGE records (all of them, and the truncation,
+     * in every Append: a segment takes them in order on one connection). */
+    size_t *first = calloc(npgs + 1, sizeof *first), *cnt = calloc(npgs + 1, sizeof *cnt);
+    Rec **byp = calloc(nadopt + 1, sizeof *byp);
+    for (size_t i = 0; i < nr; i++)
+      if (rm[i].adopt)
+        cnt[rm[i].pg]++;
+    for (size_t p = 1; p < npgs; p++)
+      first[p] = first[p - 1] + cnt[p - 1];
+    size_t *fill = calloc(npgs + 1, sizeof *fill);
+    for (size_t i = 0; i < nr; i++)
+      if (rm[i].adopt)
+        byp[first[rm[i].pg] + fill[rm[i].pg]++] = rm[i].rec;
+    for (size_t k = 0; k < nk; k++) {
+      if (!live[k])
+        continue;
+      size_t p = k / NCOPIES;
+      size_t off = 0;
+      do {
+        size_t c = cnt[p] - off > RECOVERY_PAGE ? RECOVERY_PAGE : cnt[p] - off;
+        Env *e = round_add(&r3, slotnc[k], k);
+        Auralog__Append *a = calloc(1, sizeof *a);
+        auralog__append__init(a);
+        a->volume_id = vd->id;
+        a->pg = (uint32_t)p;
+        a->epoch = v->epoch;
+        a->vdl = hint;          /* not vdl: see the rules above */
+        if (to > vdl)
+          a->trunc = &wtr;
+        a->records = calloc(c + 1, sizeof *a->records);
+        memcpy(a->records, byp + first[p] + off, c * sizeof *a->records);
+        a->n_records = c;
+        e->body_case = AURALOG__ENVELOPE__BODY_APPEND;
+        e->append = a;
+        off += c;
+      } while (off < cnt[p]);
+    }
+    free(first);
+    free(cnt);
+    free(fill);
+    free(byp);
+    ask_round(nc, nn, &r3, &v->net);
+    memset(acked, 1, nk);
+    for (size_t i = 0; i < r3.n; i++) {
+      const Env *rep = r3.rep[i];
+      size_t k = r3.seg[i];
+      if (stale(rep, why, whylen))
+        goto out3;
+      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK) {
+        if (rep->append_ack->scl > v->pgs[k / NCOPIES].scl[k % NCOPIES])
+          v->pgs[k / NCOPIES].scl[k % NCOPIES] = rep->append_ack->scl;
+      } else {
+        acked[k] = 0;
+      }
+    }
+    for (size_t k = 0; k < nk; k++)
+      if (!live[k])
+        acked[k] = 0;
+    for (size_t p = 0; p < npgs; p++) {
+      int n = 0;
+      for (int s = 0; s < NCOPIES; s++)
+        n += acked[p * NCOPIES + (size_t)s];
+      if (n < VW) {
+        snprintf(why, whylen, "pg %zu: the truncation and the records to keep reached "
+                 "%d of %d segments; recovery needs a write quorum of %d", p, n,
+                 NCOPIES, VW);
+        goto out3;
+      }
+    }
+  }
+  for (size_t p = 0; p < npgs; p++)
+    v->pgs[p].tail = v->pgs[p].durable_tail = tails[p];
   q_init(&v->q, vdl, to + 1, LAL, VW);
   v->last_cpl = vdl;
   v->st.recovery_ms = now_ms() - t0;
   v->st.trunc_from = vdl;
-  v->st.trunc_to = clean ? vdl : to;
+  v->st.trunc_to = to;
   net_sync(v);                  /* no I/O thread yet: no lock needed */
+  if (nadopt)
+    loginfo("recovery: %zu record%s above the segments' durable point %llu kept and "
+            "written to a write quorum", nadopt, nadopt == 1 ? "" : "s",
+            (unsigned long long)hint);
   rc = 0;
+out3:
+  free(acked);
 out:
   for (size_t i = 0; i < nr; i++) {
     free((void *)rm[i].mtr_pg);
@@ -267,20 +513,17 @@ out:
   free(rm);
   free(tr);
   free(start);
-  for (size_t k = 0; k < nk; k++) {
-    wire_free(reps[k]);
-    wire_free(reps2[k]);
-  }
-  free(envs);
-  free(reqs);
-  free(qs);
-  free(ts);
-  free(reps2);
+  free(tails);
+  free(live);
+  round_free(&r1, free_query);
+  round_free(&r2, free_query);
+  round_free(&r3, free_append);
+  for (size_t i = 0; i < nscans; i++)
+    wire_free(scans[i]);
+  free(scans);
   for (size_t i = 0; i < nn; i++)
     if (nc[i].ok)
       rpc_close(&nc[i].r);
-  free(reps);
-  free(info);
   free(nc);
   free(slotnc);
   return rc;

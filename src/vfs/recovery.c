@@ -5,10 +5,13 @@
 
 #include "vfs/recovery.h"
 
+/* By LSN; copies of one LSN with the highest epoch first. */
 static int by_lsn(const void *a, const void *b)
 {
-  uint64_t x = ((const struct rmeta *)a)->lsn, y = ((const struct rmeta *)b)->lsn;
-  return x < y ? -1 : x > y;
+  const struct rmeta *x = a, *y = b;
+  if (x->lsn != y->lsn)
+    return x->lsn < y->lsn ? -1 : 1;
+  return x->epoch > y->epoch ? -1 : x->epoch < y->epoch;
 }
 
 static int by_prev_cpl(const void *a, const void *b)
@@ -19,37 +22,51 @@ static int by_prev_cpl(const void *a, const void *b)
   return x->lsn < y->lsn ? -1 : x->lsn > y->lsn;
 }
 
-static int truncated(uint64_t lsn, const struct rtrunc *tr, size_t ntr)
+/* The index of the counted copy of lsn in recs (sorted), or -1. */
+static long find(const struct rmeta *recs, size_t n, uint64_t lsn)
 {
-  for (size_t i = 0; i < ntr; i++)
-    if (lsn > tr[i].from && lsn <= tr[i].to)
-      return 1;
-  return 0;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (recs[mid].lsn < lsn)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && recs[lo].lsn == lsn ? (long)lo : -1;
 }
 
 uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
-                     struct rmeta *recs, size_t n, const struct rtrunc *tr, size_t ntr)
+                     struct rmeta *recs, size_t n, const struct trunc *tr, size_t ntr,
+                     uint64_t *tails)
 {
   if (n)
     qsort(recs, n, sizeof *recs, by_lsn);
-  /* reach[k]: PG k's chain is complete (in the union) up to reach[k].
-   * In LSN order, the record after reach[k] is the first that links back
-   * to it; records that link elsewhere lie past a hole. */
+  /* on[i]: recs[i] counts (first copy of its LSN, above the hint, in a
+   * known PG, cut by no known truncation) and is on its PG's chain. */
+  uint8_t *on = calloc(n + 1, 1);
   uint64_t *reach = malloc((npgs + 1) * sizeof *reach);
   for (size_t k = 0; k < npgs; k++)
     reach[k] = start[k];
+  /* In LSN order, the record after reach[k] is the first that links back
+   * to it; records that link elsewhere lie past a hole (or are an old
+   * epoch's that a truncation the quorum knows of has cut). */
   for (size_t i = 0; i < n; i++) {
-    const struct rmeta *r = &recs[i];
-    if (r->lsn <= hint || r->pg >= npgs || truncated(r->lsn, tr, ntr))
+    struct rmeta *r = &recs[i];
+    r->adopt = 0;
+    if ((i > 0 && recs[i - 1].lsn == r->lsn) || r->lsn <= hint || r->pg >= npgs ||
+        trunc_cuts(tr, ntr, r->lsn, r->epoch))
       continue;
-    if (r->prev == reach[r->pg])
+    if (r->prev == reach[r->pg]) {
       reach[r->pg] = r->lsn;
+      on[i] = 1;
+    }
   }
-  /* The CPL records, by the CPL they link back to: the MTR chain. */
+  /* The chained CPL records, by the CPL they link back to: the MTR chain. */
   const struct rmeta **cpls = malloc((n + 1) * sizeof *cpls);
   size_t nc = 0;
   for (size_t i = 0; i < n; i++)
-    if (recs[i].cpl && recs[i].lsn > hint && !truncated(recs[i].lsn, tr, ntr))
+    if (on[i] && recs[i].cpl)
       cpls[nc++] = &recs[i];
   if (nc)
     qsort(cpls, nc, sizeof *cpls, by_prev_cpl);
@@ -68,14 +85,27 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
       break;
     const struct rmeta *next = cpls[lo];
     int whole = 1;
-    for (size_t j = 0; j < next->nmtr; j++)
-      if (next->mtr_pg[j] >= npgs || reach[next->mtr_pg[j]] < next->mtr_last[j])
-        whole = 0;
+    for (size_t j = 0; j < next->nmtr && whole; j++) {
+      long at = find(recs, n, next->mtr_last[j]);
+      whole = next->mtr_pg[j] < npgs && at >= 0 && on[at] &&
+              recs[at].pg == next->mtr_pg[j];
+    }
     if (!whole)
       break;
     vdl = next->lsn;
   }
+  /* Each PG's tail at the VDL, and what recovery must adopt. */
+  if (tails)
+    for (size_t k = 0; k < npgs; k++)
+      tails[k] = start[k];
+  for (size_t i = 0; i < n && recs[i].lsn <= vdl; i++)
+    if (on[i]) {
+      recs[i].adopt = 1;
+      if (tails)
+        tails[recs[i].pg] = recs[i].lsn;
+    }
   free(cpls);
   free(reach);
+  free(on);
   return vdl;
 }

@@ -6,47 +6,62 @@
  * with each batch): every record at or below the highest hint any segment
  * holds was durable. Above it, the writer may have acknowledged more
  * commits than any hint says, so recovery looks at the records themselves.
- * A read quorum of every PG reports the records it holds above its hint;
+ * A read quorum of every PG reports the records it holds above the hint;
  * an acknowledged MTR's records are at write quorum, so the union of a
  * read quorum holds each of them (Vr + Vw > V).
+ *
+ * Each PG's chain: from the PG's last record at or below the hint, follow
+ * the backlinks through the union (a record whose backlink is the chain's
+ * current end extends it). Records that a known truncation cuts (rule T,
+ * record.h: a range of an older epoch's recovery, for records of epochs
+ * below it) are left out first: a segment that was down may still hold
+ * them.
  *
  * The cross-PG check: an MTR's CPL record lists, for each PG the MTR
  * touched, the LSN of the MTR's last record there, and links to the
  * previous MTR's CPL (a volume-wide chain). Walking that chain from the
- * hint, an MTR counts only if every PG it touched is complete through its
- * last record there: the PG's backlink chain, followed from the PG's tail
- * at the hint through the union of records, reaches it. The walk stops at
- * the first MTR that fails; that MTR and everything after it will be
- * truncated, so a transaction spanning PGs is kept whole or not at all.
+ * hint, an MTR counts only if its CPL and its last record in every PG it
+ * touched are on their PGs' chains. The walk stops at the first MTR that
+ * fails; that MTR and everything after it will be truncated, so a
+ * transaction spanning PGs is kept whole or not at all.
  *
- * Records inside a range some earlier recovery truncated are ignored: a
- * segment that was down then may still hold them.
+ * What the walk proves may rest on records only one segment holds (an MTR
+ * that never reached a write quorum, so was never acknowledged, but whose
+ * records all survived somewhere). recover_vdl marks every record on the
+ * chains in (hint, vdl] `adopt`: the recovering writer re-stamps them with
+ * its epoch and writes them to a write quorum of their PG before the
+ * volume serves (vfs/open.c). Only then is the VDL durable.
  */
 #ifndef AURALOG_RECOVERY_H
 #define AURALOG_RECOVERY_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "record.h"
 
 struct rmeta {
   uint64_t lsn, prev;        /* the record and its PG backlink */
+  uint64_t epoch;            /* the epoch it carries (rule T) */
   uint32_t pg;
   int cpl;                   /* last record of its MTR */
   uint64_t prev_cpl;         /* CPL only: the previous MTR's CPL */
   const uint32_t *mtr_pg;    /* CPL only: PGs the MTR touched ... */
   const uint64_t *mtr_last;  /* ... and its last LSN in each */
   size_t nmtr;
-};
-
-struct rtrunc {
-  uint64_t from, to;         /* (from, to] was truncated */
+  void *rec;                 /* the caller's record, carried along */
+  int adopt;                 /* out: on its PG's chain in (hint, vdl] */
 };
 
 /* hint: the highest VDL hint of any answering segment. start[k]: PG k's
  * last record at or below hint (0 if none). recs: records above their
  * segment's hint from a read quorum of every PG, in any order, duplicates
- * allowed (the array is sorted in place). Returns the VDL. */
+ * allowed (the array is sorted in place by LSN; of the copies of one LSN
+ * the one with the highest epoch counts, the others get adopt = 0). tr:
+ * every truncation the read quorum holds. Returns the VDL; tails[k] (if
+ * not NULL) is PG k's last record at or below it: the next record of PG k
+ * links back to it. */
 uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
-                     struct rmeta *recs, size_t n, const struct rtrunc *tr, size_t ntr);
+                     struct rmeta *recs, size_t n, const struct trunc *tr, size_t ntr,
+                     uint64_t *tails);
 
 #endif

@@ -40,6 +40,19 @@ static void orec_free(struct orec *o)
   free(o);
 }
 
+uint64_t pg_need(const struct pgout *g, uint64_t lsn)
+{
+  size_t lo = g->head, hi = g->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->recs[mid]->r.lsn <= lsn)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > g->head ? g->recs[lo - 1]->r.lsn : g->durable_tail;
+}
+
 static int node_index(struct volume *v, const char *addr)
 {
   for (size_t i = 0; i < v->nnodes; i++)
@@ -110,6 +123,15 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   a.pg = pg;
   a.epoch = v->epoch;
   a.vdl = v->q.vdl;
+  /* The truncation this writer's recovery wrote: a segment installs it
+   * before taking the records (node.c on_append). */
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  if (v->st.trunc_to > v->st.trunc_from) {
+    tr.epoch = v->epoch;
+    tr.from = v->st.trunc_from;
+    tr.to = v->st.trunc_to;
+    a.trunc = &tr;
+  }
   a.records = ptrs;
   a.n_records = cnt;
   env.req = ++v->next_req;
@@ -161,6 +183,8 @@ static void flush(struct volume *v)
     struct pgout *g = &v->pgs[p];
     for (int s = 0; s < NCOPIES; s++) {
       struct vnode *n = &v->nodes[g->node[s]];
+      if (g->retry_at[s] && now_ms() < g->retry_at[s])
+        continue;               /* it keeps refusing: not yet */
       if (g->resend & (1u << s) && n->up) {
         g->sent[s] = g->head;   /* everything not yet durable, again */
         g->resend &= (uint8_t)~(1u << s);
@@ -217,6 +241,14 @@ static void dispatch_read(struct volume *v, struct readreq *r)
   rp.page_no = r->page_no;
   rp.read_point = r->rp;
   rp.need = r->need;
+  rp.epoch = v->epoch;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  if (v->st.trunc_to > v->st.trunc_from) {
+    tr.epoch = v->epoch;
+    tr.from = v->st.trunc_from;
+    tr.to = v->st.trunc_to;
+    rp.trunc = &tr;
+  }
   env.req = ++v->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
   env.read_page = &rp;
@@ -228,18 +260,48 @@ static void dispatch_read(struct volume *v, struct readreq *r)
   }
 }
 
+static void fence(struct volume *v, const char *msg)
+{
+  if (!v->fenced)
+    logwarn("volume %s: %s", v->name, msg);
+  v->fenced = 1;
+  snprintf(v->fenced_why, sizeof v->fenced_why, "%s", msg);
+  pthread_cond_broadcast(&v->cond);
+}
+
 static void read_done(struct volume *v, struct readreq *r, const Env *env)
 {
   r->req = 0;
   if (env->body_case == AURALOG__ENVELOPE__BODY_PAGE &&
       env->page->data.len == v->page_size) {
+    /* End to end (invariant 4): the page must be as of the PG's last
+     * record at or below the read point, and, for a page this writer
+     * wrote, as of its last record of that page. A segment that answers
+     * with an older version is not believed: another is asked. */
+    uint64_t want = r->page_no < v->npage_lsn ? v->page_lsn[r->page_no] : 0;
+    uint64_t got = env->page->page_lsn;
+    if (got > r->need || (want && want <= r->rp && got != want)) {
+      snprintf(r->why, sizeof r->why, "a segment answered page %u as of %llu; the "
+               "writer's last change to it at or below %llu is %llu",
+               r->page_no, (unsigned long long)got, (unsigned long long)r->rp,
+               (unsigned long long)want);
+      logwarn("volume %s: %s: trying another segment", v->name, r->why);
+      dispatch_read(v, r);
+      return;
+    }
     if (!r->abandoned)
       memcpy(r->out, env->page->data.data, v->page_size);
-    r->page_lsn = env->page->page_lsn;
+    r->page_lsn = got;
     r->done = 1;
     r->rc = 0;
     v->st.pages_read++;
   } else {
+    if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+        env->error->code == ERR_STALE_EPOCH) {
+      fence(v, env->error->msg);
+      snprintf(r->why, sizeof r->why, "%s", env->error->msg);
+      return;
+    }
     snprintf(r->why, sizeof r->why, "%s",
              env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
                                                               : "unexpected reply");
@@ -282,6 +344,7 @@ static void advance(struct volume *v, uint64_t old_vdl)
       if (s < NCOPIES)
         break;
       g->durable_tail = g->recs[g->head]->r.lsn;
+      v->undurable -= g->recs[g->head]->bytes;
       orec_free(g->recs[g->head++]);
     }
     for (int s = 0; s < NCOPIES; s++)
@@ -308,21 +371,32 @@ static void advance(struct volume *v, uint64_t old_vdl)
 
 static void on_ack(struct volume *v, struct inflight *f, const Env *env)
 {
+  struct pgout *g = &v->pgs[f->pg];
   if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
     if (env->error->code == ERR_STALE_EPOCH) {
-      if (!v->fenced)
-        logwarn("volume %s: %s", v->name, env->error->msg);
-      v->fenced = 1;
-      snprintf(v->fenced_why, sizeof v->fenced_why, "%s", env->error->msg);
-      pthread_cond_broadcast(&v->cond);
-    } else {
-      /* e.g. the node has not heard of a new PG yet: try again shortly. */
-      v->pgs[f->pg].resend |= (uint8_t)(1u << f->slot);
+      fence(v, env->error->msg);
+      return;
     }
+    /* e.g. the node has not heard of a new PG yet, or the segment holds
+     * records a truncation it has not heard of cut (gossip brings it):
+     * try again, later and later while it keeps refusing, and say so. */
+    uint32_t k = ++g->refused[f->slot];
+    unsigned shift = k < 7 ? k : 7;
+    g->retry_at[f->slot] = now_ms() + (100ull << shift);   /* up to 12.8 s */
+    g->resend |= (uint8_t)(1u << f->slot);
+    if (k == 3 || k % 50 == 0)
+      logwarn("volume %s pg %u: segment %d on %s refused %u Appends in a row: %s",
+              v->name, f->pg, f->slot, v->nodes[f->node].addr, k, env->error->msg);
     return;
   }
   if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
     return;
+  if (g->refused[f->slot]) {
+    loginfo("volume %s pg %u: segment %d on %s takes Appends again", v->name, f->pg,
+            f->slot, v->nodes[f->node].addr);
+    g->refused[f->slot] = 0;
+    g->retry_at[f->slot] = 0;
+  }
   uint64_t old = v->q.vdl;
   for (size_t i = 0; i < f->n; i++)
     q_ack(&v->q, f->pg, f->slot, f->lsns[i]);
@@ -533,6 +607,7 @@ static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.pending = st.pending;
   es.recovery_ms = st.recovery_ms;
   es.pages_read = st.pages_read;
+  es.refusing = st.refusing;
   es.net_bytes_out = st.net_bytes_out;
   es.net_msgs_out = st.net_msgs_out;
   es.net_bytes_in = st.net_bytes_in;
@@ -792,6 +867,7 @@ static struct orec *make_rec(const struct mtr_page *p, uint32_t pg, uint64_t lsn
     off += d->len;
   }
   (void)pg;
+  o->bytes = sizeof *o + bytes + p->nranges * (sizeof *o->g + sizeof *o->gp);
   o->r.lsn = lsn;
   o->r.prev_lsn = prev;
   o->r.page_no = p->page_no;
@@ -811,15 +887,23 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
   if (grow(v, maxpage, why, whylen) != 0)
     return 0;
   pthread_mutex_lock(&v->mu);
-  /* LAL back-pressure (§4.2.1): wait until the VDL catches up. */
+  /* Back-pressure: LSNs (the LAL, §4.2.1) and memory. Every record not yet
+   * durable stays here to be sent again; without a write quorum nothing
+   * becomes durable, so the engine stops taking commits after
+   * UNDURABLE_MAX bytes of them rather than growing until it dies. Wait
+   * until the VDL catches up. */
   struct timespec dl;
   deadline_in(&dl, COMMIT_DEADLINE_MS);
-  while (!v->fenced && !q_can_alloc(&v->q, n))
+  while (!v->fenced && (!q_can_alloc(&v->q, n) || v->undurable > UNDURABLE_MAX))
     if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
       break;
-  if (v->fenced || !q_can_alloc(&v->q, n)) {
+  if (v->fenced || !q_can_alloc(&v->q, n) || v->undurable > UNDURABLE_MAX) {
     if (v->fenced)
       snprintf(why, whylen, "%s", v->fenced_why);
+    else if (v->undurable > UNDURABLE_MAX)
+      snprintf(why, whylen, "storage has no write quorum: %zu MiB of redo wait to be "
+               "durable (limit %u MiB); nothing more is taken until they are",
+               v->undurable >> 20, UNDURABLE_MAX >> 20);
     else
       snprintf(why, whylen, "storage is more than LAL=%d LSNs behind (vdl %llu): "
                "not enough segments acknowledge", LAL, (unsigned long long)v->q.vdl);
@@ -846,6 +930,16 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
       g->recs = realloc(g->recs, g->cap * sizeof *g->recs);
     }
     g->recs[g->n++] = o;
+    v->undurable += o->bytes;
+    if (pages[i].page_no >= v->npage_lsn) {
+      size_t cap = v->npage_lsn ? v->npage_lsn : 1024;
+      while (cap <= pages[i].page_no)
+        cap *= 2;
+      v->page_lsn = realloc(v->page_lsn, cap * sizeof *v->page_lsn);
+      memset(v->page_lsn + v->npage_lsn, 0, (cap - v->npage_lsn) * sizeof *v->page_lsn);
+      v->npage_lsn = cap;
+    }
+    v->page_lsn[pages[i].page_no] = lsn;
     size_t j = 0;
     while (j < nml && ml[j].pg != pg)
       j++;
@@ -887,7 +981,8 @@ static void stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, si
     snprintf(why, whylen, "%s", v->fenced_why);
   else
     snprintf(why, whylen, "commit %llu not durable after %d ms: storage has no write "
-             "quorum (vdl %llu; %zu records wait for %d of %d acks)",
+             "quorum (vdl %llu; %zu records wait for %d of %d acks); the commit may "
+             "still become durable or be truncated at the next recovery",
              (unsigned long long)lsn, waited_ms, (unsigned long long)v->q.vdl,
              q_pending(&v->q), VW, NCOPIES);
 }
@@ -934,7 +1029,7 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
   r->pg = pg;
   r->page_no = page_no;
   r->rp = v->q.vdl;             /* the read point (§4.2.3) */
-  r->need = v->pgs[pg].durable_tail;
+  r->need = pg_need(&v->pgs[pg], r->rp);
   r->out = out;
   r->next = v->reads;
   v->reads = r;
@@ -993,6 +1088,10 @@ void vol_get_stats(struct volume *v, struct vol_stats *st)
   st->next_lsn = v->q.next_lsn;
   st->lal = v->q.lal;
   st->pending = q_pending(&v->q);
+  st->refusing = 0;
+  for (size_t p = 0; p < v->npgs; p++)
+    for (int k = 0; k < NCOPIES; k++)
+      st->refusing += v->pgs[p].refused[k] >= 3;
   pthread_mutex_unlock(&v->mu);
 }
 
@@ -1033,6 +1132,7 @@ void vol_close(struct volume *v)
     free(r);
   }
   q_free(&v->q);
+  free(v->page_lsn);
   free(v->fl);
   free(v->cpls);
   free(v->pgs);

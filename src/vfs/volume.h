@@ -52,6 +52,7 @@ struct vol_stats {
   uint64_t net_bytes_out, net_msgs_out, net_bytes_in, net_msgs_in;
   uint64_t recovery_ms;
   uint64_t trunc_from, trunc_to;   /* the truncation this open wrote */
+  uint64_t refusing;         /* segments that refused the last 3+ Appends (not fenced) */
 };
 
 /* Open (and recover) volume name through the coordinator at coord,

@@ -21,6 +21,7 @@ struct orec {
   Auralog__Range *g, **gp;
   uint8_t *data;
   Auralog__PgLast *ml, **mlp;
+  size_t bytes;              /* memory it holds (the UNDURABLE_MAX budget) */
 };
 
 /* One protection group, as the writer sees it. */
@@ -35,10 +36,19 @@ struct pgout {
   uint64_t scl[NCOPIES];     /* SCL each segment last reported */
   int node[NCOPIES];         /* index in v->nodes of each segment's node */
   uint8_t resend;            /* bit i: resend pending records to slot i */
+  uint32_t refused[NCOPIES]; /* Appends each segment refused in a row (not fenced) */
+  unsigned long long retry_at[NCOPIES]; /* ... so it is tried again no sooner */
   uint64_t ring_lsn[TAIL_PER_PG]; /* the PG's newest records (a ring, for viz) */
   uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
   unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
 };
+
+/* The PG's last record at or below lsn, which is at or below the VDL: the
+ * `need` of a read at that point (node.c on_read_page builds the page as of
+ * it). Exact, from the writer's own records: those not yet freed are in
+ * recs[head..n), in LSN order; every one freed is at or below durable_tail,
+ * which is at or below the VDL. */
+uint64_t pg_need(const struct pgout *g, uint64_t lsn);
 
 struct vnode {
   char addr[ADDR_MAX_LEN + 1];
@@ -91,6 +101,9 @@ struct volume {
   struct vnode *nodes;
   size_t nnodes;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
+  size_t undurable;           /* bytes of redo handed out and not yet durable */
+  uint64_t *page_lsn;         /* LSN of the last record this writer wrote to each page (0: none) */
+  size_t npage_lsn;
   uint64_t *cpls;             /* commit LSNs not yet durable, in order */
   size_t ncpls, capcpls;
   struct inflight *fl;

@@ -52,6 +52,7 @@ struct hrec {
   int cpl;
   size_t mtr;                /* index into hist.m */
   int junk;                  /* in a range a recovery truncated */
+  uint64_t epoch;            /* its writer's */
 };
 
 struct hmtr {
@@ -73,7 +74,8 @@ struct hist {
   /* between hist_crash and hist_truncate: the old epoch's records */
   int in_junk;
   uint64_t saved_cpl, saved_tail[MAXPG];
-  struct rtrunc tr[MAXTR];
+  uint64_t epoch;            /* the writer's: records carry it (rule T) */
+  struct trunc tr[MAXTR];
   size_t ntr;
 };
 
@@ -89,6 +91,7 @@ static void hist_init(struct hist *h, size_t npgs, size_t cap)
   assert_non_null(h->r);
   assert_non_null(h->m);
   h->next_lsn = 1;
+  h->epoch = 1;
 }
 
 static void hist_free(struct hist *h)
@@ -118,6 +121,7 @@ static uint64_t hist_mtr(struct hist *h, const uint32_t *pgs, size_t len)
     h->tail[pg] = r->lsn;
     r->mtr = h->nm;
     r->junk = h->in_junk;
+    r->epoch = h->epoch;
     size_t j = 0;
     while (j < m->npg && m->pg[j] != pg)
       j++;
@@ -165,7 +169,8 @@ static void hist_truncate(struct hist *h, uint64_t to)
   assert_true(h->in_junk);
   assert_true(to + 1 >= h->next_lsn);
   assert_true(h->ntr < MAXTR);
-  h->tr[h->ntr++] = (struct rtrunc){h->saved_cpl, to};
+  /* The recovery is the next writer's, of a newer epoch. */
+  h->tr[h->ntr++] = (struct trunc){++h->epoch, h->saved_cpl, to};
   h->in_junk = 0;
   h->last_cpl = h->saved_cpl;
   memcpy(h->tail, h->saved_tail, sizeof h->tail);
@@ -198,6 +203,7 @@ static void to_rmeta(const struct hist *h, size_t i, struct rmeta *o)
   memset(o, 0, sizeof *o);
   o->lsn = r->lsn;
   o->prev = r->prev;
+  o->epoch = r->epoch;
   o->pg = r->pg;
   o->cpl = r->cpl;
   if (r->cpl) {
@@ -221,7 +227,7 @@ static uint64_t recover(const struct hist *h, uint64_t hint, const uint8_t *pres
   for (size_t i = 0; i < h->n; i++)
     if (h->r[i].lsn > hint && (present == NULL || present[i]))
       to_rmeta(h, i, &v[n++]);
-  uint64_t vdl = recover_vdl(hint, start, h->npgs, v, n, h->tr, h->ntr);
+  uint64_t vdl = recover_vdl(hint, start, h->npgs, v, n, h->tr, h->ntr, NULL);
   free(v);
   return vdl;
 }
@@ -260,9 +266,9 @@ static void test_nothing_above_hint(void **state)
   uint64_t start[4] = {0, 0, 0, 0};
   struct rmeta none[1];
   memset(none, 0, sizeof none);
-  assert_int_equal(recover_vdl(0, start, 4, none, 0, NULL, 0), 0);
+  assert_int_equal(recover_vdl(0, start, 4, none, 0, NULL, 0, NULL), 0);
   uint64_t start2[4] = {41, 0, 57, 13};
-  assert_int_equal(recover_vdl(57, start2, 4, none, 0, NULL, 0), 57);
+  assert_int_equal(recover_vdl(57, start2, 4, none, 0, NULL, 0, NULL), 57);
 
   /* records all at or below the hint (a segment whose own hint was lower
    * reports them): still the hint */
@@ -278,7 +284,7 @@ static void test_nothing_above_hint(void **state)
     if (h.r[i].lsn <= hint)
       to_rmeta(&h, i, &v[n++]);
   assert_true(n > 0);
-  assert_int_equal(recover_vdl(hint, start, 3, v, n, NULL, 0), hint);
+  assert_int_equal(recover_vdl(hint, start, 3, v, n, NULL, 0, NULL), hint);
   /* the hint at the very end: everything is below it */
   assert_int_equal(recover(&h, h.last_cpl, NULL), h.last_cpl);
   hist_free(&h);
@@ -451,21 +457,21 @@ static void test_order_and_duplicates(void **state)
     assert_int_equal(recover(&h, hint, present), want);
     hist_start(&h, hint, start);
     size_t n = build_union(&h, hint, present, v, 4, 50, 0, &s);
-    assert_int_equal(recover_vdl(hint, start, h.npgs, v, n, NULL, 0), want);
+    assert_int_equal(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want);
     /* reversed LSN order, each record three times in a row */
     n = 0;
     for (size_t i = h.n; i-- > 0;)
       if (h.r[i].lsn > hint && present[i])
         for (int c = 0; c < 3; c++)
           to_rmeta(&h, i, &v[n++]);
-    assert_int_equal(recover_vdl(hint, start, h.npgs, v, n, NULL, 0), want);
+    assert_int_equal(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want);
   }
   /* the answer with no holes is the last CPL however it is given */
   memset(present, 1, sizeof present);
   hist_start(&h, 0, start);
   size_t n = build_union(&h, 0, present, v, 4, 0, 0, &s);
   assert_true(n > 2 * h.n);
-  assert_int_equal(recover_vdl(0, start, h.npgs, v, n, NULL, 0), h.last_cpl);
+  assert_int_equal(recover_vdl(0, start, h.npgs, v, n, NULL, 0, NULL), h.last_cpl);
   free(v);
   hist_free(&h);
 }
@@ -519,10 +525,10 @@ static void test_truncated_ranges(void **state)
    * range: same */
   struct hist g = h;
   g.ntr = 0;
-  g.tr[g.ntr++] = (struct rtrunc){from, 1005};
-  g.tr[g.ntr++] = (struct rtrunc){0, 0};
-  g.tr[g.ntr++] = (struct rtrunc){from, 1005};
-  g.tr[g.ntr++] = (struct rtrunc){from, 1005};
+  g.tr[g.ntr++] = (struct trunc){g.epoch, from, 1005};
+  g.tr[g.ntr++] = (struct trunc){g.epoch, 0, 0};
+  g.tr[g.ntr++] = (struct trunc){g.epoch, from, 1005};
+  g.tr[g.ntr++] = (struct trunc){g.epoch, from, 1005};
   assert_int_equal(recover(&g, 0, NULL), n3);
   assert_int_equal(recover_without(&g, 0, 1008), n1);
   hist_free(&h);
@@ -615,7 +621,7 @@ static void test_start_from_tail_at_hint(void **state)
   for (size_t i = 0; i < h.n; i++)
     if (h.r[i].lsn != 4)
       to_rmeta(&h, i, &v[n++]);
-  assert_int_equal(recover_vdl(hint, start, 4, v, n, NULL, 0), b);
+  assert_int_equal(recover_vdl(hint, start, 4, v, n, NULL, 0, NULL), b);
   /* the chain really starts at start[k]: a PG's tail given as 0 while its
    * first record above the hint links to 7 does not reach it */
   n = 0;
@@ -625,11 +631,11 @@ static void test_start_from_tail_at_hint(void **state)
   uint64_t bad[MAXPG];
   memcpy(bad, start, sizeof bad);
   bad[0] = 0;
-  assert_int_equal(recover_vdl(hint, bad, 4, v, n, NULL, 0), hint);
+  assert_int_equal(recover_vdl(hint, bad, 4, v, n, NULL, 0, NULL), hint);
   /* PG 2's tail wrong: MTR a touches it, so nothing counts either */
   memcpy(bad, start, sizeof bad);
   bad[2] = 0;
-  assert_int_equal(recover_vdl(hint, bad, 4, v, n, NULL, 0), hint);
+  assert_int_equal(recover_vdl(hint, bad, 4, v, n, NULL, 0, NULL), hint);
   /* a hole in PG 3 (start 0) right at its first record */
   assert_int_equal(recover_without(&h, hint, 8), hint);
   assert_int_equal(recover_without(&h, hint, 12), a);
@@ -733,7 +739,7 @@ static void test_random_against_model(void **state)
     uint64_t want = model_vdl(&h, hint, present);
     hist_start(&h, hint, start);
     size_t n = build_union(&h, hint, present, v, 3, 30, 50, &s);
-    uint64_t got = recover_vdl(hint, start, npgs, v, n, h.tr, h.ntr);
+    uint64_t got = recover_vdl(hint, start, npgs, v, n, h.tr, h.ntr, NULL);
     if (got != want)
       fail_msg("trial %d: hint %llu, got %llu, want %llu", trial,
                (unsigned long long)hint, (unsigned long long)got, (unsigned long long)want);
@@ -786,9 +792,9 @@ static void test_large_input_fast(void **state)
   for (size_t i = 0; i < cap; i++)
     to_rmeta(&h, i, &v[i]);
   shuffle(v, cap, &s);
-  struct rtrunc tr[4] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+  struct trunc tr[4] = {{1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}};
   double t0 = now();
-  uint64_t got = recover_vdl(0, start, 16, v, cap, tr, 4);
+  uint64_t got = recover_vdl(0, start, 16, v, cap, tr, 4, NULL);
   double t1 = now();
   assert_int_equal(got, h.last_cpl);
   /* a hole at the start: the walk stops at once, still quickly */
@@ -797,7 +803,7 @@ static void test_large_input_fast(void **state)
   v[10] = v[cap - 1];
   shuffle(v, cap - 1, &s);
   double t2 = now();
-  got = recover_vdl(0, start, 16, v, cap - 1, tr, 4);
+  got = recover_vdl(0, start, 16, v, cap - 1, tr, 4, NULL);
   double t3 = now();
   assert_int_equal(got, h.r[10].mtr ? h.m[h.r[10].mtr - 1].cpl : 0);
   if (t1 - t0 >= 1.0 || t3 - t2 >= 1.0)
