@@ -4,7 +4,9 @@
  * protobuf-c accepts many random buffers and enforces no size limit, so two
  * guards stand between the network and the roles: the frame length is
  * compared with FRAME_MAX before allocating, and wire_check() validates
- * every field of what unpacked (Invariant 6, DESIGN.md §4).
+ * every field of what unpacked (Invariant 7, DESIGN.md §4): it refuses a
+ * field this build does not know, at any depth, and any LSN, VDL, SCL or
+ * truncation point above LSN_MAX or epoch above EPOCH_MAX (param.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -133,6 +135,144 @@ static int page_size_ok(uint32_t ps)
   return ps >= 512 && ps <= PAGE_SIZE_MAX && (ps & (ps - 1)) == 0;
 }
 
+/* ---- unknown fields ------------------------------------------------------ */
+
+/* protobuf-c keeps the fields it does not know in each message's
+ * base.unknown_fields and packs them again on the way out. Refuse them, at
+ * any depth: a message of a newer protocol is not understood here, and
+ * protobuf-c 1.4.1 accepts a field numbered 0 written as a two-byte tag,
+ * packs it back as one byte and then cannot unpack its own output (a node
+ * that stored such a record would fail at every restart, DESIGN.md §8).
+ *
+ * The walk follows the descriptors: every field of type message, singular
+ * or repeated; of a oneof, only the member whose case is set (the members
+ * share one union, so another member's pointer is not one). d is the
+ * descriptor of m, taken from the parent's field so that a message built
+ * by hand without its INIT macro is walked too. */
+static int check_known(const ProtobufCMessage *m,
+                       const ProtobufCMessageDescriptor *d,
+                       char *why, size_t whylen)
+{
+  if (m->n_unknown_fields > 0)
+    return bad(why, whylen, "message has an unknown field %u (in %s)",
+               (unsigned)m->unknown_fields[0].tag, d->name);
+  const char *base = (const char *)m;
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &d->fields[i];
+    if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+      continue;
+    const ProtobufCMessageDescriptor *fd = f->descriptor;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+      size_t n;
+      ProtobufCMessage **v;
+      memcpy(&n, base + f->quantifier_offset, sizeof n);
+      memcpy(&v, base + f->offset, sizeof v);
+      for (size_t k = 0; k < n && v != NULL; k++) {
+        if (v[k] == NULL)
+          continue;
+        int rc = check_known(v[k], fd, why, whylen);
+        if (rc != ERR_NONE)
+          return rc;
+      }
+      continue;
+    }
+    if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+      uint32_t which;
+      memcpy(&which, base + f->quantifier_offset, sizeof which);
+      if (which != f->id)
+        continue;
+    }
+    const ProtobufCMessage *sub;
+    memcpy(&sub, base + f->offset, sizeof sub);
+    if (sub != NULL) {
+      int rc = check_known(sub, fd, why, whylen);
+      if (rc != ERR_NONE)
+        return rc;
+    }
+  }
+  return ERR_NONE;
+}
+
+/* ---- LSN and epoch bounds ------------------------------------------------ */
+
+/* Every LSN, VDL, SCL or truncation point from the network is at most
+ * LSN_MAX and every epoch at most EPOCH_MAX (param.h), so that no sum such
+ * as vdl + LAL can wrap in a role. what names the field in the reason. */
+static int lsn_in(uint64_t v, const char *what, char *why, size_t whylen)
+{
+  if (v <= LSN_MAX)
+    return ERR_NONE;
+  snprintf(why, whylen, "%s is %llu, above the LSN limit %llu", what,
+           (unsigned long long)v, (unsigned long long)LSN_MAX);
+  return ERR_OUT_OF_RANGE;
+}
+
+static int epoch_in(uint64_t v, const char *what, char *why, size_t whylen)
+{
+  if (v <= EPOCH_MAX)
+    return ERR_NONE;
+  snprintf(why, whylen, "%s is %llu, above the epoch limit %llu", what,
+           (unsigned long long)v, (unsigned long long)EPOCH_MAX);
+  return ERR_OUT_OF_RANGE;
+}
+
+/* Return from the enclosing check if x found something wrong. */
+#define TRY(x) do { int rc_ = (x); if (rc_ != ERR_NONE) return rc_; } while (0)
+
+/* A truncation (epoch, from, to): bounded, and from <= to. where: whose. */
+static int check_trunc(const Auralog__TruncRange *t, const char *where,
+                       char *why, size_t whylen)
+{
+  char what[128];
+  snprintf(what, sizeof what, "%s truncation epoch", where);
+  TRY(epoch_in(t->epoch, what, why, whylen));
+  snprintf(what, sizeof what, "%s truncation start", where);
+  TRY(lsn_in(t->from, what, why, whylen));
+  snprintf(what, sizeof what, "%s truncation end", where);
+  TRY(lsn_in(t->to, what, why, whylen));
+  if (t->to < t->from)
+    return bad(why, whylen, "%s truncation (%llu, %llu] ends before it starts", where,
+               (unsigned long long)t->from, (unsigned long long)t->to);
+  return ERR_NONE;
+}
+
+static int check_truncs(Auralog__TruncRange *const *t, size_t n, const char *where,
+                        char *why, size_t whylen)
+{
+  for (size_t i = 0; i < n; i++)
+    TRY(check_trunc(t[i], where, why, whylen));
+  return ERR_NONE;
+}
+
+/* The LSNs and epoch a record carries, its MTR shape included. where: the
+ * message it came in. (Its content is rec_check's.) */
+static int check_rec_bounds(const Auralog__Record *r, const char *where,
+                            char *why, size_t whylen)
+{
+  char what[128];
+  snprintf(what, sizeof what, "%s: record LSN", where);
+  TRY(lsn_in(r->lsn, what, why, whylen));
+  unsigned long long lsn = r->lsn;
+  snprintf(what, sizeof what, "%s: record %llu backlink", where, lsn);
+  TRY(lsn_in(r->prev_lsn, what, why, whylen));
+  snprintf(what, sizeof what, "%s: record %llu previous CPL", where, lsn);
+  TRY(lsn_in(r->prev_cpl, what, why, whylen));
+  snprintf(what, sizeof what, "%s: record %llu epoch", where, lsn);
+  TRY(epoch_in(r->epoch, what, why, whylen));
+  for (size_t j = 0; j < r->n_mtr; j++) {
+    snprintf(what, sizeof what, "%s: record %llu, its MTR's last LSN in pg %u", where, lsn,
+             r->mtr[j]->pg);
+    TRY(lsn_in(r->mtr[j]->lsn, what, why, whylen));
+  }
+  return ERR_NONE;
+}
+
+static int check_volume_bounds(const Auralog__Volume *v, char *why, size_t whylen)
+{
+  TRY(epoch_in(v->epoch, "volume epoch", why, whylen));
+  return check_truncs(v->truncs, v->n_truncs, "volume", why, whylen);
+}
+
 static int check_segment(const Auralog__Segment *s, char *why, size_t whylen)
 {
   if (!wire_name_ok(s->node) || !az_ok(s->az) || !addr_ok(s->addr))
@@ -148,12 +288,27 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
     return bad(why, whylen, "append without a volume id");
   if (a->epoch == 0)
     return bad(why, whylen, "append without an epoch");
+  TRY(epoch_in(a->epoch, "append epoch", why, whylen));
+  TRY(lsn_in(a->vdl, "append vdl", why, whylen));
+  if (a->trunc) {
+    TRY(check_trunc(a->trunc, "append", why, whylen));
+    if (a->trunc->epoch > a->epoch)
+      return bad(why, whylen, "append of epoch %llu carries a truncation of epoch %llu",
+                 (unsigned long long)a->epoch, (unsigned long long)a->trunc->epoch);
+  }
   if (a->n_records > BATCH_MAX)   /* 0: only tells the writer's VDL */
     return bad(why, whylen, "append of %zu records (at most %d)",
                a->n_records, BATCH_MAX);
   uint64_t last = 0;
   for (size_t i = 0; i < a->n_records; i++) {
     const Auralog__Record *r = a->records[i];
+    TRY(check_rec_bounds(r, "append", why, whylen));
+    /* A writer sends records of its own epoch, or of older ones that its
+     * recovery adopted; never of a newer epoch than its own. */
+    if (r->epoch > a->epoch)
+      return bad(why, whylen, "record %llu of epoch %llu in an append of epoch %llu",
+                 (unsigned long long)r->lsn, (unsigned long long)r->epoch,
+                 (unsigned long long)a->epoch);
     int rc = rec_check(r, PAGE_SIZE_MAX, why, whylen);
     if (rc != ERR_NONE)
       return rc;            /* keep ERR_BAD_CRC / ERR_OUT_OF_RANGE distinct */
@@ -167,6 +322,7 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
 
 int wire_check(const Env *e, char *why, size_t whylen)
 {
+  TRY(check_known(&e->base, &auralog__envelope__descriptor, why, whylen));
   switch (e->body_case) {
   case AURALOG__ENVELOPE__BODY_ERROR:
     if (e->error->msg && strlen(e->error->msg) > 4096)
@@ -175,10 +331,15 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_APPEND:
     return check_append(e->append, why, whylen);
   case AURALOG__ENVELOPE__BODY_APPEND_ACK:
-    return ERR_NONE;
+    return lsn_in(e->append_ack->scl, "append ack scl", why, whylen);
   case AURALOG__ENVELOPE__BODY_READ_PAGE:
     if (e->read_page->volume_id == 0)
       return bad(why, whylen, "page read without a volume id");
+    TRY(lsn_in(e->read_page->read_point, "page read point", why, whylen));
+    TRY(lsn_in(e->read_page->need, "page read need", why, whylen));
+    TRY(epoch_in(e->read_page->epoch, "page read epoch", why, whylen));
+    if (e->read_page->trunc)
+      TRY(check_trunc(e->read_page->trunc, "page read", why, whylen));
     if (e->read_page->need > e->read_page->read_point)
       return bad(why, whylen, "page read needs LSN %llu above its read point %llu",
                  (unsigned long long)e->read_page->need,
@@ -187,7 +348,7 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_PAGE:
     if (e->page->data.len > PAGE_SIZE_MAX)
       return bad(why, whylen, "page of %zu bytes", e->page->data.len);
-    return ERR_NONE;
+    return lsn_in(e->page->page_lsn, "page lsn", why, whylen);
   case AURALOG__ENVELOPE__BODY_REGISTER:
     if (!wire_name_ok(e->register_->id))
       return bad(why, whylen, "node id must be 1-%d of A-Z a-z 0-9 _ . -", NAME_MAX_LEN);
@@ -224,7 +385,7 @@ int wire_check(const Env *e, char *why, size_t whylen)
         if (check_segment(v->pgs[i]->segments[j], why, whylen))
           return ERR_BAD_MSG;
     }
-    return ERR_NONE;
+    return check_volume_bounds(v, why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_GROW_VOLUME:
     if (!wire_name_ok(e->grow_volume->name))
@@ -239,18 +400,42 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_STATUS:
     if (e->status->n_seg_nodes != e->status->n_segs)
       return bad(why, whylen, "status with unmatched segment list");
+    if (e->status->volume)
+      return check_volume_bounds(e->status->volume, why, whylen);
     return ERR_NONE;
-  case AURALOG__ENVELOPE__BODY_SEG_QUERY:
-    if (e->seg_query->volume_id == 0 || e->seg_query->epoch == 0)
+  case AURALOG__ENVELOPE__BODY_SEG_QUERY: {
+    const Auralog__SegQuery *q = e->seg_query;
+    if (q->volume_id == 0 || q->epoch == 0)
       return bad(why, whylen, "segment query without volume or epoch");
-    return ERR_NONE;
-  case AURALOG__ENVELOPE__BODY_SEG_INFO:
-    return ERR_NONE;
+    TRY(epoch_in(q->epoch, "segment query epoch", why, whylen));
+    TRY(lsn_in(q->from, "segment query start", why, whylen));
+    TRY(lsn_in(q->after, "segment query scan point", why, whylen));
+    if (q->max > BATCH_MAX)   /* 0: the default */
+      return bad(why, whylen, "segment query for %u records (at most %d)",
+                 q->max, BATCH_MAX);
+    return check_truncs(q->truncs, q->n_truncs, "segment query", why, whylen);
+  }
+  case AURALOG__ENVELOPE__BODY_SEG_INFO: {
+    /* The engine's recovery trusts these: a wild value must not reach it.
+     * The records come without their ranges (node.c reply_info), so only
+     * their LSNs and epochs are checked, not their CRCs. */
+    const Auralog__SegInfo *si = e->seg_info;
+    TRY(lsn_in(si->scl, "segment info scl", why, whylen));
+    TRY(lsn_in(si->max_lsn, "segment info max lsn", why, whylen));
+    TRY(lsn_in(si->vdl, "segment info vdl", why, whylen));
+    TRY(lsn_in(si->tail, "segment info tail", why, whylen));
+    TRY(epoch_in(si->epoch, "segment info epoch", why, whylen));
+    for (size_t i = 0; i < si->n_recs; i++)
+      TRY(check_rec_bounds(si->recs[i], "segment info", why, whylen));
+    return check_truncs(si->truncs, si->n_truncs, "segment info", why, whylen);
+  }
   case AURALOG__ENVELOPE__BODY_TRUNCATE: {
     const Auralog__Truncate *t = e->truncate;
     if (t->volume_id == 0 || t->epoch == 0 || t->to < t->from)
       return bad(why, whylen, "truncation without volume or epoch, or with to < from");
-    return ERR_NONE;
+    TRY(epoch_in(t->epoch, "truncation epoch", why, whylen));
+    TRY(lsn_in(t->from, "truncation start", why, whylen));
+    return lsn_in(t->to, "truncation end", why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_QUERY:
     if (strlen(e->query->sql) > (1u << 20))
@@ -287,13 +472,15 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_GOSSIP_PULL:
     if (e->gossip_pull->volume_id == 0 || !wire_name_ok(e->gossip_pull->node))
       return bad(why, whylen, "gossip pull without volume or node");
-    return ERR_NONE;
+    return lsn_in(e->gossip_pull->scl, "gossip pull scl", why, whylen);
   case AURALOG__ENVELOPE__BODY_GOSSIP_PUSH: {
     const Auralog__GossipPush *g = e->gossip_push;
     if (g->n_records > BATCH_MAX)
       return bad(why, whylen, "gossip push of %zu records", g->n_records);
+    TRY(lsn_in(g->scl, "gossip push scl", why, whylen));
     uint64_t last = 0;
     for (size_t i = 0; i < g->n_records; i++) {
+      TRY(check_rec_bounds(g->records[i], "gossip push", why, whylen));
       int rc = rec_check(g->records[i], PAGE_SIZE_MAX, why, whylen);
       if (rc != ERR_NONE)
         return rc;
@@ -304,7 +491,7 @@ int wire_check(const Env *e, char *why, size_t whylen)
     for (size_t i = 0; i < g->n_truncs; i++)
       if (g->truncs[i]->to < g->truncs[i]->from)
         return bad(why, whylen, "gossip truncation with to < from");
-    return ERR_NONE;
+    return check_truncs(g->truncs, g->n_truncs, "gossip push", why, whylen);
   }
   default:
     return bad(why, whylen, "message with no known body");

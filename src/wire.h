@@ -53,8 +53,11 @@ int wire_parse(const uint8_t *buf, size_t n, Env **out, size_t *used,
 
 void wire_free(Env *env);
 
-/* Validate every field of an unpacked envelope. Returns ERR_NONE, or an
- * ERR_* code with a one-line reason in why. */
+/* Validate every field of an unpacked envelope: no unknown field in any
+ * message at any depth (ERR_BAD_MSG), every LSN, VDL, SCL and truncation
+ * point at most LSN_MAX and every epoch at most EPOCH_MAX
+ * (ERR_OUT_OF_RANGE), and each message's own rules. Returns ERR_NONE, or
+ * an ERR_* code with a one-line reason in why. */
 int wire_check(const Env *env, char *why, size_t whylen);
 
 /* Node and volume names: 1..NAME_MAX_LEN of [A-Za-z0-9_.-]. */

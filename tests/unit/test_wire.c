@@ -629,6 +629,570 @@ static void test_check_no_body(void **state)
   wire_free(e);
 }
 
+/* ---- hand-built bytes: unknown fields ------------------------------------ */
+
+/* Protobuf bytes built by hand, for what no packer writes. */
+struct pbuf {
+  uint8_t b[4096];
+  size_t n;
+};
+
+static void pb_raw(struct pbuf *o, const void *p, size_t n)
+{
+  assert_true(o->n + n <= sizeof o->b);
+  memcpy(o->b + o->n, p, n);
+  o->n += n;
+}
+
+static void pb_varint(struct pbuf *o, uint64_t v)
+{
+  uint8_t c[10];
+  size_t k = 0;
+  while (v >= 0x80) {
+    c[k++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  c[k++] = (uint8_t)v;
+  pb_raw(o, c, k);
+}
+
+/* Append the packed message m (its own fields, no tag). */
+static void pb_msg(struct pbuf *o, const ProtobufCMessage *m)
+{
+  size_t n = protobuf_c_message_get_packed_size(m);
+  assert_true(o->n + n <= sizeof o->b);
+  o->n += protobuf_c_message_pack(m, o->b + o->n);
+}
+
+/* Append field number `field` holding inner as a length-delimited value
+ * (a sub-message). Fields may come in any order: the last wins for a
+ * singular one, a repeated one collects them. */
+static void pb_sub(struct pbuf *o, uint32_t field, const struct pbuf *inner)
+{
+  pb_varint(o, (uint64_t)field << 3 | 2);
+  pb_varint(o, inner->n);
+  pb_raw(o, inner->b, inner->n);
+}
+
+/* An unknown field numbered 0 written as a two-byte tag (0x80 0x00: the
+ * varint 0, padded), varint value 1. protobuf-c 1.4.1 accepts it; it
+ * writes it back as the one-byte tag 0x00, which it then refuses. */
+static const uint8_t UNKNOWN_ZERO[] = { 0x80, 0x00, 0x01 };
+/* An unknown field numbered 99 (no message has one), varint value 5. */
+static const uint8_t UNKNOWN_99[] = { ((99 << 3) & 0x7f) | 0x80, (99 << 3) >> 7, 0x05 };
+
+/* Frame the envelope bytes p, unpack them (they must unpack) and return
+ * wire_check's answer, its reason in why: one line, never empty when a
+ * message is refused. */
+static int parse_check(const struct pbuf *p, char *why, size_t whylen)
+{
+  uint8_t *f = malloc(4 + p->n);
+  assert_non_null(f);
+  put_be32(f, (uint32_t)p->n);
+  memcpy(f + 4, p->b, p->n);
+  Env *e = NULL;
+  size_t used, need;
+  why[0] = 0;
+  int rc = wire_parse(f, 4 + p->n, &e, &used, &need, why, whylen);
+  if (rc != 1)
+    fail_msg("hand-built envelope of %zu bytes does not unpack: %s", p->n, why);
+  why[0] = 0;
+  int code = wire_check(e, why, whylen);
+  if (code != ERR_NONE) {
+    assert_true(strlen(why) > 0);
+    assert_null(strchr(why, '\n'));
+  }
+  wire_free(e);
+  free(f);
+  return code;
+}
+
+/* An Append envelope (volume 42, pg 3, epoch 7) with one record, sealed,
+ * whose bytes are built by hand; extra bytes go at the level named:
+ * 0 the envelope, 1 the append, 2 the record, 3 the record's first range,
+ * 4 the append's truncation; none if extra is NULL. */
+static void append_bytes(struct pbuf *out, int level, const uint8_t *extra, size_t nextra)
+{
+  struct trec rec;
+  trec_make(&rec, 10, 0, 1, 1, 0, 8);
+
+  struct pbuf g = { .n = 0 };   /* the range */
+  pb_msg(&g, &rec.g[0].base);
+  if (level == 3 && extra)
+    pb_raw(&g, extra, nextra);
+
+  struct pbuf r = { .n = 0 };   /* the record, its range last */
+  rec.r.n_ranges = 0;
+  pb_msg(&r, &rec.r.base);
+  rec.r.n_ranges = 1;
+  pb_sub(&r, 5, &g);            /* Record.ranges */
+  if (level == 2 && extra)
+    pb_raw(&r, extra, nextra);
+
+  Auralog__Append a = AURALOG__APPEND__INIT;
+  a.volume_id = 42;
+  a.pg = 3;
+  a.epoch = 7;
+  a.vdl = 5;
+  struct pbuf ap = { .n = 0 };  /* the append: fields, then record, then trunc */
+  pb_msg(&ap, &a.base);
+  pb_sub(&ap, 4, &r);           /* Append.records */
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  tr.epoch = 7;
+  tr.from = 100;
+  tr.to = 200;
+  struct pbuf t = { .n = 0 };
+  pb_msg(&t, &tr.base);
+  if (level == 4 && extra)
+    pb_raw(&t, extra, nextra);
+  pb_sub(&ap, 6, &t);           /* Append.trunc */
+  if (level == 1 && extra)
+    pb_raw(&ap, extra, nextra);
+
+  out->n = 0;
+  pb_varint(out, 1 << 3 | 0);   /* Envelope.req = 1001 */
+  pb_varint(out, 1001);
+  pb_sub(out, 3, &ap);          /* Envelope.append */
+  if (level == 0 && extra)
+    pb_raw(out, extra, nextra);
+}
+
+/* The bug of DESIGN.md §8: a record with an unknown field 0 in a two-byte
+ * tag unpacks, but a node that stored it re-packed could never read it
+ * back. wire_check refuses it before any role sees it. */
+static void test_check_unknown_field_zero(void **state)
+{
+  (void)state;
+  struct pbuf p;
+  char why[256];
+
+  append_bytes(&p, 2, NULL, 0);          /* the same append, well formed */
+  int code = parse_check(&p, why, sizeof why);
+  if (code != ERR_NONE)
+    fail_msg("valid hand-built append refused: %s", why);
+
+  append_bytes(&p, 2, UNKNOWN_ZERO, sizeof UNKNOWN_ZERO);
+  /* What protobuf-c makes of it: it unpacks, then its re-pack does not. */
+  Env *e = auralog__envelope__unpack(NULL, p.n, p.b);
+  assert_non_null(e);
+  assert_int_equal(e->append->records[0]->base.n_unknown_fields, 1);
+  size_t n2 = auralog__envelope__get_packed_size(e);
+  uint8_t *b2 = malloc(n2);
+  assert_non_null(b2);
+  auralog__envelope__pack(e, b2);
+  Env *again = auralog__envelope__unpack(NULL, n2, b2);
+  print_message("protobuf-c %s its own re-pack of the record\n",
+                again ? "reads" : "cannot read");
+  wire_free(again);
+  free(b2);
+  wire_free(e);
+
+  code = parse_check(&p, why, sizeof why);
+  if (code != ERR_BAD_MSG)
+    fail_msg("record with an unknown field 0: wire_check %d (%s)", code, why);
+  assert_non_null(strstr(why, "unknown field 0"));
+  assert_non_null(strstr(why, "auralog.Record"));
+}
+
+/* An unknown field is refused at every depth: in the envelope, the
+ * append (a oneof member), its record (repeated), the record's range (a
+ * repeated field of a repeated field), the append's truncation (singular). */
+static void test_check_unknown_field_nested(void **state)
+{
+  (void)state;
+  static const char *const where[] = {
+    "auralog.Envelope", "auralog.Append", "auralog.Record", "auralog.Range",
+    "auralog.TruncRange",
+  };
+  struct pbuf p;
+  char why[256];
+  for (int level = 0; level <= 4; level++) {
+    append_bytes(&p, level, NULL, 0);
+    int code = parse_check(&p, why, sizeof why);
+    if (code != ERR_NONE)
+      fail_msg("level %d: valid append refused: %s", level, why);
+    append_bytes(&p, level, UNKNOWN_99, sizeof UNKNOWN_99);
+    code = parse_check(&p, why, sizeof why);
+    if (code != ERR_BAD_MSG)
+      fail_msg("level %d: unknown field 99 in %s: wire_check %d (%s)", level,
+               where[level], code, why);
+    assert_non_null(strstr(why, "unknown field 99"));
+    assert_non_null(strstr(why, where[level]));
+  }
+
+  /* In a message of another body: a SegInfo's truncation. */
+  Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+  si.volume_id = 4;
+  si.scl = 9;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  tr.epoch = 2;
+  tr.from = 10;
+  tr.to = 20;
+  struct pbuf t = { .n = 0 }, s = { .n = 0 };
+  pb_msg(&t, &tr.base);
+  pb_raw(&t, UNKNOWN_99, sizeof UNKNOWN_99);
+  pb_msg(&s, &si.base);
+  pb_sub(&s, 9, &t);            /* SegInfo.truncs */
+  p.n = 0;
+  pb_sub(&p, 16, &s);           /* Envelope.seg_info */
+  assert_int_equal(parse_check(&p, why, sizeof why), ERR_BAD_MSG);
+  assert_non_null(strstr(why, "auralog.TruncRange"));
+}
+
+/* ---- LSN and epoch bounds ------------------------------------------------ */
+
+#define WILD (UINT64_MAX - 4)   /* 2^64 - 5: any sum with it wraps */
+
+static void test_check_append_bounds(void **state)
+{
+  (void)state;
+  struct trec recs[2];
+  struct tappend t;
+
+  /* An empty append only tells the writer's VDL: it must be sane. */
+  tappend_make(&t, recs, 0);
+  check_is(&t.env, ERR_NONE);
+  t.a.vdl = LSN_MAX;
+  check_is(&t.env, ERR_NONE);
+  t.a.vdl = WILD;
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  t.a.vdl = LSN_MAX + 1;
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  t.a.vdl = 100;
+  t.a.epoch = EPOCH_MAX;
+  check_is(&t.env, ERR_NONE);
+  t.a.epoch = EPOCH_MAX + 1;
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  t.a.epoch = 7;
+
+  /* Its truncation. */
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  tr.epoch = 7;
+  tr.from = 100;
+  tr.to = 100 + LAL;
+  t.a.trunc = &tr;
+  check_is(&t.env, ERR_NONE);
+  tr.to = WILD;
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  tr.to = 50;                    /* ends before it starts */
+  check_is(&t.env, ERR_BAD_MSG);
+  tr.to = 100 + LAL;
+  tr.epoch = WILD;
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  tr.epoch = 7;
+  check_is(&t.env, ERR_NONE);
+
+  /* Records: their epoch is at most the append's. */
+  trec_make(&recs[0], 10, 0, 1, 1, 0, 8);
+  trec_make(&recs[1], 20, 10, 1, 1, 0, 8);
+  tappend_make(&t, recs, 2);
+  recs[1].r.epoch = 7;
+  rec_seal(&recs[1].r);
+  check_is(&t.env, ERR_NONE);
+  recs[1].r.epoch = 8;           /* a newer epoch than its writer's */
+  rec_seal(&recs[1].r);
+  check_is(&t.env, ERR_BAD_MSG);
+  recs[1].r.epoch = WILD;
+  rec_seal(&recs[1].r);
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  recs[1].r.epoch = 3;           /* an older epoch (adopted by a recovery) */
+  rec_seal(&recs[1].r);
+  check_is(&t.env, ERR_NONE);
+
+  /* A record's LSNs, its MTR shape's included. */
+  trec_make(&recs[1], LSN_MAX + 1, 10, 1, 1, 0, 8);
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  trec_make(&recs[1], LSN_MAX, 10, 1, 1, 0, 8);
+  check_is(&t.env, ERR_NONE);
+  recs[1].r.flags = REC_CPL;
+  recs[1].r.prev_cpl = WILD;
+  rec_seal(&recs[1].r);
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  recs[1].r.prev_cpl = 5;
+  Auralog__PgLast pl = AURALOG__PG_LAST__INIT, *plp = &pl;
+  pl.pg = 1;
+  pl.lsn = WILD;
+  recs[1].r.mtr = &plp;
+  recs[1].r.n_mtr = 1;
+  rec_seal(&recs[1].r);
+  check_is(&t.env, ERR_OUT_OF_RANGE);
+  pl.lsn = 9;
+  rec_seal(&recs[1].r);
+  check_is(&t.env, ERR_NONE);
+}
+
+/* The same, with a hand-built append, after a trip over the wire. */
+static void test_check_append_bounds_wire(void **state)
+{
+  (void)state;
+  struct trec rec;
+  trec_make(&rec, 10, 0, 1, 1, 0, 8);
+  rec.r.epoch = 9;
+  rec_seal(&rec.r);
+  struct tappend t;
+  tappend_make(&t, &rec, 1);     /* epoch 7: below the record's */
+  Env *e = roundtrip(&t.env);
+  check_is(e, ERR_BAD_MSG);
+  e->append->epoch = 9;
+  check_is(e, ERR_NONE);
+  wire_free(e);
+}
+
+static void test_check_truncate_bounds(void **state)
+{
+  (void)state;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Truncate t = AURALOG__TRUNCATE__INIT;
+  t.volume_id = 5;
+  t.pg = 1;
+  t.epoch = 3;
+  t.from = 1000;
+  t.to = 1000 + LAL;
+  env.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
+  env.truncate = &t;
+  check_is(&env, ERR_NONE);
+  t.to = LSN_MAX;
+  check_is(&env, ERR_NONE);
+  t.to = LSN_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  t.to = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  t.from = WILD;                 /* from <= to, both wild */
+  check_is(&env, ERR_OUT_OF_RANGE);
+  t.from = 1000;
+  t.to = 2000;
+  t.epoch = EPOCH_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  t.epoch = 3;
+  check_is(&env, ERR_NONE);
+
+  Env *e = roundtrip(&env);
+  check_is(e, ERR_NONE);
+  e->truncate->to = WILD;
+  check_is(e, ERR_OUT_OF_RANGE);
+  wire_free(e);
+}
+
+static void test_check_seg_info_bounds(void **state)
+{
+  (void)state;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+  si.volume_id = 5;
+  si.pg = 2;
+  si.scl = 90;
+  si.max_lsn = 120;
+  si.vdl = 80;
+  si.tail = 78;
+  si.epoch = 4;
+  /* Records come without their ranges (node.c reply_info). */
+  Auralog__Record r = AURALOG__RECORD__INIT, *rp = &r;
+  r.lsn = 120;
+  r.prev_lsn = 90;
+  r.epoch = 3;
+  si.recs = &rp;
+  si.n_recs = 1;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT, *trp = &tr;
+  tr.epoch = 4;
+  tr.from = 80;
+  tr.to = 80 + LAL;
+  si.truncs = &trp;
+  si.n_truncs = 1;
+  env.body_case = AURALOG__ENVELOPE__BODY_SEG_INFO;
+  env.seg_info = &si;
+  check_is(&env, ERR_NONE);
+
+  si.vdl = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  si.vdl = 80;
+  uint64_t *lsns[] = { &si.scl, &si.max_lsn, &si.tail, &r.lsn, &r.prev_lsn,
+                       &r.prev_cpl, &tr.from, &tr.to };
+  for (size_t i = 0; i < sizeof lsns / sizeof lsns[0]; i++) {
+    uint64_t keep = *lsns[i];
+    *lsns[i] = LSN_MAX + 1;
+    check_is(&env, ERR_OUT_OF_RANGE);
+    *lsns[i] = keep;
+  }
+  uint64_t *epochs[] = { &si.epoch, &r.epoch, &tr.epoch };
+  for (size_t i = 0; i < sizeof epochs / sizeof epochs[0]; i++) {
+    uint64_t keep = *epochs[i];
+    *epochs[i] = EPOCH_MAX + 1;
+    check_is(&env, ERR_OUT_OF_RANGE);
+    *epochs[i] = keep;
+  }
+  tr.to = 70;                    /* ends before it starts */
+  check_is(&env, ERR_BAD_MSG);
+  tr.to = 80 + LAL;
+  check_is(&env, ERR_NONE);
+
+  Env *e = roundtrip(&env);
+  check_is(e, ERR_NONE);
+  e->seg_info->vdl = WILD;
+  check_is(e, ERR_OUT_OF_RANGE);
+  wire_free(e);
+}
+
+static void test_check_read_page_bounds(void **state)
+{
+  (void)state;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
+  rp.volume_id = 9;
+  rp.pg = 2;
+  rp.page_no = 600;
+  rp.read_point = 500;
+  rp.need = 450;
+  rp.epoch = 6;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  tr.epoch = 6;
+  tr.from = 400;
+  tr.to = 400 + LAL;
+  rp.trunc = &tr;
+  env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
+  env.read_page = &rp;
+  check_is(&env, ERR_NONE);
+
+  rp.epoch = EPOCH_MAX;
+  check_is(&env, ERR_NONE);
+  rp.epoch = EPOCH_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  rp.epoch = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  rp.epoch = 6;
+  rp.read_point = WILD;          /* need <= read_point still holds */
+  check_is(&env, ERR_OUT_OF_RANGE);
+  rp.read_point = 500;
+  tr.from = 500 + LAL + 1;       /* ends before it starts */
+  check_is(&env, ERR_BAD_MSG);
+  tr.from = 400;
+  tr.to = LSN_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  tr.to = 400 + LAL;
+  check_is(&env, ERR_NONE);
+
+  Env *e = roundtrip(&env);
+  check_is(e, ERR_NONE);
+  e->read_page->epoch = EPOCH_MAX + 1;
+  check_is(e, ERR_OUT_OF_RANGE);
+  wire_free(e);
+}
+
+/* The other messages that carry LSNs or epochs. */
+static void test_check_other_bounds(void **state)
+{
+  (void)state;
+  Env env = AURALOG__ENVELOPE__INIT;
+
+  Auralog__SegQuery q = AURALOG__SEG_QUERY__INIT;
+  q.volume_id = 5;
+  q.epoch = 4;
+  q.scan = 1;
+  q.from = 100;
+  q.after = 90;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT, *trp = &tr;
+  tr.epoch = 4;
+  tr.from = 100;
+  tr.to = 100 + LAL;
+  q.truncs = &trp;
+  q.n_truncs = 1;
+  env.body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
+  env.seg_query = &q;
+  check_is(&env, ERR_NONE);        /* max 0: the default */
+  q.max = BATCH_MAX;
+  check_is(&env, ERR_NONE);
+  q.max = BATCH_MAX + 1;
+  check_is(&env, ERR_BAD_MSG);
+  q.max = 0;
+  q.epoch = EPOCH_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  q.epoch = 4;
+  q.from = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  q.from = 100;
+  q.after = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  q.after = 90;
+  tr.to = 99;
+  check_is(&env, ERR_BAD_MSG);
+  tr.to = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  tr.to = 100 + LAL;
+  check_is(&env, ERR_NONE);
+
+  Auralog__AppendAck ack = AURALOG__APPEND_ACK__INIT;
+  ack.volume_id = 5;
+  ack.scl = 77;
+  env.body_case = AURALOG__ENVELOPE__BODY_APPEND_ACK;
+  env.append_ack = &ack;
+  check_is(&env, ERR_NONE);
+  ack.scl = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+
+  Auralog__Page pg = AURALOG__PAGE__INIT;
+  pg.volume_id = 5;
+  pg.page_lsn = 77;
+  env.body_case = AURALOG__ENVELOPE__BODY_PAGE;
+  env.page = &pg;
+  check_is(&env, ERR_NONE);
+  pg.page_lsn = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+
+  Auralog__GossipPull gl = AURALOG__GOSSIP_PULL__INIT;
+  gl.volume_id = 5;
+  gl.node = "a1";
+  gl.scl = 77;
+  env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PULL;
+  env.gossip_pull = &gl;
+  check_is(&env, ERR_NONE);
+  gl.scl = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+
+  struct trec rec;
+  trec_make(&rec, 80, 77, 1, 1, 0, 8);
+  Auralog__Record *rp = &rec.r;
+  Auralog__GossipPush gp = AURALOG__GOSSIP_PUSH__INIT;
+  gp.volume_id = 5;
+  gp.scl = 80;
+  gp.records = &rp;
+  gp.n_records = 1;
+  gp.truncs = &trp;
+  gp.n_truncs = 1;
+  env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PUSH;
+  env.gossip_push = &gp;
+  check_is(&env, ERR_NONE);
+  gp.scl = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  gp.scl = 80;
+  tr.epoch = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  tr.epoch = 4;
+  rec.r.prev_cpl = WILD;
+  rec_seal(&rec.r);
+  check_is(&env, ERR_OUT_OF_RANGE);
+  rec.r.prev_cpl = 0;
+  rec_seal(&rec.r);
+  check_is(&env, ERR_NONE);
+
+  Auralog__Volume v = AURALOG__VOLUME__INIT;
+  v.id = 5;
+  v.name = "db1";
+  v.page_size = 4096;
+  v.pg_pages = PG_PAGES;
+  v.epoch = 4;
+  v.truncs = &trp;
+  v.n_truncs = 1;
+  env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
+  env.volume = &v;
+  check_is(&env, ERR_NONE);
+  v.epoch = EPOCH_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  v.epoch = 4;
+  tr.from = WILD;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  tr.from = 100;
+  check_is(&env, ERR_NONE);
+}
+
 static void test_name_ok(void **state)
 {
   (void)state;
@@ -659,6 +1223,14 @@ int main(void)
     cmocka_unit_test(test_check_register),
     cmocka_unit_test(test_check_open_volume),
     cmocka_unit_test(test_check_no_body),
+    cmocka_unit_test(test_check_unknown_field_zero),
+    cmocka_unit_test(test_check_unknown_field_nested),
+    cmocka_unit_test(test_check_append_bounds),
+    cmocka_unit_test(test_check_append_bounds_wire),
+    cmocka_unit_test(test_check_truncate_bounds),
+    cmocka_unit_test(test_check_seg_info_bounds),
+    cmocka_unit_test(test_check_read_page_bounds),
+    cmocka_unit_test(test_check_other_bounds),
     cmocka_unit_test(test_name_ok),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
