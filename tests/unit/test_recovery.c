@@ -26,6 +26,15 @@
  * below the hint change nothing; that the result equals a brute-force model
  * on thousands of random histories with random records lost (fixed seed);
  * and that 200k records take well under a second.
+ *
+ * Rule T and adoption: a newer epoch's records inside an older epoch's
+ * truncated range (an interrupted recovery's, that a later one never saw)
+ * are followed, while the older epoch's records there are not; the
+ * records on the chains in (hint, vdl] are marked for adoption, one copy
+ * each, an MTR held by one segment only included (recovery then writes it
+ * to a write quorum), those above the VDL are not; and each PG's tail is
+ * its last record at or below the VDL on the proved chain, not a record a
+ * segment merely holds.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -812,6 +821,101 @@ static void test_large_input_fast(void **state)
   hist_free(&h);
 }
 
+/* A record for the hand-made cases below: (lsn, prev, epoch) in pg. */
+static struct rmeta rm(uint64_t lsn, uint64_t prev, uint64_t epoch, uint32_t pg)
+{
+  struct rmeta r;
+  memset(&r, 0, sizeof r);
+  r.lsn = lsn;
+  r.prev = prev;
+  r.epoch = epoch;
+  r.pg = pg;
+  return r;
+}
+
+/* Make r the CPL of a one-PG MTR that links back to prev_cpl. */
+static void as_cpl(struct rmeta *r, uint64_t prev_cpl, const uint32_t *pg,
+                   const uint64_t *last)
+{
+  r->cpl = 1;
+  r->prev_cpl = prev_cpl;
+  r->mtr_pg = pg;
+  r->mtr_last = last;
+  r->nmtr = 1;
+}
+
+static void test_newer_epoch_inside_an_older_range(void **state)
+{
+  (void)state;
+  /* Epoch 1 wrote up to 20 (durable to 10). An interrupted epoch-2
+   * recovery wrote (20, 1020] to one segment; epoch 3's recovery did not
+   * see it, proved 10, truncated (10, 1010] and wrote 1011 (linked to 10)
+   * and 1012. Epoch 4's recovery hears both ranges. */
+  static const uint32_t pg0[1] = {0};
+  static const uint64_t l15[1] = {15}, l1011[1] = {1011}, l1012[1] = {1012};
+  struct rmeta v[4];
+  v[0] = rm(15, 10, 1, 0);
+  as_cpl(&v[0], 10, pg0, l15);             /* epoch 1's, above 10: cut */
+  v[1] = rm(1011, 10, 3, 0);
+  as_cpl(&v[1], 10, pg0, l1011);
+  v[2] = rm(1012, 1011, 3, 0);
+  as_cpl(&v[2], 1011, pg0, l1012);
+  v[3] = v[2];                             /* a second copy */
+  struct trunc tr[2] = {{2, 20, 1020}, {3, 10, 1010}};
+  uint64_t start[1] = {10}, tails[1];
+  assert_int_equal(recover_vdl(10, start, 1, v, 4, tr, 2, tails), 1012);
+  assert_int_equal(tails[0], 1012);
+  size_t adopted = 0;
+  for (int i = 0; i < 4; i++)
+    adopted += v[i].adopt;
+  assert_int_equal(adopted, 2);            /* 1011 and one copy of 1012 */
+  /* Under the old rule (every range cuts everything in it) the walk
+   * stopped at 10 and epoch 3's acknowledged 1011 and 1012 were lost. */
+  struct trunc all[2] = {{9, 20, 1020}, {9, 10, 1010}};
+  assert_int_equal(recover_vdl(10, start, 1, v, 4, all, 2, NULL), 10);
+}
+
+static void test_adoption_marks_the_proved_chain(void **state)
+{
+  (void)state;
+  /* Two PGs. Hint 4 (PG 0's tail 3, PG 1's 4). Above it: an MTR of 5
+   * (pg 0) and 6 (pg 1, CPL), held by a single segment; then 7 (pg 0,
+   * CPL); then an MTR 8 (pg 1), 9 (pg 0, CPL) whose record 8 is missing;
+   * and a stray 12 (pg 1) linked to 8. */
+  static const uint32_t pgs01[2] = {0, 1}, pg0[1] = {0}, pgs10[2] = {1, 0};
+  static const uint64_t l56[2] = {5, 6}, l7[1] = {7}, l89[2] = {8, 9};
+  struct rmeta v[5];
+  v[0] = rm(5, 3, 1, 0);
+  v[1] = rm(6, 4, 1, 1);
+  v[1].cpl = 1;
+  v[1].prev_cpl = 4;
+  v[1].mtr_pg = pgs01;
+  v[1].mtr_last = l56;
+  v[1].nmtr = 2;
+  v[2] = rm(7, 5, 1, 0);
+  as_cpl(&v[2], 6, pg0, l7);
+  v[3] = rm(9, 7, 1, 0);
+  v[3].cpl = 1;
+  v[3].prev_cpl = 7;
+  v[3].mtr_pg = pgs10;
+  v[3].mtr_last = l89;
+  v[3].nmtr = 2;
+  v[4] = rm(12, 8, 1, 1);
+  uint64_t start[2] = {3, 4}, tails[2];
+  assert_int_equal(recover_vdl(4, start, 2, v, 5, NULL, 0, tails), 7);
+  /* sorted by LSN now: 5 6 7 9 12 */
+  assert_int_equal(v[0].lsn, 5);
+  assert_true(v[0].adopt && v[1].adopt && v[2].adopt);
+  assert_false(v[3].adopt);                /* 9: on the chain, above the VDL */
+  assert_false(v[4].adopt);                /* 12: past the hole at 8 */
+  assert_int_equal(tails[0], 7);
+  assert_int_equal(tails[1], 6);
+  /* Nothing above the hint: the tails are the starts. */
+  assert_int_equal(recover_vdl(4, start, 2, v, 0, NULL, 0, tails), 4);
+  assert_int_equal(tails[0], 3);
+  assert_int_equal(tails[1], 4);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -824,6 +928,8 @@ int main(void)
     cmocka_unit_test(test_start_from_tail_at_hint),
     cmocka_unit_test(test_random_against_model),
     cmocka_unit_test(test_large_input_fast),
+    cmocka_unit_test(test_newer_epoch_inside_an_older_range),
+    cmocka_unit_test(test_adoption_marks_the_proved_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,15 @@
  * segment, or one writing past the end of its page is refused with the
  * right error; and that a writer with an older epoch is fenced off while a
  * newer epoch is accepted.
+ *
+ * The truncation rule (rule T, record.h), on the segment and on disk: a
+ * truncation cuts only records of older epochs inside its range, whatever
+ * order truncations of several epochs arrive in (a gossip of an older range
+ * after a newer writer's records never removes them); a copy range past the
+ * segment's own page size is refused; installing truncations on the store
+ * deletes exactly what they cut, and rechaining from disk gives the SCL the
+ * remaining records prove; a segment whose SCL hint names no stored record
+ * is rebuilt from the start.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +36,9 @@
 #include "record.h"
 #include "wire.h"
 #include "node/segment.h"
+#include "node/store.h"
+#include <unistd.h>
+#include <sys/stat.h>
 
 /* Segment under test: PG 1 of a 4096-byte-page volume, pages 256..511. */
 #define FIRST 256
@@ -420,6 +432,192 @@ static void test_epoch_fencing(void **state)
   seg_free(&s);
 }
 
+/* ---- rule T --------------------------------------------------------------- */
+
+static void test_trunc_rule(void **state)
+{
+  (void)state;
+  struct trunc t[3] = {{2, 100, 200}, {5, 150, 300}, {3, 50, 60}};
+  /* every order of arrival gives the same answers: rule T is a pure
+   * predicate over the set */
+  size_t orders[6][3] = {{0,1,2},{0,2,1},{1,0,2},{1,2,0},{2,0,1},{2,1,0}};
+  for (int o = 0; o < 6; o++) {
+    struct trunc u[3];
+    for (int i = 0; i < 3; i++)
+      u[i] = t[orders[o][i]];
+    assert_false(trunc_cuts(u, 3, 100, 1));   /* at from: kept */
+    assert_true(trunc_cuts(u, 3, 101, 1));    /* inside, older epoch */
+    assert_false(trunc_cuts(u, 3, 101, 2));   /* its own epoch: kept */
+    assert_true(trunc_cuts(u, 3, 180, 4));    /* epoch 5's range cuts epoch 4 */
+    assert_false(trunc_cuts(u, 3, 180, 5));
+    assert_false(trunc_cuts(u, 3, 250, 6));   /* newer than every range */
+    assert_true(trunc_cuts(u, 3, 300, 1));
+    assert_false(trunc_cuts(u, 3, 301, 1));   /* above every range */
+    assert_true(trunc_cuts(u, 3, 55, 2));
+    assert_false(trunc_cuts(u, 3, 55, 3));
+  }
+  assert_false(trunc_cuts(NULL, 0, 5, 0));
+}
+
+static void test_segment_refuses_only_what_a_truncation_cuts(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  seg_add(&s, 10, 0);
+  /* an old, interrupted recovery's range, heard late by gossip */
+  seg_add_trunc(&s, 2, 20, 20 + 1000);
+  assert_true(seg_has_trunc(&s, 2, 20, 1020));
+  seg_add_trunc(&s, 2, 20, 1020);           /* once only */
+  assert_int_equal(s.ntruncs, 1);
+  seg_add_trunc(&s, 3, 30, 30);             /* empty: nothing held */
+  assert_int_equal(s.ntruncs, 1);
+  char why[256];
+  int dup;
+  struct trec t;
+  mkrec(&t, 500, 10, FIRST, 0, 8);
+  t.r.epoch = 1;                            /* the crashed writer's */
+  rec_seal(&t.r);
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_CONFLICT);
+  assert_non_null(strstr(why, "truncated by epoch 2"));
+  t.r.epoch = 3;                            /* a newer writer's: kept */
+  rec_seal(&t.r);
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_NONE);
+  assert_int_equal(dup, 0);
+  seg_free(&s);
+}
+
+static void test_copy_past_the_segments_page(void **state)
+{
+  (void)state;
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, 1024);   /* 1 KiB pages */
+  struct trec t;
+  mkrec(&t, 1, 0, FIRST, 0, 8);
+  t.g.data.len = 0;                          /* a copy ... */
+  t.g.off = 1000;
+  t.g.from = 100;
+  t.g.len = 100;                             /* ... of bytes past 1024 */
+  rec_seal(&t.r);
+  char why[256];
+  int dup;
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_OUT_OF_RANGE);
+  t.g.off = 0;
+  t.g.from = 1000;                           /* its source past the end */
+  rec_seal(&t.r);
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_OUT_OF_RANGE);
+  t.g.from = 200;                            /* inside: fine */
+  rec_seal(&t.r);
+  assert_int_equal(seg_admit(&s, &t.r, &dup, why, sizeof why), ERR_NONE);
+  seg_free(&s);
+}
+
+/* ---- rule T on disk (node/store.c) ----------------------------------------- */
+
+static char tmpdir[64];
+static struct store st;
+static struct segment *loaded;
+
+static void keep(void *arg, struct segment *s)
+{
+  (void)arg;
+  *loaded = *s;
+}
+
+static void put(struct segment *s, uint64_t lsn, uint64_t prev, uint64_t epoch)
+{
+  char why[256];
+  struct trec t;
+  mkrec(&t, lsn, prev, FIRST + (uint32_t)(lsn % NPAGES), 0, 8);
+  t.r.epoch = epoch;
+  rec_seal(&t.r);
+  assert_int_equal(store_begin(&st, why, sizeof why), 0);
+  assert_int_equal(store_put_rec(&st, s, &t.r, why, sizeof why), 0);
+  seg_add(s, lsn, prev);
+}
+
+static void test_store_truncates_by_epoch(void **state)
+{
+  (void)state;
+  char why[256];
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/auralog-unit-seg-%d", (int)getpid());
+  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  /* epoch 1 wrote 1, 2, 3 (3 never durable); epoch 3's recovery kept 2
+   * and wrote from 1000 on, linked to 2 */
+  put(&s, 1, 0, 1);
+  put(&s, 2, 1, 1);
+  put(&s, 3, 2, 1);
+  put(&s, 1001, 2, 3);
+  put(&s, 1002, 1001, 3);
+  assert_int_equal(store_put_meta(&st, &s, why, sizeof why), 0);
+  assert_int_equal(store_commit(&st, why, sizeof why), 0);
+  assert_int_equal(s.scl, 3);                /* 1001 links to 2, not 3 */
+
+  /* epoch 3's own truncation (2, 1000]: cuts 3 only */
+  struct trunc t3 = {3, 2, 1000};
+  size_t cut = 0;
+  assert_int_equal(store_begin(&st, why, sizeof why), 0);
+  assert_int_equal(store_truncate(&st, &s, &t3, &cut, why, sizeof why), 0);
+  assert_int_equal(cut, 1);
+  seg_add_trunc(&s, 3, 2, 1000);
+  assert_int_equal(store_rechain(&st, &s, store_tail(&st, &s, 2), why, sizeof why), 0);
+  assert_int_equal(s.scl, 1002);
+
+  /* an interrupted epoch-2 recovery's range (1, 2000], gossiped late: it
+   * would have cut 2 and epoch 3's records; rule T cuts nothing */
+  struct trunc t2 = {2, 1, 2000};
+  assert_int_equal(store_truncate(&st, &s, &t2, &cut, why, sizeof why), 0);
+  assert_int_equal(cut, 1);                  /* record 2, of epoch 1 ... */
+  /* ... which is why recovery adopts what it keeps: an adopted copy of 2
+   * carries epoch 3 and survives the same range (start again: abort) */
+  store_abort(&st);
+  s.npend = 0;
+  assert_int_equal(store_begin(&st, why, sizeof why), 0);
+  {
+    struct trec a;
+    mkrec(&a, 2, 1, FIRST + 2, 0, 8);
+    a.r.epoch = 3;
+    rec_seal(&a.r);
+    assert_int_equal(store_put_rec(&st, &s, &a.r, why, sizeof why), 0);
+  }
+  assert_int_equal(store_truncate(&st, &s, &t3, &cut, why, sizeof why), 0);
+  assert_int_equal(cut, 1);                  /* 3 (the abort undid the first) */
+  assert_int_equal(store_truncate(&st, &s, &t2, &cut, why, sizeof why), 0);
+  assert_int_equal(cut, 0);
+  uint64_t e = 0;
+  assert_true(store_held(&st, &s, 2, &e));
+  assert_int_equal(e, 3);
+  assert_true(store_held(&st, &s, 1001, NULL));
+  assert_false(store_held(&st, &s, 3, NULL));
+  seg_add_trunc(&s, 2, 1, 2000);
+  assert_int_equal(store_rechain(&st, &s, store_tail(&st, &s, 1), why, sizeof why), 0);
+  assert_int_equal(s.scl, 1002);
+  assert_int_equal(store_put_meta(&st, &s, why, sizeof why), 0);
+  assert_int_equal(store_commit(&st, why, sizeof why), 0);
+
+  /* what the disk says after a restart is what memory said */
+  store_close(&st);
+  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  struct segment l;
+  loaded = &l;
+  assert_int_equal(store_load(&st, keep, NULL, why, sizeof why), 0);
+  assert_int_equal(l.scl, 1002);
+  assert_int_equal(l.ntruncs, 2);
+  assert_int_equal(l.npend, 0);
+
+  /* a reload (after a failed commit) gives the same */
+  assert_int_equal(store_reload(&st, &l, why, sizeof why), 0);
+  assert_int_equal(l.scl, 1002);
+  seg_free(&l);
+  seg_free(&s);
+  store_close(&st);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -432,6 +630,10 @@ int main(void)
     cmocka_unit_test(test_conflict_same_backlink),
     cmocka_unit_test(test_out_of_range),
     cmocka_unit_test(test_epoch_fencing),
+    cmocka_unit_test(test_trunc_rule),
+    cmocka_unit_test(test_segment_refuses_only_what_a_truncation_cuts),
+    cmocka_unit_test(test_copy_past_the_segments_page),
+    cmocka_unit_test(test_store_truncates_by_epoch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
