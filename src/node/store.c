@@ -692,17 +692,20 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
   MDB_cursor *cur;
   MDB_val key = {sizeof k, k}, val;
   Rec **v = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, bytes = 0;
   mdb_cursor_open(txn, st->recs, &cur);
   for (int r = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); r == 0;
        r = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
     if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
       break;
-    if (n == max) {
+    /* At most max records, and at most half a frame of them: an answer
+     * must always fit in one frame (FRAME_MAX), whatever the page size. */
+    if (n == max || (n > 0 && bytes + val.mv_size > FRAME_MAX / 2)) {
       if (more)
         *more = 1;
       break;
     }
+    bytes += val.mv_size;
     Rec *rec = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
     char rwhy[160];
     if (rec == NULL || rec_check(rec, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {

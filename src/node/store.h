@@ -74,7 +74,8 @@ size_t store_truncs_pb(const struct segment *s, Auralog__TruncRange **tr,
 uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto);
 
 /* The records above lsn in LSN order, unpacked (free each with
- * auralog__record__free_unpacked), at most max of them; unreadable ones
+ * auralog__record__free_unpacked), at most max of them and about
+ * FRAME_MAX / 2 bytes of them (an answer fits in a frame); unreadable ones
  * are skipped. Returns how many (-1: no transaction); *more (if not NULL)
  * says whether records were left above the last one returned. */
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,

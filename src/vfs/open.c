@@ -439,7 +439,15 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
       size_t p = k / NCOPIES;
       size_t off = 0;
       do {
-        size_t c = cnt[p] - off > RECOVERY_PAGE ? RECOVERY_PAGE : cnt[p] - off;
+        /* At most RECOVERY_PAGE records and half a frame in one Append. */
+        size_t c = 0, bytes = 0;
+        while (off + c < cnt[p] && c < RECOVERY_PAGE) {
+          size_t b = auralog__record__get_packed_size(byp[first[p] + off + c]) + 8;
+          if (c > 0 && bytes + b > FRAME_MAX / 2)
+            break;
+          bytes += b;
+          c++;
+        }
         Env *e = round_add(&r3, slotnc[k], k);
         Auralog__Append *a = calloc(1, sizeof *a);
         auralog__append__init(a);
