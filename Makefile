@@ -40,8 +40,8 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache viz hist
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash
+UNIT := wire record segment placement diff quorum recovery cache viz hist volume
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
@@ -103,10 +103,10 @@ $(B)/auralog.so: $(B)/obj/src/vfs/ext.o $(B)/libauralog.a
 $(B)/tests/unit_%: tests/unit/test_%.c $(B)/libauralog.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libauralog.a $(PKG_LIBS) -lcmocka
-$(B)/tests/it_%: tests/integration/test_%.c tests/integration/harness.c $(B)/libauralog.a $(B)/auralog
+$(B)/tests/it_%: tests/integration/test_%.c tests/integration/harness.c tests/integration/peer.c $(B)/libauralog.a $(B)/auralog
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -Itests/integration -o $@ $< \
-	  tests/integration/harness.c $(B)/libauralog.a $(PKG_LIBS) -lcmocka
+	  tests/integration/harness.c tests/integration/peer.c $(B)/libauralog.a $(PKG_LIBS) -lcmocka
 
 # Unit tests drive the pure state machines; integration tests start real
 # processes on loopback. Each binary prints cmocka's summary.

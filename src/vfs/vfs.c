@@ -49,6 +49,7 @@ struct vvol {
   uint32_t ps;                 /* volume page size */
   pthread_mutex_t mu;          /* guards everything below */
   struct pagemap cache;        /* buffer cache: committed pages + page LSN */
+  size_t cache_pages;          /* its size (URI cache=N, default CACHE_PAGES) */
   uint64_t size;               /* committed file size in bytes */
   int nshared;                 /* connections holding SHARED or more */
   struct afile *reserved, *pending, *exclusive;
@@ -152,7 +153,7 @@ static const uint8_t *committed_page(struct vvol *vv, uint32_t pno, char *why, s
     free(buf);
     return NULL;
   }
-  pm_evict(&vv->cache, CACHE_PAGES, vol_vdl(vv->vol));
+  pm_evict(&vv->cache, vv->cache_pages, vol_vdl(vv->vol));
   c = pm_put(&vv->cache, pno);
   memcpy(c->data, buf, vv->ps);
   c->lsn = lsn;
@@ -385,7 +386,7 @@ static int ship(struct afile *f)
   free(all);
   free(pages);
   free(ranges);
-  pm_evict(&vv->cache, CACHE_PAGES, vol_vdl(vv->vol));
+  pm_evict(&vv->cache, vv->cache_pages, vol_vdl(vv->vol));
   if (rc == SQLITE_OK && cpl && !async_commit) {
     /* Embedded use: the commit returns only once it is durable. */
     pthread_mutex_unlock(&vv->mu);
@@ -702,6 +703,9 @@ static int open_main(struct afile *f, const char *name, char *why, size_t whylen
   vv->refs = 1;
   vv->vol = vol;
   vv->ps = vol_page_size(vol);
+  /* A small cache (a lab's, a test's) makes reads go to storage. */
+  sqlite3_int64 cp = sqlite3_uri_int64(name, "cache", CACHE_PAGES);
+  vv->cache_pages = cp < 8 ? 8 : (size_t)cp;
   pthread_mutex_init(&vv->mu, NULL);
   pm_init(&vv->cache, vv->ps);
   pm_init(&vv->ov, vv->ps);
