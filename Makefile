@@ -33,15 +33,15 @@ CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/ad
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
             src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c src/vfs/open.c \
-            src/vfs/vfs.c src/vfs/engine.c src/vfs/countvfs.c \
+            src/vfs/vfs.c src/vfs/engine.c src/vfs/lease.c src/vfs/countvfs.c \
             src/bench/common.c src/bench/bench.c src/bench/workload.c src/bench/append.c src/bench/recovery.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o \
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache viz hist volume
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety
+UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 

@@ -41,6 +41,7 @@
 #define COMMIT_DEADLINE_MS 5000 /* a commit not durable by then fails with a clear error */
 #define READ_DEADLINE_MS   5000 /* a page read that no segment can answer by then fails */
 #define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
+#define READ_LEASE_MS   2000    /* a writer serves only this long after the coordinator last confirmed its epoch (vfs/lease.h) */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
 #define TAIL_PER_PG     8       /* log tail reported for `auralog viz`: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */

@@ -8,12 +8,16 @@ for i in $(seq 1 20); do echo "insert into lab02 values('az-down', $i);"; done |
 auralog status | tail -2
 step auralog fault node-stop A1
 auralog fault node-stop A1
+step 'auralog sql "select count(*) from lab02"   # reads still work (3 of 6: Vr)'
+auralog sql "select count(*) from lab02;"
 step 'auralog sql "insert ..."   # waits, then fails: no write quorum'
 if auralog sql "insert into lab02 values('az-plus-one', 1);"; then
   echo "unexpected: the commit went through with 3 of 6 segments"; exit 1
 fi
-step 'auralog sql "select count(*) from lab02"   # reads still work'
-auralog sql "select count(*) from lab02;"
+step 'auralog sql "select count(*) from lab02"   # waits, then fails: it would show a row not durable'
+if auralog sql "select count(*) from lab02;"; then
+  echo "unexpected: a read showed a commit that is not durable"; exit 1
+fi
 step 'auralog fault az-up B; auralog fault node-start A1'
 auralog fault az-up B
 auralog fault node-start A1

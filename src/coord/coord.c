@@ -14,6 +14,10 @@
  *   OpenVolume  (any)    -> Volume; creates it if asked; a writer gets a new epoch
  *   GrowVolume  (engine) -> Volume with at least npgs PGs
  *   EngineStat  (engine) -> nothing; its VDL, VCL, LSNs and counters for status
+ *   Volume      (engine) -> Volume: the volume's header as stored now (no PGs),
+ *                           with its current epoch: the writer's read lease
+ *                           probe (vfs/lease.h). Our epoch renews its lease,
+ *                           a newer one fences it
  *   DropVolume  (engine) -> Ok; forgets the volume (xDelete of the database)
  *   Fault       (CLI)    -> Ok; partitions an AZ, heals, slows a node: the
  *                           coordinator tells the nodes (NodeFaults), which
@@ -332,6 +336,31 @@ static void on_grow_volume(struct coord *co, struct conn *c, uint64_t req,
   reply_volume(c, req, v);
 }
 
+/* A writer's lease probe (vfs/lease.h): the volume it names, as stored now.
+ * Only the header: id, name, geometry and the current epoch, which is
+ * durable before anyone hears of it (on_open_volume), so an answer with
+ * the writer's own epoch proves no newer writer existed when it was sent.
+ * Answered at once, whatever else the coordinator does: a late answer
+ * only shortens the lease. */
+static void on_lease_probe(struct coord *co, struct conn *c, uint64_t req,
+                           const Auralog__Volume *probe)
+{
+  char why[256];
+  Auralog__Volume **slot = vol_slot(co, probe->name);
+  if (slot == NULL) {
+    snprintf(why, sizeof why, "no volume '%s'", probe->name);
+    conn_error(c, req, ERR_NOT_FOUND, why);
+    return;
+  }
+  Auralog__Volume h = AURALOG__VOLUME__INIT;
+  h.id = (*slot)->id;
+  h.name = (*slot)->name;
+  h.page_size = (*slot)->page_size;
+  h.pg_pages = (*slot)->pg_pages;
+  h.epoch = (*slot)->epoch;
+  reply_volume(c, req, &h);
+}
+
 /* ---- nodes --------------------------------------------------------------- */
 
 static void on_register(struct coord *co, struct conn *c, uint64_t req,
@@ -634,6 +663,9 @@ static void on_msg(struct conn *c, const Env *env)
     break;
   case AURALOG__ENVELOPE__BODY_ENGINE_STAT:
     on_engine_stat(co, env->engine_stat);
+    break;
+  case AURALOG__ENVELOPE__BODY_VOLUME:
+    on_lease_probe(co, c, env->req, env->volume);
     break;
   case AURALOG__ENVELOPE__BODY_FAULT:
     on_fault(co, c, env->req, env->fault);

@@ -9,11 +9,33 @@
  * VFS ships its redo and returns at once, so the worker goes on with the
  * next request; the client's reply is set aside with its commit LSN and
  * sent only when the VDL reaches it (the volume calls back on the I/O
- * thread; an async handle brings that to this loop). A reply still waiting
- * after COMMIT_DEADLINE_MS becomes a clear error: no write quorum.
+ * thread; an async handle brings that to this loop). A commit still not
+ * durable after COMMIT_DEADLINE_MS is an unknown outcome, and the client
+ * is told so: storage has no write quorum, and the commit may still
+ * become durable (when the quorum returns) or be truncated by the next
+ * recovery.
  *
- * Threads: the main thread runs libuv (clients, the waiting replies); the
- * worker runs SQLite; the volume's I/O thread talks to storage.
+ * Durable reads (DESIGN.md §4, invariant 5; the default, --reads
+ * durable): SQLite sees a commit's pages as soon as it is shipped, before
+ * it is durable, so any request could see data that a crash would take
+ * away. So every reply, reads included, waits like a commit's: until the
+ * VDL reaches the last commit shipped before its statements ran (which
+ * bounds every commit its snapshot can see), or its own commit if later.
+ * A read whose data is still not durable at the deadline fails and says
+ * so. --reads immediate releases a read's reply at once, as Aurora (and
+ * InnoDB) do: the anomaly labs show.
+ *
+ * Read lease (lease.h): a writer that a newer one fenced learns it from
+ * storage only at its next write; until then its cache would go on
+ * answering reads. So the engine probes the coordinator for the volume's
+ * epoch every ENGINE_STAT_MS and serves a request only while its lease,
+ * counted from the send time of the last probe answered with its own
+ * epoch, is younger than READ_LEASE_MS. A newer epoch fences the volume
+ * for good ("fenced by epoch N").
+ *
+ * Threads: the main thread runs libuv (clients, the waiting replies, the
+ * lease probes); the worker runs SQLite; the volume's I/O thread talks to
+ * storage.
  */
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -28,7 +50,9 @@
 #include "net.h"
 #include "param.h"
 #include "roles.h"
+#include "rpc.h"
 #include "vfs/countvfs.h"
+#include "vfs/lease.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
 
@@ -40,7 +64,8 @@ struct job {
   sqlite3 *db;
   uint8_t *frame;            /* the packed reply */
   size_t len;
-  uint64_t commit_lsn;
+  uint64_t commit_lsn;       /* the request's own last commit (0: none) */
+  uint64_t wait_lsn;         /* the reply goes out once vdl >= this */
   unsigned long long at;     /* when the reply was ready */
   struct job *next;
 };
@@ -55,6 +80,8 @@ struct engine {
   char uri[1200];
   const char *baseline;      /* NULL, or the stock SQLite it runs instead */
   int ship_pages;
+  int reads_immediate;       /* --reads immediate: a read's reply does not wait */
+  const char *coord;
   sqlite3 *root;             /* keeps the volume open */
   struct volume *vol;
   pthread_t worker;
@@ -67,6 +94,17 @@ struct engine {
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
   int stopping;
+  /* The read lease (a volume only): lmu guards lease (the worker checks
+   * it, the loop renews it); the probe conn and timer are the loop's. */
+  pthread_mutex_t lmu;
+  struct lease lease;
+  uint64_t epoch;
+  uint32_t page_size;
+  struct conn *probe;
+  unsigned long long probe_retry_at;
+  uint64_t probe_seq;
+  uv_timer_t probe_tick;
+  int lease_shown;           /* the last lease state logged: 1 valid, 0 not */
 };
 
 static struct engine E;
@@ -89,6 +127,9 @@ static void run_sql(struct job *j)
   const char *tail = j->sql;
   char *errtext = NULL;
   int64_t before = sqlite3_total_changes64(db);
+  /* Every commit this request's statements can see is at or below the
+   * last one shipped now (one worker: nobody else commits meanwhile). */
+  uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
   while (tail && *tail) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
@@ -143,13 +184,17 @@ static void run_sql(struct job *j)
   uint64_t lsn = 0;
   sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &lsn);
   j->commit_lsn = lsn;
+  /* Durable reads: the reply (an error too: "UNIQUE constraint failed"
+   * tells of a row) waits for what it saw and for its own commit.
+   * Immediate: a commit's reply waits for it, anything else goes now. */
+  j->wait_lsn = E.reads_immediate || E.vol == NULL ? (errtext ? 0 : lsn)
+                                                   : (lsn > seen ? lsn : seen);
   env.req = j->req;
   if (errtext) {
     err.code = ERR_BAD_MSG;
     err.msg = errtext;
     env.body_case = AURALOG__ENVELOPE__BODY_ERROR;
     env.error = &err;
-    j->commit_lsn = 0;       /* nothing to wait for: the error goes out now */
   } else {
     rows.changes = (uint64_t)(sqlite3_total_changes64(db) - before);
     rows.commit_lsn = lsn;
@@ -260,6 +305,31 @@ static sqlite3 *open_db(void)
   return db;
 }
 
+/* May the engine serve now? A fenced writer never again; one whose read
+ * lease ran out not until it is renewed. 0, or -1 with j's error reply. */
+static int refuse(struct job *j)
+{
+  char why[400];
+  uint32_t code = ERR_STALE_EPOCH;
+  if (E.vol == NULL)
+    return 0;                /* a baseline: no volume, no other writer */
+  if (!vol_fenced(E.vol, why, sizeof why)) {
+    pthread_mutex_lock(&E.lmu);
+    int ok = lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);
+    if (!ok && E.lease.fenced_by == 0)
+      code = ERR_UNAVAILABLE;
+    pthread_mutex_unlock(&E.lmu);
+    if (ok)
+      return 0;
+  }
+  Env env;
+  Auralog__Error e = AURALOG__ERROR__INIT;
+  wire_error(&env, &e, j->req, code, why);
+  j->frame = wire_frame(&env, &j->len);
+  j->commit_lsn = j->wait_lsn = 0;   /* it saw nothing: out at once */
+  return -1;
+}
+
 static void *worker_main(void *arg)
 {
   (void)arg;
@@ -277,7 +347,7 @@ static void *worker_main(void *arg)
     if (j->sql == NULL) {
       sqlite3_close(j->db);  /* the client went away */
       j->db = NULL;
-    } else {
+    } else if (refuse(j) == 0) {
       run_sql(j);
     }
     pthread_mutex_lock(&E.mu);
@@ -307,24 +377,76 @@ static void send_frame(struct job *j)
   j->frame = NULL;
 }
 
-/* Send every waiting reply whose commit is now durable, and fail those
- * that waited too long. */
+/* "5 s" for 5000 ms. */
+static void fmt_ms(char *buf, size_t n, int ms)
+{
+  if (ms % 1000 == 0)
+    snprintf(buf, n, "%d s", ms / 1000);
+  else
+    snprintf(buf, n, "%d ms", ms);
+}
+
+/* Why j's reply cannot go out: what it waits for is not durable, and the
+ * deadline passed or the volume is fenced (fenced: why it is). Returns the
+ * error code. */
+static uint32_t not_durable(const struct job *j, const char *fenced, char *why, size_t whylen)
+{
+  char after[32];
+  struct vol_stats st;
+  vol_get_stats(E.vol, &st);
+  fmt_ms(after, sizeof after, COMMIT_DEADLINE_MS);
+  if (j->commit_lsn && j->commit_lsn >= j->wait_lsn) {
+    /* Its own commit: shipped, not acknowledged, not refused. */
+    if (fenced)
+      snprintf(why, whylen, "commit %llu not durable: %s; the newer writer's recovery keeps "
+               "the commit if it reached a write quorum, else truncates it",
+               (unsigned long long)j->commit_lsn, fenced);
+    else
+      snprintf(why, whylen, "commit %llu not durable after %s: storage has no write quorum; "
+               "the commit may still become durable or be truncated at the next recovery "
+               "(vdl %llu; %llu records wait for %d of %d acks)",
+               (unsigned long long)j->commit_lsn, after, (unsigned long long)st.vdl,
+               (unsigned long long)st.pending, VW, NCOPIES);
+    return fenced ? ERR_STALE_EPOCH : ERR_UNAVAILABLE;
+  }
+  /* What it saw: another client's commit (or its own earlier one). */
+  if (fenced)
+    snprintf(why, whylen, "the data this request saw is not durable: it includes commit %llu, "
+             "above the vdl %llu, and %s", (unsigned long long)j->wait_lsn,
+             (unsigned long long)st.vdl, fenced);
+  else
+    snprintf(why, whylen, "the data this request saw is not durable yet: it includes commit "
+             "%llu, not durable after %s (vdl %llu): storage has no write quorum; the reply "
+             "is withheld, as a crash could take that data away (auralog engine --reads)",
+             (unsigned long long)j->wait_lsn, after, (unsigned long long)st.vdl);
+  return fenced ? ERR_STALE_EPOCH : ERR_UNAVAILABLE;
+}
+
+/* Send every waiting reply whose wait is over (vdl >= wait_lsn), and
+ * fail those that waited too long, or that a fenced volume will never
+ * make durable. */
 static void release(void)
 {
   uint64_t vdl = E.vol ? vol_vdl(E.vol) : 0;
   unsigned long long now = now_ms();
+  char fenced[300];
+  int is_fenced = -1;        /* not asked yet */
   struct job **pp = &E.waiting;
   while (*pp) {
     struct job *j = *pp;
-    if (j->commit_lsn <= vdl) {
+    if (j->wait_lsn <= vdl) {
       *pp = j->next;
       send_frame(j);
       job_free(j);
-    } else if (now - j->at > COMMIT_DEADLINE_MS) {
-      char why[300];
+      continue;
+    }
+    if (is_fenced < 0)
+      is_fenced = vol_fenced(E.vol, fenced, sizeof fenced);
+    if (is_fenced || now - j->at > COMMIT_DEADLINE_MS) {
+      char why[800];
       *pp = j->next;
-      vol_stalled(E.vol, j->commit_lsn, (int)(now - j->at), why, sizeof why);
-      conn_error(j->c, j->req, ERR_UNAVAILABLE, why);
+      uint32_t code = not_durable(j, is_fenced ? fenced : NULL, why, sizeof why);
+      conn_error(j->c, j->req, code, why);
       job_free(j);
     } else {
       pp = &j->next;
@@ -365,6 +487,137 @@ static void on_tick(uv_timer_t *t)
 {
   (void)t;
   release();
+}
+
+/* ---- the loop: the read lease ---------------------------------------------- */
+
+/* Log the lease's state when it changes (a lab watches it in the log). */
+static void lease_show(void)
+{
+  char why[300];
+  pthread_mutex_lock(&E.lmu);
+  int ok = lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);
+  pthread_mutex_unlock(&E.lmu);
+  if (ok != E.lease_shown) {
+    if (ok)
+      loginfo("read lease renewed: the coordinator confirms epoch %llu",
+              (unsigned long long)E.epoch);
+    else
+      logwarn("%s", why);
+  }
+  E.lease_shown = ok;
+}
+
+/* Ask the coordinator for the volume's epoch (its answer: on_probe_answer). */
+static void probe_send(void)
+{
+  if (E.probe == NULL || !E.probe->connected)
+    return;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Volume vh = AURALOG__VOLUME__INIT;
+  vh.name = E.volume;
+  vh.page_size = E.page_size;
+  vh.epoch = E.epoch;
+  env.req = ++E.probe_seq;
+  env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
+  env.volume = &vh;
+  unsigned long long at = now_ms();  /* before it leaves: never later */
+  if (conn_send(E.probe, &env) == 0) {
+    pthread_mutex_lock(&E.lmu);
+    lease_sent(&E.lease, env.req, at);
+    pthread_mutex_unlock(&E.lmu);
+  }
+}
+
+/* A newer epoch: fence the volume for good (its writes and page reads
+ * fail from now on, as after a node's refusal). */
+static void lease_fence(void)
+{
+  char why[300];
+  pthread_mutex_lock(&E.lmu);
+  lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);
+  pthread_mutex_unlock(&E.lmu);
+  vol_fence(E.vol, why);
+  release();                 /* replies waiting on a fenced volume fail now */
+}
+
+static void on_probe_answer(struct conn *c, const Env *env)
+{
+  (void)c;
+  if (env->body_case == AURALOG__ENVELOPE__BODY_VOLUME) {
+    pthread_mutex_lock(&E.lmu);
+    enum lease_event ev = lease_answer(&E.lease, env->req, env->volume->epoch);
+    pthread_mutex_unlock(&E.lmu);
+    if (ev == LEASE_FENCED)
+      lease_fence();
+  } else if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
+    pthread_mutex_lock(&E.lmu);
+    lease_drop(&E.lease, env->req);
+    pthread_mutex_unlock(&E.lmu);
+    if (E.lease_shown)
+      logwarn("read lease: the coordinator refused a probe: %s", env->error->msg);
+  }
+  lease_show();
+}
+
+static void on_probe_connected(struct conn *c, int status)
+{
+  if (status == 0 && c == E.probe)
+    probe_send();
+}
+
+static void on_probe_closed(struct conn *c)
+{
+  if (E.probe != c)
+    return;
+  E.probe = NULL;
+  E.probe_retry_at = now_ms() + RECONNECT_MS;
+  pthread_mutex_lock(&E.lmu);
+  lease_lost(&E.lease);      /* no answer comes on a closed conn */
+  pthread_mutex_unlock(&E.lmu);
+}
+
+static void on_probe_tick(uv_timer_t *t)
+{
+  (void)t;
+  if (E.probe == NULL) {
+    if (now_ms() >= E.probe_retry_at) {
+      E.probe = net_connect(E.loop, E.coord, on_probe_connected, on_probe_answer,
+                            on_probe_closed, &E);
+      if (E.probe == NULL)
+        E.probe_retry_at = now_ms() + RECONNECT_MS;
+    }
+  } else {
+    probe_send();
+  }
+  lease_show();
+}
+
+/* The first lease, before serving: the epoch came from the coordinator
+ * after t0 (vol_open asked for it), so it holds from t0; recovery may
+ * have taken longer than a lease, so ask once more, now, and wait. */
+static void lease_start(unsigned long long t0)
+{
+  char why[300];
+  lease_init(&E.lease, E.epoch, t0);
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Volume vh = AURALOG__VOLUME__INIT;
+  vh.name = E.volume;
+  vh.page_size = E.page_size;
+  vh.epoch = E.epoch;
+  req.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
+  req.volume = &vh;
+  uint64_t id = ++E.probe_seq;
+  lease_sent(&E.lease, id, now_ms());
+  Env *rep = rpc_once(E.coord, &req, RPC_TIMEOUT_MS, why, sizeof why);
+  if (rep && rpc_expect(rep, AURALOG__ENVELOPE__BODY_VOLUME, why, sizeof why) == 0 &&
+      lease_answer(&E.lease, id, rep->volume->epoch) == LEASE_FENCED)
+    lease_fence();
+  else if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_VOLUME)
+    logwarn("read lease: cannot ask the coordinator: %s", why);
+  wire_free(rep);
+  lease_drop(&E.lease, id);
+  E.lease_shown = 1;         /* log only a change from here on */
 }
 
 static void submit(struct job *j)
@@ -444,20 +697,26 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
-    "                      [--ship redo|pages]\n"
+    "                      [--ship redo|pages] [--reads durable|immediate]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "\n"
     "Run the database tier: SQLite on the auralog VFS over one volume. It\n"
     "ships only redo (page deltas) to the six segments of each protection\n"
     "group, and answers a client's COMMIT once the VDL reaches its commit LSN.\n"
     "Opening the volume recovers it: new epoch, read quorum per PG,\n"
-    "truncation above the VDL.\n"
+    "truncation above the VDL. It serves only while the coordinator confirms\n"
+    "its epoch (a %d ms read lease): a newer writer fences it.\n"
     "\n"
     "  --volume NAME  volume to serve (default main; created if missing)\n"
     "  --listen ADDR  address for SQL clients (default %s)\n"
     "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n"
     "  --ship MODE    redo: page deltas (default); pages: every changed page\n"
     "                 whole, like a mirrored database (a baseline for bench)\n"
+    "  --reads MODE   durable (default): every reply, reads included, waits\n"
+    "                 until the VDL covers every commit it could see, so no\n"
+    "                 client sees data a crash could take away; immediate:\n"
+    "                 a read's reply goes out at once, showing commits not\n"
+    "                 yet durable, as in Aurora and InnoDB\n"
     "\n"
     "Baselines for `auralog bench`: the same server, worker and protocol over\n"
     "stock SQLite instead of a volume, so that only storage differs.\n"
@@ -465,7 +724,7 @@ static void usage(FILE *f)
     "                     sqlite-delete-full (rollback journal, synchronous=FULL)\n"
     "                     or sqlite-memory (in memory: the CPU ceiling)\n"
     "  --file PATH        the database file (not for sqlite-memory)\n",
-    ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT);
+    READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT);
 }
 
 /* Open a baseline's database and check it answers. */
@@ -507,8 +766,9 @@ int engine_main(int argc, char **argv)
     {"volume", required_argument, 0, 'v'}, {"listen", required_argument, 0, 'l'},
     {"coord", required_argument, 0, 'c'}, {"ship", required_argument, 0, 's'},
     {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"reads", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
+  const char *reads = NULL;
   int o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
@@ -522,6 +782,12 @@ int engine_main(int argc, char **argv)
       break;
     case 'b': E.baseline = optarg; break;
     case 'f': file = optarg; break;
+    case 'r':
+      if (strcmp(optarg, "durable") && strcmp(optarg, "immediate"))
+        die("engine: --reads is durable or immediate, not '%s'", optarg);
+      reads = optarg;
+      E.reads_immediate = strcmp(optarg, "immediate") == 0;
+      break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -534,6 +800,8 @@ int engine_main(int argc, char **argv)
     die("engine: --ship is for a volume, not for --baseline");
   if (file && !E.baseline)
     die("engine: --file is for --baseline");
+  if (reads && E.baseline)
+    die("engine: --reads is for a volume, not for --baseline");
   coord = addr_coord(coord);
   char why[256];
   struct sockaddr_in sa;
@@ -541,6 +809,8 @@ int engine_main(int argc, char **argv)
     die("engine: %s", why);
   log_role("engine");
   signal(SIGPIPE, SIG_IGN);
+  E.coord = coord;
+  pthread_mutex_init(&E.lmu, NULL);
 
   if (E.baseline) {
     open_baseline(file);
@@ -565,6 +835,9 @@ int engine_main(int argc, char **argv)
             volume, (unsigned long long)st.epoch, (unsigned long long)st.vdl,
             (unsigned long long)st.recovery_ms, now_ms() - t0,
             E.ship_pages ? "; shipping whole pages (a baseline)" : "");
+    E.epoch = st.epoch;
+    E.page_size = vol_page_size(E.vol);
+    lease_start(t0);
   }
 
   E.loop = uv_default_loop();
@@ -575,8 +848,11 @@ int engine_main(int argc, char **argv)
   uv_async_init(E.loop, &E.wake, on_wake);
   uv_timer_init(E.loop, &E.tick);
   uv_timer_start(&E.tick, on_tick, 100, 100);
-  if (E.vol)
+  if (E.vol) {
     vol_on_durable(E.vol, on_durable, NULL);
+    uv_timer_init(E.loop, &E.probe_tick);
+    uv_timer_start(&E.probe_tick, on_probe_tick, 0, ENGINE_STAT_MS);
+  }
   if (net_listen(E.loop, listen, on_msg, on_close, &E, why, sizeof why) != 0)
     die("engine: %s", why);
   pthread_create(&E.worker, NULL, worker_main, NULL);
@@ -587,6 +863,8 @@ int engine_main(int argc, char **argv)
   if (E.baseline)
     loginfo("engine serving SQL on %s (%s)", listen, E.baseline);
   else
-    loginfo("engine serving SQL on %s (volume %s, coordinator %s)", listen, volume, coord);
+    loginfo("engine serving SQL on %s (volume %s, coordinator %s; reads %s)", listen, volume,
+            coord, E.reads_immediate ? "immediate: replies may show commits not yet durable"
+                                     : "durable: a reply waits until what it saw is durable");
   return uv_run(E.loop, UV_RUN_DEFAULT);
 }

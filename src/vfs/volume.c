@@ -190,8 +190,14 @@ static void flush(struct volume *v)
         g->resend &= (uint8_t)~(1u << s);
       }
       if (g->sent[s] < g->n && rdy[g->node[s]] && n->up) {
-        send_append(v, (uint32_t)p, s, g->sent[s], g->n);
-        g->sent[s] = g->n;
+        /* One Append must fit in a frame: after an outage the backlog can
+         * be far larger (UNDURABLE_MAX); the rest follows on its ack. */
+        size_t end = g->sent[s], bytes = 0;
+        while (end < g->n && end - g->sent[s] < BATCH_MAX &&
+               (end == g->sent[s] || bytes + g->recs[end]->bytes <= FRAME_MAX / 2))
+          bytes += g->recs[end++]->bytes;
+        send_append(v, (uint32_t)p, s, g->sent[s], end);
+        g->sent[s] = end;
       }
     }
   }
@@ -260,12 +266,15 @@ static void dispatch_read(struct volume *v, struct readreq *r)
   }
 }
 
+/* A newer writer exists: stop for good (called with v->mu held). The
+ * first reason stays. */
 static void fence(struct volume *v, const char *msg)
 {
-  if (!v->fenced)
+  if (!v->fenced) {
     logwarn("volume %s: %s", v->name, msg);
-  v->fenced = 1;
-  snprintf(v->fenced_why, sizeof v->fenced_why, "%s", msg);
+    v->fenced = 1;
+    snprintf(v->fenced_why, sizeof v->fenced_why, "%s", msg);
+  }
   pthread_cond_broadcast(&v->cond);
 }
 
@@ -1163,4 +1172,21 @@ int vol_fenced(struct volume *v, char *why, size_t whylen)
              v->fenced_why, v->name);
   pthread_mutex_unlock(&v->mu);
   return fenced;
+}
+
+/* ---- for the engine server: durable reads, the read lease (engine.c) ---- */
+
+uint64_t vol_last_cpl(struct volume *v)
+{
+  pthread_mutex_lock(&v->mu);
+  uint64_t cpl = v->last_cpl;
+  pthread_mutex_unlock(&v->mu);
+  return cpl;
+}
+
+void vol_fence(struct volume *v, const char *why)
+{
+  pthread_mutex_lock(&v->mu);
+  fence(v, why);
+  pthread_mutex_unlock(&v->mu);
 }

@@ -99,4 +99,13 @@ void vol_get_stats(struct volume *v, struct vol_stats *st);
 /* Drop the volume at the coordinator (xDelete). */
 int vol_drop(const char *coord, const char *name, char *why, size_t whylen);
 
+/* The CPL of the last mini-transaction shipped (by any connection): a
+ * snapshot taken now can see every commit up to it, and no other. */
+uint64_t vol_last_cpl(struct volume *v);
+
+/* Fence the volume for good (a newer writer exists, as the coordinator
+ * said): as a node's stale-epoch refusal does, vol_ship and vol_read fail
+ * with why from now on and vol_fenced says so. The first reason stays. */
+void vol_fence(struct volume *v, const char *why);
+
 #endif
