@@ -52,6 +52,7 @@ struct opts {
   int clients, duration, warmup;
   int sys[NSYS];             /* which systems run */
   int json, base;
+  const char *reads;         /* the auralog engines' --reads: durable or immediate */
   char dir[1024];
 };
 
@@ -222,7 +223,8 @@ static int start_system(const struct opts *o, struct sys *y, char *why, size_t n
   if (y->i < 2) {
     y->volume = y->i == 0 ? "bench" : "bench-pages";
     const char *argv[] = {"engine", "--volume", y->volume, "--listen", y->addr, "--coord",
-                          y->coord, "--ship", y->i == 0 ? "redo" : "pages", NULL};
+                          y->coord, "--ship", y->i == 0 ? "redo" : "pages",
+                          "--reads", o->reads, NULL};
     y->pid = bench_start(y->log, argv);
   } else {
     char file[1200], f2[1300];
@@ -394,6 +396,7 @@ static void conditions(const struct opts *o, cJSON *c)
   cJSON_AddNumberToObject(c, "rows", o->wl.rows);
   cJSON_AddNumberToObject(c, "row_bytes", 8 + 8 + 120 + 60);
   cJSON_AddNumberToObject(c, "seed", (double)o->wl.seed);
+  cJSON_AddStringToObject(c, "reads", o->reads);
   cJSON_AddNumberToObject(c, "page_size", PAGE_SIZE_DEFAULT);
   cJSON_AddStringToObject(c, "replication", "6 segments per PG, 2 per AZ in 3 AZs, write quorum 4");
   cJSON_AddStringToObject(c, "server", "every system behind the same engine server "
@@ -462,8 +465,8 @@ static void print_table(const struct opts *o, const struct result *rs, cJSON *co
 {
   char a[32], b[32], c[32];
   printf("auralog bench %s: %d clients, %d s measured after %d s warm-up, "
-         "%d tables x %d rows, seed %llu\n", wl_names[o->wl.kind], o->clients, o->duration,
-         o->warmup, o->wl.tables, o->wl.rows, o->wl.seed);
+         "%d tables x %d rows, seed %llu, auralog reads %s\n", wl_names[o->wl.kind],
+         o->clients, o->duration, o->warmup, o->wl.tables, o->wl.rows, o->wl.seed, o->reads);
   printf("conditions: auralog %s; SQLite %s; lmdb %s; libuv %s; %s; %s; %d cores; "
          "%.0f MB RAM; %s on %s; %s\n",
          cJSON_GetObjectItem(cond, "auralog")->valuestring,
@@ -529,7 +532,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog bench [WORKLOAD] [--clients N] [--duration S] [--warmup S]\n"
     "                     [--tables T] [--rows R] [--seed N] [--systems LIST]\n"
-    "                     [--json] [--dir DIR] [--base-port PORT]\n"
+    "                     [--json] [--dir DIR] [--base-port PORT] [--reads MODE]\n"
     "       auralog bench recovery --help\n"
     "       auralog bench append --help\n"
     "\n"
@@ -553,6 +556,8 @@ static void usage(FILE *f)
     "  --dir DIR       where the private cluster and SQLite files go (default\n"
     "                  $AURALOG_DIR/bench or ~/.auralog/bench: a real disk, not /tmp)\n"
     "  --base-port N   the private cluster's coordinator port (default 7600)\n"
+    "  --reads MODE    the auralog engines' reads: durable (default: a reply waits\n"
+    "                  until everything it saw is durable) or immediate\n"
     "\n"
     "What each figure means and how to read it honestly: bench/README.md.\n");
 }
@@ -579,10 +584,10 @@ int bench_main(int argc, char **argv)
     {"rows", required_argument, 0, 'r'}, {"seed", required_argument, 0, 's'},
     {"systems", required_argument, 0, 'S'}, {"json", no_argument, 0, 'j'},
     {"dir", required_argument, 0, 'D'}, {"base-port", required_argument, 0, 'p'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"reads", required_argument, 0, 'R'}, {"help", no_argument, 0, 'h'}, {0}};
   static struct opts o;
   o = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
-                    .warmup = 2, .sys = {1, 1, 1, 1, 1}, .base = 7600};
+                    .warmup = 2, .sys = {1, 1, 1, 1, 1}, .base = 7600, .reads = "durable"};
   int opt;
   while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
     switch (opt) {
@@ -615,6 +620,11 @@ int bench_main(int argc, char **argv)
       break;
     }
     case 'j': o.json = 1; break;
+    case 'R':
+      if (strcmp(optarg, "durable") && strcmp(optarg, "immediate"))
+        die("bench: --reads must be durable or immediate, not '%s'", optarg);
+      o.reads = optarg;
+      break;
     case 'D': snprintf(o.dir, sizeof o.dir, "%s", optarg); break;
     case 'p': o.base = parse_int("--base-port", optarg, 1024, 65000 - ENGINE_PORT_OFFSET - 2); break;
     case 'h': usage(stdout); return 0;
