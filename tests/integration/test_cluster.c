@@ -136,6 +136,12 @@ static uint64_t ack_scl(Env *rep)
   return scl;
 }
 
+static struct rec chain[5];
+
+/* Read page at read_point, as a writer does: naming `need`, the PG's last
+ * record at or below the read point. Up to 50 that is the chain's; a read
+ * point above 50 stands for a writer that wrote a record there (which the
+ * segments were refused or never got). */
 static Env *read_page(const char *node, uint32_t page, uint64_t read_point)
 {
   Env req = AURALOG__ENVELOPE__INIT;
@@ -145,6 +151,10 @@ static Env *read_page(const char *node, uint32_t page, uint64_t read_point)
   rp.pg = 0;
   rp.page_no = page;
   rp.read_point = read_point;
+  rp.need = read_point > 50 ? read_point : 0;
+  for (int i = 0; i < 5 && read_point <= 50; i++)
+    if (chain[i].r.lsn <= read_point)
+      rp.need = chain[i].r.lsn;
   req.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
   req.read_page = &rp;
   return call(node_addr(node), &req, 0);
@@ -177,10 +187,8 @@ static void wait_status_scl(const char *node, long long want)
 
 static const char *nodes[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
-/* The chain the tests write into pg 0 (page 3 and page 5):
+/* The chain the tests write into pg 0 (page 3 and page 5), declared above:
  *   lsn 10 <- 0, 20 <- 10, 30 <- 20 (CPL), then 40 <- 30, 50 <- 40. */
-static struct rec chain[5];
-
 static void make_chain(void)
 {
   mkrec(&chain[0], 10, 0, 3, 0, 0x11, 0);
