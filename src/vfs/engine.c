@@ -697,7 +697,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
-    "                      [--ship redo|pages] [--reads durable|immediate]\n"
+    "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "\n"
     "Run the database tier: SQLite on the auralog VFS over one volume. It\n"
@@ -717,6 +717,8 @@ static void usage(FILE *f)
     "                 client sees data a crash could take away; immediate:\n"
     "                 a read's reply goes out at once, showing commits not\n"
     "                 yet durable, as in Aurora and InnoDB\n"
+    "  --cache PAGES  buffer cache size in pages (default %d; a small one makes\n"
+    "                 reads go to storage)\n"
     "\n"
     "Baselines for `auralog bench`: the same server, worker and protocol over\n"
     "stock SQLite instead of a volume, so that only storage differs.\n"
@@ -724,7 +726,7 @@ static void usage(FILE *f)
     "                     sqlite-delete-full (rollback journal, synchronous=FULL)\n"
     "                     or sqlite-memory (in memory: the CPU ceiling)\n"
     "  --file PATH        the database file (not for sqlite-memory)\n",
-    READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT);
+    READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES);
 }
 
 /* Open a baseline's database and check it answers. */
@@ -766,9 +768,11 @@ int engine_main(int argc, char **argv)
     {"volume", required_argument, 0, 'v'}, {"listen", required_argument, 0, 'l'},
     {"coord", required_argument, 0, 'c'}, {"ship", required_argument, 0, 's'},
     {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
-    {"reads", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"reads", required_argument, 0, 'r'}, {"cache", required_argument, 0, 'C'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   const char *reads = NULL;
+  long cache = 0;
   int o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
@@ -788,12 +792,21 @@ int engine_main(int argc, char **argv)
       reads = optarg;
       E.reads_immediate = strcmp(optarg, "immediate") == 0;
       break;
+    case 'C': {
+      char *end;
+      cache = strtol(optarg, &end, 10);
+      if (end == optarg || *end || cache < 8 || cache > 1000000)
+        die("engine: --cache is a number of pages from 8 to 1000000, not '%s'", optarg);
+      break;
+    }
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
   if (optind < argc)
     die("engine: unexpected argument '%s' (see auralog engine --help)", argv[optind]);
+  if (cache && E.baseline)
+    die("engine: --cache is for a volume, not for --baseline");
   if (!wire_name_ok(volume))
     die("engine: '%s' is not a volume name", volume);
   if (E.baseline && E.ship_pages)
@@ -817,6 +830,8 @@ int engine_main(int argc, char **argv)
   } else {
     snprintf(E.volume, sizeof E.volume, "%s", volume);
     snprintf(E.uri, sizeof E.uri, "file:%s?vfs=auralog&coord=%s", volume, coord);
+    if (cache)
+      snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&cache_pages=%ld", cache);
     if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
       die("engine: cannot register the auralog VFS");
     auralog_vfs_ship_pages(E.ship_pages);

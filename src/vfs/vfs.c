@@ -49,7 +49,7 @@ struct vvol {
   uint32_t ps;                 /* volume page size */
   pthread_mutex_t mu;          /* guards everything below */
   struct pagemap cache;        /* buffer cache: committed pages + page LSN */
-  size_t cache_pages;          /* its size (URI cache=N, default CACHE_PAGES) */
+  size_t cache_pages;          /* its size (URI cache_pages=N, default CACHE_PAGES) */
   uint64_t size;               /* committed file size in bytes */
   int nshared;                 /* connections holding SHARED or more */
   struct afile *reserved, *pending, *exclusive;
@@ -704,7 +704,7 @@ static int open_main(struct afile *f, const char *name, char *why, size_t whylen
   vv->vol = vol;
   vv->ps = vol_page_size(vol);
   /* A small cache (a lab's, a test's) makes reads go to storage. */
-  sqlite3_int64 cp = sqlite3_uri_int64(name, "cache", CACHE_PAGES);
+  sqlite3_int64 cp = sqlite3_uri_int64(name, "cache_pages", CACHE_PAGES);
   vv->cache_pages = cp < 8 ? 8 : (size_t)cp;
   pthread_mutex_init(&vv->mu, NULL);
   pm_init(&vv->cache, vv->ps);
