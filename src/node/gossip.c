@@ -111,12 +111,7 @@ static void on_push(struct node *n, struct conn *c, const Env *env)
   /* Truncations first: records they cut must not come back. Each is
    * valid forever (rule T, record.h: it cuts only records of older epochs
    * above a proved VDL), so a peer's are installed as they are. */
-  struct trunc *t = calloc(gp->n_truncs + 1, sizeof *t);
-  for (size_t i = 0; i < gp->n_truncs; i++)
-    t[i] = (struct trunc){gp->truncs[i]->epoch, gp->truncs[i]->from, gp->truncs[i]->to};
-  int rc = node_truncate(n, s, t, gp->n_truncs, why, sizeof why);
-  free(t);
-  if (rc != 0) {
+  if (node_truncate_pb(n, s, gp->truncs, gp->n_truncs, why, sizeof why) != 0) {
     logwarn("gossip: %s", why);
     return;
   }

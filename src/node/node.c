@@ -480,11 +480,7 @@ static void on_seg_query(struct node *n, struct conn *c, uint64_t req,
   }
   /* A scan: first every truncation the recovery learned from the read
    * quorum, so that what follows is answered from a chain they cleaned. */
-  struct trunc *t = calloc(q->n_truncs + 1, sizeof *t);
-  for (size_t i = 0; i < q->n_truncs; i++)
-    t[i] = (struct trunc){q->truncs[i]->epoch, q->truncs[i]->from, q->truncs[i]->to};
-  int rc = node_truncate(n, s, t, q->n_truncs, why, sizeof why);
-  free(t);
+  int rc = node_truncate_pb(n, s, q->truncs, q->n_truncs, why, sizeof why);
   if (rc != 0) {
     conn_error(c, req, (uint32_t)rc, why);
     return;
@@ -547,6 +543,17 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
           nnew == 1 ? "" : "s", (unsigned long long)min_from, cut, cut == 1 ? "" : "s",
           (unsigned long long)s->scl);
   return 0;
+}
+
+int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *pb,
+                     size_t nt, char *why, size_t whylen)
+{
+  struct trunc *t = calloc(nt + 1, sizeof *t);
+  for (size_t i = 0; i < nt; i++)
+    t[i] = (struct trunc){pb[i]->epoch, pb[i]->from, pb[i]->to};
+  int rc = node_truncate(n, s, t, nt, why, whylen);
+  free(t);
+  return rc;
 }
 
 static void on_truncate(struct node *n, struct conn *c, uint64_t req,

@@ -103,6 +103,9 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
  * Returns 0 or an ERR_* code with a reason (then s is what the disk holds). */
 int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
                   char *why, size_t whylen);
+/* The same, for truncations as they came over the wire. */
+int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *t,
+                     size_t nt, char *why, size_t whylen);
 
 /* gossip.c (paper §3.3 step 4) */
 void gossip_start(struct node *n);

@@ -189,6 +189,24 @@ static int stale(const Env *rep, char *why, size_t whylen)
   return 0;
 }
 
+/* Did a read quorum of every PG answer (live[p * NCOPIES + s])? If not,
+ * why says which PG did not. */
+static int read_quorums(const uint8_t *live, size_t npgs, const char *what, char *why,
+                        size_t whylen)
+{
+  for (size_t p = 0; p < npgs; p++) {
+    int answered = 0;
+    for (int s = 0; s < NCOPIES; s++)
+      answered += live[p * NCOPIES + (size_t)s];
+    if (answered < VR) {
+      snprintf(why, whylen, "pg %zu: %d of %d segments %s; recovery needs a read quorum "
+               "of %d", p, answered, NCOPIES, what, VR);
+      return 0;
+    }
+  }
+  return 1;
+}
+
 int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whylen)
 {
   unsigned long long t0 = now_ms();
@@ -262,16 +280,8 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
       clean = 0;
     }
   }
-  for (size_t p = 0; p < npgs; p++) {
-    int answered = 0;
-    for (int s = 0; s < NCOPIES; s++)
-      answered += live[p * NCOPIES + (size_t)s];
-    if (answered < VR) {
-      snprintf(why, whylen, "pg %zu: %d of %d segments answer; recovery needs a read "
-               "quorum of %d", p, answered, NCOPIES, VR);
-      goto out;
-    }
-  }
+  if (!read_quorums(live, npgs, "answer", why, whylen))
+    goto out;
   /* The hint: the highest VDL a writer told any segment. A writer's VDL is
    * an LSN it handed out, so it cannot lie above every record held: a hint
    * that does is not believed (a damaged or hostile segment). */
@@ -385,16 +395,8 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
   }
   free(after);
   free(want);
-  for (size_t p = 0; p < npgs; p++) {
-    int answered = 0;
-    for (int s = 0; s < NCOPIES; s++)
-      answered += live[p * NCOPIES + (size_t)s];
-    if (answered < VR) {
-      snprintf(why, whylen, "pg %zu: %d of %d segments answered the scan; recovery "
-               "needs a read quorum of %d", p, answered, NCOPIES, VR);
-      goto out;
-    }
-  }
+  if (!read_quorums(live, npgs, "answered the scan", why, whylen))
+    goto out;
   vdl = recover_vdl(hint, start, npgs, rm, nr, tr, ntr, tails);
 
   /* ---- round 3: the truncation (vdl, base + LAL], and the records the

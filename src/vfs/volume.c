@@ -103,6 +103,18 @@ static void fl_drop(struct volume *v, size_t i)
 
 /* ---- I/O thread: sending ---------------------------------------------------- */
 
+/* The truncation this writer's recovery wrote, in *tr, or NULL if none. */
+static Auralog__TruncRange *own_trunc(const struct volume *v, Auralog__TruncRange *tr)
+{
+  if (v->st.trunc_to <= v->st.trunc_from)
+    return NULL;
+  auralog__trunc_range__init(tr);
+  tr->epoch = v->epoch;
+  tr->from = v->st.trunc_from;
+  tr->to = v->st.trunc_to;
+  return tr;
+}
+
 /* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
 static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
 {
@@ -125,13 +137,8 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   a.vdl = v->q.vdl;
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
-  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
-  if (v->st.trunc_to > v->st.trunc_from) {
-    tr.epoch = v->epoch;
-    tr.from = v->st.trunc_from;
-    tr.to = v->st.trunc_to;
-    a.trunc = &tr;
-  }
+  Auralog__TruncRange tr;
+  a.trunc = own_trunc(v, &tr);
   a.records = ptrs;
   a.n_records = cnt;
   env.req = ++v->next_req;
@@ -248,13 +255,8 @@ static void dispatch_read(struct volume *v, struct readreq *r)
   rp.read_point = r->rp;
   rp.need = r->need;
   rp.epoch = v->epoch;
-  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
-  if (v->st.trunc_to > v->st.trunc_from) {
-    tr.epoch = v->epoch;
-    tr.from = v->st.trunc_from;
-    tr.to = v->st.trunc_to;
-    rp.trunc = &tr;
-  }
+  Auralog__TruncRange tr;
+  rp.trunc = own_trunc(v, &tr);   /* a segment without it may hold cut records */
   env.req = ++v->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
   env.read_page = &rp;
