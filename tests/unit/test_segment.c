@@ -618,6 +618,59 @@ static void test_store_truncates_by_epoch(void **state)
   assert_int_equal(system(cmd), 0);
 }
 
+/* A stored record that cannot be read back (a damaged disk, or bytes an
+ * older version stored) is reported and left out at start: the node keeps
+ * serving the rest, and the hole it leaves is what gossip fills. */
+static void test_unreadable_record_is_left_out_at_load(void **state)
+{
+  (void)state;
+  char why[256];
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/auralog-unit-bad-%d", (int)getpid());
+  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  struct segment s;
+  seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  put(&s, 1, 0, 1);
+  put(&s, 2, 1, 1);
+  put(&s, 3, 2, 1);
+  seg_rechain(&s, 0);                       /* the SCL hint stays 0 */
+  assert_int_equal(store_put_meta(&st, &s, why, sizeof why), 0);
+  /* Damage record 2 in place. */
+  uint8_t k[20], junk[7] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  put_be64(k, 1);
+  put_be32(k + 8, 1);
+  put_be64(k + 12, 2);
+  MDB_val key = {sizeof k, k}, val = {sizeof junk, junk};
+  assert_int_equal(mdb_put(st.txn, st.recs, &key, &val, 0), 0);
+  assert_int_equal(store_commit(&st, why, sizeof why), 0);
+  store_close(&st);
+
+  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  struct segment l;
+  loaded = &l;
+  assert_int_equal(store_load(&st, keep, NULL, why, sizeof why), 0);
+  assert_int_equal(l.scl, 1);               /* stops at the hole */
+  assert_int_equal(l.npend, 1);             /* 3 waits above it */
+  assert_int_equal(l.max_lsn, 3);
+  /* A good copy (from a peer) replaces it and closes the hole. */
+  struct trec t;
+  mkrec(&t, 2, 1, FIRST + 2, 0, 8);
+  t.r.epoch = 1;
+  rec_seal(&t.r);
+  int dup = -1;
+  assert_int_equal(seg_admit(&l, &t.r, &dup, why, sizeof why), ERR_NONE);
+  assert_int_equal(dup, 0);
+  assert_int_equal(store_begin(&st, why, sizeof why), 0);
+  assert_int_equal(store_put_rec(&st, &l, &t.r, why, sizeof why), 0);
+  assert_int_equal(store_commit(&st, why, sizeof why), 0);
+  assert_int_equal(seg_add(&l, 2, 1), 3);
+  seg_free(&l);
+  seg_free(&s);
+  store_close(&st);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -634,6 +687,7 @@ int main(void)
     cmocka_unit_test(test_segment_refuses_only_what_a_truncation_cuts),
     cmocka_unit_test(test_copy_past_the_segments_page),
     cmocka_unit_test(test_store_truncates_by_epoch),
+    cmocka_unit_test(test_unreadable_record_is_left_out_at_load),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
