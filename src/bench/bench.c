@@ -62,6 +62,7 @@ struct result {
   char err[400];
   double tx_s, writes_s;
   struct hist h;
+  struct hist rh;            /* the read-only transactions among them */
   uint64_t tx_all;           /* transactions from the end of the load on */
   uint64_t errors;
   /* per transaction, over tx_all */
@@ -94,6 +95,7 @@ struct run {
   _Atomic uint64_t tx, measured, errors;
   pthread_mutex_t mu;
   struct hist h;             /* merged by the clients as they finish */
+  struct hist rh;            /* ... of the read-only transactions */
   char err[300];             /* the first error */
 };
 
@@ -107,8 +109,9 @@ static void *client_main(void *arg)
 {
   struct client *c = arg;
   struct run *run = c->run;
-  static _Thread_local struct hist h;
+  static _Thread_local struct hist h, rh;
   memset(&h, 0, sizeof h);
+  memset(&rh, 0, sizeof rh);
   char *sql = malloc(WL_SQL_MAX), why[300];
   uint64_t s = run->o->wl.seed * 1000003 + (uint64_t)c->id * 7777 + 1;
   struct rpc r;
@@ -122,7 +125,7 @@ static void *client_main(void *arg)
     return NULL;
   }
   while (run->phase < 2) {
-    wl_tx(&run->o->wl, &s, sql);
+    int ro = wl_tx(&run->o->wl, &s, sql);
     int measuring = run->phase == 1;
     double t0 = bench_now_us();
     Env *rep = bench_sql(&r, sql, TX_TIMEOUT, why, sizeof why);
@@ -146,11 +149,14 @@ static void *client_main(void *arg)
     if (measuring && run->phase == 1) {
       run->measured++;
       hist_add(&h, us);
+      if (ro)
+        hist_add(&rh, us);
     }
   }
   rpc_close(&r);
   pthread_mutex_lock(&run->mu);
   hist_merge(&run->h, &h);
+  hist_merge(&run->rh, &rh);
   pthread_mutex_unlock(&run->mu);
   free(sql);
   return NULL;
@@ -337,6 +343,7 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
 
   double secs = (mend - mstart) / 1e6;
   res->h = run.h;
+  res->rh = run.rh;
   res->errors = run.errors;
   res->tx_all = run.tx;
   res->tx_s = (double)run.measured / secs;
@@ -422,6 +429,12 @@ static cJSON *result_json(const struct result *rs, int i)
   cJSON_AddNumberToObject(j, "p95_ms", hist_ms(&r->h, 0.95));
   cJSON_AddNumberToObject(j, "p99_ms", hist_ms(&r->h, 0.99));
   cJSON_AddNumberToObject(j, "max_ms", hist_ms(&r->h, 1.0));
+  if (r->rh.n && r->rh.n < r->h.n) {   /* a mix: the read-only ones apart */
+    cJSON_AddNumberToObject(j, "read_p50_ms", hist_ms(&r->rh, 0.50));
+    cJSON_AddNumberToObject(j, "read_p95_ms", hist_ms(&r->rh, 0.95));
+    cJSON_AddNumberToObject(j, "read_p99_ms", hist_ms(&r->rh, 0.99));
+    cJSON_AddNumberToObject(j, "read_max_ms", hist_ms(&r->rh, 1.0));
+  }
   cJSON_AddNumberToObject(j, "net_bytes_per_tx", r->net_bytes);
   cJSON_AddNumberToObject(j, "net_msgs_per_tx", r->net_msgs);
   cJSON_AddNumberToObject(j, "fsyncs_per_tx", r->fsyncs_engine + r->fsyncs_nodes);
@@ -499,6 +512,13 @@ static void print_table(const struct opts *o, const struct result *rs, cJSON *co
     if (r->err[0])
       printf("%-19s   (%s)\n", "", r->err);
   }
+  for (int i = 0; i < NSYS; i++) {
+    const struct result *r = &rs[i];
+    if (r->ran && r->rh.n && r->rh.n < r->h.n)
+      printf("%-19s read-only transactions: p50 %.2f, p95 %.2f, p99 %.2f, max %.2f ms\n",
+             sys_names[i], hist_ms(&r->rh, .5), hist_ms(&r->rh, .95), hist_ms(&r->rh, .99),
+             hist_ms(&r->rh, 1));
+  }
   printf("\nnet: engine<->storage frames both ways, plus storage<->storage (gossip); "
          "fsync: engine + nodes; cpu: engine + nodes\n");
   printf("\nthroughput ratios (row / column, tx/s):\n%-19s", "");
@@ -543,7 +563,9 @@ static void usage(FILE *f)
     "It starts a private cluster (and stops it); your own cluster is untouched.\n"
     "\n"
     "WORKLOAD: write-only (default: 2 UPDATEs, 1 DELETE, 1 INSERT per\n"
-    "          transaction), insert, read-only, oltp (reads and writes)\n"
+    "          transaction), insert, read-only, oltp (reads and writes),\n"
+    "          read-write (read-only and write-only transactions, half each;\n"
+    "          the read-only ones' latency is also shown apart)\n"
     "  --clients N     concurrent connections (default 8)\n"
     "  --duration S    measured seconds per system (default 10)\n"
     "  --warmup S      seconds run before measuring (default 2)\n"
@@ -637,7 +659,7 @@ int bench_main(int argc, char **argv)
       k++;
     if (k == WL_COUNT)
       die("bench: unknown workload '%s' (say write-only, insert, read-only, oltp, "
-          "recovery or append)", argv[optind]);
+          "read-write, recovery or append)", argv[optind]);
     o.wl.kind = k;
     if (optind + 1 < argc)
       die("bench: unexpected argument '%s'", argv[optind + 1]);

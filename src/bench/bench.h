@@ -88,7 +88,7 @@ void hist_merge(struct hist *into, const struct hist *h);
 double hist_ms(const struct hist *h, double p);
 
 /* The workloads (workload.c). */
-enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_COUNT };
+enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_READ_WRITE, WL_COUNT };
 extern const char *const wl_names[WL_COUNT];   /* "write-only", ... */
 extern const int wl_writes[WL_COUNT];           /* writes per transaction */
 #define WL_SQL_MAX 16384                        /* one transaction's text */
@@ -97,8 +97,9 @@ struct workload {
   int tables, rows;
   unsigned long long seed;
 };
-/* One transaction of w into sql (WL_SQL_MAX bytes), drawing from *rng. */
-void wl_tx(const struct workload *w, uint64_t *rng, char *sql);
+/* One transaction of w into sql (WL_SQL_MAX bytes), drawing from *rng.
+ * Returns 1 if it only reads. */
+int wl_tx(const struct workload *w, uint64_t *rng, char *sql);
 /* Create and fill w's tables through the engine at r. 0, or -1 and why. */
 int wl_load(const struct workload *w, struct rpc *r, char *why, size_t whylen);
 

@@ -14,6 +14,8 @@
  *   insert      one INSERT
  *   read-only   10 point SELECTs, 4 range SELECTs of 100 rows
  *   oltp        read-only and write-only in one transaction
+ *   read-write  each transaction read-only or write-only, half and half:
+ *               reads run while others write (what durable reads cost)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,8 +26,9 @@
 #define LOAD_BATCH  1000         /* rows per INSERT transaction while loading */
 #define WL_TIMEOUT  30000        /* ms: one load transaction's answer */
 
-const char *const wl_names[WL_COUNT] = {"write-only", "insert", "read-only", "oltp"};
-const int wl_writes[WL_COUNT] = {4, 1, 0, 4};
+const char *const wl_names[WL_COUNT] = {"write-only", "insert", "read-only", "oltp",
+                                        "read-write"};
+const int wl_writes[WL_COUNT] = {4, 1, 0, 4, 2};
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -92,11 +95,14 @@ static void writes(const struct workload *o, uint64_t *s, char *sql, size_t *n)
 }
 
 /* One transaction of the workload, as one request. */
-void wl_tx(const struct workload *o, uint64_t *s, char *sql)
+int wl_tx(const struct workload *o, uint64_t *s, char *sql)
 {
   size_t n = 0;
   sql[0] = 0;
-  switch (o->kind) {
+  int kind = o->kind;
+  if (kind == WL_READ_WRITE)
+    kind = rnd(s) % 2 ? WL_READ_ONLY : WL_WRITE_ONLY;
+  switch (kind) {
   case 0:
     add(sql, &n, "BEGIN;");
     writes(o, s, sql, &n);
@@ -122,6 +128,7 @@ void wl_tx(const struct workload *o, uint64_t *s, char *sql)
     writes(o, s, sql, &n);
     add(sql, &n, "COMMIT;");
   }
+  return kind == WL_READ_ONLY;
 }
 
 /* Create and fill the tables (sysbench's schema, with its index on k). */
