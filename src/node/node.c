@@ -210,6 +210,25 @@ static void on_commit(uv_check_t *h)
     index_some(n);
 }
 
+/* A writer's own truncation starts at the VDL its recovery proved, which
+ * is at or above every VDL an older writer told any segment (that VDL was
+ * acknowledged before the recovery fenced the quorum it read). One that
+ * starts below the VDL this segment heard would cut acknowledged commits:
+ * no recovery writes it, so it is refused. (Truncations spread by gossip
+ * or a recovery's scan are older epochs' and may lie below it: a later
+ * writer's records are not theirs to cut, rule T.) */
+static int writer_trunc_ok(const struct segment *s, const struct trunc *t, char *why,
+                           size_t whylen)
+{
+  if (t->to <= t->from || seg_has_trunc(s, t->epoch, t->from, t->to) || t->from >= s->vdl)
+    return 1;
+  snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu starts below the VDL %llu "
+           "this segment heard: refused", (unsigned long long)t->from,
+           (unsigned long long)t->to, (unsigned long long)t->epoch,
+           (unsigned long long)s->vdl);
+  return 0;
+}
+
 static void on_append(struct node *n, struct conn *c, uint64_t req,
                       const Auralog__Append *a)
 {
@@ -228,7 +247,8 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
    * it is the writer's, whose epoch is current. */
   if (a->trunc) {
     struct trunc t = {a->trunc->epoch, a->trunc->from, a->trunc->to};
-    int rc = node_truncate(n, s, &t, 1, why, sizeof why);
+    int rc = writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
+                                                     : ERR_CONFLICT;
     if (rc != 0) {
       conn_error(c, req, (uint32_t)rc, why);
       return;
@@ -564,7 +584,8 @@ static void on_truncate(struct node *n, struct conn *c, uint64_t req,
   if (s == NULL || fence(n, c, req, s, tq->epoch) != 0)
     return;
   struct trunc t = {tq->epoch, tq->from, tq->to};
-  int rc = node_truncate(n, s, &t, 1, why, sizeof why);
+  int rc = writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
+                                                   : ERR_CONFLICT;
   if (rc != 0) {
     conn_error(c, req, (uint32_t)rc, why);
     return;

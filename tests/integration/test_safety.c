@@ -575,6 +575,50 @@ static void an_absurd_vdl_does_not_stop_recovery(void **state)
   sql_ok("insert into t values(3);", "");
 }
 
+/* A truncation no recovery writes: one of a newer epoch that starts below
+ * the VDL the segments heard (a recovery's starts at the VDL it proved, at
+ * or above every acknowledged commit). Each segment refuses it with a
+ * clear error and keeps its records; the engine then recovers and serves
+ * every row (invariant 7: bad input changes nothing). */
+static void a_truncation_below_the_heard_vdl_is_refused(void **state)
+{
+  (void)state;
+  char why[256];
+  sql_ok("create table t(i);", "");
+  for (int i = 1; i <= 4; i++) {  /* one commit each: each Append tells the VDL */
+    char q[64];
+    snprintf(q, sizeof q, "insert into t values(%d);", i);
+    sql_ok(q, "");
+  }
+  fault("engine-crash");        /* its last VDL is on the segments */
+  Auralog__Volume *v = peer_open_volume(coord, "main", 0, 0, 1);
+  int refused = 0, segs = 0;
+  for (size_t p = 0; p < v->n_pgs; p++)
+    for (size_t s = 0; s < v->pgs[p]->n_segments; s++) {
+      const Auralog__Segment *seg = v->pgs[p]->segments[s];
+      Env *q = peer_seg_query(seg->addr, v->id, v->pgs[p]->pg, v->epoch, why, sizeof why);
+      uint64_t heard = q && q->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO ? q->seg_info->vdl : 0;
+      wire_free(q);
+      if (heard < 2)
+        continue;
+      segs++;
+      Env *rep = peer_truncate(seg->addr, v->id, v->pgs[p]->pg, v->epoch, 1, 1 + LAL, why,
+                               sizeof why);
+      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+          strstr(rep->error->msg, "below the VDL"))
+        refused++;
+      else
+        fail_msg("%s took a truncation from 1 below its VDL %llu: %s", seg->node,
+                 (unsigned long long)heard, peer_describe(rep, why));
+      wire_free(rep);
+    }
+  printf("# %d segments refused a truncation below the VDL they heard\n", refused);
+  assert_true(segs >= VW);
+  auralog__volume__free_unpacked(v, NULL);
+  cluster_up();
+  sql_ok("select i from t order by i;", "1\n2\n3\n4\n");
+}
+
 /* A copy range past the segment's page size is stored and acknowledged,
  * then the page is damaged at read. A record's copy range (no bytes; from
  * and len set) at offset 4000, 200 bytes long, ends past a 4096-byte page
@@ -736,6 +780,8 @@ int main(void)
     cmocka_unit_test_setup_teardown(an_unknown_field_zero_breaks_no_node,
                                     setup_cluster, teardown_cluster),
     cmocka_unit_test_setup_teardown(an_absurd_vdl_does_not_stop_recovery,
+                                    setup_cluster, teardown_cluster),
+    cmocka_unit_test_setup_teardown(a_truncation_below_the_heard_vdl_is_refused,
                                     setup_cluster, teardown_cluster),
     cmocka_unit_test_setup_teardown(a_copy_range_past_the_page_is_refused,
                                     setup_cluster, teardown_cluster),
