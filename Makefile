@@ -121,7 +121,7 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
 
 torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/auralog
-	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=300 $(B)/tests/it_crash
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 
 demo: $(B)/auralog
 	@bash scripts/demo.sh $(B)/auralog

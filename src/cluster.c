@@ -4,7 +4,8 @@
  *
  * The cluster lives in one directory (--dir, default $AURALOG_DIR or
  * ~/.auralog):
- *   cluster.json     base port and the members' addresses
+ *   cluster.json     base port, the members' addresses, the engine's
+ *                    cache size if `up --cache` set one
  *   run/NAME.pid     pid of each member started by `up`
  *   log/NAME.log     each member's stderr
  *   data/NAME/       each member's lmdb
@@ -57,6 +58,7 @@ struct member {
 struct cluster {
   char dir[DIR_MAX];
   int base;
+  int cache;               /* engine --cache PAGES (0: the engine's default) */
   struct member m[2 + NCOPIES];     /* coord, nodes, engine */
   int n;
 };
@@ -181,10 +183,13 @@ static int mkdirs(const struct cluster *cl)
   return 0;
 }
 
-static int read_conf(struct cluster *cl)
+/* The base port cluster.json names (0: none); the engine cache it keeps
+ * goes to *cache (0 if none). */
+static int read_conf(struct cluster *cl, int *cache)
 {
   char p[PATH_MAX], buf[4096];
   path(p, sizeof p, cl, "cluster.json", "", "");
+  *cache = 0;
   FILE *f = fopen(p, "r");
   if (f == NULL)
     return 0;
@@ -194,6 +199,8 @@ static int read_conf(struct cluster *cl)
   cJSON *o = cJSON_Parse(buf);
   cJSON *b = cJSON_GetObjectItem(o, "base_port");
   int base = cJSON_IsNumber(b) ? b->valueint : 0;
+  cJSON *c = cJSON_GetObjectItem(o, "engine_cache");
+  *cache = cJSON_IsNumber(c) && c->valueint > 0 ? c->valueint : 0;
   cJSON_Delete(o);
   return base;
 }
@@ -204,6 +211,8 @@ static int write_conf(const struct cluster *cl)
   cJSON_AddNumberToObject(o, "base_port", cl->base);
   cJSON_AddStringToObject(o, "coord", cl->m[0].addr);
   cJSON_AddStringToObject(o, "engine", cl->m[cl->n - 1].addr);
+  if (cl->cache > 0)
+    cJSON_AddNumberToObject(o, "engine_cache", cl->cache);
   char dash[64], url[80];
   dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
@@ -241,7 +250,7 @@ static int write_conf(const struct cluster *cl)
  * stdout and stderr appended to its log. */
 static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
 {
-  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64];
+  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16];
   path(logp, sizeof logp, cl, "log/", m->name, ".log");
   path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
   snprintf(coord, sizeof coord, "%s", cl->m[0].addr);
@@ -251,8 +260,9 @@ static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
                         "--http", http, NULL};
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, NULL};
+  snprintf(cache, sizeof cache, "%d", cl->cache);
   char *engine_argv[] = {(char *)self, "engine", "--volume", "main", "--listen", m->addr,
-                         "--coord", coord, NULL};
+                         "--coord", coord, cl->cache > 0 ? "--cache" : NULL, cache, NULL};
   int engine = m == &cl->m[cl->n - 1];
   pid_t pid = proc_spawn(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv,
                          logp, 1);
@@ -375,7 +385,9 @@ static int cmd_up(struct cluster *cl)
     die("cluster: %s", why);
   /* The engine last: opening the volume is a recovery, which needs a read
    * quorum of every protection group. */
+  int engine_started = 0;
   if ((engine->pid = running(cl, engine)) == 0) {
+    engine_started = 1;
     if (spawn(cl, engine, self) < 0)
       die("cluster: cannot start the engine: %s", strerror(errno));
     started++;
@@ -386,7 +398,10 @@ static int cmd_up(struct cluster *cl)
          started ? "started what was not running" : "already running");
   for (int i = 0; i < cl->n; i++) {
     const struct member *m = &cl->m[i];
-    if (i == 0 || i == cl->n - 1)
+    if (i == cl->n - 1 && cl->cache > 0)
+      printf("  %-6s %-16s pid %-7d cache %d pages%s\n", m->name, m->addr, (int)m->pid,
+             cl->cache, engine_started ? "" : " from its next start");
+    else if (i == 0 || i == cl->n - 1)
       printf("  %-6s %-16s pid %d\n", m->name, m->addr, (int)m->pid);
     else
       printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
@@ -474,9 +489,11 @@ static int cmd_status(struct cluster *cl)
 }
 
 /* Find the cluster in dir (NULL: $AURALOG_DIR or ~/.auralog), creating the
- * directory if create. Returns 1 with *cl laid out, 0 if there is no
+ * directory if create; cache < 0 keeps the engine cache cluster.json names.
+ * Returns 1 with *cl laid out, 0 if there is no
  * cluster there (a line says so), or dies with a reason. */
-static int find_cluster(struct cluster *cl, const char *dir, int base, int create)
+static int find_cluster(struct cluster *cl, const char *dir, int base, int cache,
+                        int create)
 {
   char dflt[PATH_MAX];
   if (dir == NULL)
@@ -499,8 +516,9 @@ static int find_cluster(struct cluster *cl, const char *dir, int base, int creat
   if (strlen(real) >= DIR_MAX)
     die("cluster: directory path %s is too long", real);
   memcpy(cl->dir, real, strlen(real) + 1);
-  int conf = read_conf(cl);
+  int conf_cache, conf = read_conf(cl, &conf_cache);
   cl->base = base ? base : conf ? conf : 7400;
+  cl->cache = cache >= 0 ? cache : conf_cache;
   layout(cl);
   if (base && conf && base != conf) {
     for (int i = 0; i < cl->n; i++) {
@@ -519,6 +537,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog cluster up|down|status [--dir DIR] [--base-port PORT]\n"
+    "                                      [--cache PAGES]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -531,17 +550,21 @@ static void usage(FILE *f)
     "  --dir DIR        where the cluster keeps data, logs and pid files\n"
     "                   (default $AURALOG_DIR or ~/.auralog)\n"
     "  --base-port N    coordinator on N, nodes on N+1..N+6, engine on N+%d\n"
-    "                   (default %d, or what the cluster in DIR was started with)\n",
-    ENGINE_PORT_OFFSET, 7400);
+    "                   (default %d, or what the cluster in DIR was started with)\n"
+    "  --cache PAGES    up: the engine's buffer cache, in pages (`auralog engine\n"
+    "                   --cache`): small, reads go to storage; kept in\n"
+    "                   cluster.json, so a later `up` that restarts the engine\n"
+    "                   keeps it; 0: the engine's default (%d pages)\n",
+    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES);
 }
 
 int cluster_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"cache", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
-  int base = 0, o;
+  int base = 0, cache = -1, o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -550,6 +573,14 @@ int cluster_main(int argc, char **argv)
       if (base < 1024 || base > 65000)
         die("cluster: --base-port must be between 1024 and 65000");
       break;
+    case 'c': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > 1000000000)
+        die("cluster: --cache must be a number of pages (0: the engine's default)");
+      cache = (int)v;
+      break;
+    }
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -561,9 +592,11 @@ int cluster_main(int argc, char **argv)
     die("cluster: unexpected argument '%s'", argv[optind + 1]);
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
     die("cluster: unknown action '%s' (say up, down or status)", cmd);
+  if (cache >= 0 && strcmp(cmd, "up"))
+    die("cluster: --cache is an option of `cluster up`");
 
   static struct cluster cl;
-  int rc = find_cluster(&cl, dir, base, strcmp(cmd, "up") == 0);
+  int rc = find_cluster(&cl, dir, base, cache, strcmp(cmd, "up") == 0);
   if (rc <= 0)
     return -rc;
   if (strcmp(cmd, "up") == 0) {
@@ -670,7 +703,7 @@ int fault_main(int argc, char **argv)
   const char *act = argv[optind], *arg = optind + 1 < argc ? argv[optind + 1] : NULL;
   int nargs = argc - optind - 1;
   static struct cluster cl;
-  if (find_cluster(&cl, dir, 0, 0) <= 0)
+  if (find_cluster(&cl, dir, 0, -1, 0) <= 0)
     return 1;
   char self[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
