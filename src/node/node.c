@@ -21,7 +21,8 @@
  *
  * The decisions (is a record new, a duplicate, refused? what is the SCL?)
  * are made by node/segment.c; this file is the driver around it. Filling
- * holes from PG peers (step 4) is node/gossip.c. Lab faults set through
+ * holes from PG peers (step 4) is node/gossip.c; truncations and a
+ * recovering writer's questions are node/trunc.c. Lab faults set through
  * the coordinator are played here: a partitioned node drops the engine's
  * requests, a slow one answers them late.
  */
@@ -67,7 +68,7 @@ void node_mark_dirty(struct node *n, struct segment *s)
   n->dirty[n->ndirty++] = s;
 }
 
-static struct segment *seg_for(struct node *n, struct conn *c, uint64_t req,
+struct segment *node_seg_for(struct node *n, struct conn *c, uint64_t req,
                                uint64_t vol, uint32_t pg)
 {
   struct segment *s = node_find_seg(n, vol, pg);
@@ -106,7 +107,7 @@ static void delayed_fire(uv_timer_t *t)
 
 /* Answer a writer's request: at once, or slow_ms later on a slow node (the
  * outlier of paper §2.1 that a 4/6 quorum hides). */
-static void node_reply(struct node *n, struct conn *c, const Env *env)
+void node_reply(struct node *n, struct conn *c, const Env *env)
 {
   if (n->slow_ms == 0) {
     conn_send(c, env);
@@ -129,7 +130,7 @@ static void node_reply(struct node *n, struct conn *c, const Env *env)
  * every segment it touched what the disk holds again (epoch, VDL hint,
  * truncations, chain: memory must never claim what the disk lost), and
  * send every staged ack an error. */
-static void rollback(struct node *n, uint32_t code, const char *why)
+void node_rollback(struct node *n, uint32_t code, const char *why)
 {
   char rwhy[256];
   store_abort(&n->st);
@@ -145,7 +146,7 @@ static void rollback(struct node *n, uint32_t code, const char *why)
 
 /* Commit the open transaction, then chain and acknowledge what it held.
  * Returns 0, or an ERR_* code (everything staged was then refused). */
-static int commit_group(struct node *n)
+int node_commit(struct node *n)
 {
   char why[256];
   if (n->st.txn == NULL)
@@ -159,7 +160,7 @@ static int commit_group(struct node *n)
     rc = store_commit(&n->st, why, sizeof why);
   if (rc != 0) {
     logwarn("%s", why);
-    rollback(n, (uint32_t)rc, why);
+    node_rollback(n, (uint32_t)rc, why);
     return rc;
   }
   /* Durable now: chain the records, then acknowledge with the new SCLs. */
@@ -205,35 +206,16 @@ static void index_some(struct node *n)
 static void on_commit(uv_check_t *h)
 {
   struct node *n = h->data;
-  commit_group(n);
+  node_commit(n);
   if (n->st.nunidx >= n->idx_at)
     index_some(n);
-}
-
-/* A writer's own truncation starts at the VDL its recovery proved, which
- * is at or above every VDL an older writer told any segment (that VDL was
- * acknowledged before the recovery fenced the quorum it read). One that
- * starts below the VDL this segment heard would cut acknowledged commits:
- * no recovery writes it, so it is refused. (Truncations spread by gossip
- * or a recovery's scan are older epochs' and may lie below it: a later
- * writer's records are not theirs to cut, rule T.) */
-static int writer_trunc_ok(const struct segment *s, const struct trunc *t, char *why,
-                           size_t whylen)
-{
-  if (t->to <= t->from || seg_has_trunc(s, t->epoch, t->from, t->to) || t->from >= s->vdl)
-    return 1;
-  snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu starts below the VDL %llu "
-           "this segment heard: refused", (unsigned long long)t->from,
-           (unsigned long long)t->to, (unsigned long long)t->epoch,
-           (unsigned long long)s->vdl);
-  return 0;
 }
 
 static void on_append(struct node *n, struct conn *c, uint64_t req,
                       const Auralog__Append *a)
 {
   char why[256];
-  struct segment *s = seg_for(n, c, req, a->volume_id, a->pg);
+  struct segment *s = node_seg_for(n, c, req, a->volume_id, a->pg);
   if (s == NULL)
     return;
   if (a->epoch < s->epoch) {
@@ -247,7 +229,7 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
    * it is the writer's, whose epoch is current. */
   if (a->trunc) {
     struct trunc t = {a->trunc->epoch, a->trunc->from, a->trunc->to};
-    int rc = writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
+    int rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
                                                      : ERR_CONFLICT;
     if (rc != 0) {
       conn_error(c, req, (uint32_t)rc, why);
@@ -332,7 +314,7 @@ lost:
   free(fate);
   logwarn("%s", why);
   node_mark_dirty(n, s);
-  rollback(n, (uint32_t)rc, why);
+  node_rollback(n, (uint32_t)rc, why);
   return rc;
 }
 
@@ -342,7 +324,7 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
                          const Auralog__ReadPage *rp)
 {
   char why[256];
-  struct segment *s = seg_for(n, c, req, rp->volume_id, rp->pg);
+  struct segment *s = node_seg_for(n, c, req, rp->volume_id, rp->pg);
   if (s == NULL)
     return;
   if (rp->page_no < s->first_page || rp->page_no - s->first_page >= s->npages) {
@@ -409,193 +391,6 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
   free(buf);
 }
 
-/* ---- recovery: segment query and truncation (§4.3) ----------------------- */
-
-/* Answer with the segment's state; tail: its highest record <= upto. For
- * a scan, also the records above `after`, at most max of them. */
-static void reply_info(struct node *n, struct conn *c, uint64_t req,
-                       struct segment *s, uint64_t upto, int scan, uint64_t after,
-                       size_t max)
-{
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
-  si.volume_id = s->volume_id;
-  si.pg = s->pg;
-  si.scl = s->scl;
-  si.max_lsn = s->max_lsn;
-  si.vdl = s->vdl;
-  si.tail = store_tail(&n->st, s, upto);
-  si.epoch = s->epoch;
-  Auralog__TruncRange *tr;
-  si.n_truncs = store_truncs_pb(s, &tr, &si.truncs);
-  Rec **recs = NULL;
-  long nrecs = 0;
-  if (scan) {
-    int more = 0;
-    nrecs = store_above(&n->st, s, after, &recs, max, &more);
-    if (nrecs < 0)
-      nrecs = 0;
-    si.recs = recs;
-    si.n_recs = (size_t)nrecs;
-    si.more = more;
-  }
-  env.req = req;
-  env.body_case = AURALOG__ENVELOPE__BODY_SEG_INFO;
-  env.seg_info = &si;
-  node_reply(n, c, &env);
-  for (long i = 0; i < nrecs; i++)
-    auralog__record__free_unpacked(recs[i], NULL);
-  free(recs);
-  free(tr);
-  free(si.truncs);
-}
-
-/* Commit what this turn staged now, rather than at the end of the turn:
- * a fence or a truncation must be durable before it is answered. */
-static int flush_now(struct node *n, struct conn *c, uint64_t req)
-{
-  int rc = commit_group(n);
-  if (rc != 0)
-    conn_error(c, req, (uint32_t)rc, "storage error: could not commit");
-  return rc;
-}
-
-/* Raise s's epoch to epoch, durably, before answering (§4.3: asking
- * fences older writers). Returns 0, or an error already sent to c. */
-static int fence(struct node *n, struct conn *c, uint64_t req, struct segment *s,
-                 uint64_t epoch)
-{
-  char why[256];
-  uint64_t old = s->epoch;
-  int rc = seg_epoch(s, epoch, why, sizeof why);
-  if (rc != ERR_NONE) {
-    conn_error(c, req, (uint32_t)rc, why);
-    return rc;
-  }
-  if (s->epoch == old)
-    return 0;
-  if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
-    s->epoch = old;
-    conn_error(c, req, (uint32_t)rc, why);
-    return rc;
-  }
-  node_mark_dirty(n, s);
-  if ((rc = flush_now(n, c, req)) != 0)
-    return rc;
-  loginfo("volume %llu pg %u: fenced below epoch %llu",
-          (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->epoch);
-  return 0;
-}
-
-static void on_seg_query(struct node *n, struct conn *c, uint64_t req,
-                         const Auralog__SegQuery *q)
-{
-  char why[256];
-  struct segment *s = seg_for(n, c, req, q->volume_id, q->pg);
-  if (s == NULL || fence(n, c, req, s, q->epoch) != 0)
-    return;
-  if (!q->scan) {
-    reply_info(n, c, req, s, s->vdl, 0, 0, 0);
-    return;
-  }
-  /* A scan: first every truncation the recovery learned from the read
-   * quorum, so that what follows is answered from a chain they cleaned. */
-  int rc = node_truncate_pb(n, s, q->truncs, q->n_truncs, why, sizeof why);
-  if (rc != 0) {
-    conn_error(c, req, (uint32_t)rc, why);
-    return;
-  }
-  size_t max = q->max ? q->max : RECOVERY_PAGE;
-  reply_info(n, c, req, s, q->from, 1, q->after, max);
-}
-
-int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
-                  char *why, size_t whylen)
-{
-  /* Only what is new. */
-  size_t nnew = 0;
-  uint64_t min_from = UINT64_MAX;
-  for (size_t i = 0; i < nt; i++)
-    if (t[i].to > t[i].from && !seg_has_trunc(s, t[i].epoch, t[i].from, t[i].to)) {
-      nnew++;
-      if (t[i].from < min_from)
-        min_from = t[i].from;
-    }
-  if (nnew == 0)
-    return 0;
-  /* Commit what this turn staged first. Records staged in the open
-   * transaction are chained only at its commit; a truncation that deleted
-   * some of them would leave them to be chained after it, with the SCL
-   * above what the disk holds (a segment then refused its new writer for
-   * good). So a truncation always runs in a transaction of its own. */
-  int rc = commit_group(n);
-  if (rc == 0)
-    rc = store_begin(&n->st, why, whylen);
-  if (rc != 0)
-    return rc;
-  size_t cut = 0;
-  for (size_t i = 0; i < nt && rc == 0; i++) {
-    if (t[i].to <= t[i].from || seg_has_trunc(s, t[i].epoch, t[i].from, t[i].to))
-      continue;
-    size_t c1 = 0;
-    rc = store_truncate(&n->st, s, &t[i], &c1, why, whylen);
-    cut += c1;
-    seg_add_trunc(s, t[i].epoch, t[i].from, t[i].to);
-  }
-  node_mark_dirty(n, s);
-  /* Chain again from the last record every truncation left alone: the
-   * chain below it is untouched (records at or below the lowest `from`
-   * are never cut), above it records of newer epochs may remain. */
-  uint64_t base = s->scl;
-  if (rc == 0 && min_from < base)
-    base = store_tail(&n->st, s, min_from);
-  if (rc == 0)
-    rc = store_rechain(&n->st, s, base, why, whylen);
-  if (rc != 0) {
-    logwarn("%s", why);
-    rollback(n, (uint32_t)rc, why);
-    return rc;
-  }
-  if ((rc = commit_group(n)) != 0)
-    return rc;
-  loginfo("volume %llu pg %u: %zu truncation%s installed (lowest from %llu), %zu "
-          "record%s cut, scl now %llu", (unsigned long long)s->volume_id, s->pg, nnew,
-          nnew == 1 ? "" : "s", (unsigned long long)min_from, cut, cut == 1 ? "" : "s",
-          (unsigned long long)s->scl);
-  return 0;
-}
-
-int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *pb,
-                     size_t nt, char *why, size_t whylen)
-{
-  struct trunc *t = calloc(nt + 1, sizeof *t);
-  for (size_t i = 0; i < nt; i++)
-    t[i] = (struct trunc){pb[i]->epoch, pb[i]->from, pb[i]->to};
-  int rc = node_truncate(n, s, t, nt, why, whylen);
-  free(t);
-  return rc;
-}
-
-static void on_truncate(struct node *n, struct conn *c, uint64_t req,
-                        const Auralog__Truncate *tq)
-{
-  char why[256];
-  struct segment *s = seg_for(n, c, req, tq->volume_id, tq->pg);
-  if (s == NULL || fence(n, c, req, s, tq->epoch) != 0)
-    return;
-  struct trunc t = {tq->epoch, tq->from, tq->to};
-  int rc = writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
-                                                   : ERR_CONFLICT;
-  if (rc != 0) {
-    conn_error(c, req, (uint32_t)rc, why);
-    return;
-  }
-  /* The VDL hint is not raised here: recovery proved `from` from records
-   * some of which may still be on too few segments; the writer's Appends
-   * carry its VDL once they are at write quorum (vfs/open.c). */
-  reply_info(n, c, req, s, tq->from, 0, 0, 0);
-}
-
 /* ---- the coordinator link ------------------------------------------------ */
 
 static void connect_coord(struct node *n);
@@ -650,10 +445,10 @@ static void on_msg(struct conn *c, const Env *env)
     on_read_page(n, c, env->req, env->read_page);
     break;
   case AURALOG__ENVELOPE__BODY_SEG_QUERY:
-    on_seg_query(n, c, env->req, env->seg_query);
+    node_on_seg_query(n, c, env->req, env->seg_query);
     break;
   case AURALOG__ENVELOPE__BODY_TRUNCATE:
-    on_truncate(n, c, env->req, env->truncate);
+    node_on_truncate(n, c, env->req, env->truncate);
     break;
   case AURALOG__ENVELOPE__BODY_ASSIGN:
     if (c == n->coord_conn)

@@ -87,7 +87,21 @@ struct node {
 };
 
 struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg);
+/* node_find_seg, answering c an error if the node hosts no such segment. */
+struct segment *node_seg_for(struct node *n, struct conn *c, uint64_t req,
+                             uint64_t vol, uint32_t pg);
 void node_mark_dirty(struct node *n, struct segment *s);
+
+/* Answer a writer's request: at once, or late on a slow node (a lab fault). */
+void node_reply(struct node *n, struct conn *c, const Env *env);
+
+/* Commit the open transaction, then chain and acknowledge what it held.
+ * Returns 0, or an ERR_* code (everything staged was then refused). */
+int node_commit(struct node *n);
+
+/* The open transaction is lost: abort it, make every segment it touched
+ * what the disk holds again, and send every staged ack an error. */
+void node_rollback(struct node *n, uint32_t code, const char *why);
 
 /* Stage records for segment s in the open transaction (they are chained
  * at commit). strict: any refused record refuses the batch and changes
@@ -106,6 +120,15 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
 /* The same, for truncations as they came over the wire. */
 int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *t,
                      size_t nt, char *why, size_t whylen);
+
+/* trunc.c: may a writer's own truncation t be installed on s? (0: no,
+ * with why) */
+int node_writer_trunc_ok(const struct segment *s, const struct trunc *t, char *why,
+                         size_t whylen);
+void node_on_seg_query(struct node *n, struct conn *c, uint64_t req,
+                       const Auralog__SegQuery *q);
+void node_on_truncate(struct node *n, struct conn *c, uint64_t req,
+                      const Auralog__Truncate *t);
 
 /* gossip.c (paper §3.3 step 4) */
 void gossip_start(struct node *n);
