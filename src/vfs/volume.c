@@ -1,7 +1,8 @@
 /*
  * volume.c: the engine's side of a volume (see volume.h): the I/O thread,
- * shipping, reads, acknowledgements. Recovery at open is open.c; the
- * struct both share is in volume_int.h.
+ * shipping, acknowledgements. Page reads are read.c, recovery at open is
+ * open.c, reports to the coordinator report.c; the struct they share is in
+ * volume_int.h.
  *
  * Locking: v->mu guards everything below that both SQLite's threads and
  * the I/O thread touch (the quorum tracker, the outgoing records, reads,
@@ -38,19 +39,6 @@ static void orec_free(struct orec *o)
   free(o->ml);
   free(o->mlp);
   free(o);
-}
-
-uint64_t pg_need(const struct pgout *g, uint64_t lsn)
-{
-  size_t lo = g->head, hi = g->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (g->recs[mid]->r.lsn <= lsn)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo > g->head ? g->recs[lo - 1]->r.lsn : g->durable_tail;
 }
 
 static int node_index(struct volume *v, const char *addr)
@@ -104,7 +92,7 @@ static void fl_drop(struct volume *v, size_t i)
 /* ---- I/O thread: sending ---------------------------------------------------- */
 
 /* The truncation this writer's recovery wrote, in *tr, or NULL if none. */
-static Auralog__TruncRange *own_trunc(const struct volume *v, Auralog__TruncRange *tr)
+Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *tr)
 {
   if (v->st.trunc_to <= v->st.trunc_from)
     return NULL;
@@ -138,7 +126,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
   Auralog__TruncRange tr;
-  a.trunc = own_trunc(v, &tr);
+  a.trunc = vol_own_trunc(v, &tr);
   a.records = ptrs;
   a.n_records = cnt;
   env.req = ++v->next_req;
@@ -155,8 +143,6 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   }
   free(ptrs);
 }
-
-static void dispatch_read(struct volume *v, struct readreq *r);
 
 /* Publish v->net in v->st (with v->mu held, on the I/O thread, after it
  * sent or received something; or by recovery, before the I/O thread). */
@@ -215,62 +201,13 @@ static void flush(struct volume *v)
       conn_uncork(v->nodes[i].c);
   for (struct readreq *r = v->reads; r; r = r->next)
     if (!r->done && r->req == 0 && now_ms() >= r->retry_at)
-      dispatch_read(v, r);
+      read_dispatch(v, r);
   net_sync(v);
-}
-
-/* ---- I/O thread: reads -------------------------------------------------------- */
-
-static void dispatch_read(struct volume *v, struct readreq *r)
-{
-  struct pgout *g = &v->pgs[r->pg];
-  int pick = -1;
-  /* A segment known complete to the read point first (§4.2.3), then any
-   * reachable one (it answers "not complete" if it is behind). */
-  for (int pass = 0; pass < 2 && pick < 0; pass++)
-    for (int k = 0; k < NCOPIES; k++) {
-      int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
-      if (r->tried & (1u << s) || !v->nodes[g->node[s]].up)
-        continue;
-      if (pass == 0 && g->scl[s] < r->need)
-        continue;
-      pick = s;
-      break;
-    }
-  if (pick < 0) {
-    /* Everyone reachable refused (or no one is reachable yet): start
-     * over shortly; a node coming up dispatches it at once. */
-    int any_up = 0;
-    for (int s = 0; s < NCOPIES; s++)
-      any_up |= v->nodes[g->node[s]].up;
-    r->tried = 0;
-    r->retry_at = any_up ? now_ms() + 50 : 0;
-    return;
-  }
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
-  rp.volume_id = v->id;
-  rp.pg = r->pg;
-  rp.page_no = r->page_no;
-  rp.read_point = r->rp;
-  rp.need = r->need;
-  rp.epoch = v->epoch;
-  Auralog__TruncRange tr;
-  rp.trunc = own_trunc(v, &tr);   /* a segment without it may hold cut records */
-  env.req = ++v->next_req;
-  env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
-  env.read_page = &rp;
-  r->node = g->node[pick];
-  r->tried |= 1u << pick;
-  if (conn_send(v->nodes[r->node].c, &env) == 0) {
-    r->req = env.req;
-    r->sent_at = now_ms();
-  }
 }
 
 /* A newer writer exists: stop for good (called with v->mu held). The
  * first reason stays. */
-static void fence(struct volume *v, const char *msg)
+void vol_fence_locked(struct volume *v, const char *msg)
 {
   if (!v->fenced) {
     logwarn("volume %s: %s", v->name, msg);
@@ -278,62 +215,6 @@ static void fence(struct volume *v, const char *msg)
     snprintf(v->fenced_why, sizeof v->fenced_why, "%s", msg);
   }
   pthread_cond_broadcast(&v->cond);
-}
-
-static void read_done(struct volume *v, struct readreq *r, const Env *env)
-{
-  r->req = 0;
-  if (env->body_case == AURALOG__ENVELOPE__BODY_PAGE &&
-      env->page->data.len == v->page_size) {
-    /* End to end (invariant 4): the page must be as of the PG's last
-     * record at or below the read point, and, for a page this writer
-     * wrote, as of its last record of that page. A segment that answers
-     * with an older version is not believed: another is asked. */
-    uint64_t want = r->page_no < v->npage_lsn ? v->page_lsn[r->page_no] : 0;
-    uint64_t got = env->page->page_lsn;
-    if (got > r->need || (want && want <= r->rp && got != want)) {
-      snprintf(r->why, sizeof r->why, "a segment answered page %u as of %llu; the "
-               "writer's last change to it at or below %llu is %llu",
-               r->page_no, (unsigned long long)got, (unsigned long long)r->rp,
-               (unsigned long long)want);
-      logwarn("volume %s: %s: trying another segment", v->name, r->why);
-      dispatch_read(v, r);
-      return;
-    }
-    if (!r->abandoned)
-      memcpy(r->out, env->page->data.data, v->page_size);
-    r->page_lsn = got;
-    r->done = 1;
-    r->rc = 0;
-    v->st.pages_read++;
-  } else {
-    if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
-        env->error->code == ERR_STALE_EPOCH) {
-      fence(v, env->error->msg);
-      snprintf(r->why, sizeof r->why, "%s", env->error->msg);
-      return;
-    }
-    snprintf(r->why, sizeof r->why, "%s",
-             env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
-                                                              : "unexpected reply");
-    dispatch_read(v, r);        /* try another segment */
-  }
-}
-
-/* Unlink finished or abandoned reads; free the abandoned ones. */
-static void reap_reads(struct volume *v)
-{
-  struct readreq **pp = &v->reads;
-  while (*pp) {
-    struct readreq *r = *pp;
-    if (r->done || (r->abandoned && r->req == 0)) {
-      *pp = r->next;
-      if (r->abandoned)
-        free(r);
-    } else {
-      pp = &r->next;
-    }
-  }
 }
 
 /* ---- I/O thread: acknowledgements ------------------------------------------- */
@@ -385,7 +266,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   struct pgout *g = &v->pgs[f->pg];
   if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
     if (env->error->code == ERR_STALE_EPOCH) {
-      fence(v, env->error->msg);
+      vol_fence_locked(v, env->error->msg);
       return;
     }
     /* e.g. the node has not heard of a new PG yet, or the segment holds
@@ -444,7 +325,7 @@ static void on_node_msg(struct conn *c, const Env *env)
       break;
     }
 out:
-  reap_reads(v);
+  read_reap(v);
   net_sync(v);                  /* this answer, and a read sent again */
   pthread_mutex_unlock(&v->mu);
 }
@@ -515,129 +396,6 @@ static void connect_nodes(struct volume *v)
   }
 }
 
-static void coord_closed(struct conn *c)
-{
-  struct volume *v = c->data;
-  if (v->coord_conn == c)
-    v->coord_conn = NULL;
-  v->coord_retry_at = now_ms() + RECONNECT_MS;
-}
-
-static void coord_msg(struct conn *c, const Env *env)
-{
-  (void)c;
-  (void)env;                    /* the coordinator does not answer reports */
-}
-
-static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
-                        Auralog__TruncRange *trout);
-
-static void report(struct volume *v)
-{
-  if (v->coord_conn == NULL) {
-    if (now_ms() >= v->coord_retry_at)
-      v->coord_conn = net_connect(&v->loop, v->coord, NULL, coord_msg, coord_closed, v);
-    return;
-  }
-  if (!v->coord_conn->connected)
-    return;
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__EngineStat es;
-  Auralog__TruncRange tr;
-  engine_stat(v, &env, &es, &tr);
-  conn_send(v->coord_conn, &env);
-}
-
-static int tail_cmp(const void *a, const void *b)
-{
-  const Auralog__TailRec *x = *(Auralog__TailRec *const *)a, *y = *(Auralog__TailRec *const *)b;
-  if (x->pg != y->pg)
-    return x->pg < y->pg ? -1 : 1;
-  return x->lsn < y->lsn ? -1 : x->lsn > y->lsn;
-}
-
-/* Fill v->tail_out with the newest records of the PGs' rings (at most
- * TAIL_MAX, the newest first to stay), sorted by PG then LSN. Returns how
- * many. Takes the lock. */
-static size_t tail_collect(struct volume *v)
-{
-  size_t n = 0, min = 0;
-  pthread_mutex_lock(&v->mu);
-  for (size_t p = 0; p < v->npgs; p++) {
-    const struct pgout *g = &v->pgs[p];
-    unsigned have = g->ring_n < TAIL_PER_PG ? g->ring_n : TAIL_PER_PG;
-    for (unsigned k = 0; k < have; k++) {
-      unsigned i = (g->ring_n - have + k) % TAIL_PER_PG;
-      Auralog__TailRec *t;
-      if (n < TAIL_MAX) {
-        t = &v->tail_out[n++];
-      } else if (g->ring_lsn[i] > v->tail_out[min].lsn) {
-        t = &v->tail_out[min];  /* the full list's oldest makes room */
-      } else {
-        continue;
-      }
-      auralog__tail_rec__init(t);
-      t->pg = (uint32_t)p;
-      t->lsn = g->ring_lsn[i];
-      t->cpl = g->ring_cpl[i];
-      if (n == TAIL_MAX)
-        for (size_t j = min = 0; j < n; j++)
-          if (v->tail_out[j].lsn < v->tail_out[min].lsn)
-            min = j;
-    }
-  }
-  pthread_mutex_unlock(&v->mu);
-  for (size_t j = 0; j < n; j++)
-    v->tail_outp[j] = &v->tail_out[j];
-  qsort(v->tail_outp, n, sizeof *v->tail_outp, tail_cmp);
-  return n;
-}
-
-/* The engine's report for status (takes the lock itself). */
-static void engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
-                        Auralog__TruncRange *trout)
-{
-  /* The tail first: the counters read after it are at least as new, so
-   * every record in it is below next_lsn. */
-  size_t ntail = tail_collect(v);
-  struct vol_stats st;
-  vol_get_stats(v, &st);
-  Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
-  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
-  es.volume = v->name;
-  es.addr = v->engine_addr;
-  es.epoch = st.epoch;
-  es.vdl = st.vdl;
-  es.vcl = st.vcl;
-  es.next_lsn = st.next_lsn;
-  es.lal = st.lal;
-  es.commits = st.commits;
-  es.redo_bytes = st.redo_bytes;
-  es.redo_msgs = st.redo_msgs;
-  es.records = st.records;
-  es.pending = st.pending;
-  es.recovery_ms = st.recovery_ms;
-  es.pages_read = st.pages_read;
-  es.refusing = st.refusing;
-  es.net_bytes_out = st.net_bytes_out;
-  es.net_msgs_out = st.net_msgs_out;
-  es.net_bytes_in = st.net_bytes_in;
-  es.net_msgs_in = st.net_msgs_in;
-  es.tail = v->tail_outp;
-  es.n_tail = ntail;
-  *trout = tr;
-  if (st.trunc_to > st.trunc_from) {
-    trout->epoch = st.epoch;
-    trout->from = st.trunc_from;
-    trout->to = st.trunc_to;
-    es.trunc = trout;
-  }
-  *out = es;
-  auralog__envelope__init(env);
-  env->body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
-  env->engine_stat = out;
-}
-
 static void on_wake(uv_async_t *h)
 {
   struct volume *v = h->data;
@@ -691,7 +449,7 @@ static void on_tick(uv_timer_t *t)
   flush(v);
   pthread_mutex_unlock(&v->mu);
   if (++v->ticks % (ENGINE_STAT_MS / 100) == 0)
-    report(v);
+    vol_report(v);
 }
 
 static void close_handle(uv_handle_t *h, void *arg)
@@ -775,7 +533,7 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
     char err[200];
     struct rpc r;
     size_t len;
-    engine_stat(v, &env, &es, &tr);
+    vol_engine_stat(v, &env, &es, &tr);
     uint8_t *frame = wire_frame(&env, &len);
     if (frame && rpc_open(&r, coord, 1000, err, sizeof err) == 0) {
       rpc_send_raw(&r, frame, len);   /* a report: no answer comes */
@@ -809,7 +567,7 @@ const char *vol_name(const struct volume *v)
   return v->name;
 }
 
-static void deadline_in(struct timespec *ts, int ms)
+void vol_deadline_in(struct timespec *ts, int ms)
 {
   clock_gettime(CLOCK_REALTIME, ts);
   ts->tv_sec += ms / 1000;
@@ -904,7 +662,7 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
    * UNDURABLE_MAX bytes of them rather than growing until it dies. Wait
    * until the VDL catches up. */
   struct timespec dl;
-  deadline_in(&dl, COMMIT_DEADLINE_MS);
+  vol_deadline_in(&dl, COMMIT_DEADLINE_MS);
   while (!v->fenced && (!q_can_alloc(&v->q, n) || v->undurable > UNDURABLE_MAX))
     if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
       break;
@@ -1001,7 +759,7 @@ static void stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, si
 int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen)
 {
   struct timespec dl;
-  deadline_in(&dl, timeout_ms);
+  vol_deadline_in(&dl, timeout_ms);
   pthread_mutex_lock(&v->mu);
   while (v->q.vdl < lsn && !v->fenced)
     if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
@@ -1018,59 +776,6 @@ void vol_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_
   pthread_mutex_lock(&v->mu);
   stalled(v, lsn, waited_ms, why, whylen);
   pthread_mutex_unlock(&v->mu);
-}
-
-int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
-             char *why, size_t whylen)
-{
-  pthread_mutex_lock(&v->mu);
-  if (v->fenced) {
-    snprintf(why, whylen, "%s", v->fenced_why);
-    pthread_mutex_unlock(&v->mu);
-    return -1;
-  }
-  uint32_t pg = page_no / v->pg_pages;
-  if (pg >= v->npgs) {          /* never written: a zero page */
-    pthread_mutex_unlock(&v->mu);
-    memset(out, 0, v->page_size);
-    *page_lsn = 0;
-    return 0;
-  }
-  struct readreq *r = calloc(1, sizeof *r);
-  r->pg = pg;
-  r->page_no = page_no;
-  r->rp = v->q.vdl;             /* the read point (§4.2.3) */
-  r->need = pg_need(&v->pgs[pg], r->rp);
-  r->out = out;
-  r->next = v->reads;
-  v->reads = r;
-  pthread_mutex_unlock(&v->mu);
-  uv_async_send(&v->wake);
-
-  struct timespec dl;
-  deadline_in(&dl, READ_DEADLINE_MS);
-  pthread_mutex_lock(&v->mu);
-  while (!r->done)
-    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
-      break;
-  int rc = r->done ? 0 : -1;
-  if (rc == 0) {
-    *page_lsn = r->page_lsn;
-    /* done reads are unlinked by the I/O thread; make sure, then free */
-    struct readreq **pp = &v->reads;
-    while (*pp && *pp != r)
-      pp = &(*pp)->next;
-    if (*pp)
-      *pp = r->next;
-    free(r);
-  } else {
-    snprintf(why, whylen, "cannot read page %u of %s as of %llu in %d ms: %s", page_no,
-             v->name, (unsigned long long)r->rp, READ_DEADLINE_MS,
-             r->why[0] ? r->why : "no segment answered");
-    r->abandoned = 1;           /* the I/O thread frees it */
-  }
-  pthread_mutex_unlock(&v->mu);
-  return rc;
 }
 
 uint64_t vol_vdl(struct volume *v)
@@ -1121,7 +826,7 @@ void vol_close(struct volume *v)
   pthread_mutex_unlock(&v->mu);
   uv_async_send(&v->wake);
   struct timespec dl;
-  deadline_in(&dl, 1000);
+  vol_deadline_in(&dl, 1000);
   pthread_mutex_lock(&v->mu);
   while ((v->closing == 1 || v->nfl > 0) && !v->fenced)
     if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
@@ -1189,6 +894,6 @@ uint64_t vol_last_cpl(struct volume *v)
 void vol_fence(struct volume *v, const char *why)
 {
   pthread_mutex_lock(&v->mu);
-  fence(v, why);
+  vol_fence_locked(v, why);
   pthread_mutex_unlock(&v->mu);
 }

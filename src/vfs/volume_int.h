@@ -137,6 +137,25 @@ struct volume {
 /* Publish v->net in v->st (volume.c). */
 void net_sync(struct volume *v);
 
+/* volume.c: a newer writer exists, stop for good (v->mu held); the
+ * writer's own truncation in *tr, or NULL; ts = now + ms (CLOCK_REALTIME). */
+void vol_fence_locked(struct volume *v, const char *msg);
+Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *tr);
+void vol_deadline_in(struct timespec *ts, int ms);
+
+/* report.c: send the coordinator a report (on the I/O thread, connecting
+ * first if need be); build one into env (takes the lock). */
+void vol_report(struct volume *v);
+void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
+                     Auralog__TruncRange *trout);
+
+/* read.c, on the I/O thread with v->mu held: send read r to a segment (or
+ * schedule it again); take a segment's answer to it; unlink finished and
+ * abandoned reads. */
+void read_dispatch(struct volume *v, struct readreq *r);
+void read_done(struct volume *v, struct readreq *r, const Env *env);
+void read_reap(struct volume *v);
+
 /* Recovery (open.c, paper §4.3): with vd the volume as the coordinator
  * gave it and v->epoch the new epoch, find the VDL from a read quorum of
  * every PG, truncate above it on a write quorum of every PG, and set up

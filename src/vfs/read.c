@@ -1,0 +1,197 @@
+/*
+ * read.c: a page as of a read point, from one segment (paper §4.2.3).
+ *
+ * vol_read() takes the read point (the VDL when the read starts) and
+ * `need`, the PG's last record at or below it (pg_need), and hands the
+ * request to the I/O thread, which asks one segment (read_dispatch): one
+ * known complete to need first, then any reachable one; a segment that
+ * refuses, is slow or answers a page older than the writer's last change
+ * to it is left for another.
+ *
+ * Rules kept here (DESIGN.md §4, invariant 4):
+ *  - need is exact: the PG's last record at or below the read point, from
+ *    the writer's own list, not from what was freed (which lags: a segment
+ *    one record behind once served an older page, and an update was lost);
+ *  - a read carries the writer's epoch (a newer one fences it) and its
+ *    truncation (a segment without it may hold records it cut);
+ *  - the page LSN is checked end to end: never above need, and equal to
+ *    the last LSN this writer wrote to the page when that is at or below
+ *    the read point.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/log.h"
+#include "vfs/volume_int.h"
+
+uint64_t pg_need(const struct pgout *g, uint64_t lsn)
+{
+  size_t lo = g->head, hi = g->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->recs[mid]->r.lsn <= lsn)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > g->head ? g->recs[lo - 1]->r.lsn : g->durable_tail;
+}
+
+void read_dispatch(struct volume *v, struct readreq *r)
+{
+  struct pgout *g = &v->pgs[r->pg];
+  int pick = -1;
+  /* A segment known complete to the read point first (§4.2.3), then any
+   * reachable one (it answers "not complete" if it is behind). */
+  for (int pass = 0; pass < 2 && pick < 0; pass++)
+    for (int k = 0; k < NCOPIES; k++) {
+      int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
+      if (r->tried & (1u << s) || !v->nodes[g->node[s]].up)
+        continue;
+      if (pass == 0 && g->scl[s] < r->need)
+        continue;
+      pick = s;
+      break;
+    }
+  if (pick < 0) {
+    /* Everyone reachable refused (or no one is reachable yet): start
+     * over shortly; a node coming up dispatches it at once. */
+    int any_up = 0;
+    for (int s = 0; s < NCOPIES; s++)
+      any_up |= v->nodes[g->node[s]].up;
+    r->tried = 0;
+    r->retry_at = any_up ? now_ms() + 50 : 0;
+    return;
+  }
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
+  rp.volume_id = v->id;
+  rp.pg = r->pg;
+  rp.page_no = r->page_no;
+  rp.read_point = r->rp;
+  rp.need = r->need;
+  rp.epoch = v->epoch;
+  Auralog__TruncRange tr;
+  rp.trunc = vol_own_trunc(v, &tr);   /* a segment without it may hold cut records */
+  env.req = ++v->next_req;
+  env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
+  env.read_page = &rp;
+  r->node = g->node[pick];
+  r->tried |= 1u << pick;
+  if (conn_send(v->nodes[r->node].c, &env) == 0) {
+    r->req = env.req;
+    r->sent_at = now_ms();
+  }
+}
+
+void read_done(struct volume *v, struct readreq *r, const Env *env)
+{
+  r->req = 0;
+  if (env->body_case == AURALOG__ENVELOPE__BODY_PAGE &&
+      env->page->data.len == v->page_size) {
+    /* End to end (invariant 4): the page must be as of the PG's last
+     * record at or below the read point, and, for a page this writer
+     * wrote, as of its last record of that page. A segment that answers
+     * with an older version is not believed: another is asked. */
+    uint64_t want = r->page_no < v->npage_lsn ? v->page_lsn[r->page_no] : 0;
+    uint64_t got = env->page->page_lsn;
+    if (got > r->need || (want && want <= r->rp && got != want)) {
+      snprintf(r->why, sizeof r->why, "a segment answered page %u as of %llu; the "
+               "writer's last change to it at or below %llu is %llu",
+               r->page_no, (unsigned long long)got, (unsigned long long)r->rp,
+               (unsigned long long)want);
+      logwarn("volume %s: %s: trying another segment", v->name, r->why);
+      read_dispatch(v, r);
+      return;
+    }
+    if (!r->abandoned)
+      memcpy(r->out, env->page->data.data, v->page_size);
+    r->page_lsn = got;
+    r->done = 1;
+    r->rc = 0;
+    v->st.pages_read++;
+  } else {
+    if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+        env->error->code == ERR_STALE_EPOCH) {
+      vol_fence_locked(v, env->error->msg);
+      snprintf(r->why, sizeof r->why, "%s", env->error->msg);
+      return;
+    }
+    snprintf(r->why, sizeof r->why, "%s",
+             env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
+                                                              : "unexpected reply");
+    read_dispatch(v, r);        /* try another segment */
+  }
+}
+
+/* Unlink finished or abandoned reads; free the abandoned ones. */
+void read_reap(struct volume *v)
+{
+  struct readreq **pp = &v->reads;
+  while (*pp) {
+    struct readreq *r = *pp;
+    if (r->done || (r->abandoned && r->req == 0)) {
+      *pp = r->next;
+      if (r->abandoned)
+        free(r);
+    } else {
+      pp = &r->next;
+    }
+  }
+}
+
+int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
+             char *why, size_t whylen)
+{
+  pthread_mutex_lock(&v->mu);
+  if (v->fenced) {
+    snprintf(why, whylen, "%s", v->fenced_why);
+    pthread_mutex_unlock(&v->mu);
+    return -1;
+  }
+  uint32_t pg = page_no / v->pg_pages;
+  if (pg >= v->npgs) {          /* never written: a zero page */
+    pthread_mutex_unlock(&v->mu);
+    memset(out, 0, v->page_size);
+    *page_lsn = 0;
+    return 0;
+  }
+  struct readreq *r = calloc(1, sizeof *r);
+  r->pg = pg;
+  r->page_no = page_no;
+  r->rp = v->q.vdl;             /* the read point (§4.2.3) */
+  r->need = pg_need(&v->pgs[pg], r->rp);
+  r->out = out;
+  r->next = v->reads;
+  v->reads = r;
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+
+  struct timespec dl;
+  vol_deadline_in(&dl, READ_DEADLINE_MS);
+  pthread_mutex_lock(&v->mu);
+  while (!r->done)
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  int rc = r->done ? 0 : -1;
+  if (rc == 0) {
+    *page_lsn = r->page_lsn;
+    /* done reads are unlinked by the I/O thread; make sure, then free */
+    struct readreq **pp = &v->reads;
+    while (*pp && *pp != r)
+      pp = &(*pp)->next;
+    if (*pp)
+      *pp = r->next;
+    free(r);
+  } else {
+    snprintf(why, whylen, "cannot read page %u of %s as of %llu in %d ms: %s", page_no,
+             v->name, (unsigned long long)r->rp, READ_DEADLINE_MS,
+             r->why[0] ? r->why : "no segment answered");
+    r->abandoned = 1;           /* the I/O thread frees it */
+  }
+  pthread_mutex_unlock(&v->mu);
+  return rc;
+}

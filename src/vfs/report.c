@@ -1,0 +1,133 @@
+/*
+ * report.c: what the engine tells the coordinator about its volume, every
+ * ENGINE_STAT_MS, for `auralog status`, the dashboard and `auralog viz`:
+ * epoch, VDL, VCL, counters, the truncation its recovery wrote, and the
+ * newest records of each PG (the log tail a drawing shows). A report
+ * lags the volume by up to one period; nothing decides from it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "vfs/volume_int.h"
+
+static void coord_closed(struct conn *c)
+{
+  struct volume *v = c->data;
+  if (v->coord_conn == c)
+    v->coord_conn = NULL;
+  v->coord_retry_at = now_ms() + RECONNECT_MS;
+}
+
+static void coord_msg(struct conn *c, const Env *env)
+{
+  (void)c;
+  (void)env;                    /* the coordinator does not answer reports */
+}
+
+void vol_report(struct volume *v)
+{
+  if (v->coord_conn == NULL) {
+    if (now_ms() >= v->coord_retry_at)
+      v->coord_conn = net_connect(&v->loop, v->coord, NULL, coord_msg, coord_closed, v);
+    return;
+  }
+  if (!v->coord_conn->connected)
+    return;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__EngineStat es;
+  Auralog__TruncRange tr;
+  vol_engine_stat(v, &env, &es, &tr);
+  conn_send(v->coord_conn, &env);
+}
+
+static int tail_cmp(const void *a, const void *b)
+{
+  const Auralog__TailRec *x = *(Auralog__TailRec *const *)a, *y = *(Auralog__TailRec *const *)b;
+  if (x->pg != y->pg)
+    return x->pg < y->pg ? -1 : 1;
+  return x->lsn < y->lsn ? -1 : x->lsn > y->lsn;
+}
+
+/* Fill v->tail_out with the newest records of the PGs' rings (at most
+ * TAIL_MAX, the newest first to stay), sorted by PG then LSN. Returns how
+ * many. Takes the lock. */
+static size_t tail_collect(struct volume *v)
+{
+  size_t n = 0, min = 0;
+  pthread_mutex_lock(&v->mu);
+  for (size_t p = 0; p < v->npgs; p++) {
+    const struct pgout *g = &v->pgs[p];
+    unsigned have = g->ring_n < TAIL_PER_PG ? g->ring_n : TAIL_PER_PG;
+    for (unsigned k = 0; k < have; k++) {
+      unsigned i = (g->ring_n - have + k) % TAIL_PER_PG;
+      Auralog__TailRec *t;
+      if (n < TAIL_MAX) {
+        t = &v->tail_out[n++];
+      } else if (g->ring_lsn[i] > v->tail_out[min].lsn) {
+        t = &v->tail_out[min];  /* the full list's oldest makes room */
+      } else {
+        continue;
+      }
+      auralog__tail_rec__init(t);
+      t->pg = (uint32_t)p;
+      t->lsn = g->ring_lsn[i];
+      t->cpl = g->ring_cpl[i];
+      if (n == TAIL_MAX)
+        for (size_t j = min = 0; j < n; j++)
+          if (v->tail_out[j].lsn < v->tail_out[min].lsn)
+            min = j;
+    }
+  }
+  pthread_mutex_unlock(&v->mu);
+  for (size_t j = 0; j < n; j++)
+    v->tail_outp[j] = &v->tail_out[j];
+  qsort(v->tail_outp, n, sizeof *v->tail_outp, tail_cmp);
+  return n;
+}
+
+/* The engine's report for status (takes the lock itself). */
+void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
+                     Auralog__TruncRange *trout)
+{
+  /* The tail first: the counters read after it are at least as new, so
+   * every record in it is below next_lsn. */
+  size_t ntail = tail_collect(v);
+  struct vol_stats st;
+  vol_get_stats(v, &st);
+  Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  es.volume = v->name;
+  es.addr = v->engine_addr;
+  es.epoch = st.epoch;
+  es.vdl = st.vdl;
+  es.vcl = st.vcl;
+  es.next_lsn = st.next_lsn;
+  es.lal = st.lal;
+  es.commits = st.commits;
+  es.redo_bytes = st.redo_bytes;
+  es.redo_msgs = st.redo_msgs;
+  es.records = st.records;
+  es.pending = st.pending;
+  es.recovery_ms = st.recovery_ms;
+  es.pages_read = st.pages_read;
+  es.refusing = st.refusing;
+  es.net_bytes_out = st.net_bytes_out;
+  es.net_msgs_out = st.net_msgs_out;
+  es.net_bytes_in = st.net_bytes_in;
+  es.net_msgs_in = st.net_msgs_in;
+  es.tail = v->tail_outp;
+  es.n_tail = ntail;
+  *trout = tr;
+  if (st.trunc_to > st.trunc_from) {
+    trout->epoch = st.epoch;
+    trout->from = st.trunc_from;
+    trout->to = st.trunc_to;
+    es.trunc = trout;
+  }
+  *out = es;
+  auralog__envelope__init(env);
+  env->body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+  env->engine_stat = out;
+}
