@@ -619,6 +619,51 @@ static void a_truncation_below_the_heard_vdl_is_refused(void **state)
   sql_ok("select i from t order by i;", "1\n2\n3\n4\n");
 }
 
+/* Recovery can become impossible: a segment with more records above its
+ * durable point than one answer can hold (an engine that lost its quorum
+ * for a long while left them) answered an internal error, and recovery
+ * failed for want of a read quorum. 120,000 records of an older epoch,
+ * never committed, on every segment of PG 0: recovery pages through them,
+ * truncates them, and the volume serves its rows. */
+static void recovery_pages_through_a_long_tail(void **state)
+{
+  (void)state;
+  char why[256], text[1024];
+  sql_ok("create table t(i); insert into t values(1); insert into t values(2);", "");
+  fault("engine-crash");
+  Auralog__Volume *v = peer_open_volume(coord, "main", 0, 0, 1);
+  enum { N = 120000, PER = 50000 };
+  struct peer_rec *r = calloc(N, sizeof *r);
+  assert_non_null(r);
+  for (size_t s = 0; s < v->pgs[0]->n_segments; s++) {
+    const Auralog__Segment *seg = v->pgs[0]->segments[s];
+    Env *q = peer_seg_query(seg->addr, v->id, 0, v->epoch, why, sizeof why);
+    assert_non_null(q);
+    assert_int_equal(q->body_case, AURALOG__ENVELOPE__BODY_SEG_INFO);
+    uint64_t top = q->seg_info->max_lsn;
+    wire_free(q);
+    if (s == 0)
+      for (size_t i = 0; i < N; i++)   /* the same records for every segment */
+        peer_rec_literal(&r[i], top + 1 + i, i ? top + i : top, 2 + (uint32_t)(i % 8),
+                         100, (uint8_t)i, 16, 0, v->epoch);
+    for (size_t i = 0; i < N; i += PER) {
+      size_t n = N - i < PER ? N - i : PER;
+      Env *rep = peer_append(seg->addr, v->id, 0, v->epoch, &r[i], n, 0, why, sizeof why);
+      if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
+        fail_msg("%s did not take %zu records: %s", seg->node, n, peer_describe(rep, why));
+      wire_free(rep);
+    }
+  }
+  free(r);
+  auralog__volume__free_unpacked(v, NULL);
+  if (sh(text, sizeof text, "%s cluster up --dir %s 2>&1", bin, dir) != 0)
+    fail_msg("recovery over %d records above the durable point failed: %s", N,
+             oneline(text));
+  sql_ok("select i from t order by i;", "1\n2\n");
+  sql_ok("insert into t values(3);", "");
+  sql_ok("select count(*) from t;", "3\n");
+}
+
 /* A copy range past the segment's page size is stored and acknowledged,
  * then the page is damaged at read. A record's copy range (no bytes; from
  * and len set) at offset 4000, 200 bytes long, ends past a 4096-byte page
@@ -782,6 +827,8 @@ int main(void)
     cmocka_unit_test_setup_teardown(an_absurd_vdl_does_not_stop_recovery,
                                     setup_cluster, teardown_cluster),
     cmocka_unit_test_setup_teardown(a_truncation_below_the_heard_vdl_is_refused,
+                                    setup_cluster, teardown_cluster),
+    cmocka_unit_test_setup_teardown(recovery_pages_through_a_long_tail,
                                     setup_cluster, teardown_cluster),
     cmocka_unit_test_setup_teardown(a_copy_range_past_the_page_is_refused,
                                     setup_cluster, teardown_cluster),
