@@ -4,9 +4,10 @@
  * vol_read() takes the read point (the VDL when the read starts) and
  * `need`, the PG's last record at or below it (pg_need), and hands the
  * request to the I/O thread, which asks one segment (read_dispatch): one
- * known complete to need first, then any reachable one; a segment that
- * refuses, is slow or answers a page older than the writer's last change
- * to it is left for another.
+ * known complete to need first, then any reachable one, a node that let a
+ * read time out lately last (paper §2.1: the quorum, and reads, route
+ * around an outlier); a segment that refuses, is slow or answers a page
+ * older than the writer's last change to it is left for another.
  *
  * Rules kept here (DESIGN.md §4, invariant 4):
  *  - need is exact: the PG's last record at or below the read point, from
@@ -46,12 +47,17 @@ void read_dispatch(struct volume *v, struct readreq *r)
   int pick = -1;
   /* A segment known complete to the read point first (§4.2.3), then any
    * reachable one (it answers "not complete" if it is behind). */
-  for (int pass = 0; pass < 2 && pick < 0; pass++)
+  /* Passes: complete and not known slow; not known slow; any. */
+  unsigned long long now = now_ms();
+  for (int pass = 0; pass < 3 && pick < 0; pass++)
     for (int k = 0; k < NCOPIES; k++) {
       int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
-      if (r->tried & (1u << s) || !v->nodes[g->node[s]].up)
+      const struct vnode *n = &v->nodes[g->node[s]];
+      if (r->tried & (1u << s) || !n->up)
         continue;
       if (pass == 0 && g->scl[s] < r->need)
+        continue;
+      if (pass < 2 && now < n->read_slow_until)
         continue;
       pick = s;
       break;
@@ -107,6 +113,7 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
       read_dispatch(v, r);
       return;
     }
+    v->nodes[r->node].read_slow_until = 0;     /* it answered in time */
     if (!r->abandoned)
       memcpy(r->out, env->page->data.data, v->page_size);
     r->page_lsn = got;

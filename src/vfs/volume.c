@@ -437,6 +437,9 @@ static void expire(struct volume *v)
     if (r->req && now - r->sent_at > READ_TRY_MS) {
       r->req = 0;               /* a late answer is ignored */
       r->retry_at = 0;
+      /* An outlier (paper §2.1): reads go to other segments for a while,
+       * rather than each paying READ_TRY_MS to find out again. */
+      v->nodes[r->node].read_slow_until = now + READ_SLOW_MS;
     }
 }
 

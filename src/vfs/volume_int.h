@@ -56,6 +56,7 @@ struct vnode {
   int up;
   unsigned long long retry_at;
   struct volume *v;
+  unsigned long long read_slow_until; /* it let a read time out: others first till then */
   unsigned nfl;              /* Appends in flight to it: while any is, new
                                 records for its segments wait (flush) */
 };
