@@ -164,10 +164,7 @@ static void ask_round(struct nodeconn *nc, size_t nn, struct round *r, struct ne
 
 static void free_query(Env *e)
 {
-  if (e->seg_query) {
-    free(e->seg_query->truncs);
-    free(e->seg_query);
-  }
+  free(e->seg_query);           /* its truncs are the round's, shared */
 }
 
 static void free_append(Env *e)
@@ -304,6 +301,16 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
     after[k] = hint;
     want[k] = live[k];
   }
+  /* Every truncation round 1 learned, as the scans carry them. */
+  Auralog__TruncRange **tp = calloc(ntr + 1, sizeof *tp);
+  Auralog__TruncRange *tv = calloc(ntr + 1, sizeof *tv);
+  for (size_t j = 0; j < ntr; j++) {
+    auralog__trunc_range__init(&tv[j]);
+    tv[j].epoch = tr[j].epoch;
+    tv[j].from = tr[j].from;
+    tv[j].to = tr[j].to;
+    tp[j] = &tv[j];
+  }
   for (int page = 0;; page++) {
     round_free(&r2, free_query);
     for (size_t k = 0; k < nk; k++) {
@@ -319,17 +326,8 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
       q->from = hint;
       q->after = after[k];
       q->max = RECOVERY_PAGE;
-      if (page == 0 && ntr) {
-        Auralog__TruncRange **tp = calloc(ntr, sizeof *tp);
-        Auralog__TruncRange *tv = calloc(ntr, sizeof *tv);
-        for (size_t j = 0; j < ntr; j++) {
-          auralog__trunc_range__init(&tv[j]);
-          tv[j].epoch = tr[j].epoch;
-          tv[j].from = tr[j].from;
-          tv[j].to = tr[j].to;
-          tp[j] = &tv[j];
-        }
-        q->truncs = tp;
+      if (page == 0) {
+        q->truncs = tp;         /* the same for every segment, freed below */
         q->n_truncs = ntr;
       }
       e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
@@ -341,12 +339,12 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
     for (size_t i = 0; i < r2.n; i++) {
       size_t k = r2.seg[i];
       Env *rep = r2.rep[i];
-      if (page == 0 && r2.req[i]->seg_query->n_truncs)
-        free(r2.req[i]->seg_query->truncs[0]);   /* the shared tv array */
       want[k] = 0;
       if (stale(rep, why, whylen)) {
         free(after);
         free(want);
+        free(tp);
+        free(tv);
         goto out;
       }
       if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_SEG_INFO) {
@@ -395,6 +393,8 @@ int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whyle
   }
   free(after);
   free(want);
+  free(tp);
+  free(tv);
   if (!read_quorums(live, npgs, "answered the scan", why, whylen))
     goto out;
   vdl = recover_vdl(hint, start, npgs, rm, nr, tr, ntr, tails);
