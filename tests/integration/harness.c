@@ -149,7 +149,7 @@ pid_t pid_of(const char *member)
   return pid;
 }
 
-static int alive(pid_t pid)
+int pid_alive(pid_t pid)
 {
   char p[64];
   snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
@@ -168,9 +168,9 @@ void stop_member(const char *member, int sig)
   pid_t pid = pid_of(member);
   assert_true(pid > 0);
   assert_int_equal(kill(pid, sig), 0);
-  for (int i = 0; i < 500 && alive(pid); i++)
+  for (int i = 0; i < 500 && pid_alive(pid); i++)
     usleep(10000);
-  assert_false(alive(pid));
+  assert_false(pid_alive(pid));
 }
 
 cJSON *status(const char *volume)

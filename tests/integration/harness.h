@@ -44,6 +44,8 @@ void fault(const char *what);
 void cluster_down_leaves_nothing(void **state);
 
 pid_t pid_of(const char *member);
+/* Is pid a live process (not a zombie)? */
+int pid_alive(pid_t pid);
 /* Send sig to a member and wait until it is gone (for SIGKILL/SIGTERM). */
 void stop_member(const char *member, int sig);
 

@@ -600,20 +600,6 @@ static void restart(int point)
     engine_restarted(point);
 }
 
-static int alive(pid_t pid)
-{
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(p, "r");
-  char c = 0;
-  if (f == NULL)
-    return 0;
-  if (fscanf(f, "%*d (%*[^)]) %c", &c) != 1)
-    c = 0;
-  fclose(f);
-  return c != 'Z' && c != 0;
-}
-
 /* Start the engine by hand, as `cluster up` does (same arguments, log and
  * pid file), but leave the nodes as they are: its recovery runs without
  * the ones that are down. Waits until it serves (it listens once the
@@ -641,12 +627,12 @@ static void engine_alone(int point, const char *without)
       rpc_close(&r);
       break;
     }
-    if (!alive(pid) || now_ms() - t0 > 30000) {
+    if (!pid_alive(pid) || now_ms() - t0 > 30000) {
       keep_evidence();
       sh(out, sizeof out, "tail -3 %s/log/engine.log", dir);
       fail_msg("crash point %d: the engine started with %s down %s; its log ends:\n%s"
                "latest truncations that cut records:\n%s(cluster kept in %s)", point, without,
-               alive(pid) ? "does not serve after 30 s" : "exited", out, cut_lines(), dir);
+               pid_alive(pid) ? "does not serve after 30 s" : "exited", out, cut_lines(), dir);
     }
     usleep(50000);
   }

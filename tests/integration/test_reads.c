@@ -81,20 +81,6 @@ static void engine_start(const char *name, const char *addr, const char *args)
   fail_msg("engine %s (%s) does not answer; see %s/log/%s.log", name, addr, dir, name);
 }
 
-/* Is pid a live process (not a zombie)? */
-static int alive(pid_t pid)
-{
-  char p[64], st = 0;
-  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
-    return 0;
-  if (fscanf(f, "%*d (%*[^)]) %c", &st) != 1)
-    st = 0;
-  fclose(f);
-  return st != 'Z' && st != 0;
-}
-
 /* Stop an extra engine if it runs (also from teardown). */
 static void engine_stop(const char *name, int sig)
 {
@@ -102,7 +88,7 @@ static void engine_stop(const char *name, int sig)
   if (pid <= 0)
     return;
   if (kill(pid, sig) == 0)
-    for (int i = 0; i < 1000 && alive(pid); i++)
+    for (int i = 0; i < 1000 && pid_alive(pid); i++)
       usleep(10000);
   sh(NULL, 0, "rm -f %s/run/%s.pid", dir, name);
 }
