@@ -143,6 +143,10 @@ void net_sync(struct volume *v);
 void vol_fence_locked(struct volume *v, const char *msg);
 Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *tr);
 void vol_deadline_in(struct timespec *ts, int ms);
+/* volume.c: a request to the coordinator expecting body `want` (NULL and
+ * why otherwise); take on PGs a volume description adds. */
+Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t whylen);
+void vol_adopt(struct volume *v, const Auralog__Volume *vd);
 
 /* report.c: send the coordinator a report (on the I/O thread, connecting
  * first if need be); build one into env (takes the lock). */
