@@ -417,16 +417,19 @@ int wire_check(const Env *e, char *why, size_t whylen)
   }
   case AURALOG__ENVELOPE__BODY_SEG_INFO: {
     /* The engine's recovery trusts these: a wild value must not reach it.
-     * The records come without their ranges (node.c reply_info), so only
-     * their LSNs and epochs are checked, not their CRCs. */
+     * A scan's records come whole, and recovery re-stamps and re-seals the
+     * ones it adopts (vfs/open.c): a damaged one must be caught here, by
+     * its CRC, or re-sealing would make it look sound. */
     const Auralog__SegInfo *si = e->seg_info;
     TRY(lsn_in(si->scl, "segment info scl", why, whylen));
     TRY(lsn_in(si->max_lsn, "segment info max lsn", why, whylen));
     TRY(lsn_in(si->vdl, "segment info vdl", why, whylen));
     TRY(lsn_in(si->tail, "segment info tail", why, whylen));
     TRY(epoch_in(si->epoch, "segment info epoch", why, whylen));
-    for (size_t i = 0; i < si->n_recs; i++)
+    for (size_t i = 0; i < si->n_recs; i++) {
       TRY(check_rec_bounds(si->recs[i], "segment info", why, whylen));
+      TRY(rec_check(si->recs[i], PAGE_SIZE_MAX, why, whylen));
+    }
     return check_truncs(si->truncs, si->n_truncs, "segment info", why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_TRUNCATE: {

@@ -985,11 +985,12 @@ static void test_check_seg_info_bounds(void **state)
   si.vdl = 80;
   si.tail = 78;
   si.epoch = 4;
-  /* Records come without their ranges (node.c reply_info). */
+  /* A scan's records come whole, sealed (node/trunc.c reply_info). */
   Auralog__Record r = AURALOG__RECORD__INIT, *rp = &r;
   r.lsn = 120;
   r.prev_lsn = 90;
   r.epoch = 3;
+  rec_seal(&r);
   si.recs = &rp;
   si.n_recs = 1;
   Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT, *trp = &tr;
@@ -1001,6 +1002,11 @@ static void test_check_seg_info_bounds(void **state)
   env.body_case = AURALOG__ENVELOPE__BODY_SEG_INFO;
   env.seg_info = &si;
   check_is(&env, ERR_NONE);
+
+  /* Recovery re-seals what it adopts: a damaged record must not pass. */
+  r.crc ^= 1;
+  check_is(&env, ERR_BAD_CRC);
+  r.crc ^= 1;
 
   si.vdl = WILD;
   check_is(&env, ERR_OUT_OF_RANGE);
