@@ -28,8 +28,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
-CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
-            src/node/segment.c src/node/store.c src/node/node.c src/node/trunc.c src/node/gossip.c \
+CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
+            $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
             src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/report.c src/vfs/open.c \

@@ -26,15 +26,13 @@
 #include "node/node.h"
 
 /* Send a pull or a push to a peer, counting it in gossip_bytes/msgs: the
- * traffic the storage tier adds to the engine's. Every conn but the
- * coordinator's counts into n->net, so what conn_send added there is the
- * frame's size. */
-static int gossip_send(struct node *n, struct conn *c, const Env *env)
+ * traffic the storage tier adds to the engine's (a frame: its length
+ * prefix and the packed envelope). */
+static int gossip_send(struct node *n, struct ep *c, const Env *env)
 {
-  uint64_t before = n->net.bytes_out;
-  int rc = conn_send(c, env);
+  int rc = io_send(n->io, c, env);
   if (rc == 0) {
-    n->gossip_bytes += n->net.bytes_out - before;
+    n->gossip_bytes += 4 + auralog__envelope__get_packed_size(env);
     n->gossip_msgs++;
   }
   return rc;
@@ -93,10 +91,9 @@ void gossip_learn(struct node *n, const Auralog__Assign *as)
 
 /* ---- asking -------------------------------------------------------------- */
 
-static void on_push(struct node *n, struct conn *c, const Env *env)
+static void on_push(struct node *n, struct peer *p, const Env *env)
 {
   const Auralog__GossipPush *gp = env->gossip_push;
-  struct peer *p = &n->peers[(intptr_t)c->ctx];
   struct gossip *g = gossip_of(n, gp->volume_id, gp->pg);
   struct segment *s = node_find_seg(n, gp->volume_id, gp->pg);
   if (g == NULL || s == NULL || g->req != env->req)
@@ -128,47 +125,64 @@ static void on_push(struct node *n, struct conn *c, const Env *env)
             (unsigned long long)gp->scl);
 }
 
-static void peer_msg(struct conn *c, const Env *env)
+static struct peer *peer_of(struct node *n, struct ep *c)
 {
-  struct node *n = c->data;
-  if (env->body_case == AURALOG__ENVELOPE__BODY_GOSSIP_PUSH)
-    on_push(n, c, env);
+  for (size_t i = 0; i < n->npeers; i++)
+    if (n->peers[i].c == c)
+      return &n->peers[i];
+  return NULL;
 }
 
-static void peer_closed(struct conn *c)
+int gossip_on_msg(struct node *n, struct ep *c, const Env *env)
 {
-  struct node *n = c->data;
-  struct peer *p = &n->peers[(intptr_t)c->ctx];
-  if (p->c == c) {
-    p->c = NULL;
-    p->up = 0;
-    p->retry_at = now_ms() + RECONNECT_MS;
-  }
+  struct peer *p = peer_of(n, c);
+  if (p == NULL)
+    return 0;
+  if (env->body_case == AURALOG__ENVELOPE__BODY_GOSSIP_PUSH)
+    on_push(n, p, env);
+  return 1;
+}
+
+int gossip_on_down(struct node *n, struct ep *c)
+{
+  struct peer *p = peer_of(n, c);
+  if (p == NULL)
+    return 0;
+  p->c = NULL;
+  p->up = 0;
+  p->retry_at = io_now(n->io) + RECONNECT_MS;
   for (size_t i = 0; i < n->ngs; i++)
     for (int k = 0; k < n->gs[i].npeers; k++)
       if (&n->peers[n->gs[i].peer[k]] == p)
         n->gs[i].req = 0;
+  return 1;
 }
 
-static void peer_connected(struct conn *c, int status)
+int gossip_on_up(struct node *n, struct ep *c)
 {
-  struct node *n = c->data;
-  if (status == 0)
-    n->peers[(intptr_t)c->ctx].up = 1;
+  struct peer *p = peer_of(n, c);
+  if (p)
+    p->up = 1;
+  return p != NULL;
+}
+
+void gossip_free(struct node *n)
+{
+  free(n->peers);
+  free(n->gs);
+  n->peers = NULL;
+  n->gs = NULL;
+  n->npeers = n->ngs = 0;
 }
 
 /* The connection to peer i, if it is up; starts one if not. */
-static struct conn *peer_conn(struct node *n, int i)
+static struct ep *peer_conn(struct node *n, int i)
 {
   struct peer *p = &n->peers[i];
-  if (p->c == NULL && now_ms() >= p->retry_at) {
-    p->c = net_connect(n->loop, p->addr, peer_connected, peer_msg, peer_closed, n);
-    if (p->c) {
-      p->c->ctx = (void *)(intptr_t)i;
-      p->c->count = &n->net;
-    } else {
-      p->retry_at = now_ms() + RECONNECT_MS;
-    }
+  if (p->c == NULL && io_now(n->io) >= p->retry_at) {
+    p->c = n->io->connect(n->io->ctx, p->addr);
+    if (p->c == NULL)
+      p->retry_at = io_now(n->io) + RECONNECT_MS;
   }
   return p->c && p->up ? p->c : NULL;
 }
@@ -212,15 +226,14 @@ static void ask(struct node *n, struct gossip *g, struct segment *s)
   env.gossip_pull = &gp;
   if (gossip_send(n, n->peers[g->peer[pick]].c, &env) == 0) {
     g->req = env.req;
-    g->sent_at = now_ms();
+    g->sent_at = io_now(n->io);
   }
 }
 
-static void on_tick(uv_timer_t *t)
+void gossip_tick(struct node *n)
 {
-  struct node *n = t->data;
   n->ticks++;
-  unsigned long long now = now_ms();
+  unsigned long long now = io_now(n->io);
   for (size_t i = 0; i < n->ngs; i++) {
     struct gossip *g = &n->gs[i];
     struct segment *s = node_find_seg(n, g->volume_id, g->pg);
@@ -233,16 +246,9 @@ static void on_tick(uv_timer_t *t)
   }
 }
 
-void gossip_start(struct node *n)
-{
-  uv_timer_init(n->loop, &n->gossip_timer);
-  n->gossip_timer.data = n;
-  uv_timer_start(&n->gossip_timer, on_tick, GOSSIP_MS, GOSSIP_MS);
-}
-
 /* ---- answering ----------------------------------------------------------- */
 
-void gossip_on_pull(struct node *n, struct conn *c, uint64_t req,
+void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
                     const Auralog__GossipPull *p)
 {
   const char *az = NULL;

@@ -1,46 +1,41 @@
 /*
- * node.c: the storage node role, `auralog node` (paper §3.3, Fig. 4).
+ * node.c: the storage node's core (paper §3.3, Fig. 4; events in node.h).
  *
  * A node hosts segments (one per protection group it belongs to) in one
- * lmdb environment and does steps 1-2 of Figure 4 in the foreground:
+ * store and does steps 1-2 of Figure 4 in the foreground:
  * receive a batch of records, persist it, acknowledge it with the
  * segment's SCL. It also serves page reads at a read point, registers with
  * the coordinator, learns its segments from it, and heartbeats their SCLs
  * and its counters (durable commits, fsyncs, frames and bytes sent and
  * received, gossip apart) for `auralog bench`.
  *
- * Group commit: every Append that arrives in one turn of the event loop is
- * written into one lmdb transaction; a uv_check handle (run right after
- * the loop polled for I/O) commits it with one fsync and only then chains
- * the records (seg_add) and sends the acks. A crash before the commit loses
- * only unacknowledged records.
+ * Group commit: every Append that arrives in one turn of the driver's loop
+ * is written into one store transaction; node_end_turn (the real driver
+ * calls it right after the loop polled for I/O) commits it with one sync
+ * and only then chains the records (seg_add) and sends the acks. A crash
+ * before the commit loses only unacknowledged records.
  *
  * Indexing the records by page is left out of that commit (store.h): once
  * about IDX_BATCH records wait, the node indexes them in a transaction of
  * its own, after the turn's acks went out.
  *
  * The decisions (is a record new, a duplicate, refused? what is the SCL?)
- * are made by node/segment.c; this file is the driver around it. Filling
+ * are made by node/segment.c; this file sequences them with the store. Filling
  * holes from PG peers (step 4) is node/gossip.c; truncations and a
  * recovering writer's questions are node/trunc.c. Lab faults set through
  * the coordinator are played here: a partitioned node drops the engine's
  * requests, a slow one answers them late.
  */
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/addr.h"
 #include "lib/log.h"
-#include "net.h"
 #include "node/node.h"
 #include "node/segment.h"
 #include "node/store.h"
 #include "param.h"
-#include "roles.h"
 
 struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg)
 {
@@ -68,7 +63,7 @@ void node_mark_dirty(struct node *n, struct segment *s)
   n->dirty[n->ndirty++] = s;
 }
 
-struct segment *node_seg_for(struct node *n, struct conn *c, uint64_t req,
+struct segment *node_seg_for(struct node *n, struct ep *c, uint64_t req,
                                uint64_t vol, uint32_t pg)
 {
   struct segment *s = node_find_seg(n, vol, pg);
@@ -76,7 +71,7 @@ struct segment *node_seg_for(struct node *n, struct conn *c, uint64_t req,
     char why[160];
     snprintf(why, sizeof why, "node %s hosts no segment of volume %llu pg %u",
              n->id, (unsigned long long)vol, pg);
-    conn_error(c, req, ERR_UNKNOWN_SEGMENT, why);
+    io_error(n->io, c, req, ERR_UNKNOWN_SEGMENT, why);
   }
   return s;
 }
@@ -85,45 +80,14 @@ struct segment *node_seg_for(struct node *n, struct conn *c, uint64_t req,
 
 /* ---- replies, late on purpose for a slow node (a lab fault) --------------- */
 
-struct delayed {
-  uv_timer_t t;
-  struct conn *c;
-  uint8_t *frame;
-  size_t len;
-};
-
-static void delayed_freed(uv_handle_t *h)
-{
-  free(h->data);
-}
-
-static void delayed_fire(uv_timer_t *t)
-{
-  struct delayed *d = t->data;
-  conn_send_frame(d->c, d->frame, d->len);
-  conn_unref(d->c);
-  uv_close((uv_handle_t *)&d->t, delayed_freed);
-}
-
 /* Answer a writer's request: at once, or slow_ms later on a slow node (the
  * outlier of paper §2.1 that a 4/6 quorum hides). */
-void node_reply(struct node *n, struct conn *c, const Env *env)
+void node_reply(struct node *n, struct ep *c, const Env *env)
 {
-  if (n->slow_ms == 0) {
-    conn_send(c, env);
-    return;
-  }
-  struct delayed *d = calloc(1, sizeof *d);
-  d->frame = wire_frame(env, &d->len);
-  if (d->frame == NULL) {
-    free(d);
-    return;
-  }
-  d->c = c;
-  conn_ref(c);
-  uv_timer_init(n->loop, &d->t);
-  d->t.data = d;
-  uv_timer_start(&d->t, delayed_fire, n->slow_ms, 0);
+  if (n->slow_ms == 0)
+    io_send(n->io, c, env);
+  else
+    n->io->send_late(n->io->ctx, c, env, n->slow_ms);
 }
 
 /* The open transaction is lost (a failed write or commit): abort it, make
@@ -138,8 +102,8 @@ void node_rollback(struct node *n, uint32_t code, const char *why)
     if (store_reload(&n->st, n->dirty[i], rwhy, sizeof rwhy) != 0)
       logwarn("%s", rwhy);
   for (size_t i = 0; i < n->nacks; i++) {
-    conn_error(n->acks[i].c, n->acks[i].req, code, why);
-    conn_unref(n->acks[i].c);
+    io_error(n->io, n->acks[i].c, n->acks[i].req, code, why);
+    n->io->release(n->io->ctx, n->acks[i].c);
   }
   n->nacks = n->nlinks = n->ndirty = 0;
 }
@@ -170,7 +134,7 @@ int node_commit(struct node *n)
    * write: the writer reads them in one turn and sends its next batch to
    * this node once, not once per ack. */
   for (size_t i = 0; i < n->nacks; i++)
-    conn_cork(n->acks[i].c);
+    io_cork(n->io, n->acks[i].c, 1);
   for (size_t i = 0; i < n->nacks; i++) {
     struct staged *a = &n->acks[i];
     Env env = AURALOG__ENVELOPE__INIT;
@@ -186,8 +150,8 @@ int node_commit(struct node *n)
     node_reply(n, a->c, &env);
   }
   for (size_t i = 0; i < n->nacks; i++) {
-    conn_uncork(n->acks[i].c);
-    conn_unref(n->acks[i].c);
+    io_cork(n->io, n->acks[i].c, 0);
+    n->io->release(n->io->ctx, n->acks[i].c);
   }
   n->nacks = n->nlinks = n->ndirty = 0;
   return 0;
@@ -200,18 +164,17 @@ static void index_some(struct node *n)
   char why[256];
   if (store_index(&n->st, IDX_CHUNK, why, sizeof why) != 0)
     logwarn("%s", why);
-  n->idx_at = IDX_BATCH * 3 / 4 + (size_t)rand() % (IDX_BATCH / 2 + 1);
+  n->idx_at = IDX_BATCH * 3 / 4 + (size_t)(n->io->random(n->io->ctx) % (IDX_BATCH / 2 + 1));
 }
 
-static void on_commit(uv_check_t *h)
+void node_end_turn(struct node *n)
 {
-  struct node *n = h->data;
   node_commit(n);
   if (n->st.nunidx >= n->idx_at)
     index_some(n);
 }
 
-static void on_append(struct node *n, struct conn *c, uint64_t req,
+static void on_append(struct node *n, struct ep *c, uint64_t req,
                       const Auralog__Append *a)
 {
   char why[256];
@@ -220,7 +183,7 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
     return;
   if (a->epoch < s->epoch) {
     seg_epoch(s, a->epoch, why, sizeof why);   /* only words the refusal */
-    conn_error(c, req, ERR_STALE_EPOCH, why);
+    io_error(n->io, c, req, ERR_STALE_EPOCH, why);
     return;
   }
   /* The writer's own truncation first: records it wrote may only chain
@@ -232,14 +195,14 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
     int rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
                                                      : ERR_CONFLICT;
     if (rc != 0) {
-      conn_error(c, req, (uint32_t)rc, why);
+      io_error(n->io, c, req, (uint32_t)rc, why);
       return;
     }
   }
   uint32_t added, dups;
   int rc = node_stage(n, s, a->records, a->n_records, 1, &added, &dups, why, sizeof why);
   if (rc != ERR_NONE) {
-    conn_error(c, req, (uint32_t)rc, why);  /* refused: nothing changed */
+    io_error(n->io, c, req, (uint32_t)rc, why);  /* refused: nothing changed */
     return;
   }
   /* Accepted: a newer epoch fences older writers from now on, and the
@@ -255,7 +218,7 @@ static void on_append(struct node *n, struct conn *c, uint64_t req,
     n->capacks = n->capacks ? 2 * n->capacks : 64;
     n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);
   }
-  conn_ref(c);
+  n->io->hold(n->io->ctx, c);
   n->acks[n->nacks++] = (struct staged){c, req, s, added, dups};
 }
 
@@ -320,7 +283,7 @@ lost:
 
 /* ---- the read path ------------------------------------------------------- */
 
-static void on_read_page(struct node *n, struct conn *c, uint64_t req,
+static void on_read_page(struct node *n, struct ep *c, uint64_t req,
                          const Auralog__ReadPage *rp)
 {
   char why[256];
@@ -329,13 +292,13 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
     return;
   if (rp->page_no < s->first_page || rp->page_no - s->first_page >= s->npages) {
     snprintf(why, sizeof why, "page %u is not in pg %u", rp->page_no, s->pg);
-    conn_error(c, req, ERR_OUT_OF_RANGE, why);
+    io_error(n->io, c, req, ERR_OUT_OF_RANGE, why);
     return;
   }
   /* A reader of an older epoch has been replaced: it must stop serving. */
   if (rp->epoch && rp->epoch < s->epoch) {
     seg_epoch(s, rp->epoch, why, sizeof why);
-    conn_error(c, req, ERR_STALE_EPOCH, why);
+    io_error(n->io, c, req, ERR_STALE_EPOCH, why);
     return;
   }
   /* A segment that has not installed the writer's truncation may hold
@@ -345,7 +308,7 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
     snprintf(why, sizeof why, "segment on node %s has not seen the truncation of "
              "epoch %llu: try another segment", n->id,
              (unsigned long long)rp->trunc->epoch);
-    conn_error(c, req, ERR_NOT_COMPLETE, why);
+    io_error(n->io, c, req, ERR_NOT_COMPLETE, why);
     return;
   }
   /* Single-segment reads (§4.2.3). The writer names `need`, the PG's last
@@ -361,7 +324,7 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
              "hold %llu (read point %llu): try another segment", n->id,
              (unsigned long long)s->scl, (unsigned long long)need,
              (unsigned long long)rp->read_point);
-    conn_error(c, req, ERR_NOT_COMPLETE, why);
+    io_error(n->io, c, req, ERR_NOT_COMPLETE, why);
     return;
   }
   /* A read scans the segment's records not yet indexed (store.c): when
@@ -373,7 +336,7 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
   uint64_t page_lsn = 0;
   int rc = store_read_page(&n->st, s, rp->page_no, need, buf, &page_lsn, why, sizeof why);
   if (rc != 0) {
-    conn_error(c, req, (uint32_t)rc, why);
+    io_error(n->io, c, req, (uint32_t)rc, why);
   } else {
     Env env = AURALOG__ENVELOPE__INIT;
     Auralog__Page pg = AURALOG__PAGE__INIT;
@@ -392,8 +355,6 @@ static void on_read_page(struct node *n, struct conn *c, uint64_t req,
 }
 
 /* ---- the coordinator link ------------------------------------------------ */
-
-static void connect_coord(struct node *n);
 
 static void on_assign(struct node *n, const Auralog__Assign *as)
 {
@@ -426,9 +387,10 @@ static void on_faults(struct node *n, const Auralog__NodeFaults *f)
   n->slow_ms = f->slow_ms;
 }
 
-static void on_msg(struct conn *c, const Env *env)
+void node_on_msg(struct node *n, struct ep *c, const Env *env)
 {
-  struct node *n = c->data;
+  if (gossip_on_msg(n, c, env))
+    return;                 /* a peer's answer to our pull */
   /* A partitioned node hears nothing from the engine: as if the network
    * dropped it (no answer, not even an error). */
   if (n->partitioned && c != n->coord_conn &&
@@ -454,7 +416,7 @@ static void on_msg(struct conn *c, const Env *env)
     if (c == n->coord_conn)
       on_assign(n, env->assign);
     else
-      conn_error(c, env->req, ERR_BAD_MSG, "only the coordinator assigns segments");
+      io_error(n->io, c, env->req, ERR_BAD_MSG, "only the coordinator assigns segments");
     break;
   case AURALOG__ENVELOPE__BODY_NODE_FAULTS:
     if (c == n->coord_conn)
@@ -467,21 +429,24 @@ static void on_msg(struct conn *c, const Env *env)
     if (c == n->coord_conn && env->req == 1) {
       /* The coordinator refused our registration: a configuration error
        * (an id registered in another AZ). Nothing to retry. */
-      errmsg("coordinator refused node %s: %s", n->id, env->error->msg);
-      exit(1);
+      char why[512];
+      snprintf(why, sizeof why, "coordinator refused node %s: %s", n->id,
+               env->error->msg);
+      if (n->io->fatal)
+        n->io->fatal(n->io->ctx, why);
+      return;
     }
     if (env->error->msg[0])
-      logwarn("%s: %s", c->peer, env->error->msg);
+      logwarn("%s", env->error->msg);
     break;                  /* never answer an error with an error */
   default:
-    conn_error(c, env->req, ERR_BAD_MSG, "a storage node does not serve this request");
+    io_error(n->io, c, env->req, ERR_BAD_MSG, "a storage node does not serve this request");
   }
 }
 
-static void send_heartbeat(uv_timer_t *t)
+static void send_heartbeat(struct node *n)
 {
-  struct node *n = t->data;
-  if (n->coord_conn == NULL || !n->coord_conn->connected)
+  if (n->coord_conn == NULL || !n->coord_up)
     return;
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Heartbeat hb = AURALOG__HEARTBEAT__INIT;
@@ -496,6 +461,9 @@ static void send_heartbeat(uv_timer_t *t)
     stats[i].epoch = n->segs[i]->epoch;
     ptrs[i] = &stats[i];
   }
+  static const struct net_count none;
+  const struct net_count *net = n->net ? n->net : &none;
+  const struct net_count *cn = n->coord_net ? n->coord_net : &none;
   hb.id = n->id;
   hb.segs = ptrs;
   hb.n_segs = n->nsegs;
@@ -503,24 +471,41 @@ static void send_heartbeat(uv_timer_t *t)
   hb.fsyncs = n->st.fsyncs;
   hb.gossip_bytes = n->gossip_bytes;
   hb.gossip_msgs = n->gossip_msgs;
-  hb.net_bytes_in = n->net.bytes_in;
-  hb.net_msgs_in = n->net.msgs_in;
-  hb.net_bytes_out = n->net.bytes_out;
-  hb.net_msgs_out = n->net.msgs_out;
-  hb.coord_bytes = n->coord_net.bytes_in + n->coord_net.bytes_out;
-  hb.coord_msgs = n->coord_net.msgs_in + n->coord_net.msgs_out;
+  hb.net_bytes_in = net->bytes_in;
+  hb.net_msgs_in = net->msgs_in;
+  hb.net_bytes_out = net->bytes_out;
+  hb.net_msgs_out = net->msgs_out;
+  hb.coord_bytes = cn->bytes_in + cn->bytes_out;
+  hb.coord_msgs = cn->msgs_in + cn->msgs_out;
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
   env.heartbeat = &hb;
-  conn_send(n->coord_conn, &env);
+  io_send(n->io, n->coord_conn, &env);
   free(stats);
   free(ptrs);
 }
 
-static void coord_connected(struct conn *c, int status)
+static void connect_coord(struct node *n)
 {
-  struct node *n = c->data;
-  if (status != 0)
-    return;                 /* coord_closed schedules the retry */
+  n->coord_up = 0;
+  n->coord_conn = n->io->connect(n->io->ctx, n->coord);
+  if (n->coord_conn == NULL)
+    n->coord_retry_at = io_now(n->io) + RECONNECT_MS;
+  else if (n->io->count_as)
+    n->io->count_as(n->io->ctx, n->coord_conn, IO_COUNT_COORD);
+}
+
+void node_heartbeat(struct node *n)
+{
+  if (n->coord_conn == NULL && io_now(n->io) >= n->coord_retry_at)
+    connect_coord(n);
+  send_heartbeat(n);
+}
+
+void node_on_up(struct node *n, struct ep *c)
+{
+  if (gossip_on_up(n, c) || c != n->coord_conn)
+    return;
+  n->coord_up = 1;
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Register reg = AURALOG__REGISTER__INIT;
   reg.id = n->id;
@@ -529,145 +514,52 @@ static void coord_connected(struct conn *c, int status)
   env.body_case = AURALOG__ENVELOPE__BODY_REGISTER;
   env.register_ = &reg;
   env.req = 1;
-  conn_send(c, &env);
+  io_send(n->io, c, &env);
   loginfo("registered with coordinator %s", n->coord);
-  send_heartbeat(&n->heartbeat);
+  send_heartbeat(n);
 }
 
-static void retry_coord(uv_timer_t *t)
+void node_on_down(struct node *n, struct ep *c)
 {
-  connect_coord(t->data);
+  if (gossip_on_down(n, c) || c != n->coord_conn)
+    return;
+  n->coord_conn = NULL;
+  n->coord_up = 0;
+  n->coord_retry_at = io_now(n->io) + RECONNECT_MS;
 }
 
-static void coord_closed(struct conn *c)
+int node_init(struct node *n, const struct io *io, const char *id, const char *az,
+              const char *addr, const char *coord, struct net_count *net,
+              struct net_count *coord_net, char *why, size_t whylen)
 {
-  struct node *n = c->data;
-  if (n->coord_conn == c)
-    n->coord_conn = NULL;
-  uv_timer_start(&n->reconnect, retry_coord, RECONNECT_MS, 0);
+  n->io = io;
+  snprintf(n->id, sizeof n->id, "%s", id);
+  snprintf(n->az, sizeof n->az, "%s", az);
+  snprintf(n->addr, sizeof n->addr, "%s", addr);
+  n->coord = coord;
+  n->net = net;
+  n->coord_net = coord_net;
+  if (store_load(&n->st, add_seg, n, why, whylen) != 0)
+    return -1;
+  n->idx_at = IDX_BATCH * 3 / 4 + (size_t)(io->random(io->ctx) % (IDX_BATCH / 2 + 1));
+  connect_coord(n);
+  return 0;
 }
 
-static void connect_coord(struct node *n)
+/* Memory only: the simulator drops a crashed node (its driver closes the
+ * store and the endpoints). What was staged and not committed is lost,
+ * as a crash loses it. */
+void node_free(struct node *n)
 {
-  n->coord_conn = net_connect(n->loop, n->coord, coord_connected, on_msg,
-                              coord_closed, n);
-  if (n->coord_conn == NULL)
-    uv_timer_start(&n->reconnect, retry_coord, RECONNECT_MS, 0);
-  else
-    n->coord_conn->count = &n->coord_net;
-}
-
-static void on_signal(uv_signal_t *h, int sig)
-{
-  struct node *n = h->data;
-  loginfo("signal %d: stopping (unacknowledged writes are dropped)", sig);
-  store_close(&n->st);
-  exit(0);
-}
-
-/* ---- command line -------------------------------------------------------- */
-
-static void usage(FILE *f)
-{
-  fprintf(f,
-    "usage: auralog node --az A|B|C [--id ID] [--listen ADDR] [--coord ADDR] [--data DIR]\n"
-    "\n"
-    "Run a storage node: it hosts segments of protection groups in lmdb,\n"
-    "acknowledges each batch of redo records once it is on disk, with the\n"
-    "segment's SCL, and serves pages as of a read point.\n"
-    "\n"
-    "  --az A|B|C     availability zone of this node (required)\n"
-    "  --id ID        node name (default: AZ and port, e.g. A-7401)\n"
-    "  --listen ADDR  address to serve on (default 127.0.0.1:%d)\n"
-    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n"
-    "  --data DIR     where the segments live (default ./node-ID)\n",
-    NODE_PORT_BASE, COORD_ADDR_DEFAULT);
-}
-
-int node_main(int argc, char **argv)
-{
-  static struct option opts[] = {
-    {"az", required_argument, 0, 'z'}, {"id", required_argument, 0, 'i'},
-    {"listen", required_argument, 0, 'l'}, {"coord", required_argument, 0, 'c'},
-    {"data", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
-  const char *az = NULL, *id = NULL, *coord = NULL, *data = NULL;
-  char listen[ADDR_MAX_LEN + 1];
-  snprintf(listen, sizeof listen, "127.0.0.1:%d", NODE_PORT_BASE);
-  int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch (o) {
-    case 'z': az = optarg; break;
-    case 'i': id = optarg; break;
-    case 'l': snprintf(listen, sizeof listen, "%s", optarg); break;
-    case 'c': coord = optarg; break;
-    case 'd': data = optarg; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
-    }
+  for (size_t i = 0; i < n->nacks; i++)
+    n->io->release(n->io->ctx, n->acks[i].c);
+  for (size_t i = 0; i < n->nsegs; i++) {
+    seg_free(n->segs[i]);
+    free(n->segs[i]);
   }
-  if (optind < argc)
-    die("node: unexpected argument '%s' (see auralog node --help)", argv[optind]);
-  if (az == NULL)
-    die("node: --az A|B|C is required (see auralog node --help)");
-  if (!(az[0] >= 'A' && az[0] < 'A' + NAZ && az[1] == 0))
-    die("node: --az must be A, B or C, not '%s'", az);
-
-  static struct node n;
-  char why[256], idbuf[NAME_MAX_LEN + 1], databuf[512];
-  struct sockaddr_in sa;
-  if (addr_parse(listen, &sa, why, sizeof why) != 0)
-    die("node: %s", why);
-  if (id == NULL) {
-    snprintf(idbuf, sizeof idbuf, "%s-%s", az, strrchr(listen, ':') + 1);
-    id = idbuf;
-  }
-  if (!wire_name_ok(id))
-    die("node: id '%s' must be 1-%d of A-Z a-z 0-9 _ . -", id, NAME_MAX_LEN);
-  if (data == NULL) {
-    snprintf(databuf, sizeof databuf, "./node-%s", id);
-    data = databuf;
-  }
-  snprintf(n.id, sizeof n.id, "%s", id);
-  snprintf(n.az, sizeof n.az, "%s", az);
-  snprintf(n.addr, sizeof n.addr, "%s", listen);
-  n.coord = addr_coord(coord);
-  if (addr_parse(n.coord, &sa, why, sizeof why) != 0)
-    die("node: coordinator %s", why);
-  log_role(n.id);
-
-  if (store_open(&n.st, data, why, sizeof why) != 0)
-    die("node: %s", why);
-  if (store_load(&n.st, add_seg, &n, why, sizeof why) != 0)
-    die("node: %s", why);
-
-  n.loop = uv_default_loop();
-  /* Every conn but the coordinator's counts into n.net: the engine's and
-   * peers' (gossip) traffic, which is what a benchmark weighs. */
-  if (net_listen_count(n.loop, listen, on_msg, NULL, &n, &n.net, why, sizeof why) != 0)
-    die("node: %s", why);
-  srand((unsigned)uv_hrtime() ^ (unsigned)getpid());
-  n.idx_at = IDX_BATCH * 3 / 4 + (size_t)rand() % (IDX_BATCH / 2 + 1);
-  uv_check_init(n.loop, &n.commit);
-  n.commit.data = &n;
-  uv_check_start(&n.commit, on_commit);
-  uv_timer_init(n.loop, &n.heartbeat);
-  uv_timer_init(n.loop, &n.reconnect);
-  n.heartbeat.data = n.reconnect.data = &n;
-  uv_timer_start(&n.heartbeat, send_heartbeat, HEARTBEAT_MS, HEARTBEAT_MS);
-  uv_signal_init(n.loop, &n.sigterm);
-  uv_signal_init(n.loop, &n.sigint);
-  n.sigterm.data = n.sigint.data = &n;
-  uv_signal_start(&n.sigterm, on_signal, SIGTERM);
-  uv_signal_start(&n.sigint, on_signal, SIGINT);
-  signal(SIGPIPE, SIG_IGN);
-  connect_coord(&n);
-  gossip_start(&n);
-
-  loginfo("node %s (AZ %s) serving on %s, data in %s, %zu segment%s", n.id, n.az,
-          listen, data, n.nsegs, n.nsegs == 1 ? "" : "s");
-  for (size_t i = 0; i < n.nsegs; i++)
-    loginfo("  volume %llu pg %u: scl %llu, epoch %llu",
-            (unsigned long long)n.segs[i]->volume_id, n.segs[i]->pg,
-            (unsigned long long)n.segs[i]->scl, (unsigned long long)n.segs[i]->epoch);
-  return uv_run(n.loop, UV_RUN_DEFAULT);
+  free(n->segs);
+  free(n->dirty);
+  free(n->acks);
+  free(n->links);
+  gossip_free(n);
 }

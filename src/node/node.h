@@ -1,11 +1,25 @@
 /*
- * node.h: the storage node's state, shared by its driver (node.c) and its
- * gossip (gossip.c). Nothing outside src/node includes it.
+ * node.h: the storage node's core (paper §3.3, Fig. 4): its state and its
+ * events. No I/O: the core sends, connects and reads the clock through a
+ * struct io (io.h), and persists through its store (store.h over kv.h).
+ * Two drivers run it: node/main.c (libuv TCP and lmdb, `auralog node`)
+ * and the simulator (src/sim/), many nodes in one process.
+ *
+ * Events (plain calls into the core, all on one thread):
+ *   node_init          the store is open: load segments, learn io
+ *   node_on_msg        a message on an endpoint (engine, peer, coordinator)
+ *   node_on_up/down    an endpoint the node opened is up / an endpoint closed
+ *   node_end_turn      the driver has no more messages for now: group
+ *                      commit, then acks (node.c), then background indexing
+ *   node_heartbeat     every HEARTBEAT_MS: reconnect, heartbeat the coordinator
+ *   gossip_tick        every GOSSIP_MS: pull from PG peers (gossip.c)
+ *   node_free          the node is gone (a crash in the simulator): memory
+ *                      only, nothing more is sent
  */
 #ifndef AURALOG_NODE_H
 #define AURALOG_NODE_H
 
-#include <uv.h>
+#include "io.h"
 #include "net.h"
 #include "node/segment.h"
 #include "node/store.h"
@@ -13,7 +27,7 @@
 
 /* An Append written into the open transaction, to acknowledge at commit. */
 struct staged {
-  struct conn *c;
+  struct ep *c;
   uint64_t req;
   struct segment *s;
   uint32_t added, dups;
@@ -30,7 +44,7 @@ struct peer {
   char id[NAME_MAX_LEN + 1];
   char az[2];
   char addr[ADDR_MAX_LEN + 1];
-  struct conn *c;
+  struct ep *c;
   int up;
   unsigned long long retry_at;
 };
@@ -48,7 +62,7 @@ struct gossip {
 };
 
 struct node {
-  uv_loop_t *loop;
+  const struct io *io;
   char id[NAME_MAX_LEN + 1];
   char az[2];
   char addr[ADDR_MAX_LEN + 1];
@@ -62,10 +76,9 @@ struct node {
   size_t nacks, capacks;
   struct link *links;
   size_t nlinks, caplinks;
-  struct conn *coord_conn;
-  uv_timer_t heartbeat, reconnect, gossip_timer;
-  uv_check_t commit;
-  uv_signal_t sigterm, sigint;
+  struct ep *coord_conn;     /* NULL: not connected (retry at coord_retry_at) */
+  int coord_up;
+  unsigned long long coord_retry_at;
   /* Lab faults, set by the coordinator. */
   int partitioned;           /* cut off from the engine and other AZs */
   uint32_t slow_ms;          /* answer the engine this much late */
@@ -78,22 +91,37 @@ struct node {
   unsigned ticks;
   /* Counters for `auralog bench` (heartbeated), since the node started;
    * st.commits and st.fsyncs are the store's. */
-  struct net_count net;      /* frames with the engine, peers and tools */
-  struct net_count coord_net;/* frames with the coordinator, kept apart */
+  struct net_count *net;     /* frames with the engine, peers and tools */
+  struct net_count *coord_net;/* frames with the coordinator, kept apart */
   uint64_t gossip_bytes, gossip_msgs;  /* pulls and pushes sent to peers */
   /* Background page indexing (store_index). */
   size_t idx_at;             /* index once this many records wait (reads
                                 look in unidx too, so none need wait less) */
 };
 
+/* Set n up as node id of AZ az serving at addr, with coordinator coord, on
+ * its opened store n->st (its segments are loaded from it). net and
+ * coord_net: the driver's frame counts, heartbeated (NULL: none). Returns
+ * 0, or -1 with a reason. */
+int node_init(struct node *n, const struct io *io, const char *id, const char *az,
+              const char *addr, const char *coord, struct net_count *net,
+              struct net_count *coord_net, char *why, size_t whylen);
+void node_free(struct node *n);
+void node_on_msg(struct node *n, struct ep *c, const Env *env);
+void node_on_up(struct node *n, struct ep *c);
+void node_on_down(struct node *n, struct ep *c);
+void node_end_turn(struct node *n);
+void node_heartbeat(struct node *n);
+void gossip_tick(struct node *n);
+
 struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg);
 /* node_find_seg, answering c an error if the node hosts no such segment. */
-struct segment *node_seg_for(struct node *n, struct conn *c, uint64_t req,
+struct segment *node_seg_for(struct node *n, struct ep *c, uint64_t req,
                              uint64_t vol, uint32_t pg);
 void node_mark_dirty(struct node *n, struct segment *s);
 
 /* Answer a writer's request: at once, or late on a slow node (a lab fault). */
-void node_reply(struct node *n, struct conn *c, const Env *env);
+void node_reply(struct node *n, struct ep *c, const Env *env);
 
 /* Commit the open transaction, then chain and acknowledge what it held.
  * Returns 0, or an ERR_* code (everything staged was then refused). */
@@ -125,15 +153,19 @@ int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *con
  * with why) */
 int node_writer_trunc_ok(const struct segment *s, const struct trunc *t, char *why,
                          size_t whylen);
-void node_on_seg_query(struct node *n, struct conn *c, uint64_t req,
+void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
                        const Auralog__SegQuery *q);
-void node_on_truncate(struct node *n, struct conn *c, uint64_t req,
+void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
                       const Auralog__Truncate *t);
 
 /* gossip.c (paper §3.3 step 4) */
-void gossip_start(struct node *n);
 void gossip_learn(struct node *n, const Auralog__Assign *as);
-void gossip_on_pull(struct node *n, struct conn *c, uint64_t req,
+/* Is c a peer's endpoint? Then its message or its closing is gossip's. */
+int gossip_on_msg(struct node *n, struct ep *c, const Env *env);
+int gossip_on_up(struct node *n, struct ep *c);
+int gossip_on_down(struct node *n, struct ep *c);
+void gossip_free(struct node *n);
+void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
                     const Auralog__GossipPull *p);
 /* May this node talk with a node of AZ az? (not across a partition) */
 int gossip_reachable(const struct node *n, const char *az);

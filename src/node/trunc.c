@@ -49,7 +49,7 @@ int node_writer_trunc_ok(const struct segment *s, const struct trunc *t, char *w
 
 /* Answer with the segment's state; tail: its highest record <= upto. For
  * a scan, also the records above `after`, at most max of them. */
-static void reply_info(struct node *n, struct conn *c, uint64_t req,
+static void reply_info(struct node *n, struct ep *c, uint64_t req,
                        struct segment *s, uint64_t upto, int scan, uint64_t after,
                        size_t max)
 {
@@ -88,31 +88,31 @@ static void reply_info(struct node *n, struct conn *c, uint64_t req,
 
 /* Commit what this turn staged now, rather than at the end of the turn:
  * a fence or a truncation must be durable before it is answered. */
-static int flush_now(struct node *n, struct conn *c, uint64_t req)
+static int flush_now(struct node *n, struct ep *c, uint64_t req)
 {
   int rc = node_commit(n);
   if (rc != 0)
-    conn_error(c, req, (uint32_t)rc, "storage error: could not commit");
+    io_error(n->io, c, req, (uint32_t)rc, "storage error: could not commit");
   return rc;
 }
 
 /* Raise s's epoch to epoch, durably, before answering (§4.3: asking
  * fences older writers). Returns 0, or an error already sent to c. */
-static int fence(struct node *n, struct conn *c, uint64_t req, struct segment *s,
+static int fence(struct node *n, struct ep *c, uint64_t req, struct segment *s,
                  uint64_t epoch)
 {
   char why[256];
   uint64_t old = s->epoch;
   int rc = seg_epoch(s, epoch, why, sizeof why);
   if (rc != ERR_NONE) {
-    conn_error(c, req, (uint32_t)rc, why);
+    io_error(n->io, c, req, (uint32_t)rc, why);
     return rc;
   }
   if (s->epoch == old)
     return 0;
   if ((rc = store_begin(&n->st, why, sizeof why)) != 0) {
     s->epoch = old;
-    conn_error(c, req, (uint32_t)rc, why);
+    io_error(n->io, c, req, (uint32_t)rc, why);
     return rc;
   }
   node_mark_dirty(n, s);
@@ -123,7 +123,7 @@ static int fence(struct node *n, struct conn *c, uint64_t req, struct segment *s
   return 0;
 }
 
-void node_on_seg_query(struct node *n, struct conn *c, uint64_t req,
+void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
                          const Auralog__SegQuery *q)
 {
   char why[256];
@@ -138,7 +138,7 @@ void node_on_seg_query(struct node *n, struct conn *c, uint64_t req,
    * quorum, so that what follows is answered from a chain they cleaned. */
   int rc = node_truncate_pb(n, s, q->truncs, q->n_truncs, why, sizeof why);
   if (rc != 0) {
-    conn_error(c, req, (uint32_t)rc, why);
+    io_error(n->io, c, req, (uint32_t)rc, why);
     return;
   }
   size_t max = q->max ? q->max : RECOVERY_PAGE;
@@ -212,7 +212,7 @@ int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *con
   return rc;
 }
 
-void node_on_truncate(struct node *n, struct conn *c, uint64_t req,
+void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
                         const Auralog__Truncate *tq)
 {
   char why[256];
@@ -223,7 +223,7 @@ void node_on_truncate(struct node *n, struct conn *c, uint64_t req,
   int rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
                                                    : ERR_CONFLICT;
   if (rc != 0) {
-    conn_error(c, req, (uint32_t)rc, why);
+    io_error(n->io, c, req, (uint32_t)rc, why);
     return;
   }
   /* The VDL hint is not raised here: recovery proved `from` from records
