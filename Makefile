@@ -32,7 +32,7 @@ CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/netio.c src/lib/log.
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/http.c \
             src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c \
-            src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/report.c src/vfs/open.c \
+            src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/vcore.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/report.c src/vfs/open.c \
             src/vfs/vfs.c src/vfs/engine.c src/vfs/lease.c src/vfs/countvfs.c \
             src/bench/common.c src/bench/bench.c src/bench/workload.c src/bench/append.c src/bench/recovery.c
 MAIN_SRC := src/main.c

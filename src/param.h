@@ -76,6 +76,7 @@
 #define RECOVERY_PAGE   20000
 
 /* The engine's patience with one segment. */
+#define VOL_TICK_MS     100     /* the writer's timer: expire, reconnect, resend */
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
 #define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 #define READ_SLOW_MS    5000    /* ... and that node gets reads only when no other can, this long */

@@ -1,9 +1,9 @@
 /*
  * read.c: a page as of a read point, from one segment (paper §4.2.3).
  *
- * vol_read() takes the read point (the VDL when the read starts) and
- * `need`, the PG's last record at or below it (pg_need), and hands the
- * request to the I/O thread, which asks one segment (read_dispatch): one
+ * vcore_read() takes the read point (the VDL when the read starts) and
+ * `need`, the PG's last record at or below it (pg_need), and queues
+ * the request; vcore_flush asks one segment (read_dispatch): one
  * known complete to need first, then any reachable one, a node that let a
  * read time out lately last (paper §2.1: the quorum, and reads, route
  * around an outlier); a segment that refuses, is slow or answers a page
@@ -19,11 +19,9 @@
  *    the last LSN this writer wrote to the page when that is at or below
  *    the read point.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib/log.h"
 #include "vfs/volume_int.h"
@@ -48,7 +46,7 @@ void read_dispatch(struct volume *v, struct readreq *r)
   /* A segment known complete to the read point first (§4.2.3), then any
    * reachable one (it answers "not complete" if it is behind). */
   /* Passes: complete and not known slow; not known slow; any. */
-  unsigned long long now = now_ms();
+  unsigned long long now = io_now(v->io);
   for (int pass = 0; pass < 3 && pick < 0; pass++)
     for (int k = 0; k < NCOPIES; k++) {
       int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
@@ -69,7 +67,7 @@ void read_dispatch(struct volume *v, struct readreq *r)
     for (int s = 0; s < NCOPIES; s++)
       any_up |= v->nodes[g->node[s]].up;
     r->tried = 0;
-    r->retry_at = any_up ? now_ms() + 50 : 0;
+    r->retry_at = any_up ? now + 50 : 0;
     return;
   }
   Env env = AURALOG__ENVELOPE__INIT;
@@ -87,9 +85,9 @@ void read_dispatch(struct volume *v, struct readreq *r)
   env.read_page = &rp;
   r->node = g->node[pick];
   r->tried |= 1u << pick;
-  if (conn_send(v->nodes[r->node].c, &env) == 0) {
+  if (io_send(v->io, v->nodes[r->node].c, &env) == 0) {
     r->req = env.req;
-    r->sent_at = now_ms();
+    r->sent_at = now;
   }
 }
 
@@ -150,21 +148,15 @@ void read_reap(struct volume *v)
   }
 }
 
-int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
-             char *why, size_t whylen)
+/* Start a read of page_no as of the VDL into out: the request is queued
+ * (vcore_flush sends it). NULL: the page was never written (a zero page;
+ * out is zeroed). The caller waits for r->done. */
+struct readreq *vcore_read(struct volume *v, uint32_t page_no, uint8_t *out)
 {
-  pthread_mutex_lock(&v->mu);
-  if (v->fenced) {
-    snprintf(why, whylen, "%s", v->fenced_why);
-    pthread_mutex_unlock(&v->mu);
-    return -1;
-  }
   uint32_t pg = page_no / v->pg_pages;
-  if (pg >= v->npgs) {          /* never written: a zero page */
-    pthread_mutex_unlock(&v->mu);
+  if (pg >= v->npgs) {
     memset(out, 0, v->page_size);
-    *page_lsn = 0;
-    return 0;
+    return NULL;
   }
   struct readreq *r = calloc(1, sizeof *r);
   r->pg = pg;
@@ -174,31 +166,5 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
   r->out = out;
   r->next = v->reads;
   v->reads = r;
-  pthread_mutex_unlock(&v->mu);
-  uv_async_send(&v->wake);
-
-  struct timespec dl;
-  vol_deadline_in(&dl, READ_DEADLINE_MS);
-  pthread_mutex_lock(&v->mu);
-  while (!r->done)
-    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
-      break;
-  int rc = r->done ? 0 : -1;
-  if (rc == 0) {
-    *page_lsn = r->page_lsn;
-    /* done reads are unlinked by the I/O thread; make sure, then free */
-    struct readreq **pp = &v->reads;
-    while (*pp && *pp != r)
-      pp = &(*pp)->next;
-    if (*pp)
-      *pp = r->next;
-    free(r);
-  } else {
-    snprintf(why, whylen, "cannot read page %u of %s as of %llu in %d ms: %s", page_no,
-             v->name, (unsigned long long)r->rp, READ_DEADLINE_MS,
-             r->why[0] ? r->why : "no segment answered");
-    r->abandoned = 1;           /* the I/O thread frees it */
-  }
-  pthread_mutex_unlock(&v->mu);
-  return rc;
+  return r;
 }

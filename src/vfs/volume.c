@@ -1,18 +1,16 @@
 /*
- * volume.c: the engine's side of a volume (see volume.h): the I/O thread,
- * acknowledgements, opening and closing. The commit path (vol_ship,
- * vol_wait) is ship.c, page reads read.c, recovery at open open.c, reports
- * to the coordinator report.c; the struct they share is in volume_int.h.
+ * volume.c: the engine's side of a volume (see volume.h), the real
+ * driver around the writer's core (vcore.c, ship.c, read.c; the struct is
+ * in volume_int.h): the I/O thread and its libuv loop, the locking that
+ * lets SQLite's threads wait for commits and reads, opening and closing.
+ * Recovery at open is open.c, reports to the coordinator report.c.
  *
- * Locking: v->mu guards everything below that both SQLite's threads and
- * the I/O thread touch (the quorum tracker, the outgoing records, reads,
- * counters). The I/O thread is the only one that touches libuv handles;
- * other threads wake it with uv_async_send.
- *
- * Invariant: every record handed an LSN stays in its PG's list (pgout)
- * until the VDL passes it, so a segment that reconnects can be sent every
- * record that is not yet durable. Records below the VCL are at write
- * quorum; a segment that missed them catches up from its peers (gossip).
+ * Locking: v->mu guards the core's state, which both SQLite's threads
+ * (vol_ship, vol_read, stats) and the I/O thread (every event from the
+ * network and the timer) touch; the core is always called with it held.
+ * The I/O thread is the only one that touches libuv handles and sends;
+ * other threads queue work in the core and wake it with uv_async_send.
+ * The core's notify hook wakes the threads waiting on v->cond.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -30,428 +28,72 @@
 #include "vfs/volume.h"
 #include "vfs/volume_int.h"
 
-
-static void orec_free(struct orec *o)
-{
-  free(o->g);
-  free(o->gp);
-  free(o->data);
-  free(o->ml);
-  free(o->mlp);
-  free(o);
-}
-
-static int node_index(struct volume *v, const char *addr)
-{
-  for (size_t i = 0; i < v->nnodes; i++)
-    if (strcmp(v->nodes[i].addr, addr) == 0)
-      return (int)i;
-  v->nodes = realloc(v->nodes, (v->nnodes + 1) * sizeof *v->nodes);
-  struct vnode *n = &v->nodes[v->nnodes];
-  memset(n, 0, sizeof *n);
-  snprintf(n->addr, sizeof n->addr, "%s", addr);
-  n->v = v;
-  /* Existing conns point at their vnode by index, so realloc is safe. */
-  return (int)v->nnodes++;
-}
-
-/* Adopt a volume description: PGs we did not know get their pgout. */
-void vol_adopt(struct volume *v, const Auralog__Volume *vd)
-{
-  if (vd->n_pgs <= v->npgs)
-    return;
-  v->pgs = realloc(v->pgs, vd->n_pgs * sizeof *v->pgs);
-  for (size_t p = v->npgs; p < vd->n_pgs; p++) {
-    struct pgout *g = &v->pgs[p];
-    memset(g, 0, sizeof *g);
-    for (int s = 0; s < NCOPIES; s++)
-      g->node[s] = node_index(v, vd->pgs[p]->segments[s]->addr);
-  }
-  v->npgs = vd->n_pgs;
-}
-
-static struct inflight *fl_add(struct volume *v)
-{
-  if (v->nfl == v->capfl) {
-    v->capfl = v->capfl ? 2 * v->capfl : 64;
-    v->fl = realloc(v->fl, v->capfl * sizeof *v->fl);
-  }
-  return &v->fl[v->nfl++];
-}
-
-/* Forget in-flight Append i: answered, timed out, or its conn is gone. */
-static void fl_drop(struct volume *v, size_t i)
-{
-  struct vnode *n = &v->nodes[v->fl[i].node];
-  if (n->nfl > 0)
-    n->nfl--;
-  free(v->fl[i].lsns);
-  v->fl[i] = v->fl[--v->nfl];
-}
-
-/* ---- I/O thread: sending ---------------------------------------------------- */
-
-/* The truncation this writer's recovery wrote, in *tr, or NULL if none. */
-Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *tr)
-{
-  if (v->st.trunc_to <= v->st.trunc_from)
-    return NULL;
-  auralog__trunc_range__init(tr);
-  tr->epoch = v->epoch;
-  tr->from = v->st.trunc_from;
-  tr->to = v->st.trunc_to;
-  return tr;
-}
-
-/* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
-static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
-{
-  struct pgout *g = &v->pgs[pg];
-  struct vnode *n = &v->nodes[g->node[slot]];
-  if (!n->up || n->c == NULL)
-    return;
-  size_t cnt = to - from;
-  Rec **ptrs = malloc((cnt + 1) * sizeof *ptrs);
-  uint64_t *lsns = malloc((cnt + 1) * sizeof *lsns);
-  for (size_t i = 0; i < cnt; i++) {
-    ptrs[i] = &g->recs[from + i]->r;
-    lsns[i] = ptrs[i]->lsn;
-  }
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__Append a = AURALOG__APPEND__INIT;
-  a.volume_id = v->id;
-  a.pg = pg;
-  a.epoch = v->epoch;
-  a.vdl = v->q.vdl;
-  /* The truncation this writer's recovery wrote: a segment installs it
-   * before taking the records (node.c on_append). */
-  Auralog__TruncRange tr;
-  a.trunc = vol_own_trunc(v, &tr);
-  a.records = ptrs;
-  a.n_records = cnt;
-  env.req = ++v->next_req;
-  env.body_case = AURALOG__ENVELOPE__BODY_APPEND;
-  env.append = &a;
-  if (conn_send(n->c, &env) == 0) {
-    struct inflight *f = fl_add(v);
-    *f = (struct inflight){env.req, now_ms(), g->node[slot], pg, slot, lsns, cnt};
-    n->nfl++;
-    v->st.redo_msgs++;
-    v->st.redo_bytes += 4 + auralog__envelope__get_packed_size(&env);
-  } else {
-    free(lsns);
-  }
-  free(ptrs);
-}
-
-/* Publish v->net in v->st (with v->mu held, on the I/O thread, after it
- * sent or received something; or by recovery, before the I/O thread). */
+/* Publish the frame counts in v->st (with v->mu held): recovery's, then
+ * the I/O thread's conns'. */
 void net_sync(struct volume *v)
 {
-  v->st.net_bytes_out = v->net.bytes_out;
-  v->st.net_msgs_out = v->net.msgs_out;
-  v->st.net_bytes_in = v->net.bytes_in;
-  v->st.net_msgs_in = v->net.msgs_in;
+  v->st.net_bytes_out = v->net.bytes_out + v->ni.count.bytes_out;
+  v->st.net_msgs_out = v->net.msgs_out + v->ni.count.msgs_out;
+  v->st.net_bytes_in = v->net.bytes_in + v->ni.count.bytes_in;
+  v->st.net_msgs_in = v->net.msgs_in + v->ni.count.msgs_in;
 }
 
-/* Send what is pending. Self-clocking batching (Nagle for commits): a node
- * with no Append in flight gets the new records of each of its segments at
- * once; a node with Appends in flight gets nothing until they are answered,
- * and the records of the commits made meanwhile then travel together, one
- * Append per segment, all of a node's Appends in one write. So the batch
- * grows with the load and each node commits (one lmdb transaction, its
- * fsyncs) about once per round trip, whatever the commit rate; an idle
- * writer's commit goes out at once. A slow node only gets bigger batches:
- * the 4/6 quorum does not wait for it. */
-static void flush(struct volume *v)
+static void wake_waiters(void *arg)
 {
-  for (size_t i = 0; i < v->nnodes; i++)
-    if (v->nodes[i].up && v->nodes[i].c)
-      conn_cork(v->nodes[i].c);
-  /* Which nodes take a new flight: decided before sending any of it. */
-  uint8_t ready[64], *rdy = v->nnodes <= sizeof ready ? ready : malloc(v->nnodes);
-  for (size_t i = 0; i < v->nnodes; i++)
-    rdy[i] = v->nodes[i].nfl == 0;
-  for (size_t p = 0; p < v->npgs; p++) {
-    struct pgout *g = &v->pgs[p];
-    for (int s = 0; s < NCOPIES; s++) {
-      struct vnode *n = &v->nodes[g->node[s]];
-      if (g->retry_at[s] && now_ms() < g->retry_at[s])
-        continue;               /* it keeps refusing: not yet */
-      if (g->resend & (1u << s) && n->up) {
-        g->sent[s] = g->head;   /* everything not yet durable, again */
-        g->resend &= (uint8_t)~(1u << s);
-      }
-      if (g->sent[s] < g->n && rdy[g->node[s]] && n->up) {
-        /* One Append must fit in a frame: after an outage the backlog can
-         * be far larger (UNDURABLE_MAX); the rest follows on its ack. */
-        size_t end = g->sent[s], bytes = 0;
-        while (end < g->n && end - g->sent[s] < BATCH_MAX &&
-               (end == g->sent[s] || bytes + g->recs[end]->bytes <= FRAME_MAX / 2))
-          bytes += g->recs[end++]->bytes;
-        send_append(v, (uint32_t)p, s, g->sent[s], end);
-        g->sent[s] = end;
-      }
-    }
-  }
-  if (rdy != ready)
-    free(rdy);
-  for (size_t i = 0; i < v->nnodes; i++)
-    if (v->nodes[i].c)
-      conn_uncork(v->nodes[i].c);
-  for (struct readreq *r = v->reads; r; r = r->next)
-    if (!r->done && r->req == 0 && now_ms() >= r->retry_at)
-      read_dispatch(v, r);
+  struct volume *v = arg;
+  pthread_cond_broadcast(&v->cond);
+}
+
+/* ---- I/O thread: the core's events ---------------------------------------- */
+
+static void drv_msg(void *core, struct ep *e, const Env *env)
+{
+  struct volume *v = core;
+  pthread_mutex_lock(&v->mu);
+  vcore_on_msg(v, e, env);
+  net_sync(v);                  /* this answer, and what it sent */
+  pthread_mutex_unlock(&v->mu);
+}
+
+static void drv_up(void *core, struct ep *e)
+{
+  struct volume *v = core;
+  pthread_mutex_lock(&v->mu);
+  vcore_on_up(v, e);
   net_sync(v);
-}
-
-/* A newer writer exists: stop for good (called with v->mu held). The
- * first reason stays. */
-void vol_fence_locked(struct volume *v, const char *msg)
-{
-  if (!v->fenced) {
-    logwarn("volume %s: %s", v->name, msg);
-    v->fenced = 1;
-    snprintf(v->fenced_why, sizeof v->fenced_why, "%s", msg);
-  }
-  pthread_cond_broadcast(&v->cond);
-}
-
-/* ---- I/O thread: acknowledgements ------------------------------------------- */
-
-static void advance(struct volume *v, uint64_t old_vdl)
-{
-  if (v->q.vdl == old_vdl)
-    return;
-  for (size_t p = 0; p < v->npgs; p++) {
-    struct pgout *g = &v->pgs[p];
-    /* Durable records leave the list (freed at the VDL, not the VCL, so
-     * that durable_tail can follow them), once sent to every segment whose
-     * node is up: a segment that was waiting for its node's flight must
-     * still get them, or it would have a hole until gossip fills it. */
-    while (g->head < g->n && g->recs[g->head]->r.lsn <= v->q.vdl) {
-      int s = 0;
-      while (s < NCOPIES && (g->sent[s] > g->head || !v->nodes[g->node[s]].up))
-        s++;
-      if (s < NCOPIES)
-        break;
-      g->durable_tail = g->recs[g->head]->r.lsn;
-      v->undurable -= g->recs[g->head]->bytes;
-      orec_free(g->recs[g->head++]);
-    }
-    for (int s = 0; s < NCOPIES; s++)
-      if (g->sent[s] < g->head)
-        g->sent[s] = g->head;   /* a down node's: resent from head when it is back */
-    if (g->head > 1024 && g->head * 2 > g->n) {
-      memmove(g->recs, g->recs + g->head, (g->n - g->head) * sizeof *g->recs);
-      g->n -= g->head;
-      for (int s = 0; s < NCOPIES; s++)
-        g->sent[s] -= g->head;
-      g->head = 0;
-    }
-  }
-  size_t k = 0;
-  while (k < v->ncpls && v->cpls[k] <= v->q.vdl)
-    k++;
-  v->st.commits += k;
-  memmove(v->cpls, v->cpls + k, (v->ncpls - k) * sizeof *v->cpls);
-  v->ncpls -= k;
-  pthread_cond_broadcast(&v->cond);
-  if (v->durable_fn)
-    v->durable_fn(v->durable_arg, v->q.vdl);
-}
-
-static void on_ack(struct volume *v, struct inflight *f, const Env *env)
-{
-  struct pgout *g = &v->pgs[f->pg];
-  if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
-    if (env->error->code == ERR_STALE_EPOCH) {
-      vol_fence_locked(v, env->error->msg);
-      return;
-    }
-    /* e.g. the node has not heard of a new PG yet, or the segment holds
-     * records a truncation it has not heard of cut (gossip brings it):
-     * try again, later and later while it keeps refusing, and say so. */
-    uint32_t k = ++g->refused[f->slot];
-    unsigned shift = k < 7 ? k : 7;
-    g->retry_at[f->slot] = now_ms() + (100ull << shift);   /* up to 12.8 s */
-    g->resend |= (uint8_t)(1u << f->slot);
-    if (k == 3 || k % 50 == 0)
-      logwarn("volume %s pg %u: segment %d on %s refused %u Appends in a row: %s",
-              v->name, f->pg, f->slot, v->nodes[f->node].addr, k, env->error->msg);
-    return;
-  }
-  if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
-    return;
-  if (g->refused[f->slot]) {
-    loginfo("volume %s pg %u: segment %d on %s takes Appends again", v->name, f->pg,
-            f->slot, v->nodes[f->node].addr);
-    g->refused[f->slot] = 0;
-    g->retry_at[f->slot] = 0;
-  }
-  uint64_t old = v->q.vdl;
-  for (size_t i = 0; i < f->n; i++)
-    q_ack(&v->q, f->pg, f->slot, f->lsns[i]);
-  uint64_t scl = env->append_ack->scl;
-  q_ack_upto(&v->q, f->pg, f->slot, scl);
-  if (scl > v->pgs[f->pg].scl[f->slot])
-    v->pgs[f->pg].scl[f->slot] = scl;
-  advance(v, old);
-}
-
-static void on_node_msg(struct conn *c, const Env *env)
-{
-  struct volume *v = c->data;
-  pthread_mutex_lock(&v->mu);
-  for (size_t i = 0; i < v->nfl; i++)
-    if (v->fl[i].req == env->req) {
-      struct inflight f = v->fl[i];
-      f.lsns = NULL;
-      on_ack(v, &v->fl[i], env);
-      fl_drop(v, i);
-      if (v->closing)
-        pthread_cond_broadcast(&v->cond);
-      /* The node is free again: what waited for it goes now (after an
-       * error, on the next tick or wake, not in a loop). */
-      if (env->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK &&
-          v->nodes[f.node].nfl == 0)
-        flush(v);
-      goto out;
-    }
-  for (struct readreq *r = v->reads; r; r = r->next)
-    if (r->req && r->req == env->req) {
-      read_done(v, r, env);
-      pthread_cond_broadcast(&v->cond);
-      break;
-    }
-out:
-  read_reap(v);
-  net_sync(v);                  /* this answer, and a read sent again */
   pthread_mutex_unlock(&v->mu);
 }
 
-/* ---- I/O thread: connections -------------------------------------------------- */
-
-static void node_closed(struct conn *c)
+static void drv_down(void *core, struct ep *e)
 {
-  struct volume *v = c->data;
+  struct volume *v = core;
   pthread_mutex_lock(&v->mu);
-  int idx = (int)(intptr_t)c->ctx;
-  struct vnode *n = &v->nodes[idx];
-  if (n->c == c) {
-    n->c = NULL;
-    n->up = 0;
-    n->retry_at = now_ms() + RECONNECT_MS;
-  }
-  /* What was in flight to it is lost: acks will not come. */
-  for (size_t i = 0; i < v->nfl;)
-    if (v->fl[i].node == idx)
-      fl_drop(v, i);
-    else
-      i++;
-  n->nfl = 0;
-  for (struct readreq *r = v->reads; r; r = r->next)
-    if (r->req && r->node == idx) {
-      r->req = 0;
-      r->retry_at = 0;
-    }
-  int stopping = v->closing == 3;
+  vcore_on_down(v, e);
+  if (v->closing != 3)
+    vcore_wake(v);
   pthread_mutex_unlock(&v->mu);
-  if (!stopping)
-    uv_async_send(&v->wake);
-}
-
-static void node_connected(struct conn *c, int status)
-{
-  struct volume *v = c->data;
-  if (status != 0)
-    return;                     /* node_closed follows */
-  pthread_mutex_lock(&v->mu);
-  int idx = (int)(intptr_t)c->ctx;
-  v->nodes[idx].up = 1;
-  /* Everything not yet durable goes to the segments on this node again;
-   * duplicates are harmless (the node says so). */
-  for (size_t p = 0; p < v->npgs; p++)
-    for (int s = 0; s < NCOPIES; s++)
-      if (v->pgs[p].node[s] == idx && v->pgs[p].head < v->pgs[p].n)
-        v->pgs[p].resend |= (uint8_t)(1u << s);
-  flush(v);
-  pthread_mutex_unlock(&v->mu);
-}
-
-static void connect_nodes(struct volume *v)
-{
-  unsigned long long now = now_ms();
-  for (size_t i = 0; i < v->nnodes; i++) {
-    struct vnode *n = &v->nodes[i];
-    if (n->c || now < n->retry_at)
-      continue;
-    n->c = net_connect(&v->loop, n->addr, node_connected, on_node_msg, node_closed, v);
-    if (n->c) {
-      n->c->ctx = (void *)(intptr_t)i;
-      n->c->count = &v->net;
-    } else {
-      n->retry_at = now + RECONNECT_MS;
-    }
-  }
 }
 
 static void on_wake(uv_async_t *h)
 {
   struct volume *v = h->data;
   pthread_mutex_lock(&v->mu);
-  connect_nodes(v);
-  flush(v);
-  if (v->closing == 1 && !v->fenced) {
-    /* Tell every segment the final VDL (an Append with no records), so
-     * the next writer's recovery starts from it. */
-    for (size_t p = 0; p < v->npgs; p++)
-      for (int s = 0; s < NCOPIES; s++)
-        send_append(v, (uint32_t)p, s, 0, 0);
-    net_sync(v);
-    v->closing = 2;
-    pthread_cond_broadcast(&v->cond);
-  }
+  vcore_wake(v);
+  net_sync(v);
   int stop = v->closing == 3;
   pthread_mutex_unlock(&v->mu);
   if (stop)
     uv_stop(&v->loop);
 }
 
-/* A segment that does not answer (partitioned, slow, its node hung) must
- * not hold anything up: Appends go again, reads go elsewhere. */
-static void expire(struct volume *v)
-{
-  unsigned long long now = now_ms();
-  for (size_t i = 0; i < v->nfl;) {
-    struct inflight *f = &v->fl[i];
-    if (now - f->sent_at > APPEND_RETRY_MS) {
-      if (f->n)
-        v->pgs[f->pg].resend |= (uint8_t)(1u << f->slot);
-      fl_drop(v, i);
-    } else {
-      i++;
-    }
-  }
-  for (struct readreq *r = v->reads; r; r = r->next)
-    if (r->req && now - r->sent_at > READ_TRY_MS) {
-      r->req = 0;               /* a late answer is ignored */
-      r->retry_at = 0;
-      /* An outlier (paper §2.1): reads go to other segments for a while,
-       * rather than each paying READ_TRY_MS to find out again. */
-      v->nodes[r->node].read_slow_until = now + READ_SLOW_MS;
-    }
-}
-
 static void on_tick(uv_timer_t *t)
 {
   struct volume *v = t->data;
   pthread_mutex_lock(&v->mu);
-  expire(v);
-  connect_nodes(v);
-  flush(v);
+  vcore_tick(v);
+  net_sync(v);
   pthread_mutex_unlock(&v->mu);
-  if (++v->ticks % (ENGINE_STAT_MS / 100) == 0)
+  if (++v->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
     vol_report(v);
 }
 
@@ -545,12 +187,16 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
     free(frame);
   }
   uv_loop_init(&v->loop);
+  netio_init(&v->ni, &v->loop, v, drv_msg, drv_up, drv_down);
+  v->io = &v->ni.io;
+  v->notify = wake_waiters;
+  v->notify_arg = v;
   uv_async_init(&v->loop, &v->wake, on_wake);
   v->wake.data = v;
   uv_timer_init(&v->loop, &v->tick);
   v->tick.data = v;
-  uv_timer_start(&v->tick, on_tick, 100, 100);
-  v->ticks = ENGINE_STAT_MS / 100 - 1;   /* report at the first tick */
+  uv_timer_start(&v->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
+  v->ticks = ENGINE_STAT_MS / VOL_TICK_MS - 1;   /* report at the first tick */
   pthread_create(&v->thread, NULL, io_main, v);
   uv_async_send(&v->wake);
   loginfo("volume %s open: epoch %llu, vdl %llu, %zu pg%s, recovery %llu ms%s", name,
@@ -699,4 +345,134 @@ void vol_fence(struct volume *v, const char *why)
   pthread_mutex_lock(&v->mu);
   vol_fence_locked(v, why);
   pthread_mutex_unlock(&v->mu);
+}
+
+/* ---- the commit path: waiting around the core (ship.c) -------------------- */
+
+/* Grow the volume so that page_no has a PG (called without the lock). */
+static int grow(struct volume *v, uint32_t page_no, char *why, size_t whylen)
+{
+  uint32_t need = page_no / v->pg_pages + 1;
+  pthread_mutex_lock(&v->mu);
+  size_t have = v->npgs;
+  pthread_mutex_unlock(&v->mu);
+  if (need <= have)
+    return 0;
+  if (need > MAX_PGS) {
+    snprintf(why, whylen, "volume %s is full (%d protection groups)", v->name, MAX_PGS);
+    return -1;
+  }
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
+  g.name = v->name;
+  g.npgs = need + need / 4;     /* a little ahead: growing is a round trip */
+  if (g.npgs > MAX_PGS)
+    g.npgs = MAX_PGS;
+  req.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
+  req.grow_volume = &g;
+  Env *rep = vol_coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+  if (rep == NULL)
+    return -1;
+  pthread_mutex_lock(&v->mu);
+  vol_adopt(v, rep->volume);
+  pthread_mutex_unlock(&v->mu);
+  wire_free(rep);
+  uv_async_send(&v->wake);
+  return 0;
+}
+
+
+uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
+                  char *why, size_t whylen)
+{
+  uint32_t maxpage = 0;
+  for (size_t i = 0; i < n; i++)
+    if (pages[i].page_no > maxpage)
+      maxpage = pages[i].page_no;
+  if (grow(v, maxpage, why, whylen) != 0)
+    return 0;
+  pthread_mutex_lock(&v->mu);
+  /* Wait while the core refuses (LAL, memory) until the VDL catches up. */
+  struct timespec dl;
+  vol_deadline_in(&dl, COMMIT_DEADLINE_MS);
+  while (!v->fenced && vcore_ship_refusal(v, n, why, whylen) != 0)
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  if (vcore_ship_refusal(v, n, why, whylen) != 0) {
+    pthread_mutex_unlock(&v->mu);
+    return 0;
+  }
+  uint64_t cpl = vcore_ship(v, pages, n);
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+  return cpl;
+}
+
+
+int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen)
+{
+  struct timespec dl;
+  vol_deadline_in(&dl, timeout_ms);
+  pthread_mutex_lock(&v->mu);
+  while (v->q.vdl < lsn && !v->fenced)
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  int rc = v->q.vdl >= lsn ? 0 : -1;
+  if (rc != 0)
+    vcore_stalled(v, lsn, timeout_ms, why, whylen);
+  pthread_mutex_unlock(&v->mu);
+  return rc;
+}
+
+void vol_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen)
+{
+  pthread_mutex_lock(&v->mu);
+  vcore_stalled(v, lsn, waited_ms, why, whylen);
+  pthread_mutex_unlock(&v->mu);
+}
+
+/* ---- page reads: waiting around the core (read.c) -------------------------- */
+
+int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
+             char *why, size_t whylen)
+{
+  pthread_mutex_lock(&v->mu);
+  if (v->fenced) {
+    snprintf(why, whylen, "%s", v->fenced_why);
+    pthread_mutex_unlock(&v->mu);
+    return -1;
+  }
+  struct readreq *r = vcore_read(v, page_no, out);
+  if (r == NULL) {              /* never written: a zero page */
+    pthread_mutex_unlock(&v->mu);
+    *page_lsn = 0;
+    return 0;
+  }
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+
+  struct timespec dl;
+  vol_deadline_in(&dl, READ_DEADLINE_MS);
+  pthread_mutex_lock(&v->mu);
+  while (!r->done)
+    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+      break;
+  int rc = r->done ? 0 : -1;
+  if (rc == 0) {
+    *page_lsn = r->page_lsn;
+    /* done reads are unlinked by the I/O thread; make sure, then free */
+    struct readreq **pp = &v->reads;
+    while (*pp && *pp != r)
+      pp = &(*pp)->next;
+    if (*pp)
+      *pp = r->next;
+    free(r);
+  } else {
+    snprintf(why, whylen, "cannot read page %u of %s as of %llu in %d ms: %s", page_no,
+             v->name, (unsigned long long)r->rp, READ_DEADLINE_MS,
+             r->why[0] ? r->why : "no segment answered");
+    r->abandoned = 1;           /* the I/O thread frees it */
+  }
+  pthread_mutex_unlock(&v->mu);
+  return rc;
 }

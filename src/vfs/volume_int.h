@@ -1,7 +1,18 @@
 /*
- * volume_int.h: the inside of a volume, shared by volume.c (the I/O
- * thread, shipping, reads, acknowledgements) and open.c (recovery when the
- * volume is opened). Nothing else includes it; the interface is volume.h.
+ * volume_int.h: the inside of a volume. The writer's core (vcore.c,
+ * ship.c, read.c: no I/O, events below) and its real driver (volume.c:
+ * the I/O thread, locking, waiting; report.c; open.c's recovery) share it.
+ * Nothing else includes it; the engine's interface is volume.h.
+ *
+ * The core's events (the driver holds v->mu; the simulator has one thread):
+ *   vcore_on_msg       a node's answer (an Append's ack, a page, an error)
+ *   vcore_on_up/down   a node's endpoint came up / closed
+ *   vcore_tick         every VOL_TICK_MS: expire, reconnect, resend
+ *   vcore_wake         the engine queued work (records, a read, closing)
+ * and its calls from the engine: vcore_ship_refusal / vcore_ship (give a
+ * mini-transaction LSNs), vcore_read (queue a page read), vcore_stalled.
+ * The core calls v->notify whenever a waiter may go on (VDL advanced, a
+ * read finished, fenced).
  */
 #ifndef AURALOG_VOLUME_INT_H
 #define AURALOG_VOLUME_INT_H
@@ -9,7 +20,9 @@
 #include <pthread.h>
 #include <uv.h>
 
+#include "io.h"
 #include "net.h"
+#include "netio.h"
 #include "param.h"
 #include "record.h"
 #include "vfs/quorum.h"
@@ -52,7 +65,7 @@ uint64_t pg_need(const struct pgout *g, uint64_t lsn);
 
 struct vnode {
   char addr[ADDR_MAX_LEN + 1];
-  struct conn *c;
+  struct ep *c;
   int up;
   unsigned long long retry_at;
   struct volume *v;
@@ -126,6 +139,13 @@ struct volume {
   Auralog__TailRec tail_out[TAIL_MAX];
   Auralog__TailRec *tail_outp[TAIL_MAX];
 
+  /* The core's I/O and its waiters' wake-up (the driver's). */
+  const struct io *io;
+  void (*notify)(void *arg);
+  void *notify_arg;
+
+  /* The real driver's alone (volume.c, report.c): never touched by the core. */
+  struct netio ni;
   pthread_t thread;
   uv_loop_t loop;
   uv_async_t wake;
@@ -135,13 +155,33 @@ struct volume {
   unsigned ticks;
 };
 
-/* Publish v->net in v->st (volume.c). */
-void net_sync(struct volume *v);
-
-/* volume.c: a newer writer exists, stop for good (v->mu held); the
- * writer's own truncation in *tr, or NULL; ts = now + ms (CLOCK_REALTIME). */
+/* The core (vcore.c). */
+void vcore_on_msg(struct volume *v, struct ep *c, const Env *env);
+void vcore_on_up(struct volume *v, struct ep *c);
+void vcore_on_down(struct volume *v, struct ep *c);
+void vcore_tick(struct volume *v);
+void vcore_wake(struct volume *v);
+void vcore_flush(struct volume *v);
+void vcore_notify(struct volume *v);
+void orec_free(struct orec *o);
+/* A newer writer exists, stop for good; the writer's own truncation in
+ * *tr, or NULL. */
 void vol_fence_locked(struct volume *v, const char *msg);
 Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *tr);
+
+/* ship.c: why n pages cannot have LSNs now (0: they can); give them LSNs
+ * (returns the CPL); why commit lsn is not durable yet. */
+int vcore_ship_refusal(const struct volume *v, size_t n, char *why, size_t whylen);
+uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n);
+void vcore_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen);
+
+/* read.c: queue a read of page_no into out (NULL: a zero page, never
+ * written; out is zeroed). */
+struct readreq *vcore_read(struct volume *v, uint32_t page_no, uint8_t *out);
+
+/* volume.c: publish the frame counts in v->st; ts = now + ms
+ * (CLOCK_REALTIME). */
+void net_sync(struct volume *v);
 void vol_deadline_in(struct timespec *ts, int ms);
 /* volume.c: a request to the coordinator expecting body `want` (NULL and
  * why otherwise); take on PGs a volume description adds. */
@@ -154,7 +194,7 @@ void vol_report(struct volume *v);
 void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
                      Auralog__TruncRange *trout);
 
-/* read.c, on the I/O thread with v->mu held: send read r to a segment (or
+/* read.c, in the core: send read r to a segment (or
  * schedule it again); take a segment's answer to it; unlink finished and
  * abandoned reads. */
 void read_dispatch(struct volume *v, struct readreq *r);

@@ -1,0 +1,426 @@
+/*
+ * vcore.c: the writer's volume core (paper §4.1-4.2): sending redo to the
+ * segments, their acknowledgements, VCL and VDL, resends, connections.
+ * LSN allocation is ship.c's, page reads read.c's; the struct is in
+ * volume_int.h; the events are listed there.
+ *
+ * No I/O of its own: it sends, connects and reads the clock through v->io
+ * (io.h). The real driver (volume.c) calls these with v->mu held, on the
+ * volume's I/O thread; the simulator calls them on its only thread.
+ *
+ * Invariant: every record handed an LSN stays in its PG's list (pgout)
+ * until the VDL passes it, so a segment that reconnects can be sent every
+ * record that is not yet durable. Records below the VCL are at write
+ * quorum; a segment that missed them catches up from its peers (gossip).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "param.h"
+#include "record.h"
+#include "vfs/quorum.h"
+#include "vfs/volume_int.h"
+
+void vcore_notify(struct volume *v)
+{
+  if (v->notify)
+    v->notify(v->notify_arg);
+}
+
+void orec_free(struct orec *o)
+{
+  free(o->g);
+  free(o->gp);
+  free(o->data);
+  free(o->ml);
+  free(o->mlp);
+  free(o);
+}
+
+static int node_index(struct volume *v, const char *addr)
+{
+  for (size_t i = 0; i < v->nnodes; i++)
+    if (strcmp(v->nodes[i].addr, addr) == 0)
+      return (int)i;
+  v->nodes = realloc(v->nodes, (v->nnodes + 1) * sizeof *v->nodes);
+  struct vnode *n = &v->nodes[v->nnodes];
+  memset(n, 0, sizeof *n);
+  snprintf(n->addr, sizeof n->addr, "%s", addr);
+  n->v = v;
+  /* Existing conns point at their vnode by index, so realloc is safe. */
+  return (int)v->nnodes++;
+}
+
+/* Adopt a volume description: PGs we did not know get their pgout. */
+void vol_adopt(struct volume *v, const Auralog__Volume *vd)
+{
+  if (vd->n_pgs <= v->npgs)
+    return;
+  v->pgs = realloc(v->pgs, vd->n_pgs * sizeof *v->pgs);
+  for (size_t p = v->npgs; p < vd->n_pgs; p++) {
+    struct pgout *g = &v->pgs[p];
+    memset(g, 0, sizeof *g);
+    for (int s = 0; s < NCOPIES; s++)
+      g->node[s] = node_index(v, vd->pgs[p]->segments[s]->addr);
+  }
+  v->npgs = vd->n_pgs;
+}
+
+static struct inflight *fl_add(struct volume *v)
+{
+  if (v->nfl == v->capfl) {
+    v->capfl = v->capfl ? 2 * v->capfl : 64;
+    v->fl = realloc(v->fl, v->capfl * sizeof *v->fl);
+  }
+  return &v->fl[v->nfl++];
+}
+
+/* Forget in-flight Append i: answered, timed out, or its conn is gone. */
+static void fl_drop(struct volume *v, size_t i)
+{
+  struct vnode *n = &v->nodes[v->fl[i].node];
+  if (n->nfl > 0)
+    n->nfl--;
+  free(v->fl[i].lsns);
+  v->fl[i] = v->fl[--v->nfl];
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+/* The truncation this writer's recovery wrote, in *tr, or NULL if none. */
+Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *tr)
+{
+  if (v->st.trunc_to <= v->st.trunc_from)
+    return NULL;
+  auralog__trunc_range__init(tr);
+  tr->epoch = v->epoch;
+  tr->from = v->st.trunc_from;
+  tr->to = v->st.trunc_to;
+  return tr;
+}
+
+/* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
+static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
+{
+  struct pgout *g = &v->pgs[pg];
+  struct vnode *n = &v->nodes[g->node[slot]];
+  if (!n->up || n->c == NULL)
+    return;
+  size_t cnt = to - from;
+  Rec **ptrs = malloc((cnt + 1) * sizeof *ptrs);
+  uint64_t *lsns = malloc((cnt + 1) * sizeof *lsns);
+  for (size_t i = 0; i < cnt; i++) {
+    ptrs[i] = &g->recs[from + i]->r;
+    lsns[i] = ptrs[i]->lsn;
+  }
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Append a = AURALOG__APPEND__INIT;
+  a.volume_id = v->id;
+  a.pg = pg;
+  a.epoch = v->epoch;
+  a.vdl = v->q.vdl;
+  /* The truncation this writer's recovery wrote: a segment installs it
+   * before taking the records (node.c on_append). */
+  Auralog__TruncRange tr;
+  a.trunc = vol_own_trunc(v, &tr);
+  a.records = ptrs;
+  a.n_records = cnt;
+  env.req = ++v->next_req;
+  env.body_case = AURALOG__ENVELOPE__BODY_APPEND;
+  env.append = &a;
+  if (io_send(v->io, n->c, &env) == 0) {
+    struct inflight *f = fl_add(v);
+    *f = (struct inflight){env.req, io_now(v->io), g->node[slot], pg, slot, lsns, cnt};
+    n->nfl++;
+    v->st.redo_msgs++;
+    v->st.redo_bytes += 4 + auralog__envelope__get_packed_size(&env);
+  } else {
+    free(lsns);
+  }
+  free(ptrs);
+}
+
+/* Send what is pending. Self-clocking batching (Nagle for commits): a node
+ * with no Append in flight gets the new records of each of its segments at
+ * once; a node with Appends in flight gets nothing until they are answered,
+ * and the records of the commits made meanwhile then travel together, one
+ * Append per segment, all of a node's Appends in one write. So the batch
+ * grows with the load and each node commits (one lmdb transaction, its
+ * fsyncs) about once per round trip, whatever the commit rate; an idle
+ * writer's commit goes out at once. A slow node only gets bigger batches:
+ * the 4/6 quorum does not wait for it. */
+void vcore_flush(struct volume *v)
+{
+  unsigned long long now = io_now(v->io);
+  for (size_t i = 0; i < v->nnodes; i++)
+    if (v->nodes[i].up && v->nodes[i].c)
+      io_cork(v->io, v->nodes[i].c, 1);
+  /* Which nodes take a new flight: decided before sending any of it. */
+  uint8_t ready[64], *rdy = v->nnodes <= sizeof ready ? ready : malloc(v->nnodes);
+  for (size_t i = 0; i < v->nnodes; i++)
+    rdy[i] = v->nodes[i].nfl == 0;
+  for (size_t p = 0; p < v->npgs; p++) {
+    struct pgout *g = &v->pgs[p];
+    for (int s = 0; s < NCOPIES; s++) {
+      struct vnode *n = &v->nodes[g->node[s]];
+      if (g->retry_at[s] && now < g->retry_at[s])
+        continue;               /* it keeps refusing: not yet */
+      if (g->resend & (1u << s) && n->up) {
+        g->sent[s] = g->head;   /* everything not yet durable, again */
+        g->resend &= (uint8_t)~(1u << s);
+      }
+      if (g->sent[s] < g->n && rdy[g->node[s]] && n->up) {
+        /* One Append must fit in a frame: after an outage the backlog can
+         * be far larger (UNDURABLE_MAX); the rest follows on its ack. */
+        size_t end = g->sent[s], bytes = 0;
+        while (end < g->n && end - g->sent[s] < BATCH_MAX &&
+               (end == g->sent[s] || bytes + g->recs[end]->bytes <= FRAME_MAX / 2))
+          bytes += g->recs[end++]->bytes;
+        send_append(v, (uint32_t)p, s, g->sent[s], end);
+        g->sent[s] = end;
+      }
+    }
+  }
+  if (rdy != ready)
+    free(rdy);
+  for (size_t i = 0; i < v->nnodes; i++)
+    if (v->nodes[i].c)
+      io_cork(v->io, v->nodes[i].c, 0);
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (!r->done && r->req == 0 && now >= r->retry_at)
+      read_dispatch(v, r);
+}
+
+/* A newer writer exists: stop for good. The first reason stays. */
+void vol_fence_locked(struct volume *v, const char *msg)
+{
+  if (!v->fenced) {
+    logwarn("volume %s: %s", v->name, msg);
+    v->fenced = 1;
+    snprintf(v->fenced_why, sizeof v->fenced_why, "%s", msg);
+  }
+  vcore_notify(v);
+}
+
+/* ---- acknowledgements ------------------------------------------- */
+
+static void advance(struct volume *v, uint64_t old_vdl)
+{
+  if (v->q.vdl == old_vdl)
+    return;
+  for (size_t p = 0; p < v->npgs; p++) {
+    struct pgout *g = &v->pgs[p];
+    /* Durable records leave the list (freed at the VDL, not the VCL, so
+     * that durable_tail can follow them), once sent to every segment whose
+     * node is up: a segment that was waiting for its node's flight must
+     * still get them, or it would have a hole until gossip fills it. */
+    while (g->head < g->n && g->recs[g->head]->r.lsn <= v->q.vdl) {
+      int s = 0;
+      while (s < NCOPIES && (g->sent[s] > g->head || !v->nodes[g->node[s]].up))
+        s++;
+      if (s < NCOPIES)
+        break;
+      g->durable_tail = g->recs[g->head]->r.lsn;
+      v->undurable -= g->recs[g->head]->bytes;
+      orec_free(g->recs[g->head++]);
+    }
+    for (int s = 0; s < NCOPIES; s++)
+      if (g->sent[s] < g->head)
+        g->sent[s] = g->head;   /* a down node's: resent from head when it is back */
+    if (g->head > 1024 && g->head * 2 > g->n) {
+      memmove(g->recs, g->recs + g->head, (g->n - g->head) * sizeof *g->recs);
+      g->n -= g->head;
+      for (int s = 0; s < NCOPIES; s++)
+        g->sent[s] -= g->head;
+      g->head = 0;
+    }
+  }
+  size_t k = 0;
+  while (k < v->ncpls && v->cpls[k] <= v->q.vdl)
+    k++;
+  v->st.commits += k;
+  memmove(v->cpls, v->cpls + k, (v->ncpls - k) * sizeof *v->cpls);
+  v->ncpls -= k;
+  vcore_notify(v);
+  if (v->durable_fn)
+    v->durable_fn(v->durable_arg, v->q.vdl);
+}
+
+static void on_ack(struct volume *v, struct inflight *f, const Env *env)
+{
+  struct pgout *g = &v->pgs[f->pg];
+  if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
+    if (env->error->code == ERR_STALE_EPOCH) {
+      vol_fence_locked(v, env->error->msg);
+      return;
+    }
+    /* e.g. the node has not heard of a new PG yet, or the segment holds
+     * records a truncation it has not heard of cut (gossip brings it):
+     * try again, later and later while it keeps refusing, and say so. */
+    uint32_t k = ++g->refused[f->slot];
+    unsigned shift = k < 7 ? k : 7;
+    g->retry_at[f->slot] = io_now(v->io) + (100ull << shift);   /* up to 12.8 s */
+    g->resend |= (uint8_t)(1u << f->slot);
+    if (k == 3 || k % 50 == 0)
+      logwarn("volume %s pg %u: segment %d on %s refused %u Appends in a row: %s",
+              v->name, f->pg, f->slot, v->nodes[f->node].addr, k, env->error->msg);
+    return;
+  }
+  if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
+    return;
+  if (g->refused[f->slot]) {
+    loginfo("volume %s pg %u: segment %d on %s takes Appends again", v->name, f->pg,
+            f->slot, v->nodes[f->node].addr);
+    g->refused[f->slot] = 0;
+    g->retry_at[f->slot] = 0;
+  }
+  uint64_t old = v->q.vdl;
+  for (size_t i = 0; i < f->n; i++)
+    q_ack(&v->q, f->pg, f->slot, f->lsns[i]);
+  uint64_t scl = env->append_ack->scl;
+  q_ack_upto(&v->q, f->pg, f->slot, scl);
+  if (scl > v->pgs[f->pg].scl[f->slot])
+    v->pgs[f->pg].scl[f->slot] = scl;
+  advance(v, old);
+}
+
+void vcore_on_msg(struct volume *v, struct ep *c, const Env *env)
+{
+  (void)c;                      /* answers name their request */
+  for (size_t i = 0; i < v->nfl; i++)
+    if (v->fl[i].req == env->req) {
+      struct inflight f = v->fl[i];
+      f.lsns = NULL;
+      on_ack(v, &v->fl[i], env);
+      fl_drop(v, i);
+      if (v->closing)
+        vcore_notify(v);
+      /* The node is free again: what waited for it goes now (after an
+       * error, on the next tick or wake, not in a loop). */
+      if (env->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK &&
+          v->nodes[f.node].nfl == 0)
+        vcore_flush(v);
+      goto out;
+    }
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (r->req && r->req == env->req) {
+      read_done(v, r, env);
+      vcore_notify(v);
+      break;
+    }
+out:
+  read_reap(v);
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static int node_of(struct volume *v, struct ep *c)
+{
+  for (size_t i = 0; i < v->nnodes; i++)
+    if (v->nodes[i].c == c)
+      return (int)i;
+  return -1;
+}
+
+void vcore_on_down(struct volume *v, struct ep *c)
+{
+  int idx = node_of(v, c);
+  if (idx < 0)
+    return;
+  struct vnode *n = &v->nodes[idx];
+  n->c = NULL;
+  n->up = 0;
+  n->retry_at = io_now(v->io) + RECONNECT_MS;
+  /* What was in flight to it is lost: acks will not come. */
+  for (size_t i = 0; i < v->nfl;)
+    if (v->fl[i].node == idx)
+      fl_drop(v, i);
+    else
+      i++;
+  n->nfl = 0;
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (r->req && r->node == idx) {
+      r->req = 0;
+      r->retry_at = 0;
+    }
+}
+
+void vcore_on_up(struct volume *v, struct ep *c)
+{
+  int idx = node_of(v, c);
+  if (idx < 0)
+    return;
+  v->nodes[idx].up = 1;
+  /* Everything not yet durable goes to the segments on this node again;
+   * duplicates are harmless (the node says so). */
+  for (size_t p = 0; p < v->npgs; p++)
+    for (int s = 0; s < NCOPIES; s++)
+      if (v->pgs[p].node[s] == idx && v->pgs[p].head < v->pgs[p].n)
+        v->pgs[p].resend |= (uint8_t)(1u << s);
+  vcore_flush(v);
+}
+
+static void connect_nodes(struct volume *v)
+{
+  unsigned long long now = io_now(v->io);
+  for (size_t i = 0; i < v->nnodes; i++) {
+    struct vnode *n = &v->nodes[i];
+    if (n->c || now < n->retry_at)
+      continue;
+    n->c = v->io->connect(v->io->ctx, n->addr);
+    if (n->c == NULL)
+      n->retry_at = now + RECONNECT_MS;
+  }
+}
+
+/* Something changed on the engine's side (records shipped, a read
+ * started, closing): connect, send. On close, tell every segment the final
+ * VDL (an Append with no records), so the next writer's recovery starts
+ * from it. */
+void vcore_wake(struct volume *v)
+{
+  connect_nodes(v);
+  vcore_flush(v);
+  if (v->closing == 1 && !v->fenced) {
+    for (size_t p = 0; p < v->npgs; p++)
+      for (int s = 0; s < NCOPIES; s++)
+        send_append(v, (uint32_t)p, s, 0, 0);
+    v->closing = 2;
+    vcore_notify(v);
+  }
+}
+
+/* A segment that does not answer (partitioned, slow, its node hung) must
+ * not hold anything up: Appends go again, reads go elsewhere. */
+static void expire(struct volume *v)
+{
+  unsigned long long now = io_now(v->io);
+  for (size_t i = 0; i < v->nfl;) {
+    struct inflight *f = &v->fl[i];
+    if (now - f->sent_at > APPEND_RETRY_MS) {
+      if (f->n)
+        v->pgs[f->pg].resend |= (uint8_t)(1u << f->slot);
+      fl_drop(v, i);
+    } else {
+      i++;
+    }
+  }
+  for (struct readreq *r = v->reads; r; r = r->next)
+    if (r->req && now - r->sent_at > READ_TRY_MS) {
+      r->req = 0;               /* a late answer is ignored */
+      r->retry_at = 0;
+      /* An outlier (paper §2.1): reads go to other segments for a while,
+       * rather than each paying READ_TRY_MS to find out again. */
+      v->nodes[r->node].read_slow_until = now + READ_SLOW_MS;
+    }
+}
+
+/* Every VOL_TICK_MS. */
+void vcore_tick(struct volume *v)
+{
+  expire(v);
+  connect_nodes(v);
+  vcore_flush(v);
+}
