@@ -75,6 +75,18 @@ int wire_parse(const uint8_t *buf, size_t n, Env **out, size_t *used,
   return 1;
 }
 
+Env *wire_copy(const Env *env)
+{
+  size_t len = auralog__envelope__get_packed_size(env);
+  uint8_t *buf = malloc(len + 1);
+  if (buf == NULL)
+    return NULL;
+  auralog__envelope__pack(env, buf);
+  Env *copy = auralog__envelope__unpack(NULL, len, buf);
+  free(buf);
+  return copy;
+}
+
 void wire_free(Env *env)
 {
   if (env)

@@ -53,6 +53,10 @@ int wire_parse(const uint8_t *buf, size_t n, Env **out, size_t *used,
 
 void wire_free(Env *env);
 
+/* A copy of env that outlives the message it came in (free with
+ * wire_free); NULL if it does not pack. */
+Env *wire_copy(const Env *env);
+
 /* Validate every field of an unpacked envelope: no unknown field in any
  * message at any depth (ERR_BAD_MSG), every LSN, VDL, SCL and truncation
  * point at most LSN_MAX and every epoch at most EPOCH_MAX

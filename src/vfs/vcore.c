@@ -289,6 +289,8 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
 void vcore_on_msg(struct volume *v, struct ep *c, const Env *env)
 {
   (void)c;                      /* answers name their request */
+  if (v->rcv && rcv_on_msg(v->rcv, env))
+    return;
   for (size_t i = 0; i < v->nfl; i++)
     if (v->fl[i].req == env->req) {
       struct inflight f = v->fl[i];
@@ -333,6 +335,8 @@ void vcore_on_down(struct volume *v, struct ep *c)
   n->c = NULL;
   n->up = 0;
   n->retry_at = io_now(v->io) + RECONNECT_MS;
+  if (v->rcv)
+    rcv_on_down(v->rcv, idx);
   /* What was in flight to it is lost: acks will not come. */
   for (size_t i = 0; i < v->nfl;)
     if (v->fl[i].node == idx)
@@ -353,6 +357,8 @@ void vcore_on_up(struct volume *v, struct ep *c)
   if (idx < 0)
     return;
   v->nodes[idx].up = 1;
+  if (v->rcv)
+    rcv_on_up(v->rcv, idx);
   /* Everything not yet durable goes to the segments on this node again;
    * duplicates are harmless (the node says so). */
   for (size_t p = 0; p < v->npgs; p++)
@@ -420,6 +426,8 @@ static void expire(struct volume *v)
 /* Every VOL_TICK_MS. */
 void vcore_tick(struct volume *v)
 {
+  if (v->rcv)
+    rcv_tick(v->rcv);
   expire(v);
   connect_nodes(v);
   vcore_flush(v);

@@ -28,14 +28,14 @@
 #include "vfs/volume.h"
 #include "vfs/volume_int.h"
 
-/* Publish the frame counts in v->st (with v->mu held): recovery's, then
- * the I/O thread's conns'. */
+/* Publish the frame counts of the node conns in v->st (with v->mu held,
+ * on the I/O thread, which alone touches them). */
 void net_sync(struct volume *v)
 {
-  v->st.net_bytes_out = v->net.bytes_out + v->ni.count.bytes_out;
-  v->st.net_msgs_out = v->net.msgs_out + v->ni.count.msgs_out;
-  v->st.net_bytes_in = v->net.bytes_in + v->ni.count.bytes_in;
-  v->st.net_msgs_in = v->net.msgs_in + v->ni.count.msgs_in;
+  v->st.net_bytes_out = v->ni.count.bytes_out;
+  v->st.net_msgs_out = v->ni.count.msgs_out;
+  v->st.net_bytes_in = v->ni.count.bytes_in;
+  v->st.net_msgs_in = v->ni.count.msgs_in;
 }
 
 static void wake_waiters(void *arg)
@@ -78,6 +78,9 @@ static void on_wake(uv_async_t *h)
 {
   struct volume *v = h->data;
   pthread_mutex_lock(&v->mu);
+  /* vol_open waits for recovery, which runs here like every other event. */
+  if (!v->opened && v->rcv == NULL && v->closing == 0)
+    v->rcv = rcv_start(v, v->id, v->npgs);
   vcore_wake(v);
   net_sync(v);
   int stop = v->closing == 3;
@@ -92,8 +95,9 @@ static void on_tick(uv_timer_t *t)
   pthread_mutex_lock(&v->mu);
   vcore_tick(v);
   net_sync(v);
+  int opened = v->opened;
   pthread_mutex_unlock(&v->mu);
-  if (++v->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
+  if (opened && ++v->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
     vol_report(v);
 }
 
@@ -136,6 +140,38 @@ Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t why
   return rep;
 }
 
+/* Stop the I/O thread and free v. */
+static void teardown(struct volume *v)
+{
+  pthread_mutex_lock(&v->mu);
+  v->closing = 3;
+  pthread_mutex_unlock(&v->mu);
+  uv_async_send(&v->wake);
+  pthread_join(v->thread, NULL);
+  rcv_free(v->rcv);
+  for (size_t p = 0; p < v->npgs; p++) {
+    for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
+      orec_free(v->pgs[p].recs[i]);
+    free(v->pgs[p].recs);
+  }
+  for (size_t i = 0; i < v->nfl; i++)
+    free(v->fl[i].lsns);
+  while (v->reads) {
+    struct readreq *r = v->reads;
+    v->reads = r->next;
+    free(r);
+  }
+  q_free(&v->q);
+  free(v->page_lsn);
+  free(v->fl);
+  free(v->cpls);
+  free(v->pgs);
+  free(v->nodes);
+  pthread_mutex_destroy(&v->mu);
+  pthread_cond_destroy(&v->cond);
+  free(v);
+}
+
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
                         char *why, size_t whylen)
 {
@@ -161,14 +197,33 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
   pthread_mutex_init(&v->mu, NULL);
   pthread_cond_init(&v->cond, NULL);
   vol_adopt(v, vd);
-  if (recover(v, vd, why, whylen) != 0) {
-    wire_free(rep);
-    free(v->pgs);
-    free(v->nodes);
-    free(v);
+  wire_free(rep);
+  uv_loop_init(&v->loop);
+  netio_init(&v->ni, &v->loop, v, drv_msg, drv_up, drv_down);
+  v->io = &v->ni.io;
+  v->notify = wake_waiters;
+  v->notify_arg = v;
+  uv_async_init(&v->loop, &v->wake, on_wake);
+  v->wake.data = v;
+  uv_timer_init(&v->loop, &v->tick);
+  v->tick.data = v;
+  uv_timer_start(&v->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
+  v->ticks = ENGINE_STAT_MS / VOL_TICK_MS - 1;   /* report at the first tick */
+  pthread_create(&v->thread, NULL, io_main, v);
+  uv_async_send(&v->wake);
+  /* Recovery runs on the I/O thread (on_wake starts it); wait for it. */
+  int rc;
+  pthread_mutex_lock(&v->mu);
+  while (v->rcv == NULL || (rc = rcv_result(v->rcv, why, whylen)) == 0)
+    pthread_cond_wait(&v->cond, &v->mu);
+  rcv_free(v->rcv);
+  v->rcv = NULL;
+  v->opened = rc == 1;
+  pthread_mutex_unlock(&v->mu);
+  if (rc != 1) {
+    teardown(v);
     return NULL;
   }
-  wire_free(rep);
   /* Tell the coordinator now, before serving, so that the truncation is in
    * the volume's history even if this engine dies at once. */
   {
@@ -186,19 +241,6 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
     }
     free(frame);
   }
-  uv_loop_init(&v->loop);
-  netio_init(&v->ni, &v->loop, v, drv_msg, drv_up, drv_down);
-  v->io = &v->ni.io;
-  v->notify = wake_waiters;
-  v->notify_arg = v;
-  uv_async_init(&v->loop, &v->wake, on_wake);
-  v->wake.data = v;
-  uv_timer_init(&v->loop, &v->tick);
-  v->tick.data = v;
-  uv_timer_start(&v->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
-  v->ticks = ENGINE_STAT_MS / VOL_TICK_MS - 1;   /* report at the first tick */
-  pthread_create(&v->thread, NULL, io_main, v);
-  uv_async_send(&v->wake);
   loginfo("volume %s open: epoch %llu, vdl %llu, %zu pg%s, recovery %llu ms%s", name,
           (unsigned long long)v->epoch, (unsigned long long)v->q.vdl, v->npgs,
           v->npgs == 1 ? "" : "s", (unsigned long long)v->st.recovery_ms,
@@ -280,31 +322,8 @@ void vol_close(struct volume *v)
   while ((v->closing == 1 || v->nfl > 0) && !v->fenced)
     if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
       break;
-  v->closing = 3;
   pthread_mutex_unlock(&v->mu);
-  uv_async_send(&v->wake);
-  pthread_join(v->thread, NULL);
-  for (size_t p = 0; p < v->npgs; p++) {
-    for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
-      orec_free(v->pgs[p].recs[i]);
-    free(v->pgs[p].recs);
-  }
-  for (size_t i = 0; i < v->nfl; i++)
-    free(v->fl[i].lsns);
-  while (v->reads) {
-    struct readreq *r = v->reads;
-    v->reads = r->next;
-    free(r);
-  }
-  q_free(&v->q);
-  free(v->page_lsn);
-  free(v->fl);
-  free(v->cpls);
-  free(v->pgs);
-  free(v->nodes);
-  pthread_mutex_destroy(&v->mu);
-  pthread_cond_destroy(&v->cond);
-  free(v);
+  teardown(v);
 }
 
 int vol_drop(const char *coord, const char *name, char *why, size_t whylen)

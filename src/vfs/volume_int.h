@@ -128,10 +128,6 @@ struct volume {
   char fenced_why[200];
   int closing;
   struct vol_stats st;
-  /* Frames with the storage nodes: recovery's, then the I/O thread's (its
-   * node conns count into it, in net.c, without the lock). net_sync copies
-   * it into st, where other threads read it. */
-  struct net_count net;
   void (*durable_fn)(void *, uint64_t);
   void *durable_arg;
   /* The report's log tail (engine_stat): only one thread builds reports,
@@ -139,6 +135,8 @@ struct volume {
   Auralog__TailRec tail_out[TAIL_MAX];
   Auralog__TailRec *tail_outp[TAIL_MAX];
 
+  struct rcv *rcv;            /* recovery in progress (open.c), or NULL */
+  int opened;                 /* recovery is over: the volume serves */
   /* The core's I/O and its waiters' wake-up (the driver's). */
   const struct io *io;
   void (*notify)(void *arg);
@@ -201,11 +199,20 @@ void read_dispatch(struct volume *v, struct readreq *r);
 void read_done(struct volume *v, struct readreq *r, const Env *env);
 void read_reap(struct volume *v);
 
-/* Recovery (open.c, paper §4.3): with vd the volume as the coordinator
- * gave it and v->epoch the new epoch, find the VDL from a read quorum of
- * every PG, truncate above it on a write quorum of every PG, and set up
- * v's quorum tracker and PG tails from there. Returns 0, or -1 with a
- * reason. Runs before the I/O thread starts. */
-int recover(struct volume *v, const Auralog__Volume *vd, char *why, size_t whylen);
+/* Recovery (open.c, paper §4.3), a state machine in the core: with
+ * v->epoch the new epoch and v's PGs and nodes from the volume's
+ * description, rcv_start asks every segment of npgs PGs; the core routes
+ * its events here while v->rcv is set; rcv_result says when it is over:
+ * the VDL found from a read quorum of every PG, the truncation above it
+ * and the adopted records on a write quorum of every PG, the quorum
+ * tracker and PG tails set up (1), or why not (-1). */
+struct rcv;
+struct rcv *rcv_start(struct volume *v, uint64_t vol_id, size_t npgs);
+int rcv_on_msg(struct rcv *c, const Env *env);
+void rcv_on_up(struct rcv *c, int node);
+void rcv_on_down(struct rcv *c, int node);
+void rcv_tick(struct rcv *c);
+int rcv_result(const struct rcv *c, char *why, size_t whylen);
+void rcv_free(struct rcv *c);
 
 #endif
