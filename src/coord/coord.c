@@ -1,5 +1,7 @@
 /*
- * coord.c: the coordinator role, `auralog coord` (paper §5, control plane).
+ * coord.c: the coordinator's core (paper §5, control plane; the struct and
+ * events are in coord.h). No I/O of its own: it answers through co->io
+ * (io.h); coord/main.c runs it on libuv, the simulator with the rest.
  *
  * Keeps the volume metadata (volumes, their protection groups and where
  * each PG's six segments live) and the nodes (id, AZ, address) in lmdb
@@ -32,49 +34,15 @@
  *
  * Placement decisions are made by coord/placement.c (pure).
  */
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/http.h"
-#include "coord/meta.h"
+#include "coord/coord.h"
 #include "coord/placement.h"
-#include "lib/addr.h"
 #include "lib/log.h"
-#include "net.h"
 #include "param.h"
-#include "roles.h"
 #include "status.h"
-
-struct cnode {
-  Auralog__NodeInfo *info;     /* id, az, addr (durable); up, last_seen_ms,
-                                  the last heartbeat's counters */
-  unsigned long long last_seen;
-  struct conn *conn;
-  Auralog__SegStat *stats;     /* from the last heartbeat */
-  Auralog__SegStat **pstats;
-  size_t nstats;
-};
-
-/* The last report of a volume's engine. */
-struct ereport {
-  Auralog__EngineStat *st;
-  unsigned long long at;
-};
-
-struct coord {
-  uv_loop_t *loop;
-  struct ereport *engines;     /* engines[i] reports on vols[i] */
-  struct meta meta;
-  struct cnode **nodes;
-  size_t nnodes;
-  Auralog__Volume **vols;
-  size_t nvols;
-  uv_timer_t tick;
-  uv_signal_t sigterm, sigint;
-};
 
 static struct cnode *node_find(struct coord *co, const char *id)
 {
@@ -84,7 +52,7 @@ static struct cnode *node_find(struct coord *co, const char *id)
   return NULL;
 }
 
-static void node_add(void *arg, Auralog__NodeInfo *info)
+void coord_node_add(void *arg, Auralog__NodeInfo *info)
 {
   struct coord *co = arg;
   struct cnode *n = calloc(1, sizeof *n);
@@ -106,7 +74,7 @@ static Auralog__Volume **vol_slot(struct coord *co, const char *name)
   return NULL;
 }
 
-static void vol_add(void *arg, Auralog__Volume *v)
+void coord_vol_add(void *arg, Auralog__Volume *v)
 {
   struct coord *co = arg;
   co->vols = realloc(co->vols, (co->nvols + 1) * sizeof *co->vols);
@@ -161,13 +129,13 @@ static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_ASSIGN;
   env.assign = &as;
-  conn_send(n->conn, &env);
+  io_send(co->io, n->conn, &env);
   free(segs);
   free(peers);
 }
 
 /* Tell node n which faults to play (lab partitions and slow nodes). */
-static void send_faults(struct cnode *n)
+static void send_faults(struct coord *co, struct cnode *n)
 {
   if (n->conn == NULL)
     return;
@@ -177,7 +145,7 @@ static void send_faults(struct cnode *n)
   nf.slow_ms = n->info->slow_ms;
   env.body_case = AURALOG__ENVELOPE__BODY_NODE_FAULTS;
   env.node_faults = &nf;
-  conn_send(n->conn, &env);
+  io_send(co->io, n->conn, &env);
 }
 
 /* ---- volumes ------------------------------------------------------------- */
@@ -193,7 +161,7 @@ static Auralog__Volume *vol_store(struct coord *co, Auralog__Volume **slot,
     auralog__volume__free_unpacked(*slot, NULL);
     *slot = v;
   } else {
-    vol_add(co, v);
+    coord_vol_add(co, v);
   }
   return v;
 }
@@ -271,16 +239,16 @@ done:
   return out;
 }
 
-static void reply_volume(struct conn *c, uint64_t req, Auralog__Volume *v)
+static void reply_volume(struct coord *co, struct ep *c, uint64_t req, Auralog__Volume *v)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
   env.volume = v;
-  conn_send(c, &env);
+  io_send(co->io, c, &env);
 }
 
-static void on_open_volume(struct coord *co, struct conn *c, uint64_t req,
+static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
                            const Auralog__OpenVolume *ov)
 {
   char why[256];
@@ -288,7 +256,7 @@ static void on_open_volume(struct coord *co, struct conn *c, uint64_t req,
   if (slot == NULL) {
     if (!ov->create) {
       snprintf(why, sizeof why, "no volume '%s'", ov->name);
-      conn_error(c, req, ERR_NOT_FOUND, why);
+      io_error(co->io, c, req, ERR_NOT_FOUND, why);
       return;
     }
     Auralog__Volume base = AURALOG__VOLUME__INIT;
@@ -298,7 +266,7 @@ static void on_open_volume(struct coord *co, struct conn *c, uint64_t req,
     base.epoch = ov->writer ? 1 : 0;
     if ((base.id = meta_next_volume_id(&co->meta, why, sizeof why)) == 0 ||
         (v = vol_grow(co, NULL, &base, 1, why, sizeof why)) == NULL) {
-      conn_error(c, req, ERR_UNAVAILABLE, why);
+      io_error(co->io, c, req, ERR_UNAVAILABLE, why);
       return;
     }
     loginfo("volume %s created (id %llu, page size %u)", v->name,
@@ -309,31 +277,31 @@ static void on_open_volume(struct coord *co, struct conn *c, uint64_t req,
     Auralog__Volume tmp = **slot;
     tmp.epoch++;
     if ((v = vol_store(co, slot, &tmp, why, sizeof why)) == NULL) {
-      conn_error(c, req, ERR_INTERNAL, why);
+      io_error(co->io, c, req, ERR_INTERNAL, why);
       return;
     }
     loginfo("volume %s: writer epoch %llu", v->name, (unsigned long long)v->epoch);
   } else {
     v = *slot;
   }
-  reply_volume(c, req, v);
+  reply_volume(co, c, req, v);
 }
 
-static void on_grow_volume(struct coord *co, struct conn *c, uint64_t req,
+static void on_grow_volume(struct coord *co, struct ep *c, uint64_t req,
                            const Auralog__GrowVolume *g)
 {
   char why[256];
   Auralog__Volume **slot = vol_slot(co, g->name), *v;
   if (slot == NULL) {
     snprintf(why, sizeof why, "no volume '%s'", g->name);
-    conn_error(c, req, ERR_NOT_FOUND, why);
+    io_error(co->io, c, req, ERR_NOT_FOUND, why);
     return;
   }
   if ((v = vol_grow(co, slot, *slot, g->npgs, why, sizeof why)) == NULL) {
-    conn_error(c, req, ERR_UNAVAILABLE, why);
+    io_error(co->io, c, req, ERR_UNAVAILABLE, why);
     return;
   }
-  reply_volume(c, req, v);
+  reply_volume(co, c, req, v);
 }
 
 /* A writer's lease probe (vfs/lease.h): the volume it names, as stored now.
@@ -342,14 +310,14 @@ static void on_grow_volume(struct coord *co, struct conn *c, uint64_t req,
  * the writer's own epoch proves no newer writer existed when it was sent.
  * Answered at once, whatever else the coordinator does: a late answer
  * only shortens the lease. */
-static void on_lease_probe(struct coord *co, struct conn *c, uint64_t req,
+static void on_lease_probe(struct coord *co, struct ep *c, uint64_t req,
                            const Auralog__Volume *probe)
 {
   char why[256];
   Auralog__Volume **slot = vol_slot(co, probe->name);
   if (slot == NULL) {
     snprintf(why, sizeof why, "no volume '%s'", probe->name);
-    conn_error(c, req, ERR_NOT_FOUND, why);
+    io_error(co->io, c, req, ERR_NOT_FOUND, why);
     return;
   }
   Auralog__Volume h = AURALOG__VOLUME__INIT;
@@ -358,12 +326,12 @@ static void on_lease_probe(struct coord *co, struct conn *c, uint64_t req,
   h.page_size = (*slot)->page_size;
   h.pg_pages = (*slot)->pg_pages;
   h.epoch = (*slot)->epoch;
-  reply_volume(c, req, &h);
+  reply_volume(co, c, req, &h);
 }
 
 /* ---- nodes --------------------------------------------------------------- */
 
-static void on_register(struct coord *co, struct conn *c, uint64_t req,
+static void on_register(struct coord *co, struct ep *c, uint64_t req,
                         const Auralog__Register *r)
 {
   char why[256];
@@ -371,7 +339,8 @@ static void on_register(struct coord *co, struct conn *c, uint64_t req,
   if (n && strcmp(n->info->az, r->az) != 0) {
     snprintf(why, sizeof why, "node %s is registered in AZ %s, not %s",
              r->id, n->info->az, r->az);
-    conn_fail(c, req, ERR_BAD_MSG, why);
+    io_error(co->io, c, req, ERR_BAD_MSG, why);
+    co->io->close(co->io->ctx, c);
     return;
   }
   if (n == NULL || strcmp(n->info->addr, r->addr) != 0) {
@@ -380,7 +349,7 @@ static void on_register(struct coord *co, struct conn *c, uint64_t req,
     info.az = r->az;
     info.addr = r->addr;
     if (meta_put_node(&co->meta, &info, why, sizeof why) != 0) {
-      conn_error(c, req, ERR_INTERNAL, why);
+      io_error(co->io, c, req, ERR_INTERNAL, why);
       return;
     }
     uint8_t buf[512];
@@ -392,26 +361,31 @@ static void on_register(struct coord *co, struct conn *c, uint64_t req,
       auralog__node_info__free_unpacked(n->info, NULL);
       n->info = copy;
     } else {
-      node_add(co, copy);
+      coord_node_add(co, copy);
       n = node_find(co, copy->id);
     }
   }
-  if (n->conn && n->conn != c)
-    n->conn->ctx = NULL;    /* a newer connection of the same node wins */
-  n->conn = c;
-  c->ctx = n;
-  n->last_seen = now_ms();
+  n->conn = c;                /* a newer connection of the same node wins */
+  n->last_seen = io_now(co->io);
   set_up(n, 1, "registered");
   send_assign(co, n, req);
-  send_faults(n);
+  send_faults(co, n);
 }
 
-static void on_heartbeat(struct conn *c, const Auralog__Heartbeat *hb)
+static struct cnode *node_of(struct coord *co, struct ep *c)
 {
-  struct cnode *n = c->ctx;
+  for (size_t i = 0; i < co->nnodes; i++)
+    if (co->nodes[i]->conn == c)
+      return co->nodes[i];
+  return NULL;
+}
+
+static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbeat *hb)
+{
+  struct cnode *n = node_of(co, c);
   if (n == NULL || strcmp(n->info->id, hb->id) != 0)
     return;                 /* heartbeat before Register: ignore */
-  n->last_seen = now_ms();
+  n->last_seen = io_now(co->io);
   set_up(n, 1, NULL);
   n->stats = realloc(n->stats, (hb->n_segs + 1) * sizeof *n->stats);
   n->pstats = realloc(n->pstats, (hb->n_segs + 1) * sizeof *n->pstats);
@@ -438,10 +412,9 @@ static void on_heartbeat(struct conn *c, const Auralog__Heartbeat *hb)
   n->info->coord_msgs = hb->coord_msgs;
 }
 
-static void on_tick(uv_timer_t *t)
+void coord_tick(struct coord *co)
 {
-  struct coord *co = t->data;
-  unsigned long long now = now_ms();
+  unsigned long long now = io_now(co->io);
   for (size_t i = 0; i < co->nnodes; i++) {
     struct cnode *n = co->nodes[i];
     if (n->info->up && now - n->last_seen > NODE_DOWN_MS)
@@ -451,17 +424,17 @@ static void on_tick(uv_timer_t *t)
 
 /* ---- lab faults ---------------------------------------------------------- */
 
-static void reply_ok(struct conn *c, uint64_t req)
+static void reply_ok(struct coord *co, struct ep *c, uint64_t req)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Ok ok = AURALOG__OK__INIT;
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_OK;
   env.ok = &ok;
-  conn_send(c, &env);
+  io_send(co->io, c, &env);
 }
 
-static void on_fault(struct coord *co, struct conn *c, uint64_t req, const Auralog__Fault *f)
+static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog__Fault *f)
 {
   char why[160];
   int hit = 0;
@@ -481,16 +454,16 @@ static void on_fault(struct coord *co, struct conn *c, uint64_t req, const Aural
     if (in->partitioned != was_p || in->slow_ms != was_s) {
       loginfo("node %s: %s%s", in->id, in->partitioned ? "partitioned" : "not partitioned",
               in->slow_ms ? ", slow" : "");
-      send_faults(co->nodes[i]);
+      send_faults(co, co->nodes[i]);
     }
   }
   if (hit == 0 && strcmp(f->action, "heal") != 0) {
     snprintf(why, sizeof why, "no such node%s %s", f->node[0] ? "" : "s in AZ",
              f->node[0] ? f->node : f->az);
-    conn_error(c, req, ERR_NOT_FOUND, why);
+    io_error(co->io, c, req, ERR_NOT_FOUND, why);
     return;
   }
-  reply_ok(c, req);
+  reply_ok(co, c, req);
 }
 
 /* ---- engines ------------------------------------------------------------- */
@@ -511,7 +484,7 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   if (r->st)
     auralog__engine_stat__free_unpacked(r->st, NULL);
   r->st = auralog__engine_stat__unpack(NULL, len, buf);
-  r->at = now_ms();
+  r->at = io_now(co->io);
   free(buf);
   /* A recovery's truncation belongs to the volume's history: keep it. */
   const Auralog__TruncRange *t = es->trunc;
@@ -537,18 +510,18 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   free(tr);
 }
 
-static void on_drop_volume(struct coord *co, struct conn *c, uint64_t req,
+static void on_drop_volume(struct coord *co, struct ep *c, uint64_t req,
                            const Auralog__DropVolume *d)
 {
   char why[256];
   Auralog__Volume **slot = vol_slot(co, d->name);
   if (slot == NULL) {
     snprintf(why, sizeof why, "no volume '%s'", d->name);
-    conn_error(c, req, ERR_NOT_FOUND, why);
+    io_error(co->io, c, req, ERR_NOT_FOUND, why);
     return;
   }
   if (meta_del_volume(&co->meta, d->name, why, sizeof why) != 0) {
-    conn_error(c, req, ERR_INTERNAL, why);
+    io_error(co->io, c, req, ERR_INTERNAL, why);
     return;
   }
   size_t i = (size_t)(slot - co->vols);
@@ -559,7 +532,7 @@ static void on_drop_volume(struct coord *co, struct conn *c, uint64_t req,
   memmove(&co->engines[i], &co->engines[i + 1], (co->nvols - i - 1) * sizeof *co->engines);
   co->nvols--;
   loginfo("volume %s dropped (its segments stay on the nodes)", d->name);
-  reply_ok(c, req);
+  reply_ok(co, c, req);
 }
 
 /* ---- status -------------------------------------------------------------- */
@@ -576,7 +549,7 @@ static void status_build(struct coord *co, const char *name, struct status_view 
 {
   Auralog__Volume **slot = vol_slot(co, name);
   Auralog__Status *st = &sv->st;
-  unsigned long long now = now_ms();
+  unsigned long long now = io_now(co->io);
   size_t nsegs = 0, k = 0;
   for (size_t i = 0; i < co->nnodes; i++)
     nsegs += co->nodes[i]->nstats;
@@ -619,7 +592,7 @@ static void status_done(struct status_view *sv)
   free(sv->st.seg_nodes);
 }
 
-static void on_status(struct coord *co, struct conn *c, uint64_t req,
+static void on_status(struct coord *co, struct ep *c, uint64_t req,
                       const Auralog__StatusReq *sr)
 {
   struct status_view sv;
@@ -628,13 +601,13 @@ static void on_status(struct coord *co, struct conn *c, uint64_t req,
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_STATUS;
   env.status = &sv.st;
-  conn_send(c, &env);
+  io_send(co->io, c, &env);
   status_done(&sv);
 }
 
 /* The dashboard's /status.json: the object `auralog status --json` prints,
  * made by the same function from the same Status message. */
-static char *http_status(void *data, const char *volume)
+char *coord_http_status(void *data, const char *volume)
 {
   struct status_view sv;
   status_build(data, volume, &sv);
@@ -645,15 +618,14 @@ static char *http_status(void *data, const char *volume)
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-static void on_msg(struct conn *c, const Env *env)
+void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
 {
-  struct coord *co = c->data;
   switch (env->body_case) {
   case AURALOG__ENVELOPE__BODY_REGISTER:
     on_register(co, c, env->req, env->register_);
     break;
   case AURALOG__ENVELOPE__BODY_HEARTBEAT:
-    on_heartbeat(c, env->heartbeat);
+    on_heartbeat(co, c, env->heartbeat);
     break;
   case AURALOG__ENVELOPE__BODY_OPEN_VOLUME:
     on_open_volume(co, c, env->req, env->open_volume);
@@ -679,96 +651,39 @@ static void on_msg(struct conn *c, const Env *env)
   case AURALOG__ENVELOPE__BODY_ERROR:
     break;                  /* never answer an error with an error */
   default:
-    conn_error(c, env->req, ERR_BAD_MSG, "the coordinator does not serve this request");
+    io_error(co->io, c, env->req, ERR_BAD_MSG, "the coordinator does not serve this request");
   }
 }
 
-static void on_close(struct conn *c)
+void coord_on_down(struct coord *co, struct ep *c)
 {
-  struct cnode *n = c->ctx;
-  if (n && n->conn == c) {
+  struct cnode *n = node_of(co, c);
+  if (n) {
     n->conn = NULL;
     set_up(n, 0, "connection closed");
   }
 }
 
-static void on_signal(uv_signal_t *h, int sig)
+int coord_init(struct coord *co, const struct io *io, char *why, size_t whylen)
 {
-  struct coord *co = h->data;
-  loginfo("signal %d: stopping", sig);
-  meta_close(&co->meta);
-  exit(0);
+  co->io = io;
+  return meta_load(&co->meta, coord_node_add, coord_vol_add, co, why, whylen);
 }
 
-static void usage(FILE *f)
+void coord_free(struct coord *co)
 {
-  fprintf(f,
-    "usage: auralog coord [--listen ADDR] [--data DIR] [--http ADDR|off]\n"
-    "\n"
-    "Run the coordinator (the control plane): it keeps volumes, protection\n"
-    "groups, segment placement (2 per AZ on 6 distinct nodes) and writer\n"
-    "epochs in lmdb, tracks which nodes are up, and answers status.\n"
-    "\n"
-    "  --listen ADDR  address to serve on (default $AURALOG_COORD or %s)\n"
-    "  --data DIR     where the metadata lives (default ./coord)\n"
-    "  --http ADDR    serve the live dashboard there (default: the --listen\n"
-    "                 host, its port + %d); off: no dashboard\n",
-    COORD_ADDR_DEFAULT, HTTP_PORT_OFFSET);
-}
-
-int coord_main(int argc, char **argv)
-{
-  static struct option opts[] = {
-    {"listen", required_argument, 0, 'l'}, {"data", required_argument, 0, 'd'},
-    {"http", required_argument, 0, 'H'}, {"help", no_argument, 0, 'h'}, {0}};
-  const char *listen = NULL, *data = "./coord", *http = NULL;
-  int o;
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch (o) {
-    case 'l': listen = optarg; break;
-    case 'd': data = optarg; break;
-    case 'H': http = optarg; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
-    }
+  for (size_t i = 0; i < co->nnodes; i++) {
+    auralog__node_info__free_unpacked(co->nodes[i]->info, NULL);
+    free(co->nodes[i]->stats);
+    free(co->nodes[i]->pstats);
+    free(co->nodes[i]);
   }
-  if (optind < argc)
-    die("coord: unexpected argument '%s' (see auralog coord --help)", argv[optind]);
-  listen = addr_coord(listen);
-  log_role("coord");
-
-  static struct coord co;
-  char why[256], http_addr[ADDR_MAX_LEN + 16];
-  if (http == NULL) {
-    if (http_default_addr(listen, http_addr, sizeof http_addr, why, sizeof why) != 0)
-      die("coord: %s", why);
-    http = http_addr;
+  for (size_t i = 0; i < co->nvols; i++) {
+    auralog__volume__free_unpacked(co->vols[i], NULL);
+    if (co->engines[i].st)
+      auralog__engine_stat__free_unpacked(co->engines[i].st, NULL);
   }
-  if (meta_open(&co.meta, data, why, sizeof why) != 0)
-    die("coord: %s", why);
-  if (meta_load(&co.meta, node_add, vol_add, &co, why, sizeof why) != 0)
-    die("coord: %s", why);
-  co.loop = uv_default_loop();
-  if (net_listen(co.loop, listen, on_msg, on_close, &co, why, sizeof why) != 0)
-    die("coord: %s", why);
-  /* A dashboard that cannot listen fails the start, as --listen does: a
-   * page silently missing would leave the student guessing. */
-  if (strcmp(http, "off") != 0 &&
-      http_listen(co.loop, http, http_status, &co, why, sizeof why) != 0)
-    die("coord: %s (--http off runs without it)", why);
-  uv_timer_init(co.loop, &co.tick);
-  co.tick.data = &co;
-  uv_timer_start(&co.tick, on_tick, HEARTBEAT_MS, HEARTBEAT_MS);
-  uv_signal_init(co.loop, &co.sigterm);
-  uv_signal_init(co.loop, &co.sigint);
-  co.sigterm.data = co.sigint.data = &co;
-  uv_signal_start(&co.sigterm, on_signal, SIGTERM);
-  uv_signal_start(&co.sigint, on_signal, SIGINT);
-  signal(SIGPIPE, SIG_IGN);
-  loginfo("coordinator serving on %s, data in %s: %zu node%s, %zu volume%s known",
-          listen, data, co.nnodes, co.nnodes == 1 ? "" : "s", co.nvols,
-          co.nvols == 1 ? "" : "s");
-  if (strcmp(http, "off") != 0)
-    loginfo("dashboard on http://%s/", http);
-  return uv_run(co.loop, UV_RUN_DEFAULT);
+  free(co->nodes);
+  free(co->vols);
+  free(co->engines);
 }

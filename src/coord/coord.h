@@ -1,0 +1,60 @@
+/*
+ * coord.h: the coordinator's core (paper §5, the control plane): volumes,
+ * their protection groups and segment placement, writer epochs, nodes and
+ * who is up, lab faults, status. No I/O of its own: it answers through a
+ * struct io (io.h) and keeps its metadata in a struct meta (meta.h). Two
+ * drivers run it: coord/main.c (`auralog coord`, libuv and lmdb) and the
+ * simulator (src/sim/).
+ *
+ * Events:
+ *   coord_init     the metadata is open: load it
+ *   coord_on_msg   a request on an endpoint (a node, an engine, a tool)
+ *   coord_on_down  an endpoint closed (a node that closes is shown down)
+ *   coord_tick     every HEARTBEAT_MS: a node silent for NODE_DOWN_MS is down
+ *   coord_free     memory only (the simulator's crash)
+ * coord_http_status builds the dashboard's /status.json.
+ */
+#ifndef AURALOG_COORD_H
+#define AURALOG_COORD_H
+
+#include "coord/meta.h"
+#include "io.h"
+
+struct cnode {
+  Auralog__NodeInfo *info;     /* id, az, addr (durable); up, last_seen_ms,
+                                  the last heartbeat's counters */
+  unsigned long long last_seen;
+  struct ep *conn;             /* its registration's endpoint (NULL: none) */
+  Auralog__SegStat *stats;     /* from the last heartbeat */
+  Auralog__SegStat **pstats;
+  size_t nstats;
+};
+
+/* The last report of a volume's engine. */
+struct ereport {
+  Auralog__EngineStat *st;
+  unsigned long long at;
+};
+
+struct coord {
+  const struct io *io;
+  struct ereport *engines;     /* engines[i] reports on vols[i] */
+  struct meta meta;            /* opened by the driver before coord_init */
+  struct cnode **nodes;
+  size_t nnodes;
+  Auralog__Volume **vols;
+  size_t nvols;
+};
+
+int coord_init(struct coord *co, const struct io *io, char *why, size_t whylen);
+void coord_on_msg(struct coord *co, struct ep *c, const Env *env);
+void coord_on_down(struct coord *co, struct ep *c);
+void coord_tick(struct coord *co);
+void coord_free(struct coord *co);
+char *coord_http_status(void *co, const char *volume);
+
+/* meta_load's callbacks (the core owns what they are given). */
+void coord_node_add(void *co, Auralog__NodeInfo *info);
+void coord_vol_add(void *co, Auralog__Volume *v);
+
+#endif
