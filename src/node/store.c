@@ -1,38 +1,25 @@
 /*
- * store.c: segments in lmdb (see store.h).
+ * store.c: segments in an ordered key-value store (see store.h, kv.h).
  *
- * Durability: lmdb's commit writes the data and fsyncs before returning
- * (the env is opened without MDB_NOSYNC), so once store_commit() returns 0
- * the records survive kill -9 and power loss. The SCL kept in SegMeta is
- * only a hint written with the next batch; at start the node chains every
- * record above it again (store_load), so a stale hint costs time, never
- * correctness.
- *
- * What a commit costs (the fsyncs counter), measured with strace -f -T on
- * a node under load (Debian 12, lmdb 0.9.24, ext4), default flags: lmdb
- * pwrite()s the dirty pages to data.mdb, fdatasync()s it, then pwrite()s
- * the meta page through a second descriptor of data.mdb opened O_DSYNC.
- * `strace -c -e trace=fsync,fdatasync,msync,sync_file_range` shows one
- * fdatasync per commit, but the O_DSYNC write is a sync all the same: it
- * returns once the device has the page, taking as long as the fdatasync
- * (0.1-0.3 ms here, against ~10 us for the plain pwrites). So a commit is
- * two device flushes, one after the other, and fsyncs counts two: the
- * first puts the new tree on disk before the meta page that points to it,
- * the second makes the commit durable before mdb_txn_commit returns.
+ * Durability: a kv commit makes its changes durable before it returns
+ * (lmdb writes and fsyncs, kv_lmdb.c; the simulated disk keeps what was
+ * committed across a crash, sim/disk.c), so once store_commit() returns 0
+ * the records survive a crash. The SCL kept in SegMeta is only a hint
+ * written with the next batch; at start the node chains every record above
+ * it again (store_load), so a stale hint costs time, never correctness.
  *
  * The pages a commit dirties cost more than its syncs: writing each record
  * into pidx too (a key in page order: a random leaf, and its branch pages,
- * per record) made a group commit of ~110 records write ~220 pages (strace,
- * 32 clients), and its fdatasync took ~4 ms. Hence the deferred index
- * (store.h): recs and unidx are both in LSN order, so a commit appends to
- * a few pages per PG, and store_index pays for the random leaves once per
- * large batch (records of one page in a batch share their leaf).
+ * per record) made a group commit of ~110 records write ~220 lmdb pages
+ * (strace, 32 clients), and its fdatasync took ~4 ms. Hence the deferred
+ * index (store.h): recs and unidx are both in LSN order, so a commit
+ * appends to a few pages per PG, and store_index pays for the random
+ * leaves once per large batch (records of one page in a batch share their
+ * leaf).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "lib/log.h"
 #include "node/store.h"
@@ -59,111 +46,110 @@ static void page_key(uint8_t k[24], uint64_t vol, uint32_t pg, uint32_t page,
   put_be64(k + 16, lsn);
 }
 
-static int fail(int rc, char *why, size_t whylen, const char *what)
+static int fail(struct store *st, int rc, char *why, size_t whylen, const char *what)
 {
-  if (rc == MDB_MAP_FULL || rc == ENOSPC) {
+  if (rc == KV_FULL) {
     snprintf(why, whylen, "disk full while %s: nothing was stored", what);
     return ERR_DISK_FULL;
   }
-  snprintf(why, whylen, "storage error while %s: %s", what, mdb_strerror(rc));
+  snprintf(why, whylen, "storage error while %s: %s", what, kv_strerror(st->kv, rc));
   return ERR_INTERNAL;
 }
 
-/* Device syncs per commit with the env's flags (see the top). */
-static unsigned syncs_per_commit(MDB_env *env)
+/* Commit a write transaction and count it if the kv wrote it (one that
+ * changed nothing writes and syncs nothing). */
+static int commit(struct store *st, struct kv_txn *txn)
 {
-  unsigned flags = 0;
-  mdb_env_get_flags(env, &flags);
-  if (flags & MDB_NOSYNC)
-    return 0;               /* nothing synced at commit */
-  if ((flags & MDB_WRITEMAP) && (flags & MDB_MAPASYNC))
-    return 0;               /* msync(MS_ASYNC): only scheduled */
-  if (flags & MDB_NOMETASYNC)
-    return 1;               /* the meta page rides on the next commit's sync */
-  return 2;                 /* the pages, then the meta page */
-}
-
-/* Commit a write transaction and count it if lmdb wrote it: one that
- * changed nothing ends without writing or syncing, and without taking
- * the next transaction id. */
-static int commit(struct store *st, MDB_txn *txn)
-{
-  size_t id = mdb_txn_id(txn);
-  int rc = mdb_txn_commit(txn);
-  MDB_envinfo info;
-  if (rc == 0 && mdb_env_info(st->env, &info) == 0 && info.me_last_txnid == id) {
+  int wrote = 0;
+  int rc = kv_commit(st->kv, txn, &wrote);
+  if (rc == 0 && wrote) {
     st->commits++;
     st->fsyncs += st->syncs_per_commit;
   }
   return rc;
 }
 
-int store_open(struct store *st, const char *dir, char *why, size_t whylen)
+/* The transaction a read goes through: the open write transaction (it
+ * sees this turn's writes), else a read-only one; done() ends the latter. */
+static int rtxn(struct store *st, struct kv_txn **txn)
+{
+  *txn = st->txn;
+  return *txn ? 0 : kv_begin(st->kv, KV_RDONLY, txn);
+}
+
+static void done(struct store *st, struct kv_txn *txn)
+{
+  if (txn != st->txn)
+    kv_abort(st->kv, txn);
+}
+
+/* Open the databases (where: the directory, for messages; may be NULL). */
+static int open_kv(struct store *st, struct kv *kv, const char *where, char *why,
+                   size_t whylen)
 {
   memset(st, 0, sizeof *st);
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-    snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
-    return -1;
+  st->kv = kv;
+  st->syncs_per_commit = kv->syncs_per_commit;
+  struct kv_txn *txn;
+  int rc = kv_begin(kv, 0, &txn);
+  if (rc == 0) {
+    if (rc == 0) rc = kv_db(kv, txn, "segs", &st->segs);
+    if (rc == 0) rc = kv_db(kv, txn, "recs", &st->recs);
+    if (rc == 0) rc = kv_db(kv, txn, "pidx", &st->pidx);
+    if (rc == 0) rc = kv_db(kv, txn, "imgs", &st->imgs);
+    if (rc == 0) rc = kv_db(kv, txn, "unidx", &st->unidx);
+    if (rc == 0)
+      rc = kv_count(kv, txn, st->unidx, &st->nunidx); /* left by a crash: indexed next */
+    if (rc == 0)
+      rc = commit(st, txn);
+    else
+      kv_abort(kv, txn);
   }
-  int rc = mdb_env_create(&st->env);
-  if (rc == 0)
-    rc = mdb_env_set_mapsize(st->env, NODE_MAP_SIZE);
-  if (rc == 0)
-    rc = mdb_env_set_maxdbs(st->env, 8);
-  if (rc == 0)
-    rc = mdb_env_open(st->env, dir, 0, 0644);
   if (rc != 0) {
-    snprintf(why, whylen, "cannot open storage in %s: %s", dir, mdb_strerror(rc));
-    if (st->env)
-      mdb_env_close(st->env);
-    st->env = NULL;
-    return -1;
-  }
-  st->syncs_per_commit = syncs_per_commit(st->env);
-  MDB_txn *txn;
-  rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-  if (rc == 0) rc = mdb_dbi_open(txn, "segs", MDB_CREATE, &st->segs);
-  if (rc == 0) rc = mdb_dbi_open(txn, "recs", MDB_CREATE, &st->recs);
-  if (rc == 0) rc = mdb_dbi_open(txn, "pidx", MDB_CREATE, &st->pidx);
-  if (rc == 0) rc = mdb_dbi_open(txn, "imgs", MDB_CREATE, &st->imgs);
-  if (rc == 0) rc = mdb_dbi_open(txn, "unidx", MDB_CREATE, &st->unidx);
-  MDB_stat ms;
-  if (rc == 0 && (rc = mdb_stat(txn, st->unidx, &ms)) == 0)
-    st->nunidx = ms.ms_entries;   /* left by a crash: indexed next */
-  if (rc == 0)
-    rc = commit(st, txn);
-  else
-    mdb_txn_abort(txn);
-  if (rc != 0) {
-    snprintf(why, whylen, "cannot open storage in %s: %s", dir, mdb_strerror(rc));
-    mdb_env_close(st->env);
-    st->env = NULL;
+    snprintf(why, whylen, "cannot open storage%s%s: %s", where ? " in " : "",
+             where ? where : "", kv_strerror(kv, rc));
+    kv_close(kv);
+    st->kv = NULL;
     return -1;
   }
   return 0;
+}
+
+int store_open(struct store *st, const char *dir, char *why, size_t whylen)
+{
+  struct kv *kv;
+  memset(st, 0, sizeof *st);
+  if (kv_lmdb_open(dir, NODE_MAP_SIZE, &kv, why, whylen) != 0)
+    return -1;
+  return open_kv(st, kv, dir, why, whylen);
+}
+
+int store_open_kv(struct store *st, struct kv *kv, char *why, size_t whylen)
+{
+  return open_kv(st, kv, NULL, why, whylen);
 }
 
 void store_close(struct store *st)
 {
   if (st->txn)
     store_abort(st);
-  if (st->env)
-    mdb_env_close(st->env);
-  st->env = NULL;
+  if (st->kv)
+    kv_close(st->kv);
+  st->kv = NULL;
 }
 
 /* Does txn hold the record (s, lsn)? If so and epoch is not NULL, *epoch
  * is the stored record's epoch (0 if it cannot be read). */
-static int held(struct store *st, MDB_txn *txn, const struct segment *s, uint64_t lsn,
-                uint64_t *epoch)
+static int held(struct store *st, struct kv_txn *txn, const struct segment *s,
+                uint64_t lsn, uint64_t *epoch)
 {
   uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, lsn);
-  MDB_val key = {sizeof k, k}, val;
-  if (mdb_get(txn, st->recs, &key, &val) != 0)
+  struct kv_val key = {sizeof k, k}, val;
+  if (kv_get(st->kv, txn, st->recs, &key, &val) != 0)
     return 0;
   if (epoch) {
-    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
     *epoch = r ? r->epoch : 0;
     if (r)
       auralog__record__free_unpacked(r, NULL);
@@ -175,27 +161,27 @@ static int held(struct store *st, MDB_txn *txn, const struct segment *s, uint64_
  * stored record that cannot be read back is reported and left out: it
  * leaves a hole that gossip fills with a good copy (which replaces it),
  * and the rest of the segment is served meanwhile. */
-static int rechain(struct store *st, MDB_txn *txn, struct segment *s, uint64_t base,
-                   char *why, size_t whylen)
+static int rechain(struct store *st, struct kv_txn *txn, struct segment *s,
+                   uint64_t base, char *why, size_t whylen)
 {
-  MDB_cursor *cur;
-  int rc = mdb_cursor_open(txn, st->recs, &cur);
+  struct kv_cursor *cur;
+  int rc = kv_cursor(st->kv, txn, st->recs, &cur);
   if (rc != 0)
-    return fail(rc, why, whylen, "loading segments");
+    return fail(st, rc, why, whylen, "loading segments");
   seg_rechain(s, base);
   uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, base + 1);
-  MDB_val key = {sizeof k, k}, val;
-  for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+  struct kv_val key = {sizeof k, k}, val;
+  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+       rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+    if (key.len != 20 || memcmp(key.data, k, 12) != 0)
       break;
-    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
     char rwhy[160];
     if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
       logwarn("volume %llu pg %u: stored record %llu is unreadable; not served "
               "(a PG peer's copy will replace it)", (unsigned long long)s->volume_id,
-              s->pg, (unsigned long long)get_be64((uint8_t *)key.mv_data + 12));
+              s->pg, (unsigned long long)get_be64((uint8_t *)key.data + 12));
       if (r)
         auralog__record__free_unpacked(r, NULL);
       continue;
@@ -203,15 +189,15 @@ static int rechain(struct store *st, MDB_txn *txn, struct segment *s, uint64_t b
     seg_add(s, r->lsn, r->prev_lsn);
     auralog__record__free_unpacked(r, NULL);
   }
-  mdb_cursor_close(cur);
+  kv_cursor_close(st->kv, cur);
   return 0;
 }
 
 /* Rebuild one segment: its SegMeta, then every record above the hint. */
-static int load_one(struct store *st, MDB_txn *txn, const MDB_val *v,
+static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
                     struct segment *s, char *why, size_t whylen)
 {
-  Auralog__SegMeta *m = auralog__seg_meta__unpack(NULL, v->mv_size, v->mv_data);
+  Auralog__SegMeta *m = auralog__seg_meta__unpack(NULL, v->len, v->data);
   if (m == NULL || m->seg == NULL) {
     snprintf(why, whylen, "a segment's metadata is corrupt");
     if (m)
@@ -240,25 +226,25 @@ static int load_one(struct store *st, MDB_txn *txn, const MDB_val *v,
 
 int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
 {
-  MDB_txn *txn;
-  int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+  struct kv_txn *txn;
+  int rc = kv_begin(st->kv, KV_RDONLY, &txn);
   if (rc != 0)
-    return fail(rc, why, whylen, "reloading a segment");
+    return fail(st, rc, why, whylen, "reloading a segment");
   uint8_t k[12];
   seg_key(k, s->volume_id, s->pg);
-  MDB_val key = {sizeof k, k}, val;
+  struct kv_val key = {sizeof k, k}, val;
   struct segment fresh;
-  rc = mdb_get(txn, st->segs, &key, &val);
+  rc = kv_get(st->kv, txn, st->segs, &key, &val);
   if (rc == 0) {
     if (load_one(st, txn, &val, &fresh, why, whylen) != 0) {
-      mdb_txn_abort(txn);
+      kv_abort(st->kv, txn);
       return ERR_INTERNAL;
     }
   } else {
     /* Never committed: a segment just assigned, with nothing on disk. */
     seg_init(&fresh, s->volume_id, s->pg, s->first_page, s->npages, s->page_size);
   }
-  mdb_txn_abort(txn);
+  kv_abort(st->kv, txn);
   seg_free(s);
   *s = fresh;
   return 0;
@@ -266,12 +252,11 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
 
 int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t *epoch)
 {
-  MDB_txn *txn = st->txn;
-  if (txn == NULL && mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
+  struct kv_txn *txn;
+  if (rtxn(st, &txn) != 0)
     return 0;
   int h = held(st, txn, s, lsn, epoch);
-  if (txn != st->txn)
-    mdb_txn_abort(txn);
+  done(st, txn);
   return h;
 }
 
@@ -284,18 +269,19 @@ int store_rechain(struct store *st, struct segment *s, uint64_t base, char *why,
 int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
                void *arg, char *why, size_t whylen)
 {
-  MDB_txn *txn;
-  MDB_cursor *cur;
-  int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+  struct kv_txn *txn;
+  struct kv_cursor *cur;
+  int rc = kv_begin(st->kv, KV_RDONLY, &txn);
+  if (rc == 0 && (rc = kv_cursor(st->kv, txn, st->segs, &cur)) != 0)
+    kv_abort(st->kv, txn);
   if (rc != 0) {
-    fail(rc, why, whylen, "loading segments");
+    fail(st, rc, why, whylen, "loading segments");
     return -1;
   }
-  mdb_cursor_open(txn, st->segs, &cur);
-  MDB_val key, val;
+  struct kv_val key, val;
   int out = 0;
-  for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+  for (rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val); rc == 0;
+       rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
     struct segment s;
     if (load_one(st, txn, &val, &s, why, whylen) != 0) {
       out = -1;
@@ -303,8 +289,8 @@ int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
     }
     fn(arg, &s);
   }
-  mdb_cursor_close(cur);
-  mdb_txn_abort(txn);
+  kv_cursor_close(st->kv, cur);
+  kv_abort(st->kv, txn);
   return out;
 }
 
@@ -312,10 +298,10 @@ int store_begin(struct store *st, char *why, size_t whylen)
 {
   if (st->txn)
     return 0;
-  int rc = mdb_txn_begin(st->env, NULL, 0, &st->txn);
+  int rc = kv_begin(st->kv, 0, &st->txn);
   if (rc != 0) {
     st->txn = NULL;
-    return fail(rc, why, whylen, "starting a write");
+    return fail(st, rc, why, whylen, "starting a write");
   }
   return 0;
 }
@@ -359,10 +345,10 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   free(trp);
   uint8_t k[12];
   seg_key(k, s->volume_id, s->pg);
-  MDB_val key = {sizeof k, k}, val = {n, buf};
-  int rc = mdb_put(st->txn, st->segs, &key, &val, 0);
+  struct kv_val key = {sizeof k, k}, val = {n, buf};
+  int rc = kv_put(st->kv, st->txn, st->segs, &key, &val, 0);
   free(buf);
-  return rc ? fail(rc, why, whylen, "storing a segment") : 0;
+  return rc ? fail(st, rc, why, whylen, "storing a segment") : 0;
 }
 
 int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
@@ -370,64 +356,64 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
 {
   uint8_t k[20], pno[4];
   rec_key(k, s->volume_id, s->pg, r->lsn);
-  MDB_val key = {sizeof k, k}, val;
-  val.mv_size = auralog__record__get_packed_size(r);
-  /* MDB_RESERVE: lmdb hands out the space and we pack straight into it. */
-  int rc = mdb_put(st->txn, st->recs, &key, &val, MDB_RESERVE);
+  struct kv_val key = {sizeof k, k}, val;
+  val.len = auralog__record__get_packed_size(r);
+  /* KV_RESERVE: the kv hands out the space and we pack straight into it. */
+  int rc = kv_put(st->kv, st->txn, st->recs, &key, &val, KV_RESERVE);
   if (rc == 0) {
-    auralog__record__pack(r, val.mv_data);
+    auralog__record__pack(r, val.data);
     /* The page index waits for store_index; unidx remembers the record
      * (same key order as recs: a few appended pages, not one random
      * pidx leaf per record). */
     put_be32(pno, r->page_no);
-    MDB_val pv = {sizeof pno, pno};
-    if ((rc = mdb_put(st->txn, st->unidx, &key, &pv, 0)) == 0)
+    struct kv_val pv = {sizeof pno, pno};
+    if ((rc = kv_put(st->kv, st->txn, st->unidx, &key, &pv, 0)) == 0)
       st->staged_unidx++;
   }
-  return rc ? fail(rc, why, whylen, "storing records") : 0;
+  return rc ? fail(st, rc, why, whylen, "storing records") : 0;
 }
 
 int store_index(struct store *st, size_t max, char *why, size_t whylen)
 {
   if (st->txn != NULL || st->nunidx == 0)
     return 0;
-  MDB_txn *txn;
-  MDB_cursor *cur;
-  int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+  struct kv_txn *txn;
+  struct kv_cursor *cur;
+  int rc = kv_begin(st->kv, 0, &txn);
   if (rc != 0)
-    return fail(rc, why, whylen, "indexing records");
-  if ((rc = mdb_cursor_open(txn, st->unidx, &cur)) != 0) {
-    mdb_txn_abort(txn);
-    return fail(rc, why, whylen, "indexing records");
+    return fail(st, rc, why, whylen, "indexing records");
+  if ((rc = kv_cursor(st->kv, txn, st->unidx, &cur)) != 0) {
+    kv_abort(st->kv, txn);
+    return fail(st, rc, why, whylen, "indexing records");
   }
-  MDB_val key, val;
+  struct kv_val key, val;
   size_t done = 0;
-  for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0 && done < max;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST)) {
-    if (key.mv_size != 20 || val.mv_size != 4) {
-      rc = mdb_cursor_del(cur, 0);    /* not ours: cannot be indexed */
+  for (rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val); rc == 0 && done < max;
+       rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val)) {
+    if (key.len != 20 || val.len != 4) {
+      rc = kv_cursor_del(st->kv, cur);  /* not ours: cannot be indexed */
       if (rc != 0)
         break;
       continue;
     }
-    const uint8_t *kk = key.mv_data;
+    const uint8_t *kk = key.data;
     uint8_t pk[24];
     memcpy(pk, kk, 12);
-    memcpy(pk + 12, val.mv_data, 4);
+    memcpy(pk + 12, val.data, 4);
     memcpy(pk + 16, kk + 12, 8);
-    MDB_val pkey = {sizeof pk, pk}, empty = {0, ""};
-    if ((rc = mdb_put(txn, st->pidx, &pkey, &empty, 0)) != 0 ||
-        (rc = mdb_cursor_del(cur, 0)) != 0)
+    struct kv_val pkey = {sizeof pk, pk}, empty = {0, ""};
+    if ((rc = kv_put(st->kv, txn, st->pidx, &pkey, &empty, 0)) != 0 ||
+        (rc = kv_cursor_del(st->kv, cur)) != 0)
       break;
     done++;
   }
-  mdb_cursor_close(cur);
-  if (rc != 0 && rc != MDB_NOTFOUND) {
-    mdb_txn_abort(txn);
-    return fail(rc, why, whylen, "indexing records");
+  kv_cursor_close(st->kv, cur);
+  if (rc != 0 && rc != KV_NOTFOUND) {
+    kv_abort(st->kv, txn);
+    return fail(st, rc, why, whylen, "indexing records");
   }
   if ((rc = commit(st, txn)) != 0)
-    return fail(rc, why, whylen, "indexing records");
+    return fail(st, rc, why, whylen, "indexing records");
   /* nunidx is a count kept by hand: fewer than max means none are left. */
   st->nunidx = done < max ? 0 : st->nunidx > done ? st->nunidx - done : 0;
   return 0;
@@ -442,38 +428,38 @@ int store_commit(struct store *st, char *why, size_t whylen)
   if (rc == 0)
     st->nunidx += st->staged_unidx;
   st->staged_unidx = 0;
-  return rc ? fail(rc, why, whylen, "committing records") : 0;
+  return rc ? fail(st, rc, why, whylen, "committing records") : 0;
 }
 
 void store_abort(struct store *st)
 {
   if (st->txn)
-    mdb_txn_abort(st->txn);
+    kv_abort(st->kv, st->txn);
   st->txn = NULL;
   st->staged_unidx = 0;
 }
 
 /* The newest image of the page at or below read_point, if any. */
-static int find_image(struct store *st, MDB_txn *txn, const struct segment *s,
-                      uint32_t page_no, uint64_t read_point, MDB_val *img,
+static int find_image(struct store *st, struct kv_txn *txn, const struct segment *s,
+                      uint32_t page_no, uint64_t read_point, struct kv_val *img,
                       uint64_t *img_lsn)
 {
   uint8_t k[24];
   page_key(k, s->volume_id, s->pg, page_no, read_point);
-  MDB_cursor *cur;
-  MDB_val key = {sizeof k, k};
-  if (mdb_cursor_open(txn, st->imgs, &cur) != 0)
+  struct kv_cursor *cur;
+  struct kv_val key = {sizeof k, k};
+  if (kv_cursor(st->kv, txn, st->imgs, &cur) != 0)
     return 0;
-  int rc = mdb_cursor_get(cur, &key, img, MDB_SET_RANGE);
-  if (rc == 0 && memcmp(key.mv_data, k, 24) != 0)
-    rc = mdb_cursor_get(cur, &key, img, MDB_PREV);
-  else if (rc == MDB_NOTFOUND)
-    rc = mdb_cursor_get(cur, &key, img, MDB_LAST);
-  int found = rc == 0 && key.mv_size == 24 && memcmp(key.mv_data, k, 16) == 0 &&
-              img->mv_size == s->page_size;
+  int rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, img);
+  if (rc == 0 && (key.len != 24 || memcmp(key.data, k, 24) != 0))
+    rc = kv_cursor_get(st->kv, cur, KV_PREV, &key, img);
+  else if (rc == KV_NOTFOUND)
+    rc = kv_cursor_get(st->kv, cur, KV_LAST, &key, img);
+  int found = rc == 0 && key.len == 24 && memcmp(key.data, k, 16) == 0 &&
+              img->len == s->page_size;
   if (found)
-    *img_lsn = get_be64((uint8_t *)key.mv_data + 16);
-  mdb_cursor_close(cur);
+    *img_lsn = get_be64((uint8_t *)key.data + 16);
+  kv_cursor_close(st->kv, cur);
   return found;
 }
 
@@ -486,22 +472,22 @@ static int lsn_cmp(const void *a, const void *b)
 /* The LSNs of page_no's records in (after, upto], in order, into *out
  * (malloc'd). The indexed ones are a range of pidx; the others are in
  * unidx, at most a few index batches, scanned whole for the segment. */
-static size_t page_lsns(struct store *st, MDB_txn *txn, const struct segment *s,
+static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segment *s,
                         uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **out)
 {
   uint64_t *v = NULL;
   size_t n = 0, cap = 0;
   uint8_t k[24];
   page_key(k, s->volume_id, s->pg, page_no, after + 1);
-  MDB_val key = {sizeof k, k}, val;
-  MDB_cursor *cur;
+  struct kv_val key = {sizeof k, k}, val;
+  struct kv_cursor *cur;
   int rc;
-  if (mdb_cursor_open(txn, st->pidx, &cur) == 0) {
-    for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-      if (key.mv_size != 24 || memcmp(key.mv_data, k, 16) != 0)
+  if (kv_cursor(st->kv, txn, st->pidx, &cur) == 0) {
+    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+      if (key.len != 24 || memcmp(key.data, k, 16) != 0)
         break;
-      uint64_t lsn = get_be64((uint8_t *)key.mv_data + 16);
+      uint64_t lsn = get_be64((uint8_t *)key.data + 16);
       if (lsn > upto)
         break;
       if (n == cap) {
@@ -510,21 +496,21 @@ static size_t page_lsns(struct store *st, MDB_txn *txn, const struct segment *s,
       }
       v[n++] = lsn;
     }
-    mdb_cursor_close(cur);
+    kv_cursor_close(st->kv, cur);
   }
   size_t nidx = n;
   rec_key(k, s->volume_id, s->pg, after + 1);
-  key.mv_size = 20;
-  key.mv_data = k;
-  if (mdb_cursor_open(txn, st->unidx, &cur) == 0) {
-    for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
-         rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-      if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+  key.len = 20;
+  key.data = k;
+  if (kv_cursor(st->kv, txn, st->unidx, &cur) == 0) {
+    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+      if (key.len != 20 || memcmp(key.data, k, 12) != 0)
         break;
-      uint64_t lsn = get_be64((uint8_t *)key.mv_data + 12);
+      uint64_t lsn = get_be64((uint8_t *)key.data + 12);
       if (lsn > upto)
         break;
-      if (val.mv_size != 4 || get_be32(val.mv_data) != page_no)
+      if (val.len != 4 || get_be32(val.data) != page_no)
         continue;
       if (n == cap) {
         cap = cap ? 2 * cap : 16;
@@ -532,7 +518,7 @@ static size_t page_lsns(struct store *st, MDB_txn *txn, const struct segment *s,
       }
       v[n++] = lsn;
     }
-    mdb_cursor_close(cur);
+    kv_cursor_close(st->kv, cur);
   }
   if (nidx > 0 && n > nidx)
     qsort(v, n, sizeof *v, lsn_cmp);  /* two sorted runs */
@@ -544,11 +530,11 @@ int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
                     uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
                     char *why, size_t whylen)
 {
-  MDB_txn *txn = st->txn;   /* sees this turn's writes: all above the SCL */
-  int rc;
-  if (txn == NULL && (rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn)) != 0)
-    return fail(rc, why, whylen, "reading a page");
-  MDB_val img = {0, NULL};
+  struct kv_txn *txn;       /* st->txn sees this turn's writes: all above the SCL */
+  int rc = rtxn(st, &txn);
+  if (rc != 0)
+    return fail(st, rc, why, whylen, "reading a page");
+  struct kv_val img = {0, NULL};
   uint64_t base_lsn = 0;
   int have_img = find_image(st, txn, s, page_no, read_point, &img, &base_lsn);
 
@@ -563,10 +549,10 @@ int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
     uint64_t lsn = lsns[li];
     uint8_t rk[20];
     rec_key(rk, s->volume_id, s->pg, lsn);
-    MDB_val rkey = {sizeof rk, rk}, rval;
+    struct kv_val rkey = {sizeof rk, rk}, rval;
     Rec *r = NULL;
-    if (mdb_get(txn, st->recs, &rkey, &rval) == 0)
-      r = auralog__record__unpack(NULL, rval.mv_size, rval.mv_data);
+    if (kv_get(st->kv, txn, st->recs, &rkey, &rval) == 0)
+      r = auralog__record__unpack(NULL, rval.len, rval.data);
     char rwhy[160];
     if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
       snprintf(why, whylen, "stored record %llu of page %u is damaged",
@@ -584,37 +570,38 @@ int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
   }
   free(lsns);
   if (out_rc == 0)
-    *page_lsn = page_build(out, s->page_size, have_img ? img.mv_data : NULL,
+    *page_lsn = page_build(out, s->page_size, have_img ? img.data : NULL,
                            base_lsn, recs, n, read_point);
   for (size_t i = 0; i < n; i++)
     auralog__record__free_unpacked(recs[i], NULL);
   free(recs);
-  if (txn != st->txn)
-    mdb_txn_abort(txn);
+  done(st, txn);
   return out_rc;
 }
 
 uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto)
 {
-  MDB_txn *txn = st->txn;
-  if (txn == NULL && mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
+  struct kv_txn *txn;
+  struct kv_cursor *cur;
+  if (rtxn(st, &txn) != 0)
     return 0;
+  if (kv_cursor(st->kv, txn, st->recs, &cur) != 0) {
+    done(st, txn);
+    return 0;
+  }
   uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, upto == UINT64_MAX ? upto : upto + 1);
-  MDB_cursor *cur;
-  MDB_val key = {sizeof k, k}, val;
+  struct kv_val key = {sizeof k, k}, val;
   uint64_t tail = 0;
-  mdb_cursor_open(txn, st->recs, &cur);
-  int rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-  rc = rc == 0 ? mdb_cursor_get(cur, &key, &val, MDB_PREV)
-               : mdb_cursor_get(cur, &key, &val, MDB_LAST);
-  if (rc == 0 && key.mv_size == 20 && memcmp(key.mv_data, k, 12) == 0)
-    tail = get_be64((uint8_t *)key.mv_data + 12);
+  int rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val);
+  rc = rc == 0 ? kv_cursor_get(st->kv, cur, KV_PREV, &key, &val)
+               : kv_cursor_get(st->kv, cur, KV_LAST, &key, &val);
+  if (rc == 0 && key.len == 20 && memcmp(key.data, k, 12) == 0)
+    tail = get_be64((uint8_t *)key.data + 12);
   if (tail > upto)
     tail = 0;
-  mdb_cursor_close(cur);
-  if (txn != st->txn)
-    mdb_txn_abort(txn);
+  kv_cursor_close(st->kv, cur);
+  done(st, txn);
   return tail;
 }
 
@@ -626,22 +613,22 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
   size_t n = 0, cap = 0;
   uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, t->from + 1);
-  MDB_cursor *cur;
-  MDB_val key = {sizeof k, k}, val;
+  struct kv_cursor *cur;
+  struct kv_val key = {sizeof k, k}, val;
   *cut = 0;
-  int rc = mdb_cursor_open(st->txn, st->recs, &cur);
+  int rc = kv_cursor(st->kv, st->txn, st->recs, &cur);
   if (rc != 0)
-    return fail(rc, why, whylen, "truncating");
-  for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+    return fail(st, rc, why, whylen, "truncating");
+  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+       rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+    if (key.len != 20 || memcmp(key.data, k, 12) != 0)
       break;
-    uint64_t lsn = get_be64((uint8_t *)key.mv_data + 12);
+    uint64_t lsn = get_be64((uint8_t *)key.data + 12);
     if (lsn > t->to)
       break;
     /* Rule T (record.h): only records of older epochs go. An unreadable
      * one goes too: no epoch can be proved for it. */
-    Rec *r = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
     if (r == NULL || trunc_cuts(t, 1, lsn, r->epoch)) {
       if (n == cap) {
         cap = cap ? 2 * cap : 64;
@@ -652,28 +639,28 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
     if (r)
       auralog__record__free_unpacked(r, NULL);
   }
-  mdb_cursor_close(cur);
-  if (rc != 0 && rc != MDB_NOTFOUND) {
+  kv_cursor_close(st->kv, cur);
+  if (rc != 0 && rc != KV_NOTFOUND) {
     free(v);
-    return fail(rc, why, whylen, "truncating");
+    return fail(st, rc, why, whylen, "truncating");
   }
   rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     rec_key(k, s->volume_id, s->pg, v[i].lsn);
-    MDB_val rkey = {sizeof k, k};
+    struct kv_val rkey = {sizeof k, k};
     if (v[i].has_page) {
       uint8_t pk[24];
       page_key(pk, s->volume_id, s->pg, v[i].page, v[i].lsn);
-      MDB_val pkey = {sizeof pk, pk};
-      mdb_del(st->txn, st->pidx, &pkey, NULL);
+      struct kv_val pkey = {sizeof pk, pk};
+      kv_del(st->kv, st->txn, st->pidx, &pkey);
     }
-    if (mdb_del(st->txn, st->unidx, &rkey, NULL) == 0 && st->nunidx > 0)
+    if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
       st->nunidx--;         /* approximate: only says when to index */
-    rc = mdb_del(st->txn, st->recs, &rkey, NULL);
+    rc = kv_del(st->kv, st->txn, st->recs, &rkey);
   }
   free(v);
   if (rc != 0)
-    return fail(rc, why, whylen, "truncating");
+    return fail(st, rc, why, whylen, "truncating");
   *cut = n;
   return 0;
 }
@@ -681,32 +668,35 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
                  size_t max, int *more)
 {
-  MDB_txn *txn = st->txn;
+  struct kv_txn *txn;
+  struct kv_cursor *cur;
   *out = NULL;
   if (more)
     *more = 0;
-  if (txn == NULL && mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
+  if (rtxn(st, &txn) != 0)
     return -1;
+  if (kv_cursor(st->kv, txn, st->recs, &cur) != 0) {
+    done(st, txn);
+    return -1;
+  }
   uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, lsn + 1);
-  MDB_cursor *cur;
-  MDB_val key = {sizeof k, k}, val;
+  struct kv_val key = {sizeof k, k}, val;
   Rec **v = NULL;
   size_t n = 0, cap = 0, bytes = 0;
-  mdb_cursor_open(txn, st->recs, &cur);
-  for (int r = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); r == 0;
-       r = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-    if (key.mv_size != 20 || memcmp(key.mv_data, k, 12) != 0)
+  for (int r = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); r == 0;
+       r = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+    if (key.len != 20 || memcmp(key.data, k, 12) != 0)
       break;
     /* At most max records, and at most half a frame of them: an answer
      * must always fit in one frame (FRAME_MAX), whatever the page size. */
-    if (n == max || (n > 0 && bytes + val.mv_size > FRAME_MAX / 2)) {
+    if (n == max || (n > 0 && bytes + val.len > FRAME_MAX / 2)) {
       if (more)
         *more = 1;
       break;
     }
-    bytes += val.mv_size;
-    Rec *rec = auralog__record__unpack(NULL, val.mv_size, val.mv_data);
+    bytes += val.len;
+    Rec *rec = auralog__record__unpack(NULL, val.len, val.data);
     char rwhy[160];
     if (rec == NULL || rec_check(rec, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
       if (rec)               /* unreadable: never served (rechain says so) */
@@ -719,9 +709,8 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
     }
     v[n++] = rec;
   }
-  mdb_cursor_close(cur);
-  if (txn != st->txn)
-    mdb_txn_abort(txn);
+  kv_cursor_close(st->kv, cur);
+  done(st, txn);
   *out = v;
   return (long)n;
 }

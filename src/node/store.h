@@ -1,6 +1,7 @@
 /*
- * store.h: a storage node's segments on disk, in one lmdb environment
- * (a driver: the only file of the node that touches lmdb).
+ * store.h: a storage node's segments on disk, in an ordered key-value
+ * store (kv.h): lmdb on a real disk (store_open), or the simulator's disk
+ * (store_open_kv). The only file of the node that touches the kv.
  *
  * Databases:
  *   segs   (volume, pg)                -> SegMeta (geometry, SCL hint, epoch)
@@ -8,7 +9,7 @@
  *   pidx   (volume, pg, page, lsn)     -> (empty): the records of each page
  *   unidx  (volume, pg, lsn)           -> page: records not in pidx yet
  *   imgs   (volume, pg, page, lsn)     -> page image as of lsn (coalesced)
- * Keys are big-endian so lmdb's byte order is numeric order.
+ * Keys are big-endian so the kv's byte order is numeric order.
  *
  * Writes go into one open transaction (store_begin) that the node commits
  * once per event-loop turn: every Append that arrived in that turn becomes
@@ -24,22 +25,27 @@
 #ifndef AURALOG_STORE_H
 #define AURALOG_STORE_H
 
-#include <lmdb.h>
+#include "node/kv.h"
 #include "node/segment.h"
 
 struct store {
-  MDB_env *env;
-  MDB_dbi segs, recs, pidx, imgs, unidx;
-  MDB_txn *txn;              /* the open write transaction, or NULL */
+  struct kv *kv;             /* the store's: store_close closes it */
+  unsigned segs, recs, pidx, imgs, unidx;   /* kv database handles */
+  struct kv_txn *txn;        /* the open write transaction, or NULL */
   size_t nunidx;             /* about how many records wait in unidx */
   size_t staged_unidx;       /* ... of them in the open transaction */
   /* Counters for `auralog bench`, since the store was opened. */
-  uint64_t commits;          /* write transactions lmdb made durable */
-  uint64_t fsyncs;           /* device syncs they cost (store.c: 2 each) */
+  uint64_t commits;          /* write transactions the kv made durable */
+  uint64_t fsyncs;           /* device syncs they cost (lmdb: 2 each) */
   unsigned syncs_per_commit;
 };
 
+/* Open the store in lmdb in directory dir (created if missing). Returns 0,
+ * or -1 with a reason. */
 int store_open(struct store *st, const char *dir, char *why, size_t whylen);
+/* The same on a kv already made (the simulator's disk, sim/disk.h). The
+ * store takes kv: store_close, or a failed open, closes it. */
+int store_open_kv(struct store *st, struct kv *kv, char *why, size_t whylen);
 void store_close(struct store *st);
 
 /* Call fn for every segment on disk, with the segment rebuilt: geometry,

@@ -639,8 +639,8 @@ static void test_unreadable_record_is_left_out_at_load(void **state)
   put_be64(k, 1);
   put_be32(k + 8, 1);
   put_be64(k + 12, 2);
-  MDB_val key = {sizeof k, k}, val = {sizeof junk, junk};
-  assert_int_equal(mdb_put(st.txn, st.recs, &key, &val, 0), 0);
+  struct kv_val key = {sizeof k, k}, val = {sizeof junk, junk};
+  assert_int_equal(kv_put(st.kv, st.txn, st.recs, &key, &val, 0), 0);
   assert_int_equal(store_commit(&st, why, sizeof why), 0);
   store_close(&st);
 
