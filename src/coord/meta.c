@@ -1,80 +1,102 @@
 /*
- * meta.c: coordinator metadata in lmdb (see meta.h).
+ * meta.c: coordinator metadata in a kv store (see meta.h, node/kv.h).
+ *
+ * The store is lmdb in a directory for `auralog coord` (meta_open: the
+ * same databases, keys and values as ever, so an existing cluster's data
+ * opens as it is) or the simulator's disk (meta_open_kv). Each put is one
+ * write transaction, and a kv commit makes it durable before it returns
+ * (lmdb writes and fsyncs; the simulated disk keeps it across disk_crash),
+ * so the coordinator answers only once what it said is on disk.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "coord/meta.h"
 #include "param.h"
 
-static int lmdb_fail(int rc, char *why, size_t whylen, const char *what)
+static int kv_fail(const struct meta *m, int rc, char *why, size_t whylen,
+                   const char *what)
 {
-  if (rc == MDB_MAP_FULL || rc == ENOSPC)
+  if (rc == KV_FULL)
     snprintf(why, whylen, "coordinator metadata is full while %s", what);
   else
     snprintf(why, whylen, "coordinator storage error while %s: %s", what,
-             mdb_strerror(rc));
+             kv_strerror(m->kv, rc));
   return -1;
 }
 
-int meta_open(struct meta *m, const char *dir, char *why, size_t whylen)
+/* Open the databases (where: the directory, for messages; may be NULL). */
+static int open_kv(struct meta *m, struct kv *kv, const char *where, char *why,
+                   size_t whylen)
 {
   memset(m, 0, sizeof *m);
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-    snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
-    return -1;
-  }
-  int rc = mdb_env_create(&m->env);
-  if (rc == 0) rc = mdb_env_set_mapsize(m->env, COORD_MAP_SIZE);
-  if (rc == 0) rc = mdb_env_set_maxdbs(m->env, 4);
-  if (rc == 0) rc = mdb_env_open(m->env, dir, 0, 0644);
-  MDB_txn *txn = NULL;
-  if (rc == 0) rc = mdb_txn_begin(m->env, NULL, 0, &txn);
-  if (rc == 0) rc = mdb_dbi_open(txn, "nodes", MDB_CREATE, &m->nodes);
-  if (rc == 0) rc = mdb_dbi_open(txn, "vols", MDB_CREATE, &m->vols);
-  if (rc == 0) rc = mdb_dbi_open(txn, "ctr", MDB_CREATE, &m->ctr);
+  m->kv = kv;
+  struct kv_txn *txn;
+  int wrote, rc = kv_begin(kv, 0, &txn);
   if (rc == 0) {
-    rc = mdb_txn_commit(txn);
-    txn = NULL;
+    rc = kv_db(kv, txn, "nodes", &m->nodes);
+    if (rc == 0) rc = kv_db(kv, txn, "vols", &m->vols);
+    if (rc == 0) rc = kv_db(kv, txn, "ctr", &m->ctr);
+    if (rc == 0)
+      rc = kv_commit(kv, txn, &wrote);
+    else
+      kv_abort(kv, txn);
   }
   if (rc != 0) {
-    if (txn)
-      mdb_txn_abort(txn);
-    snprintf(why, whylen, "cannot open coordinator metadata in %s: %s", dir,
-             mdb_strerror(rc));
-    if (m->env)
-      mdb_env_close(m->env);
-    m->env = NULL;
+    snprintf(why, whylen, "cannot open coordinator metadata%s%s: %s",
+             where ? " in " : "", where ? where : "", kv_strerror(kv, rc));
+    kv_close(kv);
+    m->kv = NULL;
     return -1;
   }
   return 0;
 }
 
-void meta_close(struct meta *m)
+int meta_open(struct meta *m, const char *dir, char *why, size_t whylen)
 {
-  if (m->env)
-    mdb_env_close(m->env);
-  m->env = NULL;
+  struct kv *kv;
+  memset(m, 0, sizeof *m);
+  if (kv_lmdb_open(dir, COORD_MAP_SIZE, &kv, why, whylen) != 0) {
+    /* kv_lmdb_open speaks of "storage" (a node's); say whose it is. */
+    static const char pre[] = "cannot open storage in ";
+    if (strncmp(why, pre, sizeof pre - 1) == 0) {
+      char rest[256];
+      snprintf(rest, sizeof rest, "%s", why + sizeof pre - 1);
+      snprintf(why, whylen, "cannot open coordinator metadata in %s", rest);
+    }
+    return -1;
+  }
+  return open_kv(m, kv, dir, why, whylen);
 }
 
-static int put(struct meta *m, MDB_dbi dbi, const char *k, const void *v,
+int meta_open_kv(struct meta *m, struct kv *kv, char *why, size_t whylen)
+{
+  return open_kv(m, kv, NULL, why, whylen);
+}
+
+void meta_close(struct meta *m)
+{
+  if (m->kv)
+    kv_close(m->kv);
+  m->kv = NULL;
+}
+
+static int put(struct meta *m, unsigned db, const char *k, const void *v,
                size_t n, char *why, size_t whylen)
 {
-  MDB_txn *txn;
-  int rc = mdb_txn_begin(m->env, NULL, 0, &txn);
+  struct kv_txn *txn;
+  int wrote, rc = kv_begin(m->kv, 0, &txn);
   if (rc != 0)
-    return lmdb_fail(rc, why, whylen, "writing");
-  MDB_val key = {strlen(k), (void *)k}, val = {n, (void *)v};
-  rc = mdb_put(txn, dbi, &key, &val, 0);
+    return kv_fail(m, rc, why, whylen, "writing");
+  struct kv_val key = {strlen(k), (void *)k}, val = {n, (void *)v};
+  rc = kv_put(m->kv, txn, db, &key, &val, 0);
   if (rc != 0) {
-    mdb_txn_abort(txn);
-    return lmdb_fail(rc, why, whylen, "writing");
+    kv_abort(m->kv, txn);
+    return kv_fail(m, rc, why, whylen, "writing");
   }
-  rc = mdb_txn_commit(txn);
-  return rc ? lmdb_fail(rc, why, whylen, "committing") : 0;
+  rc = kv_commit(m->kv, txn, &wrote);
+  return rc ? kv_fail(m, rc, why, whylen, "committing") : 0;
 }
 
 int meta_put_node(struct meta *m, const Auralog__NodeInfo *n, char *why, size_t whylen)
@@ -93,6 +115,10 @@ Auralog__Volume *meta_put_volume(struct meta *m, const Auralog__Volume *v,
 {
   size_t len = auralog__volume__get_packed_size(v);
   uint8_t *buf = malloc(len ? len : 1);
+  if (buf == NULL) {
+    snprintf(why, whylen, "out of memory while writing volume %s", v->name);
+    return NULL;
+  }
   auralog__volume__pack(v, buf);
   Auralog__Volume *copy = NULL;
   if (put(m, m->vols, v->name, buf, len, why, whylen) == 0)
@@ -103,75 +129,90 @@ Auralog__Volume *meta_put_volume(struct meta *m, const Auralog__Volume *v,
 
 int meta_del_volume(struct meta *m, const char *name, char *why, size_t whylen)
 {
-  MDB_txn *txn;
-  int rc = mdb_txn_begin(m->env, NULL, 0, &txn);
+  struct kv_txn *txn;
+  int wrote, rc = kv_begin(m->kv, 0, &txn);
   if (rc != 0)
-    return lmdb_fail(rc, why, whylen, "dropping a volume");
-  MDB_val key = {strlen(name), (void *)name};
-  rc = mdb_del(txn, m->vols, &key, NULL);
-  if (rc != 0 && rc != MDB_NOTFOUND) {
-    mdb_txn_abort(txn);
-    return lmdb_fail(rc, why, whylen, "dropping a volume");
+    return kv_fail(m, rc, why, whylen, "dropping a volume");
+  struct kv_val key = {strlen(name), (void *)name};
+  rc = kv_del(m->kv, txn, m->vols, &key);
+  if (rc != 0 && rc != KV_NOTFOUND) {
+    kv_abort(m->kv, txn);
+    return kv_fail(m, rc, why, whylen, "dropping a volume");
   }
-  rc = mdb_txn_commit(txn);
-  return rc ? lmdb_fail(rc, why, whylen, "dropping a volume") : 0;
+  rc = kv_commit(m->kv, txn, &wrote);
+  return rc ? kv_fail(m, rc, why, whylen, "dropping a volume") : 0;
 }
 
 uint64_t meta_next_volume_id(struct meta *m, char *why, size_t whylen)
 {
-  MDB_txn *txn;
-  int rc = mdb_txn_begin(m->env, NULL, 0, &txn);
+  struct kv_txn *txn;
+  int wrote, rc = kv_begin(m->kv, 0, &txn);
   if (rc != 0) {
-    lmdb_fail(rc, why, whylen, "taking a volume id");
+    kv_fail(m, rc, why, whylen, "taking a volume id");
     return 0;
   }
   const char *k = "next_volume_id";
-  MDB_val key = {strlen(k), (void *)k}, val;
+  struct kv_val key = {strlen(k), (void *)k}, val;
   uint64_t id = 1;
-  if (mdb_get(txn, m->ctr, &key, &val) == 0 && val.mv_size == 8)
-    id = get_be64(val.mv_data);
-  uint8_t next[8];
-  put_be64(next, id + 1);
-  val.mv_size = 8;
-  val.mv_data = next;
-  rc = mdb_put(txn, m->ctr, &key, &val, 0);
+  rc = kv_get(m->kv, txn, m->ctr, &key, &val);
+  if (rc == 0 && val.len == 8)
+    id = get_be64(val.data);
+  if (rc == 0 || rc == KV_NOTFOUND) {
+    uint8_t next[8];
+    put_be64(next, id + 1);
+    val = (struct kv_val){8, next};
+    rc = kv_put(m->kv, txn, m->ctr, &key, &val, 0);
+  }
   if (rc == 0)
-    rc = mdb_txn_commit(txn);
+    rc = kv_commit(m->kv, txn, &wrote);
   else
-    mdb_txn_abort(txn);
+    kv_abort(m->kv, txn);
   if (rc != 0) {
-    lmdb_fail(rc, why, whylen, "taking a volume id");
+    kv_fail(m, rc, why, whylen, "taking a volume id");
     return 0;
   }
   return id;
+}
+
+/* Hand every value of db (m->nodes or m->vols) to its callback, unpacked
+ * (one that does not unpack is skipped). */
+static int load_db(struct meta *m, struct kv_txn *txn, unsigned db,
+                   void (*node_fn)(void *, Auralog__NodeInfo *),
+                   void (*vol_fn)(void *, Auralog__Volume *), void *arg,
+                   char *why, size_t whylen)
+{
+  struct kv_cursor *cur;
+  struct kv_val key, val;
+  int rc = kv_cursor(m->kv, txn, db, &cur);
+  if (rc != 0)
+    return kv_fail(m, rc, why, whylen, "loading");
+  for (rc = kv_cursor_get(m->kv, cur, KV_FIRST, &key, &val); rc == 0;
+       rc = kv_cursor_get(m->kv, cur, KV_NEXT, &key, &val)) {
+    if (db == m->nodes) {
+      Auralog__NodeInfo *n = auralog__node_info__unpack(NULL, val.len, val.data);
+      if (n)
+        node_fn(arg, n);
+    } else {
+      Auralog__Volume *v = auralog__volume__unpack(NULL, val.len, val.data);
+      if (v)
+        vol_fn(arg, v);
+    }
+  }
+  kv_cursor_close(m->kv, cur);
+  return rc == KV_NOTFOUND ? 0 : kv_fail(m, rc, why, whylen, "loading");
 }
 
 int meta_load(struct meta *m, void (*node_fn)(void *, Auralog__NodeInfo *),
               void (*vol_fn)(void *, Auralog__Volume *), void *arg,
               char *why, size_t whylen)
 {
-  MDB_txn *txn;
-  MDB_cursor *cur;
-  MDB_val key, val;
-  int rc = mdb_txn_begin(m->env, NULL, MDB_RDONLY, &txn);
+  struct kv_txn *txn;
+  int rc = kv_begin(m->kv, KV_RDONLY, &txn);
   if (rc != 0)
-    return lmdb_fail(rc, why, whylen, "loading");
-  mdb_cursor_open(txn, m->nodes, &cur);
-  for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-    Auralog__NodeInfo *n = auralog__node_info__unpack(NULL, val.mv_size, val.mv_data);
-    if (n)
-      node_fn(arg, n);
-  }
-  mdb_cursor_close(cur);
-  mdb_cursor_open(txn, m->vols, &cur);
-  for (rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-    Auralog__Volume *v = auralog__volume__unpack(NULL, val.mv_size, val.mv_data);
-    if (v)
-      vol_fn(arg, v);
-  }
-  mdb_cursor_close(cur);
-  mdb_txn_abort(txn);
-  return 0;
+    return kv_fail(m, rc, why, whylen, "loading");
+  rc = load_db(m, txn, m->nodes, node_fn, vol_fn, arg, why, whylen);
+  if (rc == 0)
+    rc = load_db(m, txn, m->vols, node_fn, vol_fn, arg, why, whylen);
+  kv_abort(m->kv, txn);
+  return rc;
 }

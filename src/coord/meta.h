@@ -1,25 +1,31 @@
 /*
- * meta.h: the coordinator's durable metadata in lmdb (a driver).
+ * meta.h: the coordinator's durable metadata, in an ordered key-value store
+ * (node/kv.h): lmdb in a directory for `auralog coord` (meta_open), or the
+ * simulator's in-memory disk (meta_open_kv with disk_kv(), sim/disk.h).
  *
  * Databases:
  *   nodes  id   -> NodeInfo (id, az, addr)
  *   vols   name -> Volume (id, page size, epoch, PGs and their segments)
- *   ctr    "next_volume_id" -> u64
+ *   ctr    "next_volume_id" -> u64 (big-endian)
  * Each put is its own transaction, committed (fsynced) before the
  * coordinator answers: an epoch handed out is never handed out again.
  */
 #ifndef AURALOG_META_H
 #define AURALOG_META_H
 
-#include <lmdb.h>
+#include "node/kv.h"
 #include "wire.h"
 
 struct meta {
-  MDB_env *env;
-  MDB_dbi nodes, vols, ctr;
+  struct kv *kv;
+  unsigned nodes, vols, ctr;   /* database handles (kv_db) */
 };
 
+/* lmdb in directory dir (created if missing). */
 int meta_open(struct meta *m, const char *dir, char *why, size_t whylen);
+/* On kv, which the meta takes: meta_close closes it, and so does a failed
+ * meta_open_kv. Returns 0, or -1 with a reason. */
+int meta_open_kv(struct meta *m, struct kv *kv, char *why, size_t whylen);
 void meta_close(struct meta *m);
 
 int meta_put_node(struct meta *m, const Auralog__NodeInfo *n, char *why, size_t whylen);
