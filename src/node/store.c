@@ -193,6 +193,52 @@ static int rechain(struct store *st, struct kv_txn *txn, struct segment *s,
   return 0;
 }
 
+/* The highest point at or below base up to which s's stored records are
+ * whole: each readable and linked to the one before it, from the PG's
+ * start (segment.h: every held record at or below the SCL is on one chain
+ * of backlinks). A record damaged on disk below the SCL hint (bit rot)
+ * would otherwise be counted as held: its page served without it, and
+ * gossip never asked for a good copy. Chaining from the last whole point
+ * instead leaves a hole that gossip fills (the good copy replaces the
+ * damaged one). One pass over the segment's records, at load only. */
+static uint64_t whole_to(struct store *st, struct kv_txn *txn, const struct segment *s,
+                         uint64_t base)
+{
+  struct kv_cursor *cur;
+  if (base == 0 || kv_cursor(st->kv, txn, st->recs, &cur) != 0)
+    return base;
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, 1);
+  struct kv_val key = {sizeof k, k}, val;
+  uint64_t prev = 0;
+  int rc;
+  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+       rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+    if (key.len != 20 || memcmp(key.data, k, 12) != 0)
+      break;
+    uint64_t lsn = get_be64((uint8_t *)key.data + 12);
+    if (lsn > base)
+      break;
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+    char rwhy[160];
+    int ok = r && rec_check(r, s->page_size, rwhy, sizeof rwhy) == ERR_NONE &&
+             r->prev_lsn == prev;
+    if (r)
+      auralog__record__free_unpacked(r, NULL);
+    if (!ok) {
+      logwarn("volume %llu pg %u: stored record %llu, below the SCL hint %llu, is "
+              "damaged; chaining from %llu (a PG peer's copy will replace it)",
+              (unsigned long long)s->volume_id, s->pg, (unsigned long long)lsn,
+              (unsigned long long)base, (unsigned long long)prev);
+      kv_cursor_close(st->kv, cur);
+      return prev;
+    }
+    prev = lsn;
+  }
+  kv_cursor_close(st->kv, cur);
+  return prev == base ? base : prev;
+}
+
 /* Rebuild one segment: its SegMeta, then every record above the hint. */
 static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
                     struct segment *s, char *why, size_t whylen)
@@ -221,6 +267,7 @@ static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v
             (unsigned long long)base);
     base = 0;
   }
+  base = whole_to(st, txn, s, base);
   return rechain(st, txn, s, base, why, whylen);
 }
 
