@@ -28,7 +28,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
-CORE_SRC := src/wire.c src/record.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
+CORE_SRC := src/wire.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/main.c src/coord/http.c \
             src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c \
@@ -40,7 +40,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease
+UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease kv simnet meta
 INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))

@@ -24,6 +24,7 @@ static const struct cmd cmds[] = {
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
   {"engine", engine_main, "run the database tier: SQLite on the auralog VFS"},
   {"node", node_main, "run a storage node (segments in lmdb, acks with SCL)"},
+  {"sim", sim_main, "the deterministic simulator: the whole cluster, seeded faults, checks"},
   {"bench", bench_main, "measure: bench append (durable appends into one node)"},
 };
 

@@ -15,5 +15,6 @@ int sql_main(int argc, char **argv);
 int fault_main(int argc, char **argv);
 int viz_main(int argc, char **argv);
 int lab_main(int argc, char **argv);
+int sim_main(int argc, char **argv);
 
 #endif

@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "lib/log.h"
 #include "vfs/recovery.h"
 #include "vfs/volume_int.h"
@@ -365,6 +366,12 @@ static void scan_ask(struct rcv *c)
       return fail(c);
     c->vdl = recover_vdl(c->hint, c->start, c->npgs, c->rm, c->nr, c->tr, c->ntr,
                          c->tails);
+    if (PLANTED(BUG_VDL_FROM_HINT)) {
+      c->vdl = c->hint;
+      memcpy(c->tails, c->start, c->npgs * sizeof *c->tails);
+      for (size_t i = 0; i < c->nr; i++)
+        c->rm[i].adopt = 0;
+    }
     return adopt_ask(c);
   }
   ask(c, free_query);
@@ -440,9 +447,11 @@ static void adopt_ask(struct rcv *c)
 {
   struct volume *v = c->v;
   uint64_t base = c->vdl > c->trunc_to ? c->vdl : c->trunc_to;
-  c->to = c->clean ? c->vdl : base + LAL;
+  c->to = c->clean || PLANTED(BUG_NO_TRUNC) ? c->vdl : base + LAL;
   for (size_t i = 0; i < c->nr; i++)
-    if (c->rm[i].adopt) {
+    if (PLANTED(BUG_NO_ADOPT))
+      c->rm[i].adopt = 0;
+    else if (c->rm[i].adopt) {
       Rec *rec = c->rm[i].rec;
       rec->epoch = v->epoch;    /* adopted: rule T, record.h */
       rec_seal(rec);
@@ -533,7 +542,7 @@ static void adopt_done(struct rcv *c)
     int n = 0;
     for (int s = 0; s < NCOPIES; s++)
       n += acked[p * NCOPIES + (size_t)s];
-    if (n < VW) {
+    if (n < (PLANTED(BUG_WQ3) ? VW - 1 : VW)) {
       snprintf(c->why, sizeof c->why, "pg %zu: the truncation and the records to keep "
                "reached %d of %d segments; recovery needs a write quorum of %d", p, n,
                NCOPIES, VW);
@@ -553,7 +562,7 @@ static void finish(struct rcv *c)
   struct volume *v = c->v;
   for (size_t p = 0; p < c->npgs; p++)
     v->pgs[p].tail = v->pgs[p].durable_tail = c->tails[p];
-  q_init(&v->q, c->vdl, c->to + 1, LAL, VW);
+  q_init(&v->q, c->vdl, c->to + 1, LAL, PLANTED(BUG_WQ3) ? VW - 1 : VW);
   v->last_cpl = c->vdl;
   v->st.recovery_ms = io_now(v->io) - c->t0;
   v->st.trunc_from = c->vdl;

@@ -23,11 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "lib/log.h"
 #include "vfs/volume_int.h"
 
 uint64_t pg_need(const struct pgout *g, uint64_t lsn)
 {
+  if (PLANTED(BUG_NEED_FREED))
+    return g->durable_tail;
   size_t lo = g->head, hi = g->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

@@ -432,3 +432,31 @@ void vcore_tick(struct volume *v)
   connect_nodes(v);
   vcore_flush(v);
 }
+
+/* Free what the core holds (the driver frees v itself). */
+void vcore_free(struct volume *v)
+{
+  rcv_free(v->rcv);
+  v->rcv = NULL;
+  for (size_t p = 0; p < v->npgs; p++) {
+    for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
+      orec_free(v->pgs[p].recs[i]);
+    free(v->pgs[p].recs);
+  }
+  for (size_t i = 0; i < v->nfl; i++)
+    free(v->fl[i].lsns);
+  while (v->reads) {
+    struct readreq *r = v->reads;
+    v->reads = r->next;
+    free(r);
+  }
+  q_free(&v->q);
+  free(v->page_lsn);
+  free(v->fl);
+  free(v->cpls);
+  free(v->pgs);
+  free(v->nodes);
+  v->pgs = NULL;
+  v->nodes = NULL;
+  v->npgs = v->nnodes = 0;
+}

@@ -148,25 +148,7 @@ static void teardown(struct volume *v)
   pthread_mutex_unlock(&v->mu);
   uv_async_send(&v->wake);
   pthread_join(v->thread, NULL);
-  rcv_free(v->rcv);
-  for (size_t p = 0; p < v->npgs; p++) {
-    for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
-      orec_free(v->pgs[p].recs[i]);
-    free(v->pgs[p].recs);
-  }
-  for (size_t i = 0; i < v->nfl; i++)
-    free(v->fl[i].lsns);
-  while (v->reads) {
-    struct readreq *r = v->reads;
-    v->reads = r->next;
-    free(r);
-  }
-  q_free(&v->q);
-  free(v->page_lsn);
-  free(v->fl);
-  free(v->cpls);
-  free(v->pgs);
-  free(v->nodes);
+  vcore_free(v);
   pthread_mutex_destroy(&v->mu);
   pthread_cond_destroy(&v->cond);
   free(v);

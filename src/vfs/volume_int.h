@@ -162,6 +162,7 @@ void vcore_wake(struct volume *v);
 void vcore_flush(struct volume *v);
 void vcore_notify(struct volume *v);
 void orec_free(struct orec *o);
+void vcore_free(struct volume *v);
 /* A newer writer exists, stop for good; the writer's own truncation in
  * *tr, or NULL. */
 void vol_fence_locked(struct volume *v, const char *msg);

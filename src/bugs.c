@@ -1,0 +1,21 @@
+/*
+ * bugs.c: the planted-bug switch (see bugs.h).
+ */
+#include <string.h>
+
+#include "bugs.h"
+
+unsigned planted_bugs;
+
+const char *const bug_names[BUG_N] = {
+  "wq3", "no-trunc", "trunc-any-epoch", "vdl-from-hint", "need-freed", "no-adopt",
+  "no-fence",
+};
+
+int bug_by_name(const char *s)
+{
+  for (int i = 0; i < BUG_N; i++)
+    if (strcmp(bug_names[i], s) == 0)
+      return i;
+  return -1;
+}

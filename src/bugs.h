@@ -1,0 +1,34 @@
+/*
+ * bugs.h: planted bugs, the simulator's teeth (DESIGN.md §3).
+ *
+ * A simulator that finds nothing may be finding nothing because it cannot.
+ * So a few classic mistakes of this protocol are planted in the cores,
+ * each behind PLANTED(b), off unless `auralog sim --bug NAME` turns it on
+ * (the real roles never do). A test (tests/unit/test_sim.c) asserts that
+ * the simulator catches every one of them within a few hundred seeds.
+ *
+ *   wq3              write quorum 3 of 6 instead of 4 (quorum.c's VW)
+ *   no-trunc         recovery writes no truncation above the VDL
+ *   trunc-any-epoch  a truncation cuts records of any epoch (rule T broken)
+ *   vdl-from-hint    recovery takes the segments' VDL hint as the VDL
+ *   need-freed       a read's `need` from freed records only (it lags)
+ *   no-adopt         recovery does not rewrite what it proved to a quorum
+ *   no-fence         a node takes Appends from an older epoch
+ */
+#ifndef AURALOG_BUGS_H
+#define AURALOG_BUGS_H
+
+enum {
+  BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
+  BUG_NO_ADOPT, BUG_NO_FENCE, BUG_N
+};
+
+extern unsigned planted_bugs;
+extern const char *const bug_names[BUG_N];
+
+#define PLANTED(b) (planted_bugs & (1u << (b)))
+
+/* The bug named s (-1: none such). */
+int bug_by_name(const char *s);
+
+#endif

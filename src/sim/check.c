@@ -1,0 +1,129 @@
+/*
+ * check.c: the invariants of DESIGN.md §4, checked on the simulated world.
+ *
+ * Where each is checked:
+ *   1. no acknowledged commit lost        workload_recovered: every recovery
+ *                                         must keep every acknowledged (and
+ *                                         every kept) transaction
+ *   2. no partial MTR visible             workload_recovered: a recovery
+ *                                         serves from a commit point
+ *   3. VDL monotonic within an epoch      workload_acked
+ *      old epochs fenced                  workload_acked: a superseded
+ *                                         writer never acknowledges what
+ *                                         the newer one truncated
+ *   4. a page read equals the shadow      workload.c reads_check
+ *      model of the page at its read point
+ *   6. no segment's SCL above its stored  check_end (and after every node
+ *      chain; convergence after the heal  restart): the chain of backlinks
+ *                                         from the SCL down is all there
+ *   liveness: commits resume within SIM_HEAL_MS of the final heal, and
+ *   every segment catches up with its PG within SIM_SETTLE_MS after.
+ * The first violation stops the run; its line is the seed's verdict.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/simint.h"
+
+void violation(struct world *w, const char *fmt, ...)
+{
+  char line[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (w->res->violations++ == 0)
+    snprintf(w->res->first, sizeof w->res->first, "at %llu ms: %s",
+             (unsigned long long)sim_now(w->clock), line);
+  world_trace(w, "VIOLATION %s", line);
+  w->stop = 1;
+}
+
+static struct simwriter *serving(struct world *w)
+{
+  struct simwriter *best = NULL;
+  for (int i = 0; i < SIM_WRITERS; i++)
+    if (w->wr[i].state == W_SERVING && (best == NULL || w->wr[i].epoch > best->epoch))
+      best = &w->wr[i];
+  return best;
+}
+
+void check_step(struct world *w)
+{
+  if (!w->healed || w->stop)
+    return;
+  uint64_t now = sim_now(w->clock);
+  if (now >= w->heal_at + SIM_HEAL_MS && w->acked_after_heal == 0)
+    violation(w, "liveness: no commit acknowledged in the %d ms after the final heal "
+              "(writer %s)", SIM_HEAL_MS,
+              serving(w) ? "serving" : "not serving");
+}
+
+/* The records of segment s at or below its SCL form one chain of
+ * backlinks ending at the SCL (segment.h's invariant). */
+static void check_chain(struct world *w, struct simnode *sn, struct segment *s)
+{
+  uint64_t prev = 0, after = 0;
+  int more = 1;
+  while (more) {
+    Rec **recs = NULL;
+    long n = store_above(&sn->n->st, s, after, &recs, 4096, &more);
+    if (n < 0)
+      break;
+    for (long i = 0; i < n; i++) {
+      const Rec *r = recs[i];
+      if (r->lsn <= s->scl && r->prev_lsn != prev && !w->stop) {
+        for (uint64_t l = prev + 1; l < r->lsn && l < prev + 20; l++) {
+          uint64_t ep = 0;
+          int held = store_held(&sn->n->st, s, l, &ep);
+          world_trace(w, "  lsn %llu: %s (epoch %llu)", (unsigned long long)l,
+                      held ? "held but unreadable" : "not held", (unsigned long long)ep);
+        }
+        violation(w, "node %s pg %u: record %llu links to %llu, but the record before "
+                  "it at or below scl %llu is %llu", sn->id, s->pg,
+                  (unsigned long long)r->lsn, (unsigned long long)r->prev_lsn,
+                  (unsigned long long)s->scl, (unsigned long long)prev);
+      }
+      if (r->lsn <= s->scl)
+        prev = r->lsn;
+      after = r->lsn;
+    }
+    for (long i = 0; i < n; i++)
+      auralog__record__free_unpacked(recs[i], NULL);
+    free(recs);
+    if (n == 0)
+      break;
+  }
+  if (prev != s->scl && !w->stop)
+    violation(w, "node %s pg %u: scl %llu, but its chain ends at %llu", sn->id, s->pg,
+              (unsigned long long)s->scl, (unsigned long long)prev);
+}
+
+void check_end(struct world *w)
+{
+  struct simwriter *wr = serving(w);
+  if (w->acked_after_heal == 0 && !w->stop) {
+    violation(w, "liveness: no commit acknowledged after the final heal (writer %s)",
+              wr ? "serving" : "not serving");
+    return;
+  }
+  for (int i = 0; i < SIM_NODES && !w->stop; i++) {
+    struct simnode *sn = &w->nodes[i];
+    if (sn->n == NULL)
+      continue;
+    for (size_t k = 0; k < sn->n->nsegs && !w->stop; k++) {
+      struct segment *s = sn->n->segs[k];
+      check_chain(w, sn, s);
+      /* Converged: every segment holds its PG up to the writer's tail. */
+      if (wr && s->pg < wr->v->npgs && s->scl < wr->v->pgs[s->pg].durable_tail &&
+          !w->stop)
+        violation(w, "node %s pg %u: scl %llu, %d ms after the heal settled, is behind "
+                  "its PG's durable tail %llu: the segment did not converge", sn->id,
+                  s->pg, (unsigned long long)s->scl, SIM_SETTLE_MS,
+                  (unsigned long long)wr->v->pgs[s->pg].durable_tail);
+    }
+  }
+  for (size_t i = 0; i < w->ntxs; i++)
+    w->res->tx_truncated += w->txs[i].state == TX_TRUNCATED;
+}

@@ -1,0 +1,320 @@
+/*
+ * nemesis.c: the faults a seed mixes into a run, and the final heal.
+ *
+ * A schedule is drawn from the seed (or given: the shrinker replays a
+ * smaller one): about one fault every FAULT_EVERY_MS of the run, each of a
+ * kind the run allows (--faults), at a random time, on a random target,
+ * healing after a random duration. The kinds:
+ *   engine-crash     the serving writer dies; it restarts (a new epoch and
+ *                    a recovery) after the duration
+ *   node-crash       a storage node dies and restarts on its disk
+ *   az-down          both nodes of an AZ die
+ *   az1-down         an AZ and one more node die (writes stall: §2.1)
+ *   partition        an AZ is cut off from everyone else
+ *   pair-cut         two hosts cannot talk (node-node, or writer-node)
+ *   slow             one node's messages take much longer (an outlier)
+ *   recovery-crash   the writer dies, restarts, and dies again during its
+ *                    recovery; then restarts for good
+ *   corrupt          a bit flips in a stored record of a node, which then
+ *                    restarts (its load must skip the damaged record)
+ *   second-writer    another writer opens the volume (a newer epoch); the
+ *                    first must be fenced
+ *   drop, dup, reorder   the network loses, repeats, reorders messages
+ *
+ * The paper's fault model (§2.1): at most an AZ and one more node are
+ * unavailable at once. A fault that would take more is skipped, unless
+ * the run is --beyond (liveness only). At time_ms everything heals.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/simint.h"
+
+#define FAULT_EVERY_MS 2500     /* one fault per this much run, on average */
+#define FAULT_MIN_MS   200      /* a fault lasts at least ... */
+#define FAULT_MAX_MS   6000     /* ... and at most this long */
+#define SLOW_MS        400      /* the extra delay of a slow node's messages */
+
+const char *const fault_names[F_NKINDS] = {
+  "engine-crash", "node-crash", "az-down", "az1-down", "partition", "pair-cut", "slow",
+  "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder",
+};
+
+/* Would taking the nodes in mask down (besides those down now) leave the
+ * cluster within an AZ plus one node? */
+static int within_model(const struct world *w, unsigned mask)
+{
+  unsigned down = mask;
+  for (int i = 0; i < SIM_NODES; i++)
+    if (w->nodes[i].n == NULL || w->nodes[i].down_by)
+      down |= 1u << i;
+  for (int az = 0; az < 3; az++) {
+    unsigned rest = down & ~(3u << (2 * az));
+    if (rest == 0 || (rest & (rest - 1)) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static struct simwriter *current(struct world *w)
+{
+  struct simwriter *best = NULL;
+  for (int i = 0; i < SIM_WRITERS; i++)
+    if (w->wr[i].state != W_DOWN && w->wr[i].state != W_FAILED &&
+        (best == NULL || w->wr[i].epoch >= best->epoch))
+      best = &w->wr[i];
+  return best;
+}
+
+/* ---- one fault's start and end ------------------------------------------------ */
+
+struct act {
+  struct world *w;
+  struct fault_ev ev;
+  int phase;                 /* 0: start, 1: heal, 2+: kind-specific steps */
+  unsigned mask;             /* nodes it took down */
+  struct simwriter *wr;      /* the writer it crashed */
+  struct simhost *other;     /* pair-cut: the other end */
+};
+
+static void act_run(void *arg);
+
+static void later(struct act *a, uint64_t dt, int phase)
+{
+  a->phase = phase;
+  sim_after(a->w->clock, dt, act_run, a);
+}
+
+static void nodes_take(struct act *a, unsigned mask, int crash)
+{
+  struct world *w = a->w;
+  for (int i = 0; i < SIM_NODES; i++)
+    if (mask & (1u << i)) {
+      w->nodes[i].down_by |= 1u << a->ev.kind;
+      if (crash)
+        node_crash(&w->nodes[i]);
+    }
+  a->mask = mask;
+}
+
+static void nodes_give(struct act *a, int restart)
+{
+  struct world *w = a->w;
+  for (int i = 0; i < SIM_NODES; i++)
+    if (a->mask & (1u << i)) {
+      w->nodes[i].down_by &= ~(1u << a->ev.kind);
+      if (restart && w->nodes[i].down_by == 0)
+        node_restart(&w->nodes[i]);
+    }
+}
+
+static void start(struct act *a)
+{
+  struct world *w = a->w;
+  const struct fault_ev *e = &a->ev;
+  int node = e->target % SIM_NODES, az = e->target % 3;
+  unsigned azmask = 3u << (2 * az);
+  unsigned other = 1u << ((2 * ((az + 1 + e->target2 % 2) % 3)) + e->target2 / 2 % 2);
+  unsigned mask = 0;
+  switch (e->kind) {
+  case F_NODE_CRASH: case F_CORRUPT: mask = 1u << node; break;
+  case F_AZ_DOWN: case F_PARTITION: mask = azmask; break;
+  case F_AZ1_DOWN: mask = azmask | other; break;
+  case F_PAIR_CUT: mask = e->target2 % 2 ? 1u << node : 0; break;
+  default: break;
+  }
+  if (mask && !w->o.beyond && !within_model(w, mask)) {
+    world_trace(w, "fault %s skipped: beyond an AZ and one node", fault_names[e->kind]);
+    free(a);
+    return;
+  }
+  w->res->faults[e->kind]++;
+  world_trace(w, "fault %s (target %d/%d) for %llu ms", fault_names[e->kind], e->target,
+              e->target2, (unsigned long long)e->dur);
+  world_hash(w, "fault", (uint64_t)e->kind, (uint64_t)e->target);
+  struct simnet_conf *nc = simnet_conf(w->net);
+  switch (e->kind) {
+  case F_ENGINE_CRASH:
+  case F_RECOVERY_CRASH:
+    if ((a->wr = current(w)) == NULL)
+      break;
+    writer_crash(a->wr);
+    if (e->kind == F_RECOVERY_CRASH) {
+      later(a, 5 + e->dur % 300, 2);      /* restart soon, to crash it again */
+      return;
+    }
+    break;
+  case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN:
+    nodes_take(a, mask, 1);
+    break;
+  case F_CORRUPT:
+    disk_corrupt(w->nodes[node].disk, (uint64_t)e->target2 * 2654435761u + e->dur);
+    nodes_take(a, mask, 1);
+    break;
+  case F_PARTITION:
+    nodes_take(a, mask, 0);
+    simnet_cut_az(w->net, w->nodes[2 * az].az);
+    break;
+  case F_PAIR_CUT: {
+    struct simhost *x = w->nodes[node].h, *y;
+    if (e->target2 % 2) {
+      struct simwriter *wr = current(w);
+      if (wr == NULL || wr->h == NULL)
+        break;
+      y = wr->h;
+      nodes_take(a, mask, 0);
+    } else {
+      y = w->nodes[(node + 1 + e->target2 / 2 % (SIM_NODES - 1)) % SIM_NODES].h;
+    }
+    simnet_cut(x, y);
+    a->other = y;
+    break;
+  }
+  case F_SLOW:
+    nc->tail_ppm = 200000;
+    nc->tail_ms = SLOW_MS;
+    break;
+  case F_SECOND_WRITER:
+    for (int i = 0; i < SIM_WRITERS; i++)
+      if (w->wr[i].state == W_DOWN && current(w) != NULL) {
+        writer_start(&w->wr[i]);
+        break;
+      }
+    break;
+  case F_DROP: nc->drop_ppm = 20000; nc->drop_resets = 1; break;
+  case F_DUP: nc->dup_ppm = 20000; break;
+  case F_REORDER: nc->reorder = 1; break;
+  }
+  later(a, e->dur, 1);
+}
+
+static void heal(struct act *a)
+{
+  struct world *w = a->w;
+  const struct fault_ev *e = &a->ev;
+  struct simnet_conf *nc = simnet_conf(w->net);
+  struct simnet_conf def;
+  simnet_conf_default(&def);
+  world_trace(w, "fault %s heals", fault_names[e->kind]);
+  world_hash(w, "heal", (uint64_t)e->kind, 0);
+  switch (e->kind) {
+  case F_ENGINE_CRASH: case F_RECOVERY_CRASH:
+    if (a->wr && a->wr->state == W_DOWN)
+      writer_start(a->wr);
+    break;
+  case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN: case F_CORRUPT:
+    nodes_give(a, 1);
+    break;
+  case F_PARTITION:
+    simnet_heal_az(w->net, w->nodes[2 * (e->target % 3)].az);
+    nodes_give(a, 0);
+    break;
+  case F_PAIR_CUT:
+    if (a->other)
+      simnet_heal(w->nodes[e->target % SIM_NODES].h, a->other);
+    nodes_give(a, 0);
+    break;
+  case F_SLOW: nc->tail_ppm = def.tail_ppm; nc->tail_ms = def.tail_ms; break;
+  case F_DROP: nc->drop_ppm = 0; break;
+  case F_DUP: nc->dup_ppm = 0; break;
+  case F_REORDER: nc->reorder = 0; break;
+  default: break;
+  }
+  free(a);
+}
+
+static void act_run(void *arg)
+{
+  struct act *a = arg;
+  if (a->w->stop || (a->w->healed && a->phase == 0)) {
+    free(a);
+    return;
+  }
+  switch (a->phase) {
+  case 0: start(a); break;
+  case 1: heal(a); break;
+  case 2:                    /* recovery-crash: restart, then crash mid-recovery */
+    if (a->wr->state == W_DOWN)
+      writer_start(a->wr);
+    later(a, 2 + a->ev.dur % 40, 3);
+    break;
+  case 3:
+    writer_crash(a->wr);
+    later(a, a->ev.dur, 1);
+    break;
+  }
+}
+
+/* ---- the schedule ---------------------------------------------------------------- */
+
+static void sched_add(struct world *w, const struct fault_ev *e)
+{
+  if (w->nsched == w->capsched) {
+    w->capsched = w->capsched ? 2 * w->capsched : 16;
+    w->sched = realloc(w->sched, w->capsched * sizeof *w->sched);
+  }
+  w->sched[w->nsched++] = *e;
+}
+
+void nemesis_plan(struct world *w)
+{
+  if (w->o.sched) {
+    for (size_t i = 0; i < w->o.nsched; i++)
+      sched_add(w, &w->o.sched[i]);
+  } else if (w->o.faults) {
+    uint64_t span = w->o.time_ms > 3000 ? w->o.time_ms - 2000 : 1000;
+    size_t n = (size_t)(w->o.time_ms / FAULT_EVERY_MS);
+    n = n / 2 + rng_uniform(&w->nrng, n + 1);
+    for (size_t i = 0; i < n; i++) {
+      struct fault_ev e;
+      do
+        e.kind = (int)rng_uniform(&w->nrng, F_NKINDS);
+      while (!(w->o.faults & (1u << e.kind)));
+      e.t = 1000 + rng_uniform(&w->nrng, span);
+      e.target = (int)rng_uniform(&w->nrng, 6);
+      e.target2 = (int)rng_uniform(&w->nrng, 1000);
+      e.dur = rng_range(&w->nrng, FAULT_MIN_MS, FAULT_MAX_MS);
+      sched_add(w, &e);
+    }
+  }
+  for (size_t i = 0; i < w->nsched; i++) {
+    struct act *a = calloc(1, sizeof *a);
+    a->w = w;
+    a->ev = w->sched[i];
+    sim_at(w->clock, a->ev.t, act_run, a);
+  }
+}
+
+/* The end of the faults: every node up, every cut healed, the network
+ * clean, and a writer serving (or on its way). */
+void nemesis_heal_all(struct world *w)
+{
+  world_trace(w, "final heal");
+  world_hash(w, "healall", 0, 0);
+  simnet_heal_all(w->net);
+  struct simnet_conf *nc = simnet_conf(w->net);
+  simnet_conf_default(nc);
+  for (int i = 0; i < SIM_NODES; i++) {
+    w->nodes[i].down_by = 0;
+    node_restart(&w->nodes[i]);
+  }
+  if (current(w) == NULL) {
+    for (int i = 0; i < SIM_WRITERS; i++)
+      if (w->wr[i].state == W_FAILED)
+        writer_crash(&w->wr[i]);
+    writer_start(&w->wr[0]);
+  }
+}
+
+/* Pending fault events own their struct act: free them with the clock. */
+int nemesis_drop(void *arg, void *ctx)
+{
+  (void)ctx;
+  free(arg);
+  return 1;
+}
+
+void nemesis_free(struct world *w)
+{
+  sim_cancel_fn(w->clock, act_run, nemesis_drop, NULL);
+}

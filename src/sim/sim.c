@@ -1,0 +1,351 @@
+/*
+ * sim.c: `auralog sim`, the deterministic simulator's command line
+ * (DESIGN.md §3; world.h says what a run is).
+ *
+ *   auralog sim --seed N          one run; prints its verdict and trace hash
+ *   auralog sim --seeds A..B      many; prints each failure and a summary
+ *
+ * A failing seed prints the one line that replays it, and writes its
+ * trace (every message, fault and recovery, with virtual times) to
+ * sim-seed-N.trace; --shrink then searches for a smaller schedule of
+ * faults that still fails, and prints its replay line (--schedule).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bugs.h"
+#include "lib/log.h"
+#include "sim/world.h"
+
+static double wall_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog sim [--seed N | --seeds A..B] [--time MS] [--steps N]\n"
+    "                   [--faults LIST] [--beyond] [--bug NAME] [--schedule SPEC]\n"
+    "                   [--shrink] [--trace FILE] [-v]\n"
+    "\n"
+    "Run the whole cluster (coordinator, six storage nodes in three AZs,\n"
+    "writers) in this process under a seeded simulator: virtual time, a\n"
+    "simulated network and disks, faults mixed in by the seed, and the\n"
+    "invariants (no acknowledged commit lost, no partial transaction, VDL\n"
+    "monotonic, old writers fenced, every page read right, segments whole\n"
+    "and converged, commits resume after the heal) checked throughout.\n"
+    "The same seed gives the same run, bit for bit (the trace hash).\n"
+    "\n"
+    "  --seed N         run seed N (default 1)\n"
+    "  --seeds A..B     run seeds A to B; print failures and a summary\n"
+    "  --time MS        virtual time of faults before the final heal (default %d)\n"
+    "  --steps N        stop after N events (a partial run: no end checks)\n"
+    "  --faults LIST    fault kinds, comma-separated, or all or none (default all):\n"
+    "                   ",
+    SIM_TIME_MS);
+  for (int k = 0; k < F_NKINDS; k++)
+    fprintf(f, "%s%s", fault_names[k], k + 1 < F_NKINDS ? "," : "\n");
+  fprintf(f,
+    "  --beyond         allow more than an AZ and one node down at once\n"
+    "  --bug NAME       plant a bug the simulator must catch: ");
+  for (int b = 0; b < BUG_N; b++)
+    fprintf(f, "%s%s", bug_names[b], b + 1 < BUG_N ? ", " : "\n");
+  fprintf(f,
+    "  --schedule SPEC  replay this fault schedule (from --shrink) instead of the\n"
+    "                   seed's: T:KIND:TARGET:TARGET2:DUR,...\n"
+    "  --shrink         for a failing seed, look for a smaller failing schedule\n"
+    "  --trace FILE     write the run's trace there (- for stdout)\n"
+    "  -v               the trace's world events on stderr\n");
+}
+
+static int parse_faults(const char *s, uint32_t *out)
+{
+  if (!strcmp(s, "all")) {
+    *out = (1u << F_NKINDS) - 1;
+    return 0;
+  }
+  *out = 0;
+  if (!strcmp(s, "none"))
+    return 0;
+  char *copy = strdup(s), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int k = 0;
+    while (k < F_NKINDS && strcmp(fault_names[k], t) != 0)
+      k++;
+    if (k == F_NKINDS) {
+      errmsg("sim: unknown fault '%s' (see auralog sim --help)", t);
+      free(copy);
+      return -1;
+    }
+    *out |= 1u << k;
+  }
+  free(copy);
+  return 0;
+}
+
+static int parse_schedule(const char *s, struct fault_ev **out, size_t *n)
+{
+  *out = NULL;
+  *n = 0;
+  char *copy = strdup(s), *save = NULL;
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    struct fault_ev e;
+    char kind[32];
+    unsigned long long at, dur;
+    if (sscanf(t, "%llu:%31[a-z0-9-]:%d:%d:%llu", &at, kind, &e.target, &e.target2,
+               &dur) != 5) {
+      errmsg("sim: bad schedule entry '%s' (T:KIND:TARGET:TARGET2:DUR)", t);
+      free(copy);
+      return -1;
+    }
+    for (e.kind = 0; e.kind < F_NKINDS && strcmp(fault_names[e.kind], kind); e.kind++)
+      ;
+    if (e.kind == F_NKINDS) {
+      errmsg("sim: unknown fault '%s' in the schedule", kind);
+      free(copy);
+      return -1;
+    }
+    e.t = at;
+    e.dur = dur;
+    *out = realloc(*out, (*n + 1) * sizeof **out);
+    (*out)[(*n)++] = e;
+  }
+  free(copy);
+  return 0;
+}
+
+static void print_schedule(FILE *f, const struct fault_ev *s, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%s%llu:%s:%d:%d:%llu", i ? "," : "", (unsigned long long)s[i].t,
+            fault_names[s[i].kind], s[i].target, s[i].target2,
+            (unsigned long long)s[i].dur);
+}
+
+static void print_faults_opt(FILE *f, uint32_t faults)
+{
+  if (faults == (1u << F_NKINDS) - 1)
+    return;
+  fprintf(f, " --faults ");
+  if (faults == 0) {
+    fprintf(f, "none");
+    return;
+  }
+  int first = 1;
+  for (int k = 0; k < F_NKINDS; k++)
+    if (faults & (1u << k)) {
+      fprintf(f, "%s%s", first ? "" : ",", fault_names[k]);
+      first = 0;
+    }
+}
+
+static void replay_line(FILE *f, const struct sim_opts *o, const struct fault_ev *s,
+                        size_t n)
+{
+  fprintf(f, "auralog sim --seed %llu", (unsigned long long)o->seed);
+  if (o->time_ms != SIM_TIME_MS)
+    fprintf(f, " --time %llu", (unsigned long long)o->time_ms);
+  print_faults_opt(f, o->faults);
+  if (o->beyond)
+    fprintf(f, " --beyond");
+  for (int b = 0; b < BUG_N; b++)
+    if (o->bugs & (1u << b))
+      fprintf(f, " --bug %s", bug_names[b]);
+  if (s) {
+    fprintf(f, " --schedule ");
+    print_schedule(f, s, n);
+  }
+  fprintf(f, "\n");
+}
+
+/* One run. */
+static void run(const struct sim_opts *o, struct sim_result *r)
+{
+  planted_bugs = o->bugs;
+  struct world *w = world_new(o);
+  world_run(w, r);
+  world_free(w);
+  planted_bugs = 0;
+}
+
+static void print_result(FILE *f, const struct sim_opts *o, const struct sim_result *r)
+{
+  fprintf(f, "seed %llu: %s, %llu steps, %.1f s simulated, %llu tx (%llu acked, "
+          "%llu unknown, %llu truncated), %llu reads checked, %llu recoveries (%llu "
+          "interrupted), %llu messages, hash %016llx\n",
+          (unsigned long long)o->seed, r->violations ? "VIOLATION" : "ok",
+          (unsigned long long)r->steps, r->sim_ms / 1000.0,
+          (unsigned long long)r->tx_shipped, (unsigned long long)r->tx_acked,
+          (unsigned long long)r->tx_unknown, (unsigned long long)r->tx_truncated,
+          (unsigned long long)r->reads_checked, (unsigned long long)r->recoveries,
+          (unsigned long long)r->recoveries_interrupted, (unsigned long long)r->msgs,
+          (unsigned long long)r->hash);
+  if (r->violations)
+    fprintf(f, "  %s\n", r->first);
+}
+
+/* Drop faults one at a time while the run still fails; then shorten them. */
+static void shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n)
+{
+  struct sim_opts o = *o0;
+  struct sim_result r;
+  int changed = 1;
+  fprintf(stderr, "shrinking a schedule of %zu faults...\n", n);
+  while (changed) {
+    changed = 0;
+    for (size_t i = 0; i < n; i++) {
+      struct fault_ev keep = s[i];
+      memmove(s + i, s + i + 1, (n - i - 1) * sizeof *s);
+      o.sched = s;
+      o.nsched = n - 1;
+      run(&o, &r);
+      free(r.sched);
+      if (r.violations) {
+        n--;
+        changed = 1;
+        fprintf(stderr, "  %zu faults still fail: %s\n", n, r.first);
+        i--;
+        continue;
+      }
+      memmove(s + i + 1, s + i, (n - i - 1) * sizeof *s);
+      s[i] = keep;
+    }
+  }
+  o.sched = s;
+  o.nsched = n;
+  printf("smallest failing schedule (%zu fault%s); replay with:\n  ", n, n == 1 ? "" : "s");
+  replay_line(stdout, &o, s, n);
+}
+
+int sim_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"seed", required_argument, 0, 's'}, {"seeds", required_argument, 0, 'S'},
+    {"time", required_argument, 0, 't'}, {"steps", required_argument, 0, 'n'},
+    {"faults", required_argument, 0, 'f'}, {"beyond", no_argument, 0, 'B'},
+    {"bug", required_argument, 0, 'b'}, {"schedule", required_argument, 0, 'c'},
+    {"shrink", no_argument, 0, 'k'}, {"trace", required_argument, 0, 'T'},
+    {"help", no_argument, 0, 'h'}, {0}};
+  struct sim_opts o = {.seed = 1, .time_ms = SIM_TIME_MS, .faults = (1u << F_NKINDS) - 1};
+  uint64_t first = 0, last = 0;
+  int many = 0, do_shrink = 0;
+  const char *trace = NULL;
+  struct fault_ev *sched = NULL;
+  size_t nsched = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+    switch (c) {
+    case 's': o.seed = strtoull(optarg, NULL, 10); break;
+    case 'S':
+      if (sscanf(optarg, "%llu..%llu", (unsigned long long *)&first,
+                 (unsigned long long *)&last) != 2 || last < first)
+        die("sim: --seeds takes A..B, e.g. 1..100");
+      many = 1;
+      break;
+    case 't': o.time_ms = strtoull(optarg, NULL, 10); break;
+    case 'n': o.max_steps = strtoull(optarg, NULL, 10); break;
+    case 'f':
+      if (parse_faults(optarg, &o.faults) != 0)
+        return 2;
+      break;
+    case 'B': o.beyond = 1; break;
+    case 'b': {
+      int b = bug_by_name(optarg);
+      if (b < 0)
+        die("sim: no planted bug '%s' (see auralog sim --help)", optarg);
+      o.bugs |= 1u << b;
+      break;
+    }
+    case 'c':
+      if (parse_schedule(optarg, &sched, &nsched) != 0)
+        return 2;
+      o.sched = sched;
+      o.nsched = nsched;
+      break;
+    case 'k': do_shrink = 1; break;
+    case 'T': trace = optarg; break;
+    case 'v': o.verbose = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc)
+    die("sim: unexpected argument '%s' (see auralog sim --help)", argv[optind]);
+  if (o.time_ms < 1000)
+    die("sim: --time must be at least 1000 ms");
+  log_quiet(1);
+  if (!many) {
+    first = last = o.seed;
+    if (trace)
+      o.trace = strcmp(trace, "-") ? fopen(trace, "w") : stdout;
+    if (trace && o.trace == NULL)
+      die("sim: cannot write %s", trace);
+  }
+  uint64_t seeds = 0, failed = 0, steps = 0, sim_ms = 0, faults[F_NKINDS] = {0};
+  uint64_t tx = 0, acked = 0, reads = 0, recov = 0;
+  double t0 = wall_s();
+  for (uint64_t seed = first; seed <= last; seed++) {
+    o.seed = seed;
+    struct sim_result r;
+    run(&o, &r);
+    seeds++;
+    steps += r.steps;
+    sim_ms += r.sim_ms;
+    tx += r.tx_shipped;
+    acked += r.tx_acked;
+    reads += r.reads_checked;
+    recov += r.recoveries;
+    for (int k = 0; k < F_NKINDS; k++)
+      faults[k] += r.faults[k];
+    if (!many)
+      print_result(stdout, &o, &r);
+    if (r.violations) {
+      failed++;
+      if (many)
+        printf("seed %llu: %s\n", (unsigned long long)seed, r.first);
+      printf("  replay: ");
+      replay_line(stdout, &o, o.sched, o.nsched);
+      if (o.trace == NULL && failed <= 3) {   /* the first few failures' traces */
+        char path[64];
+        snprintf(path, sizeof path, "sim-seed-%llu.trace", (unsigned long long)seed);
+        struct sim_opts ot = o;
+        ot.trace = fopen(path, "w");
+        if (ot.trace) {
+          struct sim_result rt;
+          run(&ot, &rt);
+          free(rt.sched);
+          fclose(ot.trace);
+          printf("  trace: %s\n", path);
+        }
+      }
+      if (do_shrink && !many && r.nsched > 0)
+        shrink(&o, r.sched, r.nsched);
+    }
+    free(r.sched);
+  }
+  double dt = wall_s() - t0;
+  if (many || o.verbose) {
+    printf("%llu seeds, %llu with a violation; %llu steps, %.0f s simulated in %.1f s "
+           "(%.0f simulated s per s, %.0f seeds per minute)\n",
+           (unsigned long long)seeds, (unsigned long long)failed,
+           (unsigned long long)steps, sim_ms / 1000.0, dt,
+           dt > 0 ? sim_ms / 1000.0 / dt : 0, dt > 0 ? seeds * 60 / dt : 0);
+    printf("transactions %llu (%llu acknowledged), reads checked %llu, recoveries %llu\n",
+           (unsigned long long)tx, (unsigned long long)acked, (unsigned long long)reads,
+           (unsigned long long)recov);
+    printf("faults:");
+    for (int k = 0; k < F_NKINDS; k++)
+      printf(" %s %llu", fault_names[k], (unsigned long long)faults[k]);
+    printf("\n");
+  }
+  if (o.trace && o.trace != stdout)
+    fclose(o.trace);
+  free(sched);
+  return failed ? 1 : 0;
+}

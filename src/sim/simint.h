@@ -1,0 +1,132 @@
+/*
+ * simint.h: the inside of a simulated world, shared by src/sim's files
+ * (world.h says which does what). Nothing outside src/sim includes it.
+ */
+#ifndef AURALOG_SIM_SIMINT_H
+#define AURALOG_SIM_SIMINT_H
+
+#include "coord/coord.h"
+#include "node/node.h"
+#include "sim/world.h"
+#include "vfs/volume_int.h"
+
+/* A storage node host: its disk outlives its core (a crash loses only the
+ * open transaction, disk.h). */
+struct simnode {
+  struct world *w;
+  int i;
+  char addr[16], id[16], az[2];
+  struct simhost *h;
+  struct disk *disk;
+  struct node *n;            /* NULL while down */
+  uint64_t turn_at;          /* a turn end is scheduled for this instant (+1) */
+  unsigned gen;              /* +1 per crash: stale timer events check it */
+  int down_by;               /* bit per fault holding it down */
+};
+
+/* A writer host (writer.c). */
+enum { W_DOWN, W_OPENING, W_RECOVERING, W_SERVING, W_FAILED };
+
+struct wtx;                  /* a transaction in flight (workload.c) */
+
+struct simwriter {
+  struct world *w;
+  int i;
+  char addr[16];
+  struct simhost *h;
+  int state;
+  unsigned gen;
+  struct volume *v;          /* the core, from W_RECOVERING on */
+  struct ep *coord;          /* while opening */
+  int asked;                 /* 0: OpenVolume sent; 1: GrowVolume sent */
+  uint64_t epoch, last_vdl;
+  uint64_t open_at;          /* when the open started (recovery time) */
+  int fenced_seen;
+  uint64_t next_ship, next_read;   /* the workload's pace (workload.c) */
+  uint64_t poke_at;                /* a workload event is scheduled then (+1) */
+  /* The workload's: transactions shipped and not yet acked, reads in flight. */
+  size_t *inflight;          /* indexes in w->txs */
+  size_t ninflight;
+  struct wread {
+    struct readreq *r;
+    uint8_t *buf;
+  } reads[4];
+  size_t nreads;
+};
+
+/* A transaction the workload shipped (the shadow model, workload.c). */
+enum { TX_PENDING, TX_ACKED, TX_KEPT, TX_TRUNCATED };
+struct txrec {
+  uint64_t epoch, cpl;
+  int state;
+  int writer;
+  size_t npages;
+  uint32_t page[SIM_TX_PAGES];
+  uint8_t *data;             /* npages * SIM_PAGE_SIZE: the pages after it */
+};
+
+struct world {
+  struct sim_opts o;
+  struct rng rng;            /* the world's own draws (workload, hosts) */
+  struct rng nrng;           /* the nemesis's (a given schedule draws none) */
+  struct simclock *clock;
+  struct simnet *net;
+  struct simnode nodes[SIM_NODES];
+  struct simwriter wr[SIM_WRITERS];
+  /* The coordinator. */
+  struct simhost *coord_h;
+  struct disk *coord_disk;
+  struct coord *co;
+  /* The shadow model. */
+  struct txrec *txs;
+  size_t ntxs, captxs;
+  uint64_t max_epoch;        /* the newest epoch a writer recovered in */
+  uint64_t max_epoch_vdl;    /* ... and the VDL it recovered */
+  /* The run. */
+  struct sim_result rs;      /* what world_run hands back */
+  struct sim_result *res;    /* &rs */
+  uint64_t hash;
+  int stop;                  /* a violation: stop the run */
+  int healed;                /* the final heal happened */
+  uint64_t heal_at;
+  uint64_t acked_after_heal;
+  struct fault_ev *sched;
+  size_t nsched, capsched, next_fault;
+  int active[F_NKINDS];
+};
+
+/* world.c */
+void world_hash(struct world *w, const char *tag, uint64_t a, uint64_t b);
+void world_trace(struct world *w, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
+void node_crash(struct simnode *sn);
+void node_restart(struct simnode *sn);
+int nodes_down(const struct world *w, int extra);
+
+/* writer.c */
+void writer_start(struct simwriter *wr);
+void writer_crash(struct simwriter *wr);
+void writer_kick(struct simwriter *wr);
+void writer_free_timers(struct world *w);
+void writer_poke_at(struct simwriter *wr, uint64_t t);
+
+/* workload.c */
+void workload_step(struct simwriter *wr);
+void workload_acked(struct simwriter *wr);
+void workload_recovered(struct simwriter *wr, uint64_t vdl);
+void workload_crashed(struct simwriter *wr);
+void workload_free(struct world *w);
+
+/* check.c */
+void violation(struct world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void check_step(struct world *w);
+void check_end(struct world *w);
+/* The shadow's page as of read point rp (NULL: zeros). */
+const uint8_t *shadow_page(const struct world *w, uint32_t page_no, uint64_t rp);
+
+/* nemesis.c */
+void nemesis_plan(struct world *w);
+void nemesis_heal_all(struct world *w);
+void nemesis_free(struct world *w);
+
+#endif

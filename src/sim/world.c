@@ -1,0 +1,349 @@
+/*
+ * world.c: the simulated cluster's hosts (see world.h): the coordinator
+ * and six storage nodes, each the real core (coord.h, node.h) on the
+ * simulated network and a simulated disk, and the run loop.
+ *
+ * A node's events, as node/main.c makes them from libuv: every message
+ * goes to node_on_msg, and once the messages of one instant are in, the
+ * turn ends (node_end_turn: the group commit, then the acks); its timers
+ * fire every HEARTBEAT_MS and GOSSIP_MS, from a phase drawn per start. A
+ * crash throws the core away after disk_crash() (the open transaction is
+ * lost, what was committed stays); a restart opens a new core on the same
+ * disk, which is what a real node finds after kill -9.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "param.h"
+#include "sim/simint.h"
+
+#define COORD_ADDR "coord:1"
+
+/* ---- the run's fingerprint ------------------------------------------------ */
+
+static void mix(uint64_t *h, uint64_t x)
+{
+  *h ^= x + 0x9e3779b97f4a7c15ull + (*h << 6) + (*h >> 2);
+  *h *= 0x100000001b3ull;
+}
+
+static void mix_str(uint64_t *h, const char *s)
+{
+  while (s && *s)
+    mix(h, (uint8_t)*s++);
+}
+
+void world_hash(struct world *w, const char *tag, uint64_t a, uint64_t b)
+{
+  mix_str(&w->hash, tag);
+  mix(&w->hash, a);
+  mix(&w->hash, b);
+}
+
+void world_trace(struct world *w, const char *fmt, ...)
+{
+  if (w->o.trace == NULL && !w->o.verbose)
+    return;
+  char line[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  FILE *f = w->o.trace ? w->o.trace : stderr;
+  fprintf(f, "%8llu %s\n", (unsigned long long)sim_now(w->clock), line);
+}
+
+static void on_net(void *arg, const struct simnet_ev *ev)
+{
+  struct world *w = arg;
+  mix(&w->hash, (uint64_t)ev->kind);
+  mix(&w->hash, ev->t);
+  mix_str(&w->hash, ev->from);
+  mix_str(&w->hash, ev->to);
+  mix(&w->hash, (uint64_t)ev->body_case);
+  mix(&w->hash, ev->bytes);
+  w->res->msgs += ev->kind == SIMNET_DELIVER;
+  if (w->o.trace && ev->kind != SIMNET_SEND)
+    fprintf(w->o.trace, "%8llu net %d %s -> %s body %d %u\n", (unsigned long long)ev->t,
+            ev->kind, ev->from, ev->to, ev->body_case, ev->bytes);
+}
+
+/* ---- storage nodes -------------------------------------------------------- */
+
+static void node_turn(void *arg)
+{
+  struct simnode *sn = arg;
+  sn->turn_at = 0;
+  if (sn->n)
+    node_end_turn(sn->n);
+}
+
+static void n_msg(void *arg, struct ep *e, const Env *env)
+{
+  struct simnode *sn = arg;
+  if (sn->n == NULL)
+    return;
+  node_on_msg(sn->n, e, env);
+  /* The messages of this instant share one turn (one group commit). */
+  uint64_t now = sim_now(sn->w->clock);
+  if (sn->turn_at != now + 1) {
+    sn->turn_at = now + 1;
+    sim_at(sn->w->clock, now, node_turn, sn);
+  }
+}
+
+static void n_up(void *arg, struct ep *e)
+{
+  struct simnode *sn = arg;
+  if (sn->n)
+    node_on_up(sn->n, e);
+}
+
+static void n_down(void *arg, struct ep *e)
+{
+  struct simnode *sn = arg;
+  if (sn->n)
+    node_on_down(sn->n, e);
+}
+
+static void n_fatal(void *arg, const char *why)
+{
+  struct simnode *sn = arg;
+  violation(sn->w, "node %s stopped: %s", sn->id, why);
+}
+
+/* A timer event carries its node and the node's start it belongs to. */
+struct ntimer {
+  struct simnode *sn;
+  unsigned gen;
+  int which;                 /* 0: heartbeat, 1: gossip */
+};
+
+static void node_timer(void *arg)
+{
+  struct ntimer *t = arg;
+  struct simnode *sn = t->sn;
+  if (sn->gen != t->gen || sn->n == NULL) {
+    free(t);                 /* the node crashed since: this chain ends */
+    return;
+  }
+  if (t->which == 0)
+    node_heartbeat(sn->n);
+  else
+    gossip_tick(sn->n);
+  if (sn->turn_at == 0) {    /* a truncation or a pull may have staged work */
+    sn->turn_at = sim_now(sn->w->clock) + 1;
+    sim_at(sn->w->clock, sim_now(sn->w->clock), node_turn, sn);
+  }
+  sim_after(sn->w->clock, t->which == 0 ? HEARTBEAT_MS : GOSSIP_MS, node_timer, t);
+}
+
+static void node_timers(struct simnode *sn)
+{
+  for (int which = 0; which < 2; which++) {
+    struct ntimer *t = malloc(sizeof *t);
+    *t = (struct ntimer){sn, sn->gen, which};
+    uint64_t period = which == 0 ? HEARTBEAT_MS : GOSSIP_MS;
+    sim_after(sn->w->clock, 1 + rng_uniform(&sn->w->rng, period), node_timer, t);
+  }
+}
+
+static struct simhost_cb node_cb(struct simnode *sn)
+{
+  return (struct simhost_cb){.arg = sn, .on_msg = n_msg, .on_up = n_up,
+                             .on_down = n_down, .on_fatal = n_fatal};
+}
+
+static void node_boot(struct simnode *sn)
+{
+  char why[256];
+  struct world *w = sn->w;
+  sn->n = calloc(1, sizeof *sn->n);
+  if (store_open_kv(&sn->n->st, disk_kv(sn->disk), why, sizeof why) != 0 ||
+      node_init(sn->n, simhost_io(sn->h), sn->id, sn->az, sn->addr, COORD_ADDR, NULL,
+                NULL, why, sizeof why) != 0) {
+    violation(w, "node %s cannot start: %s", sn->id, why);
+    free(sn->n);
+    sn->n = NULL;
+    return;
+  }
+  node_timers(sn);
+}
+
+void node_crash(struct simnode *sn)
+{
+  if (sn->n == NULL)
+    return;
+  world_trace(sn->w, "node %s crashes", sn->id);
+  world_hash(sn->w, "ncrash", (uint64_t)sn->i, 0);
+  simnet_crash(sn->h);
+  disk_crash(sn->disk);      /* the open transaction is lost */
+  node_free(sn->n);
+  store_close(&sn->n->st);
+  free(sn->n);
+  sn->n = NULL;
+  sn->gen++;
+  sn->turn_at = 0;
+}
+
+void node_restart(struct simnode *sn)
+{
+  if (sn->n)
+    return;
+  world_trace(sn->w, "node %s restarts", sn->id);
+  world_hash(sn->w, "nrestart", (uint64_t)sn->i, 0);
+  struct simhost_cb cb = node_cb(sn);
+  simnet_restart(sn->h, &cb);
+  node_boot(sn);
+}
+
+/* How many nodes are down or cut off from the writer, with extra more. */
+int nodes_down(const struct world *w, int extra)
+{
+  int n = extra;
+  for (int i = 0; i < SIM_NODES; i++)
+    n += w->nodes[i].n == NULL || w->nodes[i].down_by != 0;
+  return n;
+}
+
+/* ---- the coordinator ------------------------------------------------------ */
+
+static void c_msg(void *arg, struct ep *e, const Env *env)
+{
+  struct world *w = arg;
+  coord_on_msg(w->co, e, env);
+}
+
+static void c_down(void *arg, struct ep *e)
+{
+  struct world *w = arg;
+  coord_on_down(w->co, e);
+}
+
+static void coord_timer(void *arg)
+{
+  struct world *w = arg;
+  coord_tick(w->co);
+  sim_after(w->clock, HEARTBEAT_MS, coord_timer, w);
+}
+
+/* ---- the world ------------------------------------------------------------ */
+
+struct world *world_new(const struct sim_opts *o)
+{
+  char why[256];
+  struct world *w = calloc(1, sizeof *w);
+  w->o = *o;
+  w->res = &w->rs;
+  if (w->o.time_ms == 0)
+    w->o.time_ms = SIM_TIME_MS;
+  rng_seed(&w->rng, o->seed);
+  rng_fork(&w->nrng, &w->rng);
+  w->hash = 0xcbf29ce484222325ull;
+  w->clock = simclock_new();
+  struct rng nr;
+  rng_fork(&nr, &w->rng);
+  w->net = simnet_new(w->clock, &nr);
+  simnet_trace(w->net, on_net, w);
+
+  w->coord_disk = disk_new();
+  w->co = calloc(1, sizeof *w->co);
+  struct simhost_cb ccb = {.arg = w, .on_msg = c_msg, .on_down = c_down};
+  w->coord_h = simnet_add(w->net, COORD_ADDR, "", &ccb);
+  if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
+      coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)
+    die("sim: coordinator: %s", why);
+  sim_after(w->clock, HEARTBEAT_MS, coord_timer, w);
+
+  for (int i = 0; i < SIM_NODES; i++) {
+    struct simnode *sn = &w->nodes[i];
+    sn->w = w;
+    sn->i = i;
+    snprintf(sn->az, sizeof sn->az, "%c", 'A' + i / 2);
+    snprintf(sn->id, sizeof sn->id, "%s%d", sn->az, i % 2 + 1);
+    snprintf(sn->addr, sizeof sn->addr, "%s:1", sn->id);
+    sn->disk = disk_new();
+    struct simhost_cb cb = node_cb(sn);
+    sn->h = simnet_add(w->net, sn->addr, sn->az, &cb);
+    node_boot(sn);
+  }
+  for (int i = 0; i < SIM_WRITERS; i++) {
+    struct simwriter *wr = &w->wr[i];
+    wr->w = w;
+    wr->i = i;
+    snprintf(wr->addr, sizeof wr->addr, "w%d:1", i + 1);
+  }
+  return w;
+}
+
+static void writer0_start(void *arg)
+{
+  writer_start(arg);
+}
+
+void world_run(struct world *w, struct sim_result *r)
+{
+  struct sim_result *rs = w->res;
+  nemesis_plan(w);
+  /* The nodes register first; then the writer creates the volume. */
+  sim_after(w->clock, 300 + rng_uniform(&w->rng, 200), writer0_start, &w->wr[0]);
+  uint64_t end = w->o.time_ms + SIM_HEAL_MS + SIM_SETTLE_MS;
+  while (!w->stop && sim_step(w->clock)) {
+    rs->steps++;
+    uint64_t now = sim_now(w->clock);
+    if (!w->healed && now >= w->o.time_ms) {
+      nemesis_heal_all(w);
+      w->healed = 1;
+      w->heal_at = now;
+    }
+    check_step(w);
+    if (now >= end || (w->o.max_steps && rs->steps >= w->o.max_steps))
+      break;
+  }
+  if (!w->stop && (w->o.max_steps == 0 || rs->steps < w->o.max_steps))
+    check_end(w);
+  rs->sim_ms = sim_now(w->clock);
+  rs->hash = w->hash;
+  rs->sched = w->sched;
+  rs->nsched = w->nsched;
+  w->sched = NULL;
+  *r = *rs;
+}
+
+static int free_arg(void *arg, void *ctx)
+{
+  (void)ctx;
+  free(arg);
+  return 1;
+}
+
+void world_free(struct world *w)
+{
+  sim_cancel_fn(w->clock, node_timer, free_arg, NULL);
+  writer_free_timers(w);
+  nemesis_free(w);
+  for (int i = 0; i < SIM_WRITERS; i++)
+    writer_crash(&w->wr[i]);
+  for (int i = 0; i < SIM_NODES; i++) {
+    struct simnode *sn = &w->nodes[i];
+    if (sn->n) {
+      disk_crash(sn->disk);
+      node_free(sn->n);
+      store_close(&sn->n->st);
+      free(sn->n);
+    }
+  }
+  coord_free(w->co);
+  meta_close(&w->co->meta);
+  free(w->co);
+  simnet_free(w->net);
+  simclock_free(w->clock);
+  for (int i = 0; i < SIM_NODES; i++)
+    disk_free(w->nodes[i].disk);
+  disk_free(w->coord_disk);
+  workload_free(w);
+  free(w->sched);
+  free(w);
+}

@@ -1,0 +1,99 @@
+/*
+ * world.h: a whole auralog cluster in one process, under the simulator
+ * (DESIGN.md §3): six storage nodes in three AZs, the coordinator, and
+ * up to two writers, each the same core the real processes run (node.h,
+ * coord.h, volume_int.h), on a simulated network (net.h) and simulated
+ * disks (disk.h), driven by one seeded PRNG and a virtual clock (clock.h).
+ *
+ * What the simulator adds around the cores, and nothing protocol-level:
+ *   world.c    hosts: start, crash and restart nodes and the coordinator,
+ *              end a node's turn (group commit) after the messages of one
+ *              instant, fire its timers
+ *   writer.c   a writer host: open a volume through the coordinator (as
+ *              vol_open does), recover, serve the workload, crash
+ *   workload.c transactions of several pages across PGs, page reads, and
+ *              the shadow model of what every page must hold
+ *   check.c    the invariants of DESIGN.md §4, after every event and at
+ *              the end
+ *   nemesis.c  the faults a seed mixes in, and the final heal
+ *   sim.c      `auralog sim`: seeds, summary, replay line, trace, shrink
+ *
+ * One seed is one run: world_new(opts), world_run, world_free. Everything
+ * a run decides comes from its seed; the trace hash proves it.
+ */
+#ifndef AURALOG_SIM_WORLD_H
+#define AURALOG_SIM_WORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/clock.h"
+#include "sim/disk.h"
+#include "sim/net.h"
+#include "sim/rng.h"
+
+#define SIM_NODES      6        /* storage nodes: two per AZ */
+#define SIM_WRITERS    2        /* the writer and, as a fault, a second one */
+#define SIM_PGS        3        /* protection groups the workload spreads over */
+#define SIM_PAGES      6        /* pages it writes in each PG */
+#define SIM_PAGE_SIZE  512      /* bytes per page (the smallest SQLite page) */
+#define SIM_TX_PAGES   4        /* at most this many pages per transaction */
+#define SIM_TIME_MS    12000    /* virtual time a run lasts, before the final heal */
+#define SIM_HEAL_MS    6000     /* after the final heal: commits must resume by then ... */
+#define SIM_SETTLE_MS  3000     /* ... and every segment converge within this after */
+#define SIM_SHIP_MS    25       /* a serving writer ships a transaction about this often */
+#define SIM_READ_MS    60       /* ... and starts a page read about this often */
+#define SIM_INFLIGHT   8        /* transactions a writer keeps in flight */
+#define SIM_MAX_VIOL   8        /* violations kept per run (the first stops it) */
+
+/* Fault kinds (nemesis.c); --faults takes their names. */
+enum {
+  F_ENGINE_CRASH, F_NODE_CRASH, F_AZ_DOWN, F_AZ1_DOWN, F_PARTITION, F_PAIR_CUT,
+  F_SLOW, F_RECOVERY_CRASH, F_CORRUPT, F_SECOND_WRITER, F_DROP, F_DUP, F_REORDER,
+  F_NKINDS
+};
+extern const char *const fault_names[F_NKINDS];
+
+struct sim_opts {
+  uint64_t seed;
+  uint64_t time_ms;          /* virtual time before the final heal */
+  uint64_t max_steps;        /* stop after this many events (0: no limit) */
+  uint32_t faults;           /* bit per fault kind allowed */
+  int beyond;                /* 1: faults beyond the paper's model (liveness only) */
+  unsigned bugs;             /* planted bugs (bugs.h) */
+  FILE *trace;               /* NULL: no trace written */
+  int verbose;
+  /* A schedule to replay instead of drawing one (the shrinker's). */
+  const struct fault_ev *sched;
+  size_t nsched;
+};
+
+/* One scheduled fault: at time t, kind, on target (a node, an AZ, ...). */
+struct fault_ev {
+  uint64_t t;
+  int kind;
+  int target, target2;
+  uint64_t dur;              /* how long until it heals */
+};
+
+struct sim_result {
+  int violations;
+  char first[512];           /* the first violation, one line */
+  uint64_t steps, sim_ms, hash;
+  uint64_t tx_shipped, tx_acked, tx_unknown, tx_truncated, reads_checked;
+  uint64_t recoveries, recoveries_interrupted;
+  uint64_t faults[F_NKINDS];
+  uint64_t msgs;
+  struct fault_ev *sched;    /* the schedule this run played (owned) */
+  size_t nsched;
+};
+
+struct world;
+
+struct world *world_new(const struct sim_opts *o);
+/* Run to the end (or the first violation). */
+void world_run(struct world *w, struct sim_result *r);
+void world_free(struct world *w);
+
+#endif

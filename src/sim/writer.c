@@ -1,0 +1,309 @@
+/*
+ * writer.c: a writer host in the simulator: the writer's volume core
+ * (volume_int.h, recovery in open.c) on the simulated network, opened the
+ * way vol_open opens it.
+ *
+ * Opening: connect to the coordinator, OpenVolume (a new epoch; the
+ * volume is created by the first writer), GrowVolume to SIM_PGS PGs, then
+ * set the core up from the description and start recovery (rcv_start).
+ * The core's events come from the network and a VOL_TICK_MS timer; after
+ * each, the host looks at the core as the real driver's waiters do:
+ * recovery over (serve, or try again later), fenced (stop), VDL advanced
+ * (the workload's acks), and lets the workload go on.
+ *
+ * A crash throws the core away with everything it held: commits in
+ * flight have an unknown outcome until the next recovery decides them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "param.h"
+#include "sim/simint.h"
+
+#define COORD_ADDR "coord:1"
+#define VOLUME_NAME "sim"
+#define REOPEN_MS 500            /* a failed open is tried again after this */
+
+static void reopen_later(struct simwriter *wr);
+
+/* Look at the core after an event (the driver's waiters, in volume.c). */
+static void after_event(struct simwriter *wr)
+{
+  struct world *w = wr->w;
+  struct volume *v = wr->v;
+  if (v == NULL)
+    return;
+  if (wr->state == W_RECOVERING) {
+    char why[256];
+    int rc = rcv_result(v->rcv, why, sizeof why);
+    if (rc == 0)
+      return;
+    rcv_free(v->rcv);
+    v->rcv = NULL;
+    if (rc < 0) {
+      world_trace(w, "writer %d: recovery in epoch %llu failed: %s", wr->i,
+                  (unsigned long long)wr->epoch, why);
+      world_hash(w, "rcvfail", wr->epoch, 0);
+      writer_crash(wr);
+      reopen_later(wr);
+      return;
+    }
+    v->opened = 1;
+    wr->state = W_SERVING;
+    wr->last_vdl = v->q.vdl;
+    w->res->recoveries++;
+    world_trace(w, "writer %d: epoch %llu serves from vdl %llu (truncated to %llu)",
+                wr->i, (unsigned long long)wr->epoch, (unsigned long long)v->q.vdl,
+                (unsigned long long)v->st.trunc_to);
+    world_hash(w, "serve", wr->epoch, v->q.vdl);
+    workload_recovered(wr, v->q.vdl);
+  }
+  if (wr->state != W_SERVING)
+    return;
+  if (v->fenced) {
+    world_trace(w, "writer %d (epoch %llu) fenced: %s", wr->i,
+                (unsigned long long)wr->epoch, v->fenced_why);
+    world_hash(w, "fenced", wr->epoch, 0);
+    workload_acked(wr);
+    wr->state = W_FAILED;
+    wr->fenced_seen = 1;
+    return;
+  }
+  workload_acked(wr);
+  workload_step(wr);
+}
+
+/* ---- the host's events ------------------------------------------------------ */
+
+static void open_reply(struct simwriter *wr, const Env *env)
+{
+  struct world *w = wr->w;
+  if (env->body_case != AURALOG__ENVELOPE__BODY_VOLUME) {
+    world_trace(w, "writer %d: coordinator: %s", wr->i,
+                env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
+                                                                 : "unexpected answer");
+    writer_crash(wr);
+    reopen_later(wr);
+    return;
+  }
+  const Auralog__Volume *vd = env->volume;
+  if (wr->asked == 0) {
+    wr->epoch = vd->epoch;
+    if (vd->n_pgs < SIM_PGS) {
+      Env req = AURALOG__ENVELOPE__INIT;
+      Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
+      g.name = VOLUME_NAME;
+      g.npgs = SIM_PGS;
+      req.req = 2;
+      req.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
+      req.grow_volume = &g;
+      io_send(simhost_io(wr->h), wr->coord, &req);
+      wr->asked = 1;
+      return;
+    }
+  }
+  /* Done with the coordinator (its on_down comes now: nothing to do). */
+  struct ep *c = wr->coord;
+  wr->coord = NULL;
+  simhost_io(wr->h)->close(simhost_io(wr->h)->ctx, c);
+  /* Set the core up as vol_open does, and recover. */
+  struct volume *v = calloc(1, sizeof *v);
+  snprintf(v->name, sizeof v->name, "%s", VOLUME_NAME);
+  snprintf(v->coord, sizeof v->coord, "%s", COORD_ADDR);
+  v->id = vd->id;
+  v->epoch = wr->epoch;
+  v->page_size = vd->page_size;
+  v->pg_pages = vd->pg_pages;
+  v->io = simhost_io(wr->h);
+  vol_adopt(v, vd);
+  wr->v = v;
+  wr->state = W_RECOVERING;
+  world_trace(w, "writer %d: epoch %llu recovers %zu pgs", wr->i,
+              (unsigned long long)wr->epoch, v->npgs);
+  world_hash(w, "recover", wr->epoch, v->npgs);
+  v->rcv = rcv_start(v, v->id, v->npgs);
+  vcore_wake(v);
+}
+
+static void w_msg(void *arg, struct ep *e, const Env *env)
+{
+  struct simwriter *wr = arg;
+  if (wr->state == W_OPENING) {
+    if (e == wr->coord)
+      open_reply(wr, env);
+    return;
+  }
+  if (wr->v) {
+    vcore_on_msg(wr->v, e, env);
+    after_event(wr);
+  }
+}
+
+static void w_up(void *arg, struct ep *e)
+{
+  struct simwriter *wr = arg;
+  if (wr->state == W_OPENING && e == wr->coord) {
+    Env req = AURALOG__ENVELOPE__INIT;
+    Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+    ov.name = VOLUME_NAME;
+    ov.create = 1;
+    ov.writer = 1;
+    ov.page_size = SIM_PAGE_SIZE;
+    req.req = 1;
+    req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+    req.open_volume = &ov;
+    io_send(simhost_io(wr->h), e, &req);
+    return;
+  }
+  if (wr->v) {
+    vcore_on_up(wr->v, e);
+    after_event(wr);
+  }
+}
+
+static void w_down(void *arg, struct ep *e)
+{
+  struct simwriter *wr = arg;
+  if (wr->state == W_OPENING && e == wr->coord) {
+    wr->coord = NULL;
+    writer_crash(wr);
+    reopen_later(wr);
+    return;
+  }
+  if (wr->v) {
+    vcore_on_down(wr->v, e);
+    vcore_wake(wr->v);
+    after_event(wr);
+  }
+}
+
+struct wtimer {
+  struct simwriter *wr;
+  unsigned gen;
+};
+
+static void w_tick(void *arg)
+{
+  struct wtimer *t = arg;
+  struct simwriter *wr = t->wr;
+  if (wr->gen != t->gen || wr->state == W_DOWN) {
+    free(t);
+    return;
+  }
+  if (wr->v) {
+    vcore_tick(wr->v);
+    after_event(wr);
+  }
+  sim_after(wr->w->clock, VOL_TICK_MS, w_tick, t);
+}
+
+/* ---- start, crash ------------------------------------------------------------ */
+
+void writer_start(struct simwriter *wr)
+{
+  struct world *w = wr->w;
+  if (wr->state != W_DOWN)
+    return;
+  struct simhost_cb cb = {.arg = wr, .on_msg = w_msg, .on_up = w_up, .on_down = w_down};
+  if (wr->h == NULL)
+    wr->h = simnet_add(w->net, wr->addr, "", &cb);
+  else
+    simnet_restart(wr->h, &cb);
+  wr->gen++;
+  wr->state = W_OPENING;
+  wr->asked = 0;
+  wr->open_at = sim_now(w->clock);
+  world_trace(w, "writer %d starts", wr->i);
+  world_hash(w, "wstart", (uint64_t)wr->i, 0);
+  const struct io *io = simhost_io(wr->h);
+  wr->coord = io->connect(io->ctx, COORD_ADDR);
+  struct wtimer *t = malloc(sizeof *t);
+  *t = (struct wtimer){wr, wr->gen};
+  sim_after(w->clock, 1 + rng_uniform(&w->rng, VOL_TICK_MS), w_tick, t);
+  if (wr->coord == NULL) {
+    writer_crash(wr);
+    reopen_later(wr);
+  }
+}
+
+static void reopen(void *arg)
+{
+  struct simwriter *wr = arg;
+  struct world *w = wr->w;
+  /* Only the writer the workload runs on comes back by itself; a second
+   * writer that failed is gone (its nemesis is over). */
+  if (wr->state == W_DOWN && !w->stop)
+    writer_start(wr);
+}
+
+static void reopen_later(struct simwriter *wr)
+{
+  sim_after(wr->w->clock, REOPEN_MS, reopen, wr);
+}
+
+static void poke(void *arg)
+{
+  struct wtimer *t = arg;
+  struct simwriter *wr = t->wr;
+  if (wr->gen == t->gen && wr->state != W_DOWN) {
+    wr->poke_at = 0;
+    after_event(wr);
+  }
+  free(t);
+}
+
+/* The workload wants to go on at time t (its next transaction). */
+void writer_poke_at(struct simwriter *wr, uint64_t t)
+{
+  if (wr->poke_at && wr->poke_at <= t + 1)
+    return;
+  struct wtimer *p = malloc(sizeof *p);
+  *p = (struct wtimer){wr, wr->gen};
+  wr->poke_at = t + 1;
+  sim_at(wr->w->clock, t, poke, p);
+}
+
+static int free_arg(void *arg, void *ctx)
+{
+  (void)ctx;
+  free(arg);
+  return 1;
+}
+
+void writer_free_timers(struct world *w)
+{
+  sim_cancel_fn(w->clock, w_tick, free_arg, NULL);
+  sim_cancel_fn(w->clock, poke, free_arg, NULL);
+}
+
+/* The writer's process dies: everything in memory is gone. */
+void writer_crash(struct simwriter *wr)
+{
+  if (wr->state == W_DOWN)
+    return;
+  struct world *w = wr->w;
+  if (w->res && wr->state == W_RECOVERING)
+    w->res->recoveries_interrupted++;
+  world_trace(w, "writer %d crashes (state %d)", wr->i, wr->state);
+  world_hash(w, "wcrash", (uint64_t)wr->i, (uint64_t)wr->state);
+  if (wr->h)
+    simnet_crash(wr->h);
+  workload_crashed(wr);
+  if (wr->v) {
+    vcore_free(wr->v);
+    free(wr->v);
+    wr->v = NULL;
+  }
+  wr->coord = NULL;
+  wr->state = W_DOWN;
+  wr->gen++;
+  wr->poke_at = 0;
+}
+
+/* The workload queued work in the core: send it (the driver's async wake). */
+void writer_kick(struct simwriter *wr)
+{
+  if (wr->v)
+    vcore_wake(wr->v);
+}
