@@ -20,6 +20,24 @@
  *   second-writer    another writer opens the volume (a newer epoch); the
  *                    first must be fenced
  *   drop, dup, reorder   the network loses, repeats, reorders messages
+ *   az1-swap         an AZ and one more node go down; when they come back,
+ *                    the other three go down at that instant and the writer
+ *                    dies: its recovery reads only what the first three
+ *                    hold (within the model: three down at any time)
+ *   split-write      the writer is cut off from all but one to three nodes
+ *                    (K), so its commits reach only K (not durable), then
+ *                    it dies; it recovers with every node up (recovery may
+ *                    keep those partial commits) and commits on top; then
+ *                    K goes down and the writer dies again: what the first
+ *                    recovery kept must not rest on K alone
+ *   stale-trunc      partial commits on one or two nodes (K), the writer
+ *                    dies, K goes down, and the next recovery (which does
+ *                    not see K, so truncates what K holds) is cut short
+ *                    after a few ms; K comes back and two of the others go
+ *                    down, and a third recovery (which sees K, not the
+ *                    truncation) keeps K's commits; then everyone is back
+ *                    and the old truncation spreads by gossip: it must not
+ *                    cut what the newer epoch kept (rule T)
  *
  * The paper's fault model (§2.1): at most an AZ and one more node are
  * unavailable at once. A fault that would take more is skipped, unless
@@ -37,7 +55,8 @@
 
 const char *const fault_names[F_NKINDS] = {
   "engine-crash", "node-crash", "az-down", "az1-down", "partition", "pair-cut", "slow",
-  "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder",
+  "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
+  "split-write", "stale-trunc",
 };
 
 /* Would taking the nodes in mask down (besides those down now) leave the
@@ -73,6 +92,9 @@ struct act {
   struct fault_ev ev;
   int phase;                 /* 0: start, 1: heal, 2+: kind-specific steps */
   unsigned mask;             /* nodes it took down */
+  unsigned keep;             /* split-write, stale-trunc: K */
+  uint64_t epoch;            /* stale-trunc: the epoch of the recovery cut short */
+  uint64_t since;            /* ... and when it started */
   struct simwriter *wr;      /* the writer it crashed */
   struct simhost *other;     /* pair-cut: the other end */
 };
@@ -119,7 +141,7 @@ static void start(struct act *a)
   switch (e->kind) {
   case F_NODE_CRASH: case F_CORRUPT: mask = 1u << node; break;
   case F_AZ_DOWN: case F_PARTITION: mask = azmask; break;
-  case F_AZ1_DOWN: mask = azmask | other; break;
+  case F_AZ1_DOWN: case F_AZ1_SWAP: mask = azmask | other; break;
   case F_PAIR_CUT: mask = e->target2 % 2 ? 1u << node : 0; break;
   default: break;
   }
@@ -147,6 +169,24 @@ static void start(struct act *a)
   case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN:
     nodes_take(a, mask, 1);
     break;
+  case F_AZ1_SWAP:
+    nodes_take(a, mask, 1);
+    later(a, e->dur, 5);
+    return;
+  case F_SPLIT_WRITE: case F_STALE_TRUNC: {
+    if ((a->wr = current(w)) == NULL || a->wr->h == NULL || a->wr->state != W_SERVING)
+      break;
+    /* K: the nodes the writer still reaches. */
+    int nk = e->kind == F_STALE_TRUNC ? 1 + e->target2 % 2 : 1 + e->target2 % 3;
+    a->keep = 0;
+    for (int j = 0; j < nk; j++)
+      a->keep |= 1u << ((node + j * (1 + e->target2 / 7 % 5)) % SIM_NODES);
+    for (int i = 0; i < SIM_NODES; i++)
+      if (!(a->keep & (1u << i)))
+        simnet_cut(w->nodes[i].h, a->wr->h);
+    later(a, 50 + e->dur % 400, 8);     /* commits pile up on K alone */
+    return;
+  }
   case F_CORRUPT:
     disk_corrupt(w->nodes[node].disk, (uint64_t)e->target2 * 2654435761u + e->dur);
     nodes_take(a, mask, 1);
@@ -242,6 +282,95 @@ static void act_run(void *arg)
     writer_crash(a->wr);
     later(a, a->ev.dur, 1);
     break;
+  case 5: {                  /* az1-swap: the other three go, the writer dies */
+    unsigned first = a->mask;
+    nodes_give(a, 1);
+    unsigned second = ~first & ((1u << SIM_NODES) - 1);
+    if (!within_model(a->w, second)) {
+      free(a);
+      break;
+    }
+    nodes_take(a, second, 1);
+    if ((a->wr = current(a->w)) != NULL)
+      writer_crash(a->wr);
+    later(a, 5 + a->ev.dur % 50, 6);
+    break;
+  }
+  case 6:                    /* ... restarts and recovers from the first three */
+    if (a->wr && a->wr->state == W_DOWN)
+      writer_start(a->wr);
+    later(a, 500 + a->ev.dur % 3000, 7);
+    break;
+  case 7:
+    nodes_give(a, 1);
+    free(a);
+    break;
+  case 8:                    /* the writer dies with commits on K alone */
+    writer_crash(a->wr);
+    for (int i = 0; i < SIM_NODES; i++)
+      simnet_heal(a->w->nodes[i].h, a->wr->h);
+    if (a->ev.kind == F_STALE_TRUNC) {
+      if (!within_model(a->w, a->keep)) {
+        free(a);
+        break;
+      }
+      nodes_take(a, a->keep, 1);         /* the next recovery cannot see K */
+      writer_start(a->wr);
+      a->since = sim_now(a->w->clock);
+      later(a, 1, 21);                   /* ... and is cut short in its round 3 */
+      break;
+    }
+    writer_start(a->wr);                 /* recovers with everyone up */
+    later(a, 40 + a->ev.dur % 160, 10);  /* before gossip copies K's commits */
+    break;
+  case 10:                   /* K goes, and the writer dies again */
+    if (!within_model(a->w, a->keep)) {
+      free(a);
+      break;
+    }
+    nodes_take(a, a->keep, 1);
+    writer_crash(a->wr);
+    later(a, 5 + a->ev.dur % 50, 11);
+    break;
+  case 11:
+    writer_start(a->wr);
+    later(a, 500 + a->ev.dur % 2000, 7);
+    break;
+  case 21: {                 /* stale-trunc: wait for round 3 of that recovery */
+    struct simwriter *wr = a->wr;
+    if (wr->state == W_RECOVERING && rcv_round(wr->v->rcv) == 3) {
+      a->epoch = wr->epoch;
+      later(a, a->ev.dur % 4, 22);
+    } else if (wr->state == W_SERVING || wr->state == W_DOWN ||
+               sim_now(a->w->clock) - a->since > 4000) {
+      nodes_give(a, 1);          /* missed it: K back, nothing more */
+      free(a);
+    } else {
+      later(a, 1, 21);
+    }
+    break;
+  }
+  case 22: {                 /* cut short; K back, the truncation's holders down */
+    writer_crash(a->wr);
+    nodes_give(a, 1);
+    unsigned holders = 0;
+    for (int i = 0; i < SIM_NODES; i++) {
+      struct node *n = a->w->nodes[i].n;
+      for (size_t k = 0; n && k < n->nsegs; k++)
+        for (size_t t = 0; t < n->segs[k]->ntruncs; t++)
+          if (n->segs[k]->truncs[t].epoch == a->epoch)
+            holders |= 1u << i;
+    }
+    if (holders == 0 || !within_model(a->w, holders)) {
+      writer_start(a->wr);
+      free(a);
+      break;
+    }
+    nodes_take(a, holders, 1);   /* the next recovery never hears of it */
+    writer_start(a->wr);
+    later(a, 300 + a->ev.dur % 1000, 7);  /* then everyone is back: gossip */
+    break;
+  }
   }
 }
 

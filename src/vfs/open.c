@@ -664,6 +664,13 @@ void rcv_tick(struct rcv *c)
   step(c);
 }
 
+/* The round in flight: 1 state, 2 scan, 3 adopt; 0 when over (for the
+ * simulator's nemesis, which crashes a writer in a chosen round). */
+int rcv_round(const struct rcv *c)
+{
+  return c->phase < R_DONE ? c->phase : 0;
+}
+
 /* 0: running; 1: the volume serves; -1: failed, with why. */
 int rcv_result(const struct rcv *c, char *why, size_t whylen)
 {
