@@ -49,8 +49,35 @@ static struct simwriter *serving(struct world *w)
   return best;
 }
 
+/* Watermarks into the trace, when they move: each writer's VDL, each
+ * segment's SCL (what a timeline draws). */
+static void trace_marks(struct world *w)
+{
+  for (int i = 0; i < SIM_WRITERS; i++) {
+    struct simwriter *wr = &w->wr[i];
+    if (wr->state != W_SERVING || wr->v->q.vdl == w->traced_vdl[i])
+      continue;
+    w->traced_vdl[i] = wr->v->q.vdl;
+    fprintf(w->o.trace, "%8llu vdl w%d %llu %llu\n", (unsigned long long)sim_now(w->clock),
+            i + 1, (unsigned long long)wr->epoch, (unsigned long long)wr->v->q.vdl);
+  }
+  for (int i = 0; i < SIM_NODES; i++) {
+    struct node *n = w->nodes[i].n;
+    for (size_t k = 0; n && k < n->nsegs; k++) {
+      struct segment *s = n->segs[k];
+      if (s->pg >= SIM_PGS || s->scl == w->traced_scl[i][s->pg])
+        continue;
+      w->traced_scl[i][s->pg] = s->scl;
+      fprintf(w->o.trace, "%8llu scl %s %u %llu\n", (unsigned long long)sim_now(w->clock),
+              w->nodes[i].id, s->pg, (unsigned long long)s->scl);
+    }
+  }
+}
+
 void check_step(struct world *w)
 {
+  if (w->o.trace)
+    trace_marks(w);
   if (!w->healed || w->stop)
     return;
   uint64_t now = sim_now(w->clock);

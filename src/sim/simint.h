@@ -92,6 +92,8 @@ struct world {
   uint64_t acked_after_heal;
   struct fault_ev *sched;
   size_t nsched, capsched, next_fault;
+  /* The watermarks last written to the trace. */
+  uint64_t traced_vdl[SIM_WRITERS], traced_scl[SIM_NODES][SIM_PGS];
   int active[F_NKINDS];
 };
 

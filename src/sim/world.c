@@ -52,7 +52,7 @@ void world_trace(struct world *w, const char *fmt, ...)
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   FILE *f = w->o.trace ? w->o.trace : stderr;
-  fprintf(f, "%8llu %s\n", (unsigned long long)sim_now(w->clock), line);
+  fprintf(f, "%8llu ev %s\n", (unsigned long long)sim_now(w->clock), line);
 }
 
 static void on_net(void *arg, const struct simnet_ev *ev)
@@ -65,9 +65,14 @@ static void on_net(void *arg, const struct simnet_ev *ev)
   mix(&w->hash, (uint64_t)ev->body_case);
   mix(&w->hash, ev->bytes);
   w->res->msgs += ev->kind == SIMNET_DELIVER;
-  if (w->o.trace && ev->kind != SIMNET_SEND)
-    fprintf(w->o.trace, "%8llu net %d %s -> %s body %d %u\n", (unsigned long long)ev->t,
-            ev->kind, ev->from, ev->to, ev->body_case, ev->bytes);
+  static const char *const kinds[] = {
+    "send", "deliver", "drop", "cutdrop", "lost", "dup", "bad", "connect", "accept", "up",
+    "close", "crash", "restart", "fatal", "cut", "heal"};
+  if (w->o.trace && ev->kind != SIMNET_SEND && ev->kind >= 0 &&
+      ev->kind < (int)(sizeof kinds / sizeof kinds[0]))
+    fprintf(w->o.trace, "%8llu net %s %s %s %d %u\n", (unsigned long long)ev->t,
+            kinds[ev->kind], ev->from[0] ? ev->from : "-", ev->to[0] ? ev->to : "-",
+            ev->body_case, ev->bytes);
 }
 
 /* ---- storage nodes -------------------------------------------------------- */
