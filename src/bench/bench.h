@@ -5,6 +5,7 @@
  *               auralog and on stock SQLite baselines, in one run
  *   workload.c  the transactions of those workloads
  *   recovery.c  `auralog bench recovery`: recovery time against log length
+ *   recsys.c    ... its systems: auralog's engine crash and restart, SQLite's WAL
  *   append.c    `auralog bench append`: one storage node's durable appends
  *
  * Every benchmark starts what it measures itself (a private cluster in its

@@ -36,8 +36,12 @@
  * Threads: the main thread runs libuv (clients, the waiting replies, the
  * lease probes); the worker runs SQLite; the volume's I/O thread talks to
  * storage.
+ *
+ * Files (engine_int.h): this one is the loop (clients, the waiting
+ * replies, signals) and the command line; worker.c the worker and its
+ * SQLite connections (the volume, or a baseline for `auralog bench`);
+ * probe.c the read lease.
  */
-#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -50,315 +54,17 @@
 #include "net.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
-#include "vfs/countvfs.h"
-#include "vfs/lease.h"
+#include "vfs/engine_int.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
-
-/* A request for the worker, and then its answer for the loop. */
-struct job {
-  struct conn *c;            /* referenced while the job lives */
-  uint64_t req;
-  char *sql;                 /* NULL: close the client's database */
-  sqlite3 *db;
-  uint8_t *frame;            /* the packed reply */
-  size_t len;
-  uint64_t commit_lsn;       /* the request's own last commit (0: none) */
-  uint64_t wait_lsn;         /* the reply goes out once vdl >= this */
-  unsigned long long at;     /* when the reply was ready */
-  struct job *next;
-};
+#include "wire.h"
 
 struct client {
   sqlite3 *db;
 };
 
-struct engine {
-  uv_loop_t *loop;
-  char volume[NAME_MAX_LEN + 1];
-  char uri[1200];
-  const char *baseline;      /* NULL, or the stock SQLite it runs instead */
-  int ship_pages;
-  int reads_immediate;       /* --reads immediate: a read's reply does not wait */
-  const char *coord;
-  sqlite3 *root;             /* keeps the volume open */
-  struct volume *vol;
-  pthread_t worker;
-  pthread_mutex_t mu;
-  pthread_cond_t cond;
-  struct job *todo, **todo_tail;   /* for the worker */
-  struct job *done, **done_tail;   /* for the loop */
-  struct job *waiting;             /* replies waiting for the VDL, by LSN */
-  uv_async_t wake;
-  uv_timer_t tick;
-  uv_signal_t sigterm, sigint;
-  int stopping;
-  /* The read lease (a volume only): lmu guards lease (the worker checks
-   * it, the loop renews it); the probe conn and timer are the loop's. */
-  pthread_mutex_t lmu;
-  struct lease lease;
-  uint64_t epoch;
-  uint32_t page_size;
-  struct conn *probe;
-  unsigned long long probe_retry_at;
-  uint64_t probe_seq;
-  uv_timer_t probe_tick;
-  int lease_shown;           /* the last lease state logged: 1 valid, 0 not */
-};
-
-static struct engine E;
-
-/* ---- the worker: SQLite -------------------------------------------------- */
-
-static char *add_text(const unsigned char *t)
-{
-  return strdup(t ? (const char *)t : "");
-}
-
-/* Run every statement of j->sql on db; pack the reply into j. */
-static void run_sql(struct job *j)
-{
-  sqlite3 *db = j->db;
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__Rows rows = AURALOG__ROWS__INIT;
-  Auralog__Error err = AURALOG__ERROR__INIT;
-  size_t caprows = 0;
-  const char *tail = j->sql;
-  char *errtext = NULL;
-  int64_t before = sqlite3_total_changes64(db);
-  /* Every commit this request's statements can see is at or below the
-   * last one shipped now (one worker: nobody else commits meanwhile). */
-  uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
-  while (tail && *tail) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
-      errtext = strdup(sqlite3_errmsg(db));
-      break;
-    }
-    if (st == NULL)
-      continue;              /* whitespace or a comment */
-    int ncol = sqlite3_column_count(st);
-    if (ncol > 0) {
-      /* The columns of the last statement that returns rows. */
-      for (size_t i = 0; i < rows.n_columns; i++)
-        free(rows.columns[i]);
-      free(rows.columns);
-      rows.columns = calloc((size_t)ncol, sizeof *rows.columns);
-      rows.n_columns = (size_t)ncol;
-      for (int i = 0; i < ncol; i++)
-        rows.columns[i] = strdup(sqlite3_column_name(st, i));
-    }
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      if (rows.n_rows == caprows) {
-        caprows = caprows ? 2 * caprows : 16;
-        rows.rows = realloc(rows.rows, caprows * sizeof *rows.rows);
-      }
-      Auralog__Row *r = malloc(sizeof *r);
-      auralog__row__init(r);
-      r->n_values = (size_t)ncol;
-      r->values = calloc((size_t)ncol + 1, sizeof *r->values);
-      for (int i = 0; i < ncol; i++) {
-        Auralog__Value *v = malloc(sizeof *v);
-        auralog__value__init(v);
-        v->null = sqlite3_column_type(st, i) == SQLITE_NULL;
-        v->text = add_text(sqlite3_column_text(st, i));
-        r->values[i] = v;
-      }
-      rows.rows[rows.n_rows++] = r;
-    }
-    if (rc != SQLITE_DONE) {
-      const char *vfs_err = NULL;
-      if ((rc & 0xff) == SQLITE_IOERR)
-        sqlite3_file_control(db, "main", AURALOG_FCNTL_LAST_ERROR, &vfs_err);
-      size_t n = strlen(sqlite3_errmsg(db)) + (vfs_err ? strlen(vfs_err) : 0) + 8;
-      errtext = malloc(n);
-      snprintf(errtext, n, "%s%s%s", sqlite3_errmsg(db), vfs_err && *vfs_err ? ": " : "",
-               vfs_err ? vfs_err : "");
-    }
-    sqlite3_finalize(st);
-    if (errtext)
-      break;
-  }
-  uint64_t lsn = 0;
-  sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &lsn);
-  j->commit_lsn = lsn;
-  /* Durable reads: the reply (an error too: "UNIQUE constraint failed"
-   * tells of a row) waits for what it saw and for its own commit.
-   * Immediate: a commit's reply waits for it, anything else goes now. */
-  j->wait_lsn = E.reads_immediate || E.vol == NULL ? (errtext ? 0 : lsn)
-                                                   : (lsn > seen ? lsn : seen);
-  env.req = j->req;
-  if (errtext) {
-    err.code = ERR_BAD_MSG;
-    err.msg = errtext;
-    env.body_case = AURALOG__ENVELOPE__BODY_ERROR;
-    env.error = &err;
-  } else {
-    rows.changes = (uint64_t)(sqlite3_total_changes64(db) - before);
-    rows.commit_lsn = lsn;
-    env.body_case = AURALOG__ENVELOPE__BODY_ROWS;
-    env.rows = &rows;
-  }
-  j->frame = wire_frame(&env, &j->len);
-  if (j->frame == NULL) {
-    Env e2;
-    Auralog__Error e = AURALOG__ERROR__INIT;
-    wire_error(&e2, &e, j->req, ERR_BAD_MSG, "result too large for one reply (16 MiB)");
-    j->frame = wire_frame(&e2, &j->len);
-  }
-  for (size_t i = 0; i < rows.n_rows; i++) {
-    for (size_t k = 0; k < rows.rows[i]->n_values; k++) {
-      free(rows.rows[i]->values[k]->text);
-      free(rows.rows[i]->values[k]);
-    }
-    free(rows.rows[i]->values);
-    free(rows.rows[i]);
-  }
-  free(rows.rows);
-  for (size_t i = 0; i < rows.n_columns; i++)
-    free(rows.columns[i]);
-  free(rows.columns);
-  free(errtext);
-}
-
-/* SELECT auralog_stats(): this engine's counters as JSON, for `auralog
- * bench` (which reads them before and after a run through the same SQL
- * channel as its workload, for every system alike). */
-static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-  (void)argc;
-  (void)argv;
-  cJSON *o = cJSON_CreateObject();
-  if (E.vol) {
-    struct vol_stats st;
-    vol_get_stats(E.vol, &st);
-    cJSON_AddStringToObject(o, "system", E.ship_pages ? "auralog-pages" : "auralog");
-    cJSON_AddNumberToObject(o, "vdl", (double)st.vdl);
-    cJSON_AddNumberToObject(o, "commits", (double)st.commits);
-    cJSON_AddNumberToObject(o, "records", (double)st.records);
-    cJSON_AddNumberToObject(o, "redo_bytes", (double)st.redo_bytes);
-    cJSON_AddNumberToObject(o, "redo_msgs", (double)st.redo_msgs);
-    cJSON_AddNumberToObject(o, "pages_read", (double)st.pages_read);
-    cJSON_AddNumberToObject(o, "net_bytes_out", (double)st.net_bytes_out);
-    cJSON_AddNumberToObject(o, "net_msgs_out", (double)st.net_msgs_out);
-    cJSON_AddNumberToObject(o, "net_bytes_in", (double)st.net_bytes_in);
-    cJSON_AddNumberToObject(o, "net_msgs_in", (double)st.net_msgs_in);
-    cJSON_AddNumberToObject(o, "syncs", 0);   /* the engine has no disk */
-  } else {
-    uint64_t syncs, bytes;
-    countvfs_get(&syncs, &bytes);
-    cJSON_AddStringToObject(o, "system", E.baseline);
-    cJSON_AddNumberToObject(o, "syncs", (double)syncs);
-    cJSON_AddNumberToObject(o, "bytes_written", (double)bytes);
-  }
-  char *txt = cJSON_PrintUnformatted(o);
-  cJSON_Delete(o);
-  sqlite3_result_text(ctx, txt, -1, free);
-}
-
-/* Baselines (`auralog bench`): stock SQLite in place of the volume, behind
- * the same server, worker and clients, so that only storage differs. Each
- * is durable as SQLite can be made (synchronous=FULL: a commit returns
- * after its fsync), except the in-memory one, which is the ceiling of the
- * engine's CPU: everything auralog does minus storage. */
-static const struct baseline {
-  const char *name;
-  const char *first;         /* for the first connection */
-  const char *conn;          /* for every other */
-} baselines[] = {
-  {"sqlite-wal-full", "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
-   "PRAGMA synchronous=FULL;"},
-  {"sqlite-delete-full", "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;",
-   "PRAGMA synchronous=FULL;"},
-  {"sqlite-memory", "", ""},
-};
-
-static sqlite3 *open_db(void)
-{
-  sqlite3 *db = NULL;
-  const char *vfs = E.baseline == NULL ? "auralog" : NULL;
-  if (sqlite3_open_v2(E.uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-                      vfs) != SQLITE_OK) {
-    logwarn("cannot open %s: %s", E.uri, db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_close(db);
-    return NULL;
-  }
-  sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
-  /* Another connection's commit is never in the way (the worker runs one
-   * request at a time), but a baseline's checkpoint might be. */
-  sqlite3_busy_timeout(db, 5000);
-  for (size_t i = 0; E.baseline && i < sizeof baselines / sizeof *baselines; i++) {
-    char *err = NULL;
-    /* The journal mode is the database's (set once, by the first
-     * connection); synchronous is each connection's. */
-    if (strcmp(E.baseline, baselines[i].name) == 0 &&
-        sqlite3_exec(db, E.root ? baselines[i].conn : baselines[i].first, NULL, NULL,
-                     &err) != SQLITE_OK) {
-      logwarn("%s: %s", E.baseline, err ? err : "cannot set its pragmas");
-      sqlite3_free(err);
-      sqlite3_close(db);
-      return NULL;
-    }
-  }
-  return db;
-}
-
-/* May the engine serve now? A fenced writer never again; one whose read
- * lease ran out not until it is renewed. 0, or -1 with j's error reply. */
-static int refuse(struct job *j)
-{
-  char why[400];
-  uint32_t code = ERR_STALE_EPOCH;
-  if (E.vol == NULL)
-    return 0;                /* a baseline: no volume, no other writer */
-  if (!vol_fenced(E.vol, why, sizeof why)) {
-    pthread_mutex_lock(&E.lmu);
-    int ok = lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);
-    if (!ok && E.lease.fenced_by == 0)
-      code = ERR_UNAVAILABLE;
-    pthread_mutex_unlock(&E.lmu);
-    if (ok)
-      return 0;
-  }
-  Env env;
-  Auralog__Error e = AURALOG__ERROR__INIT;
-  wire_error(&env, &e, j->req, code, why);
-  j->frame = wire_frame(&env, &j->len);
-  j->commit_lsn = j->wait_lsn = 0;   /* it saw nothing: out at once */
-  return -1;
-}
-
-static void *worker_main(void *arg)
-{
-  (void)arg;
-  pthread_mutex_lock(&E.mu);
-  for (;;) {
-    while (E.todo == NULL && !E.stopping)
-      pthread_cond_wait(&E.cond, &E.mu);
-    if (E.todo == NULL)
-      break;
-    struct job *j = E.todo;
-    E.todo = j->next;
-    if (E.todo == NULL)
-      E.todo_tail = &E.todo;
-    pthread_mutex_unlock(&E.mu);
-    if (j->sql == NULL) {
-      sqlite3_close(j->db);  /* the client went away */
-      j->db = NULL;
-    } else if (refuse(j) == 0) {
-      run_sql(j);
-    }
-    pthread_mutex_lock(&E.mu);
-    j->next = NULL;
-    *E.done_tail = j;
-    E.done_tail = &j->next;
-    uv_async_send(&E.wake);
-  }
-  pthread_mutex_unlock(&E.mu);
-  return NULL;
-}
+/* The engine's state (engine_int.h): one engine a process. */
+struct engine E;
 
 /* ---- the loop: clients and durable replies ------------------------------- */
 
@@ -425,7 +131,7 @@ static uint32_t not_durable(const struct job *j, const char *fenced, char *why, 
 /* Send every waiting reply whose wait is over (vdl >= wait_lsn), and
  * fail those that waited too long, or that a fenced volume will never
  * make durable. */
-static void release(void)
+void release(void)
 {
   uint64_t vdl = E.vol ? vol_vdl(E.vol) : 0;
   unsigned long long now = now_ms();
@@ -487,137 +193,6 @@ static void on_tick(uv_timer_t *t)
 {
   (void)t;
   release();
-}
-
-/* ---- the loop: the read lease ---------------------------------------------- */
-
-/* Log the lease's state when it changes (a lab watches it in the log). */
-static void lease_show(void)
-{
-  char why[300];
-  pthread_mutex_lock(&E.lmu);
-  int ok = lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);
-  pthread_mutex_unlock(&E.lmu);
-  if (ok != E.lease_shown) {
-    if (ok)
-      loginfo("read lease renewed: the coordinator confirms epoch %llu",
-              (unsigned long long)E.epoch);
-    else
-      logwarn("%s", why);
-  }
-  E.lease_shown = ok;
-}
-
-/* Ask the coordinator for the volume's epoch (its answer: on_probe_answer). */
-static void probe_send(void)
-{
-  if (E.probe == NULL || !E.probe->connected)
-    return;
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__Volume vh = AURALOG__VOLUME__INIT;
-  vh.name = E.volume;
-  vh.page_size = E.page_size;
-  vh.epoch = E.epoch;
-  env.req = ++E.probe_seq;
-  env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
-  env.volume = &vh;
-  unsigned long long at = now_ms();  /* before it leaves: never later */
-  if (conn_send(E.probe, &env) == 0) {
-    pthread_mutex_lock(&E.lmu);
-    lease_sent(&E.lease, env.req, at);
-    pthread_mutex_unlock(&E.lmu);
-  }
-}
-
-/* A newer epoch: fence the volume for good (its writes and page reads
- * fail from now on, as after a node's refusal). */
-static void lease_fence(void)
-{
-  char why[300];
-  pthread_mutex_lock(&E.lmu);
-  lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);
-  pthread_mutex_unlock(&E.lmu);
-  vol_fence(E.vol, why);
-  release();                 /* replies waiting on a fenced volume fail now */
-}
-
-static void on_probe_answer(struct conn *c, const Env *env)
-{
-  (void)c;
-  if (env->body_case == AURALOG__ENVELOPE__BODY_VOLUME) {
-    pthread_mutex_lock(&E.lmu);
-    enum lease_event ev = lease_answer(&E.lease, env->req, env->volume->epoch);
-    pthread_mutex_unlock(&E.lmu);
-    if (ev == LEASE_FENCED)
-      lease_fence();
-  } else if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
-    pthread_mutex_lock(&E.lmu);
-    lease_drop(&E.lease, env->req);
-    pthread_mutex_unlock(&E.lmu);
-    if (E.lease_shown)
-      logwarn("read lease: the coordinator refused a probe: %s", env->error->msg);
-  }
-  lease_show();
-}
-
-static void on_probe_connected(struct conn *c, int status)
-{
-  if (status == 0 && c == E.probe)
-    probe_send();
-}
-
-static void on_probe_closed(struct conn *c)
-{
-  if (E.probe != c)
-    return;
-  E.probe = NULL;
-  E.probe_retry_at = now_ms() + RECONNECT_MS;
-  pthread_mutex_lock(&E.lmu);
-  lease_lost(&E.lease);      /* no answer comes on a closed conn */
-  pthread_mutex_unlock(&E.lmu);
-}
-
-static void on_probe_tick(uv_timer_t *t)
-{
-  (void)t;
-  if (E.probe == NULL) {
-    if (now_ms() >= E.probe_retry_at) {
-      E.probe = net_connect(E.loop, E.coord, on_probe_connected, on_probe_answer,
-                            on_probe_closed, &E);
-      if (E.probe == NULL)
-        E.probe_retry_at = now_ms() + RECONNECT_MS;
-    }
-  } else {
-    probe_send();
-  }
-  lease_show();
-}
-
-/* The first lease, before serving: the epoch came from the coordinator
- * after t0 (vol_open asked for it), so it holds from t0; recovery may
- * have taken longer than a lease, so ask once more, now, and wait. */
-static void lease_start(unsigned long long t0)
-{
-  char why[300];
-  lease_init(&E.lease, E.epoch, t0);
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Volume vh = AURALOG__VOLUME__INIT;
-  vh.name = E.volume;
-  vh.page_size = E.page_size;
-  vh.epoch = E.epoch;
-  req.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
-  req.volume = &vh;
-  uint64_t id = ++E.probe_seq;
-  lease_sent(&E.lease, id, now_ms());
-  Env *rep = rpc_once(E.coord, &req, RPC_TIMEOUT_MS, why, sizeof why);
-  if (rep && rpc_expect(rep, AURALOG__ENVELOPE__BODY_VOLUME, why, sizeof why) == 0 &&
-      lease_answer(&E.lease, id, rep->volume->epoch) == LEASE_FENCED)
-    lease_fence();
-  else if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_VOLUME)
-    logwarn("read lease: cannot ask the coordinator: %s", why);
-  wire_free(rep);
-  lease_drop(&E.lease, id);
-  E.lease_shown = 1;         /* log only a change from here on */
 }
 
 static void submit(struct job *j)
@@ -727,39 +302,6 @@ static void usage(FILE *f)
     "                     or sqlite-memory (in memory: the CPU ceiling)\n"
     "  --file PATH        the database file (not for sqlite-memory)\n",
     READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES);
-}
-
-/* Open a baseline's database and check it answers. */
-static void open_baseline(const char *file)
-{
-  size_t i = 0;
-  while (i < sizeof baselines / sizeof *baselines && strcmp(baselines[i].name, E.baseline))
-    i++;
-  if (i == sizeof baselines / sizeof *baselines)
-    die("engine: unknown baseline '%s' (say sqlite-wal-full, sqlite-delete-full or "
-        "sqlite-memory)", E.baseline);
-  if (strcmp(E.baseline, "sqlite-memory") == 0) {
-    if (file)
-      die("engine: sqlite-memory keeps no file; drop --file");
-    /* memdb with a name starting with '/': one database shared by every
-     * connection of this process. */
-    snprintf(E.uri, sizeof E.uri, "file:/auralog-bench?vfs=memdb");
-  } else {
-    if (file == NULL)
-      die("engine: --baseline %s needs --file PATH", E.baseline);
-    if (countvfs_register() != SQLITE_OK)
-      die("engine: cannot register the counting VFS");
-    for (const char *c = file; *c; c++)
-      if (*c == '?' || *c == '#' || *c == '%')
-        die("engine: --file: '%s' has a character a URI would misread", file);
-    snprintf(E.uri, sizeof E.uri, "file:%s?vfs=count", file);
-  }
-  if ((E.root = open_db()) == NULL)
-    die("engine: cannot open %s (see the log above)", E.uri);
-  char *err = NULL;
-  if (sqlite3_exec(E.root, "SELECT count(*) FROM sqlite_schema", NULL, NULL, &err) != SQLITE_OK)
-    die("engine: %s: %s", E.uri, err ? err : "unreadable");
-  loginfo("baseline %s: stock SQLite %s at %s", E.baseline, sqlite3_libversion(), E.uri);
 }
 
 int engine_main(int argc, char **argv)

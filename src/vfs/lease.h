@@ -26,7 +26,7 @@
  * unreachable, or does not answer) runs out: the engine then refuses to
  * serve until an answer renews it.
  *
- * No I/O, no clock, no threads: the engine server (engine.c) passes the
+ * No I/O, no clock, no threads: the engine server (vfs/probe.c) passes the
  * times in and calls these under its own lock.
  */
 #ifndef AURALOG_LEASE_H

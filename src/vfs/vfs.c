@@ -1,5 +1,5 @@
 /*
- * vfs.c: the "auralog" SQLite VFS (see vfs.h).
+ * vfs.c: the "auralog" SQLite VFS (see vfs.h): its main database file.
  *
  * The commit boundary (Debian's SQLite has no batch-atomic writes, so it
  * is built from the pager's calls on the main database):
@@ -25,97 +25,25 @@
  * RESERVED, PENDING, EXCLUSIVE rules among the connections of this
  * process. The connection holding RESERVED is the writer and owns the
  * overlay.
+ *
+ * The rest of the VFS (vfs_int.h): journal.c, the rollback journal;
+ * vfsreg.c, the VFS object SQLite calls by name (registration, xOpen with
+ * the URI's parameters, xDelete, xAccess) and the volumes open here.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/addr.h"
 #include "lib/log.h"
 #include "param.h"
 #include "record.h"
 #include "vfs/cache.h"
 #include "vfs/diff.h"
 #include "vfs/vfs.h"
+#include "vfs/vfs_int.h"
 #include "vfs/volume.h"
 #include "wire.h"
-
-/* A volume open in this process, shared by its connections. */
-struct vvol {
-  char name[NAME_MAX_LEN + 1];
-  int refs;
-  struct volume *vol;
-  uint32_t ps;                 /* volume page size */
-  pthread_mutex_t mu;          /* guards everything below */
-  struct pagemap cache;        /* buffer cache: committed pages + page LSN */
-  size_t cache_pages;          /* its size (URI cache_pages=N, default CACHE_PAGES) */
-  uint64_t size;               /* committed file size in bytes */
-  int nshared;                 /* connections holding SHARED or more */
-  struct afile *reserved, *pending, *exclusive;
-  struct afile *writer;        /* owner of the overlay */
-  struct pagemap ov;           /* the write transaction's pages */
-  uint64_t ov_size;
-  int shipped;
-  int poisoned;
-  char poison[400];
-  /* ship()'s working space, kept from commit to commit (under mu): a
-   * commit is on the engine's hot path, and this is 70 KB at 4 KiB pages. */
-  struct drange *lits, *split;
-  uint8_t *work;
-  struct vvol *next;
-};
-
-/* A heap file: the rollback journal. */
-struct hfile {
-  char *name;
-  uint8_t *data;
-  size_t size, cap;
-  int refs;
-  struct hfile *next;
-};
-
-enum { F_MAIN, F_JOURNAL };
-
-struct afile {
-  sqlite3_file base;
-  int kind;
-  int lock;
-  struct vvol *vv;             /* F_MAIN */
-  struct hfile *hf;            /* F_JOURNAL */
-  uint64_t commit_lsn;         /* last commit, for the engine server */
-  char err[512];
-};
-
-static sqlite3_vfs *base_vfs;
-static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct vvol *vols;
-static struct hfile *hfiles;
-static char engine_addr[ADDR_MAX_LEN + 1];
-static int async_commit;
-static int ship_pages;         /* ship whole pages, not deltas (a baseline) */
-
-/* ---- heap files ------------------------------------------------------------ */
-
-static struct hfile *hf_find(const char *name)
-{
-  for (struct hfile *h = hfiles; h; h = h->next)
-    if (strcmp(h->name, name) == 0)
-      return h;
-  return NULL;
-}
-
-static void hf_drop(struct hfile *h)
-{
-  struct hfile **pp = &hfiles;
-  while (*pp && *pp != h)
-    pp = &(*pp)->next;
-  if (*pp)
-    *pp = h->next;
-  free(h->name);
-  free(h->data);
-  free(h);
-}
 
 /* ---- main database: pages --------------------------------------------------- */
 
@@ -127,7 +55,7 @@ static void set_err(struct afile *f, const char *why)
 
 /* In-header database size of page 1, in bytes (0 if page 1 is not a
  * database header). */
-static uint64_t header_size(const uint8_t *p1)
+uint64_t header_size(const uint8_t *p1)
 {
   if (memcmp(p1, "SQLite format 3", 16) != 0)
     return 0;
@@ -286,7 +214,7 @@ static int a_truncate(sqlite3_file *pf, sqlite3_int64 size)
   return SQLITE_OK;
 }
 
-static int a_sync(sqlite3_file *pf, int flags)
+int a_sync(sqlite3_file *pf, int flags)
 {
   (void)pf;
   (void)flags;                 /* durability happens at FCNTL_SYNC */
@@ -538,13 +466,13 @@ static int a_check_reserved(sqlite3_file *pf, int *out)
   return SQLITE_OK;
 }
 
-static int a_sector_size(sqlite3_file *pf)
+int a_sector_size(sqlite3_file *pf)
 {
   (void)pf;
   return 4096;
 }
 
-static int a_device(sqlite3_file *pf)
+int a_device(sqlite3_file *pf)
 {
   (void)pf;
   return SQLITE_IOCAP_POWERSAFE_OVERWRITE | SQLITE_IOCAP_SAFE_APPEND |
@@ -577,293 +505,8 @@ static int a_close(sqlite3_file *pf)
   return SQLITE_OK;
 }
 
-static const sqlite3_io_methods main_methods = {
+const sqlite3_io_methods main_methods = {
   1, a_close, a_read, a_write, a_truncate, a_sync, a_file_size, a_lock, a_unlock,
   a_check_reserved, a_file_control, a_sector_size, a_device,
   NULL, NULL, NULL, NULL, NULL, NULL,
 };
-
-/* ---- journal: a heap file ------------------------------------------------------ */
-
-static int h_close(sqlite3_file *pf)
-{
-  struct afile *f = (struct afile *)pf;
-  pthread_mutex_lock(&reg_mu);
-  if (--f->hf->refs == 0 && f->hf->size == 0)
-    hf_drop(f->hf);
-  pthread_mutex_unlock(&reg_mu);
-  return SQLITE_OK;
-}
-
-static int h_read(sqlite3_file *pf, void *buf, int amt, sqlite3_int64 off)
-{
-  struct hfile *h = ((struct afile *)pf)->hf;
-  size_t o = (size_t)off, n = (size_t)amt;
-  if (o >= h->size) {
-    memset(buf, 0, n);
-    return SQLITE_IOERR_SHORT_READ;
-  }
-  size_t have = h->size - o < n ? h->size - o : n;
-  memcpy(buf, h->data + o, have);
-  if (have < n) {
-    memset((uint8_t *)buf + have, 0, n - have);
-    return SQLITE_IOERR_SHORT_READ;
-  }
-  return SQLITE_OK;
-}
-
-static int h_write(sqlite3_file *pf, const void *buf, int amt, sqlite3_int64 off)
-{
-  struct hfile *h = ((struct afile *)pf)->hf;
-  size_t end = (size_t)off + (size_t)amt;
-  if (end > h->cap) {
-    size_t cap = h->cap ? h->cap : 65536;
-    while (cap < end)
-      cap *= 2;
-    uint8_t *d = realloc(h->data, cap);
-    if (d == NULL)
-      return SQLITE_IOERR_NOMEM;
-    h->data = d;
-    h->cap = cap;
-  }
-  if ((size_t)off > h->size)
-    memset(h->data + h->size, 0, (size_t)off - h->size);
-  memcpy(h->data + off, buf, (size_t)amt);
-  if (end > h->size)
-    h->size = end;
-  return SQLITE_OK;
-}
-
-static int h_truncate(sqlite3_file *pf, sqlite3_int64 size)
-{
-  struct hfile *h = ((struct afile *)pf)->hf;
-  if ((size_t)size < h->size)
-    h->size = (size_t)size;
-  return SQLITE_OK;
-}
-
-static int h_file_size(sqlite3_file *pf, sqlite3_int64 *size)
-{
-  *size = (sqlite3_int64)((struct afile *)pf)->hf->size;
-  return SQLITE_OK;
-}
-
-static int h_lock(sqlite3_file *pf, int level)
-{
-  (void)pf;
-  (void)level;
-  return SQLITE_OK;
-}
-
-static int h_check_reserved(sqlite3_file *pf, int *out)
-{
-  (void)pf;
-  *out = 0;
-  return SQLITE_OK;
-}
-
-static int h_file_control(sqlite3_file *pf, int op, void *arg)
-{
-  (void)pf;
-  (void)op;
-  (void)arg;
-  return SQLITE_NOTFOUND;
-}
-
-static const sqlite3_io_methods heap_methods = {
-  1, h_close, h_read, h_write, h_truncate, a_sync, h_file_size, h_lock, h_lock,
-  h_check_reserved, h_file_control, a_sector_size, a_device,
-  NULL, NULL, NULL, NULL, NULL, NULL,
-};
-
-/* ---- the VFS ----------------------------------------------------------------------- */
-
-static int open_main(struct afile *f, const char *name, char *why, size_t whylen)
-{
-  const char *coord = addr_coord(sqlite3_uri_parameter(name, "coord"));
-  pthread_mutex_lock(&reg_mu);
-  struct vvol *vv = vols;
-  while (vv && strcmp(vv->name, name) != 0)
-    vv = vv->next;
-  if (vv) {
-    vv->refs++;
-    pthread_mutex_unlock(&reg_mu);
-    f->vv = vv;
-    return 0;
-  }
-  /* Opening the volume is a recovery: keep reg_mu so no one else opens
-   * the same volume meanwhile. */
-  struct volume *vol = vol_open(coord, name, engine_addr, why, whylen);
-  if (vol == NULL) {
-    pthread_mutex_unlock(&reg_mu);
-    return -1;
-  }
-  vv = calloc(1, sizeof *vv);
-  snprintf(vv->name, sizeof vv->name, "%s", name);
-  vv->refs = 1;
-  vv->vol = vol;
-  vv->ps = vol_page_size(vol);
-  /* A small cache (a lab's, a test's) makes reads go to storage. */
-  sqlite3_int64 cp = sqlite3_uri_int64(name, "cache_pages", CACHE_PAGES);
-  vv->cache_pages = cp < 8 ? 8 : (size_t)cp;
-  pthread_mutex_init(&vv->mu, NULL);
-  pm_init(&vv->cache, vv->ps);
-  pm_init(&vv->ov, vv->ps);
-  /* The committed size from page 1's header. */
-  uint8_t *p1 = malloc(vv->ps);
-  uint64_t lsn;
-  if (vol_read(vol, 0, p1, &lsn, why, whylen) != 0) {
-    free(p1);
-    pm_free(&vv->cache);
-    pm_free(&vv->ov);
-    free(vv);
-    pthread_mutex_unlock(&reg_mu);
-    vol_close(vol);
-    return -1;
-  }
-  vv->size = header_size(p1);
-  struct cpage *c = pm_put(&vv->cache, 0);
-  memcpy(c->data, p1, vv->ps);
-  c->lsn = lsn;
-  free(p1);
-  vv->ov_size = vv->size;
-  vv->next = vols;
-  vols = vv;
-  pthread_mutex_unlock(&reg_mu);
-  f->vv = vv;
-  return 0;
-}
-
-static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *pf, int flags,
-                  int *out_flags)
-{
-  (void)vfs;
-  struct afile *f = (struct afile *)pf;
-  memset(f, 0, sizeof *f);
-  if (name && (flags & SQLITE_OPEN_MAIN_DB)) {
-    char why[256];
-    if (!wire_name_ok(name)) {
-      errmsg("'%s' is not a volume name (1-%d of A-Z a-z 0-9 _ . -)", name, NAME_MAX_LEN);
-      return SQLITE_CANTOPEN;
-    }
-    if (open_main(f, name, why, sizeof why) != 0) {
-      errmsg("cannot open volume %s: %s", name, why);
-      sqlite3_log(SQLITE_CANTOPEN, "auralog: cannot open volume %s: %s", name, why);
-      return SQLITE_CANTOPEN;
-    }
-    f->kind = F_MAIN;
-    f->base.pMethods = &main_methods;
-    if (out_flags)
-      *out_flags = flags;
-    return SQLITE_OK;
-  }
-  if (name && (flags & SQLITE_OPEN_MAIN_JOURNAL)) {
-    pthread_mutex_lock(&reg_mu);
-    struct hfile *h = hf_find(name);
-    if (h == NULL) {
-      h = calloc(1, sizeof *h);
-      h->name = strdup(name);
-      h->next = hfiles;
-      hfiles = h;
-    }
-    h->refs++;
-    pthread_mutex_unlock(&reg_mu);
-    f->kind = F_JOURNAL;
-    f->hf = h;
-    f->base.pMethods = &heap_methods;
-    if (out_flags)
-      *out_flags = flags;
-    return SQLITE_OK;
-  }
-  /* Temporary files and anything else: the default VFS opens its own
-   * file struct in place (szOsFile covers it), and its methods run on it. */
-  return base_vfs->xOpen(base_vfs, name, pf, flags, out_flags);
-}
-
-static int v_delete(sqlite3_vfs *vfs, const char *name, int sync)
-{
-  (void)vfs;
-  pthread_mutex_lock(&reg_mu);
-  struct hfile *h = hf_find(name);
-  if (h) {
-    h->size = 0;
-    if (h->refs == 0)
-      hf_drop(h);
-    pthread_mutex_unlock(&reg_mu);
-    return SQLITE_OK;
-  }
-  struct vvol *vv = vols;
-  while (vv && strcmp(vv->name, name) != 0)
-    vv = vv->next;
-  pthread_mutex_unlock(&reg_mu);
-  if (vv)
-    return SQLITE_IOERR_DELETE;       /* in use */
-  if (wire_name_ok(name)) {
-    char why[256];
-    return vol_drop(addr_coord(NULL), name, why, sizeof why) == 0 ? SQLITE_OK
-                                                                  : SQLITE_IOERR_DELETE_NOENT;
-  }
-  return base_vfs->xDelete(base_vfs, name, sync);
-}
-
-static int v_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
-{
-  (void)vfs;
-  pthread_mutex_lock(&reg_mu);
-  struct hfile *h = hf_find(name);
-  *out = h && h->size > 0;
-  pthread_mutex_unlock(&reg_mu);
-  if (h || wire_name_ok(name))
-    return SQLITE_OK;                 /* journals: in memory; volumes: always there */
-  return base_vfs->xAccess(base_vfs, name, flags, out);
-}
-
-static int v_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
-{
-  (void)vfs;
-  sqlite3_snprintf(n, out, "%s", name);
-  return SQLITE_OK;
-}
-
-static void *v_dlopen(sqlite3_vfs *v, const char *p) { (void)v; return base_vfs->xDlOpen(base_vfs, p); }
-static void v_dlerror(sqlite3_vfs *v, int n, char *o) { (void)v; base_vfs->xDlError(base_vfs, n, o); }
-static void (*v_dlsym(sqlite3_vfs *v, void *h, const char *s))(void)
-{
-  (void)v;
-  return base_vfs->xDlSym(base_vfs, h, s);
-}
-static void v_dlclose(sqlite3_vfs *v, void *h) { (void)v; base_vfs->xDlClose(base_vfs, h); }
-static int v_random(sqlite3_vfs *v, int n, char *o) { (void)v; return base_vfs->xRandomness(base_vfs, n, o); }
-static int v_sleep(sqlite3_vfs *v, int us) { (void)v; return base_vfs->xSleep(base_vfs, us); }
-static int v_time(sqlite3_vfs *v, double *t) { (void)v; return base_vfs->xCurrentTime(base_vfs, t); }
-static int v_lasterr(sqlite3_vfs *v, int n, char *o) { (void)v; return base_vfs->xGetLastError(base_vfs, n, o); }
-static int v_time64(sqlite3_vfs *v, sqlite3_int64 *t)
-{
-  (void)v;
-  return base_vfs->xCurrentTimeInt64(base_vfs, t);
-}
-
-static sqlite3_vfs auralog_vfs = {
-  2, 0, 512, NULL, "auralog", NULL, v_open, v_delete, v_access, v_full_pathname,
-  v_dlopen, v_dlerror, v_dlsym, v_dlclose, v_random, v_sleep, v_time, v_lasterr,
-  v_time64, NULL, NULL, NULL,
-};
-
-void auralog_vfs_ship_pages(int on)
-{
-  ship_pages = on;
-}
-
-int auralog_vfs_register(int make_default, const char *addr, int async)
-{
-  if (sqlite3_vfs_find("auralog"))
-    return SQLITE_OK;
-  base_vfs = sqlite3_vfs_find(NULL);
-  if (base_vfs == NULL)
-    return SQLITE_ERROR;
-  snprintf(engine_addr, sizeof engine_addr, "%s", addr ? addr : "");
-  async_commit = async;
-  int sz = (int)sizeof(struct afile);
-  auralog_vfs.szOsFile = sz > base_vfs->szOsFile ? sz : base_vfs->szOsFile;
-  return sqlite3_vfs_register(&auralog_vfs, make_default);
-}

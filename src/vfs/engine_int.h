@@ -1,0 +1,94 @@
+/*
+ * engine_int.h: the inside of `auralog engine` (engine.c). The server's
+ * three parts share one state, E (one engine a process):
+ *   engine.c  the loop: clients, replies waiting for the VDL, signals, the
+ *             command line
+ *   worker.c  the worker thread: SQLite runs a client's statements; the
+ *             connections, on the volume or on a baseline
+ *   probe.c   the read lease: the loop asks the coordinator for the
+ *             volume's epoch
+ * Nothing else includes it; the engine's interface is engine_main (roles.h).
+ */
+#ifndef AURALOG_ENGINE_INT_H
+#define AURALOG_ENGINE_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "net.h"
+#include "param.h"
+#include "vfs/lease.h"
+#include "vfs/volume.h"
+
+/* A request for the worker, and then its answer for the loop. */
+struct job {
+  struct conn *c;            /* referenced while the job lives */
+  uint64_t req;
+  char *sql;                 /* NULL: close the client's database */
+  sqlite3 *db;
+  uint8_t *frame;            /* the packed reply */
+  size_t len;
+  uint64_t commit_lsn;       /* the request's own last commit (0: none) */
+  uint64_t wait_lsn;         /* the reply goes out once vdl >= this */
+  unsigned long long at;     /* when the reply was ready */
+  struct job *next;
+};
+
+struct engine {
+  uv_loop_t *loop;
+  char volume[NAME_MAX_LEN + 1];
+  char uri[1200];
+  const char *baseline;      /* NULL, or the stock SQLite it runs instead */
+  int ship_pages;
+  int reads_immediate;       /* --reads immediate: a read's reply does not wait */
+  const char *coord;
+  sqlite3 *root;             /* keeps the volume open */
+  struct volume *vol;
+  pthread_t worker;
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  struct job *todo, **todo_tail;   /* for the worker */
+  struct job *done, **done_tail;   /* for the loop */
+  struct job *waiting;             /* replies waiting for the VDL, by LSN */
+  uv_async_t wake;
+  uv_timer_t tick;
+  uv_signal_t sigterm, sigint;
+  int stopping;
+  /* The read lease (a volume only): lmu guards lease (the worker checks
+   * it, the loop renews it); the probe conn and timer are the loop's. */
+  pthread_mutex_t lmu;
+  struct lease lease;
+  uint64_t epoch;
+  uint32_t page_size;
+  struct conn *probe;
+  unsigned long long probe_retry_at;
+  uint64_t probe_seq;
+  uv_timer_t probe_tick;
+  int lease_shown;           /* the last lease state logged: 1 valid, 0 not */
+};
+
+extern struct engine E;
+
+/* engine.c: send every waiting reply whose wait is over; fail those that
+ * waited too long or that a fenced volume will never make durable. */
+void release(void);
+
+/* worker.c: a new SQLite connection to E.uri (the volume, or the
+ * baseline's database), or NULL (logged). */
+sqlite3 *open_db(void);
+/* Check E.baseline names one, set E.uri to its database and open E.root;
+ * dies on an error. */
+void open_baseline(const char *file);
+/* The worker thread: runs E.todo's jobs, hands them to E.done. */
+void *worker_main(void *arg);
+
+/* probe.c: the first lease, before serving (t0: before vol_open asked the
+ * coordinator for the epoch). Then every ENGINE_STAT_MS, on the loop,
+ * on_probe_tick renews it (and reconnects). */
+void lease_start(unsigned long long t0);
+void on_probe_tick(uv_timer_t *t);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * vfs_int.h: the inside of the auralog VFS (vfs.h). Its files share it:
+ *   vfs.c      the main database file: pages through the overlay and the
+ *              buffer cache, the commit (diff and ship), locks
+ *   journal.c  the rollback journal: a heap file
+ *   vfsreg.c   the VFS itself: registration, xOpen (a volume from its
+ *              URI, the journal, anything else to the default VFS),
+ *              xDelete, xAccess; the volumes open in this process
+ * Nothing else includes it.
+ */
+#ifndef AURALOG_VFS_INT_H
+#define AURALOG_VFS_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "param.h"
+#include "vfs/cache.h"
+#include "vfs/diff.h"
+
+/* A volume open in this process, shared by its connections. */
+struct vvol {
+  char name[NAME_MAX_LEN + 1];
+  int refs;
+  struct volume *vol;
+  uint32_t ps;                 /* volume page size */
+  pthread_mutex_t mu;          /* guards everything below */
+  struct pagemap cache;        /* buffer cache: committed pages + page LSN */
+  size_t cache_pages;          /* its size (URI cache_pages=N, default CACHE_PAGES) */
+  uint64_t size;               /* committed file size in bytes */
+  int nshared;                 /* connections holding SHARED or more */
+  struct afile *reserved, *pending, *exclusive;
+  struct afile *writer;        /* owner of the overlay */
+  struct pagemap ov;           /* the write transaction's pages */
+  uint64_t ov_size;
+  int shipped;
+  int poisoned;
+  char poison[400];
+  /* ship()'s working space, kept from commit to commit (under mu): a
+   * commit is on the engine's hot path, and this is 70 KB at 4 KiB pages. */
+  struct drange *lits, *split;
+  uint8_t *work;
+  struct vvol *next;
+};
+
+/* A heap file: the rollback journal. */
+struct hfile {
+  char *name;
+  uint8_t *data;
+  size_t size, cap;
+  int refs;
+  struct hfile *next;
+};
+
+enum { F_MAIN, F_JOURNAL };
+
+struct afile {
+  sqlite3_file base;
+  int kind;
+  int lock;
+  struct vvol *vv;             /* F_MAIN */
+  struct hfile *hf;            /* F_JOURNAL */
+  uint64_t commit_lsn;         /* last commit, for the engine server */
+  char err[512];
+};
+
+/* The registry (vfsreg.c). reg_mu guards vols, hfiles and each volume's
+ * and heap file's refs. */
+extern pthread_mutex_t reg_mu;
+extern struct vvol *vols;
+extern struct hfile *hfiles;
+extern int async_commit;       /* the engine server waits for durability itself */
+extern int ship_pages;         /* ship whole pages, not deltas (a baseline) */
+
+/* vfs.c: the main database file's methods. */
+extern const sqlite3_io_methods main_methods;
+/* In-header database size of page 1, in bytes (0 if page 1 is not a
+ * database header). */
+uint64_t header_size(const uint8_t *p1);
+/* Methods the journal shares with the main file. */
+int a_sync(sqlite3_file *pf, int flags);
+int a_sector_size(sqlite3_file *pf);
+int a_device(sqlite3_file *pf);
+
+/* journal.c: the journal's methods; the heap file named name (NULL if
+ * none); forget h (under reg_mu). */
+extern const sqlite3_io_methods heap_methods;
+struct hfile *hf_find(const char *name);
+void hf_drop(struct hfile *h);
+
+#endif

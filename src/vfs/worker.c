@@ -1,0 +1,313 @@
+/*
+ * worker.c: the engine's worker thread, and its SQLite connections
+ * (engine_int.h; the server around it is engine.c).
+ *
+ * The loop hands the worker jobs (E.todo): a client's SQL, or closing a
+ * client's connection. The worker runs each on the client's own SQLite
+ * connection, one at a time, packs the reply and notes what it must wait
+ * for before it may go out (wait_lsn: its own commit, and with durable
+ * reads every commit its statements could see), then hands the job back
+ * (E.done, and a wake-up for the loop). A job is refused outright, with
+ * nothing run, while the volume is fenced or the read lease has run out.
+ *
+ * Connections open E.uri: the volume on the auralog VFS, or, for `auralog
+ * bench`, a baseline: stock SQLite behind the same server, worker and
+ * clients, so that only storage differs. Each has auralog_stats(), the
+ * engine's counters for the benchmark.
+ */
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "param.h"
+#include "vfs/countvfs.h"
+#include "vfs/engine_int.h"
+#include "vfs/lease.h"
+#include "vfs/vfs.h"
+#include "vfs/volume.h"
+#include "wire.h"
+
+static char *add_text(const unsigned char *t)
+{
+  return strdup(t ? (const char *)t : "");
+}
+
+/* Run every statement of j->sql on db; pack the reply into j. */
+static void run_sql(struct job *j)
+{
+  sqlite3 *db = j->db;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Rows rows = AURALOG__ROWS__INIT;
+  Auralog__Error err = AURALOG__ERROR__INIT;
+  size_t caprows = 0;
+  const char *tail = j->sql;
+  char *errtext = NULL;
+  int64_t before = sqlite3_total_changes64(db);
+  /* Every commit this request's statements can see is at or below the
+   * last one shipped now (one worker: nobody else commits meanwhile). */
+  uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
+  while (tail && *tail) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
+      errtext = strdup(sqlite3_errmsg(db));
+      break;
+    }
+    if (st == NULL)
+      continue;              /* whitespace or a comment */
+    int ncol = sqlite3_column_count(st);
+    if (ncol > 0) {
+      /* The columns of the last statement that returns rows. */
+      for (size_t i = 0; i < rows.n_columns; i++)
+        free(rows.columns[i]);
+      free(rows.columns);
+      rows.columns = calloc((size_t)ncol, sizeof *rows.columns);
+      rows.n_columns = (size_t)ncol;
+      for (int i = 0; i < ncol; i++)
+        rows.columns[i] = strdup(sqlite3_column_name(st, i));
+    }
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      if (rows.n_rows == caprows) {
+        caprows = caprows ? 2 * caprows : 16;
+        rows.rows = realloc(rows.rows, caprows * sizeof *rows.rows);
+      }
+      Auralog__Row *r = malloc(sizeof *r);
+      auralog__row__init(r);
+      r->n_values = (size_t)ncol;
+      r->values = calloc((size_t)ncol + 1, sizeof *r->values);
+      for (int i = 0; i < ncol; i++) {
+        Auralog__Value *v = malloc(sizeof *v);
+        auralog__value__init(v);
+        v->null = sqlite3_column_type(st, i) == SQLITE_NULL;
+        v->text = add_text(sqlite3_column_text(st, i));
+        r->values[i] = v;
+      }
+      rows.rows[rows.n_rows++] = r;
+    }
+    if (rc != SQLITE_DONE) {
+      const char *vfs_err = NULL;
+      if ((rc & 0xff) == SQLITE_IOERR)
+        sqlite3_file_control(db, "main", AURALOG_FCNTL_LAST_ERROR, &vfs_err);
+      size_t n = strlen(sqlite3_errmsg(db)) + (vfs_err ? strlen(vfs_err) : 0) + 8;
+      errtext = malloc(n);
+      snprintf(errtext, n, "%s%s%s", sqlite3_errmsg(db), vfs_err && *vfs_err ? ": " : "",
+               vfs_err ? vfs_err : "");
+    }
+    sqlite3_finalize(st);
+    if (errtext)
+      break;
+  }
+  uint64_t lsn = 0;
+  sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &lsn);
+  j->commit_lsn = lsn;
+  /* Durable reads: the reply (an error too: "UNIQUE constraint failed"
+   * tells of a row) waits for what it saw and for its own commit.
+   * Immediate: a commit's reply waits for it, anything else goes now. */
+  j->wait_lsn = E.reads_immediate || E.vol == NULL ? (errtext ? 0 : lsn)
+                                                   : (lsn > seen ? lsn : seen);
+  env.req = j->req;
+  if (errtext) {
+    err.code = ERR_BAD_MSG;
+    err.msg = errtext;
+    env.body_case = AURALOG__ENVELOPE__BODY_ERROR;
+    env.error = &err;
+  } else {
+    rows.changes = (uint64_t)(sqlite3_total_changes64(db) - before);
+    rows.commit_lsn = lsn;
+    env.body_case = AURALOG__ENVELOPE__BODY_ROWS;
+    env.rows = &rows;
+  }
+  j->frame = wire_frame(&env, &j->len);
+  if (j->frame == NULL) {
+    Env e2;
+    Auralog__Error e = AURALOG__ERROR__INIT;
+    wire_error(&e2, &e, j->req, ERR_BAD_MSG, "result too large for one reply (16 MiB)");
+    j->frame = wire_frame(&e2, &j->len);
+  }
+  for (size_t i = 0; i < rows.n_rows; i++) {
+    for (size_t k = 0; k < rows.rows[i]->n_values; k++) {
+      free(rows.rows[i]->values[k]->text);
+      free(rows.rows[i]->values[k]);
+    }
+    free(rows.rows[i]->values);
+    free(rows.rows[i]);
+  }
+  free(rows.rows);
+  for (size_t i = 0; i < rows.n_columns; i++)
+    free(rows.columns[i]);
+  free(rows.columns);
+  free(errtext);
+}
+
+/* SELECT auralog_stats(): this engine's counters as JSON, for `auralog
+ * bench` (which reads them before and after a run through the same SQL
+ * channel as its workload, for every system alike). */
+static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+  (void)argc;
+  (void)argv;
+  cJSON *o = cJSON_CreateObject();
+  if (E.vol) {
+    struct vol_stats st;
+    vol_get_stats(E.vol, &st);
+    cJSON_AddStringToObject(o, "system", E.ship_pages ? "auralog-pages" : "auralog");
+    cJSON_AddNumberToObject(o, "vdl", (double)st.vdl);
+    cJSON_AddNumberToObject(o, "commits", (double)st.commits);
+    cJSON_AddNumberToObject(o, "records", (double)st.records);
+    cJSON_AddNumberToObject(o, "redo_bytes", (double)st.redo_bytes);
+    cJSON_AddNumberToObject(o, "redo_msgs", (double)st.redo_msgs);
+    cJSON_AddNumberToObject(o, "pages_read", (double)st.pages_read);
+    cJSON_AddNumberToObject(o, "net_bytes_out", (double)st.net_bytes_out);
+    cJSON_AddNumberToObject(o, "net_msgs_out", (double)st.net_msgs_out);
+    cJSON_AddNumberToObject(o, "net_bytes_in", (double)st.net_bytes_in);
+    cJSON_AddNumberToObject(o, "net_msgs_in", (double)st.net_msgs_in);
+    cJSON_AddNumberToObject(o, "syncs", 0);   /* the engine has no disk */
+  } else {
+    uint64_t syncs, bytes;
+    countvfs_get(&syncs, &bytes);
+    cJSON_AddStringToObject(o, "system", E.baseline);
+    cJSON_AddNumberToObject(o, "syncs", (double)syncs);
+    cJSON_AddNumberToObject(o, "bytes_written", (double)bytes);
+  }
+  char *txt = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  sqlite3_result_text(ctx, txt, -1, free);
+}
+
+/* Baselines (`auralog bench`): stock SQLite in place of the volume, behind
+ * the same server, worker and clients, so that only storage differs. Each
+ * is durable as SQLite can be made (synchronous=FULL: a commit returns
+ * after its fsync), except the in-memory one, which is the ceiling of the
+ * engine's CPU: everything auralog does minus storage. */
+static const struct baseline {
+  const char *name;
+  const char *first;         /* for the first connection */
+  const char *conn;          /* for every other */
+} baselines[] = {
+  {"sqlite-wal-full", "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
+   "PRAGMA synchronous=FULL;"},
+  {"sqlite-delete-full", "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;",
+   "PRAGMA synchronous=FULL;"},
+  {"sqlite-memory", "", ""},
+};
+
+sqlite3 *open_db(void)
+{
+  sqlite3 *db = NULL;
+  const char *vfs = E.baseline == NULL ? "auralog" : NULL;
+  if (sqlite3_open_v2(E.uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
+                      vfs) != SQLITE_OK) {
+    logwarn("cannot open %s: %s", E.uri, db ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    return NULL;
+  }
+  sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
+  /* Another connection's commit is never in the way (the worker runs one
+   * request at a time), but a baseline's checkpoint might be. */
+  sqlite3_busy_timeout(db, 5000);
+  for (size_t i = 0; E.baseline && i < sizeof baselines / sizeof *baselines; i++) {
+    char *err = NULL;
+    /* The journal mode is the database's (set once, by the first
+     * connection); synchronous is each connection's. */
+    if (strcmp(E.baseline, baselines[i].name) == 0 &&
+        sqlite3_exec(db, E.root ? baselines[i].conn : baselines[i].first, NULL, NULL,
+                     &err) != SQLITE_OK) {
+      logwarn("%s: %s", E.baseline, err ? err : "cannot set its pragmas");
+      sqlite3_free(err);
+      sqlite3_close(db);
+      return NULL;
+    }
+  }
+  return db;
+}
+
+/* Open a baseline's database and check it answers. */
+void open_baseline(const char *file)
+{
+  size_t i = 0;
+  while (i < sizeof baselines / sizeof *baselines && strcmp(baselines[i].name, E.baseline))
+    i++;
+  if (i == sizeof baselines / sizeof *baselines)
+    die("engine: unknown baseline '%s' (say sqlite-wal-full, sqlite-delete-full or "
+        "sqlite-memory)", E.baseline);
+  if (strcmp(E.baseline, "sqlite-memory") == 0) {
+    if (file)
+      die("engine: sqlite-memory keeps no file; drop --file");
+    /* memdb with a name starting with '/': one database shared by every
+     * connection of this process. */
+    snprintf(E.uri, sizeof E.uri, "file:/auralog-bench?vfs=memdb");
+  } else {
+    if (file == NULL)
+      die("engine: --baseline %s needs --file PATH", E.baseline);
+    if (countvfs_register() != SQLITE_OK)
+      die("engine: cannot register the counting VFS");
+    for (const char *c = file; *c; c++)
+      if (*c == '?' || *c == '#' || *c == '%')
+        die("engine: --file: '%s' has a character a URI would misread", file);
+    snprintf(E.uri, sizeof E.uri, "file:%s?vfs=count", file);
+  }
+  if ((E.root = open_db()) == NULL)
+    die("engine: cannot open %s (see the log above)", E.uri);
+  char *err = NULL;
+  if (sqlite3_exec(E.root, "SELECT count(*) FROM sqlite_schema", NULL, NULL, &err) != SQLITE_OK)
+    die("engine: %s: %s", E.uri, err ? err : "unreadable");
+  loginfo("baseline %s: stock SQLite %s at %s", E.baseline, sqlite3_libversion(), E.uri);
+}
+
+/* May the engine serve now? A fenced writer never again; one whose read
+ * lease ran out not until it is renewed. 0, or -1 with j's error reply. */
+static int refuse(struct job *j)
+{
+  char why[400];
+  uint32_t code = ERR_STALE_EPOCH;
+  if (E.vol == NULL)
+    return 0;                /* a baseline: no volume, no other writer */
+  if (!vol_fenced(E.vol, why, sizeof why)) {
+    pthread_mutex_lock(&E.lmu);
+    int ok = lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);
+    if (!ok && E.lease.fenced_by == 0)
+      code = ERR_UNAVAILABLE;
+    pthread_mutex_unlock(&E.lmu);
+    if (ok)
+      return 0;
+  }
+  Env env;
+  Auralog__Error e = AURALOG__ERROR__INIT;
+  wire_error(&env, &e, j->req, code, why);
+  j->frame = wire_frame(&env, &j->len);
+  j->commit_lsn = j->wait_lsn = 0;   /* it saw nothing: out at once */
+  return -1;
+}
+
+void *worker_main(void *arg)
+{
+  (void)arg;
+  pthread_mutex_lock(&E.mu);
+  for (;;) {
+    while (E.todo == NULL && !E.stopping)
+      pthread_cond_wait(&E.cond, &E.mu);
+    if (E.todo == NULL)
+      break;
+    struct job *j = E.todo;
+    E.todo = j->next;
+    if (E.todo == NULL)
+      E.todo_tail = &E.todo;
+    pthread_mutex_unlock(&E.mu);
+    if (j->sql == NULL) {
+      sqlite3_close(j->db);  /* the client went away */
+      j->db = NULL;
+    } else if (refuse(j) == 0) {
+      run_sql(j);
+    }
+    pthread_mutex_lock(&E.mu);
+    j->next = NULL;
+    *E.done_tail = j;
+    E.done_tail = &j->next;
+    uv_async_send(&E.wake);
+  }
+  pthread_mutex_unlock(&E.mu);
+  return NULL;
+}
