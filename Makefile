@@ -40,7 +40,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease kv simnet meta
+UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease kv simnet meta sim
 INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
@@ -126,7 +126,15 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; \
 	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
 
+# The long campaigns: 10,000 simulator seeds (two processes, one per core),
+# then 500 crash points on real processes.
+SIM_SEEDS ?= 10000
 torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/auralog
+	@half=$$(( $(SIM_SEEDS) / 2 )); \
+	  $(B)/auralog sim --seeds 1..$$half > $(B)/sim-torture-1.log 2>&1 & p=$$!; \
+	  $(B)/auralog sim --seeds $$(( half + 1 ))..$(SIM_SEEDS) > $(B)/sim-torture-2.log 2>&1; r2=$$?; \
+	  wait $$p; r1=$$?; cat $(B)/sim-torture-1.log $(B)/sim-torture-2.log; \
+	  [ $$r1 -eq 0 ] && [ $$r2 -eq 0 ] || { echo "simulator: violations (replay lines above)"; exit 1; }
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 
 demo: $(B)/auralog

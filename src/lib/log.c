@@ -23,7 +23,7 @@ void log_quiet(int q)
 
 void logf_(const char *level, const char *fmt, ...)
 {
-  if (quiet && level[0] == 'i')
+  if ((quiet && level[0] == 'i') || quiet >= 2)
     return;
   struct timespec ts;
   struct tm tm;

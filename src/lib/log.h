@@ -6,8 +6,9 @@
 #define AURALOG_LOG_H
 
 void log_role(const char *role);
-/* Quiet: drop info lines, keep warnings (the SQLite extension in a
- * user's shell). */
+/* Quiet 1: drop info lines, keep warnings (the SQLite extension in a
+ * user's shell); 2: drop warnings too (the simulator, whose many cores'
+ * warnings are its runs' business); 0: everything. */
 void log_quiet(int quiet);
 void logf_(const char *level, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));

@@ -151,6 +151,9 @@ void check_end(struct world *w)
                   (unsigned long long)wr->v->pgs[s->pg].durable_tail);
     }
   }
+  if (!w->stop && (w->sweep < SIM_PGS * SIM_PAGES || (wr && wr->nreads)))
+    violation(w, "liveness: the final reads of every page did not finish within %d ms "
+              "(%d of %d started)", SIM_SETTLE_MS, w->sweep, SIM_PGS * SIM_PAGES);
   for (size_t i = 0; i < w->ntxs; i++)
     w->res->tx_truncated += w->txs[i].state == TX_TRUNCATED;
 }

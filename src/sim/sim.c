@@ -164,8 +164,7 @@ static void replay_line(FILE *f, const struct sim_opts *o, const struct fault_ev
   fprintf(f, "\n");
 }
 
-/* One run. */
-static void run(const struct sim_opts *o, struct sim_result *r)
+void sim_run(const struct sim_opts *o, struct sim_result *r)
 {
   planted_bugs = o->bugs;
   struct world *w = world_new(o);
@@ -190,13 +189,13 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
     fprintf(f, "  %s\n", r->first);
 }
 
-/* Drop faults one at a time while the run still fails; then shorten them. */
-static void shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n)
+size_t sim_shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n, int verbose)
 {
   struct sim_opts o = *o0;
   struct sim_result r;
   int changed = 1;
-  fprintf(stderr, "shrinking a schedule of %zu faults...\n", n);
+  if (verbose)
+    fprintf(stderr, "shrinking a schedule of %zu faults...\n", n);
   while (changed) {
     changed = 0;
     for (size_t i = 0; i < n; i++) {
@@ -204,12 +203,13 @@ static void shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n)
       memmove(s + i, s + i + 1, (n - i - 1) * sizeof *s);
       o.sched = s;
       o.nsched = n - 1;
-      run(&o, &r);
+      sim_run(&o, &r);
       free(r.sched);
       if (r.violations) {
         n--;
         changed = 1;
-        fprintf(stderr, "  %zu faults still fail: %s\n", n, r.first);
+        if (verbose)
+          fprintf(stderr, "  %zu faults still fail: %s\n", n, r.first);
         i--;
         continue;
       }
@@ -217,10 +217,7 @@ static void shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n)
       s[i] = keep;
     }
   }
-  o.sched = s;
-  o.nsched = n;
-  printf("smallest failing schedule (%zu fault%s); replay with:\n  ", n, n == 1 ? "" : "s");
-  replay_line(stdout, &o, s, n);
+  return n;
 }
 
 int sim_main(int argc, char **argv)
@@ -279,7 +276,7 @@ int sim_main(int argc, char **argv)
     die("sim: unexpected argument '%s' (see auralog sim --help)", argv[optind]);
   if (o.time_ms < 1000)
     die("sim: --time must be at least 1000 ms");
-  log_quiet(1);
+  log_quiet(o.verbose ? 1 : 2);
   if (!many) {
     first = last = o.seed;
     if (trace)
@@ -293,7 +290,7 @@ int sim_main(int argc, char **argv)
   for (uint64_t seed = first; seed <= last; seed++) {
     o.seed = seed;
     struct sim_result r;
-    run(&o, &r);
+    sim_run(&o, &r);
     seeds++;
     steps += r.steps;
     sim_ms += r.sim_ms;
@@ -318,16 +315,25 @@ int sim_main(int argc, char **argv)
         ot.trace = fopen(path, "w");
         if (ot.trace) {
           struct sim_result rt;
-          run(&ot, &rt);
+          sim_run(&ot, &rt);
           free(rt.sched);
           fclose(ot.trace);
           printf("  trace: %s\n", path);
         }
       }
-      if (do_shrink && !many && r.nsched > 0)
-        shrink(&o, r.sched, r.nsched);
+      if (do_shrink && !many && r.nsched > 0) {
+        size_t n = sim_shrink(&o, r.sched, r.nsched, 1);
+        struct sim_opts os = o;
+        printf("smallest failing schedule (%zu fault%s); replay with:\n  ", n,
+               n == 1 ? "" : "s");
+        replay_line(stdout, &os, r.sched, n);
+      }
     }
     free(r.sched);
+    if (many && seeds % 1000 == 0 && seed < last)
+      fprintf(stderr, "sim: %llu of %llu seeds, %llu with a violation, %.0f s\n",
+              (unsigned long long)seeds, (unsigned long long)(last - first + 1),
+              (unsigned long long)failed, wall_s() - t0);
   }
   double dt = wall_s() - t0;
   if (many || o.verbose) {

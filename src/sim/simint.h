@@ -90,6 +90,7 @@ struct world {
   int healed;                /* the final heal happened */
   uint64_t heal_at;
   uint64_t acked_after_heal;
+  int sweep;                 /* pages read by the final sweep so far */
   struct fault_ev *sched;
   size_t nsched, capsched, next_fault;
   /* The watermarks last written to the trace. */

@@ -119,20 +119,22 @@ static void ship(struct simwriter *wr)
   writer_kick(wr);
 }
 
-static void read_start(struct simwriter *wr)
+/* Start a read of page k (of the SIM_PGS * SIM_PAGES the workload
+ * writes). Returns 0 if there was no room for it. */
+static int read_start(struct simwriter *wr, int k)
 {
-  struct world *w = wr->w;
   if (wr->nreads == sizeof wr->reads / sizeof wr->reads[0])
-    return;
+    return 0;
   uint8_t *buf = malloc(SIM_PAGE_SIZE);
-  uint32_t p = page_no((int)rng_uniform(&w->rng, SIM_PGS * SIM_PAGES));
+  uint32_t p = page_no(k);
   struct readreq *r = vcore_read(wr->v, p, buf);
   if (r == NULL) {
     free(buf);
-    return;
+    return 1;
   }
   wr->reads[wr->nreads++] = (struct wread){r, buf};
   writer_kick(wr);
+  return 1;
 }
 
 /* Finished reads against the shadow. */
@@ -173,17 +175,23 @@ void workload_step(struct simwriter *wr)
   reads_check(wr);
   if (w->stop || wr->state != W_SERVING)
     return;
-  /* After the final heal and its grace period, nothing new: settle. */
-  if (w->healed && sim_now(w->clock) >= w->heal_at + SIM_HEAL_MS)
-    return;
   uint64_t now = sim_now(w->clock);
+  /* After the final heal and its grace period, nothing new: settle, and
+   * read every page once more (invariant 4, on the final state). */
+  if (w->healed && now >= w->heal_at + SIM_HEAL_MS) {
+    while (w->sweep < SIM_PGS * SIM_PAGES && read_start(wr, w->sweep))
+      w->sweep++;
+    if (wr->nreads)
+      writer_poke_at(wr, now + 10);
+    return;
+  }
   if (wr->ninflight < SIM_INFLIGHT && now >= wr->next_ship) {
     wr->next_ship = now + 1 + rng_uniform(&w->rng, 2 * SIM_SHIP_MS);
     ship(wr);
   }
   if (now >= wr->next_read) {
     wr->next_read = now + 1 + rng_uniform(&w->rng, 2 * SIM_READ_MS);
-    read_start(wr);
+    read_start(wr, (int)rng_uniform(&w->rng, SIM_PGS * SIM_PAGES));
   }
   /* Come back for the next one (a writer with SIM_INFLIGHT in flight waits
    * for an ack instead, which is an event of its own). */

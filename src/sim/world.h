@@ -91,6 +91,13 @@ struct sim_result {
 
 struct world;
 
+/* One run of o (its planted bugs on for the run): *r is its verdict;
+ * free r->sched. */
+void sim_run(const struct sim_opts *o, struct sim_result *r);
+/* A failing schedule s[0..n) of o, made smaller while the run still fails
+ * (faults dropped one at a time). Returns the new n. */
+size_t sim_shrink(const struct sim_opts *o, struct fault_ev *s, size_t n, int verbose);
+
 struct world *world_new(const struct sim_opts *o);
 /* Run to the end (or the first violation). */
 void world_run(struct world *w, struct sim_result *r);
