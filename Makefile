@@ -40,8 +40,8 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease kv simnet meta sim
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads
+UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
