@@ -12,7 +12,8 @@
  *   az1-down         an AZ and one more node die (writes stall: §2.1)
  *   partition        an AZ is cut off from everyone else
  *   pair-cut         two hosts cannot talk (node-node, or writer-node)
- *   slow             one node's messages take much longer (an outlier)
+ *   slow             one node's messages take 100-500 ms longer (an outlier,
+ *                    a slow disk: its acks and pages come late)
  *   recovery-crash   the writer dies, restarts, and dies again during its
  *                    recovery; then restarts for good
  *   corrupt          a bit flips in a stored record of a node, which then
@@ -210,9 +211,8 @@ static void start(struct act *a)
     a->other = y;
     break;
   }
-  case F_SLOW:
-    nc->tail_ppm = 200000;
-    nc->tail_ms = SLOW_MS;
+  case F_SLOW:                /* one node, an outlier (§2.1): slow acks, slow reads */
+    simnet_slow(w->nodes[node].h, SLOW_MS / 4 + (uint32_t)(e->target2 % SLOW_MS));
     break;
   case F_SECOND_WRITER:
     for (int i = 0; i < SIM_WRITERS; i++)
@@ -254,7 +254,7 @@ static void heal(struct act *a)
       simnet_heal(w->nodes[e->target % SIM_NODES].h, a->other);
     nodes_give(a, 0);
     break;
-  case F_SLOW: nc->tail_ppm = def.tail_ppm; nc->tail_ms = def.tail_ms; break;
+  case F_SLOW: simnet_slow(w->nodes[e->target % SIM_NODES].h, 0); break;
   case F_DROP: nc->drop_ppm = 0; break;
   case F_DUP: nc->dup_ppm = 0; break;
   case F_REORDER: nc->reorder = 0; break;

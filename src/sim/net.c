@@ -61,6 +61,7 @@ struct simhost {
   struct ep *head, *tail;
   struct simnet_count count[2];
   char *fatal;
+  uint32_t slow_ms;           /* extra delay of everything to and from it */
 };
 
 struct nev {
@@ -213,11 +214,11 @@ static void transmit(struct ep *e, struct frame f)
     }
     return;
   }
-  uint64_t t;
+  uint64_t t, slow = (uint64_t)h->slow_ms + to->host->slow_ms;
   if (e->cork > 0)                    /* a corked batch arrives together */
-    t = e->cork_t ? e->cork_t : (e->cork_t = now(n) + delay(n));
+    t = e->cork_t ? e->cork_t : (e->cork_t = now(n) + delay(n) + slow);
   else
-    t = now(n) + delay(n);
+    t = now(n) + delay(n) + slow;
   t = max64(t, e->floor_t);
   if (!n->conf.reorder)
     t = e->fifo_t = max64(t, e->fifo_t);
@@ -674,8 +675,15 @@ void simnet_heal_az(struct simnet *n, const char *az)
   trace(n, SIMNET_HEAL, az, "*", NULL, 0);
 }
 
+void simnet_slow(struct simhost *h, uint32_t ms)
+{
+  h->slow_ms = ms;
+}
+
 void simnet_heal_all(struct simnet *n)
 {
+  for (struct simhost **hp = n->hosts; hp < n->hosts + n->nhosts; hp++)
+    (*hp)->slow_ms = 0;
   memset(n->cut, 0, sizeof n->cut);
   trace(n, SIMNET_HEAL, "*", "*", NULL, 0);
 }

@@ -194,7 +194,11 @@ void simnet_heal(struct simhost *a, struct simhost *b);
 /* -1: az is "" (the engine's and the coordinator's: no AZ to cut). */
 int simnet_cut_az(struct simnet *n, const char *az);
 void simnet_heal_az(struct simnet *n, const char *az);
+/* Heal every cut, and make every host fast again. */
 void simnet_heal_all(struct simnet *n);
+/* Everything to and from h takes ms longer (an outlier: a slow disk or a
+ * busy node, paper §2.1); 0: normal again. */
+void simnet_slow(struct simhost *h, uint32_t ms);
 int simnet_is_cut(const struct simhost *a, const struct simhost *b);
 
 /* For the simulator's checks and drawings; cores never need these. */
