@@ -266,7 +266,9 @@ static void heal(struct act *a)
 static void act_run(void *arg)
 {
   struct act *a = arg;
-  if (a->w->stop || (a->w->healed && a->phase == 0)) {
+  /* After the final heal nothing goes down again: a fault in the middle
+   * of its steps just ends (nemesis_heal_all brought everything back). */
+  if (a->w->stop || (a->w->healed && a->phase != 1)) {
     free(a);
     return;
   }
