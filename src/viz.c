@@ -556,6 +556,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog viz [--format dot|svg|png] [-o FILE] [--volume NAME] [--coord ADDR]\n"
+    "       auralog viz --sim-trace FILE [--from MS] [--to MS] [--format F] [-o FILE]\n"
     "\n"
     "Draw the running cluster with graphviz: the AZs and their nodes, each\n"
     "node's segments with their SCL, the engine's VDL and VCL, and per PG a\n"
@@ -568,6 +569,10 @@ static void usage(FILE *f)
     "                 (.dot/.gv, .svg, .png) picks the format\n"
     "  --volume NAME  volume to draw (default main)\n"
     "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n"
+    "  --sim-trace FILE  instead, draw a trace of `auralog sim --trace` as a\n"
+    "                 timeline: faults, writer and node lanes by AZ, recoveries,\n"
+    "                 VDL and SCLs, the violation; --from/--to MS pick the window\n"
+    "                 (default: the 3 s before a violation, or the whole run)\n"
     "\n"
     "Example: auralog viz -o cluster.png\n",
     COORD_ADDR_DEFAULT);
@@ -589,8 +594,11 @@ int viz_main(int argc, char **argv)
   static struct option opts[] = {
     {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
     {"volume", required_argument, 0, 'v'}, {"coord", required_argument, 0, 'c'},
-    {"help", no_argument, 0, 'h'}, {0}};
-  const char *fmt = NULL, *file = NULL, *volume = "main", *coord = NULL;
+    {"sim-trace", required_argument, 0, 's'}, {"from", required_argument, 0, 'F'},
+    {"to", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *fmt = NULL, *file = NULL, *volume = "main", *coord = NULL, *trace = NULL;
+  long long win[2] = {-1, -1};
+  char *end;
   int o;
   while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
     switch (o) {
@@ -601,6 +609,14 @@ int viz_main(int argc, char **argv)
     case 'o': file = optarg; break;
     case 'v': volume = optarg; break;
     case 'c': coord = optarg; break;
+    case 's': trace = optarg; break;
+    case 'F': case 'T':
+      win[o == 'T'] = strtoll(optarg, &end, 10);
+      if (*optarg < '0' || *optarg > '9' || *end || win[o == 'T'] < 0) {
+        errmsg("viz: --%s wants virtual ms, not '%s'", o == 'T' ? "to" : "from", optarg);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -620,13 +636,23 @@ int viz_main(int argc, char **argv)
   if (file == NULL && strcmp(fmt, "png") == 0 && isatty(STDOUT_FILENO))
     die("viz: not writing a PNG to a terminal: add -o FILE");
 
-  coord = addr_coord(coord);
-  char why[512];
-  Env *rep = status_fetch(coord, volume, why, sizeof why);
-  if (rep == NULL)
-    die("viz: %s (is the cluster up? try: auralog cluster up)", why);
-  char *dot = viz_dot(rep->status);
-  wire_free(rep);
+  if (trace == NULL && (win[0] >= 0 || win[1] >= 0)) {
+    errmsg("viz: --from and --to go with --sim-trace FILE");
+    return 2;
+  }
+  char why[512], *dot;
+  if (trace) {
+    if ((dot = viz_sim_dot(trace, win[0], win[1], why, sizeof why)) == NULL) {
+      errmsg("viz: %s", why);
+      return 2;
+    }
+  } else {
+    Env *rep = status_fetch(addr_coord(coord), volume, why, sizeof why);
+    if (rep == NULL)
+      die("viz: %s (is the cluster up? try: auralog cluster up)", why);
+    dot = viz_dot(rep->status);
+    wire_free(rep);
+  }
 
   char *data = dot, *rendered = NULL;
   unsigned len = (unsigned)strlen(dot);

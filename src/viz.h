@@ -11,4 +11,11 @@
  * (no I/O); malloc'd, the caller frees it. */
 char *viz_dot(const Auralog__Status *st);
 
+/* `auralog viz --sim-trace FILE` (viz_sim.c): the DOT text of a timeline
+ * of the simulator trace at path, over [from_ms, to_ms] (negative: the
+ * default, the 3 s before the trace's violation or the whole run).
+ * malloc'd; NULL on a missing file or a malformed line, with a one-line
+ * reason naming the line in why. */
+char *viz_sim_dot(const char *path, long long from_ms, long long to_ms, char *why, size_t whylen);
+
 #endif
