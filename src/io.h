@@ -22,6 +22,16 @@
  * brought it (an ack sent after a commit) by holding it; the driver frees
  * it once it is closed and every hold is released. Sending on a closed
  * ep is allowed and does nothing: a peer's crash is not the core's error.
+ *
+ * What both drivers guarantee (netio.c, sim/net.c):
+ *   - every ep a core has seen ends with exactly one on_down, whatever
+ *     closed it; a core's own close() calls it before returning;
+ *   - there is no accept: a server learns of a new ep from its first
+ *     message;
+ *   - frames still corked when an ep closes are lost, as a crash loses
+ *     what a process had not written;
+ *   - a core thrown away (a crash) may still release what it held; it
+ *     must not be called with events again.
  */
 #ifndef AURALOG_IO_H
 #define AURALOG_IO_H
