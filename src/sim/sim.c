@@ -6,9 +6,11 @@
  *   auralog sim --seeds A..B      many; prints each failure and a summary
  *
  * A failing seed prints the one line that replays it, and writes its
- * trace (every message, fault and recovery, with virtual times) to
- * sim-seed-N.trace; --shrink then searches for a smaller schedule of
- * faults that still fails, and prints its replay line (--schedule).
+ * trace (every message, fault and recovery, each writer's VDL and each
+ * segment's SCL, with virtual times) to sim-seed-N.trace, which
+ * `auralog viz --sim-trace` draws as a timeline; --shrink then searches
+ * for a smaller schedule of faults that still fails, and prints its
+ * replay line (--schedule).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -319,7 +321,8 @@ int sim_main(int argc, char **argv)
           sim_run(&ot, &rt);
           free(rt.sched);
           fclose(ot.trace);
-          printf("  trace: %s\n", path);
+          printf("  trace: %s (draw it: auralog viz --sim-trace %s -o sim-seed-%llu.svg)\n",
+                 path, path, (unsigned long long)seed);
         }
       }
       if (do_shrink && !many && r.nsched > 0) {
