@@ -43,6 +43,13 @@ struct ep;
 
 #define IO_COUNT_COORD 1
 
+/* Frames and bytes (4-byte length prefix included) through some
+ * endpoints: what a driver counts, and a core reports (heartbeats). */
+struct net_count {
+  uint64_t bytes_in, msgs_in;     /* whole frames read (also ones wire_check refuses) */
+  uint64_t bytes_out, msgs_out;   /* frames queued for writing */
+};
+
 struct io {
   void *ctx;
   /* Queue env to ep. Returns 0, or -1 (ep closed, env too large). */

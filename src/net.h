@@ -20,17 +20,13 @@
 #define AURALOG_NET_H
 
 #include <uv.h>
+#include "io.h"
 #include "wire.h"
 
 struct conn;
 typedef void (*conn_msg_fn)(struct conn *c, const Env *env);
 typedef void (*conn_close_fn)(struct conn *c);
 
-/* Frames and bytes (4-byte length prefix included) through some conns. */
-struct net_count {
-  uint64_t bytes_in, msgs_in;     /* whole frames read (also ones wire_check refuses) */
-  uint64_t bytes_out, msgs_out;   /* frames queued for writing */
-};
 
 struct conn {
   uv_tcp_t tcp;

@@ -20,7 +20,6 @@
 #define AURALOG_NODE_H
 
 #include "io.h"
-#include "net.h"
 #include "node/segment.h"
 #include "node/store.h"
 #include "param.h"

@@ -10,14 +10,15 @@
 #include <string.h>
 
 #include "lib/log.h"
+#include "vfs/vdrv.h"
 #include "vfs/volume_int.h"
 
 static void coord_closed(struct conn *c)
 {
   struct volume *v = c->data;
-  if (v->coord_conn == c)
-    v->coord_conn = NULL;
-  v->coord_retry_at = now_ms() + RECONNECT_MS;
+  if (v->drv->coord_conn == c)
+    v->drv->coord_conn = NULL;
+  v->drv->coord_retry_at = now_ms() + RECONNECT_MS;
 }
 
 static void coord_msg(struct conn *c, const Env *env)
@@ -28,18 +29,18 @@ static void coord_msg(struct conn *c, const Env *env)
 
 void vol_report(struct volume *v)
 {
-  if (v->coord_conn == NULL) {
-    if (now_ms() >= v->coord_retry_at)
-      v->coord_conn = net_connect(&v->loop, v->coord, NULL, coord_msg, coord_closed, v);
+  if (v->drv->coord_conn == NULL) {
+    if (now_ms() >= v->drv->coord_retry_at)
+      v->drv->coord_conn = net_connect(&v->drv->loop, v->coord, NULL, coord_msg, coord_closed, v);
     return;
   }
-  if (!v->coord_conn->connected)
+  if (!v->drv->coord_conn->connected)
     return;
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__EngineStat es;
   Auralog__TruncRange tr;
   vol_engine_stat(v, &env, &es, &tr);
-  conn_send(v->coord_conn, &env);
+  conn_send(v->drv->coord_conn, &env);
 }
 
 static int tail_cmp(const void *a, const void *b)
@@ -50,13 +51,13 @@ static int tail_cmp(const void *a, const void *b)
   return x->lsn < y->lsn ? -1 : x->lsn > y->lsn;
 }
 
-/* Fill v->tail_out with the newest records of the PGs' rings (at most
+/* Fill v->drv->tail_out with the newest records of the PGs' rings (at most
  * TAIL_MAX, the newest first to stay), sorted by PG then LSN. Returns how
  * many. Takes the lock. */
 static size_t tail_collect(struct volume *v)
 {
   size_t n = 0, min = 0;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   for (size_t p = 0; p < v->npgs; p++) {
     const struct pgout *g = &v->pgs[p];
     unsigned have = g->ring_n < TAIL_PER_PG ? g->ring_n : TAIL_PER_PG;
@@ -64,9 +65,9 @@ static size_t tail_collect(struct volume *v)
       unsigned i = (g->ring_n - have + k) % TAIL_PER_PG;
       Auralog__TailRec *t;
       if (n < TAIL_MAX) {
-        t = &v->tail_out[n++];
-      } else if (g->ring_lsn[i] > v->tail_out[min].lsn) {
-        t = &v->tail_out[min];  /* the full list's oldest makes room */
+        t = &v->drv->tail_out[n++];
+      } else if (g->ring_lsn[i] > v->drv->tail_out[min].lsn) {
+        t = &v->drv->tail_out[min];  /* the full list's oldest makes room */
       } else {
         continue;
       }
@@ -76,14 +77,14 @@ static size_t tail_collect(struct volume *v)
       t->cpl = g->ring_cpl[i];
       if (n == TAIL_MAX)
         for (size_t j = min = 0; j < n; j++)
-          if (v->tail_out[j].lsn < v->tail_out[min].lsn)
+          if (v->drv->tail_out[j].lsn < v->drv->tail_out[min].lsn)
             min = j;
     }
   }
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   for (size_t j = 0; j < n; j++)
-    v->tail_outp[j] = &v->tail_out[j];
-  qsort(v->tail_outp, n, sizeof *v->tail_outp, tail_cmp);
+    v->drv->tail_outp[j] = &v->drv->tail_out[j];
+  qsort(v->drv->tail_outp, n, sizeof *v->drv->tail_outp, tail_cmp);
   return n;
 }
 
@@ -117,7 +118,7 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.net_msgs_out = st.net_msgs_out;
   es.net_bytes_in = st.net_bytes_in;
   es.net_msgs_in = st.net_msgs_in;
-  es.tail = v->tail_outp;
+  es.tail = v->drv->tail_outp;
   es.n_tail = ntail;
   *trout = tr;
   if (st.trunc_to > st.trunc_from) {

@@ -5,12 +5,12 @@
  * lets SQLite's threads wait for commits and reads, opening and closing.
  * Recovery at open is open.c, reports to the coordinator report.c.
  *
- * Locking: v->mu guards the core's state, which both SQLite's threads
+ * Locking (vdrv.h): v->drv->mu guards the core's state, which SQLite's threads
  * (vol_ship, vol_read, stats) and the I/O thread (every event from the
  * network and the timer) touch; the core is always called with it held.
  * The I/O thread is the only one that touches libuv handles and sends;
  * other threads queue work in the core and wake it with uv_async_send.
- * The core's notify hook wakes the threads waiting on v->cond.
+ * The core's notify hook wakes the threads waiting on v->drv->cond.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -26,22 +26,23 @@
 #include "rpc.h"
 #include "vfs/quorum.h"
 #include "vfs/volume.h"
+#include "vfs/vdrv.h"
 #include "vfs/volume_int.h"
 
-/* Publish the frame counts of the node conns in v->st (with v->mu held,
+/* Publish the frame counts of the node conns in v->st (with v->drv->mu held,
  * on the I/O thread, which alone touches them). */
 void net_sync(struct volume *v)
 {
-  v->st.net_bytes_out = v->ni.count.bytes_out;
-  v->st.net_msgs_out = v->ni.count.msgs_out;
-  v->st.net_bytes_in = v->ni.count.bytes_in;
-  v->st.net_msgs_in = v->ni.count.msgs_in;
+  v->st.net_bytes_out = v->drv->ni.count.bytes_out;
+  v->st.net_msgs_out = v->drv->ni.count.msgs_out;
+  v->st.net_bytes_in = v->drv->ni.count.bytes_in;
+  v->st.net_msgs_in = v->drv->ni.count.msgs_in;
 }
 
 static void wake_waiters(void *arg)
 {
   struct volume *v = arg;
-  pthread_cond_broadcast(&v->cond);
+  pthread_cond_broadcast(&v->drv->cond);
 }
 
 /* ---- I/O thread: the core's events ---------------------------------------- */
@@ -49,55 +50,55 @@ static void wake_waiters(void *arg)
 static void drv_msg(void *core, struct ep *e, const Env *env)
 {
   struct volume *v = core;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   vcore_on_msg(v, e, env);
   net_sync(v);                  /* this answer, and what it sent */
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
 }
 
 static void drv_up(void *core, struct ep *e)
 {
   struct volume *v = core;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   vcore_on_up(v, e);
   net_sync(v);
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
 }
 
 static void drv_down(void *core, struct ep *e)
 {
   struct volume *v = core;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   vcore_on_down(v, e);
   if (v->closing != 3)
     vcore_wake(v);
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
 }
 
 static void on_wake(uv_async_t *h)
 {
   struct volume *v = h->data;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   /* vol_open waits for recovery, which runs here like every other event. */
   if (!v->opened && v->rcv == NULL && v->closing == 0)
     v->rcv = rcv_start(v, v->id, v->npgs);
   vcore_wake(v);
   net_sync(v);
   int stop = v->closing == 3;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   if (stop)
-    uv_stop(&v->loop);
+    uv_stop(&v->drv->loop);
 }
 
 static void on_tick(uv_timer_t *t)
 {
   struct volume *v = t->data;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   vcore_tick(v);
   net_sync(v);
   int opened = v->opened;
-  pthread_mutex_unlock(&v->mu);
-  if (opened && ++v->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
+  pthread_mutex_unlock(&v->drv->mu);
+  if (opened && ++v->drv->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
     vol_report(v);
 }
 
@@ -115,10 +116,10 @@ static void close_handle(uv_handle_t *h, void *arg)
 static void *io_main(void *arg)
 {
   struct volume *v = arg;
-  uv_run(&v->loop, UV_RUN_DEFAULT);
-  uv_walk(&v->loop, close_handle, NULL);
-  uv_run(&v->loop, UV_RUN_DEFAULT);
-  uv_loop_close(&v->loop);
+  uv_run(&v->drv->loop, UV_RUN_DEFAULT);
+  uv_walk(&v->drv->loop, close_handle, NULL);
+  uv_run(&v->drv->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&v->drv->loop);
   return NULL;
 }
 
@@ -143,14 +144,15 @@ Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t why
 /* Stop the I/O thread and free v. */
 static void teardown(struct volume *v)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   v->closing = 3;
-  pthread_mutex_unlock(&v->mu);
-  uv_async_send(&v->wake);
-  pthread_join(v->thread, NULL);
+  pthread_mutex_unlock(&v->drv->mu);
+  uv_async_send(&v->drv->wake);
+  pthread_join(v->drv->thread, NULL);
   vcore_free(v);
-  pthread_mutex_destroy(&v->mu);
-  pthread_cond_destroy(&v->cond);
+  pthread_mutex_destroy(&v->drv->mu);
+  pthread_cond_destroy(&v->drv->cond);
+  free(v->drv);
   free(v);
 }
 
@@ -169,6 +171,7 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
     return NULL;
   const Auralog__Volume *vd = rep->volume;
   struct volume *v = calloc(1, sizeof *v);
+  v->drv = calloc(1, sizeof *v->drv);
   snprintf(v->name, sizeof v->name, "%s", name);
   snprintf(v->coord, sizeof v->coord, "%s", coord);
   snprintf(v->engine_addr, sizeof v->engine_addr, "%s", engine_addr ? engine_addr : "");
@@ -176,32 +179,32 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
   v->epoch = vd->epoch;
   v->page_size = vd->page_size;
   v->pg_pages = vd->pg_pages;
-  pthread_mutex_init(&v->mu, NULL);
-  pthread_cond_init(&v->cond, NULL);
+  pthread_mutex_init(&v->drv->mu, NULL);
+  pthread_cond_init(&v->drv->cond, NULL);
   vol_adopt(v, vd);
   wire_free(rep);
-  uv_loop_init(&v->loop);
-  netio_init(&v->ni, &v->loop, v, drv_msg, drv_up, drv_down);
-  v->io = &v->ni.io;
+  uv_loop_init(&v->drv->loop);
+  netio_init(&v->drv->ni, &v->drv->loop, v, drv_msg, drv_up, drv_down);
+  v->io = &v->drv->ni.io;
   v->notify = wake_waiters;
   v->notify_arg = v;
-  uv_async_init(&v->loop, &v->wake, on_wake);
-  v->wake.data = v;
-  uv_timer_init(&v->loop, &v->tick);
-  v->tick.data = v;
-  uv_timer_start(&v->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
-  v->ticks = ENGINE_STAT_MS / VOL_TICK_MS - 1;   /* report at the first tick */
-  pthread_create(&v->thread, NULL, io_main, v);
-  uv_async_send(&v->wake);
+  uv_async_init(&v->drv->loop, &v->drv->wake, on_wake);
+  v->drv->wake.data = v;
+  uv_timer_init(&v->drv->loop, &v->drv->tick);
+  v->drv->tick.data = v;
+  uv_timer_start(&v->drv->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
+  v->drv->ticks = ENGINE_STAT_MS / VOL_TICK_MS - 1;   /* report at the first tick */
+  pthread_create(&v->drv->thread, NULL, io_main, v);
+  uv_async_send(&v->drv->wake);
   /* Recovery runs on the I/O thread (on_wake starts it); wait for it. */
   int rc;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   while (v->rcv == NULL || (rc = rcv_result(v->rcv, why, whylen)) == 0)
-    pthread_cond_wait(&v->cond, &v->mu);
+    pthread_cond_wait(&v->drv->cond, &v->drv->mu);
   rcv_free(v->rcv);
   v->rcv = NULL;
   v->opened = rc == 1;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   if (rc != 1) {
     teardown(v);
     return NULL;
@@ -253,23 +256,23 @@ void vol_deadline_in(struct timespec *ts, int ms)
 
 uint64_t vol_vdl(struct volume *v)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   uint64_t vdl = v->q.vdl;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   return vdl;
 }
 
 void vol_on_durable(struct volume *v, void (*fn)(void *, uint64_t), void *arg)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   v->durable_fn = fn;
   v->durable_arg = arg;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
 }
 
 void vol_get_stats(struct volume *v, struct vol_stats *st)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   *st = v->st;
   st->epoch = v->epoch;
   st->vdl = v->q.vdl;
@@ -281,30 +284,30 @@ void vol_get_stats(struct volume *v, struct vol_stats *st)
   for (size_t p = 0; p < v->npgs; p++)
     for (int k = 0; k < NCOPIES; k++)
       st->refusing += v->pgs[p].refused[k] >= 3;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
 }
 
 void vol_close(struct volume *v)
 {
   char why[256];
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   uint64_t last = v->ncpls ? v->cpls[v->ncpls - 1] : 0;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   if (last && vol_wait(v, last, COMMIT_DEADLINE_MS, why, sizeof why) != 0)
     logwarn("closing %s: %s", v->name, why);
   /* The I/O thread sends the final VDL to every segment (on_wake); wait a
    * moment for the acks, then stop it. */
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   v->closing = 1;
-  pthread_mutex_unlock(&v->mu);
-  uv_async_send(&v->wake);
+  pthread_mutex_unlock(&v->drv->mu);
+  uv_async_send(&v->drv->wake);
   struct timespec dl;
   vol_deadline_in(&dl, 1000);
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   while ((v->closing == 1 || v->nfl > 0) && !v->fenced)
-    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+    if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
       break;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   teardown(v);
 }
 
@@ -322,12 +325,12 @@ int vol_drop(const char *coord, const char *name, char *why, size_t whylen)
 
 int vol_fenced(struct volume *v, char *why, size_t whylen)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   int fenced = v->fenced;
   if (fenced)
     snprintf(why, whylen, "%s: a newer writer opened volume %s; this engine must stop",
              v->fenced_why, v->name);
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   return fenced;
 }
 
@@ -335,17 +338,17 @@ int vol_fenced(struct volume *v, char *why, size_t whylen)
 
 uint64_t vol_last_cpl(struct volume *v)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   uint64_t cpl = v->last_cpl;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   return cpl;
 }
 
 void vol_fence(struct volume *v, const char *why)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   vol_fence_locked(v, why);
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
 }
 
 /* ---- the commit path: waiting around the core (ship.c) -------------------- */
@@ -354,9 +357,9 @@ void vol_fence(struct volume *v, const char *why)
 static int grow(struct volume *v, uint32_t page_no, char *why, size_t whylen)
 {
   uint32_t need = page_no / v->pg_pages + 1;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   size_t have = v->npgs;
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   if (need <= have)
     return 0;
   if (need > MAX_PGS) {
@@ -374,11 +377,11 @@ static int grow(struct volume *v, uint32_t page_no, char *why, size_t whylen)
   Env *rep = vol_coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
   if (rep == NULL)
     return -1;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   vol_adopt(v, rep->volume);
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   wire_free(rep);
-  uv_async_send(&v->wake);
+  uv_async_send(&v->drv->wake);
   return 0;
 }
 
@@ -392,20 +395,20 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
       maxpage = pages[i].page_no;
   if (grow(v, maxpage, why, whylen) != 0)
     return 0;
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   /* Wait while the core refuses (LAL, memory) until the VDL catches up. */
   struct timespec dl;
   vol_deadline_in(&dl, COMMIT_DEADLINE_MS);
   while (!v->fenced && vcore_ship_refusal(v, n, why, whylen) != 0)
-    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+    if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
       break;
   if (vcore_ship_refusal(v, n, why, whylen) != 0) {
-    pthread_mutex_unlock(&v->mu);
+    pthread_mutex_unlock(&v->drv->mu);
     return 0;
   }
   uint64_t cpl = vcore_ship(v, pages, n);
-  pthread_mutex_unlock(&v->mu);
-  uv_async_send(&v->wake);
+  pthread_mutex_unlock(&v->drv->mu);
+  uv_async_send(&v->drv->wake);
   return cpl;
 }
 
@@ -414,22 +417,22 @@ int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t w
 {
   struct timespec dl;
   vol_deadline_in(&dl, timeout_ms);
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   while (v->q.vdl < lsn && !v->fenced)
-    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+    if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
       break;
   int rc = v->q.vdl >= lsn ? 0 : -1;
   if (rc != 0)
     vcore_stalled(v, lsn, timeout_ms, why, whylen);
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   return rc;
 }
 
 void vol_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   vcore_stalled(v, lsn, waited_ms, why, whylen);
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
 }
 
 /* ---- page reads: waiting around the core (read.c) -------------------------- */
@@ -437,26 +440,26 @@ void vol_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_
 int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
              char *why, size_t whylen)
 {
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   if (v->fenced) {
     snprintf(why, whylen, "%s", v->fenced_why);
-    pthread_mutex_unlock(&v->mu);
+    pthread_mutex_unlock(&v->drv->mu);
     return -1;
   }
   struct readreq *r = vcore_read(v, page_no, out);
   if (r == NULL) {              /* never written: a zero page */
-    pthread_mutex_unlock(&v->mu);
+    pthread_mutex_unlock(&v->drv->mu);
     *page_lsn = 0;
     return 0;
   }
-  pthread_mutex_unlock(&v->mu);
-  uv_async_send(&v->wake);
+  pthread_mutex_unlock(&v->drv->mu);
+  uv_async_send(&v->drv->wake);
 
   struct timespec dl;
   vol_deadline_in(&dl, READ_DEADLINE_MS);
-  pthread_mutex_lock(&v->mu);
+  pthread_mutex_lock(&v->drv->mu);
   while (!r->done)
-    if (pthread_cond_timedwait(&v->cond, &v->mu, &dl) != 0)
+    if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
       break;
   int rc = r->done ? 0 : -1;
   if (rc == 0) {
@@ -474,6 +477,6 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
              r->why[0] ? r->why : "no segment answered");
     r->abandoned = 1;           /* the I/O thread frees it */
   }
-  pthread_mutex_unlock(&v->mu);
+  pthread_mutex_unlock(&v->drv->mu);
   return rc;
 }

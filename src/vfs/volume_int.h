@@ -17,12 +17,7 @@
 #ifndef AURALOG_VOLUME_INT_H
 #define AURALOG_VOLUME_INT_H
 
-#include <pthread.h>
-#include <uv.h>
-
 #include "io.h"
-#include "net.h"
-#include "netio.h"
 #include "param.h"
 #include "record.h"
 #include "vfs/quorum.h"
@@ -107,8 +102,6 @@ struct volume {
   uint64_t id, epoch;
   uint32_t page_size, pg_pages;
 
-  pthread_mutex_t mu;
-  pthread_cond_t cond;
   struct quorum q;
   struct pgout *pgs;
   size_t npgs;
@@ -130,10 +123,6 @@ struct volume {
   struct vol_stats st;
   void (*durable_fn)(void *, uint64_t);
   void *durable_arg;
-  /* The report's log tail (engine_stat): only one thread builds reports,
-   * vol_open before the I/O thread starts, then the I/O thread. */
-  Auralog__TailRec tail_out[TAIL_MAX];
-  Auralog__TailRec *tail_outp[TAIL_MAX];
 
   struct rcv *rcv;            /* recovery in progress (open.c), or NULL */
   int opened;                 /* recovery is over: the volume serves */
@@ -142,15 +131,9 @@ struct volume {
   void (*notify)(void *arg);
   void *notify_arg;
 
-  /* The real driver's alone (volume.c, report.c): never touched by the core. */
-  struct netio ni;
-  pthread_t thread;
-  uv_loop_t loop;
-  uv_async_t wake;
-  uv_timer_t tick;
-  struct conn *coord_conn;
-  unsigned long long coord_retry_at;
-  unsigned ticks;
+  /* The real driver's (vdrv.h: its thread, loop, lock): never touched
+   * by the core; NULL in the simulator. */
+  struct vdrv *drv;
 };
 
 /* The core (vcore.c). */
@@ -178,10 +161,7 @@ void vcore_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, siz
  * written; out is zeroed). */
 struct readreq *vcore_read(struct volume *v, uint32_t page_no, uint8_t *out);
 
-/* volume.c: publish the frame counts in v->st; ts = now + ms
- * (CLOCK_REALTIME). */
-void net_sync(struct volume *v);
-void vol_deadline_in(struct timespec *ts, int ms);
+
 /* volume.c: a request to the coordinator expecting body `want` (NULL and
  * why otherwise); take on PGs a volume description adds. */
 Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t whylen);

@@ -1,0 +1,44 @@
+/*
+ * vdrv.h: the writer's real driver (volume.c, report.c): what it keeps
+ * beside the core's struct volume (volume_int.h), which points at it
+ * (v->drv). The core never includes this file: libuv, threads and locks
+ * stay out of it (DESIGN.md §3).
+ *
+ * Locking: mu guards the core's state, which SQLite's threads and the I/O
+ * thread share; the core is always called with it held; cond wakes the
+ * threads waiting for commits, reads and recovery (the core's notify).
+ */
+#ifndef AURALOG_VDRV_H
+#define AURALOG_VDRV_H
+
+#include <pthread.h>
+#include <time.h>
+#include <uv.h>
+
+#include "net.h"
+#include "netio.h"
+#include "vfs/volume_int.h"
+
+struct vdrv {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  struct netio ni;            /* the node conns, as the core's io */
+  pthread_t thread;           /* the I/O thread, running loop */
+  uv_loop_t loop;
+  uv_async_t wake;            /* other threads queued work */
+  uv_timer_t tick;            /* every VOL_TICK_MS */
+  struct conn *coord_conn;    /* reports to the coordinator */
+  unsigned long long coord_retry_at;
+  unsigned ticks;
+  /* The report's log tail (engine_stat): only one thread builds reports,
+   * vol_open before the I/O thread starts, then the I/O thread. */
+  Auralog__TailRec tail_out[TAIL_MAX];
+  Auralog__TailRec *tail_outp[TAIL_MAX];
+};
+
+/* volume.c: publish the frame counts in v->st; ts = now + ms
+ * (CLOCK_REALTIME). */
+void net_sync(struct volume *v);
+void vol_deadline_in(struct timespec *ts, int ms);
+
+#endif
