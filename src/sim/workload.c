@@ -273,8 +273,16 @@ void workload_crashed(struct simwriter *wr)
   struct world *w = wr->w;
   w->res->tx_unknown += wr->ninflight;
   wr->ninflight = 0;
-  for (size_t i = 0; i < wr->nreads; i++)
-    free(wr->reads[i].buf);  /* the core frees the requests with itself */
+  for (size_t i = 0; i < wr->nreads; i++) {
+    /* The core frees the requests still on its list with itself; a
+     * finished one it already unlinked (read_reap) is ours. */
+    int listed = 0;
+    for (struct readreq *r = wr->v ? wr->v->reads : NULL; r && !listed; r = r->next)
+      listed = r == wr->reads[i].r;
+    if (!listed)
+      free(wr->reads[i].r);
+    free(wr->reads[i].buf);
+  }
   wr->nreads = 0;
 }
 
