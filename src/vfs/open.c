@@ -243,19 +243,25 @@ static void fail(struct rcv *c)
 
 /* ---- round 1: every segment's state; asking fences older writers -------- */
 
-static void state_ask(struct rcv *c)
+/* A SegQuery of the new epoch to segment k, added to the round. */
+static Auralog__SegQuery *query(struct rcv *c, size_t k)
 {
   struct volume *v = c->v;
-  for (size_t k = 0; k < c->nk; k++) {
-    Env *e = round_add(&c->cur, v->pgs[k / NCOPIES].node[k % NCOPIES], k);
-    Auralog__SegQuery *q = calloc(1, sizeof *q);
-    auralog__seg_query__init(q);
-    q->volume_id = c->vol_id;
-    q->pg = (uint32_t)(k / NCOPIES);
-    q->epoch = v->epoch;
-    e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
-    e->seg_query = q;
-  }
+  Env *e = round_add(&c->cur, v->pgs[k / NCOPIES].node[k % NCOPIES], k);
+  Auralog__SegQuery *q = calloc(1, sizeof *q);
+  auralog__seg_query__init(q);
+  q->volume_id = c->vol_id;
+  q->pg = (uint32_t)(k / NCOPIES);
+  q->epoch = v->epoch;
+  e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
+  e->seg_query = q;
+  return q;
+}
+
+static void state_ask(struct rcv *c)
+{
+  for (size_t k = 0; k < c->nk; k++)
+    query(c, k);
   c->phase = R_STATE;
   ask(c, free_query);
 }
@@ -340,16 +346,10 @@ static void adopt_ask(struct rcv *c);
 
 static void scan_ask(struct rcv *c)
 {
-  struct volume *v = c->v;
   for (size_t k = 0; k < c->nk; k++) {
     if (!c->want[k])
       continue;
-    Env *e = round_add(&c->cur, v->pgs[k / NCOPIES].node[k % NCOPIES], k);
-    Auralog__SegQuery *q = calloc(1, sizeof *q);
-    auralog__seg_query__init(q);
-    q->volume_id = c->vol_id;
-    q->pg = (uint32_t)(k / NCOPIES);
-    q->epoch = v->epoch;
+    Auralog__SegQuery *q = query(c, k);
     q->scan = 1;
     q->from = c->hint;
     q->after = c->after[k];
@@ -358,8 +358,6 @@ static void scan_ask(struct rcv *c)
       q->truncs = c->tp;        /* the same for every segment */
       q->n_truncs = c->ntr;
     }
-    e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
-    e->seg_query = q;
   }
   if (c->cur.n == 0) {
     if (!read_quorums(c, "answered the scan"))
