@@ -12,11 +12,14 @@
  * for a smaller schedule of faults that still fails, and prints its
  * replay line (--schedule).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bugs.h"
 #include "lib/log.h"
@@ -34,7 +37,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog sim [--seed N | --seeds A..B] [--time MS] [--steps N]\n"
     "                   [--faults LIST] [--beyond] [--bug NAME] [--schedule SPEC]\n"
-    "                   [--shrink] [--trace FILE] [-v]\n"
+    "                   [--shrink] [--trace FILE] [--jobs N] [-v]\n"
     "\n"
     "Run the whole cluster (coordinator, six storage nodes in three AZs,\n"
     "writers) in this process under a seeded simulator: virtual time, a\n"
@@ -63,6 +66,7 @@ static void usage(FILE *f)
     "                   seed's: T:KIND:TARGET:TARGET2:DUR,...\n"
     "  --shrink         for a failing seed, look for a smaller failing schedule\n"
     "  --trace FILE     write the run's trace there (- for stdout)\n"
+    "  --jobs N         with --seeds: run them in N processes (one per core)\n"
     "  -v               the trace's world events on stderr\n");
 }
 
@@ -222,6 +226,121 @@ size_t sim_shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n, int v
   return n;
 }
 
+/* What a range of seeds added up to. */
+struct tally {
+  uint64_t seeds, failed, steps, sim_ms, tx, acked, reads, recov;
+  uint64_t faults[F_NKINDS];
+};
+
+/* Run seeds first..last of o, printing each failure (its replay line, and
+ * the first few failures' traces) and, for one seed, its verdict. */
+static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many,
+                      int do_shrink, const char *who, struct tally *t)
+{
+  double t0 = wall_s();
+  memset(t, 0, sizeof *t);
+  for (uint64_t seed = first; seed <= last; seed++) {
+    o.seed = seed;
+    struct sim_result r;
+    sim_run(&o, &r);
+    t->seeds++;
+    t->steps += r.steps;
+    t->sim_ms += r.sim_ms;
+    t->tx += r.tx_shipped;
+    t->acked += r.tx_acked;
+    t->reads += r.reads_checked;
+    t->recov += r.recoveries;
+    for (int k = 0; k < F_NKINDS; k++)
+      t->faults[k] += r.faults[k];
+    if (!many)
+      print_result(stdout, &o, &r);
+    if (r.violations) {
+      t->failed++;
+      if (many)
+        printf("seed %llu: %s\n", (unsigned long long)seed, r.first);
+      printf("  replay: ");
+      replay_line(stdout, &o, o.sched, o.nsched);
+      if (o.trace == NULL && t->failed <= 3) {   /* the first few failures' traces */
+        char path[64];
+        snprintf(path, sizeof path, "sim-seed-%llu.trace", (unsigned long long)seed);
+        struct sim_opts ot = o;
+        ot.trace = fopen(path, "w");
+        if (ot.trace) {
+          struct sim_result rt;
+          sim_run(&ot, &rt);
+          free(rt.sched);
+          fclose(ot.trace);
+          printf("  trace: %s (draw it: auralog viz --sim-trace %s -o sim-seed-%llu.svg)\n",
+                 path, path, (unsigned long long)seed);
+        }
+      }
+      if (do_shrink && !many && r.nsched > 0) {
+        size_t n = sim_shrink(&o, r.sched, r.nsched, 1);
+        printf("smallest failing schedule (%zu fault%s); replay with:\n  ", n,
+               n == 1 ? "" : "s");
+        replay_line(stdout, &o, r.sched, n);
+      }
+    }
+    free(r.sched);
+    if (many && t->seeds % 1000 == 0 && seed < last)
+      fprintf(stderr, "sim%s: %llu of %llu seeds, %llu with a violation, %.0f s\n", who,
+              (unsigned long long)t->seeds, (unsigned long long)(last - first + 1),
+              (unsigned long long)t->failed, wall_s() - t0);
+  }
+}
+
+/* The same over jobs processes, each a contiguous share of the seeds;
+ * their tallies come back through a pipe and add up in *t. */
+static void run_jobs(const struct sim_opts *o, uint64_t first, uint64_t last, int jobs,
+                     struct tally *t)
+{
+  uint64_t n = last - first + 1, start = first;
+  int fds[64];
+  pid_t pids[64];
+  fflush(stdout);
+  for (int j = 0; j < jobs; j++) {
+    uint64_t share = n / (uint64_t)jobs + ((uint64_t)j < n % (uint64_t)jobs);
+    int p[2];
+    if (pipe(p) != 0)
+      die("sim: pipe: %s", strerror(errno));
+    pids[j] = fork();
+    if (pids[j] < 0)
+      die("sim: fork: %s", strerror(errno));
+    if (pids[j] == 0) {
+      close(p[0]);
+      char who[32];
+      snprintf(who, sizeof who, " (job %d of %d)", j + 1, jobs);
+      struct tally mine;
+      run_range(*o, start, start + share - 1, 1, 0, who, &mine);
+      fflush(stdout);
+      ssize_t w = write(p[1], &mine, sizeof mine);
+      _exit(w == (ssize_t)sizeof mine ? 0 : 3);
+    }
+    close(p[1]);
+    fds[j] = p[0];
+    start += share;
+  }
+  memset(t, 0, sizeof *t);
+  for (int j = 0; j < jobs; j++) {
+    struct tally got;
+    int status;
+    if (read(fds[j], &got, sizeof got) != (ssize_t)sizeof got ||
+        waitpid(pids[j], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+      die("sim: job %d died before it finished its seeds", j + 1);
+    close(fds[j]);
+    t->seeds += got.seeds;
+    t->failed += got.failed;
+    t->steps += got.steps;
+    t->sim_ms += got.sim_ms;
+    t->tx += got.tx;
+    t->acked += got.acked;
+    t->reads += got.reads;
+    t->recov += got.recov;
+    for (int k = 0; k < F_NKINDS; k++)
+      t->faults[k] += got.faults[k];
+  }
+}
+
 int sim_main(int argc, char **argv)
 {
   static struct option opts[] = {
@@ -230,10 +349,11 @@ int sim_main(int argc, char **argv)
     {"faults", required_argument, 0, 'f'}, {"beyond", no_argument, 0, 'B'},
     {"bug", required_argument, 0, 'b'}, {"schedule", required_argument, 0, 'c'},
     {"shrink", no_argument, 0, 'k'}, {"trace", required_argument, 0, 'T'},
+    {"jobs", required_argument, 0, 'j'},
     {"help", no_argument, 0, 'h'}, {0}};
   struct sim_opts o = {.seed = 1, .time_ms = SIM_TIME_MS, .faults = (1u << F_NKINDS) - 1};
   uint64_t first = 0, last = 0;
-  int many = 0, do_shrink = 0;
+  int many = 0, do_shrink = 0, jobs = 1;
   const char *trace = NULL;
   struct fault_ev *sched = NULL;
   size_t nsched = 0;
@@ -268,6 +388,11 @@ int sim_main(int argc, char **argv)
       o.nsched = nsched;
       break;
     case 'k': do_shrink = 1; break;
+    case 'j':
+      jobs = atoi(optarg);
+      if (jobs < 1 || jobs > 64)
+        die("sim: --jobs takes 1 to 64");
+      break;
     case 'T': trace = optarg; break;
     case 'v': o.verbose = 1; break;
     case 'h': usage(stdout); return 0;
@@ -287,59 +412,16 @@ int sim_main(int argc, char **argv)
     if (trace && o.trace == NULL)
       die("sim: cannot write %s", trace);
   }
-  uint64_t seeds = 0, failed = 0, steps = 0, sim_ms = 0, faults[F_NKINDS] = {0};
-  uint64_t tx = 0, acked = 0, reads = 0, recov = 0;
+  struct tally t;
   double t0 = wall_s();
-  for (uint64_t seed = first; seed <= last; seed++) {
-    o.seed = seed;
-    struct sim_result r;
-    sim_run(&o, &r);
-    seeds++;
-    steps += r.steps;
-    sim_ms += r.sim_ms;
-    tx += r.tx_shipped;
-    acked += r.tx_acked;
-    reads += r.reads_checked;
-    recov += r.recoveries;
-    for (int k = 0; k < F_NKINDS; k++)
-      faults[k] += r.faults[k];
-    if (!many)
-      print_result(stdout, &o, &r);
-    if (r.violations) {
-      failed++;
-      if (many)
-        printf("seed %llu: %s\n", (unsigned long long)seed, r.first);
-      printf("  replay: ");
-      replay_line(stdout, &o, o.sched, o.nsched);
-      if (o.trace == NULL && failed <= 3) {   /* the first few failures' traces */
-        char path[64];
-        snprintf(path, sizeof path, "sim-seed-%llu.trace", (unsigned long long)seed);
-        struct sim_opts ot = o;
-        ot.trace = fopen(path, "w");
-        if (ot.trace) {
-          struct sim_result rt;
-          sim_run(&ot, &rt);
-          free(rt.sched);
-          fclose(ot.trace);
-          printf("  trace: %s (draw it: auralog viz --sim-trace %s -o sim-seed-%llu.svg)\n",
-                 path, path, (unsigned long long)seed);
-        }
-      }
-      if (do_shrink && !many && r.nsched > 0) {
-        size_t n = sim_shrink(&o, r.sched, r.nsched, 1);
-        struct sim_opts os = o;
-        printf("smallest failing schedule (%zu fault%s); replay with:\n  ", n,
-               n == 1 ? "" : "s");
-        replay_line(stdout, &os, r.sched, n);
-      }
-    }
-    free(r.sched);
-    if (many && seeds % 1000 == 0 && seed < last)
-      fprintf(stderr, "sim: %llu of %llu seeds, %llu with a violation, %.0f s\n",
-              (unsigned long long)seeds, (unsigned long long)(last - first + 1),
-              (unsigned long long)failed, wall_s() - t0);
-  }
+  if (jobs > 1 && many)
+    run_jobs(&o, first, last, jobs, &t);
+  else
+    run_range(o, first, last, many, do_shrink, "", &t);
   double dt = wall_s() - t0;
+  uint64_t seeds = t.seeds, failed = t.failed, steps = t.steps, sim_ms = t.sim_ms;
+  uint64_t tx = t.tx, acked = t.acked, reads = t.reads, recov = t.recov;
+  const uint64_t *faults = t.faults;
   if (many || o.verbose) {
     printf("%llu seeds, %llu with a violation; %llu steps, %.0f s simulated in %.1f s "
            "(%.0f simulated s per s, %.0f seeds per minute)\n",
