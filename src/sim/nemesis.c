@@ -233,8 +233,6 @@ static void heal(struct act *a)
   struct world *w = a->w;
   const struct fault_ev *e = &a->ev;
   struct simnet_conf *nc = simnet_conf(w->net);
-  struct simnet_conf def;
-  simnet_conf_default(&def);
   world_trace(w, "fault %s heals", fault_names[e->kind]);
   world_hash(w, "heal", (uint64_t)e->kind, 0);
   switch (e->kind) {

@@ -231,8 +231,9 @@ static void reopen(void *arg)
 {
   struct simwriter *wr = arg;
   struct world *w = wr->w;
-  /* Only the writer the workload runs on comes back by itself; a second
-   * writer that failed is gone (its nemesis is over). */
+  /* A writer whose open failed tries again, as an engine restarted by its
+   * operator would (a new epoch each time); one a fault crashed on purpose
+   * is restarted by that fault instead. */
   if (wr->state == W_DOWN && !w->stop)
     writer_start(wr);
 }
