@@ -31,6 +31,9 @@
  *                    keep those partial commits) and commits on top; then
  *                    K goes down and the writer dies again: what the first
  *                    recovery kept must not rest on K alone
+ *   coord-crash      the coordinator dies and restarts on its metadata: nodes
+ *                    register again, and an epoch it handed out is never
+ *                    handed out again
  *   stale-trunc      partial commits on one or two nodes (K), the writer
  *                    dies, K goes down, and the next recovery (which does
  *                    not see K, so truncates what K holds) is cut short
@@ -57,7 +60,7 @@
 const char *const fault_names[F_NKINDS] = {
   "engine-crash", "node-crash", "az-down", "az1-down", "partition", "pair-cut", "slow",
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
-  "split-write", "stale-trunc",
+  "split-write", "stale-trunc", "coord-crash",
 };
 
 /* Would taking the nodes in mask down (besides those down now) leave the
@@ -222,6 +225,7 @@ static void start(struct act *a)
       }
     break;
   case F_DROP: nc->drop_ppm = 20000; nc->drop_resets = 1; break;
+  case F_COORD_CRASH: coord_crash(w); break;
   case F_DUP: nc->dup_ppm = 20000; break;
   case F_REORDER: nc->reorder = 1; break;
   }
@@ -254,6 +258,7 @@ static void heal(struct act *a)
     break;
   case F_SLOW: simnet_slow(w->nodes[e->target % SIM_NODES].h, 0); break;
   case F_DROP: nc->drop_ppm = 0; break;
+  case F_COORD_CRASH: coord_restart(w); break;
   case F_DUP: nc->dup_ppm = 0; break;
   case F_REORDER: nc->reorder = 0; break;
   default: break;
@@ -395,10 +400,12 @@ void nemesis_plan(struct world *w)
     size_t n = (size_t)(w->o.time_ms / FAULT_EVERY_MS);
     n = n / 2 + rng_uniform(&w->nrng, n + 1);
     for (size_t i = 0; i < n; i++) {
+      /* Uniform over the kinds allowed, so that a run of given kinds draws
+       * the same schedule however many kinds exist. */
       struct fault_ev e;
-      do
-        e.kind = (int)rng_uniform(&w->nrng, F_NKINDS);
-      while (!(w->o.faults & (1u << e.kind)));
+      uint64_t pick = rng_uniform(&w->nrng, (uint64_t)__builtin_popcount(w->o.faults));
+      for (e.kind = 0; !(w->o.faults & (1u << e.kind)) || pick-- > 0; e.kind++)
+        ;
       e.t = 1000 + rng_uniform(&w->nrng, span);
       e.target = (int)rng_uniform(&w->nrng, 6);
       e.target2 = (int)rng_uniform(&w->nrng, 1000);
@@ -421,6 +428,7 @@ void nemesis_heal_all(struct world *w)
   world_trace(w, "final heal");
   world_hash(w, "healall", 0, 0);
   simnet_heal_all(w->net);
+  coord_restart(w);
   struct simnet_conf *nc = simnet_conf(w->net);
   simnet_conf_default(nc);
   for (int i = 0; i < SIM_NODES; i++) {

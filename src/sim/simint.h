@@ -80,6 +80,7 @@ struct world {
   /* The shadow model. */
   struct txrec *txs;
   size_t ntxs, captxs;
+  uint64_t max_issued;       /* the newest epoch the coordinator handed out */
   uint64_t max_epoch;        /* the newest epoch a writer recovered in */
   uint64_t max_epoch_vdl;    /* ... and the VDL it recovered */
   /* The run. */
@@ -105,6 +106,8 @@ void world_trace(struct world *w, const char *fmt, ...)
 void node_crash(struct simnode *sn);
 void node_restart(struct simnode *sn);
 int nodes_down(const struct world *w, int extra);
+void coord_crash(struct world *w);
+void coord_restart(struct world *w);
 
 /* writer.c */
 void writer_start(struct simwriter *wr);

@@ -218,20 +218,54 @@ int nodes_down(const struct world *w, int extra)
 static void c_msg(void *arg, struct ep *e, const Env *env)
 {
   struct world *w = arg;
-  coord_on_msg(w->co, e, env);
+  if (w->co)
+    coord_on_msg(w->co, e, env);
 }
 
 static void c_down(void *arg, struct ep *e)
 {
   struct world *w = arg;
-  coord_on_down(w->co, e);
+  if (w->co)
+    coord_on_down(w->co, e);
 }
 
 static void coord_timer(void *arg)
 {
   struct world *w = arg;
-  coord_tick(w->co);
+  if (w->co)
+    coord_tick(w->co);
   sim_after(w->clock, HEARTBEAT_MS, coord_timer, w);
+}
+
+/* The coordinator's process dies: its metadata's open transaction is
+ * lost, what it committed (every epoch it handed out) stays. */
+void coord_crash(struct world *w)
+{
+  if (w->co == NULL)
+    return;
+  world_trace(w, "coordinator crashes");
+  world_hash(w, "ccrash", 0, 0);
+  simnet_crash(w->coord_h);
+  disk_crash(w->coord_disk);
+  coord_free(w->co);
+  meta_close(&w->co->meta);
+  free(w->co);
+  w->co = NULL;
+}
+
+void coord_restart(struct world *w)
+{
+  char why[256];
+  if (w->co)
+    return;
+  world_trace(w, "coordinator restarts");
+  world_hash(w, "crestart", 0, 0);
+  struct simhost_cb ccb = {.arg = w, .on_msg = c_msg, .on_down = c_down};
+  simnet_restart(w->coord_h, &ccb);
+  w->co = calloc(1, sizeof *w->co);
+  if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
+      coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)
+    violation(w, "the coordinator cannot restart: %s", why);
 }
 
 /* ---- the world ------------------------------------------------------------ */
@@ -340,9 +374,11 @@ void world_free(struct world *w)
       free(sn->n);
     }
   }
-  coord_free(w->co);
-  meta_close(&w->co->meta);
-  free(w->co);
+  if (w->co) {
+    coord_free(w->co);
+    meta_close(&w->co->meta);
+    free(w->co);
+  }
   simnet_free(w->net);
   simclock_free(w->clock);
   for (int i = 0; i < SIM_NODES; i++)

@@ -90,6 +90,13 @@ static void open_reply(struct simwriter *wr, const Env *env)
   const Auralog__Volume *vd = env->volume;
   if (wr->asked == 0) {
     wr->epoch = vd->epoch;
+    /* Epochs are durable at the coordinator before anyone hears of them
+     * (§4.3): none is handed out twice, even across its crashes. */
+    if (vd->epoch <= w->max_issued)
+      violation(w, "the coordinator handed out epoch %llu after %llu: two writers "
+                "could share an epoch", (unsigned long long)vd->epoch,
+                (unsigned long long)w->max_issued);
+    w->max_issued = vd->epoch;
     if (vd->n_pgs < SIM_PGS) {
       Env req = AURALOG__ENVELOPE__INIT;
       Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
