@@ -98,6 +98,7 @@ struct rcv {
   size_t nscans;
   uint64_t *start, *tails, *after;
   uint8_t *live, *want;      /* live: answered every round so far */
+  int unavailable;           /* failed for lack of a quorum only */
   Auralog__TruncRange **tp, *tv, wtr;
   char why[256];
 };
@@ -229,6 +230,7 @@ static int read_quorums(struct rcv *c, const char *what)
     if (answered < VR) {
       snprintf(c->why, sizeof c->why, "pg %zu: %d of %d segments %s; recovery needs a "
                "read quorum of %d", p, answered, NCOPIES, what, VR);
+      c->unavailable = 1;
       return 0;
     }
   }
@@ -544,6 +546,7 @@ static void adopt_done(struct rcv *c)
       snprintf(c->why, sizeof c->why, "pg %zu: the truncation and the records to keep "
                "reached %d of %d segments; recovery needs a write quorum of %d", p, n,
                NCOPIES, VW);
+      c->unavailable = 1;
       free(acked);
       return fail(c);
     }
@@ -667,6 +670,12 @@ void rcv_tick(struct rcv *c)
 int rcv_round(const struct rcv *c)
 {
   return c->phase < R_DONE ? c->phase : 0;
+}
+
+/* Did it fail only for lack of a quorum (another attempt may succeed)? */
+int rcv_unavailable(const struct rcv *c)
+{
+  return c->phase == R_FAILED && c->unavailable;
 }
 
 /* 0: running; 1: the volume serves; -1: failed, with why. */

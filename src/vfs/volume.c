@@ -156,9 +156,13 @@ static void teardown(struct volume *v)
   free(v);
 }
 
-struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
-                        char *why, size_t whylen)
+/* One attempt: a new epoch, recovery. *unavailable: it failed only for
+ * lack of segments (a quorum), so another attempt may succeed. */
+static struct volume *open_once(const char *coord, const char *name,
+                                const char *engine_addr, int *unavailable, char *why,
+                                size_t whylen)
 {
+  *unavailable = 0;
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
   ov.name = (char *)name;
@@ -201,6 +205,7 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
   pthread_mutex_lock(&v->drv->mu);
   while (v->rcv == NULL || (rc = rcv_result(v->rcv, why, whylen)) == 0)
     pthread_cond_wait(&v->drv->cond, &v->drv->mu);
+  *unavailable = rc < 0 && rcv_unavailable(v->rcv);
   rcv_free(v->rcv);
   v->rcv = NULL;
   v->opened = rc == 1;
@@ -231,6 +236,25 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
           v->npgs == 1 ? "" : "s", (unsigned long long)v->st.recovery_ms,
           v->st.trunc_to > v->st.trunc_from ? ", truncated above the vdl" : "");
   return v;
+}
+
+/* Recovery needs a read quorum of every PG, then a write quorum. Segments
+ * may be briefly missing (nodes that just came back have not yet heard of
+ * a PG made while they were down): an engine tries again, with a new
+ * epoch each time, for up to RECOVERY_RETRY_MS before it gives up. */
+struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
+                        char *why, size_t whylen)
+{
+  unsigned long long give_up = now_ms() + RECOVERY_RETRY_MS;
+  for (;;) {
+    int unavailable;
+    struct volume *v = open_once(coord, name, engine_addr, &unavailable, why, whylen);
+    if (v || !unavailable || now_ms() + 500 > give_up)
+      return v;
+    logwarn("volume %s: %s; trying again in 500 ms", name, why);
+    struct timespec ts = {0, 500 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
 }
 
 uint32_t vol_page_size(const struct volume *v)

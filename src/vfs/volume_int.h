@@ -195,6 +195,7 @@ void rcv_on_down(struct rcv *c, int node);
 void rcv_tick(struct rcv *c);
 int rcv_result(const struct rcv *c, char *why, size_t whylen);
 int rcv_round(const struct rcv *c);
+int rcv_unavailable(const struct rcv *c);
 void rcv_free(struct rcv *c);
 
 #endif
