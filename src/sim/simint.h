@@ -40,8 +40,6 @@ struct simwriter {
   struct ep *coord;          /* while opening */
   int asked;                 /* 0: OpenVolume sent; 1: GrowVolume sent */
   uint64_t epoch, last_vdl;
-  uint64_t open_at;          /* when the open started (recovery time) */
-  int fenced_seen;
   uint64_t next_ship, next_read;   /* the workload's pace (workload.c) */
   uint64_t poke_at;                /* a workload event is scheduled then (+1) */
   /* The workload's: transactions shipped and not yet acked, reads in flight. */
@@ -93,7 +91,7 @@ struct world {
   uint64_t acked_after_heal;
   int sweep;                 /* pages read by the final sweep so far */
   struct fault_ev *sched;
-  size_t nsched, capsched, next_fault;
+  size_t nsched, capsched;
   /* The watermarks last written to the trace. */
   uint64_t traced_vdl[SIM_WRITERS], traced_scl[SIM_NODES][SIM_PGS];
   int active[F_NKINDS];
@@ -105,7 +103,6 @@ void world_trace(struct world *w, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
 void node_crash(struct simnode *sn);
 void node_restart(struct simnode *sn);
-int nodes_down(const struct world *w, int extra);
 void coord_crash(struct world *w);
 void coord_restart(struct world *w);
 

@@ -204,15 +204,6 @@ void node_restart(struct simnode *sn)
   node_boot(sn);
 }
 
-/* How many nodes are down or cut off from the writer, with extra more. */
-int nodes_down(const struct world *w, int extra)
-{
-  int n = extra;
-  for (int i = 0; i < SIM_NODES; i++)
-    n += w->nodes[i].n == NULL || w->nodes[i].down_by != 0;
-  return n;
-}
-
 /* ---- the coordinator ------------------------------------------------------ */
 
 static void c_msg(void *arg, struct ep *e, const Env *env)

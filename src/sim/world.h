@@ -45,7 +45,6 @@
 #define SIM_SHIP_MS    25       /* a serving writer ships a transaction about this often */
 #define SIM_READ_MS    60       /* ... and starts a page read about this often */
 #define SIM_INFLIGHT   8        /* transactions a writer keeps in flight */
-#define SIM_MAX_VIOL   8        /* violations kept per run (the first stops it) */
 
 /* Fault kinds (nemesis.c); --faults takes their names. */
 enum {

@@ -67,7 +67,6 @@ static void after_event(struct simwriter *wr)
     world_hash(w, "fenced", wr->epoch, 0);
     workload_acked(wr);
     wr->state = W_FAILED;
-    wr->fenced_seen = 1;
     return;
   }
   workload_acked(wr);
@@ -220,7 +219,6 @@ void writer_start(struct simwriter *wr)
   wr->gen++;
   wr->state = W_OPENING;
   wr->asked = 0;
-  wr->open_at = sim_now(w->clock);
   world_trace(w, "writer %d starts", wr->i);
   world_hash(w, "wstart", (uint64_t)wr->i, 0);
   const struct io *io = simhost_io(wr->h);
