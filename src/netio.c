@@ -14,9 +14,32 @@ static void conn_msg(struct conn *c, const Env *env)
   ni->on_msg(ni->core, (struct ep *)c, env);
 }
 
+static void deliver_downs(uv_idle_t *h)
+{
+  struct netio *ni = h->data;
+  uv_idle_stop(&ni->later);
+  for (size_t i = 0; i < ni->ndown; i++) {
+    if (ni->on_down)
+      ni->on_down(ni->core, (struct ep *)ni->down[i]);
+    conn_unref(ni->down[i]);
+  }
+  ni->ndown = 0;
+}
+
 static void conn_closed(struct conn *c)
 {
   struct netio *ni = c->data;
+  if (ni->in_call) {
+    /* Inside the core's own call (a failed write or connect): later. */
+    if (ni->ndown == ni->capdown) {
+      ni->capdown = ni->capdown ? 2 * ni->capdown : 8;
+      ni->down = realloc(ni->down, ni->capdown * sizeof *ni->down);
+    }
+    conn_ref(c);
+    ni->down[ni->ndown++] = c;
+    uv_idle_start(&ni->later, deliver_downs);
+    return;
+  }
   if (ni->on_down)
     ni->on_down(ni->core, (struct ep *)c);
 }
@@ -30,8 +53,11 @@ static void conn_up(struct conn *c, int status)
 
 static int io_send_(void *ctx, struct ep *to, const Env *env)
 {
-  (void)ctx;
-  return conn_send((struct conn *)to, env);
+  struct netio *ni = ctx;
+  ni->in_call++;
+  int rc = conn_send((struct conn *)to, env);
+  ni->in_call--;
+  return rc;
 }
 
 /* A frame sent late: a timer holds it and a reference to the conn. */
@@ -63,7 +89,7 @@ static int io_send_late(void *ctx, struct ep *to, const Env *env, uint32_t ms)
   struct netio *ni = ctx;
   struct conn *c = (struct conn *)to;
   if (ms == 0)
-    return conn_send(c, env);
+    return io_send_(ctx, to, env);
   if (c->closing)
     return -1;
   struct late *d = calloc(1, sizeof *d);
@@ -81,11 +107,13 @@ static int io_send_late(void *ctx, struct ep *to, const Env *env, uint32_t ms)
 
 static void io_cork_(void *ctx, struct ep *e, int on)
 {
-  (void)ctx;
+  struct netio *ni = ctx;
+  ni->in_call++;
   if (on)
     conn_cork((struct conn *)e);
   else
-    conn_uncork((struct conn *)e);
+    conn_uncork((struct conn *)e);     /* writes: may fail at once */
+  ni->in_call--;
 }
 
 static void io_hold(void *ctx, struct ep *e)
@@ -103,7 +131,9 @@ static void io_release(void *ctx, struct ep *e)
 static struct ep *io_connect(void *ctx, const char *addr)
 {
   struct netio *ni = ctx;
+  ni->in_call++;
   struct conn *c = net_connect(ni->loop, addr, conn_up, conn_msg, conn_closed, ni);
+  ni->in_call--;
   if (c)
     c->count = &ni->count;
   return (struct ep *)c;
@@ -155,7 +185,18 @@ void netio_init(struct netio *ni, uv_loop_t *loop, void *core,
     .hold = io_hold, .release = io_release, .connect = io_connect, .close = io_close,
     .count_as = io_count_as, .fatal = io_fatal, .now_ms = io_clock, .random = io_random,
   };
+  uv_idle_init(loop, &ni->later);
+  ni->later.data = ni;
   srand((unsigned)uv_hrtime() ^ (unsigned)getpid());
+}
+
+void netio_free(struct netio *ni)
+{
+  for (size_t i = 0; i < ni->ndown; i++)
+    conn_unref(ni->down[i]);
+  free(ni->down);
+  ni->down = NULL;
+  ni->ndown = ni->capdown = 0;
 }
 
 int netio_listen(struct netio *ni, const char *addr, char *why, size_t whylen)

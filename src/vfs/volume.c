@@ -149,6 +149,7 @@ static void teardown(struct volume *v)
   pthread_mutex_unlock(&v->drv->mu);
   uv_async_send(&v->drv->wake);
   pthread_join(v->drv->thread, NULL);
+  netio_free(&v->drv->ni);
   vcore_free(v);
   pthread_mutex_destroy(&v->drv->mu);
   pthread_cond_destroy(&v->drv->cond);
