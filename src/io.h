@@ -25,7 +25,10 @@
  *
  * What both drivers guarantee (netio.c, sim/net.c):
  *   - every ep a core has seen ends with exactly one on_down, whatever
- *     closed it; a core's own close() calls it before returning;
+ *     closed it; a core's own close() calls it before returning, and
+ *     nothing else calls it from inside one of the core's own io calls (a
+ *     send or connect that fails at once reports later): a core, and the
+ *     lock a driver holds around it, is never re-entered;
  *   - there is no accept: a server learns of a new ep from its first
  *     message;
  *   - frames still corked when an ep closes are lost, as a crash loses
