@@ -13,7 +13,7 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3 libgvc
+PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3 libgvc libsodium
 CFLAGS ?= -O2 -g
 # -fPIC: the same objects go into build/auralog.so (the SQLite extension).
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -fPIC \
@@ -28,7 +28,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
-CORE_SRC := src/wire.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
+CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/main.c src/coord/http.c \
             src/cluster.c src/status.c src/sqlcli.c src/lab.c src/viz.c src/viz_sim.c \
@@ -40,8 +40,8 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput
+UNIT := wire record segment placement diff quorum recovery cache viz hist volume lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 

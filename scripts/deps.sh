@@ -18,6 +18,7 @@ pkgs=(
   libhttp-parser-dev              # the coordinator's dashboard parses HTTP requests with it
   xxd                             # embeds the dashboard page into the binary at build time
   zlib1g-dev                      # crc32 for records
+  libsodium-dev                   # the cluster key: authenticated connections, signed epochs
   iproute2                        # lab 6: network namespaces as stand-in machines
 )
 if [ "${1:-}" = "--test" ]; then

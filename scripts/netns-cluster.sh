@@ -10,12 +10,16 @@
 #   netns-cluster.sh restore A|B|C   mend it
 #   netns-cluster.sh down [DIR]      stop everything, remove the namespaces
 #
-# On real VMs the recipe is the same without namespaces: on each VM run
-#   auralog node --az X --id X1 --listen VM_IP:7401 --coord COORD_IP:7400
-#   auralog node --az X --id X2 --listen VM_IP:7402 --coord COORD_IP:7400
-# on one more `auralog coord --listen COORD_IP:7400` and
-# `auralog engine --listen COORD_IP:7500 --coord COORD_IP:7400`, and take
-# an AZ out by stopping its VM's network (or the VM).
+# On real VMs the recipe is the same without namespaces: make the key once
+# (`auralog cluster key --dir D` prints D/cluster.key), copy it to every VM
+# (scp, mode 0600), then on each VM run
+#   auralog node --key KEY --az X --id X1 --listen VM_IP:7401 --coord COORD_IP:7400
+#   auralog node --key KEY --az X --id X2 --listen VM_IP:7402 --coord COORD_IP:7400
+# on one more `auralog coord --key KEY --listen COORD_IP:7400` and
+# `auralog engine --key KEY --listen COORD_IP:7500 --coord COORD_IP:7400`,
+# and take an AZ out by stopping its VM's network (or the VM). Tools need
+# the key too: export AURALOG_KEY=KEY. The key is taken from $AURALOG_KEY
+# if set (a lab passes its cluster's), else DIR/cluster.key.
 #
 # Addresses: 10.77.0.0/24, only inside the namespaces and bridge this
 # script makes. AURALOG (default build/auralog) is the binary.
@@ -26,7 +30,7 @@ net=10.77.0
 br=alg-br0
 ctl=$net.1
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 need_root() {
   [ "$(id -u)" -eq 0 ] || { echo "netns-cluster.sh: network namespaces need root (sudo)" >&2; exit 1; }
 }
@@ -47,6 +51,11 @@ up)
     echo "netns-cluster.sh: $br exists: a netns cluster is up already (down first)" >&2; exit 1
   fi
   mkdir -p "$dir/log" "$dir/run" "$dir/data"
+  # The cluster key: $AURALOG_KEY if given (a lab passes its cluster's),
+  # else DIR/cluster.key, made once. On real machines this one file is
+  # what you copy to each (mode 0600).
+  key=${AURALOG_KEY:-$("$bin" cluster key --dir "$dir")}
+  export AURALOG_KEY="$key"
   ip link add $br type bridge
   ip addr add $ctl/24 dev $br
   ip link set $br up
@@ -81,8 +90,9 @@ up)
   done
   printf '{"coord": "%s:7400", "engine": "%s:7500", "netns": true}\n' $ctl $ctl > "$dir/cluster.json"
   echo "netns cluster up in $dir: AZ A at $net.11, B at $net.21, C at $net.31 (2 nodes each)"
+  echo "cluster key: $key (every member and tool needs it: export AURALOG_KEY=$key)"
   echo "coordinator $ctl:7400, engine $ctl:7500:"
-  echo "  export AURALOG_COORD=$ctl:7400 AURALOG_ENGINE=$ctl:7500"
+  echo "  export AURALOG_COORD=$ctl:7400 AURALOG_ENGINE=$ctl:7500 AURALOG_KEY=$key"
   ;;
 cut|restore)
   need_root; az_ok "${2:-}"

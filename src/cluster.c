@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "coord/http.h"
+#include "keyfile.h"
 #include "lib/log.h"
 #include "lib/proc.h"
 #include "param.h"
@@ -251,18 +252,21 @@ static int write_conf(const struct cluster *cl)
 static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
 {
   char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16];
+  char key[PATH_MAX + 16];
+  key_path(key, sizeof key);
   path(logp, sizeof logp, cl, "log/", m->name, ".log");
   path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
   snprintf(coord, sizeof coord, "%s", cl->m[0].addr);
   snprintf(id, sizeof id, "%s", m->name);
   dashboard_addr(cl, http, sizeof http);
   char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data,
-                        "--http", http, NULL};
+                        "--http", http, "--key", key, NULL};
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
-                       m->addr, "--coord", coord, "--data", m->data, NULL};
+                       m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
   snprintf(cache, sizeof cache, "%d", cl->cache);
-  char *engine_argv[] = {(char *)self, "engine", "--volume", "main", "--listen", m->addr,
-                         "--coord", coord, cl->cache > 0 ? "--cache" : NULL, cache, NULL};
+  char *engine_argv[] = {(char *)self, "engine", "--key", key, "--volume", "main", "--listen",
+                         m->addr, "--coord", coord, cl->cache > 0 ? "--cache" : NULL, cache,
+                         NULL};
   int engine = m == &cl->m[cl->n - 1];
   pid_t pid = proc_spawn(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv,
                          logp, 1);
@@ -369,6 +373,19 @@ static int cmd_up(struct cluster *cl)
   self[len] = 0;
   if (write_conf(cl) != 0)
     return 1;
+  /* The cluster key (auth.h): made once, beside the data, unless the
+   * operator brought one (--key, AURALOG_KEY). */
+  char key[PATH_MAX + 16];
+  key_path(key, sizeof key);
+  if (access(key, F_OK) != 0) {
+    if (key_create(key, why, sizeof why) != 0)
+      die("cluster: %s", why);
+    printf("cluster key: %s (new; every member and tool needs it: --key or AURALOG_KEY)\n",
+           key);
+  }
+  const struct auth_key *k = key_get(why, sizeof why);
+  if (k == NULL)
+    die("cluster: %s", why);
   int started = 0;
   struct member *engine = &cl->m[cl->n - 1];
   for (int i = 0; i < cl->n - 1; i++) {
@@ -516,6 +533,7 @@ static int find_cluster(struct cluster *cl, const char *dir, int base, int cache
   if (strlen(real) >= DIR_MAX)
     die("cluster: directory path %s is too long", real);
   memcpy(cl->dir, real, strlen(real) + 1);
+  key_use_dir(cl->dir);
   int conf_cache, conf = read_conf(cl, &conf_cache);
   cl->base = base ? base : conf ? conf : 7400;
   cl->cache = cache >= 0 ? cache : conf_cache;
@@ -536,8 +554,8 @@ static int find_cluster(struct cluster *cl, const char *dir, int base, int cache
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog cluster up|down|status [--dir DIR] [--base-port PORT]\n"
-    "                                      [--cache PAGES]\n"
+    "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
+    "                                          [--cache PAGES] [--key FILE]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -546,6 +564,14 @@ static void usage(FILE *f)
     "          every node has registered, print the addresses\n"
     "  down    stop every process `up` started\n"
     "  status  which members run, and what the coordinator sees\n"
+    "  key     make the cluster key, if there is none, and print where it is\n"
+    "\n"
+    "Every connection between members proves the cluster key both ways, and\n"
+    "every frame carries a MAC (integrity and authenticity; frames are not\n"
+    "encrypted). `up` makes DIR/cluster.key (mode 0600) unless one exists;\n"
+    "every member and tool reads it from --key FILE, $AURALOG_KEY, or\n"
+    "cluster.key in --dir, $AURALOG_DIR or ~/.auralog. Across machines, copy\n"
+    "the one file to each (scp, mode 0600).\n"
     "\n"
     "  --dir DIR        where the cluster keeps data, logs and pid files\n"
     "                   (default $AURALOG_DIR or ~/.auralog)\n"
@@ -586,12 +612,28 @@ int cluster_main(int argc, char **argv)
     }
   }
   if (optind >= argc)
-    die("cluster: say up, down or status (see auralog cluster --help)");
+    die("cluster: say up, down, status or key (see auralog cluster --help)");
   const char *cmd = argv[optind];
   if (optind + 1 < argc)
     die("cluster: unexpected argument '%s'", argv[optind + 1]);
+  if (strcmp(cmd, "key") == 0) {
+    /* The key alone (scripts/netns-cluster.sh, a cluster across VMs:
+     * make it once, copy it to every machine, 0600). */
+    char key[PATH_MAX + 16], why[PATH_MAX + 64];
+    if (dir) {              /* said: DIR/cluster.key, whatever $AURALOG_KEY says */
+      if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("cluster: cannot create %s: %s", dir, strerror(errno));
+      snprintf(key, sizeof key, "%s/cluster.key", dir);
+    } else {
+      key_path(key, sizeof key);
+    }
+    if (key_create(key, why, sizeof why) != 0)
+      die("cluster: %s", why);
+    printf("%s\n", key);
+    return 0;
+  }
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
-    die("cluster: unknown action '%s' (say up, down or status)", cmd);
+    die("cluster: unknown action '%s' (say up, down, status or key)", cmd);
   if (cache >= 0 && strcmp(cmd, "up"))
     die("cluster: --cache is an option of `cluster up`");
 

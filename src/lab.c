@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "keyfile.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
@@ -363,6 +364,7 @@ static int load(struct labctx *x, const char *dir)
   }
   if (realpath(dir, x->dir) == NULL)
     die("lab: no cluster in %s (start one: auralog cluster up)", dir);
+  key_use_dir(x->dir);
   snprintf(p, sizeof p, "%s/cluster.json", x->dir);
   FILE *f = fopen(p, "r");
   if (f == NULL)

@@ -2,7 +2,9 @@
  * main.c: the auralog binary. One binary, one subcommand per role or tool
  * (DESIGN.md §6); this file only dispatches.
  */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/log.h"
@@ -40,7 +42,41 @@ static void usage(FILE *f)
   fprintf(f,
     "\n"
     "Start here: auralog cluster up, then auralog status.\n"
-    "AURALOG_COORD sets the coordinator address (default 127.0.0.1:7400).\n");
+    "AURALOG_COORD sets the coordinator address (default 127.0.0.1:7400).\n"
+    "Every command takes --key FILE (or AURALOG_KEY): the cluster key; by default\n"
+    "cluster.key in --dir, $AURALOG_DIR or ~/.auralog, which `cluster up` creates.\n");
+}
+
+/* --key FILE (or --key=FILE), anywhere after the command: every command
+ * takes it, so it is taken here, as AURALOG_KEY, which the processes a
+ * command starts inherit (keyfile.h). */
+static int take_key(int *argc, char **argv)
+{
+  for (int i = 2; i < *argc; i++) {
+    const char *path = NULL;
+    int n = 0;
+    if (!strcmp(argv[i], "--key")) {
+      if (i + 1 >= *argc) {
+        errmsg("--key needs a file (the cluster key)");
+        return -1;
+      }
+      path = argv[i + 1];
+      n = 2;
+    } else if (!strncmp(argv[i], "--key=", 6)) {
+      path = argv[i] + 6;
+      n = 1;
+    } else if (!strcmp(argv[i], "--")) {
+      break;
+    }
+    if (path) {
+      char real[PATH_MAX];
+      setenv("AURALOG_KEY", realpath(path, real) ? real : path, 1);
+      memmove(&argv[i], &argv[i + n], (size_t)(*argc - i - n + 1) * sizeof *argv);
+      *argc -= n;
+      i--;
+    }
+  }
+  return 0;
 }
 
 int main(int argc, char **argv)
@@ -54,6 +90,8 @@ int main(int argc, char **argv)
     usage(stdout);
     return 0;
   }
+  if (take_key(&argc, argv) != 0)
+    return 2;
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmds[i].name, name) == 0)
       return cmds[i].fn(argc - 1, argv + 1);

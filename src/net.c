@@ -4,12 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
+#include "keyfile.h"
 #include "lib/addr.h"
 #include "lib/log.h"
 #include "net.h"
 #include "param.h"
 
 #define READ_CHUNK (64 << 10)
+#define AUTH_BUF   (4 * AUTH_FRAME_MAX)
+
+enum { AUTH_NONE, AUTH_CHALLENGED, AUTH_WAIT_CHALLENGE, AUTH_WAIT_WELCOME, AUTH_DONE };
 
 struct listener {
   uv_tcp_t tcp;
@@ -17,6 +23,9 @@ struct listener {
   conn_close_fn on_close;
   void *data;
   struct net_count *count;
+  struct conn *head, *tail;  /* accepted conns, oldest first */
+  unsigned nconns;
+  size_t buffered;           /* bytes charged by conns (beyond READ_CHUNK each) */
 };
 
 static void conn_freed(uv_handle_t *h)
@@ -38,8 +47,48 @@ void conn_unref(struct conn *c)
       free(c->pend[i].base);  /* corked frames that never went out */
     free(c->pend);
     free(c->in);
+    sodium_memzero(&c->sess, sizeof c->sess);
     free(c);
   }
+}
+
+/* The buffer of a conn, resized to cap bytes, charged to its listener's
+ * budget. Returns 0, or -1 (nothing changed) if that would exceed it. */
+static int set_cap(struct conn *c, size_t cap)
+{
+  size_t charge = cap > READ_CHUNK ? cap - READ_CHUNK : 0;
+  if (c->lis && charge > c->charged &&
+      c->lis->buffered - c->charged + charge > BUFFER_BUDGET)
+    return -1;
+  uint8_t *in = cap ? realloc(c->in, cap) : (free(c->in), NULL);
+  if (cap && in == NULL)
+    return -1;
+  c->in = in;
+  c->cap = cap;
+  if (c->lis)
+    c->lis->buffered = c->lis->buffered - c->charged + charge;
+  c->charged = charge;
+  return 0;
+}
+
+/* A closing conn leaves its listener's list and budget. */
+static void detach(struct conn *c)
+{
+  struct listener *l = c->lis;
+  if (l == NULL)
+    return;
+  l->buffered -= c->charged;
+  c->charged = 0;
+  if (c->lprev)
+    c->lprev->lnext = c->lnext;
+  else
+    l->head = c->lnext;
+  if (c->lnext)
+    c->lnext->lprev = c->lprev;
+  else
+    l->tail = c->lprev;
+  l->nconns--;
+  c->lis = NULL;
 }
 
 void conn_close(struct conn *c)
@@ -47,10 +96,14 @@ void conn_close(struct conn *c)
   if (c->closing)
     return;
   c->closing = 1;
+  detach(c);
   if (c->on_close)
     c->on_close(c);
+  uv_close((uv_handle_t *)&c->timer, conn_freed);
   uv_close((uv_handle_t *)&c->tcp, conn_freed);
 }
+
+static void sweep(uv_timer_t *t);
 
 static struct conn *conn_new(uv_loop_t *loop, conn_msg_fn on_msg,
                              conn_close_fn on_close, void *data)
@@ -59,11 +112,15 @@ static struct conn *conn_new(uv_loop_t *loop, conn_msg_fn on_msg,
   if (c == NULL)
     return NULL;
   uv_tcp_init(loop, &c->tcp);
+  uv_timer_init(loop, &c->timer);
   c->tcp.data = c;
+  c->timer.data = c;
   c->on_msg = on_msg;
   c->on_close = on_close;
   c->data = data;
-  c->refs = 1;
+  c->refs = 2;              /* one per open handle */
+  c->born = c->last_in = now_ms();
+  uv_timer_start(&c->timer, sweep, NET_SWEEP_MS, NET_SWEEP_MS);
   return c;
 }
 
@@ -132,6 +189,20 @@ int conn_send_frame(struct conn *c, uint8_t *frame, size_t len)
   if (c->closing) {
     free(frame);
     return -1;
+  }
+  /* After the handshake every frame carries its tag, computed now: frames
+   * go out in the order they are queued, corked or not, and the peer
+   * checks them in that order. Before it, only the handshake's frames
+   * (and an Error) go out, plain. */
+  if (c->auth == AUTH_DONE) {
+    uint8_t *f = realloc(frame, len + AUTH_TAG_BYTES);
+    if (f == NULL) {
+      free(frame);
+      return -1;
+    }
+    frame = f;
+    auth_seal(&c->sess, frame, len, frame + len);
+    len += AUTH_TAG_BYTES;
   }
   if (c->cork > 0) {
     if (c->npend == c->cappend) {
@@ -213,8 +284,10 @@ void conn_fail(struct conn *c, uint64_t req, uint32_t code, const char *msg)
    * out before the socket closes. */
   uv_read_stop((uv_stream_t *)&c->tcp);
   c->closing = 1;
+  detach(c);
   if (c->on_close)
     c->on_close(c);
+  uv_close((uv_handle_t *)&c->timer, conn_freed);
   uv_shutdown_t *sr = malloc(sizeof *sr);
   if (sr)
     sr->data = c;
@@ -224,25 +297,185 @@ void conn_fail(struct conn *c, uint64_t req, uint32_t code, const char *msg)
   }
 }
 
+/* ---- the handshake (auth.h) ------------------------------------------------ */
+
+/* A connector's connection failed before it was up: tell the role as a
+ * failed connect, once, and close. */
+static void connect_failed(struct conn *c, int status, const char *msg)
+{
+  logwarn("%s: %s", c->peer, msg);
+  void (*cb)(struct conn *, int) = c->on_connect;
+  c->on_connect = NULL;
+  if (cb)
+    cb(c, status);
+  conn_close(c);
+}
+
+static void send_plain(struct conn *c, Env *env)
+{
+  conn_send(c, env);        /* auth != AUTH_DONE: no tag */
+}
+
+/* The listener's side: a challenge as soon as the peer is accepted. */
+static void challenge(struct conn *c)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__AuthChallenge ch = AURALOG__AUTH_CHALLENGE__INIT;
+  auth_random(c->ln, sizeof c->ln);
+  ch.version = AUTH_VERSION;
+  ch.nonce = (ProtobufCBinaryData){sizeof c->ln, c->ln};
+  env.body_case = AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE;
+  env.auth_challenge = &ch;
+  c->auth = AUTH_CHALLENGED;
+  send_plain(c, &env);
+}
+
+/* A message that arrived before the handshake was done. Returns 1 if the
+ * conn may go on. */
+static int handshake(struct conn *c, const Env *env)
+{
+  char why[256];
+  const struct auth_key *key = key_get(why, sizeof why);
+  if (key == NULL) {
+    if (c->lis)
+      conn_fail(c, env->req, ERR_AUTH, "this process has no cluster key");
+    else
+      connect_failed(c, UV_EACCES, why);
+    return 0;
+  }
+  if (c->auth == AUTH_CHALLENGED) {
+    if (env->body_case != AURALOG__ENVELOPE__BODY_AUTH_HELLO) {
+      conn_fail(c, env->req, ERR_AUTH, "this connection did not prove it holds "
+                "the cluster key (auralog --key FILE or AURALOG_KEY)");
+      return 0;
+    }
+    const Auralog__AuthHello *h = env->auth_hello;
+    memcpy(c->cn, h->nonce.data, sizeof c->cn);
+    if (!auth_proof_ok(key, 0, c->ln, c->cn, h->proof.data, h->proof.len)) {
+      conn_fail(c, env->req, ERR_AUTH, "wrong cluster key (this cluster's key "
+                "is not the one the peer holds)");
+      return 0;
+    }
+    Env w = AURALOG__ENVELOPE__INIT;
+    Auralog__AuthWelcome wm = AURALOG__AUTH_WELCOME__INIT;
+    uint8_t proof[AUTH_PROOF_BYTES];
+    auth_proof(key, 1, c->ln, c->cn, proof);
+    wm.proof = (ProtobufCBinaryData){sizeof proof, proof};
+    w.body_case = AURALOG__ENVELOPE__BODY_AUTH_WELCOME;
+    w.auth_welcome = &wm;
+    send_plain(c, &w);
+    auth_session(key, 1, c->ln, c->cn, &c->sess);
+    c->auth = AUTH_DONE;
+    c->connected = 1;
+    return 1;
+  }
+  if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
+    snprintf(why, sizeof why, "refused the connection: %s", env->error->msg);
+    connect_failed(c, UV_EACCES, why);
+    return 0;
+  }
+  if (c->auth == AUTH_WAIT_CHALLENGE &&
+      env->body_case == AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE) {
+    memcpy(c->ln, env->auth_challenge->nonce.data, sizeof c->ln);
+    auth_random(c->cn, sizeof c->cn);
+    Env h = AURALOG__ENVELOPE__INIT;
+    Auralog__AuthHello hm = AURALOG__AUTH_HELLO__INIT;
+    uint8_t proof[AUTH_PROOF_BYTES];
+    auth_proof(key, 0, c->ln, c->cn, proof);
+    hm.nonce = (ProtobufCBinaryData){sizeof c->cn, c->cn};
+    hm.proof = (ProtobufCBinaryData){sizeof proof, proof};
+    h.body_case = AURALOG__ENVELOPE__BODY_AUTH_HELLO;
+    h.auth_hello = &hm;
+    send_plain(c, &h);
+    c->auth = AUTH_WAIT_WELCOME;
+    return 1;
+  }
+  if (c->auth == AUTH_WAIT_WELCOME &&
+      env->body_case == AURALOG__ENVELOPE__BODY_AUTH_WELCOME) {
+    const Auralog__AuthWelcome *w = env->auth_welcome;
+    if (!auth_proof_ok(key, 1, c->ln, c->cn, w->proof.data, w->proof.len)) {
+      connect_failed(c, UV_EACCES, "does not hold this cluster's key: not a member, "
+                     "connection closed");
+      return 0;
+    }
+    auth_session(key, 0, c->ln, c->cn, &c->sess);
+    c->auth = AUTH_DONE;
+    c->connected = 1;
+    if (c->on_connect)
+      c->on_connect(c, 0);
+    return !c->closing;
+  }
+  connect_failed(c, UV_EPROTO, "answered the handshake with something else: not an "
+                 "auralog process of this version");
+  return 0;
+}
+
 /* ---- reading ------------------------------------------------------------- */
 
 static void alloc_in(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
   struct conn *c = h->data;
   (void)hint;
-  if (c->cap - c->nin < READ_CHUNK) {
-    size_t cap = c->cap ? c->cap : READ_CHUNK;
-    while (cap - c->nin < READ_CHUNK)
+  /* Before the handshake a peer gets a small buffer: its frames are
+   * small, and a stranger holds no more than that of this process. */
+  size_t want = c->auth == AUTH_DONE ? READ_CHUNK : AUTH_BUF;
+  if (c->cap - c->nin < want && (c->auth == AUTH_DONE || c->cap == 0)) {
+    size_t cap = c->cap ? c->cap : want;
+    while (cap - c->nin < want)
       cap *= 2;
-    uint8_t *in = realloc(c->in, cap);
-    if (in == NULL) {
-      *buf = uv_buf_init(NULL, 0);
+    if (set_cap(c, cap) != 0) {
+      c->over_budget = 1;
+      *buf = uv_buf_init(NULL, 0);   /* read_cb gets UV_ENOBUFS */
       return;
     }
-    c->in = in;
-    c->cap = cap;
   }
   *buf = uv_buf_init((char *)c->in + c->nin, (unsigned)(c->cap - c->nin));
+}
+
+/* Take the next whole frame off c->in at off: 1 with *env (NULL if it
+ * was the handshake's and is handled), 0 if it is not all there, -1 if
+ * the conn failed. */
+static int next_frame(struct conn *c, size_t *off, Env **env)
+{
+  char why[256];
+  size_t avail = c->nin - *off, used, need;
+  const uint8_t *p = c->in + *off;
+  *env = NULL;
+  if (avail < 4)
+    return 0;
+  uint32_t len = get_be32(p);
+  if (c->auth != AUTH_DONE && len > AUTH_FRAME_MAX) {
+    if (c->lis)
+      conn_fail(c, 0, ERR_AUTH, "this connection did not prove it holds the "
+                "cluster key (auralog --key FILE or AURALOG_KEY)");
+    else
+      connect_failed(c, UV_EPROTO, "sent a large frame instead of the handshake");
+    return -1;
+  }
+  size_t tag = c->auth == AUTH_DONE ? AUTH_TAG_BYTES : 0;
+  if (len == 0 || len > FRAME_MAX) {
+    wire_parse(p, avail, env, &used, &need, why, sizeof why);
+    conn_fail(c, 0, ERR_BAD_FRAME, why);
+    return -1;
+  }
+  if (avail < 4 + (size_t)len + tag)
+    return 0;
+  if (tag && !auth_check(&c->sess, p, 4 + (size_t)len, p + 4 + len)) {
+    conn_fail(c, 0, ERR_AUTH, "a frame failed its authentication check (altered, "
+              "replayed or from another connection)");
+    return -1;
+  }
+  int rc = wire_parse(p, 4 + (size_t)len, env, &used, &need, why, sizeof why);
+  if (rc <= 0) {
+    conn_fail(c, 0, ERR_BAD_FRAME, why);
+    return -1;
+  }
+  *off += used + tag;
+  if (c->count) {
+    c->count->bytes_in += used + tag;
+    c->count->msgs_in++;
+  }
+  return 1;
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -250,31 +483,34 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   struct conn *c = s->data;
   (void)buf;
   if (n < 0) {
-    conn_close(c);
+    if (n == UV_ENOBUFS && c->over_budget)
+      conn_fail(c, 0, ERR_UNAVAILABLE, "busy: the memory for partly received frames is "
+                "taken; try again");
+    else
+      conn_close(c);
     return;
   }
+  if (n == 0)
+    return;
+  c->last_in = now_ms();
   c->nin += (size_t)n;
   size_t off = 0;
   conn_ref(c);              /* on_msg may close c */
   while (!c->closing) {
     Env *env;
-    size_t used, need;
     char why[256];
-    int rc = wire_parse(c->in + off, c->nin - off, &env, &used, &need, why, sizeof why);
-    if (rc == 0)
+    int rc = next_frame(c, &off, &env);
+    if (rc <= 0)
       break;
-    if (rc < 0) {
-      conn_fail(c, 0, ERR_BAD_FRAME, why);
-      break;
-    }
-    off += used;
-    if (c->count) {
-      c->count->bytes_in += used;
-      c->count->msgs_in++;
-    }
     int code = wire_check(env, why, sizeof why);
     if (code != ERR_NONE)
       conn_fail(c, env->req, (uint32_t)code, why);
+    else if (c->auth != AUTH_DONE)
+      handshake(c, env);
+    else if (env->body_case == AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE ||
+             env->body_case == AURALOG__ENVELOPE__BODY_AUTH_HELLO ||
+             env->body_case == AURALOG__ENVELOPE__BODY_AUTH_WELCOME)
+      conn_fail(c, env->req, ERR_BAD_MSG, "a second handshake on one connection");
     else
       c->on_msg(c, env);
     wire_free(env);
@@ -282,13 +518,38 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   if (!c->closing) {
     memmove(c->in, c->in + off, c->nin - off);
     c->nin -= off;
-    if (c->nin == 0 && c->cap > 4 * READ_CHUNK) {
-      free(c->in);          /* a big frame went by: give the memory back */
-      c->in = NULL;
-      c->cap = 0;
-    }
+    if (c->nin == 0)
+      c->partial_since = 0;
+    else if (off > 0 || c->partial_since == 0)
+      c->partial_since = c->last_in;
+    if (c->nin == 0 && c->cap > 4 * READ_CHUNK)
+      set_cap(c, 0);        /* a big frame went by: give the memory back */
   }
   conn_unref(c);
+}
+
+/* Every NET_SWEEP_MS: the deadlines of a handshake, of a frame partly
+ * received, and of an accepted connection's silence. */
+static void sweep(uv_timer_t *t)
+{
+  struct conn *c = t->data;
+  unsigned long long now = now_ms();
+  char why[128];
+  if (c->closing)
+    return;
+  if (c->auth != AUTH_DONE && now - c->born > AUTH_DEADLINE_MS) {
+    snprintf(why, sizeof why, "no handshake within %d ms", AUTH_DEADLINE_MS);
+    if (c->lis)
+      conn_fail(c, 0, ERR_AUTH, why);
+    else
+      connect_failed(c, UV_ETIMEDOUT, why);
+  } else if (c->partial_since && now - c->partial_since > FRAME_DEADLINE_MS) {
+    snprintf(why, sizeof why, "a frame took over %d ms to arrive", FRAME_DEADLINE_MS);
+    conn_fail(c, 0, ERR_BAD_FRAME, why);
+  } else if (c->lis && now - c->last_in > IDLE_MS) {
+    loginfo("%s: silent for %d s, closing the connection", c->peer, IDLE_MS / 1000);
+    conn_close(c);
+  }
 }
 
 static void start(struct conn *c)
@@ -303,8 +564,12 @@ static void start(struct conn *c)
     snprintf(c->peer, sizeof c->peer, "%s:%d", host, ntohs(sin->sin_port));
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  c->connected = 1;
+  c->born = c->last_in = now_ms();
   uv_read_start((uv_stream_t *)&c->tcp, alloc_in, on_read);
+  if (c->lis)
+    challenge(c);
+  else
+    c->auth = AUTH_WAIT_CHALLENGE;
 }
 
 static void on_accept(uv_stream_t *server, int status)
@@ -320,7 +585,31 @@ static void on_accept(uv_stream_t *server, int status)
     conn_close(c);
     return;
   }
+  /* At the cap, the oldest peer still in its handshake makes room: a
+   * member's handshake takes a round trip, a crowd of strangers holding
+   * connections open cannot keep members out. */
+  if (l->nconns >= CONNS_MAX) {
+    struct conn *v = l->head;
+    while (v && v->auth == AUTH_DONE)
+      v = v->lnext;
+    if (v)
+      conn_fail(v, 0, ERR_UNAVAILABLE, "closed to make room: too many connections "
+                "still in their handshake");
+  }
+  c->lis = l;
+  c->lprev = l->tail;
+  if (l->tail)
+    l->tail->lnext = c;
+  else
+    l->head = c;
+  l->tail = c;
+  l->nconns++;
   start(c);
+  if (l->nconns > CONNS_MAX) {
+    char why[96];
+    snprintf(why, sizeof why, "too many connections (at most %d)", CONNS_MAX);
+    conn_fail(c, 0, ERR_UNAVAILABLE, why);
+  }
 }
 
 int net_listen(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
@@ -359,12 +648,15 @@ static void connected(uv_connect_t *req, int status)
 {
   struct conn *c = req->data;
   free(req);
-  if (status == 0 && !c->closing)
-    start(c);
-  if (c->on_connect)
-    c->on_connect(c, status);
-  if (status != 0)
+  if (status == 0 && !c->closing) {
+    start(c);               /* on_connect runs once the handshake is done */
+  } else {
+    void (*cb)(struct conn *, int) = c->on_connect;
+    c->on_connect = NULL;
+    if (cb)
+      cb(c, status ? status : UV_ECANCELED);
     conn_close(c);
+  }
   conn_unref(c);
 }
 

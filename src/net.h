@@ -11,6 +11,16 @@
  * an lmdb commit) by taking a reference; the conn is freed once it is
  * closed and every reference is dropped.
  *
+ * Every connection first proves the cluster key both ways (auth.h): the
+ * listener sends a challenge, the connector answers with a proof, the
+ * listener answers with its own. Only then does the connector's on_connect
+ * run and the listener pass frames to on_msg; a peer that fails gets one
+ * Error (ERR_AUTH) and a closed connection. After it, every frame carries
+ * a MAC. A connection is also bounded (param.h): the handshake, a partly
+ * received frame and an accepted connection's silence have deadlines, a
+ * listener serves CONNS_MAX peers and buffers BUFFER_BUDGET bytes of big
+ * frames over all of them.
+ *
  * Counting: a conn whose count is set adds every frame it reads or queues
  * to it, length prefix included (what `auralog bench` reports as network
  * cost). A role sets it on conns it connects, or for a whole listener with
@@ -20,6 +30,7 @@
 #define AURALOG_NET_H
 
 #include <uv.h>
+#include "auth.h"
 #include "io.h"
 #include "wire.h"
 
@@ -28,8 +39,11 @@ typedef void (*conn_msg_fn)(struct conn *c, const Env *env);
 typedef void (*conn_close_fn)(struct conn *c);
 
 
+struct listener;
+
 struct conn {
   uv_tcp_t tcp;
+  uv_timer_t timer;        /* the sweep: handshake, frame and idle deadlines */
   uint8_t *in;             /* bytes read, not yet a whole frame */
   size_t nin, cap;
   conn_msg_fn on_msg;
@@ -38,13 +52,23 @@ struct conn {
   void *ctx;               /* the role's, for this conn alone */
   int refs;
   int closing;
-  int connected;
+  int connected;           /* up, and past the handshake */
   void (*on_connect)(struct conn *c, int status);
   char peer[64];
   struct net_count *count; /* where this conn's frames add up (NULL: nowhere) */
   unsigned cork;           /* > 0: frames wait in pend for conn_uncork */
   uv_buf_t *pend;          /* frames queued while corked */
   unsigned npend, cappend;
+  /* The handshake (auth.h): nothing but it passes until auth is AUTH_DONE;
+   * after it every frame carries a tag under sess. */
+  int auth;
+  uint8_t ln[32], cn[32];  /* the listener's and the connector's nonces */
+  struct auth_sess sess;
+  struct listener *lis;    /* the listener that accepted it (NULL: connected) */
+  struct conn *lprev, *lnext;  /* the listener's conns, oldest first */
+  size_t charged;          /* bytes of in charged to the listener's budget */
+  int over_budget;
+  unsigned long long born, last_in, partial_since;
 };
 
 /* Listen on addr ("host:port"); every accepted conn gets the callbacks and

@@ -41,6 +41,7 @@
 #define COMMIT_DEADLINE_MS 5000 /* a commit not durable by then fails with a clear error */
 #define READ_DEADLINE_MS   5000 /* a page read that no segment can answer by then fails */
 #define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
+#define ENGINE_HOLD_MS  3000    /* an engine that reported this lately holds its volume */
 #define READ_LEASE_MS   2000    /* a writer serves only this long after the coordinator last confirmed its epoch (vfs/lease.h) */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
 #define TAIL_PER_PG     8       /* log tail reported for `auralog viz`: newest records per PG */
@@ -57,6 +58,22 @@
 
 /* Wire (src/wire.c). */
 #define FRAME_MAX     (16u << 20)   /* largest frame accepted, checked before allocating */
+
+/* Connections (net.c): what one peer may hold of a process. A peer that
+ * has not proven the cluster key gets AUTH_FRAME_MAX-byte frames, a small
+ * buffer and AUTH_DEADLINE_MS to finish the handshake; a frame may take
+ * FRAME_DEADLINE_MS to arrive whole; a listener serves at most CONNS_MAX
+ * peers (the oldest unproven one makes room for a newcomer) and buffers
+ * at most BUFFER_BUDGET bytes of partly received frames over all of them
+ * beyond one READ_CHUNK each; an accepted connection silent for
+ * IDLE_MS is closed (its peer reconnects when it needs to). */
+#define AUTH_FRAME_MAX    256
+#define AUTH_DEADLINE_MS  5000
+#define FRAME_DEADLINE_MS 10000
+#define CONNS_MAX         256
+#define BUFFER_BUDGET     (64u << 20)
+#define IDLE_MS           600000
+#define NET_SWEEP_MS      1000
 #define NAME_MAX_LEN  64            /* node ids, AZ names, volume names */
 #define ADDR_MAX_LEN  128           /* "host:port" */
 #define BATCH_MAX     100000        /* records in one Append */

@@ -13,9 +13,12 @@
 #include <unistd.h>
 
 #include "lib/addr.h"
+#include "keyfile.h"
 #include "lib/log.h"
 #include "param.h"
 #include "rpc.h"
+
+static int send_bytes(struct rpc *r, const void *buf, size_t len);
 
 /* Wait until fd is ready for events, or the deadline passes. */
 static int wait_fd(int fd, short events, unsigned long long deadline)
@@ -32,8 +35,8 @@ static int wait_fd(int fd, short events, unsigned long long deadline)
   }
 }
 
-int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
-             size_t whylen)
+int rpc_open_plain(struct rpc *r, const char *addr, int timeout_ms, char *why,
+                   size_t whylen)
 {
   struct sockaddr_in sa;
   memset(r, 0, sizeof *r);
@@ -72,6 +75,62 @@ int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
   return 0;
 }
 
+/* The connector's half of the handshake (net.c has both halves). */
+int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
+             size_t whylen)
+{
+  const struct auth_key *key = key_get(why, whylen);
+  if (key == NULL) {
+    memset(r, 0, sizeof *r);
+    r->fd = -1;
+    return -1;
+  }
+  if (rpc_open_plain(r, addr, timeout_ms, why, whylen) != 0)
+    return -1;
+  uint8_t ln[AUTH_NONCE_BYTES], cn[AUTH_NONCE_BYTES], proof[AUTH_PROOF_BYTES];
+  Env *e = rpc_recv(r, timeout_ms, why, whylen);
+  if (e && e->body_case == AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE) {
+    memcpy(ln, e->auth_challenge->nonce.data, sizeof ln);
+    wire_free(e);
+    auth_random(cn, sizeof cn);
+    auth_proof(key, 0, ln, cn, proof);
+    Env h = AURALOG__ENVELOPE__INIT;
+    Auralog__AuthHello hm = AURALOG__AUTH_HELLO__INIT;
+    hm.nonce = (ProtobufCBinaryData){sizeof cn, cn};
+    hm.proof = (ProtobufCBinaryData){sizeof proof, proof};
+    h.body_case = AURALOG__ENVELOPE__BODY_AUTH_HELLO;
+    h.auth_hello = &hm;
+    size_t len;
+    uint8_t *frame = wire_frame(&h, &len);
+    int sent = frame && send_bytes(r, frame, len) == 0;
+    free(frame);
+    e = sent ? rpc_recv(r, timeout_ms, why, whylen) : NULL;
+    if (e && e->body_case == AURALOG__ENVELOPE__BODY_AUTH_WELCOME) {
+      int ok = auth_proof_ok(key, 1, ln, cn, e->auth_welcome->proof.data,
+                             e->auth_welcome->proof.len);
+      wire_free(e);
+      if (ok) {
+        auth_session(key, 0, ln, cn, &r->sess);
+        r->authed = 1;
+        return 0;
+      }
+      snprintf(why, whylen, "%s does not hold this cluster's key: not a member", addr);
+      rpc_close(r);
+      return -1;
+    }
+    if (!sent)
+      snprintf(why, whylen, "cannot send to %s", addr);
+  }
+  if (e && e->body_case == AURALOG__ENVELOPE__BODY_ERROR)
+    snprintf(why, whylen, "%s refused the connection: %s", addr, e->error->msg);
+  else if (e)
+    snprintf(why, whylen, "%s did not start the handshake: not an auralog process of "
+             "this version", addr);
+  wire_free(e);
+  rpc_close(r);
+  return -1;
+}
+
 void rpc_close(struct rpc *r)
 {
   if (r->fd >= 0)
@@ -79,7 +138,7 @@ void rpc_close(struct rpc *r)
   r->fd = -1;
 }
 
-int rpc_send_raw(struct rpc *r, const void *buf, size_t len)
+static int send_bytes(struct rpc *r, const void *buf, size_t len)
 {
   const uint8_t *p = buf;
   unsigned long long deadline = now_ms() + RPC_TIMEOUT_MS;
@@ -96,6 +155,25 @@ int rpc_send_raw(struct rpc *r, const void *buf, size_t len)
     }
   }
   return 0;
+}
+
+int rpc_send_raw(struct rpc *r, const void *buf, size_t len)
+{
+  const uint8_t *p = buf;
+  if (!r->authed)
+    return send_bytes(r, p, len);
+  while (len >= 4) {
+    uint32_t flen = get_be32(p);
+    if (flen == 0 || flen > FRAME_MAX || (size_t)flen + 4 > len)
+      break;
+    uint8_t tag[AUTH_TAG_BYTES];
+    auth_seal(&r->sess, p, 4 + (size_t)flen, tag);
+    if (send_bytes(r, p, 4 + (size_t)flen) != 0 || send_bytes(r, tag, sizeof tag) != 0)
+      return -1;
+    p += 4 + (size_t)flen;
+    len -= 4 + (size_t)flen;
+  }
+  return len ? send_bytes(r, p, len) : 0;
 }
 
 static int read_full(struct rpc *r, uint8_t *p, size_t len,
@@ -129,9 +207,15 @@ Env *rpc_recv(struct rpc *r, int timeout_ms, char *why, size_t whylen)
       snprintf(why, whylen, "%s sent a frame of %u bytes", r->addr, len);
       return NULL;
     }
-    uint8_t *buf = malloc(4 + (size_t)len);
+    size_t tag = r->authed ? AUTH_TAG_BYTES : 0;
+    uint8_t *buf = malloc(4 + (size_t)len + tag);
     memcpy(buf, hdr, 4);
-    rc = read_full(r, buf + 4, len, deadline);
+    rc = read_full(r, buf + 4, len + tag, deadline);
+    if (rc == 0 && tag && !auth_check(&r->sess, buf, 4 + (size_t)len, buf + 4 + len)) {
+      snprintf(why, whylen, "a frame from %s failed its authentication check", r->addr);
+      free(buf);
+      return NULL;
+    }
     if (rc == 0) {
       Env *env;
       size_t used, need;

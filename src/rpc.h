@@ -10,17 +10,26 @@
 #define AURALOG_RPC_H
 
 #include <stddef.h>
+#include "auth.h"
 #include "wire.h"
 
 struct rpc {
   int fd;
   uint64_t next_req;
   char addr[128];
+  int authed;               /* past the handshake: frames carry tags */
+  struct auth_sess sess;
 };
 
-/* Connect within timeout_ms. Returns 0, or -1 with a reason in why. */
+/* Connect within timeout_ms and prove the cluster key both ways (auth.h;
+ * the key is keyfile.h's key_get). Returns 0, or -1 with a reason in why
+ * (no key, a peer that refused it or does not hold it). */
 int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
              size_t whylen);
+/* Connect only, with no handshake: what a process without the key sees
+ * (tests). */
+int rpc_open_plain(struct rpc *r, const char *addr, int timeout_ms, char *why,
+                   size_t whylen);
 void rpc_close(struct rpc *r);
 
 /* Send req (its req id is set here) and wait for the reply carrying the
@@ -28,7 +37,9 @@ void rpc_close(struct rpc *r);
  * or NULL with a reason in why if the connection failed or timed out. */
 Env *rpc_call(struct rpc *r, Env *req, int timeout_ms, char *why, size_t whylen);
 
-/* Raw access for tests and tools: send bytes / receive one envelope. */
+/* Raw access for tests and tools: send bytes / receive one envelope.
+ * Past the handshake, every whole frame in buf gets its tag as it goes;
+ * bytes that do not make a whole frame go as they are. */
 int rpc_send_raw(struct rpc *r, const void *buf, size_t len);
 Env *rpc_recv(struct rpc *r, int timeout_ms, char *why, size_t whylen);
 

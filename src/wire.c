@@ -15,12 +15,13 @@
 
 #include "param.h"
 #include "record.h"
+#include "auth.h"
 #include "wire.h"
 
 static const char *errnames[] = {
   "ok", "bad frame", "bad message", "unknown segment", "stale epoch",
   "not complete", "out of range", "bad crc", "conflict", "disk full",
-  "not found", "internal", "unavailable",
+  "not found", "internal", "unavailable", "not authorized",
 };
 
 const char *wire_errname(uint32_t code)
@@ -488,6 +489,19 @@ int wire_check(const Env *e, char *why, size_t whylen)
     if (e->gossip_pull->volume_id == 0 || !wire_name_ok(e->gossip_pull->node))
       return bad(why, whylen, "gossip pull without volume or node");
     return lsn_in(e->gossip_pull->scl, "gossip pull scl", why, whylen);
+  case AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE:
+    if (e->auth_challenge->nonce.len != AUTH_NONCE_BYTES)
+      return bad(why, whylen, "challenge with a nonce of %zu bytes", e->auth_challenge->nonce.len);
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_AUTH_HELLO:
+    if (e->auth_hello->nonce.len != AUTH_NONCE_BYTES ||
+        e->auth_hello->proof.len != AUTH_PROOF_BYTES)
+      return bad(why, whylen, "hello with a nonce or proof of the wrong size");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_AUTH_WELCOME:
+    if (e->auth_welcome->proof.len != AUTH_PROOF_BYTES)
+      return bad(why, whylen, "welcome with a proof of the wrong size");
+    return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_GOSSIP_PUSH: {
     const Auralog__GossipPush *g = e->gossip_push;
     if (g->n_records > BATCH_MAX)

@@ -36,6 +36,7 @@ enum {
   ERR_NOT_FOUND = 10,      /* no such volume */
   ERR_INTERNAL = 11,       /* storage failure: nothing was acknowledged */
   ERR_UNAVAILABLE = 12,    /* cannot do it now (not enough nodes, ...) */
+  ERR_AUTH = 13,           /* no cluster key, or a ticket or signature that does not hold */
 };
 
 const char *wire_errname(uint32_t code);

@@ -45,11 +45,13 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/addr.h"
+#include "keyfile.h"
 #include "lib/log.h"
 #include "net.h"
 #include "param.h"
@@ -363,6 +365,11 @@ int engine_main(int argc, char **argv)
   if (addr_parse(listen, &sa, why, sizeof why) != 0 || addr_parse(coord, &sa, why, sizeof why) != 0)
     die("engine: %s", why);
   log_role("engine");
+  {
+    char kwhy[PATH_MAX + 160];
+    if (key_get(kwhy, sizeof kwhy) == NULL)
+      die("%s: %s", "engine", kwhy);
+  }
   signal(SIGPIPE, SIG_IGN);
   E.coord = coord;
   pthread_mutex_init(&E.lmu, NULL);

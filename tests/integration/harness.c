@@ -90,6 +90,11 @@ int cluster_start(const char *name)
   base = 21000 + (int)(getpid() % 200) * 20 + (name[0] % 2) * 10;
   snprintf(coord, sizeof coord, "127.0.0.1:%d", base);
   snprintf(engine, sizeof engine, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET);
+  /* The key `cluster up` makes in the directory: this test's own calls
+   * and every command it runs use it (keyfile.h). */
+  char key[300];
+  snprintf(key, sizeof key, "%s/cluster.key", dir);
+  setenv("AURALOG_KEY", key, 1);
   char out[4096];
   if (sh(out, sizeof out, "%s cluster up --dir %s --base-port %d 2>&1", bin, dir, base) != 0) {
     fprintf(stderr, "cluster up failed:\n%s\n", out);

@@ -1,0 +1,126 @@
+/*
+ * auth.h: the cluster key, and what it proves (pure: libsodium, no I/O).
+ *
+ * Threat model. A cluster is its coordinator, storage nodes, engine and
+ * tools, reachable on TCP ports that any local process (or, in lab 6 and
+ * on real VMs, any machine on the network) can connect to. The cluster key
+ * (32 random bytes, `cluster up` writes it 0600 beside the data) makes a
+ * process a member: every connection between members starts with a mutual
+ * challenge-response that proves both ends hold the key, and every frame
+ * after it carries a MAC under keys that only that connection uses, with
+ * a sequence number, so a frame cannot be forged, altered, replayed,
+ * reordered or moved to another connection. That is integrity and
+ * authenticity between roles, and nothing more: frames are not encrypted
+ * (anyone on the path reads redo and SQL results), and a student with a
+ * shell on a node, who can read the key or the data directory, is a member.
+ * Inside the cluster, the two operations that destroy data carry their own
+ * authority, so that even a member (or a bug) cannot forge them: an epoch
+ * is valid only with the coordinator's signature (an epoch ticket, which
+ * also names the writer's public key), and a truncation only with the
+ * signature of the writer its ticket names. Nodes bind their registration
+ * to a key kept in their data directory, so no one can move a node.
+ *
+ * Interface:
+ *   handshake  the listener sends a challenge (its nonce), the connecting
+ *              side answers with its nonce and a proof, the listener
+ *              checks it and answers with its own proof; both then derive
+ *              one key per direction (auth_sess). auth_proof computes a
+ *              proof, auth_session the keys.
+ *   frames     auth_seal appends a tag to a frame, auth_check verifies the
+ *              tag of the next frame received (sequence numbers implicit).
+ *   tickets    auth_ticket_sign / _verify: the coordinator's signature on
+ *              (volume, epoch, writer's public key).
+ *   truncs     auth_trunc_sign / _verify: a writer's signature on
+ *              (volume, epoch, from, to).
+ *   identity   auth_id_sign / _verify: a node's signature on its
+ *              registration (id, az, addr).
+ */
+#ifndef AURALOG_AUTH_H
+#define AURALOG_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AUTH_KEY_BYTES   32
+#define AUTH_NONCE_BYTES 32
+#define AUTH_PROOF_BYTES 32
+#define AUTH_TAG_BYTES   16   /* per-frame MAC (keyed BLAKE2b) */
+#define AUTH_PK_BYTES    32   /* Ed25519 */
+#define AUTH_SK_BYTES    64
+#define AUTH_SIG_BYTES   64
+#define AUTH_SEED_BYTES  32
+#define AUTH_VERSION     1
+
+struct auth_key {
+  uint8_t k[AUTH_KEY_BYTES];
+};
+
+/* One connection's keys, once the handshake is done. */
+struct auth_sess {
+  uint8_t send_key[32], recv_key[32];
+  uint64_t send_seq, recv_seq;
+};
+
+/* A signing key pair (the coordinator's, a writer's, a node's). */
+struct auth_signer {
+  uint8_t pk[AUTH_PK_BYTES];
+  uint8_t sk[AUTH_SK_BYTES];
+};
+
+/* libsodium must be initialized once; safe to call again. 0 or -1. */
+int auth_init(void);
+
+/* Fresh random bytes (the operating system's). */
+void auth_random(void *buf, size_t n);
+
+/* The proof that whoever computed it holds key, for this pair of nonces.
+ * listener: 1 for the listener's proof, 0 for the connecting side's (the
+ * two differ, so neither can be reflected as the other). */
+void auth_proof(const struct auth_key *key, int listener,
+                const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+                uint8_t out[AUTH_PROOF_BYTES]);
+/* Constant-time comparison of a proof received with the one expected. */
+int auth_proof_ok(const struct auth_key *key, int listener,
+                  const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+                  const uint8_t *got, size_t gotlen);
+/* The session keys for one end (listener: 1 on the accepting side). */
+void auth_session(const struct auth_key *key, int listener,
+                  const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+                  struct auth_sess *s);
+
+/* Tag of the next frame sent (len bytes at frame, length prefix
+ * included) into tag; advances the send sequence. */
+void auth_seal(struct auth_sess *s, const uint8_t *frame, size_t len,
+               uint8_t tag[AUTH_TAG_BYTES]);
+/* Does tag authenticate the next frame received? Advances the receive
+ * sequence only if it does. */
+int auth_check(struct auth_sess *s, const uint8_t *frame, size_t len,
+               const uint8_t tag[AUTH_TAG_BYTES]);
+
+/* A key pair from a seed (deterministic: the simulator's), or random. */
+void auth_signer_seed(struct auth_signer *s, const uint8_t seed[AUTH_SEED_BYTES]);
+void auth_signer_new(struct auth_signer *s);
+
+/* Epoch tickets: the coordinator's word that epoch of volume belongs to
+ * the writer whose public key is writer_pk. */
+void auth_ticket_sign(const struct auth_signer *coord, uint64_t volume, uint64_t epoch,
+                      const uint8_t writer_pk[AUTH_PK_BYTES], uint8_t sig[AUTH_SIG_BYTES]);
+int auth_ticket_ok(const uint8_t coord_pk[AUTH_PK_BYTES], uint64_t volume, uint64_t epoch,
+                   const uint8_t *writer_pk, size_t pklen, const uint8_t *sig, size_t siglen);
+
+/* Truncations: the writer's word that (from, to] is cut in its epoch. */
+void auth_trunc_sign(const struct auth_signer *writer, uint64_t volume, uint64_t epoch,
+                     uint64_t from, uint64_t to, uint8_t sig[AUTH_SIG_BYTES]);
+int auth_trunc_ok(const uint8_t *writer_pk, size_t pklen, uint64_t volume, uint64_t epoch,
+                  uint64_t from, uint64_t to, const uint8_t *sig, size_t siglen);
+
+/* A node's registration, signed with the key in its data directory. */
+void auth_id_sign(const struct auth_signer *node, const char *id, const char *az,
+                  const char *addr, uint8_t sig[AUTH_SIG_BYTES]);
+int auth_id_ok(const uint8_t *pk, size_t pklen, const char *id, const char *az,
+               const char *addr, const uint8_t *sig, size_t siglen);
+
+/* Hex for logs and key files: out holds 2 * n + 1 bytes. */
+void auth_hex(const uint8_t *in, size_t n, char *out);
+
+#endif

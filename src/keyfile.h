@@ -1,0 +1,32 @@
+/*
+ * keyfile.h: the cluster key on disk, and the one this process uses (a
+ * driver: the only file that reads key files; what the key proves is in
+ * auth.h).
+ *
+ *   key_create  write a new random key to path (mode 0600), unless a file
+ *               is there already (then 0, untouched)
+ *   key_read    read a key file; refuses one that others may read
+ *   key_get     the process's key, loaded once: $AURALOG_KEY (main.c sets
+ *               it from --key), else cluster.key in the directory given
+ *               to key_use_dir, $AURALOG_DIR or ~/.auralog. NULL with a
+ *               one-line reason when there is none.
+ *   key_set     use this key (tests, bench)
+ *   key_signer  a role's own key pair, kept in its data directory
+ */
+#ifndef AURALOG_KEYFILE_H
+#define AURALOG_KEYFILE_H
+
+#include <stddef.h>
+#include "auth.h"
+
+int key_create(const char *path, char *why, size_t whylen);
+int key_read(const char *path, struct auth_key *k, char *why, size_t whylen);
+void key_use_dir(const char *dir);
+void key_path(char *out, size_t n);
+const struct auth_key *key_get(char *why, size_t whylen);
+void key_set(const struct auth_key *k);
+/* A role's own signing key pair (a node's identity, the coordinator's
+ * ticket key), from the seed kept at path, made there (0600) if none. */
+int key_signer(const char *path, struct auth_signer *sg, char *why, size_t whylen);
+
+#endif
