@@ -156,3 +156,24 @@ uint64_t page_build(uint8_t *out, uint32_t page_size, const uint8_t *base,
   }
   return page_lsn;
 }
+
+void trunc_proof_from_pb(struct trunc_proof *p, const Auralog__TruncRange *pb)
+{
+  memset(p, 0, sizeof *p);
+  if (pb->writer_pk.len != sizeof p->writer_pk || pb->ticket_sig.len != sizeof p->ticket_sig ||
+      pb->sig.len != sizeof p->sig)
+    return;
+  memcpy(p->writer_pk, pb->writer_pk.data, sizeof p->writer_pk);
+  memcpy(p->ticket_sig, pb->ticket_sig.data, sizeof p->ticket_sig);
+  memcpy(p->sig, pb->sig.data, sizeof p->sig);
+  p->have = 1;
+}
+
+void trunc_proof_to_pb(const struct trunc_proof *p, Auralog__TruncRange *pb)
+{
+  if (!p->have)
+    return;
+  pb->writer_pk = (ProtobufCBinaryData){sizeof p->writer_pk, (uint8_t *)p->writer_pk};
+  pb->ticket_sig = (ProtobufCBinaryData){sizeof p->ticket_sig, (uint8_t *)p->ticket_sig};
+  pb->sig = (ProtobufCBinaryData){sizeof p->sig, (uint8_t *)p->sig};
+}

@@ -50,10 +50,27 @@ typedef Auralog__Record Rec;
  *  - Hence a record on the durable chain is never cut, and every record a
  *    truncation cuts lies above a proven VDL: it was never acknowledged.
  * Truncations never expire or shrink: a segment that learns an old one
- * late still cuts the old records it covers. */
+ * late still cuts the old records it covers.
+ *
+ * Its authority travels with it (auth.h): the ticket of its epoch (the
+ * writer's public key, the coordinator's signature) and the writer's
+ * signature on (volume, epoch, from, to). A node installs one only if
+ * both hold; one read from the node's own disk is trusted as it is. */
+struct trunc_proof {
+  uint8_t writer_pk[32];
+  uint8_t ticket_sig[64];
+  uint8_t sig[64];
+  int have;                    /* 0: none (an old one, or never sent) */
+};
+
 struct trunc {
   uint64_t epoch, from, to;
+  struct trunc_proof proof;
 };
+
+/* The proof of a TruncRange, and back (pb's bytes point into t). */
+void trunc_proof_from_pb(struct trunc_proof *p, const Auralog__TruncRange *pb);
+void trunc_proof_to_pb(const struct trunc_proof *p, Auralog__TruncRange *pb);
 
 /* Rule T over a list: is the record (lsn, epoch) cut by any of t[0..n)? */
 int trunc_cuts(const struct trunc *t, size_t n, uint64_t lsn, uint64_t epoch);

@@ -40,6 +40,7 @@
 
 #include "coord/coord.h"
 #include "coord/placement.h"
+#include "record.h"
 #include "lib/log.h"
 #include "param.h"
 #include "status.h"
@@ -126,6 +127,7 @@ static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
   as.n_segments = cnt;
   as.peers = peers;
   as.n_peers = pcnt;
+  as.coord_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, co->signer.pk};
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_ASSIGN;
   env.assign = &as;
@@ -253,6 +255,10 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
 {
   char why[256];
   Auralog__Volume **slot = vol_slot(co, ov->name), *v;
+  if (ov->writer && ov->writer_pk.len != AUTH_PK_BYTES) {
+    io_error(co->io, c, req, ERR_BAD_MSG, "a writer must name its public key");
+    return;
+  }
   if (slot == NULL) {
     if (!ov->create) {
       snprintf(why, sizeof why, "no volume '%s'", ov->name);
@@ -284,7 +290,21 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
   } else {
     v = *slot;
   }
-  reply_volume(co, c, req, v);
+  if (!ov->writer) {
+    reply_volume(co, c, req, v);
+    return;
+  }
+  /* The writer's ticket: our signature on (volume, epoch, its key), which
+   * every segment asks for before it takes the new epoch (auth.h). */
+  Auralog__EpochTicket tk = AURALOG__EPOCH_TICKET__INIT;
+  uint8_t sig[AUTH_SIG_BYTES];
+  auth_ticket_sign(&co->signer, v->id, v->epoch, ov->writer_pk.data, sig);
+  tk.epoch = v->epoch;
+  tk.writer_pk = ov->writer_pk;
+  tk.sig = (ProtobufCBinaryData){sizeof sig, sig};
+  Auralog__Volume r = *v;
+  r.ticket = &tk;
+  reply_volume(co, c, req, &r);
 }
 
 static void on_grow_volume(struct coord *co, struct ep *c, uint64_t req,
@@ -336,6 +356,25 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
 {
   char why[256];
   struct cnode *n = node_find(co, r->id);
+  /* A node is the key in its data directory (auth.h): the first key an id
+   * registers with is its, and only that key may register it again, at
+   * any address. So no one, member or not, can move a node away. */
+  if (!auth_id_ok(r->id_pk.data, r->id_pk.len, r->id, r->az, r->addr, r->id_sig.data,
+                  r->id_sig.len)) {
+    snprintf(why, sizeof why, "registration of node %s is not signed by its identity key: "
+             "refused", r->id);
+    io_error(co->io, c, req, ERR_AUTH, why);
+    co->io->close(co->io->ctx, c);
+    return;
+  }
+  if (n && n->info->id_pk.len == AUTH_PK_BYTES &&
+      memcmp(n->info->id_pk.data, r->id_pk.data, AUTH_PK_BYTES) != 0) {
+    snprintf(why, sizeof why, "node %s is registered with another data directory's identity: "
+             "refused (a node's data directory is the node)", r->id);
+    io_error(co->io, c, req, ERR_AUTH, why);
+    co->io->close(co->io->ctx, c);
+    return;
+  }
   if (n && strcmp(n->info->az, r->az) != 0) {
     snprintf(why, sizeof why, "node %s is registered in AZ %s, not %s",
              r->id, n->info->az, r->az);
@@ -343,11 +382,12 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
     co->io->close(co->io->ctx, c);
     return;
   }
-  if (n == NULL || strcmp(n->info->addr, r->addr) != 0) {
+  if (n == NULL || strcmp(n->info->addr, r->addr) != 0 || n->info->id_pk.len == 0) {
     Auralog__NodeInfo info = AURALOG__NODE_INFO__INIT;
     info.id = r->id;
     info.az = r->az;
     info.addr = r->addr;
+    info.id_pk = r->id_pk;
     if (meta_put_node(&co->meta, &info, why, sizeof why) != 0) {
       io_error(co->io, c, req, ERR_INTERNAL, why);
       return;
@@ -475,8 +515,9 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   if (slot == NULL)
     return;
   struct ereport *r = &co->engines[slot - co->vols];
-  if (es->epoch < (*slot)->epoch)
-    return;                 /* a fenced engine: status shows the writer */
+  if (es->epoch != (*slot)->epoch)
+    return;                 /* a fenced engine (status shows the writer), or
+                               an epoch never issued: not the writer's */
   /* Keep a copy: the envelope is freed after this call. */
   size_t len = auralog__engine_stat__get_packed_size(es);
   uint8_t *buf = malloc(len + 1);
@@ -491,6 +532,20 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   if (t == NULL || t->to <= t->from)
     return;
   Auralog__Volume *v = *slot;
+  /* Only a truncation its writer signed, under a ticket we issued: a
+   * report is not the writer's word for it (auth.h). */
+  struct trunc_proof p;
+  trunc_proof_from_pb(&p, t);
+  if (!p.have ||
+      !auth_ticket_ok(co->signer.pk, v->id, t->epoch, p.writer_pk, sizeof p.writer_pk,
+                      p.ticket_sig, sizeof p.ticket_sig) ||
+      !auth_trunc_ok(p.writer_pk, sizeof p.writer_pk, v->id, t->epoch, t->from, t->to, p.sig,
+                     sizeof p.sig)) {
+    logwarn("volume %s: a report's truncation (%llu, %llu] is not signed by the writer of "
+            "epoch %llu: ignored", es->volume, (unsigned long long)t->from,
+            (unsigned long long)t->to, (unsigned long long)t->epoch);
+    return;
+  }
   for (size_t i = 0; i < v->n_truncs; i++)
     if (v->truncs[i]->epoch == t->epoch)
       return;
@@ -518,6 +573,17 @@ static void on_drop_volume(struct coord *co, struct ep *c, uint64_t req,
   if (slot == NULL) {
     snprintf(why, sizeof why, "no volume '%s'", d->name);
     io_error(co->io, c, req, ERR_NOT_FOUND, why);
+    return;
+  }
+  /* A writer that reported lately holds the volume: dropping it under a
+   * running engine loses its data for good, so only when forced. */
+  struct ereport *er = &co->engines[slot - co->vols];
+  unsigned long long age = io_now(co->io) - er->at;
+  if (er->st && age < ENGINE_HOLD_MS && !d->force) {
+    snprintf(why, sizeof why, "volume '%s' is held by its writer (engine %s, epoch %llu, "
+             "reported %llu ms ago): stop it first, or drop with force", d->name,
+             er->st->addr, (unsigned long long)er->st->epoch, age);
+    io_error(co->io, c, req, ERR_CONFLICT, why);
     return;
   }
   if (meta_del_volume(&co->meta, d->name, why, sizeof why) != 0) {

@@ -18,6 +18,7 @@
 #define AURALOG_COORD_H
 
 #include "coord/meta.h"
+#include "auth.h"
 #include "io.h"
 
 struct cnode {
@@ -38,6 +39,7 @@ struct ereport {
 
 struct coord {
   const struct io *io;
+  struct auth_signer signer;   /* signs epoch tickets (auth.h); set by the driver */
   struct ereport *engines;     /* engines[i] reports on vols[i] */
   struct meta meta;            /* opened by the driver before coord_init */
   struct cnode **nodes;

@@ -6,6 +6,7 @@
  */
 #include <getopt.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "coord/coord.h"
 #include "coord/http.h"
 #include "lib/addr.h"
+#include "keyfile.h"
 #include "lib/log.h"
 #include "netio.h"
 #include "param.h"
@@ -86,6 +88,11 @@ int coord_main(int argc, char **argv)
     die("coord: unexpected argument '%s' (see auralog coord --help)", argv[optind]);
   listen = addr_coord(listen);
   log_role("coord");
+  {
+    char kwhy[PATH_MAX + 160];
+    if (key_get(kwhy, sizeof kwhy) == NULL)
+      die("%s: %s", "coord", kwhy);
+  }
 
   static struct driver d;
   char why[256], http_addr[ADDR_MAX_LEN + 16];
@@ -96,6 +103,13 @@ int coord_main(int argc, char **argv)
   }
   if (meta_open(&d.co.meta, data, why, sizeof why) != 0)
     die("coord: %s", why);
+  {
+    /* The key that signs epoch tickets: the coordinator's alone (auth.h). */
+    char kp[PATH_MAX + 32];
+    snprintf(kp, sizeof kp, "%s/signing.key", data);
+    if (key_signer(kp, &d.co.signer, why, sizeof why) != 0)
+      die("coord: %s", why);
+  }
   d.loop = uv_default_loop();
   netio_init(&d.ni, d.loop, &d.co, on_msg, NULL, on_down);
   if (coord_init(&d.co, &d.ni.io, why, sizeof why) != 0)

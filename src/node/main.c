@@ -10,11 +10,13 @@
  */
 #include <getopt.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/addr.h"
+#include "keyfile.h"
 #include "lib/log.h"
 #include "netio.h"
 #include "node/node.h"
@@ -135,11 +137,23 @@ int node_main(int argc, char **argv)
   if (addr_parse(coord, &sa, why, sizeof why) != 0)
     die("node: coordinator %s", why);
   log_role(id);
+  {
+    char kwhy[PATH_MAX + 160];
+    if (key_get(kwhy, sizeof kwhy) == NULL)
+      die("%s: %s", "node", kwhy);
+  }
 
   d.loop = uv_default_loop();
   netio_init(&d.ni, d.loop, &d.n, on_msg, on_up, on_down);
   if (store_open(&d.n.st, data, why, sizeof why) != 0)
     die("node: %s", why);
+  {
+    /* The node's identity: the key pair of its data directory (auth.h). */
+    char kp[PATH_MAX + 32];
+    snprintf(kp, sizeof kp, "%s/identity.key", data);
+    if (key_signer(kp, &d.n.ident, why, sizeof why) != 0)
+      die("node: %s", why);
+  }
   /* Every conn but the coordinator's counts into ni.count: the engine's
    * and peers' (gossip) traffic, which is what a benchmark weighs. */
   if (netio_listen(&d.ni, listen, why, sizeof why) != 0)

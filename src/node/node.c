@@ -191,10 +191,18 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
    * onto what its recovery kept (a segment that missed that recovery may
    * still hold records it cut). It stands whatever becomes of the batch:
    * it is the writer's, whose epoch is current. */
+  int arc = node_epoch_auth(n, s, a->epoch, a->ticket, why, sizeof why);
+  if (arc != ERR_NONE) {
+    io_error(n->io, c, req, (uint32_t)arc, why);
+    return;
+  }
   if (a->trunc) {
     struct trunc t = {a->trunc->epoch, a->trunc->from, a->trunc->to};
-    int rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
-                                                     : ERR_CONFLICT;
+    trunc_proof_from_pb(&t.proof, a->trunc);
+    int rc = node_trunc_auth(n, s, &t, why, sizeof why);
+    if (rc == ERR_NONE)
+      rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
+                                                       : ERR_CONFLICT;
     if (rc != 0) {
       io_error(n->io, c, req, (uint32_t)rc, why);
       return;
@@ -360,6 +368,10 @@ static void on_read_page(struct node *n, struct ep *c, uint64_t req,
 static void on_assign(struct node *n, const Auralog__Assign *as)
 {
   char why[256];
+  if (as->coord_pk.len == AUTH_PK_BYTES) {
+    memcpy(n->coord_pk, as->coord_pk.data, AUTH_PK_BYTES);
+    n->have_coord_pk = 1;
+  }
   for (size_t i = 0; i < as->n_segments; i++) {
     const Auralog__Segment *d = as->segments[i];
     if (strcmp(d->node, n->id) != 0 || node_find_seg(n, d->volume_id, d->pg))
@@ -512,6 +524,11 @@ void node_on_up(struct node *n, struct ep *c)
   reg.id = n->id;
   reg.az = n->az;
   reg.addr = n->addr;
+  /* Who it is: the key of its data directory, signing where it serves. */
+  uint8_t sig[AUTH_SIG_BYTES];
+  auth_id_sign(&n->ident, n->id, n->az, n->addr, sig);
+  reg.id_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, n->ident.pk};
+  reg.id_sig = (ProtobufCBinaryData){sizeof sig, sig};
   env.body_case = AURALOG__ENVELOPE__BODY_REGISTER;
   env.register_ = &reg;
   env.req = 1;

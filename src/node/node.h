@@ -19,6 +19,7 @@
 #ifndef AURALOG_NODE_H
 #define AURALOG_NODE_H
 
+#include "auth.h"
 #include "io.h"
 #include "node/segment.h"
 #include "node/store.h"
@@ -96,6 +97,12 @@ struct node {
   /* Background page indexing (store_index). */
   size_t idx_at;             /* index once this many records wait (reads
                                 look in unidx too, so none need wait less) */
+  /* Authority (auth.h). The driver sets ident (the key pair kept in the
+   * data directory) before node_init; the coordinator's public key comes
+   * with its Assign. */
+  struct auth_signer ident;
+  uint8_t coord_pk[AUTH_PK_BYTES];
+  int have_coord_pk;
 };
 
 /* Set n up as node id of AZ az serving at addr, with coordinator coord, on
@@ -148,6 +155,15 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
 int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *t,
                      size_t nt, char *why, size_t whylen);
 
+/* trunc.c: may s raise its epoch to epoch on the strength of ticket
+ * (NULL: none)? ERR_NONE if epoch is not newer than s's, or ticket is the
+ * coordinator's for it; else an ERR_* code with why. */
+int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoch,
+                    const Auralog__EpochTicket *ticket, char *why, size_t whylen);
+/* trunc.c: does t carry its authority (a ticket for its epoch, its
+ * writer's signature)? ERR_NONE if so or s holds it already. */
+int node_trunc_auth(const struct node *n, const struct segment *s, const struct trunc *t,
+                    char *why, size_t whylen);
 /* trunc.c: may a writer's own truncation t be installed on s? (0: no,
  * with why) */
 int node_writer_trunc_ok(const struct segment *s, const struct trunc *t, char *why,

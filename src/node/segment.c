@@ -123,15 +123,15 @@ int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64
   return 0;
 }
 
-void seg_add_trunc(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to)
+void seg_add_trunc(struct segment *s, const struct trunc *tr)
 {
-  if (to <= from || seg_has_trunc(s, epoch, from, to))
+  if (tr->to <= tr->from || seg_has_trunc(s, tr->epoch, tr->from, tr->to))
     return;
   struct trunc *t = realloc(s->truncs, (s->ntruncs + 1) * sizeof *t);
   if (t == NULL)
     abort();
   s->truncs = t;
-  s->truncs[s->ntruncs++] = (struct trunc){epoch, from, to};
+  s->truncs[s->ntruncs++] = *tr;   /* its proof too: gossip passes it on */
 }
 
 void seg_rechain(struct segment *s, uint64_t base)

@@ -84,7 +84,7 @@ int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64
 
 /* Hold the truncation (epoch, from, to] (no-op if held or empty). The
  * driver has deleted, in the same transaction, every record it cuts. */
-void seg_add_trunc(struct segment *s, uint64_t epoch, uint64_t from, uint64_t to);
+void seg_add_trunc(struct segment *s, const struct trunc *t);
 
 /* Forget every pending record and let the chain end at base (0: the PG's
  * start): the driver then seg_add()s every stored record above base. base

@@ -255,7 +255,11 @@ static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v
   s->epoch = m->epoch;
   s->vdl = m->vdl;
   for (size_t i = 0; i < m->n_truncs; i++)
-    seg_add_trunc(s, m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to);
+    {
+      struct trunc t = {m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to};
+      trunc_proof_from_pb(&t.proof, m->truncs[i]);
+      seg_add_trunc(s, &t);
+    }
   uint64_t base = m->scl;
   auralog__seg_meta__free_unpacked(m, NULL);
   /* The SCL hint names a record that is on disk (commit_group writes the
@@ -363,6 +367,7 @@ size_t store_truncs_pb(const struct segment *s, Auralog__TruncRange **tr,
     (*tr)[i].epoch = s->truncs[i].epoch;
     (*tr)[i].from = s->truncs[i].from;
     (*tr)[i].to = s->truncs[i].to;
+    trunc_proof_to_pb(&s->truncs[i].proof, &(*tr)[i]);
     (*trp)[i] = &(*tr)[i];
   }
   return s->ntruncs;

@@ -19,7 +19,12 @@
  *  - a writer's own truncation never starts below the VDL this segment
  *    heard (node_writer_trunc_ok);
  *  - a Truncate does not raise the segment's VDL hint: the writer's later
- *    Appends do, once what recovery proved is at a write quorum.
+ *    Appends do, once what recovery proved is at a write quorum;
+ *  - authority (auth.h): a segment raises its epoch only with the
+ *    coordinator's ticket for it, and installs a truncation, however it
+ *    heard of it, only with its ticket and its writer's signature. An
+ *    epoch of 2^64-1 from a stranger would fence the volume for good; a
+ *    forged (0, VDL] would spread by gossip and empty every segment.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +32,51 @@
 
 #include "lib/log.h"
 #include "node/node.h"
+
+int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoch,
+                    const Auralog__EpochTicket *tk, char *why, size_t whylen)
+{
+  if (epoch <= s->epoch)
+    return ERR_NONE;
+  if (!n->have_coord_pk) {
+    snprintf(why, whylen, "cannot check epoch %llu yet: the coordinator has not "
+             "answered this node", (unsigned long long)epoch);
+    return ERR_UNAVAILABLE;
+  }
+  if (tk == NULL || tk->epoch != epoch ||
+      !auth_ticket_ok(n->coord_pk, s->volume_id, epoch, tk->writer_pk.data,
+                      tk->writer_pk.len, tk->sig.data, tk->sig.len)) {
+    snprintf(why, whylen, "epoch %llu of volume %llu was not issued by the coordinator "
+             "(no valid ticket): refused", (unsigned long long)epoch,
+             (unsigned long long)s->volume_id);
+    return ERR_AUTH;
+  }
+  return ERR_NONE;
+}
+
+int node_trunc_auth(const struct node *n, const struct segment *s, const struct trunc *t,
+                    char *why, size_t whylen)
+{
+  if (t->to <= t->from || seg_has_trunc(s, t->epoch, t->from, t->to))
+    return ERR_NONE;
+  if (!n->have_coord_pk) {
+    snprintf(why, whylen, "cannot check a truncation yet: the coordinator has not "
+             "answered this node");
+    return ERR_UNAVAILABLE;
+  }
+  const struct trunc_proof *p = &t->proof;
+  if (!p->have ||
+      !auth_ticket_ok(n->coord_pk, s->volume_id, t->epoch, p->writer_pk, sizeof p->writer_pk,
+                      p->ticket_sig, sizeof p->ticket_sig) ||
+      !auth_trunc_ok(p->writer_pk, sizeof p->writer_pk, s->volume_id, t->epoch, t->from,
+                     t->to, p->sig, sizeof p->sig)) {
+    snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu is not signed by that "
+             "epoch's writer: refused", (unsigned long long)t->from,
+             (unsigned long long)t->to, (unsigned long long)t->epoch);
+    return ERR_AUTH;
+  }
+  return ERR_NONE;
+}
 
 /* A writer's own truncation starts at the VDL its recovery proved, which
  * is at or above every VDL an older writer told any segment (that VDL was
@@ -99,11 +149,13 @@ static int flush_now(struct node *n, struct ep *c, uint64_t req)
 /* Raise s's epoch to epoch, durably, before answering (§4.3: asking
  * fences older writers). Returns 0, or an error already sent to c. */
 static int fence(struct node *n, struct ep *c, uint64_t req, struct segment *s,
-                 uint64_t epoch)
+                 uint64_t epoch, const Auralog__EpochTicket *ticket)
 {
   char why[256];
   uint64_t old = s->epoch;
-  int rc = seg_epoch(s, epoch, why, sizeof why);
+  int rc = node_epoch_auth(n, s, epoch, ticket, why, sizeof why);
+  if (rc == ERR_NONE)
+    rc = seg_epoch(s, epoch, why, sizeof why);
   if (rc != ERR_NONE) {
     io_error(n->io, c, req, (uint32_t)rc, why);
     return rc;
@@ -128,7 +180,7 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
 {
   char why[256];
   struct segment *s = node_seg_for(n, c, req, q->volume_id, q->pg);
-  if (s == NULL || fence(n, c, req, s, q->epoch) != 0)
+  if (s == NULL || fence(n, c, req, s, q->epoch, q->ticket) != 0)
     return;
   if (!q->scan) {
     reply_info(n, c, req, s, s->vdl, 0, 0, 0);
@@ -176,7 +228,7 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
     size_t c1 = 0;
     rc = store_truncate(&n->st, s, &t[i], &c1, why, whylen);
     cut += c1;
-    seg_add_trunc(s, t[i].epoch, t[i].from, t[i].to);
+    seg_add_trunc(s, &t[i]);
   }
   node_mark_dirty(n, s);
   /* Chain again from the last record every truncation left alone: the
@@ -205,9 +257,14 @@ int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *con
                      size_t nt, char *why, size_t whylen)
 {
   struct trunc *t = calloc(nt + 1, sizeof *t);
-  for (size_t i = 0; i < nt; i++)
+  int rc = ERR_NONE;
+  for (size_t i = 0; i < nt && rc == ERR_NONE; i++) {
     t[i] = (struct trunc){pb[i]->epoch, pb[i]->from, pb[i]->to};
-  int rc = node_truncate(n, s, t, nt, why, whylen);
+    trunc_proof_from_pb(&t[i].proof, pb[i]);
+    rc = node_trunc_auth(n, s, &t[i], why, whylen);
+  }
+  if (rc == ERR_NONE)
+    rc = node_truncate(n, s, t, nt, why, whylen);
   free(t);
   return rc;
 }
@@ -217,11 +274,21 @@ void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
 {
   char why[256];
   struct segment *s = node_seg_for(n, c, req, tq->volume_id, tq->pg);
-  if (s == NULL || fence(n, c, req, s, tq->epoch) != 0)
+  if (s == NULL || fence(n, c, req, s, tq->epoch, tq->ticket) != 0)
     return;
   struct trunc t = {tq->epoch, tq->from, tq->to};
-  int rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
-                                                   : ERR_CONFLICT;
+  const Auralog__EpochTicket *tk = tq->ticket;
+  if (tk && tk->epoch == tq->epoch && tk->writer_pk.len == AUTH_PK_BYTES &&
+      tk->sig.len == AUTH_SIG_BYTES && tq->sig.len == AUTH_SIG_BYTES) {
+    memcpy(t.proof.writer_pk, tk->writer_pk.data, AUTH_PK_BYTES);
+    memcpy(t.proof.ticket_sig, tk->sig.data, AUTH_SIG_BYTES);
+    memcpy(t.proof.sig, tq->sig.data, AUTH_SIG_BYTES);
+    t.proof.have = 1;
+  }
+  int rc = node_trunc_auth(n, s, &t, why, sizeof why);
+  if (rc == ERR_NONE)
+    rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
+                                                      : ERR_CONFLICT;
   if (rc != 0) {
     io_error(n->io, c, req, (uint32_t)rc, why);
     return;

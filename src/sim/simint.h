@@ -5,6 +5,7 @@
 #ifndef AURALOG_SIM_SIMINT_H
 #define AURALOG_SIM_SIMINT_H
 
+#include "auth.h"
 #include "coord/coord.h"
 #include "node/node.h"
 #include "sim/world.h"
@@ -40,6 +41,10 @@ struct simwriter {
   struct ep *coord;          /* while opening */
   int asked;                 /* 0: OpenVolume sent; 1: GrowVolume sent */
   uint64_t epoch, last_vdl;
+  struct auth_signer signer;       /* this opening's key pair (auth.h) */
+  uint8_t tk_sig[64];              /* its ticket, from the OpenVolume answer */
+  size_t tk_len;
+  unsigned opens;
   uint64_t next_ship, next_read;   /* the workload's pace (workload.c) */
   uint64_t poke_at;                /* a workload event is scheduled then (+1) */
   /* The workload's: transactions shipped and not yet acked, reads in flight. */
@@ -131,5 +136,10 @@ const uint8_t *shadow_page(const struct world *w, uint32_t page_no, uint64_t rp)
 void nemesis_plan(struct world *w);
 void nemesis_heal_all(struct world *w);
 void nemesis_free(struct world *w);
+
+/* A seed for a key pair of the run (what: whose, i: which): a function
+ * of the run's seed, drawing nothing from its generators, so that keys
+ * change no schedule. */
+void sim_key_seed(const struct world *w, const char *what, uint64_t i, uint8_t seed[32]);
 
 #endif

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "lib/log.h"
 #include "param.h"
 #include "sim/simint.h"
@@ -161,11 +163,24 @@ static struct simhost_cb node_cb(struct simnode *sn)
                              .on_down = n_down, .on_fatal = n_fatal};
 }
 
+void sim_key_seed(const struct world *w, const char *what, uint64_t i, uint8_t seed[32])
+{
+  uint64_t in[2] = {w->o.seed, i};
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, NULL, 0, 32);
+  crypto_generichash_update(&st, (const uint8_t *)what, strlen(what));
+  crypto_generichash_update(&st, (const uint8_t *)in, sizeof in);
+  crypto_generichash_final(&st, seed, 32);
+}
+
 static void node_boot(struct simnode *sn)
 {
   char why[256];
   struct world *w = sn->w;
+  uint8_t seed[32];
   sn->n = calloc(1, sizeof *sn->n);
+  sim_key_seed(w, "node identity", (uint64_t)sn->i, seed);   /* its disk's: the same */
+  auth_signer_seed(&sn->n->ident, seed);
   if (store_open_kv(&sn->n->st, disk_kv(sn->disk), why, sizeof why) != 0 ||
       node_init(sn->n, simhost_io(sn->h), sn->id, sn->az, sn->addr, COORD_ADDR, NULL,
                 NULL, why, sizeof why) != 0) {
@@ -254,6 +269,9 @@ void coord_restart(struct world *w)
   struct simhost_cb ccb = {.arg = w, .on_msg = c_msg, .on_down = c_down};
   simnet_restart(w->coord_h, &ccb);
   w->co = calloc(1, sizeof *w->co);
+  uint8_t seed[32];
+  sim_key_seed(w, "coordinator", 0, seed);
+  auth_signer_seed(&w->co->signer, seed);
   if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
       coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)
     violation(w, "the coordinator cannot restart: %s", why);
@@ -282,6 +300,12 @@ struct world *world_new(const struct sim_opts *o)
   w->co = calloc(1, sizeof *w->co);
   struct simhost_cb ccb = {.arg = w, .on_msg = c_msg, .on_down = c_down};
   w->coord_h = simnet_add(w->net, COORD_ADDR, "", &ccb);
+  {
+    uint8_t seed[32];
+    auth_init();
+    sim_key_seed(w, "coordinator", 0, seed);
+    auth_signer_seed(&w->co->signer, seed);
+  }
   if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
       coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)
     die("sim: coordinator: %s", why);

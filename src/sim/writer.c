@@ -89,6 +89,10 @@ static void open_reply(struct simwriter *wr, const Env *env)
   const Auralog__Volume *vd = env->volume;
   if (wr->asked == 0) {
     wr->epoch = vd->epoch;
+    if (vd->ticket && vd->ticket->sig.len == sizeof wr->tk_sig) {
+      memcpy(wr->tk_sig, vd->ticket->sig.data, sizeof wr->tk_sig);
+      wr->tk_len = sizeof wr->tk_sig;
+    }
     /* Epochs are durable at the coordinator before anyone hears of them
      * (§4.3): none is handed out twice, even across its crashes. */
     if (vd->epoch <= w->max_issued)
@@ -122,6 +126,8 @@ static void open_reply(struct simwriter *wr, const Env *env)
   v->page_size = vd->page_size;
   v->pg_pages = vd->pg_pages;
   v->io = simhost_io(wr->h);
+  v->signer = wr->signer;
+  vol_set_ticket(v, wr->tk_sig, wr->tk_len);
   vol_adopt(v, vd);
   wr->v = v;
   wr->state = W_RECOVERING;
@@ -156,6 +162,11 @@ static void w_up(void *arg, struct ep *e)
     ov.create = 1;
     ov.writer = 1;
     ov.page_size = SIM_PAGE_SIZE;
+    uint8_t seed[32];
+    sim_key_seed(wr->w, "writer", (uint64_t)wr->i << 32 | wr->opens++, seed);
+    auth_signer_seed(&wr->signer, seed);
+    wr->tk_len = 0;
+    ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, wr->signer.pk};
     req.req = 1;
     req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
     req.open_volume = &ov;

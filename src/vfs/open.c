@@ -255,6 +255,7 @@ static Auralog__SegQuery *query(struct rcv *c, size_t k)
   q->volume_id = c->vol_id;
   q->pg = (uint32_t)(k / NCOPIES);
   q->epoch = v->epoch;
+  q->ticket = vol_ticket(v);
   e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
   e->seg_query = q;
   return q;
@@ -293,7 +294,8 @@ static void state_done(struct rcv *c)
           x++;
         if (x == c->ntr) {
           c->tr = realloc(c->tr, (c->ntr + 1) * sizeof *c->tr);
-          c->tr[c->ntr++] = (struct trunc){t->epoch, t->from, t->to};
+          c->tr[c->ntr] = (struct trunc){t->epoch, t->from, t->to};
+          trunc_proof_from_pb(&c->tr[c->ntr++].proof, t);   /* passed on as heard */
         }
         if (t->to > c->trunc_to)
           c->trunc_to = t->to;
@@ -334,6 +336,7 @@ static void state_done(struct rcv *c)
     c->tv[j].epoch = c->tr[j].epoch;
     c->tv[j].from = c->tr[j].from;
     c->tv[j].to = c->tr[j].to;
+    trunc_proof_to_pb(&c->tr[j].proof, &c->tv[j]);
     c->tp[j] = &c->tv[j];
   }
   c->phase = R_SCAN;
@@ -461,6 +464,9 @@ static void adopt_ask(struct rcv *c)
   c->wtr.epoch = v->epoch;
   c->wtr.from = c->vdl;
   c->wtr.to = c->to;
+  /* Signed by this writer: segments install it only so (auth.h). */
+  auth_trunc_sign(&v->signer, c->vol_id, v->epoch, c->vdl, c->to, v->trunc_sig);
+  vol_trunc_proof(v, &c->wtr, v->trunc_sig);
   c->phase = R_ADOPT;
   if (c->clean)
     return finish(c);
@@ -501,6 +507,7 @@ static void adopt_ask(struct rcv *c)
       a->pg = (uint32_t)p;
       a->epoch = v->epoch;
       a->vdl = c->hint;         /* not vdl: see the rules above */
+      a->ticket = vol_ticket(v);
       if (c->to > c->vdl)
         a->trunc = &c->wtr;
       a->records = calloc(n + 1, sizeof *a->records);

@@ -68,6 +68,32 @@ void vol_adopt(struct volume *v, const Auralog__Volume *vd)
   v->npgs = vd->n_pgs;
 }
 
+void vol_set_ticket(struct volume *v, const uint8_t *sig, size_t len)
+{
+  if (sig == NULL || len != AUTH_SIG_BYTES)
+    return;
+  memcpy(v->ticket_sig, sig, AUTH_SIG_BYTES);
+  auralog__epoch_ticket__init(&v->ticket);
+  v->ticket.epoch = v->epoch;
+  v->ticket.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, v->signer.pk};
+  v->ticket.sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, v->ticket_sig};
+  v->have_ticket = 1;
+}
+
+Auralog__EpochTicket *vol_ticket(struct volume *v)
+{
+  return v->have_ticket ? &v->ticket : NULL;
+}
+
+void vol_trunc_proof(struct volume *v, Auralog__TruncRange *tr, const uint8_t *sig)
+{
+  if (!v->have_ticket)
+    return;
+  tr->writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, v->signer.pk};
+  tr->ticket_sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, v->ticket_sig};
+  tr->sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, (uint8_t *)sig};
+}
+
 static struct inflight *fl_add(struct volume *v)
 {
   if (v->nfl == v->capfl) {
@@ -98,6 +124,7 @@ Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *
   tr->epoch = v->epoch;
   tr->from = v->st.trunc_from;
   tr->to = v->st.trunc_to;
+  vol_trunc_proof((struct volume *)v, tr, v->trunc_sig);
   return tr;
 }
 
@@ -124,7 +151,10 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
   Auralog__TruncRange tr;
-  a.trunc = vol_own_trunc(v, &tr);
+  if (!(g->has_epoch & (1u << slot))) {
+    a.trunc = vol_own_trunc(v, &tr);
+    a.ticket = vol_ticket(v);
+  }
   a.records = ptrs;
   a.n_records = cnt;
   env.req = ++v->next_req;
@@ -256,6 +286,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
       vol_fence_locked(v, env->error->msg);
       return;
     }
+    g->has_epoch &= (uint8_t)~(1u << f->slot);   /* the next carries both again */
     /* e.g. the node has not heard of a new PG yet, or the segment holds
      * records a truncation it has not heard of cut (gossip brings it):
      * try again, later and later while it keeps refusing, and say so. */
@@ -270,6 +301,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   }
   if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
     return;
+  g->has_epoch |= (uint8_t)(1u << f->slot);
   if (g->refused[f->slot]) {
     loginfo("volume %s pg %u: segment %d on %s takes Appends again", v->name, f->pg,
             f->slot, v->nodes[f->node].addr);

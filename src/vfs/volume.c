@@ -166,9 +166,18 @@ static struct volume *open_once(const char *coord, const char *name,
   *unavailable = 0;
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  /* A key pair of this writer's own, for this epoch alone: its ticket
+   * names the public half, its truncation carries its signature. */
+  struct auth_signer signer;
+  if (auth_init() != 0) {
+    snprintf(why, whylen, "libsodium failed to start");
+    return NULL;
+  }
+  auth_signer_new(&signer);
   ov.name = (char *)name;
   ov.create = 1;
   ov.writer = 1;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, signer.pk};
   req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
   req.open_volume = &ov;
   Env *rep = vol_coord_call(coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
@@ -187,6 +196,9 @@ static struct volume *open_once(const char *coord, const char *name,
   pthread_mutex_init(&v->drv->mu, NULL);
   pthread_cond_init(&v->drv->cond, NULL);
   vol_adopt(v, vd);
+  v->signer = signer;
+  if (vd->ticket)
+    vol_set_ticket(v, vd->ticket->sig.data, vd->ticket->sig.len);
   wire_free(rep);
   uv_loop_init(&v->drv->loop);
   netio_init(&v->drv->ni, &v->drv->loop, v, drv_msg, drv_up, drv_down);

@@ -17,6 +17,7 @@
 #ifndef AURALOG_VOLUME_INT_H
 #define AURALOG_VOLUME_INT_H
 
+#include "auth.h"
 #include "io.h"
 #include "param.h"
 #include "record.h"
@@ -44,6 +45,10 @@ struct pgout {
   uint64_t scl[NCOPIES];     /* SCL each segment last reported */
   int node[NCOPIES];         /* index in v->nodes of each segment's node */
   uint8_t resend;            /* bit i: resend pending records to slot i */
+  uint8_t has_epoch;         /* bit i: segment i acknowledged an Append of this
+                                epoch, so it holds the epoch and this writer's
+                                truncation durably: its Appends carry neither
+                                the ticket nor the truncation again (auth.h) */
   uint32_t refused[NCOPIES]; /* Appends each segment refused in a row (not fenced) */
   unsigned long long retry_at[NCOPIES]; /* ... so it is tried again no sooner */
   uint64_t ring_lsn[TAIL_PER_PG]; /* the PG's newest records (a ring, for viz) */
@@ -101,6 +106,16 @@ struct volume {
   char engine_addr[ADDR_MAX_LEN + 1];
   uint64_t id, epoch;
   uint32_t page_size, pg_pages;
+  /* Authority (auth.h): this writer's key pair (the driver's, before
+   * OpenVolume names its public key), the coordinator's ticket for epoch
+   * (vol_set_ticket), and the signature on the truncation its recovery
+   * wrote. A segment takes the epoch only with the ticket, the truncation
+   * only with both signatures. */
+  struct auth_signer signer;
+  Auralog__EpochTicket ticket;
+  uint8_t ticket_sig[AUTH_SIG_BYTES];
+  int have_ticket;
+  uint8_t trunc_sig[AUTH_SIG_BYTES];
 
   struct quorum q;
   struct pgout *pgs;
@@ -166,6 +181,13 @@ struct readreq *vcore_read(struct volume *v, uint32_t page_no, uint8_t *out);
  * why otherwise); take on PGs a volume description adds. */
 Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t whylen);
 void vol_adopt(struct volume *v, const Auralog__Volume *vd);
+/* The coordinator's ticket for v->epoch (its signature, sig bytes), for
+ * v->signer's key; vol_ticket: it for a message (NULL: none). */
+void vol_set_ticket(struct volume *v, const uint8_t *sig, size_t len);
+Auralog__EpochTicket *vol_ticket(struct volume *v);
+/* Fill tr's proof (auth.h) for this writer's truncation (epoch, from, to];
+ * sig: its signature. */
+void vol_trunc_proof(struct volume *v, Auralog__TruncRange *tr, const uint8_t *sig);
 
 /* report.c: send the coordinator a report (on the I/O thread, connecting
  * first if need be); build one into env (takes the lock). */

@@ -16,6 +16,53 @@
 #include "param.h"
 #include "peer.h"
 
+/* The peer is a writer like any (auth.h): one key pair for the test
+ * process, and the tickets the coordinator gave it, by (volume, epoch).
+ * A message for an epoch it holds a ticket for carries it; a truncation
+ * in such an epoch is signed. Any other epoch goes bare: what a forger
+ * sends. */
+static struct auth_signer signer;
+static int have_signer;
+static struct ticket {
+  uint64_t volume, epoch;
+  uint8_t sig[AUTH_SIG_BYTES];
+} tickets[256];
+static size_t ntickets;
+
+static const struct auth_signer *peer_signer(void)
+{
+  if (!have_signer) {
+    auth_init();
+    auth_signer_new(&signer);
+    have_signer = 1;
+  }
+  return &signer;
+}
+
+static struct ticket *ticket_of(uint64_t volume, uint64_t epoch)
+{
+  for (size_t i = 0; i < ntickets; i++)
+    if (tickets[i].volume == volume && tickets[i].epoch == epoch)
+      return &tickets[i];
+  return NULL;
+}
+
+/* tk (storage in *pb) for (volume, epoch), or NULL without a ticket. */
+Auralog__EpochTicket *peer_ticket(uint64_t volume, uint64_t epoch, Auralog__EpochTicket *pb);
+#define ticket_pb peer_ticket
+Auralog__EpochTicket *peer_ticket(uint64_t volume, uint64_t epoch,
+                                       Auralog__EpochTicket *pb)
+{
+  struct ticket *t = ticket_of(volume, epoch);
+  if (t == NULL)
+    return NULL;
+  auralog__epoch_ticket__init(pb);
+  pb->epoch = epoch;
+  pb->writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)peer_signer()->pk};
+  pb->sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, t->sig};
+  return pb;
+}
+
 Auralog__Volume *peer_open_volume(const char *coord, const char *name, int create,
                                   uint32_t page_size, int writer)
 {
@@ -26,6 +73,8 @@ Auralog__Volume *peer_open_volume(const char *coord, const char *name, int creat
   ov.create = create;
   ov.page_size = page_size;
   ov.writer = writer;
+  if (writer)
+    ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)peer_signer()->pk};
   req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
   req.open_volume = &ov;
   Env *rep = rpc_once(coord, &req, 5000, why, sizeof why);
@@ -34,6 +83,11 @@ Auralog__Volume *peer_open_volume(const char *coord, const char *name, int creat
   if (rpc_expect(rep, AURALOG__ENVELOPE__BODY_VOLUME, why, sizeof why) != 0)
     fail_msg("coordinator answered OpenVolume %s: %s", name, why);
   Auralog__Volume *v = rep->volume;
+  if (v->ticket && v->ticket->sig.len == AUTH_SIG_BYTES &&
+      ntickets < sizeof tickets / sizeof tickets[0]) {
+    tickets[ntickets] = (struct ticket){v->id, v->ticket->epoch, {0}};
+    memcpy(tickets[ntickets++].sig, v->ticket->sig.data, AUTH_SIG_BYTES);
+  }
   rep->volume = NULL;
   rep->body_case = AURALOG__ENVELOPE__BODY__NOT_SET;
   wire_free(rep);
@@ -141,8 +195,10 @@ uint8_t *peer_frame_append(uint64_t req, uint64_t volume_id, uint32_t pg, uint64
 {
   Env env;
   Auralog__Append a;
+  Auralog__EpochTicket tk;
   Rec **ptrs = calloc(n + 1, sizeof *ptrs);
   init_append(&env, &a, ptrs, req, volume_id, pg, epoch, recs, n, vdl);
+  a.ticket = ticket_pb(volume_id, epoch, &tk);
   uint8_t *f = frame_of(&env, len);
   free(ptrs);
   return f;
@@ -158,6 +214,12 @@ uint8_t *peer_frame_truncate(uint64_t req, uint64_t volume_id, uint32_t pg,
   t.epoch = epoch;
   t.from = from;
   t.to = to;
+  Auralog__EpochTicket tk;
+  uint8_t sig[AUTH_SIG_BYTES];
+  if ((t.ticket = ticket_pb(volume_id, epoch, &tk)) != NULL) {
+    auth_trunc_sign(peer_signer(), volume_id, epoch, from, to, sig);
+    t.sig = (ProtobufCBinaryData){sizeof sig, sig};
+  }
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
   env.truncate = &t;
@@ -172,6 +234,8 @@ uint8_t *peer_frame_seg_query(uint64_t req, uint64_t volume_id, uint32_t pg,
   q.volume_id = volume_id;
   q.pg = pg;
   q.epoch = epoch;
+  Auralog__EpochTicket tk;
+  q.ticket = ticket_pb(volume_id, epoch, &tk);
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
   env.seg_query = &q;
@@ -204,9 +268,11 @@ uint8_t *peer_frame_append_extra(uint64_t req, uint64_t volume_id, uint32_t pg,
   nrec += nextra;
   /* The Append: its other fields, then field 4 (records, length-delimited). */
   Auralog__Append a = AURALOG__APPEND__INIT;
+  Auralog__EpochTicket tk;
   a.volume_id = volume_id;
   a.pg = pg;
   a.epoch = epoch;
+  a.ticket = ticket_pb(volume_id, epoch, &tk);
   size_t nhead = auralog__append__get_packed_size(&a);
   uint8_t *ap = malloc(nhead + 11 + nrec);
   auralog__append__pack(&a, ap);
@@ -269,6 +335,8 @@ Env *peer_seg_query(const char *addr, uint64_t volume_id, uint32_t pg, uint64_t 
   q.volume_id = volume_id;
   q.pg = pg;
   q.epoch = epoch;
+  Auralog__EpochTicket tk;
+  q.ticket = ticket_pb(volume_id, epoch, &tk);
   env.body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
   env.seg_query = &q;
   return peer_call_seg(addr, &env, 3000, why, whylen);
@@ -284,6 +352,12 @@ Env *peer_truncate(const char *addr, uint64_t volume_id, uint32_t pg, uint64_t e
   t.epoch = epoch;
   t.from = from;
   t.to = to;
+  Auralog__EpochTicket tk;
+  uint8_t sig[AUTH_SIG_BYTES];
+  if ((t.ticket = ticket_pb(volume_id, epoch, &tk)) != NULL) {
+    auth_trunc_sign(peer_signer(), volume_id, epoch, from, to, sig);
+    t.sig = (ProtobufCBinaryData){sizeof sig, sig};
+  }
   env.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
   env.truncate = &t;
   return peer_call_seg(addr, &env, 3000, why, whylen);
@@ -295,7 +369,9 @@ Env *peer_append(const char *addr, uint64_t volume_id, uint32_t pg, uint64_t epo
   Env env;
   Auralog__Append a;
   Rec **ptrs = calloc(n + 1, sizeof *ptrs);
+  Auralog__EpochTicket tk;
   init_append(&env, &a, ptrs, 0, volume_id, pg, epoch, recs, n, vdl);
+  a.ticket = ticket_pb(volume_id, epoch, &tk);
   Env *rep = peer_call_seg(addr, &env, 3000, why, whylen);
   free(ptrs);
   return rep;

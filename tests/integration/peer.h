@@ -24,6 +24,10 @@
 Auralog__Volume *peer_open_volume(const char *coord, const char *name, int create,
                                   uint32_t page_size, int writer);
 
+/* The ticket peer_open_volume got for (volume, epoch), in *pb; NULL if
+ * none (the peer then sends that epoch bare, as a forger would). */
+Auralog__EpochTicket *peer_ticket(uint64_t volume, uint64_t epoch, Auralog__EpochTicket *pb);
+
 /* The address of node's segment of pg in v (NULL: node holds none). */
 const char *peer_seg_addr(const Auralog__Volume *v, uint32_t pg, const char *node);
 

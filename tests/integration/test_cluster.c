@@ -27,6 +27,7 @@
 #include "lib/log.h"
 #include "param.h"
 #include "record.h"
+#include "peer.h"
 #include "rpc.h"
 
 static Auralog__Volume *vol;     /* volume "it" as opened by the tests */
@@ -55,20 +56,7 @@ static Env *call(const char *addr, Env *req, int want)
 
 static Auralog__Volume *open_volume(const char *name, int writer)
 {
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
-  ov.name = (char *)name;
-  ov.create = 1;
-  ov.writer = writer;
-  req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
-  req.open_volume = &ov;
-  Env *rep = call(coord, &req, AURALOG__ENVELOPE__BODY_VOLUME);
-  /* Keep the volume, drop the envelope around it. */
-  Auralog__Volume *v = rep->volume;
-  rep->volume = NULL;
-  rep->body_case = AURALOG__ENVELOPE__BODY__NOT_SET;
-  wire_free(rep);
-  return v;
+  return peer_open_volume(coord, name, 1, 0, writer);
 }
 
 /* A record for page with n bytes of value fill at offset off. */
@@ -110,6 +98,8 @@ static Env *append_to(const char *node, uint64_t epoch, struct rec *recs, size_t
   a.volume_id = vol->id;
   a.pg = 0;
   a.epoch = epoch;
+  Auralog__EpochTicket tk;
+  a.ticket = peer_ticket(vol->id, epoch, &tk);
   a.records = ptrs;
   a.n_records = n;
   req.body_case = AURALOG__ENVELOPE__BODY_APPEND;

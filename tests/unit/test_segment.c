@@ -466,11 +466,11 @@ static void test_segment_refuses_only_what_a_truncation_cuts(void **state)
   seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
   seg_add(&s, 10, 0);
   /* an old, interrupted recovery's range, heard late by gossip */
-  seg_add_trunc(&s, 2, 20, 20 + 1000);
+  seg_add_trunc(&s, &(struct trunc){2, 20, 20 + 1000});
   assert_true(seg_has_trunc(&s, 2, 20, 1020));
-  seg_add_trunc(&s, 2, 20, 1020);           /* once only */
+  seg_add_trunc(&s, &(struct trunc){2, 20, 1020});           /* once only */
   assert_int_equal(s.ntruncs, 1);
-  seg_add_trunc(&s, 3, 30, 30);             /* empty: nothing held */
+  seg_add_trunc(&s, &(struct trunc){3, 30, 30});             /* empty: nothing held */
   assert_int_equal(s.ntruncs, 1);
   char why[256];
   int dup;
@@ -561,7 +561,7 @@ static void test_store_truncates_by_epoch(void **state)
   assert_int_equal(store_begin(&st, why, sizeof why), 0);
   assert_int_equal(store_truncate(&st, &s, &t3, &cut, why, sizeof why), 0);
   assert_int_equal(cut, 1);
-  seg_add_trunc(&s, 3, 2, 1000);
+  seg_add_trunc(&s, &(struct trunc){3, 2, 1000});
   assert_int_equal(store_rechain(&st, &s, store_tail(&st, &s, 2), why, sizeof why), 0);
   assert_int_equal(s.scl, 1002);
 
@@ -591,7 +591,7 @@ static void test_store_truncates_by_epoch(void **state)
   assert_int_equal(e, 3);
   assert_true(store_held(&st, &s, 1001, NULL));
   assert_false(store_held(&st, &s, 3, NULL));
-  seg_add_trunc(&s, 2, 1, 2000);
+  seg_add_trunc(&s, &(struct trunc){2, 1, 2000});
   assert_int_equal(store_rechain(&st, &s, store_tail(&st, &s, 1), why, sizeof why), 0);
   assert_int_equal(s.scl, 1002);
   assert_int_equal(store_put_meta(&st, &s, why, sizeof why), 0);
