@@ -102,6 +102,12 @@
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
 #define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */
 
+/* Logs (src/lib/log.c): a call site that can repeat per commit or per
+ * frame prints its first message, then counts the same one for a window
+ * and prints the count once (log.h). */
+#define LOG_RL_MS       10000   /* the window a repeated message is counted over */
+#define LOG_RL_BURST    5       /* different messages one site prints per window */
+
 /* Default addresses (DESIGN.md §6). AURALOG_COORD overrides the coordinator. */
 #define COORD_ADDR_DEFAULT  "127.0.0.1:7400"
 #define NODE_PORT_BASE      7401
