@@ -502,7 +502,7 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   tmp.truncs = tr;
   tmp.n_truncs = v->n_truncs + 1;
   if (vol_store(co, slot, &tmp, why, sizeof why) == NULL)
-    logwarn("%s", why);
+    logwarn_rl("%s", why);    /* every report until it is stored: rate-limited */
   else
     loginfo("volume %s: epoch %llu truncated (%llu, %llu]", es->volume,
             (unsigned long long)t->epoch, (unsigned long long)t->from,
