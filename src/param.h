@@ -94,9 +94,13 @@
 #define IDX_READ_MIN    1024    /* a page read indexes first if this many wait */
 
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
- * nothing until used, and MDB_MAP_FULL becomes a clear "disk full" error. */
+ * nothing until used, and MDB_MAP_FULL becomes a clear "storage map full"
+ * error (a full file system: "disk full", kv_lmdb.c). */
 #define NODE_MAP_SIZE   (8ull << 30)  /* lmdb map of one storage node */
 #define COORD_MAP_SIZE  (256ull << 20) /* lmdb map of the coordinator */
+#define DISK_FULL_SLACK (32ll << 20)   /* an lmdb I/O error with less than this free on the data
+                                        * directory's file system is reported as disk full (a
+                                        * short write; one commit writes a few frames' worth) */
 
 /* Client side (src/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */

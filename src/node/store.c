@@ -46,10 +46,14 @@ static void page_key(uint8_t k[24], uint64_t vol, uint32_t pg, uint32_t page,
   put_be64(k + 16, lsn);
 }
 
+/* A kv error as the node reports it. A full disk or map says which, and
+ * how much room is left, when the kv knows (kv_lmdb.c): "disk full (4096
+ * bytes free on DIR) while committing records: nothing was stored". */
 static int fail(struct store *st, int rc, char *why, size_t whylen, const char *what)
 {
   if (rc == KV_FULL) {
-    snprintf(why, whylen, "disk full while %s: nothing was stored", what);
+    snprintf(why, whylen, "%s while %s: nothing was stored",
+             st->kv->full_why[0] ? st->kv->full_why : "disk full", what);
     return ERR_DISK_FULL;
   }
   snprintf(why, whylen, "storage error while %s: %s", what, kv_strerror(st->kv, rc));
