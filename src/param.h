@@ -51,9 +51,10 @@
 #define HTTP_HEADER_MAX  8192        /* request line + headers, in bytes */
 #define HTTP_URL_MAX     2048        /* the request target */
 #define HTTP_WQ_MAX      (4u << 20)  /* unsent answers to one client */
-#define HTTP_IDLE_MS     30000       /* close a connection silent this long */
+#define HTTP_HEADER_MS   5000        /* a request head must come whole this soon after its first byte (or the connection's start) */
+#define HTTP_IDLE_MS     30000       /* close a keep-alive connection silent this long between requests */
 #define HTTP_LINGER_MS   1000        /* after the last answer, wait this long for the client's close */
-#define HTTP_CONNS_MAX   64          /* connections served at once */
+#define HTTP_CONNS_MAX   64          /* connections open at once; one more closes the oldest idle one */
 
 /* Wire (src/wire.c). */
 #define FRAME_MAX     (16u << 20)   /* largest frame accepted, checked before allocating */
