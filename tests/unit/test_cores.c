@@ -18,7 +18,12 @@
  *  - the coordinator answers a Register with an Assign, places a new
  *    volume's PG on six distinct nodes, two per AZ, gives each writer a
  *    new epoch (a reader none), and shows down a node that stopped
- *    heartbeating for NODE_DOWN_MS.
+ *    heartbeating for NODE_DOWN_MS;
+ *  - it refuses a GrowVolume that would add more than
+ *    GROW_MAX_PGS_PER_REQUEST PGs with one clear error, and nothing
+ *    changes: no node is assigned anything, and the volume keeps its size,
+ *    in memory and on disk (a coordinator started again finds the same);
+ *    a growth of exactly the cap is made.
  */
 #include "fake_io.h"
 
@@ -433,6 +438,109 @@ static void coord_places_volumes_gives_epochs_and_watches_nodes(void **state)
   fake_free(&f);
 }
 
+static const Env *grow_volume(struct fake *f, struct coord *co, struct ep *c, uint64_t req,
+                              uint32_t npgs, int body)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
+  g.name = "v";
+  g.npgs = npgs;
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
+  env.grow_volume = &g;
+  DELIVER(coord_on_msg, co, c, &env);
+  const Env *rep = take(f, c, body);
+  assert_int_equal(rep->req, req);
+  return rep;
+}
+
+static void coord_refuses_a_huge_growth_and_changes_nothing(void **state)
+{
+  (void)state;
+  struct fake f;
+  char why[256];
+  fake_init(&f);
+  struct disk *d = disk_new();
+  struct coord *co = calloc(1, sizeof *co);
+  assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
+  assert_int_equal(coord_init(co, &f.io, why, sizeof why), 0);
+  struct ep *node[NCOPIES];
+  for (int i = 0; i < NCOPIES; i++) {
+    node[i] = ep_new(&f, addrs[i]);
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__Register reg = AURALOG__REGISTER__INIT;
+    reg.id = (char *)ids[i];
+    reg.az = (char *)azs[i];
+    reg.addr = (char *)addrs[i];
+    env.req = 1;
+    env.body_case = REGISTER;
+    env.register_ = &reg;
+    DELIVER(coord_on_msg, co, node[i], &env);
+    take(&f, node[i], ASSIGN);
+  }
+  struct ep *w = ep_new(&f, "w1:1");
+  assert_int_equal(open_volume(&f, co, w, 40, 1, 1)->volume->n_pgs, 1);
+  for (int i = 0; i < NCOPIES; i++)
+    take(&f, node[i], ASSIGN);
+
+  /* The whole of MAX_PGS at once, or one PG past the cap: refused, in
+   * one line that says why. */
+  size_t before[NCOPIES];
+  for (int i = 0; i < NCOPIES; i++)
+    before[i] = count(&f, node[i], 0);
+  uint32_t asks[] = {MAX_PGS, 1 + GROW_MAX_PGS_PER_REQUEST + 1};
+  for (size_t k = 0; k < sizeof asks / sizeof asks[0]; k++) {
+    const Auralog__Error *e = grow_volume(&f, co, w, 50 + k, asks[k], ERROR)->error;
+    char want[200];
+    snprintf(want, sizeof want, "volume growth of %u PGs refused: at most %d per request "
+             "(volume 'v' has 1, %u asked)", asks[k] - 1, GROW_MAX_PGS_PER_REQUEST, asks[k]);
+    assert_string_equal(e->msg, want);
+    assert_int_equal(e->code, ERR_OUT_OF_RANGE);
+  }
+  /* Nothing changed: no node was told of a segment, the volume has one PG. */
+  for (int i = 0; i < NCOPIES; i++)
+    assert_int_equal(count(&f, node[i], 0), before[i]);
+  assert_int_equal(open_volume(&f, co, w, 60, 0, 0)->volume->n_pgs, 1);
+  /* ... and on disk: a coordinator started again finds the same. */
+  coord_free(co);
+  meta_close(&co->meta);
+  memset(co, 0, sizeof *co);
+  assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
+  assert_int_equal(coord_init(co, &f.io, why, sizeof why), 0);
+  assert_int_equal(open_volume(&f, co, w, 61, 0, 0)->volume->n_pgs, 1);
+
+  /* Growth of exactly the cap is made; asking for fewer than it has
+   * changes nothing and is no error. */
+  for (int i = 0; i < NCOPIES; i++) {
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__Register reg = AURALOG__REGISTER__INIT;
+    reg.id = (char *)ids[i];
+    reg.az = (char *)azs[i];
+    reg.addr = (char *)addrs[i];
+    env.req = 2;
+    env.body_case = REGISTER;
+    env.register_ = &reg;
+    DELIVER(coord_on_msg, co, node[i], &env);
+    take(&f, node[i], ASSIGN);
+  }
+  const Auralog__Volume *v =
+    grow_volume(&f, co, w, 70, 1 + GROW_MAX_PGS_PER_REQUEST, VOLUME)->volume;
+  assert_int_equal(v->n_pgs, 1 + GROW_MAX_PGS_PER_REQUEST);
+  assert_int_equal(v->pgs[GROW_MAX_PGS_PER_REQUEST]->first_page,
+                   GROW_MAX_PGS_PER_REQUEST * PG_PAGES);
+  for (int i = 0; i < NCOPIES; i++)
+    assert_int_equal(take(&f, node[i], ASSIGN)->assign->n_segments,
+                     1 + GROW_MAX_PGS_PER_REQUEST);
+  assert_int_equal(grow_volume(&f, co, w, 71, 3, VOLUME)->volume->n_pgs,
+                   1 + GROW_MAX_PGS_PER_REQUEST);
+
+  coord_free(co);
+  meta_close(&co->meta);
+  free(co);
+  disk_free(d);
+  fake_free(&f);
+}
+
 int main(void)
 {
   log_quiet(2);
@@ -441,6 +549,7 @@ int main(void)
     cmocka_unit_test(node_reads_a_page_only_up_to_its_scl),
     cmocka_unit_test(node_seg_query_of_a_newer_epoch_fences),
     cmocka_unit_test(coord_places_volumes_gives_epochs_and_watches_nodes),
+    cmocka_unit_test(coord_refuses_a_huge_growth_and_changes_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
