@@ -21,6 +21,13 @@
 #define PAGE_SIZE_MAX     65536 /* largest page SQLite allows */
 #define PG_PAGES          256   /* pages per protection group (1 MiB at 4 KiB) */
 #define MAX_PGS           4096  /* protection groups per volume */
+/* One GrowVolume may add at most this many PGs (coord.c): a request that
+ * took a volume from a few PGs to MAX_PGS at once (24,576 segments placed
+ * and assigned in one go) made every node flap. The engine asks for a
+ * quarter more than it needs (vfs/volume.c grow), so growing page by page
+ * it never asks for more than 820 at once; only one transaction writing
+ * more than ~800 MiB of new pages (at 4 KiB) would need to grow in steps. */
+#define GROW_MAX_PGS_PER_REQUEST 1024
 
 /* Bounds on what the network may say (wire.c): an LSN, VDL or truncation
  * point above LSN_MAX, or an epoch above EPOCH_MAX, is refused, so that no
@@ -52,9 +59,10 @@
 #define HTTP_HEADER_MAX  8192        /* request line + headers, in bytes */
 #define HTTP_URL_MAX     2048        /* the request target */
 #define HTTP_WQ_MAX      (4u << 20)  /* unsent answers to one client */
-#define HTTP_IDLE_MS     30000       /* close a connection silent this long */
+#define HTTP_HEADER_MS   5000        /* a request head must come whole this soon after its first byte (or the connection's start) */
+#define HTTP_IDLE_MS     30000       /* close a keep-alive connection silent this long between requests */
 #define HTTP_LINGER_MS   1000        /* after the last answer, wait this long for the client's close */
-#define HTTP_CONNS_MAX   64          /* connections served at once */
+#define HTTP_CONNS_MAX   64          /* connections open at once; one more closes the oldest idle one */
 
 /* Wire (src/wire.c). */
 #define FRAME_MAX     (16u << 20)   /* largest frame accepted, checked before allocating */
@@ -111,13 +119,23 @@
 #define IDX_READ_MIN    1024    /* a page read indexes first if this many wait */
 
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
- * nothing until used, and MDB_MAP_FULL becomes a clear "disk full" error. */
+ * nothing until used, and MDB_MAP_FULL becomes a clear "storage map full"
+ * error (a full file system: "disk full", kv_lmdb.c). */
 #define NODE_MAP_SIZE   (8ull << 30)  /* lmdb map of one storage node */
 #define COORD_MAP_SIZE  (256ull << 20) /* lmdb map of the coordinator */
+#define DISK_FULL_SLACK (32ll << 20)   /* an lmdb I/O error with less than this free on the data
+                                        * directory's file system is reported as disk full (a
+                                        * short write; one commit writes a few frames' worth) */
 
 /* Client side (src/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
 #define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */
+
+/* Logs (src/lib/log.c): a call site that can repeat per commit or per
+ * frame prints its first message, then counts the same one for a window
+ * and prints the count once (log.h). */
+#define LOG_RL_MS       10000   /* the window a repeated message is counted over */
+#define LOG_RL_BURST    5       /* different messages one site prints per window */
 
 /* Default addresses (DESIGN.md §6). AURALOG_COORD overrides the coordinator. */
 #define COORD_ADDR_DEFAULT  "127.0.0.1:7400"

@@ -14,7 +14,10 @@
  *   Register    (node)   -> Assign: the segments this node hosts
  *   Heartbeat   (node)   -> nothing; refreshes liveness, SCLs and counters
  *   OpenVolume  (any)    -> Volume; creates it if asked; a writer gets a new epoch
- *   GrowVolume  (engine) -> Volume with at least npgs PGs
+ *   GrowVolume  (engine) -> Volume with at least npgs PGs; refused, with
+ *                           nothing changed, if it would add more than
+ *                           GROW_MAX_PGS_PER_REQUEST (OpenVolume's create
+ *                           makes one PG, always)
  *   EngineStat  (engine) -> nothing; its VDL, VCL, LSNs and counters for status
  *   Volume      (engine) -> Volume: the volume's header as stored now (no PGs),
  *                           with its current epoch: the writer's read lease
@@ -317,6 +320,17 @@ static void on_grow_volume(struct coord *co, struct ep *c, uint64_t req,
     io_error(co->io, c, req, ERR_NOT_FOUND, why);
     return;
   }
+  /* One request adds a bounded number of PGs (param.h): placing and
+   * assigning thousands of segments at once swamps every node. */
+  size_t have = (*slot)->n_pgs;
+  if (g->npgs > have && g->npgs - have > GROW_MAX_PGS_PER_REQUEST) {
+    snprintf(why, sizeof why, "volume growth of %zu PGs refused: at most %d per request "
+             "(volume '%s' has %zu, %u asked)", g->npgs - have, GROW_MAX_PGS_PER_REQUEST,
+             g->name, have, g->npgs);
+    logwarn_rl("%s", why);
+    io_error(co->io, c, req, ERR_OUT_OF_RANGE, why);
+    return;
+  }
   if ((v = vol_grow(co, slot, *slot, g->npgs, why, sizeof why)) == NULL) {
     io_error(co->io, c, req, ERR_UNAVAILABLE, why);
     return;
@@ -557,7 +571,7 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   tmp.truncs = tr;
   tmp.n_truncs = v->n_truncs + 1;
   if (vol_store(co, slot, &tmp, why, sizeof why) == NULL)
-    logwarn("%s", why);
+    logwarn_rl("%s", why);    /* every report until it is stored: rate-limited */
   else
     loginfo("volume %s: epoch %llu truncated (%llu, %llu]", es->volume,
             (unsigned long long)t->epoch, (unsigned long long)t->from,

@@ -6,10 +6,22 @@
  * it and writes the answer. Every request is bounded before it costs
  * memory: the request line and headers to HTTP_HEADER_MAX bytes (the
  * parser counts), the URL to HTTP_URL_MAX, no body at all; a client that
- * does not read its answers is dropped once HTTP_WQ_MAX bytes wait for it,
- * an idle one after HTTP_IDLE_MS, and at most HTTP_CONNS_MAX are served at
- * once. Keep-alive works, so the page's once-a-second poll reuses one
- * connection.
+ * does not read its answers is dropped rather than queue an answer past
+ * HTTP_WQ_MAX bytes waiting for it (checked before queuing: a read of
+ * pipelined requests can ask for hundreds of pages at once). Keep-alive
+ * works, so the page's once-a-second poll reuses one connection.
+ *
+ * Slow clients cannot lock the dashboard out. A request head (request
+ * line and headers) must arrive whole within HTTP_HEADER_MS of its first
+ * byte, or of the connection's start: a client that sends nothing, or a
+ * byte at a time (slowloris), is closed then, with 408 if it sent part of
+ * a request. Bytes arriving do not push the deadline back. Between
+ * requests a keep-alive connection may stay silent HTTP_IDLE_MS. And at
+ * most HTTP_CONNS_MAX connections are open: a new one beyond that closes
+ * the oldest idle one (no answer being written to it; idle longest, since
+ * its start or its last answer), so 64 slow clients hold the dashboard
+ * for no time at all; only if every connection is being answered is the
+ * new one turned away.
  *
  * A request the parser rejects (garbage, a body, an oversized header, a
  * bad volume name) gets 400 and the connection is closed: after a parse
@@ -32,22 +44,29 @@
 extern unsigned char dashboard_html[];
 extern unsigned int dashboard_html_len;
 
+struct hconn;
+
 struct hserver {
   uv_tcp_t tcp;
   http_status_fn status;
   void *data;
-  int nconns;
+  struct hconn *conns;     /* the open connections (not closing), newest first */
+  int nlive;               /* ... how many */
 };
 
 struct hconn {
   uv_tcp_t tcp;
-  uv_timer_t idle;
+  uv_timer_t timer;        /* the head deadline, the idle limit or the linger */
   uv_shutdown_t shut;
   http_parser parser;
   struct hserver *srv;
+  struct hconn *prev, *next;   /* in srv->conns while open */
+  uint64_t since;          /* idle since (loop ms): the start, or the last answer written */
   char url[HTTP_URL_MAX + 1];
   size_t nurl;
   const char *why;         /* why a callback stopped the parser */
+  int head_due;            /* a request head is due by the timer (HTTP_HEADER_MS) */
+  int begun;               /* ... and part of it came */
   int done;                /* the last answer is queued: ignore what comes */
   int writing;             /* answers queued, not yet written */
   int eof;                 /* the client sent all it will */
@@ -70,10 +89,8 @@ static http_parser_settings settings;
 static void on_handle_closed(uv_handle_t *h)
 {
   struct hconn *c = h->data;
-  if (--c->open == 0) {
-    c->srv->nconns--;
+  if (--c->open == 0)
     free(c);
-  }
 }
 
 static void hconn_close(struct hconn *c)
@@ -81,13 +98,66 @@ static void hconn_close(struct hconn *c)
   if (c->closing)
     return;
   c->closing = 1;
+  struct hserver *srv = c->srv;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    srv->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  srv->nlive--;
   uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-  uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+  uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 }
 
-static void on_idle(uv_timer_t *t)
+/* The client's address, for a log line. */
+static const char *peer(struct hconn *c, char *buf, size_t len)
 {
-  hconn_close(t->data);
+  struct sockaddr_in sa;
+  int n = sizeof sa;
+  snprintf(buf, len, "a client");
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &n) == 0 &&
+      sa.sin_family == AF_INET) {
+    char ip[INET_ADDRSTRLEN];
+    uv_ip4_name(&sa, ip, sizeof ip);
+    snprintf(buf, len, "%s:%d", ip, ntohs(sa.sin_port));
+  }
+  return buf;
+}
+
+static void on_timer(uv_timer_t *t);
+
+/* Wait for the next request: silent, it may stay HTTP_IDLE_MS. */
+static void hconn_idle(struct hconn *c)
+{
+  c->head_due = c->begun = 0;
+  c->since = uv_now(c->tcp.loop);
+  uv_timer_start(&c->timer, on_timer, HTTP_IDLE_MS, 0);
+}
+
+static void respond_text(struct hconn *c, int code, const char *extra, const char *msg,
+                         int close);
+
+/* The timer: a lingering close is over, a connection was idle too long,
+ * or a request head did not come whole in time (see the top). */
+static void on_timer(uv_timer_t *t)
+{
+  struct hconn *c = t->data;
+  char who[64];
+  if (c->lingering || c->done || !c->head_due) {
+    hconn_close(c);         /* over, or idle too long, or its last answer is stuck */
+    return;
+  }
+  logwarn_rl("dashboard: %s sent no whole request head within %d ms; closing it",
+             peer(c, who, sizeof who), HTTP_HEADER_MS);
+  if (!c->begun) {
+    hconn_close(c);         /* it said nothing: nothing to answer */
+    return;
+  }
+  respond_text(c, 408, NULL, "the request head did not come whole in time", 1);
+  c->done = 1;
+  if (HTTP_PARSER_ERRNO(&c->parser) == HPE_OK)
+    http_parser_pause(&c->parser, 1);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
@@ -106,7 +176,7 @@ static void hconn_linger(struct hconn *c)
   if (c->lingering || c->closing)
     return;
   c->lingering = 1;
-  uv_timer_start(&c->idle, on_idle, HTTP_LINGER_MS, 0);
+  uv_timer_start(&c->timer, on_timer, HTTP_LINGER_MS, 0);
   if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
     hconn_close(c);
 }
@@ -120,13 +190,31 @@ static void on_written(uv_write_t *req, int status)
     hconn_close(c);
   else if ((w->close || c->done) && c->writing == 0)
     hconn_linger(c);
+  else if (c->writing == 0 && !c->head_due && !c->closing)
+    hconn_idle(c);          /* answered: idle from now */
   free(w);
 }
 
-/* Queue one whole answer: status line, headers, body. */
+/* Queue one whole answer: status line, headers, body. A client that
+ * would have more than HTTP_WQ_MAX bytes waiting is asking and not
+ * reading: it is dropped before the answer costs memory (one answer
+ * larger than that alone is still sent). */
 static void respond(struct hconn *c, int code, const char *type, const char *extra,
                     const void *body, size_t len, int close)
 {
+  if (c->closing)
+    return;
+  size_t queued = c->tcp.write_queue_size;
+  if (queued > 0 && queued + len + 768 > HTTP_WQ_MAX) {
+    char who[64];
+    logwarn_rl("dashboard: %s does not read its answers (%zu bytes wait); closing it",
+               peer(c, who, sizeof who), queued);
+    c->done = 1;
+    if (HTTP_PARSER_ERRNO(&c->parser) == HPE_OK)
+      http_parser_pause(&c->parser, 1);
+    hconn_close(c);
+    return;
+  }
   char head[768];
   int hl = snprintf(head, sizeof head,
                     "HTTP/1.1 %d %s\r\n"
@@ -244,6 +332,23 @@ static int on_message_begin(http_parser *p)
 {
   struct hconn *c = p->data;
   c->nurl = 0;
+  /* The first byte of a request on an idle connection: its head is due
+   * within HTTP_HEADER_MS (a new connection's was due from its start). */
+  if (!c->head_due) {
+    c->head_due = 1;
+    uv_timer_start(&c->timer, on_timer, HTTP_HEADER_MS, 0);
+  }
+  c->begun = 1;
+  return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+  struct hconn *c = p->data;
+  /* The head came in time; the answer is queued next (there is no body).
+   * Until it is written the connection is busy, not idle. */
+  c->head_due = c->begun = 0;
+  uv_timer_start(&c->timer, on_timer, HTTP_IDLE_MS, 0);
   return 0;
 }
 
@@ -274,6 +379,10 @@ static int on_message_complete(http_parser *p)
   /* An Upgrade (websocket) is not offered: answer, then close. */
   int close = !http_should_keep_alive(p) || p->upgrade;
   route(c, close);
+  if (c->closing) {
+    http_parser_pause(p, 1);   /* dropped while answering (respond) */
+    return 0;
+  }
   if (close && !c->done) {
     c->done = 1;
     http_parser_pause(p, 1);
@@ -307,17 +416,29 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
   }
   if (nread == 0 || c->done || c->closing)
     return;
-  if (c->tcp.write_queue_size > HTTP_WQ_MAX) {
-    hconn_close(c);            /* it asks and never reads the answers */
-    return;
-  }
-  uv_timer_again(&c->idle);
   size_t used = http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
-  if (c->done)
-    return;                 /* answered for the last time: lingering */
+  if (c->done || c->closing)
+    return;                 /* answered for the last time: lingering, or dropped */
   enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
   if (e != HPE_OK || used != (size_t)nread)
     bad_request(c, c->why ? c->why : http_errno_description(e));
+}
+
+/* The connection to close for a new one when HTTP_CONNS_MAX are open: one
+ * lingering (done with), else the one idle longest; never one being
+ * answered. NULL if every one is. */
+static struct hconn *oldest_idle(struct hserver *srv)
+{
+  struct hconn *best = NULL;
+  for (struct hconn *c = srv->conns; c; c = c->next) {
+    if (c->writing > 0 && !c->lingering)
+      continue;
+    if (c->lingering)
+      return c;
+    if (best == NULL || c->since <= best->since)
+      best = c;             /* the list is newest first: ties go to the older */
+  }
+  return best;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -327,18 +448,38 @@ static void on_connection(uv_stream_t *server, int status)
     return;
   struct hconn *c = calloc(1, sizeof *c);
   c->srv = srv;
-  srv->nconns++;
   uv_tcp_init(server->loop, &c->tcp);
-  uv_timer_init(server->loop, &c->idle);
-  c->tcp.data = c->idle.data = c;
+  uv_timer_init(server->loop, &c->timer);
+  c->tcp.data = c->timer.data = c;
   c->open = 2;
+  c->next = srv->conns;
+  if (srv->conns)
+    srv->conns->prev = c;
+  srv->conns = c;
+  srv->nlive++;
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 || srv->nconns > HTTP_CONNS_MAX) {
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
     hconn_close(c);
     return;
   }
-  uv_timer_start(&c->idle, on_idle, HTTP_IDLE_MS, HTTP_IDLE_MS);
+  c->since = uv_now(server->loop);
+  if (srv->nlive > HTTP_CONNS_MAX) {
+    struct hconn *old = oldest_idle(srv);
+    char who[64];
+    if (old == NULL || old == c) {
+      logwarn_rl("dashboard: %d connections, every one being answered: turned %s away",
+                 HTTP_CONNS_MAX, peer(c, who, sizeof who));
+      hconn_close(c);
+      return;
+    }
+    logwarn_rl("dashboard: %d connections open: closed the one idle longest (%s) for a new one",
+               HTTP_CONNS_MAX, peer(old, who, sizeof who));
+    hconn_close(old);
+  }
+  /* A new connection's first request head is due from now. */
+  c->head_due = 1;
+  uv_timer_start(&c->timer, on_timer, HTTP_HEADER_MS, 0);
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -353,6 +494,7 @@ int http_listen(uv_loop_t *loop, const char *addr, http_status_fn status, void *
   http_parser_settings_init(&settings);
   settings.on_message_begin = on_message_begin;
   settings.on_url = on_url;
+  settings.on_headers_complete = on_headers_complete;
   settings.on_body = on_body;
   settings.on_message_complete = on_message_complete;
   http_parser_set_max_header_size(HTTP_HEADER_MAX);

@@ -50,6 +50,7 @@ static void on_tick(uv_timer_t *t)
 {
   struct driver *d = t->data;
   coord_tick(&d->co);
+  log_tick(now_ms());       /* repeated warnings' counts, when their window ends */
 }
 
 static void usage(FILE *f)

@@ -108,6 +108,10 @@ struct kv {
   const struct kv_ops *ops;
   void *ctx;
   unsigned syncs_per_commit; /* device syncs a commit that wrote costs */
+  /* What the backend knows of its last KV_FULL, in words, e.g. "disk full
+   * (4096 bytes free on /var/node-A1)"; empty: nothing more than that the
+   * space ran out. kv_strerror(kv, KV_FULL) says it. */
+  char full_why[192];
 };
 
 static inline int kv_db(struct kv *kv, struct kv_txn *t, const char *name, unsigned *db)
@@ -173,7 +177,7 @@ static inline const char *kv_strerror(const struct kv *kv, int rc)
   switch (rc) {
   case 0:           return "no error";
   case KV_NOTFOUND: return "no such key";
-  case KV_FULL:     return "no space left";
+  case KV_FULL:     return kv->full_why[0] ? kv->full_why : "no space left";
   case KV_BUSY:     return "another transaction is open";
   case KV_BADTXN:   return "the transaction has ended";
   }
@@ -185,5 +189,14 @@ static inline const char *kv_strerror(const struct kv *kv, int rc)
  * reason. */
 int kv_lmdb_open(const char *dir, size_t mapsize, struct kv **out, char *why,
                  size_t whylen);
+
+/* What an lmdb error means (kv_lmdb.c): KV_NOTFOUND, KV_FULL (with why
+ * filled in), or rc itself. free_bytes is what statvfs says is free on
+ * dir's file system (-1: unknown). lmdb reports a short write, which is
+ * how a full disk often shows, as EIO: an EIO with less than
+ * DISK_FULL_SLACK free is a full disk, and says so instead of "Input/output
+ * error". Pure, for the tests. */
+int kv_lmdb_classify(int rc, const char *dir, size_t mapsize, long long free_bytes,
+                     char *why, size_t whylen);
 
 #endif

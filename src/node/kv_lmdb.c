@@ -22,6 +22,17 @@
  * flushes, one after the other, and counts two: the first puts the new
  * tree on disk before the meta page that points to it, the second makes
  * the commit durable before mdb_txn_commit returns.
+ *
+ * A full disk. lmdb writes pages with pwrite and, when fewer bytes were
+ * written than asked (a short write: the file system had room for only
+ * part of them), returns EIO ("TODO: Use which error code?" in mdb.c),
+ * not ENOSPC. So a node whose disk filled up logged "Input/output error",
+ * which sends an operator looking for a broken disk. An ENOSPC, a map
+ * full, or an EIO makes this file ask the file system (statvfs on the
+ * data directory) how much is free; an EIO with almost nothing free is a
+ * full disk and is reported as one (kv_lmdb_classify), with the number:
+ * "disk full (4096 bytes free on /var/node-A1)". Either way nothing of the
+ * transaction was stored; a commit that failed is as if it never began.
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -29,36 +40,82 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "node/kv.h"
+#include "param.h"
 
 struct lmdb_kv {
   struct kv kv;
   MDB_env *env;
+  size_t mapsize;
+  char dir[256];             /* for statvfs and messages */
 };
 
 #define ENV(ctx) (((struct lmdb_kv *)(ctx))->env)
 #define TXN(t) ((MDB_txn *)(t))
 #define CUR(c) ((MDB_cursor *)(c))
 
-/* lmdb's codes that the store acts on, as kv's. */
-static int code(int rc)
+int kv_lmdb_classify(int rc, const char *dir, size_t mapsize, long long free_bytes,
+                     char *why, size_t whylen)
 {
+  char fr[300];
+  if (free_bytes >= 0)
+    snprintf(fr, sizeof fr, "%lld bytes free on %s", free_bytes, dir);
+  else
+    snprintf(fr, sizeof fr, "free space on %s unknown", dir);
+  switch (rc) {
+  case MDB_NOTFOUND:
+    return KV_NOTFOUND;
+  case MDB_MAP_FULL:         /* the map, not the disk: NODE_MAP_SIZE */
+    snprintf(why, whylen, "storage map full (all %zu MiB of it used; %s)", mapsize >> 20, fr);
+    return KV_FULL;
+  case ENOSPC:
+    snprintf(why, whylen, "disk full (%s)", fr);
+    return KV_FULL;
+  case EIO:
+    if (free_bytes >= 0 && free_bytes < DISK_FULL_SLACK) {
+      snprintf(why, whylen, "disk full (%s)", fr);
+      return KV_FULL;
+    }
+    return rc;               /* room enough: a real I/O error */
+  }
+  return rc;
+}
+
+/* Bytes free on dir's file system for this process (root may use the
+ * blocks reserved for it), or -1. */
+static long long free_on(const char *dir)
+{
+  struct statvfs sv;
+  if (statvfs(dir, &sv) != 0)
+    return -1;
+  unsigned long long blocks = geteuid() == 0 ? sv.f_bfree : sv.f_bavail;
+  return (long long)(blocks * sv.f_frsize);
+}
+
+/* lmdb's codes that the store acts on, as kv's. */
+static int code(void *ctx, int rc)
+{
+  struct lmdb_kv *l = ctx;
+  if (rc == 0)
+    return 0;
   if (rc == MDB_NOTFOUND)
     return KV_NOTFOUND;
-  if (rc == MDB_MAP_FULL || rc == ENOSPC)
-    return KV_FULL;
-  return rc;
+  if (rc != MDB_MAP_FULL && rc != ENOSPC && rc != EIO)
+    return rc;
+  return kv_lmdb_classify(rc, l->dir, l->mapsize, free_on(l->dir), l->kv.full_why,
+                          sizeof l->kv.full_why);
 }
 
 static int l_db(void *ctx, struct kv_txn *t, const char *name, unsigned *db)
 {
-  (void)ctx;
   MDB_dbi dbi;
   int rc = mdb_dbi_open(TXN(t), name, MDB_CREATE, &dbi);
   if (rc == 0)
     *db = dbi;
-  return code(rc);
+  return code(ctx, rc);
 }
 
 static int l_begin(void *ctx, unsigned flags, struct kv_txn **t)
@@ -66,7 +123,7 @@ static int l_begin(void *ctx, unsigned flags, struct kv_txn **t)
   MDB_txn *txn = NULL;
   int rc = mdb_txn_begin(ENV(ctx), NULL, flags & KV_RDONLY ? MDB_RDONLY : 0, &txn);
   *t = rc == 0 ? (struct kv_txn *)txn : NULL;
-  return code(rc);
+  return code(ctx, rc);
 }
 
 /* A write transaction that changed nothing ends without writing or
@@ -82,7 +139,7 @@ static int l_commit(void *ctx, struct kv_txn *t, int *wrote)
   int rc = mdb_txn_commit(TXN(t));
   *wrote = w && rc == 0 && mdb_env_info(ENV(ctx), &after) == 0 &&
            after.me_last_txnid == id;
-  return code(rc);
+  return code(ctx, rc);
 }
 
 static void l_abort(void *ctx, struct kv_txn *t)
@@ -94,54 +151,48 @@ static void l_abort(void *ctx, struct kv_txn *t)
 static int l_get(void *ctx, struct kv_txn *t, unsigned db, const struct kv_val *key,
                  struct kv_val *val)
 {
-  (void)ctx;
   MDB_val k = {key->len, key->data}, v;
   int rc = mdb_get(TXN(t), db, &k, &v);
   if (rc == 0)
     *val = (struct kv_val){v.mv_size, v.mv_data};
-  return code(rc);
+  return code(ctx, rc);
 }
 
 static int l_put(void *ctx, struct kv_txn *t, unsigned db, const struct kv_val *key,
                  struct kv_val *val, unsigned flags)
 {
-  (void)ctx;
   MDB_val k = {key->len, key->data}, v = {val->len, val->data};
   int rc = mdb_put(TXN(t), db, &k, &v, flags & KV_RESERVE ? MDB_RESERVE : 0);
   if (rc == 0 && (flags & KV_RESERVE))
     val->data = v.mv_data;   /* lmdb's space: the caller packs into it */
-  return code(rc);
+  return code(ctx, rc);
 }
 
 static int l_del(void *ctx, struct kv_txn *t, unsigned db, const struct kv_val *key)
 {
-  (void)ctx;
   MDB_val k = {key->len, key->data};
-  return code(mdb_del(TXN(t), db, &k, NULL));
+  return code(ctx, mdb_del(TXN(t), db, &k, NULL));
 }
 
 static int l_count(void *ctx, struct kv_txn *t, unsigned db, size_t *n)
 {
-  (void)ctx;
   MDB_stat ms;
   int rc = mdb_stat(TXN(t), db, &ms);
   *n = rc == 0 ? ms.ms_entries : 0;
-  return code(rc);
+  return code(ctx, rc);
 }
 
 static int l_cursor(void *ctx, struct kv_txn *t, unsigned db, struct kv_cursor **c)
 {
-  (void)ctx;
   MDB_cursor *cur = NULL;
   int rc = mdb_cursor_open(TXN(t), db, &cur);
   *c = rc == 0 ? (struct kv_cursor *)cur : NULL;
-  return code(rc);
+  return code(ctx, rc);
 }
 
 static int l_cursor_get(void *ctx, struct kv_cursor *c, enum kv_op op,
                         struct kv_val *key, struct kv_val *val)
 {
-  (void)ctx;
   static const MDB_cursor_op ops[] = {
     [KV_FIRST] = MDB_FIRST, [KV_LAST] = MDB_LAST, [KV_NEXT] = MDB_NEXT,
     [KV_PREV] = MDB_PREV, [KV_SEEK] = MDB_SET_RANGE,
@@ -154,13 +205,12 @@ static int l_cursor_get(void *ctx, struct kv_cursor *c, enum kv_op op,
     *key = (struct kv_val){k.mv_size, k.mv_data};
     *val = (struct kv_val){v.mv_size, v.mv_data};
   }
-  return code(rc);
+  return code(ctx, rc);
 }
 
 static int l_cursor_del(void *ctx, struct kv_cursor *c)
 {
-  (void)ctx;
-  return code(mdb_cursor_del(CUR(c), 0));
+  return code(ctx, mdb_cursor_del(CUR(c), 0));
 }
 
 static void l_cursor_close(void *ctx, struct kv_cursor *c)
@@ -231,6 +281,8 @@ int kv_lmdb_open(const char *dir, size_t mapsize, struct kv **out, char *why,
   }
   l->kv.ops = &lmdb_ops;
   l->kv.ctx = l;
+  l->mapsize = mapsize;
+  snprintf(l->dir, sizeof l->dir, "%s", dir);
   l->kv.syncs_per_commit = syncs_per_commit(l->env);
   *out = &l->kv;
   return 0;

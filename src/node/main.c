@@ -57,6 +57,7 @@ static void on_heartbeat(uv_timer_t *t)
 {
   struct driver *d = t->data;
   node_heartbeat(&d->n);
+  log_tick(now_ms());       /* repeated warnings' counts, when their window ends */
 }
 
 static void on_gossip(uv_timer_t *t)

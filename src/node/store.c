@@ -46,10 +46,14 @@ static void page_key(uint8_t k[24], uint64_t vol, uint32_t pg, uint32_t page,
   put_be64(k + 16, lsn);
 }
 
+/* A kv error as the node reports it. A full disk or map says which, and
+ * how much room is left, when the kv knows (kv_lmdb.c): "disk full (4096
+ * bytes free on DIR) while committing records: nothing was stored". */
 static int fail(struct store *st, int rc, char *why, size_t whylen, const char *what)
 {
   if (rc == KV_FULL) {
-    snprintf(why, whylen, "disk full while %s: nothing was stored", what);
+    snprintf(why, whylen, "%s while %s: nothing was stored",
+             st->kv->full_why[0] ? st->kv->full_why : "disk full", what);
     return ERR_DISK_FULL;
   }
   snprintf(why, whylen, "storage error while %s: %s", what, kv_strerror(st->kv, rc));
@@ -160,7 +164,9 @@ static int held(struct store *st, struct kv_txn *txn, const struct segment *s,
 /* Chain s again from base: every stored record above it, in LSN order. A
  * stored record that cannot be read back is reported and left out: it
  * leaves a hole that gossip fills with a good copy (which replaces it),
- * and the rest of the segment is served meanwhile. */
+ * and the rest of the segment is served meanwhile. The reports are
+ * rate-limited (log.h): a damaged disk has many such records, and every
+ * failed commit reloads its segments (store_reload) and meets them again. */
 static int rechain(struct store *st, struct kv_txn *txn, struct segment *s,
                    uint64_t base, char *why, size_t whylen)
 {
@@ -179,7 +185,7 @@ static int rechain(struct store *st, struct kv_txn *txn, struct segment *s,
     Rec *r = auralog__record__unpack(NULL, val.len, val.data);
     char rwhy[160];
     if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
-      logwarn("volume %llu pg %u: stored record %llu is unreadable; not served "
+      logwarn_rl("volume %llu pg %u: stored record %llu is unreadable; not served "
               "(a PG peer's copy will replace it)", (unsigned long long)s->volume_id,
               s->pg, (unsigned long long)get_be64((uint8_t *)key.data + 12));
       if (r)
@@ -226,7 +232,7 @@ static uint64_t whole_to(struct store *st, struct kv_txn *txn, const struct segm
     if (r)
       auralog__record__free_unpacked(r, NULL);
     if (!ok) {
-      logwarn("volume %llu pg %u: stored record %llu, below the SCL hint %llu, is "
+      logwarn_rl("volume %llu pg %u: stored record %llu, below the SCL hint %llu, is "
               "damaged; chaining from %llu (a PG peer's copy will replace it)",
               (unsigned long long)s->volume_id, s->pg, (unsigned long long)lsn,
               (unsigned long long)base, (unsigned long long)prev);
@@ -266,7 +272,7 @@ static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v
    * SCL before this commit's records are chained, node_truncate after the
    * rechain): if it does not, do not believe it; chain from the start. */
   if (base && !held(st, txn, s, base, NULL)) {
-    logwarn("volume %llu pg %u: its SCL hint %llu names no stored record; "
+    logwarn_rl("volume %llu pg %u: its SCL hint %llu names no stored record; "
             "chaining from the start", (unsigned long long)s->volume_id, s->pg,
             (unsigned long long)base);
     base = 0;

@@ -5,6 +5,15 @@
  * dumps the DOM it drew: the six nodes with their state, and the VDL,
  * which rises while a workload runs. Unknown paths get 404, garbage 400
  * and a closed connection.
+ *
+ * Slow clients cannot lock it out: with HTTP_CONNS_MAX connections held
+ * by clients that send a request head a byte at a time, or nothing, the
+ * page and /status.json are still served at once (the oldest idle
+ * connection makes room), and every slow connection is closed
+ * HTTP_HEADER_MS after it began (408 for those that sent part of a
+ * request), however busily it trickles. A client that pipelines
+ * thousands of requests and reads nothing is dropped before its answers
+ * pile up: the coordinator's memory grows by little more than HTTP_WQ_MAX.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,12 +24,15 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coord/http.h"
@@ -284,6 +296,205 @@ static void unknown_paths_get_404_bad_requests_400(void **state)
   assert_int_equal(status_code(), 200);
 }
 
+/* ---- slow clients ---------------------------------------------------------------- */
+
+static long long mono_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A connection to the dashboard, non-blocking (rcvbuf > 0: that small a
+ * receive buffer, set before connecting). */
+static int dash_connect(int rcvbuf)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  if (rcvbuf > 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)http_port)};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+    fail_msg("cannot connect to the dashboard on port %d: %s", http_port, strerror(errno));
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+struct slow {
+  int fd;
+  int talks;                 /* sends a head a byte at a time (else nothing) */
+  long long start, closed;   /* ms; closed 0: still open */
+  char got[64];              /* the first bytes the server sent */
+  size_t ngot;
+};
+
+/* The status code of a 200 answer to a GET on a fresh connection, and how
+ * long it took (ms). */
+static long long timed_get(const char *target)
+{
+  long long t0 = mono_ms();
+  assert_true(http_get(target) > 0);
+  assert_int_equal(status_code(), 200);
+  return mono_ms() - t0;
+}
+
+static void slow_clients_cannot_lock_it_out(void **state)
+{
+  (void)state;
+  enum { N = HTTP_CONNS_MAX };
+  static struct slow sl[N];
+  const char *head = "GET /status.json HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  /* Every slot taken: two thirds trickle a request head, a third say nothing. */
+  for (int i = 0; i < N; i++) {
+    sl[i] = (struct slow){.fd = dash_connect(0), .talks = i % 3 != 0, .start = mono_ms()};
+    if (sl[i].talks)
+      assert_int_equal(send(sl[i].fd, head, 5, MSG_NOSIGNAL), 5);  /* "GET /" */
+  }
+  usleep(200000);
+
+  /* The dashboard still answers, at once: each new connection closes the
+   * one idle longest. */
+  long long page = timed_get("/"), json = timed_get("/status.json");
+  print_message("with %d slow clients: GET / in %lld ms, /status.json in %lld ms\n", N,
+                page, json);
+  assert_true(page < 1000);
+  assert_true(json < 1000);
+  assert_non_null(strstr(body(), "\"volume\":\"main\""));
+
+  /* The slow ones trickle on, a byte every 100 ms (no byte moves the
+   * deadline); every one is closed HTTP_HEADER_MS after it began (plus
+   * HTTP_LINGER_MS for those answered 408 first). */
+  long long deadline = mono_ms() + HTTP_HEADER_MS + HTTP_LINGER_MS + 3000;
+  int open = N;
+  size_t off = 5;
+  while (open > 0 && mono_ms() < deadline) {
+    for (int i = 0; i < N; i++)
+      if (sl[i].closed == 0 && sl[i].talks)
+        send(sl[i].fd, head + off % strlen(head), 1, MSG_NOSIGNAL);
+    off++;
+    struct pollfd pf[N];
+    for (int i = 0; i < N; i++)
+      pf[i] = (struct pollfd){.fd = sl[i].closed ? -1 : sl[i].fd, .events = POLLIN};
+    poll(pf, N, 100);
+    for (int i = 0; i < N; i++) {
+      if (sl[i].closed || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      char b[4096];
+      ssize_t r = recv(sl[i].fd, b, sizeof b, 0);
+      if (r > 0) {
+        size_t k = (size_t)r < sizeof sl[i].got - 1 - sl[i].ngot
+                     ? (size_t)r : sizeof sl[i].got - 1 - sl[i].ngot;
+        memcpy(sl[i].got + sl[i].ngot, b, k);
+        sl[i].ngot += k;
+        continue;
+      }
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        continue;
+      sl[i].closed = mono_ms();
+      open--;
+    }
+  }
+  int early = 0, answered = 0;
+  long long latest = 0;
+  for (int i = 0; i < N; i++) {
+    close(sl[i].fd);
+    if (sl[i].closed == 0)
+      fail_msg("slow client %d (%s) still connected %lld ms after it began", i,
+               sl[i].talks ? "trickling" : "silent", mono_ms() - sl[i].start);
+    long long took = sl[i].closed - sl[i].start;
+    if (took > latest)
+      latest = took;
+    if (took < HTTP_HEADER_MS - 100)
+      early++;              /* made room for our two requests */
+    else if (sl[i].talks && strncmp(sl[i].got, "HTTP/1.1 408 ", 13) == 0)
+      answered++;
+    else if (sl[i].talks)
+      fail_msg("slow client %d was closed after %lld ms without a 408: '%s'", i, took,
+               sl[i].got);
+    else
+      assert_int_equal(sl[i].ngot, 0);   /* silent: closed without a word */
+  }
+  print_message("slow clients closed: %d to make room, the rest after %d..%lld ms "
+                "(%d answered 408)\n", early, HTTP_HEADER_MS, latest, answered);
+  assert_true(early <= 2);  /* one per request we made, no more */
+  assert_true(latest <= HTTP_HEADER_MS + HTTP_LINGER_MS + 1500);
+  /* And the dashboard is as good as new. */
+  assert_true(timed_get("/") < 1000);
+  assert_int_equal(sh(out, sizeof out, "grep -c 'sent no whole request head within' %s/log/coord.log",
+                      dir), 0);
+}
+
+/* Peak memory of the coordinator, in KiB. */
+static long coord_hwm_kib(void)
+{
+  char p[256], line[256];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid_of("coord"));
+  FILE *f = fopen(p, "r");
+  assert_non_null(f);
+  long kib = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+      break;
+  fclose(f);
+  assert_true(kib > 0);
+  return kib;
+}
+
+static void a_client_that_never_reads_is_dropped_early(void **state)
+{
+  (void)state;
+  /* 3,000 pipelined requests for the 26 KB page (75 MB of answers), in
+   * one go, from a client with a tiny receive window that reads nothing:
+   * the server must stop queuing at HTTP_WQ_MAX, not after a whole read's
+   * worth of requests (900 pages). */
+  long before = coord_hwm_kib();
+  int fd = dash_connect(4096);
+  const char *one = "GET / HTTP/1.1\r\n\r\n";
+  size_t n = strlen(one), total = 3000 * n, sent = 0;
+  char *reqs = malloc(total);
+  for (int i = 0; i < 3000; i++)
+    memcpy(reqs + (size_t)i * n, one, n);
+  long long t0 = mono_ms();
+  while (sent < total && mono_ms() - t0 < 5000) {
+    ssize_t w = send(fd, reqs + sent, total - sent, MSG_NOSIGNAL);
+    if (w > 0)
+      sent += (size_t)w;
+    else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+      break;                /* dropped: a reset */
+    else
+      usleep(10000);
+  }
+  free(reqs);
+  usleep(500000);
+  /* Now read: the server has closed; what arrives is what the kernel held. */
+  size_t got = 0;
+  t0 = mono_ms();
+  for (;;) {
+    char b[65536];
+    ssize_t r = recv(fd, b, sizeof b, 0);
+    if (r > 0) {
+      got += (size_t)r;
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && mono_ms() - t0 < 5000) {
+      usleep(10000);
+      continue;
+    }
+    break;
+  }
+  close(fd);
+  long after = coord_hwm_kib();
+  print_message("a client that never reads: %zu of %zu request bytes sent, %zu answer bytes "
+                "read before the close; coordinator peak memory +%ld KiB\n", sent, total, got,
+                after - before);
+  assert_true(got < 3000 * 26000ul);
+  assert_true(after - before < 2 * (long)(HTTP_WQ_MAX >> 10) + 4096);
+  assert_int_equal(sh(out, sizeof out, "grep -c 'does not read its answers' %s/log/coord.log",
+                      dir), 0);
+  assert_true(timed_get("/") < 1000);
+}
+
 static void the_page_shows_six_nodes_and_the_vdl_rises(void **state)
 {
   (void)state;
@@ -338,6 +549,8 @@ int main(void)
     cmocka_unit_test(cluster_up_prints_the_dashboard),
     cmocka_unit_test(the_page_and_status_json_over_http),
     cmocka_unit_test(unknown_paths_get_404_bad_requests_400),
+    cmocka_unit_test(slow_clients_cannot_lock_it_out),
+    cmocka_unit_test(a_client_that_never_reads_is_dropped_early),
     cmocka_unit_test(the_page_shows_six_nodes_and_the_vdl_rises),
     cmocka_unit_test(a_stopped_node_is_marked_down),
     cmocka_unit_test(cluster_down_leaves_nothing),

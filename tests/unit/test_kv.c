@@ -12,6 +12,12 @@
  * changed nothing says so; and a long random mix of puts, deletes,
  * commits and aborts leaves both backends holding the same bytes.
  *
+ * And lmdb's errors as the store sees them (kv_lmdb_classify): a full map
+ * and ENOSPC are KV_FULL; an EIO (lmdb's word for a short write) is
+ * KV_FULL with "disk full (N bytes free on DIR)" when the file system is
+ * nearly full, and stays an I/O error when there is room or the free
+ * space is unknown. A real full disk (a tiny tmpfs) is in test_kvdisk.c.
+ *
  * The simulated disk alone, and the store on top, are in test_kvdisk.c.
  */
 #include <stdarg.h>
@@ -24,7 +30,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <lmdb.h>
 
+#include "param.h"
 #include "rng.h"
 
 #include "kv_util.h"
@@ -413,6 +421,44 @@ static void test_commit_says_whether_it_wrote(void **state)
   assert_non_null(kv_strerror(e->kv, 5 /* EIO */));
 }
 
+static void test_lmdb_errors_say_what_is_full(void **state)
+{
+  (void)state;
+  char why[256];
+  size_t map = 8ull << 30;
+  why[0] = 0;
+  assert_int_equal(kv_lmdb_classify(0, "/d", map, 0, why, sizeof why), 0);
+  assert_int_equal(kv_lmdb_classify(MDB_NOTFOUND, "/d", map, 0, why, sizeof why),
+                   KV_NOTFOUND);
+  assert_string_equal(why, "");               /* nothing to say */
+  /* A short write on a nearly full disk: disk full, with the numbers. */
+  assert_int_equal(kv_lmdb_classify(EIO, "/var/node-A1", map, 4096, why, sizeof why),
+                   KV_FULL);
+  assert_string_equal(why, "disk full (4096 bytes free on /var/node-A1)");
+  assert_int_equal(kv_lmdb_classify(EIO, "/d", map, DISK_FULL_SLACK - 1, why, sizeof why),
+                   KV_FULL);
+  /* An EIO with room to spare, or nothing known: a real I/O error. */
+  why[0] = 0;
+  assert_int_equal(kv_lmdb_classify(EIO, "/d", map, DISK_FULL_SLACK, why, sizeof why), EIO);
+  assert_int_equal(kv_lmdb_classify(EIO, "/d", map, 100ll << 30, why, sizeof why), EIO);
+  assert_int_equal(kv_lmdb_classify(EIO, "/d", map, -1, why, sizeof why), EIO);
+  assert_string_equal(why, "");
+  /* ENOSPC is a full disk whatever statvfs says (quotas, inodes). */
+  assert_int_equal(kv_lmdb_classify(ENOSPC, "/d", map, 1ll << 30, why, sizeof why), KV_FULL);
+  assert_string_equal(why, "disk full (1073741824 bytes free on /d)");
+  assert_int_equal(kv_lmdb_classify(ENOSPC, "/d", map, -1, why, sizeof why), KV_FULL);
+  assert_string_equal(why, "disk full (free space on /d unknown)");
+  /* The map, not the disk. */
+  assert_int_equal(kv_lmdb_classify(MDB_MAP_FULL, "/d", map, 1ll << 30, why, sizeof why),
+                   KV_FULL);
+  assert_string_equal(why, "storage map full (all 8192 MiB of it used; 1073741824 bytes "
+                      "free on /d)");
+  /* Other errors pass through. */
+  assert_int_equal(kv_lmdb_classify(EACCES, "/d", map, 0, why, sizeof why), EACCES);
+  assert_int_equal(kv_lmdb_classify(MDB_CORRUPTED, "/d", map, 0, why, sizeof why),
+                   MDB_CORRUPTED);
+}
+
 /* The same random history on both backends leaves the same bytes. */
 static void history(struct be *e, char *out, size_t outlen)
 {
@@ -475,6 +521,7 @@ int main(void)
     BOTH(test_write_txn_reads_its_own),
     BOTH(test_commit_says_whether_it_wrote),
     cmocka_unit_test(test_backends_agree),
+    cmocka_unit_test(test_lmdb_errors_say_what_is_full),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,15 @@
  * pages read the same before and after the background index runs; a
  * record the disk damaged is left out (a hole at its LSN), never served.
  *
+ * And a real full disk: the store on lmdb in a 2 MiB tmpfs (mounted in a
+ * child's own mount namespace, so nothing outlives the test; skipped
+ * where mounting is not permitted) fails its commit with "disk full (N
+ * bytes free on DIR)", not lmdb's "Input/output error", and keeps every
+ * record committed before.
+ *
  * What both backends must agree on is in test_kv.c.
  */
+#define _GNU_SOURCE         /* unshare */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -319,12 +329,120 @@ static void test_store_on_disk_crash(void **state)
   e->kv = open_kv(e);             /* for teardown */
 }
 
+/* ---- a real full disk ----------------------------------------------------------- */
+
+/* In a child: mount a 2 MiB tmpfs on dir, fill the store in it until a
+ * commit fails, and say how in msg: "<code> <last lsn committed> <tail
+ * after reopening>|<why>". Returns 77 if it cannot mount. */
+static int fill_a_tiny_disk(const char *dir, char *msg, size_t n)
+{
+  if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("auralog-unit", dir, "tmpfs", 0, "size=2m") != 0) {
+    snprintf(msg, n, "cannot mount a small tmpfs here: %s", strerror(errno));
+    return 77;
+  }
+  struct store st;
+  char why[512];
+  if (store_open(&st, dir, why, sizeof why) != 0) {
+    snprintf(msg, n, "store_open: %s", why);
+    return 1;
+  }
+  struct segment s;
+  seg_init(&s, 7, 3, FIRST, NPAGES, PSIZE);
+  static uint8_t data[2048];
+  memset(data, 0x5a, sizeof data);
+  uint64_t lsn = 0, durable = 0;
+  int rc = 0;
+  while (rc == 0 && lsn < 100000) {
+    if ((rc = store_begin(&st, why, sizeof why)) != 0)
+      break;
+    for (int k = 0; k < 16 && rc == 0; k++) {
+      struct trec t;
+      lsn++;
+      mkrec(&t, lsn, lsn - 1, FIRST);
+      t.g.off = 0;
+      t.g.data.len = sizeof data;      /* 2 KiB a record: the disk fills fast */
+      t.g.data.data = data;
+      rec_seal(&t.r);
+      rc = store_put_rec(&st, &s, &t.r, why, sizeof why);
+    }
+    if (rc == 0 && (rc = store_commit(&st, why, sizeof why)) == 0)
+      durable = lsn;
+  }
+  store_abort(&st);
+  store_close(&st);
+  /* What was committed before is all there. */
+  uint64_t tail = 0;
+  char why2[512];
+  if (store_open(&st, dir, why2, sizeof why2) == 0) {
+    tail = store_tail(&st, &s, UINT64_MAX);
+    store_close(&st);
+  }
+  seg_free(&s);
+  snprintf(msg, n, "%d %llu %llu|%s", rc, (unsigned long long)durable,
+           (unsigned long long)tail, why);
+  return 0;
+}
+
+static void test_store_on_a_full_disk(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/auralog-unit-full-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char msg[1024];
+    close(fds[0]);
+    int code = fill_a_tiny_disk(dir, msg, sizeof msg);
+    if (write(fds[1], msg, strlen(msg)) < 0)
+      code = 1;
+    _exit(code);
+  }
+  close(fds[1]);
+  char msg[1024];
+  size_t got = 0;
+  ssize_t r;
+  while (got < sizeof msg - 1 && (r = read(fds[0], msg + got, sizeof msg - 1 - got)) > 0)
+    got += (size_t)r;
+  msg[got] = 0;
+  close(fds[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  rmdir(dir);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    print_message("skipped: %s\n", msg);
+    skip();
+  }
+  if (WEXITSTATUS(status) != 0)
+    fail_msg("%s", msg);
+  int rc;
+  unsigned long long durable, tail;
+  char *bar = strchr(msg, '|');
+  assert_non_null(bar);
+  assert_int_equal(sscanf(msg, "%d %llu %llu|", &rc, &durable, &tail), 3);
+  print_message("full after %llu records: %s\n", durable, bar + 1);
+  assert_int_equal(rc, ERR_DISK_FULL);
+  char want[128];
+  snprintf(want, sizeof want, " bytes free on %s) while ", dir);
+  if (strncmp(bar + 1, "disk full (", 11) != 0 || strstr(bar + 1, want) == NULL ||
+      strstr(bar + 1, "nothing was stored") == NULL)
+    fail_msg("not a disk-full message: %s", bar + 1);
+  assert_null(strstr(bar + 1, "Input/output error"));
+  assert_true(durable > 0);
+  assert_int_equal(tail, durable);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     MEM(test_disk_txn_rules),
     MEM(test_disk_corrupt),
     BOTH(test_store_on_disk_crash),
+    cmocka_unit_test(test_store_on_a_full_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,230 @@
+/*
+ * test_authority.c: the authority rules of auth.h, in the cores (node.h,
+ * coord.h) driven directly by their events (cores_fix.h), as a member of
+ * the cluster that forges would try them:
+ *
+ *  - a node takes a newer epoch only with the coordinator's ticket for it
+ *    (before, a SegQuery of epoch 2^64-1 fenced the volume for good);
+ *  - it installs a truncation only signed by its epoch's writer under that
+ *    epoch's ticket (before, a forged (0, VDL] emptied every segment);
+ *  - the coordinator binds each node id to the key of its data directory
+ *    (before, an imposter's Register moved a node away for good), signs a
+ *    ticket for each writer, ignores a report of an epoch it never issued,
+ *    and refuses to drop a volume its writer holds unless forced.
+ */
+#include "cores_fix.h"
+
+static void seg_query(struct nfix *x, struct ep *r, uint64_t req, uint64_t epoch,
+                      Auralog__EpochTicket *tk)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__SegQuery q = AURALOG__SEG_QUERY__INIT;
+  q.volume_id = VOL;
+  q.pg = 0;
+  q.epoch = epoch;
+  q.ticket = tk;
+  env.req = req;
+  env.body_case = SEG_QUERY;
+  env.seg_query = &q;
+  DELIVER(node_on_msg, x->n, r, &env);
+}
+
+static void node_takes_an_epoch_only_with_the_coordinators_ticket(void **state)
+{
+  (void)state;
+  struct nfix x;
+  node_setup(&x);
+  append_two(&x);
+  node_end_turn(x.n);
+  take(&x.f, x.w, APPEND_ACK);
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  struct ep *r = ep_new(&x.f, "stranger:1");
+
+  /* Epoch 2^40 with no ticket: before, this fenced the volume for good. */
+  seg_query(&x, r, 40, 1ull << 40, NULL);
+  assert_int_equal(take(&x.f, r, ERROR)->error->code, ERR_AUTH);
+  assert_int_equal(s->epoch, 2);
+
+  /* A ticket the coordinator never signed (another key), or one for
+   * another epoch, is no better. */
+  Auralog__EpochTicket tk;
+  uint8_t sig[AUTH_SIG_BYTES];
+  struct auth_signer other;
+  uint8_t seed[32] = {9};
+  auth_signer_seed(&other, seed);
+  ticket(3, &tk, sig);
+  auth_ticket_sign(&other, VOL, 3, writer_key.pk, sig);
+  seg_query(&x, r, 41, 3, &tk);
+  assert_int_equal(take(&x.f, r, ERROR)->error->code, ERR_AUTH);
+  seg_query(&x, r, 42, 4, ticket(3, &tk, sig));
+  assert_int_equal(take(&x.f, r, ERROR)->error->code, ERR_AUTH);
+  assert_int_equal(s->epoch, 2);
+
+  /* The writer of epoch 2 goes on, untouched. */
+  struct trec t3;
+  Rec *r3 = mkrec(&t3, 3, 2, 6, 0, 0x33, REC_CPL, 2);
+  append(&x, 43, 2, &r3, 1);
+  node_end_turn(x.n);
+  assert_int_equal(take(&x.f, x.w, APPEND_ACK)->append_ack->scl, 3);
+
+  /* The coordinator's ticket for epoch 3 fences it. */
+  seg_query(&x, r, 44, 3, ticket(3, &tk, sig));
+  assert_int_equal(take(&x.f, r, SEG_INFO)->seg_info->epoch, 3);
+  assert_int_equal(s->epoch, 3);
+  node_teardown(&x);
+}
+
+/* A Truncate of (from, to] in epoch from r; signed by signer unless NULL,
+ * with the ticket of epoch. */
+static void truncate_seg(struct nfix *x, struct ep *r, uint64_t req, uint64_t epoch,
+                         uint64_t from, uint64_t to, const struct auth_signer *signer)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Truncate t = AURALOG__TRUNCATE__INIT;
+  Auralog__EpochTicket tk;
+  uint8_t tsig[AUTH_SIG_BYTES], sig[AUTH_SIG_BYTES];
+  t.volume_id = VOL;
+  t.pg = 0;
+  t.epoch = epoch;
+  t.from = from;
+  t.to = to;
+  t.ticket = ticket(epoch, &tk, tsig);
+  if (signer) {
+    auth_trunc_sign(signer, VOL, epoch, from, to, sig);
+    t.sig = (ProtobufCBinaryData){sizeof sig, sig};
+  }
+  env.req = req;
+  env.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
+  env.truncate = &t;
+  DELIVER(node_on_msg, x->n, r, &env);
+}
+
+static void node_installs_a_truncation_only_signed_by_its_writer(void **state)
+{
+  (void)state;
+  struct nfix x;
+  node_setup(&x);
+  append_two(&x);               /* epoch 2: records 1 and 2 */
+  node_end_turn(x.n);
+  take(&x.f, x.w, APPEND_ACK);
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  struct ep *r = ep_new(&x.f, "stranger:1");
+
+  /* Epoch 3's ticket is public (it travels in the clear), but a truncation
+   * needs its writer's signature: unsigned, or signed by another key,
+   * (0, 2] is refused and both records stay. */
+  truncate_seg(&x, r, 50, 3, 0, 2, NULL);
+  assert_int_equal(take(&x.f, r, ERROR)->error->code, ERR_AUTH);
+  struct auth_signer other;
+  uint8_t seed[32] = {9};
+  auth_signer_seed(&other, seed);
+  truncate_seg(&x, r, 51, 3, 0, 2, &other);
+  assert_int_equal(take(&x.f, r, ERROR)->error->code, ERR_AUTH);
+  assert_int_equal(s->ntruncs, 0);
+  assert_int_equal(s->scl, 2);
+  assert_int_equal(disk_entries(x.d, "recs"), 2);
+
+  /* Epoch 3's writer signs (2, 10]: installed, nothing it covers held. */
+  truncate_seg(&x, r, 52, 3, 2, 10, &writer_key);
+  assert_int_equal(take(&x.f, r, SEG_INFO)->req, 52);
+  assert_int_equal(s->ntruncs, 1);
+  assert_true(s->truncs[0].proof.have);
+  assert_int_equal(s->scl, 2);
+  node_teardown(&x);
+}
+
+
+static void coord_binds_nodes_signs_tickets_and_guards_drops(void **state)
+{
+  (void)state;
+  struct fake f;
+  char why[256];
+  fake_init(&f);
+  struct disk *d = disk_new();
+  struct coord *co = calloc(1, sizeof *co);
+  co->signer = coord_key;
+  assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
+  assert_int_equal(coord_init(co, &f.io, why, sizeof why), 0);
+  struct ep *node[NCOPIES];
+  for (int i = 0; i < NCOPIES; i++) {
+    node[i] = ep_new(&f, addrs[i]);
+    const Env *as = register_as(&f, co, node[i], i, addrs[i], (uint8_t)(10 + i));
+    assert_int_equal(as->body_case, ASSIGN);
+    assert_memory_equal(as->assign->coord_pk.data, coord_key.pk, AUTH_PK_BYTES);
+  }
+
+  /* A writer gets the coordinator's ticket for its epoch and its key. */
+  struct ep *w = ep_new(&f, "w1:1");
+  const Auralog__Volume *v = open_volume(&f, co, w, 60, 1, 1)->volume;
+  assert_non_null(v->ticket);
+  assert_true(auth_ticket_ok(coord_key.pk, v->id, v->epoch, v->ticket->writer_pk.data,
+                             v->ticket->writer_pk.len, v->ticket->sig.data,
+                             v->ticket->sig.len));
+  assert_memory_equal(v->ticket->writer_pk.data, writer_key.pk, AUTH_PK_BYTES);
+  uint64_t epoch = v->epoch;
+
+  /* An imposter registers as A1 at its own address: before, the real A1
+   * was then shown down for good. */
+  struct ep *imp = ep_new(&f, "imposter:1");
+  const Env *rep = register_as(&f, co, imp, 0, "imposter:1", 99);
+  assert_int_equal(rep->error->code, ERR_AUTH);
+  assert_true(status_up(&f, co, node[1], "A1"));
+  /* A1 itself may move (same data directory, same key). */
+  struct ep *moved = ep_new(&f, "A1:2");
+  assert_int_equal(register_as(&f, co, moved, 0, "A1:2", 10)->body_case, ASSIGN);
+
+
+  /* Its engine reports: a drop is refused while it holds the volume. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
+  es.volume = "v";
+  es.addr = "w1:1";
+  es.epoch = epoch;
+  es.vdl = 5;
+  env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+  env.engine_stat = &es;
+  DELIVER(coord_on_msg, co, w, &env);
+  /* A report of an epoch never issued is not the writer's: ignored. */
+  es.epoch = epoch + 7;
+  es.vdl = 1u << 30;
+  DELIVER(coord_on_msg, co, w, &env);
+  Env dr = AURALOG__ENVELOPE__INIT;
+  Auralog__DropVolume dv = AURALOG__DROP_VOLUME__INIT;
+  dv.name = "v";
+  dr.req = 61;
+  dr.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
+  dr.drop_volume = &dv;
+  DELIVER(coord_on_msg, co, w, &dr);
+  assert_int_equal(take(&f, w, ERROR)->error->code, ERR_CONFLICT);
+  Env sr = AURALOG__ENVELOPE__INIT;
+  Auralog__StatusReq sq = AURALOG__STATUS_REQ__INIT;
+  sq.volume = "v";
+  sr.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
+  sr.status_req = &sq;
+  DELIVER(coord_on_msg, co, w, &sr);
+  const Auralog__Status *st = take(&f, w, STATUS)->status;
+  assert_true(st->exists);
+  assert_int_equal(st->engine->vdl, 5);
+  /* Forced, it goes. */
+  dv.force = 1;
+  DELIVER(coord_on_msg, co, w, &dr);
+  take(&f, w, AURALOG__ENVELOPE__BODY_OK);
+
+  coord_free(co);
+  meta_close(&co->meta);
+  free(co);
+  disk_free(d);
+  fake_free(&f);
+}
+
+int main(void)
+{
+  log_quiet(2);
+  keys();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(node_takes_an_epoch_only_with_the_coordinators_ticket),
+    cmocka_unit_test(node_installs_a_truncation_only_signed_by_its_writer),
+    cmocka_unit_test(coord_binds_nodes_signs_tickets_and_guards_drops),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
