@@ -153,7 +153,7 @@ int conn_send(struct conn *c, const Env *env)
   size_t len;
   uint8_t *frame = wire_frame(env, &len);
   if (frame == NULL) {
-    logwarn("%s: reply over the frame limit dropped", c->peer);
+    logwarn_rl("%s: reply over the frame limit dropped", c->peer);
     return -1;
   }
   return conn_send_frame(c, frame, len);
@@ -278,7 +278,7 @@ void conn_fail(struct conn *c, uint64_t req, uint32_t code, const char *msg)
 {
   if (c->closing)
     return;
-  logwarn("%s: %s; closing the connection", c->peer, msg);
+  logwarn_rl("%s: %s; closing the connection", c->peer, msg);
   conn_error(c, req, code, msg);
   /* Nothing more is read or sent; what is queued (the error) still goes
    * out before the socket closes. */
@@ -303,7 +303,7 @@ void conn_fail(struct conn *c, uint64_t req, uint32_t code, const char *msg)
  * failed connect, once, and close. */
 static void connect_failed(struct conn *c, int status, const char *msg)
 {
-  logwarn("%s: %s", c->peer, msg);
+  logwarn_rl("%s: %s", c->peer, msg);
   void (*cb)(struct conn *, int) = c->on_connect;
   c->on_connect = NULL;
   if (cb)

@@ -109,14 +109,14 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
    * valid forever (rule T, record.h: it cuts only records of older epochs
    * above a proved VDL), so a peer's are installed as they are. */
   if (node_truncate_pb(n, s, gp->truncs, gp->n_truncs, why, sizeof why) != 0) {
-    logwarn("gossip: %s", why);
+    logwarn_rl("gossip: %s", why);
     return;
   }
   if (gp->n_records == 0)
     return;
   uint32_t added, dups;
   if (node_stage(n, s, gp->records, gp->n_records, 0, &added, &dups, why, sizeof why) != 0) {
-    logwarn("gossip: %s", why);
+    logwarn_rl("gossip: %s", why);
     return;
   }
   if (added)

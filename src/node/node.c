@@ -124,7 +124,7 @@ int node_commit(struct node *n)
   if (rc == 0)
     rc = store_commit(&n->st, why, sizeof why);
   if (rc != 0) {
-    logwarn("%s", why);
+    logwarn_rl("%s", why);
     node_rollback(n, (uint32_t)rc, why);
     return rc;
   }
@@ -284,7 +284,7 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
 lost:
   /* The whole open transaction is lost: fail everything staged in it. */
   free(fate);
-  logwarn("%s", why);
+  logwarn_rl("%s", why);
   node_mark_dirty(n, s);
   node_rollback(n, (uint32_t)rc, why);
   return rc;
@@ -450,7 +450,7 @@ void node_on_msg(struct node *n, struct ep *c, const Env *env)
       return;
     }
     if (env->error->msg[0])
-      logwarn("%s", env->error->msg);
+      logwarn_rl("%s", env->error->msg);
     break;                  /* never answer an error with an error */
   default:
     io_error(n->io, c, env->req, ERR_BAD_MSG, "a storage node does not serve this request");

@@ -240,7 +240,7 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
   if (rc == 0)
     rc = store_rechain(&n->st, s, base, why, whylen);
   if (rc != 0) {
-    logwarn("%s", why);
+    logwarn_rl("%s", why);
     node_rollback(n, (uint32_t)rc, why);
     return rc;
   }

@@ -89,7 +89,7 @@ static void on_probe_answer(struct conn *c, const Env *env)
     lease_drop(&E.lease, env->req);
     pthread_mutex_unlock(&E.lmu);
     if (E.lease_shown)
-      logwarn("read lease: the coordinator refused a probe: %s", env->error->msg);
+      logwarn_rl("read lease: the coordinator refused a probe: %s", env->error->msg);
   }
   lease_show();
 }
@@ -114,6 +114,7 @@ static void on_probe_closed(struct conn *c)
 void on_probe_tick(uv_timer_t *t)
 {
   (void)t;
+  log_tick(now_ms());          /* counts of repeated warnings whose window is over */
   if (E.probe == NULL) {
     if (now_ms() >= E.probe_retry_at) {
       E.probe = net_connect(E.loop, E.coord, on_probe_connected, on_probe_answer,
@@ -148,7 +149,7 @@ void lease_start(unsigned long long t0)
       lease_answer(&E.lease, id, rep->volume->epoch) == LEASE_FENCED)
     lease_fence();
   else if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_VOLUME)
-    logwarn("read lease: cannot ask the coordinator: %s", why);
+    logwarn_rl("read lease: cannot ask the coordinator: %s", why);
   wire_free(rep);
   lease_drop(&E.lease, id);
   E.lease_shown = 1;         /* log only a change from here on */

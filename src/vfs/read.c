@@ -110,7 +110,7 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
                "writer's last change to it at or below %llu is %llu",
                r->page_no, (unsigned long long)got, (unsigned long long)r->rp,
                (unsigned long long)want);
-      logwarn("volume %s: %s: trying another segment", v->name, r->why);
+      logwarn_rl("volume %s: %s: trying another segment", v->name, r->why);
       read_dispatch(v, r);
       return;
     }

@@ -50,7 +50,7 @@
 static void set_err(struct afile *f, const char *why)
 {
   snprintf(f->err, sizeof f->err, "%s", why);
-  logwarn("%s", why);
+  logwarn_rl("%s", why);
 }
 
 /* In-header database size of page 1, in bytes (0 if page 1 is not a

@@ -264,7 +264,7 @@ struct volume *vol_open(const char *coord, const char *name, const char *engine_
     struct volume *v = open_once(coord, name, engine_addr, &unavailable, why, whylen);
     if (v || !unavailable || now_ms() + 500 > give_up)
       return v;
-    logwarn("volume %s: %s; trying again in 500 ms", name, why);
+    logwarn_rl("volume %s: %s; trying again in 500 ms", name, why);
     struct timespec ts = {0, 500 * 1000000L};
     nanosleep(&ts, NULL);
   }
