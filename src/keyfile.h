@@ -25,6 +25,11 @@ void key_use_dir(const char *dir);
 void key_path(char *out, size_t n);
 const struct auth_key *key_get(char *why, size_t whylen);
 void key_set(const struct auth_key *k);
+/* AURALOG_AUTH=off: connections skip the handshake and frame MACs, for
+ * `auralog bench`'s with-and-without comparison only (net.c listens on
+ * loopback addresses alone in this mode). Read at each connection. */
+int key_auth_off(void);
+
 /* A role's own signing key pair (a node's identity, the coordinator's
  * ticket key), from the seed kept at path, made there (0600) if none. */
 int key_signer(const char *path, struct auth_signer *sg, char *why, size_t whylen);

@@ -62,6 +62,7 @@ struct conn {
   /* The handshake (auth.h): nothing but it passes until auth is AUTH_DONE;
    * after it every frame carries a tag under sess. */
   int auth;
+  int plain;               /* AURALOG_AUTH=off: no handshake, no tags */
   uint8_t ln[32], cn[32];  /* the listener's and the connector's nonces */
   struct auth_sess sess;
   struct listener *lis;    /* the listener that accepted it (NULL: connected) */

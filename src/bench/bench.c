@@ -11,6 +11,10 @@
  *   sqlite-wal-full     stock SQLite, WAL, synchronous=FULL, local file
  *   sqlite-delete-full  stock SQLite, rollback journal, synchronous=FULL
  *   sqlite-memory       stock SQLite in memory: the engine's CPU ceiling
+ *   auralog-nokey       auralog again, on a cluster restarted with
+ *                       AURALOG_AUTH=off: no handshake, no frame MACs
+ *                       (auth.h), so that what the cluster key costs is
+ *                       measured in the same run (loopback only)
  * All five run behind the same engine server (`auralog engine`, with
  * --ship pages or --baseline), reached by the same clients over the same
  * protocol, so the only difference between them is storage. The cluster is
@@ -41,11 +45,14 @@
 #include "roles.h"
 #include "status.h"
 
-#define NSYS        5
+#define NSYS        6
+#define SYS_NOKEY   5
+/* The systems that run on the private cluster. */
+#define ON_CLUSTER(i) ((i) < 2 || (i) == SYS_NOKEY)
 #define TX_TIMEOUT  30000        /* ms: one transaction's answer */
 
 static const char *sys_names[NSYS] = {"auralog", "auralog-pages", "sqlite-wal-full",
-                                      "sqlite-delete-full", "sqlite-memory"};
+                                      "sqlite-delete-full", "sqlite-memory", "auralog-nokey"};
 
 struct opts {
   struct workload wl;        /* what, on how much data, from which seed */
@@ -226,10 +233,10 @@ static int start_system(const struct opts *o, struct sys *y, char *why, size_t n
   snprintf(y->addr, sizeof y->addr, "127.0.0.1:%d", o->base + ENGINE_PORT_OFFSET + 1);
   snprintf(y->log, sizeof y->log, "%s/%s.log", o->dir, name);
   unlink(y->log);
-  if (y->i < 2) {
-    y->volume = y->i == 0 ? "bench" : "bench-pages";
+  if (ON_CLUSTER(y->i)) {
+    y->volume = y->i == 1 ? "bench-pages" : "bench";
     const char *argv[] = {"engine", "--volume", y->volume, "--listen", y->addr, "--coord",
-                          y->coord, "--ship", y->i == 0 ? "redo" : "pages",
+                          y->coord, "--ship", y->i == 1 ? "pages" : "redo",
                           "--reads", o->reads, NULL};
     y->pid = bench_start(y->log, argv);
   } else {
@@ -388,7 +395,8 @@ static const char *durability(int i)
     "the same, shipping every changed page whole",
     "journal_mode=WAL, synchronous=FULL (fsync of the WAL at every commit)",
     "journal_mode=DELETE, synchronous=FULL (journal and database synced at every commit)",
-    "in memory (memdb): not durable; the CPU ceiling"};
+    "in memory (memdb): not durable; the CPU ceiling",
+    "as auralog, with no cluster key: no handshake, no frame MACs (AURALOG_AUTH=off)"};
   return d[i];
 }
 
@@ -507,7 +515,7 @@ static void print_table(const struct opts *o, const struct result *rs, cJSON *co
     printf("%-19s %8s %9s %7.2f %7.2f %7.2f %8.2f %9s %7.1f %7.2f %9s %8.3f\n", sys_names[i],
            grp(r->tx_s, a), grp(r->writes_s, b), hist_ms(&r->h, .5), hist_ms(&r->h, .95),
            hist_ms(&r->h, .99), hist_ms(&r->h, 1), grp(r->net_bytes, c), r->net_msgs,
-           r->fsyncs_engine + r->fsyncs_nodes, i < 2 ? grp(r->redo_bytes, d) : "-",
+           r->fsyncs_engine + r->fsyncs_nodes, ON_CLUSTER(i) ? grp(r->redo_bytes, d) : "-",
            r->cpu_engine_ms + r->cpu_nodes_ms);
     if (r->err[0])
       printf("%-19s   (%s)\n", "", r->err);
@@ -535,6 +543,13 @@ static void print_table(const struct opts *o, const struct result *rs, cJSON *co
         printf(" %17.2fx", rs[k].tx_s > 0 ? rs[i].tx_s / rs[k].tx_s : 0);
     printf("\n");
   }
+  const struct result *k = &rs[0], *nk = &rs[SYS_NOKEY];
+  if (k->ran && nk->ran && !k->err[0] && !nk->err[0] && nk->tx_s > 0)
+    printf("\nthe cluster key's cost (auralog with it, auralog-nokey without, this run): "
+           "%.0f vs %.0f tx/s (%+.1f%%), p50 %.2f vs %.2f ms, cpu %.3f vs %.3f ms/tx\n",
+           k->tx_s, nk->tx_s, 100 * (k->tx_s / nk->tx_s - 1), hist_ms(&k->h, .5),
+           hist_ms(&nk->h, .5), k->cpu_engine_ms + k->cpu_nodes_ms,
+           nk->cpu_engine_ms + nk->cpu_nodes_ms);
   if (rs[0].ran && rs[1].ran && !rs[0].err[0] && !rs[1].err[0] && rs[0].redo_bytes > 0) {
     printf("\nredo shipped per transaction: auralog %s B in %.1f records, auralog-pages %s B "
            "(%.1fx more: Table 1's point)\n", grp(rs[0].redo_bytes, a), rs[0].records,
@@ -573,7 +588,8 @@ static void usage(FILE *f)
     "  --rows R        rows per table (default 10000)\n"
     "  --seed N        random seed of data and transactions (default 1)\n"
     "  --systems LIST  comma-separated, of: auralog, auralog-pages,\n"
-    "                  sqlite-wal-full, sqlite-delete-full, sqlite-memory (default all)\n"
+    "                  sqlite-wal-full, sqlite-delete-full, sqlite-memory,\n"
+    "                  auralog-nokey (default all)\n"
     "  --json          one JSON object on stdout instead of the table\n"
     "  --dir DIR       where the private cluster and SQLite files go (default\n"
     "                  $AURALOG_DIR/bench or ~/.auralog/bench: a real disk, not /tmp)\n"
@@ -609,7 +625,7 @@ int bench_main(int argc, char **argv)
     {"reads", required_argument, 0, 'R'}, {"help", no_argument, 0, 'h'}, {0}};
   static struct opts o;
   o = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
-                    .warmup = 2, .sys = {1, 1, 1, 1, 1}, .base = 7600, .reads = "durable"};
+                    .warmup = 2, .sys = {1, 1, 1, 1, 1, 1}, .base = 7600, .reads = "durable"};
   int opt;
   while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
     switch (opt) {
@@ -635,7 +651,7 @@ int bench_main(int argc, char **argv)
           k++;
         if (k == NSYS)
           die("bench: unknown system '%s' (say auralog, auralog-pages, sqlite-wal-full, "
-              "sqlite-delete-full or sqlite-memory)", t);
+              "sqlite-delete-full, sqlite-memory or auralog-nokey)", t);
         o.sys[k] = 1;
       }
       free(list);
@@ -692,7 +708,7 @@ int bench_main(int argc, char **argv)
   static struct sys ys[NSYS];
   char cdir[1100], why[300];
   snprintf(cdir, sizeof cdir, "%s/cluster", o.dir);
-  int cluster = o.sys[0] || o.sys[1];
+  int cluster = o.sys[0] || o.sys[1] || o.sys[SYS_NOKEY];
   if (cluster) {
     fprintf(stderr, "starting a private cluster in %s (ports %d..%d)\n", cdir, o.base,
             o.base + ENGINE_PORT_OFFSET + 1);
@@ -706,6 +722,19 @@ int bench_main(int argc, char **argv)
   for (int i = 0; i < NSYS && !interrupted; i++) {
     if (!o.sys[i])
       continue;
+    if (i == SYS_NOKEY) {
+      /* The same cluster again, fresh, with no key on any connection
+       * (keyfile.h): what the key costs, in this run. */
+      bench_cluster_down(cdir);
+      setenv("AURALOG_AUTH", "off", 1);
+      if (bench_cluster_up(cdir, o.base, why, sizeof why) != 0) {
+        snprintf(rs[i].err, sizeof rs[i].err, "%s", why);
+        rs[i].ran = 1;
+        failed = 1;
+        break;
+      }
+      bench_stop(bench_member_pid(cdir, "engine"), 5000);
+    }
     ys[i].i = i;
     snprintf(ys[i].coord, sizeof ys[i].coord, "127.0.0.1:%d", o.base);
     snprintf(ys[i].cdir, sizeof ys[i].cdir, "%s", cdir);
@@ -719,6 +748,7 @@ int bench_main(int argc, char **argv)
   }
   if (cluster)
     bench_cluster_down(cdir);
+  unsetenv("AURALOG_AUTH");
   if (interrupted)
     die("bench: interrupted; the private cluster is stopped");
 

@@ -143,11 +143,33 @@ int bench_cluster_up(const char *dir, int base, char *why, size_t n)
   char port[16], log[1200];
   snprintf(port, sizeof port, "%d", base);
   bench_cluster_down(dir);
-  /* A fresh cluster: no data of an earlier run may change this one. */
+  /* A fresh cluster: no data of an earlier run may change this one. But
+   * the same key: this process may hold it already (keyfile.h loads it
+   * once), from a cluster it started here before. */
+  char keyp[1200], keyhex[128];
+  ssize_t nkey = -1;
+  snprintf(keyp, sizeof keyp, "%s/cluster.key", dir);
+  int kfd = open(keyp, O_RDONLY);
+  if (kfd >= 0) {
+    nkey = read(kfd, keyhex, sizeof keyhex);
+    close(kfd);
+  }
   bench_rm_tree(dir);
   if (bench_mkdirs(dir) != 0) {
     snprintf(why, n, "cannot make a fresh directory %s: %s", dir, strerror(errno));
     return -1;
+  }
+  if (nkey > 0 && (kfd = open(keyp, O_WRONLY | O_CREAT | O_EXCL, 0600)) >= 0) {
+    if (write(kfd, keyhex, (size_t)nkey) != nkey)
+      unlink(keyp);
+    close(kfd);
+  }
+  /* Its key: the one this process and every engine it starts use too
+   * (unless the caller brought one, AURALOG_KEY). */
+  if (!getenv("AURALOG_KEY") || !*getenv("AURALOG_KEY")) {
+    char key[1200];
+    snprintf(key, sizeof key, "%s/cluster.key", dir);
+    setenv("AURALOG_KEY", key, 1);
   }
   snprintf(log, sizeof log, "%s/bench-cluster.log", dir);
   const char *up[] = {"cluster", "up", "--dir", dir, "--base-port", port, NULL};

@@ -125,6 +125,7 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
     trout->epoch = st.epoch;
     trout->from = st.trunc_from;
     trout->to = st.trunc_to;
+    vol_trunc_proof(v, trout, v->trunc_sig);   /* the coordinator keeps only a signed one */
     es.trunc = trout;
   }
   *out = es;
