@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "keyfile.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
@@ -695,12 +696,27 @@ int bench_main(int argc, char **argv)
   char p1[1100], p2[1200];
   snprintf(p1, sizeof p1, "%s/cluster", o.dir);
   snprintf(p2, sizeof p2, "%s/cluster.json", p1);
-  if (stat(p1, &sb) == 0 && stat(p2, &sb) != 0)
+  char p3[1200];
+  snprintf(p3, sizeof p3, "%s/cluster.key", p1);
+  if (stat(p1, &sb) == 0 && stat(p2, &sb) != 0 && stat(p3, &sb) != 0)
     die("bench: %s exists and is not a cluster directory; choose another --dir", p1);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, on_int);
   signal(SIGTERM, on_int);
 
+  /* One key for everything this run starts (the private cluster's, kept
+   * in it), unless the caller brought one: the baselines' engines listen
+   * like any member. */
+  if (!getenv("AURALOG_KEY") || !*getenv("AURALOG_KEY")) {
+    char kp[1200], kwhy[1300];
+    snprintf(kp, sizeof kp, "%s/cluster", o.dir);
+    if (bench_mkdirs(kp) != 0)
+      die("bench: cannot make %s: %s", kp, strerror(errno));
+    snprintf(kp, sizeof kp, "%s/cluster/cluster.key", o.dir);
+    if (key_create(kp, kwhy, sizeof kwhy) != 0)
+      die("bench: %s", kwhy);
+    setenv("AURALOG_KEY", kp, 1);
+  }
   cJSON *cond = cJSON_CreateObject();
   conditions(&o, cond);
 

@@ -365,18 +365,18 @@ int engine_main(int argc, char **argv)
   if (addr_parse(listen, &sa, why, sizeof why) != 0 || addr_parse(coord, &sa, why, sizeof why) != 0)
     die("engine: %s", why);
   log_role("engine");
-  {
-    char kwhy[PATH_MAX + 160];
-    if (!key_auth_off() && key_get(kwhy, sizeof kwhy) == NULL)
-      die("%s: %s", "engine", kwhy);
-  }
   signal(SIGPIPE, SIG_IGN);
   E.coord = coord;
   pthread_mutex_init(&E.lmu, NULL);
 
+  char kwhy[PATH_MAX + 160];
   if (E.baseline) {
     open_baseline(file);
+    if (!key_auth_off() && key_get(kwhy, sizeof kwhy) == NULL)
+      die("engine: %s", kwhy);
   } else {
+    if (!key_auth_off() && key_get(kwhy, sizeof kwhy) == NULL)
+      die("engine: %s", kwhy);
     snprintf(E.volume, sizeof E.volume, "%s", volume);
     snprintf(E.uri, sizeof E.uri, "file:%s?vfs=auralog&coord=%s", volume, coord);
     if (cache)
