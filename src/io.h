@@ -35,6 +35,13 @@
  *     what a process had not written;
  *   - a core thrown away (a crash) may still release what it held; it
  *     must not be called with events again.
+ *
+ * Every ep a core sees belongs to a member of the cluster: the real driver
+ * runs the cluster key's handshake and frame MACs (auth.h) before a peer's
+ * first message reaches a core, and a peer that fails never does. The
+ * simulator models members only and runs no handshake. The authority a
+ * member needs (an epoch's ticket, a truncation's signature, a node's
+ * identity) is the cores' own business, and runs in both.
  */
 #ifndef AURALOG_IO_H
 #define AURALOG_IO_H

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "keyfile.h"
 #include "param.h"
 
 const char *bin;
@@ -80,6 +81,13 @@ int sh_in(const char *in, char *out, size_t n, const char *fmt, ...)
   return rc;
 }
 
+static void remove_key(void)
+{
+  const char *k = getenv("AURALOG_KEY");
+  if (k && strstr(k, "/tmp/auralog-it-") == k)
+    unlink(k);
+}
+
 int cluster_start(const char *name)
 {
   bin = getenv("AURALOG_BIN");
@@ -90,11 +98,20 @@ int cluster_start(const char *name)
   base = 21000 + (int)(getpid() % 200) * 20 + (name[0] % 2) * 10;
   snprintf(coord, sizeof coord, "127.0.0.1:%d", base);
   snprintf(engine, sizeof engine, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET);
-  /* The key `cluster up` makes in the directory: this test's own calls
-   * and every command it runs use it (keyfile.h). */
-  char key[300];
-  snprintf(key, sizeof key, "%s/cluster.key", dir);
+  /* The cluster key, beside the directory: one for every cluster this
+   * process starts (a test process loads its key once, keyfile.h), used
+   * by `cluster up`, every command the test runs and its own calls. */
+  static char key[300];
+  char kwhy[400];
+  snprintf(key, sizeof key, "%s.key", dir);
+  if (key_create(key, kwhy, sizeof kwhy) != 0) {
+    fprintf(stderr, "%s\n", kwhy);
+    return -1;
+  }
   setenv("AURALOG_KEY", key, 1);
+  static int once;
+  if (!once++)
+    atexit(remove_key);
   char out[4096];
   if (sh(out, sizeof out, "%s cluster up --dir %s --base-port %d 2>&1", bin, dir, base) != 0) {
     fprintf(stderr, "cluster up failed:\n%s\n", out);
