@@ -3,7 +3,9 @@
  *
  * One process runs SQLite on the auralog VFS over one volume and serves SQL
  * to many clients (`auralog sql`). Each client gets its own SQLite
- * connection; a worker thread runs the statements, one request at a time.
+ * connection, in a sandbox (sandbox.c: no ATTACH, VACUUM INTO or
+ * load_extension on this port); a worker thread runs the statements, one
+ * request at a time.
  *
  * Commits are asynchronous, as in Aurora: when a statement commits, the
  * VFS ships its redo and returns at once, so the worker goes on with the
@@ -40,7 +42,7 @@
  * Files (engine_int.h): this one is the loop (clients, the waiting
  * replies, signals) and the command line; worker.c the worker and its
  * SQLite connections (the volume, or a baseline for `auralog bench`);
- * probe.c the read lease.
+ * sandbox.c what a client's SQL may reach; probe.c the read lease.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -294,6 +296,10 @@ static void usage(FILE *f)
     "                 yet durable, as in Aurora and InnoDB\n"
     "  --cache PAGES  buffer cache size in pages (default %d; a small one makes\n"
     "                 reads go to storage)\n"
+    "\n"
+    "Clients' SQL runs in a sandbox: ATTACH, DETACH, VACUUM INTO and\n"
+    "load_extension() are refused (they reach files and code on the engine's\n"
+    "machine; the sqlite3 extension is the way to a local database).\n"
     "\n"
     "Baselines for `auralog bench`: the same server, worker and protocol over\n"
     "stock SQLite instead of a volume, so that only storage differs.\n"

@@ -1,10 +1,11 @@
 /*
  * engine_int.h: the inside of `auralog engine` (engine.c). The server's
- * three parts share one state, E (one engine a process):
+ * parts share one state, E (one engine a process):
  *   engine.c  the loop: clients, replies waiting for the VDL, signals, the
  *             command line
  *   worker.c  the worker thread: SQLite runs a client's statements; the
  *             connections, on the volume or on a baseline
+ *   sandbox.c what a client's SQL may reach (sandbox.h)
  *   probe.c   the read lease: the loop asks the coordinator for the
  *             volume's epoch
  * Nothing else includes it; the engine's interface is engine_main (roles.h).
@@ -77,7 +78,7 @@ extern struct engine E;
 void release(void);
 
 /* worker.c: a new SQLite connection to E.uri (the volume, or the
- * baseline's database), or NULL (logged). */
+ * baseline's database), in the sandbox, or NULL (logged). */
 sqlite3 *open_db(void);
 /* Check E.baseline names one, set E.uri to its database and open E.root;
  * dies on an error. */

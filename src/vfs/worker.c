@@ -10,10 +10,10 @@
  * (E.done, and a wake-up for the loop). A job is refused outright, with
  * nothing run, while the volume is fenced or the read lease has run out.
  *
- * Connections open E.uri: the volume on the auralog VFS, or, for `auralog
- * bench`, a baseline: stock SQLite behind the same server, worker and
- * clients, so that only storage differs. Each has auralog_stats(), the
- * engine's counters for the benchmark.
+ * Connections open E.uri, in the sandbox (sandbox.c): the volume on the
+ * auralog VFS, or, for `auralog bench`, a baseline: stock SQLite behind
+ * the same server, worker and clients, so that only storage differs.
+ * Each has auralog_stats(), the engine's counters for the benchmark.
  */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -26,6 +26,7 @@
 #include "vfs/countvfs.h"
 #include "vfs/engine_int.h"
 #include "vfs/lease.h"
+#include "vfs/sandbox.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
 #include "wire.h"
@@ -51,8 +52,8 @@ static void run_sql(struct job *j)
   uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
   while (tail && *tail) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
-      errtext = strdup(sqlite3_errmsg(db));
+    if (sandbox_prepare(db, tail, &st, &tail) != SQLITE_OK) {
+      errtext = strdup(sandbox_why() ? sandbox_why() : sqlite3_errmsg(db));
       break;
     }
     if (st == NULL)
@@ -87,7 +88,9 @@ static void run_sql(struct job *j)
       }
       rows.rows[rows.n_rows++] = r;
     }
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE && sandbox_why()) {
+      errtext = strdup(sandbox_why());     /* refused while it ran (VACUUM INTO) */
+    } else if (rc != SQLITE_DONE) {
       const char *vfs_err = NULL;
       if ((rc & 0xff) == SQLITE_IOERR)
         sqlite3_file_control(db, "main", AURALOG_FCNTL_LAST_ERROR, &vfs_err);
@@ -201,6 +204,11 @@ sqlite3 *open_db(void)
   if (sqlite3_open_v2(E.uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
                       vfs) != SQLITE_OK) {
     logwarn("cannot open %s: %s", E.uri, db ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    return NULL;
+  }
+  if (sandbox_apply(db) != SQLITE_OK) {
+    logwarn("cannot put the connection to %s in the sandbox: %s", E.uri, sqlite3_errmsg(db));
     sqlite3_close(db);
     return NULL;
   }
