@@ -5,7 +5,9 @@
  * to many clients (`auralog sql`). Each client gets its own SQLite
  * connection, in a sandbox (sandbox.c: no ATTACH, VACUUM INTO or
  * load_extension on this port); a worker thread runs the statements, one
- * request at a time.
+ * request at a time. A request still running after the statement timeout
+ * is interrupted, so that the next client's commit does not wait behind
+ * it for longer than that.
  *
  * Commits are asynchronous, as in Aurora: when a statement commits, the
  * VFS ships its redo and returns at once, so the worker goes on with the
@@ -275,7 +277,9 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
     "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
+    "                      [--statement-timeout MS]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
+    "                      [--statement-timeout MS]\n"
     "\n"
     "Run the database tier: SQLite on the auralog VFS over one volume. It\n"
     "ships only redo (page deltas) to the six segments of each protection\n"
@@ -296,6 +300,11 @@ static void usage(FILE *f)
     "                 yet durable, as in Aurora and InnoDB\n"
     "  --cache PAGES  buffer cache size in pages (default %d; a small one makes\n"
     "                 reads go to storage)\n"
+    "  --statement-timeout MS\n"
+    "                 interrupt a request (the SQL of one client message: one\n"
+    "                 statement of the `auralog sql` shell) still running after\n"
+    "                 MS ms, and roll back its transaction; so another client's\n"
+    "                 commit waits behind it no longer (default %d; 0: never)\n"
     "\n"
     "Clients' SQL runs in a sandbox: ATTACH, DETACH, VACUUM INTO and\n"
     "load_extension() are refused (they reach files and code on the engine's\n"
@@ -307,7 +316,7 @@ static void usage(FILE *f)
     "                     sqlite-delete-full (rollback journal, synchronous=FULL)\n"
     "                     or sqlite-memory (in memory: the CPU ceiling)\n"
     "  --file PATH        the database file (not for sqlite-memory)\n",
-    READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES);
+    READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES, STATEMENT_TIMEOUT_MS);
 }
 
 int engine_main(int argc, char **argv)
@@ -317,11 +326,12 @@ int engine_main(int argc, char **argv)
     {"coord", required_argument, 0, 'c'}, {"ship", required_argument, 0, 's'},
     {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
     {"reads", required_argument, 0, 'r'}, {"cache", required_argument, 0, 'C'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"statement-timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   const char *reads = NULL;
   long cache = 0;
   int o;
+  E.timeout_ms = STATEMENT_TIMEOUT_MS;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'v': volume = optarg; break;
@@ -345,6 +355,15 @@ int engine_main(int argc, char **argv)
       cache = strtol(optarg, &end, 10);
       if (end == optarg || *end || cache < 8 || cache > 1000000)
         die("engine: --cache is a number of pages from 8 to 1000000, not '%s'", optarg);
+      break;
+    }
+    case 'T': {
+      char *end;
+      long ms = strtol(optarg, &end, 10);
+      if (end == optarg || *end || ms < 0 || ms > 86400000)
+        die("engine: --statement-timeout is a number of ms from 0 (never) to 86400000, "
+            "not '%s'", optarg);
+      E.timeout_ms = (int)ms;
       break;
     }
     case 'h': usage(stdout); return 0;
@@ -423,11 +442,15 @@ int engine_main(int argc, char **argv)
   uv_signal_init(E.loop, &E.sigint);
   uv_signal_start(&E.sigterm, on_signal, SIGTERM);
   uv_signal_start(&E.sigint, on_signal, SIGINT);
+  char limit[48] = "none";
+  if (E.timeout_ms)
+    fmt_ms(limit, sizeof limit, E.timeout_ms);
   if (E.baseline)
-    loginfo("engine serving SQL on %s (%s)", listen, E.baseline);
+    loginfo("engine serving SQL on %s (%s; statement timeout %s)", listen, E.baseline, limit);
   else
-    loginfo("engine serving SQL on %s (volume %s, coordinator %s; reads %s)", listen, volume,
-            coord, E.reads_immediate ? "immediate: replies may show commits not yet durable"
-                                     : "durable: a reply waits until what it saw is durable");
+    loginfo("engine serving SQL on %s (volume %s, coordinator %s; reads %s; statement "
+            "timeout %s)", listen, volume, coord,
+            E.reads_immediate ? "immediate: replies may show commits not yet durable"
+                              : "durable: a reply waits until what it saw is durable", limit);
   return uv_run(E.loop, UV_RUN_DEFAULT);
 }

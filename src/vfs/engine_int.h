@@ -45,6 +45,7 @@ struct engine {
   const char *baseline;      /* NULL, or the stock SQLite it runs instead */
   int ship_pages;
   int reads_immediate;       /* --reads immediate: a read's reply does not wait */
+  int timeout_ms;            /* --statement-timeout: a request's limit (0: none) */
   const char *coord;
   sqlite3 *root;             /* keeps the volume open */
   struct volume *vol;

@@ -10,6 +10,14 @@
  * (E.done, and a wake-up for the loop). A job is refused outright, with
  * nothing run, while the volume is fenced or the read lease has run out.
  *
+ * The statement timeout (--statement-timeout, STATEMENT_TIMEOUT_MS): a
+ * request still running after it is interrupted (a progress handler
+ * looks every PROGRESS_OPS instructions; a busy handler gives up waiting
+ * for a lock at the same deadline) with "statement timed out after N ms",
+ * its transaction is rolled back, and the worker goes on with the next
+ * job. So a commit waits behind another client's long statement about
+ * that long at most.
+ *
  * Connections open E.uri, in the sandbox (sandbox.c): the volume on the
  * auralog VFS, or, for `auralog bench`, a baseline: stock SQLite behind
  * the same server, worker and clients, so that only storage differs.
@@ -20,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/log.h"
 #include "param.h"
@@ -31,9 +40,85 @@
 #include "vfs/volume.h"
 #include "wire.h"
 
+/* ---- the statement timeout ------------------------------------------------ */
+
+static __thread unsigned long long deadline;   /* this thread's job stops then (0: never) */
+
+/* Did this thread's job run out of time? */
+static int timed_out(void)
+{
+  return deadline && now_ms() >= deadline;
+}
+
+/* SQLite's progress handler: nonzero interrupts the statement. */
+static int on_progress(void *arg)
+{
+  (void)arg;
+  return timed_out();
+}
+
+/* SQLite's busy handler (n: how often it was called for this wait):
+ * wait for a lock until the job's deadline, or LOCK_WAIT_MS where there
+ * is none (no timeout, or the loop opening a baseline's connection). */
+static int on_busy(void *arg, int n)
+{
+  static __thread unsigned long long since;
+  (void)arg;
+  unsigned long long now = now_ms();
+  if (n == 0)
+    since = now;
+  unsigned long long until = deadline ? deadline : since + LOCK_WAIT_MS;
+  if (now >= until)
+    return 0;
+  unsigned long long ms = until - now < LOCK_POLL_MS ? until - now : LOCK_POLL_MS;
+  usleep((useconds_t)(ms * 1000));
+  return 1;
+}
+
+/* ---- running a request ------------------------------------------------------- */
+
 static char *add_text(const unsigned char *t)
 {
   return strdup(t ? (const char *)t : "");
+}
+
+static void rows_free(Auralog__Rows *rows)
+{
+  for (size_t i = 0; i < rows->n_rows; i++) {
+    for (size_t k = 0; k < rows->rows[i]->n_values; k++) {
+      free(rows->rows[i]->values[k]->text);
+      free(rows->rows[i]->values[k]);
+    }
+    free(rows->rows[i]->values);
+    free(rows->rows[i]);
+  }
+  free(rows->rows);
+  for (size_t i = 0; i < rows->n_columns; i++)
+    free(rows->columns[i]);
+  free(rows->columns);
+}
+
+/* The error of a statement that failed with rc, for the client (expired:
+ * it ran out of time). */
+static char *step_error(sqlite3 *db, int rc, int expired)
+{
+  char buf[400];
+  if (sandbox_why())
+    return strdup(sandbox_why());
+  if (expired) {
+    snprintf(buf, sizeof buf, "statement timed out after %d ms%s (auralog engine "
+             "--statement-timeout)", E.timeout_ms, rc == SQLITE_INTERRUPT ? ""
+             : " waiting for a lock another client's transaction holds");
+    return strdup(buf);
+  }
+  const char *vfs_err = NULL;
+  if ((rc & 0xff) == SQLITE_IOERR)
+    sqlite3_file_control(db, "main", AURALOG_FCNTL_LAST_ERROR, &vfs_err);
+  size_t n = strlen(sqlite3_errmsg(db)) + (vfs_err ? strlen(vfs_err) : 0) + 8;
+  char *e = malloc(n);
+  snprintf(e, n, "%s%s%s", sqlite3_errmsg(db), vfs_err && *vfs_err ? ": " : "",
+           vfs_err ? vfs_err : "");
+  return e;
 }
 
 /* Run every statement of j->sql on db; pack the reply into j. */
@@ -46,10 +131,12 @@ static void run_sql(struct job *j)
   size_t caprows = 0;
   const char *tail = j->sql;
   char *errtext = NULL;
+  int expired = 0, in_txn = 0;
   int64_t before = sqlite3_total_changes64(db);
   /* Every commit this request's statements can see is at or below the
    * last one shipped now (one worker: nobody else commits meanwhile). */
   uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
+  deadline = E.timeout_ms ? now_ms() + (unsigned long long)E.timeout_ms : 0;
   while (tail && *tail) {
     sqlite3_stmt *st = NULL;
     if (sandbox_prepare(db, tail, &st, &tail) != SQLITE_OK) {
@@ -70,6 +157,7 @@ static void run_sql(struct job *j)
         rows.columns[i] = strdup(sqlite3_column_name(st, i));
     }
     int rc;
+    in_txn = !sqlite3_get_autocommit(db);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       if (rows.n_rows == caprows) {
         caprows = caprows ? 2 * caprows : 16;
@@ -88,20 +176,24 @@ static void run_sql(struct job *j)
       }
       rows.rows[rows.n_rows++] = r;
     }
-    if (rc != SQLITE_DONE && sandbox_why()) {
-      errtext = strdup(sandbox_why());     /* refused while it ran (VACUUM INTO) */
-    } else if (rc != SQLITE_DONE) {
-      const char *vfs_err = NULL;
-      if ((rc & 0xff) == SQLITE_IOERR)
-        sqlite3_file_control(db, "main", AURALOG_FCNTL_LAST_ERROR, &vfs_err);
-      size_t n = strlen(sqlite3_errmsg(db)) + (vfs_err ? strlen(vfs_err) : 0) + 8;
-      errtext = malloc(n);
-      snprintf(errtext, n, "%s%s%s", sqlite3_errmsg(db), vfs_err && *vfs_err ? ": " : "",
-               vfs_err ? vfs_err : "");
+    if (rc != SQLITE_DONE) {
+      expired = timed_out() && (rc == SQLITE_INTERRUPT || (rc & 0xff) == SQLITE_BUSY);
+      errtext = step_error(db, rc, expired);
     }
     sqlite3_finalize(st);
     if (errtext)
       break;
+  }
+  /* Out of time: the transaction it was in goes too, so that its locks do
+   * not hold up the other clients (SQLite already rolled back an
+   * interrupted write's). */
+  deadline = 0;              /* (else the progress handler stops ROLLBACK too) */
+  if (expired && !sqlite3_get_autocommit(db))
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  if (expired && in_txn) {
+    size_t n = strlen(errtext) + 40;
+    errtext = realloc(errtext, n);
+    strncat(errtext, "; its transaction was rolled back", n - strlen(errtext) - 1);
   }
   uint64_t lsn = 0;
   sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &lsn);
@@ -130,18 +222,7 @@ static void run_sql(struct job *j)
     wire_error(&e2, &e, j->req, ERR_BAD_MSG, "result too large for one reply (16 MiB)");
     j->frame = wire_frame(&e2, &j->len);
   }
-  for (size_t i = 0; i < rows.n_rows; i++) {
-    for (size_t k = 0; k < rows.rows[i]->n_values; k++) {
-      free(rows.rows[i]->values[k]->text);
-      free(rows.rows[i]->values[k]);
-    }
-    free(rows.rows[i]->values);
-    free(rows.rows[i]);
-  }
-  free(rows.rows);
-  for (size_t i = 0; i < rows.n_columns; i++)
-    free(rows.columns[i]);
-  free(rows.columns);
+  rows_free(&rows);
   free(errtext);
 }
 
@@ -213,9 +294,11 @@ sqlite3 *open_db(void)
     return NULL;
   }
   sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
-  /* Another connection's commit is never in the way (the worker runs one
-   * request at a time), but a baseline's checkpoint might be. */
-  sqlite3_busy_timeout(db, 5000);
+  /* A commit waits for the statements readers are in, and a reader for a
+   * commit (a baseline's checkpoint too): see on_busy. */
+  sqlite3_busy_handler(db, on_busy, NULL);
+  if (E.timeout_ms)
+    sqlite3_progress_handler(db, PROGRESS_OPS, on_progress, NULL);
   for (size_t i = 0; E.baseline && i < sizeof baselines / sizeof *baselines; i++) {
     char *err = NULL;
     /* The journal mode is the database's (set once, by the first
