@@ -5,7 +5,7 @@
  * The cluster lives in one directory (--dir, default $AURALOG_DIR or
  * ~/.auralog):
  *   cluster.json     base port, the members' addresses, the engine's
- *                    cache size if `up --cache` set one
+ *                    cache size and statement timeout if `up` set them
  *   run/NAME.pid     pid of each member started by `up`
  *   log/NAME.log     each member's stderr
  *   data/NAME/       each member's lmdb
@@ -59,6 +59,7 @@ struct cluster {
   char dir[DIR_MAX];
   int base;
   int cache;               /* engine --cache PAGES (0: the engine's default) */
+  int timeout;             /* engine --statement-timeout MS (-1: the engine's default) */
   struct member m[2 + NCOPIES];     /* coord, nodes, engine */
   int n;
 };
@@ -183,13 +184,15 @@ static int mkdirs(const struct cluster *cl)
   return 0;
 }
 
-/* The base port cluster.json names (0: none); the engine cache it keeps
- * goes to *cache (0 if none). */
-static int read_conf(struct cluster *cl, int *cache)
+/* The base port cluster.json names (0: none); the engine cache and
+ * statement timeout it keeps go to *cache (0 if none) and *timeout (-1 if
+ * none). */
+static int read_conf(struct cluster *cl, int *cache, int *timeout)
 {
   char p[PATH_MAX], buf[4096];
   path(p, sizeof p, cl, "cluster.json", "", "");
   *cache = 0;
+  *timeout = -1;
   FILE *f = fopen(p, "r");
   if (f == NULL)
     return 0;
@@ -201,6 +204,8 @@ static int read_conf(struct cluster *cl, int *cache)
   int base = cJSON_IsNumber(b) ? b->valueint : 0;
   cJSON *c = cJSON_GetObjectItem(o, "engine_cache");
   *cache = cJSON_IsNumber(c) && c->valueint > 0 ? c->valueint : 0;
+  cJSON *t = cJSON_GetObjectItem(o, "engine_statement_timeout_ms");
+  *timeout = cJSON_IsNumber(t) && t->valueint >= 0 ? t->valueint : -1;
   cJSON_Delete(o);
   return base;
 }
@@ -213,6 +218,8 @@ static int write_conf(const struct cluster *cl)
   cJSON_AddStringToObject(o, "engine", cl->m[cl->n - 1].addr);
   if (cl->cache > 0)
     cJSON_AddNumberToObject(o, "engine_cache", cl->cache);
+  if (cl->timeout >= 0)
+    cJSON_AddNumberToObject(o, "engine_statement_timeout_ms", cl->timeout);
   char dash[64], url[80];
   dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
@@ -250,7 +257,7 @@ static int write_conf(const struct cluster *cl)
  * stdout and stderr appended to its log. */
 static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
 {
-  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16];
+  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16], timeout[16];
   path(logp, sizeof logp, cl, "log/", m->name, ".log");
   path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
   snprintf(coord, sizeof coord, "%s", cl->m[0].addr);
@@ -261,8 +268,19 @@ static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, NULL};
   snprintf(cache, sizeof cache, "%d", cl->cache);
-  char *engine_argv[] = {(char *)self, "engine", "--volume", "main", "--listen", m->addr,
-                         "--coord", coord, cl->cache > 0 ? "--cache" : NULL, cache, NULL};
+  snprintf(timeout, sizeof timeout, "%d", cl->timeout);
+  char *engine_argv[16] = {(char *)self, "engine", "--volume", "main", "--listen", m->addr,
+                           "--coord", coord};
+  int na = 8;
+  if (cl->cache > 0) {
+    engine_argv[na++] = "--cache";
+    engine_argv[na++] = cache;
+  }
+  if (cl->timeout >= 0) {
+    engine_argv[na++] = "--statement-timeout";
+    engine_argv[na++] = timeout;
+  }
+  engine_argv[na] = NULL;
   int engine = m == &cl->m[cl->n - 1];
   pid_t pid = proc_spawn(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv,
                          logp, 1);
@@ -489,11 +507,11 @@ static int cmd_status(struct cluster *cl)
 }
 
 /* Find the cluster in dir (NULL: $AURALOG_DIR or ~/.auralog), creating the
- * directory if create; cache < 0 keeps the engine cache cluster.json names.
- * Returns 1 with *cl laid out, 0 if there is no
- * cluster there (a line says so), or dies with a reason. */
+ * directory if create; cache < 0 keeps the engine cache cluster.json names,
+ * timeout < 0 its statement timeout. Returns 1 with *cl laid out, 0 if
+ * there is no cluster there (a line says so), or dies with a reason. */
 static int find_cluster(struct cluster *cl, const char *dir, int base, int cache,
-                        int create)
+                        int timeout, int create)
 {
   char dflt[PATH_MAX];
   if (dir == NULL)
@@ -516,9 +534,10 @@ static int find_cluster(struct cluster *cl, const char *dir, int base, int cache
   if (strlen(real) >= DIR_MAX)
     die("cluster: directory path %s is too long", real);
   memcpy(cl->dir, real, strlen(real) + 1);
-  int conf_cache, conf = read_conf(cl, &conf_cache);
+  int conf_cache, conf_timeout, conf = read_conf(cl, &conf_cache, &conf_timeout);
   cl->base = base ? base : conf ? conf : 7400;
   cl->cache = cache >= 0 ? cache : conf_cache;
+  cl->timeout = timeout >= 0 ? timeout : conf_timeout;
   layout(cl);
   if (base && conf && base != conf) {
     for (int i = 0; i < cl->n; i++) {
@@ -537,7 +556,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog cluster up|down|status [--dir DIR] [--base-port PORT]\n"
-    "                                      [--cache PAGES]\n"
+    "                                      [--cache PAGES] [--statement-timeout MS]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -554,17 +573,22 @@ static void usage(FILE *f)
     "  --cache PAGES    up: the engine's buffer cache, in pages (`auralog engine\n"
     "                   --cache`): small, reads go to storage; kept in\n"
     "                   cluster.json, so a later `up` that restarts the engine\n"
-    "                   keeps it; 0: the engine's default (%d pages)\n",
-    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES);
+    "                   keeps it; 0: the engine's default (%d pages)\n"
+    "  --statement-timeout MS\n"
+    "                   up: the engine interrupts a client's request still\n"
+    "                   running after MS ms (`auralog engine --statement-timeout`;\n"
+    "                   0: never; default %d); kept in cluster.json like --cache\n",
+    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS);
 }
 
 int cluster_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
-    {"cache", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
-  int base = 0, cache = -1, o;
+  int base = 0, cache = -1, timeout = -1, o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -581,6 +605,14 @@ int cluster_main(int argc, char **argv)
       cache = (int)v;
       break;
     }
+    case 't': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > 86400000)
+        die("cluster: --statement-timeout must be a number of ms (0: never)");
+      timeout = (int)v;
+      break;
+    }
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -592,11 +624,11 @@ int cluster_main(int argc, char **argv)
     die("cluster: unexpected argument '%s'", argv[optind + 1]);
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
     die("cluster: unknown action '%s' (say up, down or status)", cmd);
-  if (cache >= 0 && strcmp(cmd, "up"))
-    die("cluster: --cache is an option of `cluster up`");
+  if ((cache >= 0 || timeout >= 0) && strcmp(cmd, "up"))
+    die("cluster: --%s is an option of `cluster up`", cache >= 0 ? "cache" : "statement-timeout");
 
   static struct cluster cl;
-  int rc = find_cluster(&cl, dir, base, cache, strcmp(cmd, "up") == 0);
+  int rc = find_cluster(&cl, dir, base, cache, timeout, strcmp(cmd, "up") == 0);
   if (rc <= 0)
     return -rc;
   if (strcmp(cmd, "up") == 0) {
@@ -703,7 +735,7 @@ int fault_main(int argc, char **argv)
   const char *act = argv[optind], *arg = optind + 1 < argc ? argv[optind + 1] : NULL;
   int nargs = argc - optind - 1;
   static struct cluster cl;
-  if (find_cluster(&cl, dir, 0, -1, 0) <= 0)
+  if (find_cluster(&cl, dir, 0, -1, -1, 0) <= 0)
     return 1;
   char self[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
