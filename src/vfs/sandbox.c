@@ -40,6 +40,10 @@
  * loaded into sqlite3 or Python) is a local user's own SQLite, with that
  * user's rights, and keeps all of it.
  *
+ * The authorizer sees every action a statement takes, so it also tells
+ * the worker whether a statement only reads (sandbox_only_reads): such a
+ * statement may run on a reader thread beside the writer (worker.c).
+ *
  * State is per thread: a connection runs on one thread at a time, and
  * SQLite calls the authorizer on the thread that prepares or steps.
  */
@@ -48,6 +52,7 @@
 #include "vfs/sandbox.h"
 
 static __thread int preparing;      /* inside sandbox_prepare */
+static __thread int only_reads;     /* the statement prepared did nothing but read */
 static __thread const char *why;    /* the refusal, for the client */
 
 static int refuse(const char *reason)
@@ -63,6 +68,11 @@ static int authorize(void *arg, int action, const char *a1, const char *a2, cons
   (void)db;
   (void)trigger;
   switch (action) {
+  case SQLITE_SELECT:
+  case SQLITE_READ:
+  case SQLITE_RECURSIVE:
+  case SQLITE_TRANSACTION:
+    return SQLITE_OK;
   case SQLITE_FUNCTION:
     if (a2 && sqlite3_stricmp(a2, "load_extension") == 0)
       return refuse("load_extension() is not allowed on the engine's SQL port: it would run "
@@ -70,6 +80,7 @@ static int authorize(void *arg, int action, const char *a1, const char *a2, cons
                     "beside the auralog extension)");
     return SQLITE_OK;
   case SQLITE_ATTACH:
+    only_reads = 0;
     if (preparing)
       return refuse("ATTACH is not allowed on the engine's SQL port (use the sqlite3 "
                     "extension for a local database)");
@@ -79,11 +90,13 @@ static int authorize(void *arg, int action, const char *a1, const char *a2, cons
                   "file on the engine's machine (plain VACUUM is allowed; copy a volume "
                   "with the sqlite3 extension)");
   case SQLITE_DETACH:
+    only_reads = 0;
     if (preparing)
       return refuse("DETACH is not allowed on the engine's SQL port (nothing can be "
                     "attached there)");
     return SQLITE_OK;          /* VACUUM letting its temporary copy go */
   case SQLITE_PRAGMA:
+    only_reads = 0;
     if (a1 && (sqlite3_stricmp(a1, "temp_store_directory") == 0 ||
                sqlite3_stricmp(a1, "data_store_directory") == 0))
       return refuse("PRAGMA temp_store_directory (and data_store_directory) is not allowed "
@@ -91,6 +104,7 @@ static int authorize(void *arg, int action, const char *a1, const char *a2, cons
                     "engine");
     return SQLITE_OK;
   default:
+    only_reads = 0;
     return SQLITE_OK;
   }
 }
@@ -111,6 +125,7 @@ int sandbox_apply(sqlite3 *db)
 int sandbox_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char **tail)
 {
   why = NULL;
+  only_reads = 1;
   preparing = 1;
   int rc = sqlite3_prepare_v2(db, sql, -1, st, tail);
   preparing = 0;
@@ -120,4 +135,9 @@ int sandbox_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char 
 const char *sandbox_why(void)
 {
   return why;
+}
+
+int sandbox_only_reads(void)
+{
+  return only_reads;
 }
