@@ -5,7 +5,7 @@
  * The cluster lives in one directory (--dir, default $AURALOG_DIR or
  * ~/.auralog):
  *   cluster.json     base port, the members' addresses, the engine's
- *                    cache size if `up --cache` set one
+ *                    cache size and statement timeout if `up` set them
  *   run/NAME.pid     pid of each member started by `up`
  *   log/NAME.log     each member's stderr
  *   data/NAME/       each member's lmdb
@@ -44,25 +44,7 @@
 #include "rpc.h"
 #include "status.h"
 
-#define DIR_MAX 1024       /* longest cluster directory accepted */
-
-struct member {
-  char name[8];
-  char az[2];              /* "" for the coordinator */
-  int port;
-  char addr[64];
-  char data[DIR_MAX + 16];
-  const char *tag;         /* an argument only this member's process has */
-  pid_t pid;               /* running pid, or 0 */
-};
-
-struct cluster {
-  char dir[DIR_MAX];
-  int base;
-  int cache;               /* engine --cache PAGES (0: the engine's default) */
-  struct member m[2 + NCOPIES];     /* coord, nodes, engine */
-  int n;
-};
+#include "cluster.h"
 
 static const char *node_names[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
@@ -156,7 +138,7 @@ static int ours(const struct member *m, pid_t pid)
   return 0;
 }
 
-static pid_t running(const struct cluster *cl, const struct member *m)
+pid_t cluster_running(const struct cluster *cl, const struct member *m)
 {
   char p[PATH_MAX];
   path(p, sizeof p, cl, "run/", m->name, ".pid");
@@ -184,13 +166,15 @@ static int mkdirs(const struct cluster *cl)
   return 0;
 }
 
-/* The base port cluster.json names (0: none); the engine cache it keeps
- * goes to *cache (0 if none). */
-static int read_conf(struct cluster *cl, int *cache)
+/* The base port cluster.json names (0: none); the engine cache and
+ * statement timeout it keeps go to *cache (0 if none) and *timeout (-1 if
+ * none). */
+static int read_conf(struct cluster *cl, int *cache, int *timeout)
 {
   char p[PATH_MAX], buf[4096];
   path(p, sizeof p, cl, "cluster.json", "", "");
   *cache = 0;
+  *timeout = -1;
   FILE *f = fopen(p, "r");
   if (f == NULL)
     return 0;
@@ -202,6 +186,8 @@ static int read_conf(struct cluster *cl, int *cache)
   int base = cJSON_IsNumber(b) ? b->valueint : 0;
   cJSON *c = cJSON_GetObjectItem(o, "engine_cache");
   *cache = cJSON_IsNumber(c) && c->valueint > 0 ? c->valueint : 0;
+  cJSON *t = cJSON_GetObjectItem(o, "engine_statement_timeout_ms");
+  *timeout = cJSON_IsNumber(t) && t->valueint >= 0 ? t->valueint : -1;
   cJSON_Delete(o);
   return base;
 }
@@ -214,6 +200,8 @@ static int write_conf(const struct cluster *cl)
   cJSON_AddStringToObject(o, "engine", cl->m[cl->n - 1].addr);
   if (cl->cache > 0)
     cJSON_AddNumberToObject(o, "engine_cache", cl->cache);
+  if (cl->timeout >= 0)
+    cJSON_AddNumberToObject(o, "engine_statement_timeout_ms", cl->timeout);
   char dash[64], url[80];
   dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
@@ -249,9 +237,9 @@ static int write_conf(const struct cluster *cl)
 
 /* Start member m in the background: a new session, stdin from /dev/null,
  * stdout and stderr appended to its log. */
-static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
+pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self)
 {
-  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16];
+  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16], timeout[16];
   char key[PATH_MAX + 16];
   key_path(key, sizeof key);
   path(logp, sizeof logp, cl, "log/", m->name, ".log");
@@ -264,9 +252,19 @@ static pid_t spawn(const struct cluster *cl, struct member *m, const char *self)
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
   snprintf(cache, sizeof cache, "%d", cl->cache);
-  char *engine_argv[] = {(char *)self, "engine", "--key", key, "--volume", "main", "--listen",
-                         m->addr, "--coord", coord, cl->cache > 0 ? "--cache" : NULL, cache,
-                         NULL};
+  snprintf(timeout, sizeof timeout, "%d", cl->timeout);
+  char *engine_argv[16] = {(char *)self, "engine", "--key", key, "--volume", "main",
+                           "--listen", m->addr, "--coord", coord};
+  int na = 10;
+  if (cl->cache > 0) {
+    engine_argv[na++] = "--cache";
+    engine_argv[na++] = cache;
+  }
+  if (cl->timeout >= 0) {
+    engine_argv[na++] = "--statement-timeout";
+    engine_argv[na++] = timeout;
+  }
+  engine_argv[na] = NULL;
   int engine = m == &cl->m[cl->n - 1];
   pid_t pid = proc_spawn(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv,
                          logp, 1);
@@ -313,7 +311,7 @@ static int died(const struct cluster *cl, struct member *m, char *why, size_t n)
 
 /* Wait until member m accepts connections (the engine only listens once
  * its volume is recovered). */
-static int wait_listening(struct cluster *cl, struct member *m, char *why, size_t n)
+int cluster_wait_listening(struct cluster *cl, struct member *m, char *why, size_t n)
 {
   unsigned long long deadline = now_ms() + CLUSTER_WAIT_MS;
   while (now_ms() < deadline) {
@@ -390,12 +388,12 @@ static int cmd_up(struct cluster *cl)
   struct member *engine = &cl->m[cl->n - 1];
   for (int i = 0; i < cl->n - 1; i++) {
     struct member *m = &cl->m[i];
-    if ((m->pid = running(cl, m)) != 0)
+    if ((m->pid = cluster_running(cl, m)) != 0)
       continue;
-    if (spawn(cl, m, self) < 0)
+    if (cluster_spawn(cl, m, self) < 0)
       die("cluster: cannot start %s: %s", m->name, strerror(errno));
     started++;
-    if (i == 0 && wait_listening(cl, m, why, sizeof why) != 0)
+    if (i == 0 && cluster_wait_listening(cl, m, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
   if (wait_nodes(cl, why, sizeof why) != 0)
@@ -403,12 +401,12 @@ static int cmd_up(struct cluster *cl)
   /* The engine last: opening the volume is a recovery, which needs a read
    * quorum of every protection group. */
   int engine_started = 0;
-  if ((engine->pid = running(cl, engine)) == 0) {
+  if ((engine->pid = cluster_running(cl, engine)) == 0) {
     engine_started = 1;
-    if (spawn(cl, engine, self) < 0)
+    if (cluster_spawn(cl, engine, self) < 0)
       die("cluster: cannot start the engine: %s", strerror(errno));
     started++;
-    if (wait_listening(cl, engine, why, sizeof why) != 0)
+    if (cluster_wait_listening(cl, engine, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
   printf("auralog cluster in %s (%s)\n", cl->dir,
@@ -436,11 +434,11 @@ static int cmd_up(struct cluster *cl)
 
 /* Stop member m if it runs: sig, then SIGKILL if it lingers. Returns its
  * pid, or 0 if it was not running. */
-static pid_t stop(struct cluster *cl, struct member *m, int sig)
+pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig)
 {
   char pidp[PATH_MAX];
   path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
-  pid_t pid = running(cl, m);
+  pid_t pid = cluster_running(cl, m);
   if (pid) {
     kill(pid, sig);
     unsigned long long deadline = now_ms() + 3000;
@@ -468,7 +466,7 @@ static int cmd_down(struct cluster *cl)
 {
   int stopped = 0;
   for (int i = cl->n - 1; i >= 0; i--) {
-    pid_t pid = stop(cl, &cl->m[i], SIGTERM);
+    pid_t pid = cluster_stop_member(cl, &cl->m[i], SIGTERM);
     if (pid) {
       printf("stopped %s (pid %d)\n", cl->m[i].name, (int)pid);
       stopped++;
@@ -486,7 +484,7 @@ static int cmd_status(struct cluster *cl)
   printf("auralog cluster in %s\n", cl->dir);
   for (int i = 0; i < cl->n; i++) {
     const struct member *m = &cl->m[i];
-    pid_t pid = running(cl, m);
+    pid_t pid = cluster_running(cl, m);
     const char *seen = "";
     for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
       if (strcmp(rep->status->nodes[j]->id, m->name) == 0)
@@ -506,11 +504,11 @@ static int cmd_status(struct cluster *cl)
 }
 
 /* Find the cluster in dir (NULL: $AURALOG_DIR or ~/.auralog), creating the
- * directory if create; cache < 0 keeps the engine cache cluster.json names.
- * Returns 1 with *cl laid out, 0 if there is no
- * cluster there (a line says so), or dies with a reason. */
-static int find_cluster(struct cluster *cl, const char *dir, int base, int cache,
-                        int create)
+ * directory if create; cache < 0 keeps the engine cache cluster.json names,
+ * timeout < 0 its statement timeout. Returns 1 with *cl laid out, 0 if
+ * there is no cluster there (a line says so), or dies with a reason. */
+int cluster_find(struct cluster *cl, const char *dir, int base, int cache,
+                        int timeout, int create)
 {
   char dflt[PATH_MAX];
   if (dir == NULL)
@@ -534,16 +532,17 @@ static int find_cluster(struct cluster *cl, const char *dir, int base, int cache
     die("cluster: directory path %s is too long", real);
   memcpy(cl->dir, real, strlen(real) + 1);
   key_use_dir(cl->dir);
-  int conf_cache, conf = read_conf(cl, &conf_cache);
+  int conf_cache, conf_timeout, conf = read_conf(cl, &conf_cache, &conf_timeout);
   cl->base = base ? base : conf ? conf : 7400;
   cl->cache = cache >= 0 ? cache : conf_cache;
+  cl->timeout = timeout >= 0 ? timeout : conf_timeout;
   layout(cl);
   if (base && conf && base != conf) {
     for (int i = 0; i < cl->n; i++) {
       struct cluster old = *cl;
       old.base = conf;
       layout(&old);
-      if (running(&old, &old.m[i]))
+      if (cluster_running(&old, &old.m[i]))
         die("cluster: the cluster in %s runs on base port %d; run `cluster down` first",
             cl->dir, conf);
     }
@@ -555,7 +554,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
-    "                                          [--cache PAGES] [--key FILE]\n"
+    "                 [--cache PAGES] [--statement-timeout MS] [--key FILE]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -580,17 +579,22 @@ static void usage(FILE *f)
     "  --cache PAGES    up: the engine's buffer cache, in pages (`auralog engine\n"
     "                   --cache`): small, reads go to storage; kept in\n"
     "                   cluster.json, so a later `up` that restarts the engine\n"
-    "                   keeps it; 0: the engine's default (%d pages)\n",
-    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES);
+    "                   keeps it; 0: the engine's default (%d pages)\n"
+    "  --statement-timeout MS\n"
+    "                   up: the engine interrupts a client's request still\n"
+    "                   running after MS ms (`auralog engine --statement-timeout`;\n"
+    "                   0: never; default %d); kept in cluster.json like --cache\n",
+    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS);
 }
 
 int cluster_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
-    {"cache", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
-  int base = 0, cache = -1, o;
+  int base = 0, cache = -1, timeout = -1, o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -605,6 +609,14 @@ int cluster_main(int argc, char **argv)
       if (end == optarg || *end || v < 0 || v > 1000000000)
         die("cluster: --cache must be a number of pages (0: the engine's default)");
       cache = (int)v;
+      break;
+    }
+    case 't': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > 86400000)
+        die("cluster: --statement-timeout must be a number of ms (0: never)");
+      timeout = (int)v;
       break;
     }
     case 'h': usage(stdout); return 0;
@@ -634,11 +646,11 @@ int cluster_main(int argc, char **argv)
   }
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
     die("cluster: unknown action '%s' (say up, down, status or key)", cmd);
-  if (cache >= 0 && strcmp(cmd, "up"))
-    die("cluster: --cache is an option of `cluster up`");
+  if ((cache >= 0 || timeout >= 0) && strcmp(cmd, "up"))
+    die("cluster: --%s is an option of `cluster up`", cache >= 0 ? "cache" : "statement-timeout");
 
   static struct cluster cl;
-  int rc = find_cluster(&cl, dir, base, cache, strcmp(cmd, "up") == 0);
+  int rc = cluster_find(&cl, dir, base, cache, timeout, strcmp(cmd, "up") == 0);
   if (rc <= 0)
     return -rc;
   if (strcmp(cmd, "up") == 0) {
@@ -649,152 +661,4 @@ int cluster_main(int argc, char **argv)
   if (strcmp(cmd, "down") == 0)
     return cmd_down(&cl);
   return cmd_status(&cl);
-}
-
-/* ---- auralog fault ---------------------------------------------------------- */
-
-static struct member *member(struct cluster *cl, const char *name)
-{
-  for (int i = 0; i < cl->n; i++)
-    if (strcmp(cl->m[i].name, name) == 0)
-      return &cl->m[i];
-  return NULL;
-}
-
-/* Kill a member the hard way, as a crash would; its data stays. */
-static void crash(struct cluster *cl, struct member *m)
-{
-  pid_t pid = stop(cl, m, SIGKILL);
-  if (pid)
-    printf("stopped %s (pid %d)\n", m->name, (int)pid);
-  else
-    printf("%s was not running\n", m->name);
-}
-
-static void start(struct cluster *cl, struct member *m, const char *self)
-{
-  char why[512];
-  if ((m->pid = running(cl, m)) != 0) {
-    printf("%s is already running (pid %d)\n", m->name, (int)m->pid);
-    return;
-  }
-  if (spawn(cl, m, self) < 0)
-    die("fault: cannot start %s: %s", m->name, strerror(errno));
-  if (wait_listening(cl, m, why, sizeof why) != 0)
-    die("fault: %s", why);
-  printf("started %s (pid %d)\n", m->name, (int)m->pid);
-}
-
-/* A fault the processes play themselves: tell the coordinator. */
-static int coord_fault(struct cluster *cl, const char *action, const char *az,
-                       const char *node, unsigned ms)
-{
-  char why[256];
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Fault f = AURALOG__FAULT__INIT;
-  f.action = (char *)action;
-  f.az = (char *)az;
-  f.node = (char *)node;
-  f.ms = ms;
-  req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
-  req.fault = &f;
-  Env *rep = rpc_once(cl->m[0].addr, &req, RPC_TIMEOUT_MS, why, sizeof why);
-  if (rep == NULL || rpc_expect(rep, AURALOG__ENVELOPE__BODY_OK, why, sizeof why) != 0)
-    die("fault: coordinator: %s", why);
-  wire_free(rep);
-  return 0;
-}
-
-static void fault_usage(FILE *f)
-{
-  fprintf(f,
-    "usage: auralog fault [--dir DIR] ACTION\n"
-    "\n"
-    "Take parts of the local cluster out, and bring them back.\n"
-    "\n"
-    "  az-down A|B|C     kill both nodes of an AZ (their data stays)\n"
-    "  az-up A|B|C       start them again\n"
-    "  node-stop ID      kill one node (A1 A2 B1 B2 C1 C2)\n"
-    "  node-start ID     start it again\n"
-    "  engine-crash      kill the engine (SIGKILL); `auralog cluster up`\n"
-    "                    restarts it and it recovers\n"
-    "  partition A|B|C   the AZ's nodes stay up but are cut off from the\n"
-    "                    engine and from the other AZs\n"
-    "  heal              end every partition\n"
-    "  slow ID MS        the node answers MS milliseconds late (0: not slow)\n"
-    "\n"
-    "  --dir DIR   the cluster (default $AURALOG_DIR or ~/.auralog)\n");
-}
-
-int fault_main(int argc, char **argv)
-{
-  static struct option opts[] = {
-    {"dir", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
-  const char *dir = NULL;
-  int o;
-  /* Options may come before or after the action (getopt permutes). */
-  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    switch (o) {
-    case 'd': dir = optarg; break;
-    case 'h': fault_usage(stdout); return 0;
-    default: fault_usage(stderr); return 2;
-    }
-  }
-  if (optind >= argc)
-    die("fault: say what to do (see auralog fault --help)");
-  const char *act = argv[optind], *arg = optind + 1 < argc ? argv[optind + 1] : NULL;
-  int nargs = argc - optind - 1;
-  static struct cluster cl;
-  if (find_cluster(&cl, dir, 0, -1, 0) <= 0)
-    return 1;
-  char self[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0)
-    die("fault: cannot find the auralog binary");
-  self[len] = 0;
-  int az = arg && arg[0] >= 'A' && arg[0] < 'A' + NAZ && arg[1] == 0;
-  if (!strcmp(act, "az-down") || !strcmp(act, "az-up")) {
-    if (!az || nargs != 1)
-      die("fault: %s needs an AZ: A, B or C", act);
-    for (int i = 1; i < cl.n - 1; i++)
-      if (cl.m[i].az[0] == arg[0]) {
-        if (act[3] == 'd')
-          crash(&cl, &cl.m[i]);
-        else
-          start(&cl, &cl.m[i], self);
-      }
-  } else if (!strcmp(act, "node-stop") || !strcmp(act, "node-start")) {
-    struct member *m = arg ? member(&cl, arg) : NULL;
-    if (m == NULL || !m->az[0] || nargs != 1)
-      die("fault: %s needs a node id (A1 A2 B1 B2 C1 C2), not '%s'", act, arg ? arg : "");
-    if (act[6] == 't' && act[7] == 'o')
-      crash(&cl, m);
-    else
-      start(&cl, m, self);
-  } else if (!strcmp(act, "engine-crash")) {
-    if (nargs != 0)
-      die("fault: engine-crash takes no argument");
-    crash(&cl, &cl.m[cl.n - 1]);
-  } else if (!strcmp(act, "partition")) {
-    if (!az || nargs != 1)
-      die("fault: partition needs an AZ: A, B or C");
-    coord_fault(&cl, "partition", arg, "", 0);
-    printf("AZ %s partitioned: its nodes are cut off from the engine and the other AZs\n", arg);
-  } else if (!strcmp(act, "heal")) {
-    if (nargs != 0)
-      die("fault: heal takes no argument");
-    coord_fault(&cl, "heal", "", "", 0);
-    printf("partitions healed\n");
-  } else if (!strcmp(act, "slow")) {
-    char *end = NULL;
-    long ms = nargs == 2 ? strtol(argv[optind + 2], &end, 10) : -1;
-    struct member *m = arg ? member(&cl, arg) : NULL;
-    if (nargs != 2 || m == NULL || !m->az[0] || *end || ms < 0 || ms > 60000)
-      die("fault: slow needs a node id and 0..60000 milliseconds");
-    coord_fault(&cl, "slow", "", arg, (unsigned)ms);
-    printf(ms ? "node %s answers %ld ms late\n" : "node %s is not slow any more\n", arg, ms);
-  } else {
-    die("fault: unknown action '%s' (see auralog fault --help)", act);
-  }
-  return 0;
 }

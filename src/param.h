@@ -50,6 +50,11 @@
 #define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
 #define ENGINE_HOLD_MS  3000    /* an engine that reported this lately holds its volume */
 #define READ_LEASE_MS   2000    /* a writer serves only this long after the coordinator last confirmed its epoch (vfs/lease.h) */
+#define STATEMENT_TIMEOUT_MS 5000 /* a client's request still running after this is interrupted (engine --statement-timeout; 0: never) */
+#define PROGRESS_OPS    1000    /* SQLite VM instructions between two looks at that deadline */
+#define LOCK_WAIT_MS    5000    /* without that deadline, a wait for another connection's lock gives up after this */
+#define LOCK_POLL_MS    2       /* a thread waiting for a lock tries again when another's statement ends, or after this */
+#define ENGINE_READERS  2       /* engine threads that run read-only requests beside the one writer thread (more than the cores only adds switching) */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
 #define TAIL_PER_PG     8       /* log tail reported for `auralog viz`: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */

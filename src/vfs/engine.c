@@ -3,10 +3,16 @@
  *
  * One process runs SQLite on the auralog VFS over one volume and serves SQL
  * to many clients (`auralog sql`). Each client gets its own SQLite
- * connection; a worker thread runs the statements, one request at a time.
+ * connection, in a sandbox (sandbox.c: no ATTACH, VACUUM INTO or
+ * load_extension on this port). Threads run the requests (worker.c), one
+ * of a client at a time and in order: a writer thread for anything, and
+ * reader threads for requests that only read, so that reads do not wait
+ * behind another client's long statement; a request still running after
+ * the statement timeout is interrupted, so neither does a commit, for
+ * longer than that.
  *
  * Commits are asynchronous, as in Aurora: when a statement commits, the
- * VFS ships its redo and returns at once, so the worker goes on with the
+ * VFS ships its redo and returns at once, so the writer goes on with the
  * next request; the client's reply is set aside with its commit LSN and
  * sent only when the VDL reaches it (the volume calls back on the I/O
  * thread; an async handle brings that to this loop). A commit still not
@@ -34,14 +40,16 @@
  * for good ("fenced by epoch N").
  *
  * Threads: the main thread runs libuv (clients, the waiting replies, the
- * lease probes); the worker runs SQLite; the volume's I/O thread talks to
- * storage.
+ * lease probes); the writer and the readers run SQLite; the volume's I/O
+ * thread talks to storage.
  *
  * Files (engine_int.h): this one is the loop (clients, the waiting
- * replies, signals) and the command line; worker.c the worker and its
- * SQLite connections (the volume, or a baseline for `auralog bench`);
- * probe.c the read lease.
+ * replies, signals) and the command line; worker.c the threads that run
+ * SQL and their SQLite connections (the volume, or a baseline for
+ * `auralog bench`); sandbox.c what a client's SQL may reach; probe.c the
+ * read lease.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lib/addr.h"
 #include "keyfile.h"
@@ -61,8 +70,13 @@
 #include "vfs/volume.h"
 #include "wire.h"
 
+/* A client's side of the loop: its connection, and its requests not yet
+ * handed to a thread. One runs at a time, so that they run in order on
+ * the one connection; the last job is closing it. */
 struct client {
   sqlite3 *db;
+  struct job *queue, **queue_tail;
+  int busy;                  /* one of its jobs is on a thread */
 };
 
 /* The engine's state (engine_int.h): one engine a process. */
@@ -162,6 +176,91 @@ void release(void)
   }
 }
 
+/* The next word of SQL at *p (blanks and comments skipped): letters, or
+ * one other character; *p moves past it. */
+static void next_word(const char **p, char *w, size_t n)
+{
+  const char *s = *p;
+  for (;;) {
+    while (isspace((unsigned char)*s))
+      s++;
+    if (s[0] == '-' && s[1] == '-')
+      s += strcspn(s, "\n");
+    else if (s[0] == '/' && s[1] == '*')
+      s = strstr(s + 2, "*/") ? strstr(s + 2, "*/") + 2 : s + strlen(s);
+    else
+      break;
+  }
+  size_t k = 0;
+  if (*s && !isalpha((unsigned char)*s))
+    w[k++] = *s++;
+  for (; isalpha((unsigned char)*s); s++)
+    if (k + 1 < n)
+      w[k++] = *s;
+  w[k] = 0;
+  *p = s;
+}
+
+/* Does this request look like a read: it starts with SELECT, WITH or
+ * VALUES, perhaps after a plain BEGIN? Then it starts on a reader, which
+ * checks every statement itself (worker.c) and gives the request to the
+ * writer if it does more: a guess, which only saves writes a detour. */
+static int looks_like_read(const char *sql)
+{
+  char w[16];
+  next_word(&sql, w, sizeof w);
+  if (strcasecmp(w, "BEGIN") == 0) {
+    next_word(&sql, w, sizeof w);
+    if (strcasecmp(w, "DEFERRED") == 0)
+      next_word(&sql, w, sizeof w);
+    if (strcasecmp(w, "TRANSACTION") == 0)
+      next_word(&sql, w, sizeof w);
+    if (strcmp(w, ";") != 0)
+      return 0;
+    next_word(&sql, w, sizeof w);
+  }
+  return strcasecmp(w, "SELECT") == 0 || strcasecmp(w, "WITH") == 0 ||
+         strcasecmp(w, "VALUES") == 0;
+}
+
+/* Hand cl's next job to a thread, unless one of its jobs runs. A read
+ * goes to the readers if the connection is in no transaction (one opened
+ * by an earlier request stays with the writer). */
+static void dispatch(struct client *cl)
+{
+  if (cl->busy || cl->queue == NULL)
+    return;
+  struct job *j = cl->queue;
+  cl->queue = j->next;
+  if (cl->queue == NULL)
+    cl->queue_tail = &cl->queue;
+  j->next = NULL;
+  cl->busy = 1;
+  int read = j->sql && looks_like_read(j->sql) && sqlite3_get_autocommit(j->db);
+  pthread_mutex_lock(&E.mu);
+  if (read) {
+    *E.rtodo_tail = j;
+    E.rtodo_tail = &j->next;
+    pthread_cond_signal(&E.rcond);
+  } else {
+    *E.todo_tail = j;
+    E.todo_tail = &j->next;
+    pthread_cond_signal(&E.cond);
+  }
+  pthread_mutex_unlock(&E.mu);
+}
+
+/* Queue j (a request of cl, or closing its connection) behind cl's
+ * others. */
+static void submit(struct client *cl, struct job *j)
+{
+  j->cl = cl;
+  j->next = NULL;
+  *cl->queue_tail = j;
+  cl->queue_tail = &j->next;
+  dispatch(cl);
+}
+
 static void on_wake(uv_async_t *h)
 {
   (void)h;
@@ -173,10 +272,14 @@ static void on_wake(uv_async_t *h)
   while (list) {
     struct job *j = list;
     list = j->next;
+    struct client *cl = j->cl;
+    cl->busy = 0;
     if (j->sql == NULL) {
+      free(cl);              /* its connection is closed: nothing follows */
       job_free(j);
       continue;
     }
+    dispatch(cl);
     j->at = now_ms();
     j->next = E.waiting;     /* release() sends it when durable */
     E.waiting = j;
@@ -197,16 +300,6 @@ static void on_tick(uv_timer_t *t)
   release();
 }
 
-static void submit(struct job *j)
-{
-  pthread_mutex_lock(&E.mu);
-  j->next = NULL;
-  *E.todo_tail = j;
-  E.todo_tail = &j->next;
-  pthread_cond_signal(&E.cond);
-  pthread_mutex_unlock(&E.mu);
-}
-
 static void on_msg(struct conn *c, const Env *env)
 {
   char why[300];
@@ -225,6 +318,7 @@ static void on_msg(struct conn *c, const Env *env)
   struct client *cl = c->ctx;
   if (cl == NULL) {
     cl = calloc(1, sizeof *cl);
+    cl->queue_tail = &cl->queue;
     c->ctx = cl;
   }
   if (cl->db == NULL && (cl->db = open_db()) == NULL) {
@@ -237,7 +331,7 @@ static void on_msg(struct conn *c, const Env *env)
   j->req = env->req;
   j->sql = strdup(env->query->sql);
   j->db = cl->db;
-  submit(j);
+  submit(cl, j);
 }
 
 static void on_close(struct conn *c)
@@ -246,23 +340,31 @@ static void on_close(struct conn *c)
   c->ctx = NULL;
   if (cl == NULL)
     return;
-  if (cl->db) {
-    /* Close it on the worker, after anything it still runs. */
-    struct job *j = calloc(1, sizeof *j);
-    j->c = c;
-    conn_ref(c);
-    j->db = cl->db;
-    submit(j);
+  if (cl->db == NULL) {
+    free(cl);                /* it never ran anything */
+    return;
   }
-  free(cl);
+  /* Close it on the writer, after its other jobs; on_wake frees cl. */
+  struct job *j = calloc(1, sizeof *j);
+  j->c = c;
+  conn_ref(c);
+  j->db = cl->db;
+  submit(cl, j);
 }
 
 static void on_signal(uv_signal_t *h, int sig)
 {
   (void)h;
   loginfo("signal %d: stopping", sig);
+  /* The readers first: one may still hand a request to the writer. */
   pthread_mutex_lock(&E.mu);
   E.stopping = 1;
+  pthread_cond_broadcast(&E.rcond);
+  pthread_mutex_unlock(&E.mu);
+  for (int i = 0; i < ENGINE_READERS; i++)
+    pthread_join(E.readers[i], NULL);
+  pthread_mutex_lock(&E.mu);
+  E.stopping = 2;
   pthread_cond_signal(&E.cond);
   pthread_mutex_unlock(&E.mu);
   pthread_join(E.worker, NULL);
@@ -275,7 +377,9 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
     "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
+    "                      [--statement-timeout MS]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
+    "                      [--statement-timeout MS]\n"
     "\n"
     "Run the database tier: SQLite on the auralog VFS over one volume. It\n"
     "ships only redo (page deltas) to the six segments of each protection\n"
@@ -296,14 +400,25 @@ static void usage(FILE *f)
     "                 yet durable, as in Aurora and InnoDB\n"
     "  --cache PAGES  buffer cache size in pages (default %d; a small one makes\n"
     "                 reads go to storage)\n"
+    "  --statement-timeout MS\n"
+    "                 interrupt a request (the SQL of one client message: one\n"
+    "                 statement of the `auralog sql` shell) still running after\n"
+    "                 MS ms, and roll back its transaction; so another client's\n"
+    "                 commit waits behind it no longer (default %d; 0: never)\n"
     "\n"
-    "Baselines for `auralog bench`: the same server, worker and protocol over\n"
+    "Clients' SQL runs in a sandbox: ATTACH, DETACH, VACUUM INTO and\n"
+    "load_extension() are refused (they reach files and code on the engine's\n"
+    "machine; the sqlite3 extension is the way to a local database). Requests\n"
+    "that only read run on %d reader threads beside the writer.\n"
+    "\n"
+    "Baselines for `auralog bench`: the same server, threads and protocol over\n"
     "stock SQLite instead of a volume, so that only storage differs.\n"
     "  --baseline SYSTEM  sqlite-wal-full (WAL, synchronous=FULL),\n"
     "                     sqlite-delete-full (rollback journal, synchronous=FULL)\n"
     "                     or sqlite-memory (in memory: the CPU ceiling)\n"
     "  --file PATH        the database file (not for sqlite-memory)\n",
-    READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES);
+    READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES, STATEMENT_TIMEOUT_MS,
+    ENGINE_READERS);
 }
 
 int engine_main(int argc, char **argv)
@@ -313,11 +428,12 @@ int engine_main(int argc, char **argv)
     {"coord", required_argument, 0, 'c'}, {"ship", required_argument, 0, 's'},
     {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
     {"reads", required_argument, 0, 'r'}, {"cache", required_argument, 0, 'C'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"statement-timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   const char *reads = NULL;
   long cache = 0;
   int o;
+  E.timeout_ms = STATEMENT_TIMEOUT_MS;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'v': volume = optarg; break;
@@ -341,6 +457,15 @@ int engine_main(int argc, char **argv)
       cache = strtol(optarg, &end, 10);
       if (end == optarg || *end || cache < 8 || cache > 1000000)
         die("engine: --cache is a number of pages from 8 to 1000000, not '%s'", optarg);
+      break;
+    }
+    case 'T': {
+      char *end;
+      long ms = strtol(optarg, &end, 10);
+      if (end == optarg || *end || ms < 0 || ms > 86400000)
+        die("engine: --statement-timeout is a number of ms from 0 (never) to 86400000, "
+            "not '%s'", optarg);
+      E.timeout_ms = (int)ms;
       break;
     }
     case 'h': usage(stdout); return 0;
@@ -407,7 +532,9 @@ int engine_main(int argc, char **argv)
   E.loop = uv_default_loop();
   pthread_mutex_init(&E.mu, NULL);
   pthread_cond_init(&E.cond, NULL);
+  pthread_cond_init(&E.rcond, NULL);
   E.todo_tail = &E.todo;
+  E.rtodo_tail = &E.rtodo;
   E.done_tail = &E.done;
   uv_async_init(E.loop, &E.wake, on_wake);
   uv_timer_init(E.loop, &E.tick);
@@ -420,15 +547,21 @@ int engine_main(int argc, char **argv)
   if (net_listen(E.loop, listen, on_msg, on_close, &E, why, sizeof why) != 0)
     die("engine: %s", why);
   pthread_create(&E.worker, NULL, worker_main, NULL);
+  for (int i = 0; i < ENGINE_READERS; i++)
+    pthread_create(&E.readers[i], NULL, reader_main, NULL);
   uv_signal_init(E.loop, &E.sigterm);
   uv_signal_init(E.loop, &E.sigint);
   uv_signal_start(&E.sigterm, on_signal, SIGTERM);
   uv_signal_start(&E.sigint, on_signal, SIGINT);
+  char limit[48] = "none";
+  if (E.timeout_ms)
+    fmt_ms(limit, sizeof limit, E.timeout_ms);
   if (E.baseline)
-    loginfo("engine serving SQL on %s (%s)", listen, E.baseline);
+    loginfo("engine serving SQL on %s (%s; statement timeout %s)", listen, E.baseline, limit);
   else
-    loginfo("engine serving SQL on %s (volume %s, coordinator %s; reads %s)", listen, volume,
-            coord, E.reads_immediate ? "immediate: replies may show commits not yet durable"
-                                     : "durable: a reply waits until what it saw is durable");
+    loginfo("engine serving SQL on %s (volume %s, coordinator %s; reads %s; statement "
+            "timeout %s)", listen, volume, coord,
+            E.reads_immediate ? "immediate: replies may show commits not yet durable"
+                              : "durable: a reply waits until what it saw is durable", limit);
   return uv_run(E.loop, UV_RUN_DEFAULT);
 }

@@ -1,10 +1,11 @@
 /*
  * engine_int.h: the inside of `auralog engine` (engine.c). The server's
- * three parts share one state, E (one engine a process):
+ * parts share one state, E (one engine a process):
  *   engine.c  the loop: clients, replies waiting for the VDL, signals, the
  *             command line
- *   worker.c  the worker thread: SQLite runs a client's statements; the
- *             connections, on the volume or on a baseline
+ *   worker.c  the threads that run SQL: one writer, ENGINE_READERS readers;
+ *             the connections, on the volume or on a baseline
+ *   sandbox.c what a client's SQL may reach (sandbox.h)
  *   probe.c   the read lease: the loop asks the coordinator for the
  *             volume's epoch
  * Nothing else includes it; the engine's interface is engine_main (roles.h).
@@ -23,9 +24,12 @@
 #include "vfs/lease.h"
 #include "vfs/volume.h"
 
-/* A request for the worker, and then its answer for the loop. */
+struct client;
+
+/* A request for a thread, and then its answer for the loop. */
 struct job {
   struct conn *c;            /* referenced while the job lives */
+  struct client *cl;         /* its client (engine.c): one job of it runs at a time */
   uint64_t req;
   char *sql;                 /* NULL: close the client's database */
   sqlite3 *db;
@@ -44,20 +48,23 @@ struct engine {
   const char *baseline;      /* NULL, or the stock SQLite it runs instead */
   int ship_pages;
   int reads_immediate;       /* --reads immediate: a read's reply does not wait */
+  int timeout_ms;            /* --statement-timeout: a request's limit (0: none) */
   const char *coord;
   sqlite3 *root;             /* keeps the volume open */
   struct volume *vol;
-  pthread_t worker;
+  pthread_t worker;                /* the writer thread */
+  pthread_t readers[ENGINE_READERS];
   pthread_mutex_t mu;
-  pthread_cond_t cond;
-  struct job *todo, **todo_tail;   /* for the worker */
+  pthread_cond_t cond, rcond;
+  struct job *todo, **todo_tail;   /* for the writer */
+  struct job *rtodo, **rtodo_tail; /* for the readers */
   struct job *done, **done_tail;   /* for the loop */
   struct job *waiting;             /* replies waiting for the VDL, by LSN */
   uv_async_t wake;
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
-  int stopping;
-  /* The read lease (a volume only): lmu guards lease (the worker checks
+  int stopping;              /* 1: readers stop; 2: the writer too */
+  /* The read lease (a volume only): lmu guards lease (the threads check
    * it, the loop renews it); the probe conn and timer are the loop's. */
   pthread_mutex_t lmu;
   struct lease lease;
@@ -77,13 +84,16 @@ extern struct engine E;
 void release(void);
 
 /* worker.c: a new SQLite connection to E.uri (the volume, or the
- * baseline's database), or NULL (logged). */
+ * baseline's database), in the sandbox, or NULL (logged). */
 sqlite3 *open_db(void);
 /* Check E.baseline names one, set E.uri to its database and open E.root;
  * dies on an error. */
 void open_baseline(const char *file);
-/* The worker thread: runs E.todo's jobs, hands them to E.done. */
+/* The writer thread: runs E.todo's jobs, hands them to E.done. */
 void *worker_main(void *arg);
+/* A reader thread: runs E.rtodo's jobs, hands them to E.done, or to
+ * E.todo when one does more than read. */
+void *reader_main(void *arg);
 
 /* probe.c: the first lease, before serving (t0: before vol_open asked the
  * coordinator for the epoch). Then every ENGINE_STAT_MS, on the loop,

@@ -8,8 +8,8 @@
  * ENGINE_STAT_MS (on_probe_tick: a Volume request on a conn of its own,
  * reconnected after RECONNECT_MS when it closes). An answer with its own
  * epoch renews the lease from the time the probe was sent; a newer epoch
- * fences the volume for good, and the replies waiting on it fail. The
- * worker checks the lease before it runs a job (worker.c refuse()).
+ * fences the volume for good, and the replies waiting on it fail. A
+ * thread that runs SQL checks the lease before each job (worker.c refuse()).
  *
  * lease_start takes the first lease before the engine serves, with one
  * blocking request. The lease's state is logged when it changes: a lab

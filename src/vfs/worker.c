@@ -1,42 +1,180 @@
 /*
- * worker.c: the engine's worker thread, and its SQLite connections
- * (engine_int.h; the server around it is engine.c).
+ * worker.c: the threads that run the clients' SQL, and their SQLite
+ * connections (engine_int.h; the server around them is engine.c).
  *
- * The loop hands the worker jobs (E.todo): a client's SQL, or closing a
- * client's connection. The worker runs each on the client's own SQLite
- * connection, one at a time, packs the reply and notes what it must wait
- * for before it may go out (wait_lsn: its own commit, and with durable
- * reads every commit its statements could see), then hands the job back
- * (E.done, and a wake-up for the loop). A job is refused outright, with
- * nothing run, while the volume is fenced or the read lease has run out.
+ * The loop hands a thread one job at a time of each client, in order: a
+ * client's SQL, or closing its connection. The thread runs it on the
+ * client's own SQLite connection, packs the reply and notes what it must
+ * wait for before it may go out (wait_lsn: its own commit, and with
+ * durable reads every commit its statements could see), then hands the
+ * job back (E.done, and a wake-up for the loop). A job is refused
+ * outright, with nothing run, while the volume is fenced or the read
+ * lease has run out.
  *
- * Connections open E.uri: the volume on the auralog VFS, or, for `auralog
- * bench`, a baseline: stock SQLite behind the same server, worker and
- * clients, so that only storage differs. Each has auralog_stats(), the
- * engine's counters for the benchmark.
+ * Threads: one writer (E.todo) runs any job; ENGINE_READERS readers
+ * (E.rtodo) run requests that only read, so that a read does not queue
+ * behind another client's long statement or the writes before it. One
+ * writer, because the volume has one writing connection at a time (the
+ * RESERVED lock): two threads writing at once would wait for each
+ * other's lock or, with rollback-journal locking, fail at once with
+ * SQLITE_BUSY. Readers are safe beside it: the VFS locks as
+ * rollback-journal SQLite does (vfs.c), so a commit takes EXCLUSIVE,
+ * waiting (the busy handler) for the statements that readers are in the
+ * middle of, and no reader starts one while a commit waits, nor while a
+ * write transaction that spilled its cache holds EXCLUSIVE early. A
+ * reader checks each statement before it runs it: sqlite3_stmt_readonly,
+ * and the sandbox's authorizer saw only reads (SELECT, its columns and
+ * functions, BEGIN, COMMIT, ROLLBACK). At the first statement that does
+ * more, it rolls back a transaction the request opened, drops the rows it
+ * gathered and hands the whole request to the writer, which runs it from
+ * the start: what ran so far only read, so running it again changes
+ * nothing.
+ *
+ * The statement timeout (--statement-timeout, STATEMENT_TIMEOUT_MS): a
+ * request still running after it is interrupted (a progress handler
+ * looks every PROGRESS_OPS instructions; a busy handler gives up waiting
+ * for a lock at the same deadline) with "statement timed out after N ms",
+ * its transaction is rolled back, and the thread goes on with the next
+ * job. So a commit waits behind another client's long statement, or for
+ * the locks of a reader's, about that long at most.
+ *
+ * Durable reads: a commit's pages are visible to other connections only
+ * once it is shipped, and only the writer thread commits; so the last
+ * commit shipped when a request's statements have finished (vol_last_cpl)
+ * bounds every commit they could see.
+ *
+ * Connections open E.uri, in the sandbox (sandbox.c): the volume on the
+ * auralog VFS, or, for `auralog bench`, a baseline: stock SQLite behind
+ * the same server, threads and clients, so that only storage differs.
+ * Each has auralog_stats(), the engine's counters for the benchmark.
  */
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/log.h"
 #include "param.h"
 #include "vfs/countvfs.h"
 #include "vfs/engine_int.h"
 #include "vfs/lease.h"
+#include "vfs/sandbox.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
 #include "wire.h"
+
+/* ---- the statement timeout ------------------------------------------------ */
+
+static __thread unsigned long long deadline;   /* this thread's job stops then (0: never) */
+
+/* Did this thread's job run out of time? */
+static int timed_out(void)
+{
+  return deadline && now_ms() >= deadline;
+}
+
+/* SQLite's progress handler: nonzero interrupts the statement. */
+static int on_progress(void *arg)
+{
+  (void)arg;
+  return timed_out();
+}
+
+/* Lock waits. A statement's locks go when it ends (or its transaction
+ * does), so each thread says so when one ends (unlocked), and a thread
+ * waiting for a lock tries again then, or after LOCK_POLL_MS at most (it
+ * may have missed the word: the lock can go between its try and its
+ * wait). Sleeping a fixed time instead, as sqlite3_busy_timeout does,
+ * would make a commit behind a reader of a few ms wait ten. */
+static pthread_mutex_t lock_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lock_cv = PTHREAD_COND_INITIALIZER;
+
+static void unlocked(void)
+{
+  pthread_mutex_lock(&lock_mu);
+  pthread_cond_broadcast(&lock_cv);
+  pthread_mutex_unlock(&lock_mu);
+}
+
+/* SQLite's busy handler (n: how often it was called for this wait):
+ * wait for a lock until the job's deadline, or LOCK_WAIT_MS where there
+ * is none (no timeout, or the loop opening a baseline's connection). */
+static int on_busy(void *arg, int n)
+{
+  static __thread unsigned long long since;
+  (void)arg;
+  unsigned long long now = now_ms();
+  if (n == 0)
+    since = now;
+  unsigned long long until = deadline ? deadline : since + LOCK_WAIT_MS;
+  if (now >= until)
+    return 0;
+  unsigned long long ms = until - now < LOCK_POLL_MS ? until - now : LOCK_POLL_MS;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += (long)(ms * 1000000);
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  pthread_mutex_lock(&lock_mu);
+  pthread_cond_timedwait(&lock_cv, &lock_mu, &ts);
+  pthread_mutex_unlock(&lock_mu);
+  return 1;
+}
+
+/* ---- running a request ------------------------------------------------------- */
 
 static char *add_text(const unsigned char *t)
 {
   return strdup(t ? (const char *)t : "");
 }
 
-/* Run every statement of j->sql on db; pack the reply into j. */
-static void run_sql(struct job *j)
+static void rows_free(Auralog__Rows *rows)
+{
+  for (size_t i = 0; i < rows->n_rows; i++) {
+    for (size_t k = 0; k < rows->rows[i]->n_values; k++) {
+      free(rows->rows[i]->values[k]->text);
+      free(rows->rows[i]->values[k]);
+    }
+    free(rows->rows[i]->values);
+    free(rows->rows[i]);
+  }
+  free(rows->rows);
+  for (size_t i = 0; i < rows->n_columns; i++)
+    free(rows->columns[i]);
+  free(rows->columns);
+}
+
+/* The error of a statement that failed with rc, for the client (expired:
+ * it ran out of time). */
+static char *step_error(sqlite3 *db, int rc, int expired)
+{
+  char buf[400];
+  if (sandbox_why())
+    return strdup(sandbox_why());
+  if (expired) {
+    snprintf(buf, sizeof buf, "statement timed out after %d ms%s (auralog engine "
+             "--statement-timeout)", E.timeout_ms, rc == SQLITE_INTERRUPT ? ""
+             : " waiting for a lock another client's transaction holds");
+    return strdup(buf);
+  }
+  const char *vfs_err = NULL;
+  if ((rc & 0xff) == SQLITE_IOERR)
+    sqlite3_file_control(db, "main", AURALOG_FCNTL_LAST_ERROR, &vfs_err);
+  size_t n = strlen(sqlite3_errmsg(db)) + (vfs_err ? strlen(vfs_err) : 0) + 8;
+  char *e = malloc(n);
+  snprintf(e, n, "%s%s%s", sqlite3_errmsg(db), vfs_err && *vfs_err ? ": " : "",
+           vfs_err ? vfs_err : "");
+  return e;
+}
+
+/* Run every statement of j->sql on db; pack the reply into j. On a
+ * reader thread, stop at the first statement that does more than read,
+ * undo what ran and return 1: the writer runs it all. Else 0. */
+static int run_sql(struct job *j, int reader)
 {
   sqlite3 *db = j->db;
   Env env = AURALOG__ENVELOPE__INIT;
@@ -45,18 +183,22 @@ static void run_sql(struct job *j)
   size_t caprows = 0;
   const char *tail = j->sql;
   char *errtext = NULL;
+  int handoff = 0, expired = 0, in_txn = 0;
   int64_t before = sqlite3_total_changes64(db);
-  /* Every commit this request's statements can see is at or below the
-   * last one shipped now (one worker: nobody else commits meanwhile). */
-  uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
+  deadline = E.timeout_ms ? now_ms() + (unsigned long long)E.timeout_ms : 0;
   while (tail && *tail) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
-      errtext = strdup(sqlite3_errmsg(db));
+    if (sandbox_prepare(db, tail, &st, &tail) != SQLITE_OK) {
+      errtext = strdup(sandbox_why() ? sandbox_why() : sqlite3_errmsg(db));
       break;
     }
     if (st == NULL)
       continue;              /* whitespace or a comment */
+    if (reader && !(sqlite3_stmt_readonly(st) && sandbox_only_reads())) {
+      sqlite3_finalize(st);
+      handoff = 1;
+      break;
+    }
     int ncol = sqlite3_column_count(st);
     if (ncol > 0) {
       /* The columns of the last statement that returns rows. */
@@ -69,6 +211,7 @@ static void run_sql(struct job *j)
         rows.columns[i] = strdup(sqlite3_column_name(st, i));
     }
     int rc;
+    in_txn = !sqlite3_get_autocommit(db);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       if (rows.n_rows == caprows) {
         caprows = caprows ? 2 * caprows : 16;
@@ -88,21 +231,37 @@ static void run_sql(struct job *j)
       rows.rows[rows.n_rows++] = r;
     }
     if (rc != SQLITE_DONE) {
-      const char *vfs_err = NULL;
-      if ((rc & 0xff) == SQLITE_IOERR)
-        sqlite3_file_control(db, "main", AURALOG_FCNTL_LAST_ERROR, &vfs_err);
-      size_t n = strlen(sqlite3_errmsg(db)) + (vfs_err ? strlen(vfs_err) : 0) + 8;
-      errtext = malloc(n);
-      snprintf(errtext, n, "%s%s%s", sqlite3_errmsg(db), vfs_err && *vfs_err ? ": " : "",
-               vfs_err ? vfs_err : "");
+      expired = timed_out() && (rc == SQLITE_INTERRUPT || (rc & 0xff) == SQLITE_BUSY);
+      errtext = step_error(db, rc, expired);
     }
     sqlite3_finalize(st);
+    unlocked();
     if (errtext)
       break;
+  }
+  /* Out of time: the transaction it was in goes too, so that its locks do
+   * not hold up the other clients (SQLite already rolled back an
+   * interrupted write's). A reader handing over: the writer starts again. */
+  deadline = 0;              /* (else the progress handler stops ROLLBACK too) */
+  if ((handoff || expired) && !sqlite3_get_autocommit(db)) {
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    unlocked();
+  }
+  if (handoff) {
+    rows_free(&rows);
+    return 1;
+  }
+  if (expired && in_txn) {
+    size_t n = strlen(errtext) + 40;
+    errtext = realloc(errtext, n);
+    strncat(errtext, "; its transaction was rolled back", n - strlen(errtext) - 1);
   }
   uint64_t lsn = 0;
   sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &lsn);
   j->commit_lsn = lsn;
+  /* Every commit these statements could see is at or below the last one
+   * shipped now (only the writer thread commits; see the top). */
+  uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
   /* Durable reads: the reply (an error too: "UNIQUE constraint failed"
    * tells of a row) waits for what it saw and for its own commit.
    * Immediate: a commit's reply waits for it, anything else goes now. */
@@ -127,19 +286,9 @@ static void run_sql(struct job *j)
     wire_error(&e2, &e, j->req, ERR_BAD_MSG, "result too large for one reply (16 MiB)");
     j->frame = wire_frame(&e2, &j->len);
   }
-  for (size_t i = 0; i < rows.n_rows; i++) {
-    for (size_t k = 0; k < rows.rows[i]->n_values; k++) {
-      free(rows.rows[i]->values[k]->text);
-      free(rows.rows[i]->values[k]);
-    }
-    free(rows.rows[i]->values);
-    free(rows.rows[i]);
-  }
-  free(rows.rows);
-  for (size_t i = 0; i < rows.n_columns; i++)
-    free(rows.columns[i]);
-  free(rows.columns);
+  rows_free(&rows);
   free(errtext);
+  return 0;
 }
 
 /* SELECT auralog_stats(): this engine's counters as JSON, for `auralog
@@ -178,7 +327,7 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 /* Baselines (`auralog bench`): stock SQLite in place of the volume, behind
- * the same server, worker and clients, so that only storage differs. Each
+ * the same server, threads and clients, so that only storage differs. Each
  * is durable as SQLite can be made (synchronous=FULL: a commit returns
  * after its fsync), except the in-memory one, which is the ceiling of the
  * engine's CPU: everything auralog does minus storage. */
@@ -204,10 +353,17 @@ sqlite3 *open_db(void)
     sqlite3_close(db);
     return NULL;
   }
+  if (sandbox_apply(db) != SQLITE_OK) {
+    logwarn("cannot put the connection to %s in the sandbox: %s", E.uri, sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return NULL;
+  }
   sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
-  /* Another connection's commit is never in the way (the worker runs one
-   * request at a time), but a baseline's checkpoint might be. */
-  sqlite3_busy_timeout(db, 5000);
+  /* A commit waits for the statements readers are in, and a reader for a
+   * commit (a baseline's checkpoint too): see on_busy. */
+  sqlite3_busy_handler(db, on_busy, NULL);
+  if (E.timeout_ms)
+    sqlite3_progress_handler(db, PROGRESS_OPS, on_progress, NULL);
   for (size_t i = 0; E.baseline && i < sizeof baselines / sizeof *baselines; i++) {
     char *err = NULL;
     /* The journal mode is the database's (set once, by the first
@@ -282,31 +438,68 @@ static int refuse(struct job *j)
   return -1;
 }
 
+/* The next job of queue q (E.mu held), waiting for one; NULL once
+ * E.stopping reaches stop and q is empty. */
+static struct job *take(struct job **q, struct job ***tail, pthread_cond_t *cond, int stop)
+{
+  while (*q == NULL && E.stopping < stop)
+    pthread_cond_wait(cond, &E.mu);
+  struct job *j = *q;
+  if (j) {
+    *q = j->next;
+    if (*q == NULL)
+      *tail = q;
+    j->next = NULL;
+  }
+  return j;
+}
+
+/* Append j to a queue (E.mu held). */
+static void put(struct job *j, struct job ***tail)
+{
+  j->next = NULL;
+  **tail = j;
+  *tail = &j->next;
+}
+
 void *worker_main(void *arg)
 {
   (void)arg;
+  struct job *j;
   pthread_mutex_lock(&E.mu);
-  for (;;) {
-    while (E.todo == NULL && !E.stopping)
-      pthread_cond_wait(&E.cond, &E.mu);
-    if (E.todo == NULL)
-      break;
-    struct job *j = E.todo;
-    E.todo = j->next;
-    if (E.todo == NULL)
-      E.todo_tail = &E.todo;
+  while ((j = take(&E.todo, &E.todo_tail, &E.cond, 2)) != NULL) {
     pthread_mutex_unlock(&E.mu);
     if (j->sql == NULL) {
       sqlite3_close(j->db);  /* the client went away */
       j->db = NULL;
+      unlocked();
     } else if (refuse(j) == 0) {
-      run_sql(j);
+      run_sql(j, 0);
     }
     pthread_mutex_lock(&E.mu);
-    j->next = NULL;
-    *E.done_tail = j;
-    E.done_tail = &j->next;
+    put(j, &E.done_tail);
     uv_async_send(&E.wake);
+  }
+  pthread_mutex_unlock(&E.mu);
+  return NULL;
+}
+
+void *reader_main(void *arg)
+{
+  (void)arg;
+  struct job *j;
+  pthread_mutex_lock(&E.mu);
+  while ((j = take(&E.rtodo, &E.rtodo_tail, &E.rcond, 1)) != NULL) {
+    pthread_mutex_unlock(&E.mu);
+    int to_writer = refuse(j) == 0 && run_sql(j, 1) != 0;
+    pthread_mutex_lock(&E.mu);
+    if (to_writer) {
+      put(j, &E.todo_tail);
+      pthread_cond_signal(&E.cond);
+    } else {
+      put(j, &E.done_tail);
+      uv_async_send(&E.wake);
+    }
   }
   pthread_mutex_unlock(&E.mu);
   return NULL;

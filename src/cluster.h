@@ -1,0 +1,51 @@
+/*
+ * cluster.h: a local cluster's layout and members, shared by `auralog
+ * cluster` (cluster.c) and `auralog fault` (fault.c). Not a protocol
+ * interface: the commands that start, stop and break a cluster on one
+ * machine.
+ */
+#ifndef AURALOG_CLUSTER_H
+#define AURALOG_CLUSTER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "param.h"
+
+#define DIR_MAX 1024       /* longest cluster directory accepted */
+
+struct member {
+  char name[8];
+  char az[2];              /* "" for the coordinator */
+  int port;
+  char addr[64];
+  char data[DIR_MAX + 16];
+  const char *tag;         /* an argument only this member's process has */
+  pid_t pid;               /* running pid, or 0 */
+};
+
+struct cluster {
+  char dir[DIR_MAX];
+  int base;
+  int cache;               /* engine --cache PAGES (0: the engine's default) */
+  int timeout;             /* engine --statement-timeout MS (-1: the engine's default) */
+  struct member m[2 + NCOPIES];     /* coord, nodes, engine */
+  int n;
+};
+
+/* Find the cluster in dir (NULL: $AURALOG_DIR or ~/.auralog), creating the
+ * directory if create; base 0, cache and timeout < 0 keep what
+ * cluster.json says. 1 with *cl laid out, 0 if there is none (a line says
+ * so), or dies with a reason. */
+int cluster_find(struct cluster *cl, const char *dir, int base, int cache, int timeout,
+                 int create);
+/* The member's pid if it runs (a process of this cluster), else 0. */
+pid_t cluster_running(const struct cluster *cl, const struct member *m);
+/* Start member m (self: the auralog binary); its pid file and log. */
+pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self);
+/* Wait until m listens (or its process is gone). 0, or -1 with why. */
+int cluster_wait_listening(struct cluster *cl, struct member *m, char *why, size_t n);
+/* Send m sig and wait until it is gone; its pid, or 0 if it was not running. */
+pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig);
+
+#endif

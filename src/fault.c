@@ -1,0 +1,166 @@
+/*
+ * fault.c: `auralog fault`: take parts of a local cluster out and bring
+ * them back: kill an AZ's nodes, a node or the engine (their data stays),
+ * start them again, or ask the coordinator for a fault the processes play
+ * themselves (a partition, a slow node). The cluster's layout is
+ * cluster.h's.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "lib/log.h"
+#include "roles.h"
+#include "rpc.h"
+
+static struct member *member(struct cluster *cl, const char *name)
+{
+  for (int i = 0; i < cl->n; i++)
+    if (strcmp(cl->m[i].name, name) == 0)
+      return &cl->m[i];
+  return NULL;
+}
+
+/* Kill a member the hard way, as a crash would; its data stays. */
+static void crash(struct cluster *cl, struct member *m)
+{
+  pid_t pid = cluster_stop_member(cl, m, SIGKILL);
+  if (pid)
+    printf("stopped %s (pid %d)\n", m->name, (int)pid);
+  else
+    printf("%s was not running\n", m->name);
+}
+
+static void start(struct cluster *cl, struct member *m, const char *self)
+{
+  char why[512];
+  if ((m->pid = cluster_running(cl, m)) != 0) {
+    printf("%s is already running (pid %d)\n", m->name, (int)m->pid);
+    return;
+  }
+  if (cluster_spawn(cl, m, self) < 0)
+    die("fault: cannot start %s: %s", m->name, strerror(errno));
+  if (cluster_wait_listening(cl, m, why, sizeof why) != 0)
+    die("fault: %s", why);
+  printf("started %s (pid %d)\n", m->name, (int)m->pid);
+}
+
+/* A fault the processes play themselves: tell the coordinator. */
+static int coord_fault(struct cluster *cl, const char *action, const char *az,
+                       const char *node, unsigned ms)
+{
+  char why[256];
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Fault f = AURALOG__FAULT__INIT;
+  f.action = (char *)action;
+  f.az = (char *)az;
+  f.node = (char *)node;
+  f.ms = ms;
+  req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
+  req.fault = &f;
+  Env *rep = rpc_once(cl->m[0].addr, &req, RPC_TIMEOUT_MS, why, sizeof why);
+  if (rep == NULL || rpc_expect(rep, AURALOG__ENVELOPE__BODY_OK, why, sizeof why) != 0)
+    die("fault: coordinator: %s", why);
+  wire_free(rep);
+  return 0;
+}
+
+static void fault_usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog fault [--dir DIR] ACTION\n"
+    "\n"
+    "Take parts of the local cluster out, and bring them back.\n"
+    "\n"
+    "  az-down A|B|C     kill both nodes of an AZ (their data stays)\n"
+    "  az-up A|B|C       start them again\n"
+    "  node-stop ID      kill one node (A1 A2 B1 B2 C1 C2)\n"
+    "  node-start ID     start it again\n"
+    "  engine-crash      kill the engine (SIGKILL); `auralog cluster up`\n"
+    "                    restarts it and it recovers\n"
+    "  partition A|B|C   the AZ's nodes stay up but are cut off from the\n"
+    "                    engine and from the other AZs\n"
+    "  heal              end every partition\n"
+    "  slow ID MS        the node answers MS milliseconds late (0: not slow)\n"
+    "\n"
+    "  --dir DIR   the cluster (default $AURALOG_DIR or ~/.auralog)\n");
+}
+
+int fault_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"dir", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *dir = NULL;
+  int o;
+  /* Options may come before or after the action (getopt permutes). */
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'd': dir = optarg; break;
+    case 'h': fault_usage(stdout); return 0;
+    default: fault_usage(stderr); return 2;
+    }
+  }
+  if (optind >= argc)
+    die("fault: say what to do (see auralog fault --help)");
+  const char *act = argv[optind], *arg = optind + 1 < argc ? argv[optind + 1] : NULL;
+  int nargs = argc - optind - 1;
+  static struct cluster cl;
+  if (cluster_find(&cl, dir, 0, -1, -1, 0) <= 0)
+    return 1;
+  char self[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0)
+    die("fault: cannot find the auralog binary");
+  self[len] = 0;
+  int az = arg && arg[0] >= 'A' && arg[0] < 'A' + NAZ && arg[1] == 0;
+  if (!strcmp(act, "az-down") || !strcmp(act, "az-up")) {
+    if (!az || nargs != 1)
+      die("fault: %s needs an AZ: A, B or C", act);
+    for (int i = 1; i < cl.n - 1; i++)
+      if (cl.m[i].az[0] == arg[0]) {
+        if (act[3] == 'd')
+          crash(&cl, &cl.m[i]);
+        else
+          start(&cl, &cl.m[i], self);
+      }
+  } else if (!strcmp(act, "node-stop") || !strcmp(act, "node-start")) {
+    struct member *m = arg ? member(&cl, arg) : NULL;
+    if (m == NULL || !m->az[0] || nargs != 1)
+      die("fault: %s needs a node id (A1 A2 B1 B2 C1 C2), not '%s'", act, arg ? arg : "");
+    if (act[6] == 't' && act[7] == 'o')
+      crash(&cl, m);
+    else
+      start(&cl, m, self);
+  } else if (!strcmp(act, "engine-crash")) {
+    if (nargs != 0)
+      die("fault: engine-crash takes no argument");
+    crash(&cl, &cl.m[cl.n - 1]);
+  } else if (!strcmp(act, "partition")) {
+    if (!az || nargs != 1)
+      die("fault: partition needs an AZ: A, B or C");
+    coord_fault(&cl, "partition", arg, "", 0);
+    printf("AZ %s partitioned: its nodes are cut off from the engine and the other AZs\n", arg);
+  } else if (!strcmp(act, "heal")) {
+    if (nargs != 0)
+      die("fault: heal takes no argument");
+    coord_fault(&cl, "heal", "", "", 0);
+    printf("partitions healed\n");
+  } else if (!strcmp(act, "slow")) {
+    char *end = NULL;
+    long ms = nargs == 2 ? strtol(argv[optind + 2], &end, 10) : -1;
+    struct member *m = arg ? member(&cl, arg) : NULL;
+    if (nargs != 2 || m == NULL || !m->az[0] || *end || ms < 0 || ms > 60000)
+      die("fault: slow needs a node id and 0..60000 milliseconds");
+    coord_fault(&cl, "slow", "", arg, (unsigned)ms);
+    printf(ms ? "node %s answers %ld ms late\n" : "node %s is not slow any more\n", arg, ms);
+  } else {
+    die("fault: unknown action '%s' (see auralog fault --help)", act);
+  }
+  return 0;
+}
