@@ -96,6 +96,7 @@
 #define HEARTBEAT_MS    200     /* node -> coordinator heartbeat period */
 #define NODE_DOWN_MS    1000    /* no heartbeat for this long: node shown down */
 #define RECONNECT_MS    250     /* retry period for a lost link */
+#define REGISTER_RETRY_MS 1000  /* a node registers again while no Assign answers */
 
 /* Gossip (paper §3.3 step 4). */
 #define GOSSIP_MS       200     /* a segment with a hole, or behind a peer, pulls this often */

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/../lib.sh"
 ns="$(dirname "$AURALOG")/../scripts/netns-cluster.sh"
 nsdir="$AURALOG_DIR/netns"
-export AURALOG_KEY="$AURALOG_DIR/cluster.key"   # this cluster's key: the netns one shares it
+export AURALOG_KEY="${AURALOG_KEY:-$AURALOG_DIR/cluster.key}"   # this cluster's key: the netns one shares it
 AURALOG="$AURALOG" "$ns" down "$nsdir" > /dev/null 2>&1 || true
 step "scripts/netns-cluster.sh up $nsdir"
 AURALOG="$AURALOG" "$ns" up "$nsdir"

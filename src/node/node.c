@@ -368,6 +368,7 @@ static void on_read_page(struct node *n, struct ep *c, uint64_t req,
 static void on_assign(struct node *n, const Auralog__Assign *as)
 {
   char why[256];
+  n->assigned = 1;
   if (as->coord_pk.len == AUTH_PK_BYTES) {
     memcpy(n->coord_pk, as->coord_pk.data, AUTH_PK_BYTES);
     n->have_coord_pk = 1;
@@ -507,18 +508,25 @@ static void connect_coord(struct node *n)
     n->io->count_as(n->io->ctx, n->coord_conn, IO_COUNT_COORD);
 }
 
+static void send_register(struct node *n);
+
 void node_heartbeat(struct node *n)
 {
   if (n->coord_conn == NULL && io_now(n->io) >= n->coord_retry_at)
     connect_coord(n);
+  if (n->coord_conn && n->coord_up && !n->assigned &&
+      io_now(n->io) - n->registered_at >= REGISTER_RETRY_MS)
+    send_register(n);
   send_heartbeat(n);
 }
 
-void node_on_up(struct node *n, struct ep *c)
+/* Register (again): until the coordinator's Assign comes back, the node
+ * cannot check an epoch's ticket or a truncation's signature (it learns
+ * the coordinator's key from the Assign), so a Register or an Assign lost
+ * on a connection that stays up (a partition that drops frames) is sent
+ * again every REGISTER_RETRY_MS (node_heartbeat). */
+static void send_register(struct node *n)
 {
-  if (gossip_on_up(n, c) || c != n->coord_conn)
-    return;
-  n->coord_up = 1;
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Register reg = AURALOG__REGISTER__INIT;
   reg.id = n->id;
@@ -532,7 +540,17 @@ void node_on_up(struct node *n, struct ep *c)
   env.body_case = AURALOG__ENVELOPE__BODY_REGISTER;
   env.register_ = &reg;
   env.req = 1;
-  io_send(n->io, c, &env);
+  io_send(n->io, n->coord_conn, &env);
+  n->registered_at = io_now(n->io);
+}
+
+void node_on_up(struct node *n, struct ep *c)
+{
+  if (gossip_on_up(n, c) || c != n->coord_conn)
+    return;
+  n->coord_up = 1;
+  n->assigned = 0;
+  send_register(n);
   loginfo("registered with coordinator %s", n->coord);
   send_heartbeat(n);
 }

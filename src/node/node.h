@@ -78,6 +78,8 @@ struct node {
   size_t nlinks, caplinks;
   struct ep *coord_conn;     /* NULL: not connected (retry at coord_retry_at) */
   int coord_up;
+  int assigned;              /* an Assign came since the last Register */
+  unsigned long long registered_at;
   unsigned long long coord_retry_at;
   /* Lab faults, set by the coordinator. */
   int partitioned;           /* cut off from the engine and other AZs */
