@@ -233,4 +233,44 @@ static inline const Env *register_as(struct fake *f, struct coord *co, struct ep
   return count(f, c, ERROR) ? take(f, c, ERROR) : take(f, c, ASSIGN);
 }
 
+/* ---- a coordinator on the simulator's disk --------------------------------- */
+
+struct cfix {
+  struct fake f;
+  struct disk *d;
+  struct coord *co;            /* signing with coord_key */
+  struct ep *node[NCOPIES];    /* the six nodes' endpoints */
+};
+
+/* A coordinator, and (if nodes) the six nodes registered, each with its
+ * own identity, each answered by an Assign of no segment (taken). */
+static inline void coord_setup(struct cfix *x, int nodes)
+{
+  char why[256];
+  memset(x, 0, sizeof *x);
+  fake_init(&x->f);
+  x->d = disk_new();
+  x->co = calloc(1, sizeof *x->co);
+  x->co->signer = coord_key;
+  assert_int_equal(meta_open_kv(&x->co->meta, disk_kv(x->d), why, sizeof why), 0);
+  assert_int_equal(coord_init(x->co, &x->f.io, why, sizeof why), 0);
+  for (int i = 0; nodes && i < NCOPIES; i++) {
+    x->node[i] = ep_new(&x->f, addrs[i]);
+    const Env *as = register_as(&x->f, x->co, x->node[i], i, addrs[i], (uint8_t)(10 + i));
+    assert_int_equal(as->body_case, ASSIGN);
+    assert_int_equal(as->req, 1);
+    assert_int_equal(as->assign->n_segments, 0);
+    assert_memory_equal(as->assign->coord_pk.data, coord_key.pk, AUTH_PK_BYTES);
+  }
+}
+
+static inline void coord_teardown(struct cfix *x)
+{
+  coord_free(x->co);
+  meta_close(&x->co->meta);
+  free(x->co);
+  disk_free(x->d);
+  fake_free(&x->f);
+}
+
 #endif

@@ -137,25 +137,13 @@ static void node_installs_a_truncation_only_signed_by_its_writer(void **state)
 static void coord_binds_nodes_signs_tickets_and_guards_drops(void **state)
 {
   (void)state;
-  struct fake f;
-  char why[256];
-  fake_init(&f);
-  struct disk *d = disk_new();
-  struct coord *co = calloc(1, sizeof *co);
-  co->signer = coord_key;
-  assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
-  assert_int_equal(coord_init(co, &f.io, why, sizeof why), 0);
-  struct ep *node[NCOPIES];
-  for (int i = 0; i < NCOPIES; i++) {
-    node[i] = ep_new(&f, addrs[i]);
-    const Env *as = register_as(&f, co, node[i], i, addrs[i], (uint8_t)(10 + i));
-    assert_int_equal(as->body_case, ASSIGN);
-    assert_memory_equal(as->assign->coord_pk.data, coord_key.pk, AUTH_PK_BYTES);
-  }
+  struct cfix x;
+  coord_setup(&x, 1);
+  struct coord *co = x.co;
 
   /* A writer gets the coordinator's ticket for its epoch and its key. */
-  struct ep *w = ep_new(&f, "w1:1");
-  const Auralog__Volume *v = open_volume(&f, co, w, 60, 1, 1)->volume;
+  struct ep *w = ep_new(&x.f, "w1:1");
+  const Auralog__Volume *v = open_volume(&x.f, co, w, 60, 1, 1)->volume;
   assert_non_null(v->ticket);
   assert_true(auth_ticket_ok(coord_key.pk, v->id, v->epoch, v->ticket->writer_pk.data,
                              v->ticket->writer_pk.len, v->ticket->sig.data,
@@ -165,13 +153,13 @@ static void coord_binds_nodes_signs_tickets_and_guards_drops(void **state)
 
   /* An imposter registers as A1 at its own address: before, the real A1
    * was then shown down for good. */
-  struct ep *imp = ep_new(&f, "imposter:1");
-  const Env *rep = register_as(&f, co, imp, 0, "imposter:1", 99);
+  struct ep *imp = ep_new(&x.f, "imposter:1");
+  const Env *rep = register_as(&x.f, co, imp, 0, "imposter:1", 99);
   assert_int_equal(rep->error->code, ERR_AUTH);
-  assert_true(status_up(&f, co, node[1], "A1"));
+  assert_true(status_up(&x.f, co, x.node[1], "A1"));
   /* A1 itself may move (same data directory, same key). */
-  struct ep *moved = ep_new(&f, "A1:2");
-  assert_int_equal(register_as(&f, co, moved, 0, "A1:2", 10)->body_case, ASSIGN);
+  struct ep *moved = ep_new(&x.f, "A1:2");
+  assert_int_equal(register_as(&x.f, co, moved, 0, "A1:2", 10)->body_case, ASSIGN);
 
 
   /* Its engine reports: a drop is refused while it holds the volume. */
@@ -195,26 +183,22 @@ static void coord_binds_nodes_signs_tickets_and_guards_drops(void **state)
   dr.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
   dr.drop_volume = &dv;
   DELIVER(coord_on_msg, co, w, &dr);
-  assert_int_equal(take(&f, w, ERROR)->error->code, ERR_CONFLICT);
+  assert_int_equal(take(&x.f, w, ERROR)->error->code, ERR_CONFLICT);
   Env sr = AURALOG__ENVELOPE__INIT;
   Auralog__StatusReq sq = AURALOG__STATUS_REQ__INIT;
   sq.volume = "v";
   sr.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
   sr.status_req = &sq;
   DELIVER(coord_on_msg, co, w, &sr);
-  const Auralog__Status *st = take(&f, w, STATUS)->status;
+  const Auralog__Status *st = take(&x.f, w, STATUS)->status;
   assert_true(st->exists);
   assert_int_equal(st->engine->vdl, 5);
   /* Forced, it goes. */
   dv.force = 1;
   DELIVER(coord_on_msg, co, w, &dr);
-  take(&f, w, AURALOG__ENVELOPE__BODY_OK);
+  take(&x.f, w, AURALOG__ENVELOPE__BODY_OK);
 
-  coord_free(co);
-  meta_close(&co->meta);
-  free(co);
-  disk_free(d);
-  fake_free(&f);
+  coord_teardown(&x);
 }
 
 int main(void)

@@ -189,30 +189,15 @@ static void node_seg_query_of_a_newer_epoch_fences(void **state)
 static void coord_places_volumes_gives_epochs_and_watches_nodes(void **state)
 {
   (void)state;
-  struct fake f;
-  char why[256];
-  fake_init(&f);
-  struct disk *d = disk_new();
-  struct coord *co = calloc(1, sizeof *co);
-  assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
-  co->signer = coord_key;
-  assert_int_equal(coord_init(co, &f.io, why, sizeof why), 0);
-
-  /* Six nodes in three AZs register; each is told its segments (none). */
-  struct ep *node[NCOPIES];
-  uint64_t t0 = f.now;
-  for (int i = 0; i < NCOPIES; i++) {
-    node[i] = ep_new(&f, addrs[i]);
-    const Env *as = register_as(&f, co, node[i], i, addrs[i], (uint8_t)(10 + i));
-    assert_int_equal(as->body_case, ASSIGN);
-    assert_int_equal(as->req, 1);
-    assert_int_equal(as->assign->n_segments, 0);
-  }
+  struct cfix x;
+  coord_setup(&x, 1);
+  struct coord *co = x.co;
+  uint64_t t0 = x.f.now;
 
   /* A writer creates the volume: epoch 1, one PG of six segments on six
    * distinct nodes, two per AZ. */
-  struct ep *w = ep_new(&f, "w1:1");
-  const Auralog__Volume *v = open_volume(&f, co, w, 40, 1, 1)->volume;
+  struct ep *w = ep_new(&x.f, "w1:1");
+  const Auralog__Volume *v = open_volume(&x.f, co, w, 40, 1, 1)->volume;
   assert_int_equal(v->epoch, 1);
   assert_int_equal(v->page_size, PSIZE);
   assert_int_equal(v->n_pgs, 1);
@@ -231,40 +216,36 @@ static void coord_places_volumes_gives_epochs_and_watches_nodes(void **state)
     assert_int_equal(per_az[a], COPIES_PER_AZ);
   /* ... and each node is told its new segment, with its five peers. */
   for (int i = 0; i < NCOPIES; i++) {
-    const Auralog__Assign *as = take(&f, node[i], ASSIGN)->assign;
+    const Auralog__Assign *as = take(&x.f, x.node[i], ASSIGN)->assign;
     assert_int_equal(as->n_segments, 1);
     assert_string_equal(as->segments[0]->node, ids[i]);
     assert_int_equal(as->n_peers, NCOPIES);
   }
 
   /* A second writer: a new epoch. A reader: none. */
-  assert_int_equal(open_volume(&f, co, w, 41, 0, 1)->volume->epoch, 2);
-  assert_int_equal(open_volume(&f, co, w, 42, 0, 0)->volume->epoch, 2);
+  assert_int_equal(open_volume(&x.f, co, w, 41, 0, 1)->volume->epoch, 2);
+  assert_int_equal(open_volume(&x.f, co, w, 42, 0, 0)->volume->epoch, 2);
 
   /* Every node but C2 heartbeats; C2 is down once silent NODE_DOWN_MS. */
-  f.now = t0 + NODE_DOWN_MS - 200;
+  x.f.now = t0 + NODE_DOWN_MS - 200;
   for (int i = 0; i < NCOPIES - 1; i++) {
     Env env = AURALOG__ENVELOPE__INIT;
     Auralog__Heartbeat hb = AURALOG__HEARTBEAT__INIT;
     hb.id = (char *)ids[i];
     env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;
-    DELIVER(coord_on_msg, co, node[i], &env);
+    DELIVER(coord_on_msg, co, x.node[i], &env);
   }
-  f.now = t0 + NODE_DOWN_MS;
+  x.f.now = t0 + NODE_DOWN_MS;
   coord_tick(co);
-  assert_true(status_up(&f, co, w, "C2"));
-  f.now = t0 + NODE_DOWN_MS + 1;
+  assert_true(status_up(&x.f, co, w, "C2"));
+  x.f.now = t0 + NODE_DOWN_MS + 1;
   coord_tick(co);
-  assert_false(status_up(&f, co, w, "C2"));
+  assert_false(status_up(&x.f, co, w, "C2"));
   for (int i = 0; i < NCOPIES - 1; i++)
-    assert_true(status_up(&f, co, w, ids[i]));
+    assert_true(status_up(&x.f, co, w, ids[i]));
 
-  coord_free(co);
-  meta_close(&co->meta);
-  free(co);
-  disk_free(d);
-  fake_free(&f);
+  coord_teardown(&x);
 }
 
 /* Register node i's id, az and addr with key seed idseed; the answer. */
@@ -287,33 +268,24 @@ static const Env *grow_volume(struct fake *f, struct coord *co, struct ep *c, ui
 static void coord_refuses_a_huge_growth_and_changes_nothing(void **state)
 {
   (void)state;
-  struct fake f;
+  struct cfix x;
   char why[256];
-  fake_init(&f);
-  struct disk *d = disk_new();
-  struct coord *co = calloc(1, sizeof *co);
-  co->signer = coord_key;
-  assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
-  assert_int_equal(coord_init(co, &f.io, why, sizeof why), 0);
-  struct ep *node[NCOPIES];
-  for (int i = 0; i < NCOPIES; i++) {
-    node[i] = ep_new(&f, addrs[i]);
-    assert_int_equal(register_as(&f, co, node[i], i, addrs[i], (uint8_t)(10 + i))->body_case,
-                     ASSIGN);
-  }
-  struct ep *w = ep_new(&f, "w1:1");
-  assert_int_equal(open_volume(&f, co, w, 40, 1, 1)->volume->n_pgs, 1);
+  coord_setup(&x, 1);
+  struct coord *co = x.co;
+  struct disk *d = x.d;
+  struct ep *w = ep_new(&x.f, "w1:1");
+  assert_int_equal(open_volume(&x.f, co, w, 40, 1, 1)->volume->n_pgs, 1);
   for (int i = 0; i < NCOPIES; i++)
-    take(&f, node[i], ASSIGN);
+    take(&x.f, x.node[i], ASSIGN);
 
   /* The whole of MAX_PGS at once, or one PG past the cap: refused, in
    * one line that says why. */
   size_t before[NCOPIES];
   for (int i = 0; i < NCOPIES; i++)
-    before[i] = count(&f, node[i], 0);
+    before[i] = count(&x.f, x.node[i], 0);
   uint32_t asks[] = {MAX_PGS, 1 + GROW_MAX_PGS_PER_REQUEST + 1};
   for (size_t k = 0; k < sizeof asks / sizeof asks[0]; k++) {
-    const Auralog__Error *e = grow_volume(&f, co, w, 50 + k, asks[k], ERROR)->error;
+    const Auralog__Error *e = grow_volume(&x.f, co, w, 50 + k, asks[k], ERROR)->error;
     char want[200];
     snprintf(want, sizeof want, "volume growth of %u PGs refused: at most %d per request "
              "(volume 'v' has 1, %u asked)", asks[k] - 1, GROW_MAX_PGS_PER_REQUEST, asks[k]);
@@ -322,38 +294,34 @@ static void coord_refuses_a_huge_growth_and_changes_nothing(void **state)
   }
   /* Nothing changed: no node was told of a segment, the volume has one PG. */
   for (int i = 0; i < NCOPIES; i++)
-    assert_int_equal(count(&f, node[i], 0), before[i]);
-  assert_int_equal(open_volume(&f, co, w, 60, 0, 0)->volume->n_pgs, 1);
+    assert_int_equal(count(&x.f, x.node[i], 0), before[i]);
+  assert_int_equal(open_volume(&x.f, co, w, 60, 0, 0)->volume->n_pgs, 1);
   /* ... and on disk: a coordinator started again finds the same. */
   coord_free(co);
   meta_close(&co->meta);
   memset(co, 0, sizeof *co);
   assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
-  assert_int_equal(coord_init(co, &f.io, why, sizeof why), 0);
-  assert_int_equal(open_volume(&f, co, w, 61, 0, 0)->volume->n_pgs, 1);
+  assert_int_equal(coord_init(co, &x.f.io, why, sizeof why), 0);
+  assert_int_equal(open_volume(&x.f, co, w, 61, 0, 0)->volume->n_pgs, 1);
 
   /* Growth of exactly the cap is made; asking for fewer than it has
    * changes nothing and is no error. */
   for (int i = 0; i < NCOPIES; i++) {
-    assert_int_equal(register_as(&f, co, node[i], i, addrs[i], (uint8_t)(10 + i))->body_case,
+    assert_int_equal(register_as(&x.f, co, x.node[i], i, addrs[i], (uint8_t)(10 + i))->body_case,
                      ASSIGN);
   }
   const Auralog__Volume *v =
-    grow_volume(&f, co, w, 70, 1 + GROW_MAX_PGS_PER_REQUEST, VOLUME)->volume;
+    grow_volume(&x.f, co, w, 70, 1 + GROW_MAX_PGS_PER_REQUEST, VOLUME)->volume;
   assert_int_equal(v->n_pgs, 1 + GROW_MAX_PGS_PER_REQUEST);
   assert_int_equal(v->pgs[GROW_MAX_PGS_PER_REQUEST]->first_page,
                    GROW_MAX_PGS_PER_REQUEST * PG_PAGES);
   for (int i = 0; i < NCOPIES; i++)
-    assert_int_equal(take(&f, node[i], ASSIGN)->assign->n_segments,
+    assert_int_equal(take(&x.f, x.node[i], ASSIGN)->assign->n_segments,
                      1 + GROW_MAX_PGS_PER_REQUEST);
-  assert_int_equal(grow_volume(&f, co, w, 71, 3, VOLUME)->volume->n_pgs,
+  assert_int_equal(grow_volume(&x.f, co, w, 71, 3, VOLUME)->volume->n_pgs,
                    1 + GROW_MAX_PGS_PER_REQUEST);
 
-  coord_free(co);
-  meta_close(&co->meta);
-  free(co);
-  disk_free(d);
-  fake_free(&f);
+  coord_teardown(&x);
 }
 
 int main(void)
