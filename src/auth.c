@@ -29,45 +29,42 @@ static void put64(uint8_t *p, uint64_t v)
   }
 }
 
-/* Keyed BLAKE2b of label || ln || cn. */
-static void kdf(const struct auth_key *key, const char *label,
-                const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+/* Keyed BLAKE2b of label || ln || cn || addr (each NUL-terminated or of
+ * fixed size: nothing can spill from one into the next). */
+static void kdf(const struct auth_key *key, const char *label, const struct auth_hs *h,
                 uint8_t out[32])
 {
   crypto_generichash_state st;
   crypto_generichash_init(&st, key->k, sizeof key->k, 32);
   crypto_generichash_update(&st, (const uint8_t *)label, strlen(label) + 1);
-  crypto_generichash_update(&st, ln, AUTH_NONCE_BYTES);
-  crypto_generichash_update(&st, cn, AUTH_NONCE_BYTES);
+  crypto_generichash_update(&st, h->ln, AUTH_NONCE_BYTES);
+  crypto_generichash_update(&st, h->cn, AUTH_NONCE_BYTES);
+  crypto_generichash_update(&st, (const uint8_t *)h->addr, strlen(h->addr) + 1);
   crypto_generichash_final(&st, out, 32);
 }
 
-void auth_proof(const struct auth_key *key, int listener,
-                const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+void auth_proof(const struct auth_key *key, int listener, const struct auth_hs *h,
                 uint8_t out[AUTH_PROOF_BYTES])
 {
-  kdf(key, listener ? "auralog v1 listener proof" : "auralog v1 connector proof", ln, cn,
-      out);
+  kdf(key, listener ? "auralog v1 listener proof" : "auralog v1 connector proof", h, out);
 }
 
-int auth_proof_ok(const struct auth_key *key, int listener,
-                  const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+int auth_proof_ok(const struct auth_key *key, int listener, const struct auth_hs *h,
                   const uint8_t *got, size_t gotlen)
 {
   uint8_t want[AUTH_PROOF_BYTES];
   if (gotlen != AUTH_PROOF_BYTES)
     return 0;
-  auth_proof(key, listener, ln, cn, want);
+  auth_proof(key, listener, h, want);
   return sodium_memcmp(want, got, AUTH_PROOF_BYTES) == 0;
 }
 
-void auth_session(const struct auth_key *key, int listener,
-                  const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+void auth_session(const struct auth_key *key, int listener, const struct auth_hs *h,
                   struct auth_sess *s)
 {
   uint8_t l2c[32], c2l[32];
-  kdf(key, "auralog v1 listener to connector", ln, cn, l2c);
-  kdf(key, "auralog v1 connector to listener", ln, cn, c2l);
+  kdf(key, "auralog v1 listener to connector", h, l2c);
+  kdf(key, "auralog v1 connector to listener", h, c2l);
   memcpy(s->send_key, listener ? l2c : c2l, 32);
   memcpy(s->recv_key, listener ? c2l : l2c, 32);
   s->send_seq = s->recv_seq = 0;

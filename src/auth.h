@@ -73,19 +73,27 @@ int auth_init(void);
 /* Fresh random bytes (the operating system's). */
 void auth_random(void *buf, size_t n);
 
-/* The proof that whoever computed it holds key, for this pair of nonces.
- * listener: 1 for the listener's proof, 0 for the connecting side's (the
- * two differ, so neither can be reflected as the other). */
-void auth_proof(const struct auth_key *key, int listener,
-                const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+/* One handshake's inputs: the listener's nonce, the connector's, and the
+ * address the listener says it serves, which the connector checks is the
+ * one it dialed (auth_addr_match). Binding it into every proof and key
+ * means that a stranger who can listen on a member's address (a node that
+ * is down, on a shared machine) cannot relay the connection to another
+ * member: the writer would count that member's acknowledgments twice. */
+struct auth_hs {
+  uint8_t ln[AUTH_NONCE_BYTES], cn[AUTH_NONCE_BYTES];
+  char addr[136];            /* "host:port", at most ADDR_MAX_LEN */
+};
+
+/* The proof that whoever computed it holds key, for this handshake.
+ * listener: 1 for the listener's proof, 0 for the connector's (the two
+ * differ, so neither can be reflected as the other). */
+void auth_proof(const struct auth_key *key, int listener, const struct auth_hs *h,
                 uint8_t out[AUTH_PROOF_BYTES]);
 /* Constant-time comparison of a proof received with the one expected. */
-int auth_proof_ok(const struct auth_key *key, int listener,
-                  const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+int auth_proof_ok(const struct auth_key *key, int listener, const struct auth_hs *h,
                   const uint8_t *got, size_t gotlen);
 /* The session keys for one end (listener: 1 on the accepting side). */
-void auth_session(const struct auth_key *key, int listener,
-                  const uint8_t ln[AUTH_NONCE_BYTES], const uint8_t cn[AUTH_NONCE_BYTES],
+void auth_session(const struct auth_key *key, int listener, const struct auth_hs *h,
                   struct auth_sess *s);
 
 /* Tag of the next frame sent (len bytes at frame, length prefix

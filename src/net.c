@@ -19,6 +19,7 @@ enum { AUTH_NONE, AUTH_CHALLENGED, AUTH_WAIT_CHALLENGE, AUTH_WAIT_WELCOME, AUTH_
 
 struct listener {
   uv_tcp_t tcp;
+  char addr[136];            /* as given to net_listen: the challenge names it */
   conn_msg_fn on_msg;
   conn_close_fn on_close;
   void *data;
@@ -322,9 +323,11 @@ static void challenge(struct conn *c)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__AuthChallenge ch = AURALOG__AUTH_CHALLENGE__INIT;
-  auth_random(c->ln, sizeof c->ln);
+  auth_random(c->hs.ln, sizeof c->hs.ln);
   ch.version = AUTH_VERSION;
-  ch.nonce = (ProtobufCBinaryData){sizeof c->ln, c->ln};
+  ch.nonce = (ProtobufCBinaryData){sizeof c->hs.ln, c->hs.ln};
+  snprintf(c->hs.addr, sizeof c->hs.addr, "%s", c->lis->addr);
+  ch.addr = c->hs.addr;
   env.body_case = AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE;
   env.auth_challenge = &ch;
   c->auth = AUTH_CHALLENGED;
@@ -351,8 +354,8 @@ static int handshake(struct conn *c, const Env *env)
       return 0;
     }
     const Auralog__AuthHello *h = env->auth_hello;
-    memcpy(c->cn, h->nonce.data, sizeof c->cn);
-    if (!auth_proof_ok(key, 0, c->ln, c->cn, h->proof.data, h->proof.len)) {
+    memcpy(c->hs.cn, h->nonce.data, sizeof c->hs.cn);
+    if (!auth_proof_ok(key, 0, &c->hs, h->proof.data, h->proof.len)) {
       conn_fail(c, env->req, ERR_AUTH, "wrong cluster key (this cluster's key "
                 "is not the one the peer holds)");
       return 0;
@@ -360,12 +363,12 @@ static int handshake(struct conn *c, const Env *env)
     Env w = AURALOG__ENVELOPE__INIT;
     Auralog__AuthWelcome wm = AURALOG__AUTH_WELCOME__INIT;
     uint8_t proof[AUTH_PROOF_BYTES];
-    auth_proof(key, 1, c->ln, c->cn, proof);
+    auth_proof(key, 1, &c->hs, proof);
     wm.proof = (ProtobufCBinaryData){sizeof proof, proof};
     w.body_case = AURALOG__ENVELOPE__BODY_AUTH_WELCOME;
     w.auth_welcome = &wm;
     send_plain(c, &w);
-    auth_session(key, 1, c->ln, c->cn, &c->sess);
+    auth_session(key, 1, &c->hs, &c->sess);
     c->auth = AUTH_DONE;
     c->connected = 1;
     return 1;
@@ -377,13 +380,23 @@ static int handshake(struct conn *c, const Env *env)
   }
   if (c->auth == AUTH_WAIT_CHALLENGE &&
       env->body_case == AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE) {
-    memcpy(c->ln, env->auth_challenge->nonce.data, sizeof c->ln);
-    auth_random(c->cn, sizeof c->cn);
+    const Auralog__AuthChallenge *ch = env->auth_challenge;
+    /* The member that answered must serve the address dialed: else a
+     * stranger on that address relays to another member (auth.h). */
+    if (!addr_match(ch->addr, c->peer)) {
+      snprintf(why, sizeof why, "answered for %s, not the address dialed: a relay, or a "
+               "member listening elsewhere; connection closed", ch->addr);
+      connect_failed(c, UV_EACCES, why);
+      return 0;
+    }
+    memcpy(c->hs.ln, ch->nonce.data, sizeof c->hs.ln);
+    snprintf(c->hs.addr, sizeof c->hs.addr, "%s", ch->addr);
+    auth_random(c->hs.cn, sizeof c->hs.cn);
     Env h = AURALOG__ENVELOPE__INIT;
     Auralog__AuthHello hm = AURALOG__AUTH_HELLO__INIT;
     uint8_t proof[AUTH_PROOF_BYTES];
-    auth_proof(key, 0, c->ln, c->cn, proof);
-    hm.nonce = (ProtobufCBinaryData){sizeof c->cn, c->cn};
+    auth_proof(key, 0, &c->hs, proof);
+    hm.nonce = (ProtobufCBinaryData){sizeof c->hs.cn, c->hs.cn};
     hm.proof = (ProtobufCBinaryData){sizeof proof, proof};
     h.body_case = AURALOG__ENVELOPE__BODY_AUTH_HELLO;
     h.auth_hello = &hm;
@@ -394,12 +407,12 @@ static int handshake(struct conn *c, const Env *env)
   if (c->auth == AUTH_WAIT_WELCOME &&
       env->body_case == AURALOG__ENVELOPE__BODY_AUTH_WELCOME) {
     const Auralog__AuthWelcome *w = env->auth_welcome;
-    if (!auth_proof_ok(key, 1, c->ln, c->cn, w->proof.data, w->proof.len)) {
+    if (!auth_proof_ok(key, 1, &c->hs, w->proof.data, w->proof.len)) {
       connect_failed(c, UV_EACCES, "does not hold this cluster's key: not a member, "
                      "connection closed");
       return 0;
     }
-    auth_session(key, 0, c->ln, c->cn, &c->sess);
+    auth_session(key, 0, &c->hs, &c->sess);
     c->auth = AUTH_DONE;
     c->connected = 1;
     if (c->on_connect)
@@ -638,6 +651,7 @@ int net_listen_count(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
     return -1;
   }
   struct listener *l = calloc(1, sizeof *l);
+  snprintf(l->addr, sizeof l->addr, "%s", addr);
   uv_tcp_init(loop, &l->tcp);
   l->tcp.data = l;
   l->on_msg = on_msg;

@@ -63,7 +63,7 @@ struct conn {
    * after it every frame carries a tag under sess. */
   int auth;
   int plain;               /* AURALOG_AUTH=off: no handshake, no tags */
-  uint8_t ln[32], cn[32];  /* the listener's and the connector's nonces */
+  struct auth_hs hs;       /* the nonces, and the address the listener serves */
   struct auth_sess sess;
   struct listener *lis;    /* the listener that accepted it (NULL: connected) */
   struct conn *lprev, *lnext;  /* the listener's conns, oldest first */

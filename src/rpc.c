@@ -89,16 +89,26 @@ int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
   }
   if (rpc_open_plain(r, addr, timeout_ms, why, whylen) != 0)
     return -1;
-  uint8_t ln[AUTH_NONCE_BYTES], cn[AUTH_NONCE_BYTES], proof[AUTH_PROOF_BYTES];
+  struct auth_hs hs;
+  uint8_t proof[AUTH_PROOF_BYTES];
   Env *e = rpc_recv(r, timeout_ms, why, whylen);
-  if (e && e->body_case == AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE) {
-    memcpy(ln, e->auth_challenge->nonce.data, sizeof ln);
+  if (e && e->body_case == AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE &&
+      !addr_match(e->auth_challenge->addr, addr)) {
+    snprintf(why, whylen, "%s answered for %s: a relay, or a member listening elsewhere",
+             addr, e->auth_challenge->addr);
     wire_free(e);
-    auth_random(cn, sizeof cn);
-    auth_proof(key, 0, ln, cn, proof);
+    rpc_close(r);
+    return -1;
+  }
+  if (e && e->body_case == AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE) {
+    memcpy(hs.ln, e->auth_challenge->nonce.data, sizeof hs.ln);
+    snprintf(hs.addr, sizeof hs.addr, "%s", e->auth_challenge->addr);
+    wire_free(e);
+    auth_random(hs.cn, sizeof hs.cn);
+    auth_proof(key, 0, &hs, proof);
     Env h = AURALOG__ENVELOPE__INIT;
     Auralog__AuthHello hm = AURALOG__AUTH_HELLO__INIT;
-    hm.nonce = (ProtobufCBinaryData){sizeof cn, cn};
+    hm.nonce = (ProtobufCBinaryData){sizeof hs.cn, hs.cn};
     hm.proof = (ProtobufCBinaryData){sizeof proof, proof};
     h.body_case = AURALOG__ENVELOPE__BODY_AUTH_HELLO;
     h.auth_hello = &hm;
@@ -108,11 +118,11 @@ int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
     free(frame);
     e = sent ? rpc_recv(r, timeout_ms, why, whylen) : NULL;
     if (e && e->body_case == AURALOG__ENVELOPE__BODY_AUTH_WELCOME) {
-      int ok = auth_proof_ok(key, 1, ln, cn, e->auth_welcome->proof.data,
+      int ok = auth_proof_ok(key, 1, &hs, e->auth_welcome->proof.data,
                              e->auth_welcome->proof.len);
       wire_free(e);
       if (ok) {
-        auth_session(key, 0, ln, cn, &r->sess);
+        auth_session(key, 0, &hs, &r->sess);
         r->authed = 1;
         return 0;
       }

@@ -492,6 +492,8 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_AUTH_CHALLENGE:
     if (e->auth_challenge->nonce.len != AUTH_NONCE_BYTES)
       return bad(why, whylen, "challenge with a nonce of %zu bytes", e->auth_challenge->nonce.len);
+    if (!addr_ok(e->auth_challenge->addr))
+      return bad(why, whylen, "challenge with a bad address");
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_AUTH_HELLO:
     if (e->auth_hello->nonce.len != AUTH_NONCE_BYTES ||

@@ -37,6 +37,16 @@ int addr_parse(const char *s, struct sockaddr_in *sa, char *why, size_t whylen)
   return 0;
 }
 
+int addr_match(const char *served, const char *dialed)
+{
+  struct sockaddr_in a, b;
+  char why[128];
+  if (addr_parse(served, &a, why, sizeof why) != 0 || addr_parse(dialed, &b, why, sizeof why) != 0)
+    return 0;
+  return a.sin_port == b.sin_port &&
+         (a.sin_addr.s_addr == htonl(INADDR_ANY) || a.sin_addr.s_addr == b.sin_addr.s_addr);
+}
+
 const char *addr_coord(const char *opt)
 {
   if (opt && *opt)

@@ -10,6 +10,10 @@
  * or -1 with a one-line reason in why. */
 int addr_parse(const char *s, struct sockaddr_in *sa, char *why, size_t whylen);
 
+/* Is dialed served by a listener on served? The same port, and the same
+ * IPv4 address unless served listens on every address (0.0.0.0). */
+int addr_match(const char *served, const char *dialed);
+
 /* The coordinator address: opt if given, else $AURALOG_COORD, else the
  * default 127.0.0.1:7400. */
 const char *addr_coord(const char *opt);

@@ -10,6 +10,8 @@
  *  - a member (it holds the key) that forges an epoch, a truncation, a
  *    node's registration, a drop of a volume in use or an engine's report
  *    is refused each time, and the volume keeps every acknowledged row;
+ *  - a stranger listening on a member's address cannot pass connections
+ *    on to another member (the member names the address it serves);
  *  - 500 idle connections and 20 frames left half sent (10 huge ones from
  *    strangers, 10 of 8 MiB from members) leave a node's memory within a
  *    stated bound, and it goes on serving.
@@ -24,10 +26,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -233,6 +238,55 @@ static void a_member_cannot_forge_epochs_truncations_registrations_drops_or_repo
   auralog__volume__free_unpacked(v, NULL);
 }
 
+static int tcp_to(const char *addr);
+
+/* A stranger listening on port relays one connection, byte for byte, to
+ * to (a member): a child process; returns its pid. */
+static pid_t relay(int port, const char *to)
+{
+  int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal(listen(ls, 4), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int a = accept(ls, NULL, NULL), b = tcp_to(to);
+    struct pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    char buf[4096];
+    while (poll(p, 2, 5000) > 0) {
+      for (int i = 0; i < 2; i++)
+        if (p[i].revents) {
+          ssize_t n = read(p[i].fd, buf, sizeof buf);
+          if (n <= 0 || write(p[1 - i].fd, buf, (size_t)n) != n)
+            _exit(0);
+        }
+    }
+    _exit(0);
+  }
+  close(ls);
+  return pid;
+}
+
+static void a_stranger_on_a_members_address_cannot_relay_to_another_member(void **state)
+{
+  (void)state;
+  /* Before, a stranger who could listen where a node was (a node down on
+   * a shared machine) could pass the writer's connection to another node
+   * of the same PG, and the writer counted that node's acks twice. */
+  int port = base + 40;
+  pid_t pid = relay(port, node_addr(1));
+  char addr[64], why[256];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+  struct rpc r;
+  assert_int_equal(rpc_open(&r, addr, 3000, why, sizeof why), -1);
+  assert_non_null(strstr(why, "answered for"));
+  assert_non_null(strstr(why, node_addr(1)));
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
 /* VmRSS of pid, in KiB. */
 static long rss_kib(pid_t pid)
 {
@@ -340,6 +394,9 @@ int main(void)
                                     setup_cluster, teardown_cluster),
     cmocka_unit_test_setup_teardown(
       a_member_cannot_forge_epochs_truncations_registrations_drops_or_reports, setup_cluster,
+      teardown_cluster),
+    cmocka_unit_test_setup_teardown(
+      a_stranger_on_a_members_address_cannot_relay_to_another_member, setup_cluster,
       teardown_cluster),
     cmocka_unit_test_setup_teardown(idle_connections_and_half_sent_frames_leave_a_node_serving,
                                     setup_cluster, teardown_cluster),

@@ -2,8 +2,10 @@
  * test_auth.c: the cluster key's proofs, frame tags and signatures
  * (src/auth.c), as a peer trying to get in without the key would try them:
  *
- *  - a proof made with another key, or reflected (the listener's proof
- *    sent back as the connector's), is refused;
+ *  - a proof made with another key, reflected (the listener's proof sent
+ *    back as the connector's), or relayed (made for a listener on another
+ *    address) is refused, and a connector accepts only the address it
+ *    dialed;
  *  - both ends of a handshake derive the same keys, one per direction;
  *  - a frame tag is refused for an altered frame, a replayed frame, frames
  *    out of order, or a frame from another connection;
@@ -26,31 +28,52 @@
 
 #include "auth.h"
 #include "keyfile.h"
+#include "lib/addr.h"
 
 static void key_of(struct auth_key *k, uint8_t b)
 {
   memset(k->k, b, sizeof k->k);
 }
 
-static void proofs_need_the_key_and_cannot_be_reflected(void **state)
+static void handshake(struct auth_hs *h, const char *addr)
+{
+  auth_random(h->ln, sizeof h->ln);
+  auth_random(h->cn, sizeof h->cn);
+  snprintf(h->addr, sizeof h->addr, "%s", addr);
+}
+
+static void proofs_need_the_key_and_cannot_be_reflected_or_relayed(void **state)
 {
   (void)state;
   struct auth_key k, other;
   key_of(&k, 1);
   key_of(&other, 2);
-  uint8_t ln[AUTH_NONCE_BYTES], cn[AUTH_NONCE_BYTES], p[AUTH_PROOF_BYTES];
-  auth_random(ln, sizeof ln);
-  auth_random(cn, sizeof cn);
+  struct auth_hs h, h2;
+  uint8_t p[AUTH_PROOF_BYTES];
+  handshake(&h, "127.0.0.1:7401");
 
-  auth_proof(&k, 0, ln, cn, p);
-  assert_true(auth_proof_ok(&k, 0, ln, cn, p, sizeof p));
-  assert_false(auth_proof_ok(&other, 0, ln, cn, p, sizeof p));   /* wrong key */
-  assert_false(auth_proof_ok(&k, 1, ln, cn, p, sizeof p));       /* reflected */
-  assert_false(auth_proof_ok(&k, 0, ln, cn, p, sizeof p - 1));   /* short */
-  uint8_t ln2[AUTH_NONCE_BYTES];
-  memcpy(ln2, ln, sizeof ln2);
-  ln2[0] ^= 1;
-  assert_false(auth_proof_ok(&k, 0, ln2, cn, p, sizeof p));      /* replayed */
+  auth_proof(&k, 0, &h, p);
+  assert_true(auth_proof_ok(&k, 0, &h, p, sizeof p));
+  assert_false(auth_proof_ok(&other, 0, &h, p, sizeof p));   /* wrong key */
+  assert_false(auth_proof_ok(&k, 1, &h, p, sizeof p));       /* reflected */
+  assert_false(auth_proof_ok(&k, 0, &h, p, sizeof p - 1));   /* short */
+  h2 = h;
+  h2.ln[0] ^= 1;
+  assert_false(auth_proof_ok(&k, 0, &h2, p, sizeof p));      /* replayed */
+  /* Relayed: the same nonces, but the listener serves another address. */
+  h2 = h;
+  snprintf(h2.addr, sizeof h2.addr, "127.0.0.1:7402");
+  assert_false(auth_proof_ok(&k, 0, &h2, p, sizeof p));
+  auth_proof(&k, 1, &h, p);
+  assert_false(auth_proof_ok(&k, 1, &h2, p, sizeof p));
+
+  /* The connector checks the address served is the one it dialed. */
+  assert_true(addr_match("127.0.0.1:7401", "127.0.0.1:7401"));
+  assert_true(addr_match("0.0.0.0:7401", "10.77.0.11:7401"));
+  assert_true(addr_match("localhost:7401", "127.0.0.1:7401"));
+  assert_false(addr_match("127.0.0.1:7402", "127.0.0.1:7401"));
+  assert_false(addr_match("10.77.0.21:7401", "10.77.0.11:7401"));
+  assert_false(addr_match("garbage", "127.0.0.1:7401"));
 }
 
 static void frames_are_tagged_in_order_per_connection(void **state)
@@ -58,12 +81,11 @@ static void frames_are_tagged_in_order_per_connection(void **state)
   (void)state;
   struct auth_key k;
   key_of(&k, 1);
-  uint8_t ln[AUTH_NONCE_BYTES], cn[AUTH_NONCE_BYTES];
-  auth_random(ln, sizeof ln);
-  auth_random(cn, sizeof cn);
+  struct auth_hs h;
+  handshake(&h, "127.0.0.1:7401");
   struct auth_sess lis, con, other;
-  auth_session(&k, 1, ln, cn, &lis);
-  auth_session(&k, 0, ln, cn, &con);
+  auth_session(&k, 1, &h, &lis);
+  auth_session(&k, 0, &h, &con);
   assert_memory_equal(lis.send_key, con.recv_key, 32);
   assert_memory_equal(lis.recv_key, con.send_key, 32);
   assert_memory_not_equal(lis.send_key, lis.recv_key, 32);
@@ -82,8 +104,8 @@ static void frames_are_tagged_in_order_per_connection(void **state)
   assert_false(auth_check(&lis, f1, sizeof f1, t1));
   assert_true(auth_check(&lis, f2, sizeof f2, t2));
   /* Another connection (other nonces) takes none of them. */
-  cn[0] ^= 1;
-  auth_session(&k, 1, ln, cn, &other);
+  h.cn[0] ^= 1;
+  auth_session(&k, 1, &h, &other);
   assert_false(auth_check(&other, f1, sizeof f1, t1));
 }
 
@@ -155,7 +177,7 @@ int main(void)
 {
   assert_int_equal(auth_init(), 0);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(proofs_need_the_key_and_cannot_be_reflected),
+    cmocka_unit_test(proofs_need_the_key_and_cannot_be_reflected_or_relayed),
     cmocka_unit_test(frames_are_tagged_in_order_per_connection),
     cmocka_unit_test(signatures_hold_only_for_what_was_signed),
     cmocka_unit_test(key_files_are_private_and_never_overwritten),
