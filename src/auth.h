@@ -11,8 +11,10 @@
  * a sequence number, so a frame cannot be forged, altered, replayed,
  * reordered or moved to another connection. That is integrity and
  * authenticity between roles, and nothing more: frames are not encrypted
- * (anyone on the path reads redo and SQL results), and a student with a
- * shell on a node, who can read the key or the data directory, is a member.
+ * (anyone on the path reads redo and SQL results), a student with a shell
+ * on a node, who can read the key or the data directory, is a member, and
+ * the dashboard (HTTP, GET only) stays open to whoever reaches it: it
+ * shows status and changes nothing.
  * Inside the cluster, the two operations that destroy data carry their own
  * authority, so that even a member (or a bug) cannot forge them: an epoch
  * is valid only with the coordinator's signature (an epoch ticket, which
