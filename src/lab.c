@@ -465,7 +465,7 @@ int lab_main(int argc, char **argv)
   char why[320];
   Env *rep = status_fetch(x.coord, "main", why, sizeof why);
   if (rep == NULL)
-    die("lab: %s (is the cluster up? auralog cluster up)", why);
+    die("lab: %s%s", why, rpc_key_trouble(why) ? "" : " (is the cluster up? auralog cluster up)");
   char *js = status_json(rep->status);
   x.status = cJSON_Parse(js);
   free(js);

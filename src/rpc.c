@@ -300,3 +300,9 @@ Env *rpc_once(const char *addr, Env *req, int timeout_ms, char *why, size_t whyl
   rpc_close(&r);
   return env;
 }
+
+int rpc_key_trouble(const char *why)
+{
+  return strstr(why, "cluster key") || strstr(why, "not a member") ||
+         strstr(why, "answered for") || strstr(why, "not authorized");
+}

@@ -48,6 +48,11 @@ Env *rpc_recv(struct rpc *r, int timeout_ms, char *why, size_t whylen);
  * body); else 0. */
 int rpc_expect(const Env *reply, int body_case, char *why, size_t whylen);
 
+/* Is why about the cluster key (no key, a wrong one, a peer not a member)
+ * rather than a peer that is not there? A tool then says so, not "is the
+ * cluster up?". */
+int rpc_key_trouble(const char *why);
+
 /* One call on a fresh connection: open, call, close. */
 Env *rpc_once(const char *addr, Env *req, int timeout_ms, char *why, size_t whylen);
 

@@ -133,7 +133,8 @@ int sql_main(int argc, char **argv)
   struct rpc r;
   char why[256];
   if (rpc_open(&r, engine, 2000, why, sizeof why) != 0)
-    die("sql: %s (is the engine running? try: auralog cluster up)", why);
+    die("sql: %s%s", why,
+        rpc_key_trouble(why) ? "" : " (is the engine running? try: auralog cluster up)");
   int rc = optind < argc ? run(&r, argv[optind]) != 0 : shell(&r);
   rpc_close(&r);
   return rc ? 1 : 0;

@@ -271,7 +271,8 @@ int status_main(int argc, char **argv)
     char why[320];
     Env *rep = status_fetch(coord, volume, why, sizeof why);
     if (rep == NULL && !watch)
-      die("status: %s (is the cluster up? try: auralog cluster up)", why);
+      die("status: %s%s", why,
+          rpc_key_trouble(why) ? "" : " (is the cluster up? try: auralog cluster up)");
     if (watch && !json)
       fputs("\033[H\033[2J", stdout);
     if (rep == NULL) {

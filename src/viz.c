@@ -34,6 +34,7 @@
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
+#include "rpc.h"
 #include "status.h"
 #include "viz.h"
 
@@ -649,7 +650,8 @@ int viz_main(int argc, char **argv)
   } else {
     Env *rep = status_fetch(addr_coord(coord), volume, why, sizeof why);
     if (rep == NULL)
-      die("viz: %s (is the cluster up? try: auralog cluster up)", why);
+      die("viz: %s%s", why,
+          rpc_key_trouble(why) ? "" : " (is the cluster up? try: auralog cluster up)");
     dot = viz_dot(rep->status);
     wire_free(rep);
   }
