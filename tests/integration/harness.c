@@ -90,6 +90,11 @@ static void remove_key(void)
 
 int cluster_start(const char *name)
 {
+  return cluster_start_with(name, "");
+}
+
+int cluster_start_with(const char *name, const char *extra)
+{
   bin = getenv("AURALOG_BIN");
   if (bin == NULL)
     bin = "build/auralog";
@@ -113,7 +118,8 @@ int cluster_start(const char *name)
   if (!once++)
     atexit(remove_key);
   char out[4096];
-  if (sh(out, sizeof out, "%s cluster up --dir %s --base-port %d 2>&1", bin, dir, base) != 0) {
+  if (sh(out, sizeof out, "%s cluster up --dir %s --base-port %d%s 2>&1", bin, dir, base,
+         extra) != 0) {
     fprintf(stderr, "cluster up failed:\n%s\n", out);
     return -1;
   }

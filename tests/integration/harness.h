@@ -22,6 +22,8 @@ extern char out[OUT_SIZE];     /* what the last sql() printed */
 /* Pick a directory and ports for this run (name distinguishes test files)
  * and start the cluster. Returns 0, or -1 with the output on stderr. */
 int cluster_start(const char *name);
+/* The same, with more `cluster up` options (" --statement-timeout 0"). */
+int cluster_start_with(const char *name, const char *extra);
 /* Stop it and remove the directory (unless AURALOG_KEEP is set). */
 void cluster_stop(void);
 

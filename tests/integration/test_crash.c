@@ -187,7 +187,7 @@ static int setup(void **state)
     return -1;
   memset(sh_w, 0, sizeof *sh_w);
   sh_w->next = 1;
-  if (cluster_start("crash") != 0)
+  if (cluster_start_with("crash", " --statement-timeout 0") != 0)   /* crash_faults.c restart */
     return -1;
   snprintf(records_path, sizeof records_path, "%s/crash-records.txt", dir);
   snprintf(errors_path, sizeof errors_path, "%s/crash-writer.err", dir);
