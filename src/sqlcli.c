@@ -55,8 +55,25 @@ static int run(struct rpc *r, const char *sql)
   return rc ? -1 : 0;
 }
 
+/* The engine closes a connection silent for IDLE_MS (net.c): a shell left
+ * open that long connects again before its next statement, rather than
+ * find the connection gone after sending it (when it could not tell
+ * whether the statement ran). */
+static void fresh(struct rpc *r, unsigned long long *last)
+{
+  char why[256], addr[sizeof r->addr];
+  if (now_ms() - *last < IDLE_MS / 2)
+    return;
+  snprintf(addr, sizeof addr, "%s", r->addr);
+  rpc_close(r);
+  if (rpc_open(r, addr, 2000, why, sizeof why) != 0)
+    die("sql: %s", why);
+  *last = now_ms();
+}
+
 static int shell(struct rpc *r)
 {
+  unsigned long long last = now_ms();
   int tty = isatty(0), failed = 0;
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap), line[8192];
@@ -86,7 +103,9 @@ static int shell(struct rpc *r)
     memcpy(buf + len, line, n + 1);
     len += n;
     if (sqlite3_complete(buf)) {
+      fresh(r, &last);
       failed |= run(r, buf) != 0;
+      last = now_ms();
       len = 0;
       buf[0] = 0;
     }
