@@ -153,7 +153,7 @@ int conn_send(struct conn *c, const Env *env)
   if (c->closing)
     return -1;
   size_t len;
-  uint8_t *frame = wire_frame(env, &len);
+  uint8_t *frame = wire_frame_room(env, NET_FRAME_ROOM, &len);
   if (frame == NULL) {
     logwarn_rl("%s: reply over the frame limit dropped", c->peer);
     return -1;
@@ -197,13 +197,7 @@ int conn_send_frame(struct conn *c, uint8_t *frame, size_t len)
    * checks them in that order. Before it, only the handshake's frames
    * (and an Error) go out, plain. */
   if (c->auth == AUTH_DONE && !c->plain) {
-    uint8_t *f = realloc(frame, len + AUTH_TAG_BYTES);
-    if (f == NULL) {
-      free(frame);
-      return -1;
-    }
-    frame = f;
-    auth_seal(&c->sess, frame, len, frame + len);
+    auth_seal(&c->sess, frame, len, frame + len);   /* in the room left for it */
     len += AUTH_TAG_BYTES;
   }
   if (c->cork > 0) {

@@ -90,7 +90,9 @@ struct conn *net_connect(uv_loop_t *loop, const char *addr,
 /* Queue env on c. Returns 0, or -1 if c is closing or env is too large. */
 int conn_send(struct conn *c, const Env *env);
 
-/* Queue an already framed message (wire_frame); takes ownership of it. */
+/* Queue an already framed message, made with wire_frame_room(env,
+ * NET_FRAME_ROOM, ...) (the room holds its tag); takes ownership of it. */
+#define NET_FRAME_ROOM AUTH_TAG_BYTES
 int conn_send_frame(struct conn *c, uint8_t *frame, size_t len);
 
 /* Cork: frames sent until the matching conn_uncork wait, then go out in one

@@ -93,7 +93,7 @@ static int io_send_late(void *ctx, struct ep *to, const Env *env, uint32_t ms)
   if (c->closing)
     return -1;
   struct late *d = calloc(1, sizeof *d);
-  if (d == NULL || (d->frame = wire_frame(env, &d->len)) == NULL) {
+  if (d == NULL || (d->frame = wire_frame_room(env, NET_FRAME_ROOM, &d->len)) == NULL) {
     free(d);
     return -1;
   }

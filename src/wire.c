@@ -33,10 +33,15 @@ const char *wire_errname(uint32_t code)
 
 uint8_t *wire_frame(const Env *env, size_t *len)
 {
+  return wire_frame_room(env, 0, len);
+}
+
+uint8_t *wire_frame_room(const Env *env, size_t room, size_t *len)
+{
   size_t n = auralog__envelope__get_packed_size(env);
   if (n > FRAME_MAX)
     return NULL;
-  uint8_t *buf = malloc(4 + n);
+  uint8_t *buf = malloc(4 + n + room);
   if (buf == NULL)
     return NULL;
   put_be32(buf, (uint32_t)n);

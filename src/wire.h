@@ -44,6 +44,9 @@ const char *wire_errname(uint32_t code);
 /* Pack env into a frame (length prefix + payload). Returns malloc'd memory
  * and its length in *len, or NULL if the payload would exceed FRAME_MAX. */
 uint8_t *wire_frame(const Env *env, size_t *len);
+/* The same, with room bytes more allocated after the frame (*len does
+ * not count them): where net.c puts the frame's tag without copying it. */
+uint8_t *wire_frame_room(const Env *env, size_t room, size_t *len);
 
 /* Look at the front of buf[0..n). Returns:
  *   0  a whole frame is not there yet (*need: bytes needed in total, if known)

@@ -279,12 +279,12 @@ static int run_sql(struct job *j, int reader)
     env.body_case = AURALOG__ENVELOPE__BODY_ROWS;
     env.rows = &rows;
   }
-  j->frame = wire_frame(&env, &j->len);
+  j->frame = wire_frame_room(&env, NET_FRAME_ROOM, &j->len);
   if (j->frame == NULL) {
     Env e2;
     Auralog__Error e = AURALOG__ERROR__INIT;
     wire_error(&e2, &e, j->req, ERR_BAD_MSG, "result too large for one reply (16 MiB)");
-    j->frame = wire_frame(&e2, &j->len);
+    j->frame = wire_frame_room(&e2, NET_FRAME_ROOM, &j->len);
   }
   rows_free(&rows);
   free(errtext);
@@ -433,7 +433,7 @@ static int refuse(struct job *j)
   Env env;
   Auralog__Error e = AURALOG__ERROR__INIT;
   wire_error(&env, &e, j->req, code, why);
-  j->frame = wire_frame(&env, &j->len);
+  j->frame = wire_frame_room(&env, NET_FRAME_ROOM, &j->len);
   j->commit_lsn = j->wait_lsn = 0;   /* it saw nothing: out at once */
   return -1;
 }
