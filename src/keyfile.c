@@ -39,10 +39,11 @@ int key_read(const char *path, struct auth_key *k, char *why, size_t whylen)
   struct stat st;
   char buf[130];
   ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && !(st.st_mode & 077))
+  int statted = fstat(fd, &st) == 0;
+  if (statted && !(st.st_mode & 077))
     n = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (st.st_mode & 077) {
+  if (statted && (st.st_mode & 077)) {
     snprintf(why, whylen, "the cluster key %s may be read by others (mode %03o): "
              "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
     return -1;
