@@ -225,7 +225,13 @@ static int looks_like_read(const char *sql)
 
 /* Hand cl's next job to a thread, unless one of its jobs runs. A read
  * goes to the readers if the connection is in no transaction (one opened
- * by an earlier request stays with the writer). */
+ * by an earlier request stays with the writer), and only while there is a
+ * statement timeout: a read beside the writer holds the volume's shared
+ * lock, which a commit must wait for, and the timeout is what bounds that
+ * wait. With none (--statement-timeout 0), every request queues on the
+ * writer as before, and a commit waits behind a long read in the queue
+ * rather than fail on the lock (found by the crash campaign, point 452 of
+ * 500: with nodes slow, reads outlasted the writer's lock wait). */
 static void dispatch(struct client *cl)
 {
   if (cl->busy || cl->queue == NULL)
@@ -236,7 +242,8 @@ static void dispatch(struct client *cl)
     cl->queue_tail = &cl->queue;
   j->next = NULL;
   cl->busy = 1;
-  int read = j->sql && looks_like_read(j->sql) && sqlite3_get_autocommit(j->db);
+  int read = E.timeout_ms > 0 && j->sql && looks_like_read(j->sql) &&
+             sqlite3_get_autocommit(j->db);
   pthread_mutex_lock(&E.mu);
   if (read) {
     *E.rtodo_tail = j;
@@ -409,7 +416,8 @@ static void usage(FILE *f)
     "Clients' SQL runs in a sandbox: ATTACH, DETACH, VACUUM INTO and\n"
     "load_extension() are refused (they reach files and code on the engine's\n"
     "machine; the sqlite3 extension is the way to a local database). Requests\n"
-    "that only read run on %d reader threads beside the writer.\n"
+    "that only read run on %d reader threads beside the writer (with a\n"
+    "statement timeout; with none, every request queues on the writer).\n"
     "\n"
     "Baselines for `auralog bench`: the same server, threads and protocol over\n"
     "stock SQLite instead of a volume, so that only storage differs.\n"

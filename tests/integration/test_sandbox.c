@@ -308,6 +308,31 @@ static void a_timed_out_transaction_is_rolled_back(void **state)
   sql_ok("insert into counted values(7); select count(*) from counted;", "7\n");
 }
 
+/* With no statement timeout, reads queue on the writer as before the
+ * reader threads: a commit behind a read longer than LOCK_WAIT_MS waits
+ * for it and goes through. Before, the read ran beside it on a reader
+ * holding the shared lock, and the commit failed "database is locked"
+ * after LOCK_WAIT_MS (found by the crash campaign, point 452 of 500, where
+ * slow nodes made reads outlast the lock wait). */
+static void without_a_timeout_a_commit_waits_for_a_long_read(void **state)
+{
+  (void)state;
+  stop_member("engine", SIGTERM);
+  assert_int_equal(sh(out, sizeof out, "%s cluster up --dir %s --statement-timeout 0", bin,
+                      dir), 0);
+  struct bg b;
+  bg_start(&b, "with recursive c(x) as (select 1 union all select x + 1 from c where x < "
+               "25000000) select count(*) > 0 from c, counted;");
+  usleep(300 * 1000);
+  unsigned long long commit_ms = timed_sql_ok("insert into counted values(8);", "");
+  unsigned long long long_ms;
+  int rc = bg_wait(&b, &long_ms);
+  printf("# no timeout: a %llu ms read, and a commit behind it that took %llu ms\n", long_ms,
+         commit_ms);
+  assert_int_equal(rc, 0);
+  sql_ok("select count(*) from counted where x = 8;", "1\n");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -322,6 +347,7 @@ int main(void)
     cmocka_unit_test(a_commit_beside_a_long_computation_does_not_wait),
     cmocka_unit_test(a_long_write_times_out_and_leaves_nothing),
     cmocka_unit_test(a_timed_out_transaction_is_rolled_back),
+    cmocka_unit_test(without_a_timeout_a_commit_waits_for_a_long_read),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests_name("integration: sandbox", tests, setup, teardown);
