@@ -597,5 +597,6 @@ void node_free(struct node *n)
   free(n->dirty);
   free(n->acks);
   free(n->links);
+  free(n->checked);
   gossip_free(n);
 }

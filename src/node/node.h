@@ -105,6 +105,12 @@ struct node {
   struct auth_signer ident;
   uint8_t coord_pk[AUTH_PK_BYTES];
   int have_coord_pk;
+  /* Truncations this node has checked (volume, epoch, from, to): a
+   * truncation is volume-wide, and a recovery sends every one it learned
+   * to every segment, so each is checked once per node, not once per
+   * segment (an open-addressed set; trunc.c). */
+  uint64_t (*checked)[4];
+  size_t nchecked, capchecked;
 };
 
 /* Set n up as node id of AZ az serving at addr, with coordinator coord, on
@@ -164,7 +170,7 @@ int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoc
                     const Auralog__EpochTicket *ticket, char *why, size_t whylen);
 /* trunc.c: does t carry its authority (a ticket for its epoch, its
  * writer's signature)? ERR_NONE if so or s holds it already. */
-int node_trunc_auth(const struct node *n, const struct segment *s, const struct trunc *t,
+int node_trunc_auth(struct node *n, const struct segment *s, const struct trunc *t,
                     char *why, size_t whylen);
 /* trunc.c: may a writer's own truncation t be installed on s? (0: no,
  * with why) */

@@ -54,10 +54,49 @@ int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoc
   return ERR_NONE;
 }
 
-int node_trunc_auth(const struct node *n, const struct segment *s, const struct trunc *t,
+/* The set of checked truncations: where key k is, or would go. */
+static size_t checked_slot(const struct node *n, const uint64_t k[4])
+{
+  uint64_t h = k[0] * 0x9e3779b97f4a7c15ull ^ k[1] * 0xc2b2ae3d27d4eb4full ^
+               k[2] * 0x165667b19e3779f9ull ^ k[3] * 0x27d4eb2f165667c5ull;
+  size_t i = (size_t)(h ^ h >> 29) & (n->capchecked - 1);
+  while ((n->checked[i][0] || n->checked[i][1] || n->checked[i][2] || n->checked[i][3]) &&
+         memcmp(n->checked[i], k, sizeof n->checked[i]) != 0)
+    i = (i + 1) & (n->capchecked - 1);
+  return i;
+}
+
+static int checked(const struct node *n, const uint64_t k[4])
+{
+  return n->capchecked && memcmp(n->checked[checked_slot(n, k)], k, 4 * sizeof *k) == 0;
+}
+
+static void check_done(struct node *n, const uint64_t k[4])
+{
+  if (2 * (n->nchecked + 1) > n->capchecked) {      /* at most half full */
+    uint64_t (*old)[4] = n->checked;
+    size_t oldcap = n->capchecked;
+    n->capchecked = oldcap ? 2 * oldcap : 64;
+    n->checked = calloc(n->capchecked, sizeof *n->checked);
+    for (size_t i = 0; i < oldcap; i++)
+      if (old[i][0] || old[i][1] || old[i][2] || old[i][3])
+        memcpy(n->checked[checked_slot(n, old[i])], old[i], sizeof old[i]);
+    free(old);
+  }
+  memcpy(n->checked[checked_slot(n, k)], k, 4 * sizeof *k);
+  n->nchecked++;
+}
+
+int node_trunc_auth(struct node *n, const struct segment *s, const struct trunc *t,
                     char *why, size_t whylen)
 {
   if (t->to <= t->from || seg_has_trunc(s, t->epoch, t->from, t->to))
+    return ERR_NONE;
+  /* A truncation is the same for every segment of its volume: once its
+   * signatures held here, the range itself is authentic (a copy with other
+   * signature bytes cuts exactly the same). */
+  const uint64_t key[4] = {s->volume_id, t->epoch, t->from, t->to};
+  if (checked(n, key))
     return ERR_NONE;
   if (!n->have_coord_pk) {
     snprintf(why, whylen, "cannot check a truncation yet: the coordinator has not "
@@ -75,6 +114,7 @@ int node_trunc_auth(const struct node *n, const struct segment *s, const struct 
              (unsigned long long)t->to, (unsigned long long)t->epoch);
     return ERR_AUTH;
   }
+  check_done(n, key);
   return ERR_NONE;
 }
 

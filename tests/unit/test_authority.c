@@ -125,10 +125,15 @@ static void node_installs_a_truncation_only_signed_by_its_writer(void **state)
   assert_int_equal(disk_entries(x.d, "recs"), 2);
 
   /* Epoch 3's writer signs (2, 10]: installed, nothing it covers held. */
+  assert_int_equal(x.n->nchecked, 0);
   truncate_seg(&x, r, 52, 3, 2, 10, &writer_key);
   assert_int_equal(take(&x.f, r, SEG_INFO)->req, 52);
   assert_int_equal(s->ntruncs, 1);
   assert_true(s->truncs[0].proof.have);
+  /* Checked once for the whole node: every other segment of the volume
+   * that hears of it (a recovery sends each one every truncation) takes
+   * it without checking the signatures again. */
+  assert_int_equal(x.n->nchecked, 1);
   assert_int_equal(s->scl, 2);
   node_teardown(&x);
 }
