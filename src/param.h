@@ -124,6 +124,24 @@
 #define IDX_CHUNK       65536   /* most records indexed in one transaction */
 #define IDX_READ_MIN    1024    /* a page read indexes first if this many wait */
 
+/* Background work of a storage node (node/bg.c, node/store_pages.c;
+ * paper §3.3 steps 5, 7, 8). A page read applies at most COALESCE_RECS
+ * records above the page's newest version, plus those that came since the
+ * coalescer last ran (at most BG_MS ago) or lie above the VDL the node
+ * heard (not yet durable: never coalesced). */
+#define COALESCE_RECS   32      /* a page gets a new version after this many records */
+#define COALESCE_BATCH  256     /* pages coalesced in one background transaction */
+#define BG_MS           100     /* the coalescer runs at most this often */
+#define GC_MS           1000    /* GC runs this often ... */
+#define GC_BATCH        16384   /* ... freeing at most this many records per segment at once */
+#define GC_PEER_WAIT_MS 600000  /* a PG peer heard from this lately holds GC at its SCL
+                                 * (it may still pull those records); one silent longer
+                                 * comes back behind and fetches page versions */
+#define SCRUB_MS        1000    /* the scrub re-checks one slice this often ... */
+#define SCRUB_BATCH     4096    /* ... of at most this many records (then the versions) */
+#define REPAIR_MS       500     /* a damaged page version is asked of a peer this often */
+#define REPAIR_INFLIGHT 32      /* page versions asked of peers at once (repair, catch-up) */
+
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
  * nothing until used, and MDB_MAP_FULL becomes a clear "storage map full"
  * error (a full file system: "disk full", kv_lmdb.c). */

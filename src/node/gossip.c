@@ -28,7 +28,7 @@
 /* Send a pull or a push to a peer, counting it in gossip_bytes/msgs: the
  * traffic the storage tier adds to the engine's (a frame: its length
  * prefix and the packed envelope). */
-static int gossip_send(struct node *n, struct ep *c, const Env *env)
+int gossip_send(struct node *n, struct ep *c, const Env *env)
 {
   int rc = io_send(n->io, c, env);
   if (rc == 0) {
@@ -102,8 +102,11 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
   if (!gossip_reachable(n, p->az))
     return;                 /* it left before the partition began */
   for (int k = 0; k < g->npeers; k++)
-    if (&n->peers[g->peer[k]] == p)
+    if (&n->peers[g->peer[k]] == p) {
       g->peer_scl[k] = gp->scl;
+      g->peer_gc[k] = gp->gc_lsn;
+      g->peer_at[k] = io_now(n->io);
+    }
   char why[256];
   /* Truncations first: records they cut must not come back. Each is
    * valid forever (rule T, record.h: it cuts only records of older epochs
@@ -140,6 +143,8 @@ int gossip_on_msg(struct node *n, struct ep *c, const Env *env)
     return 0;
   if (env->body_case == AURALOG__ENVELOPE__BODY_GOSSIP_PUSH)
     on_push(n, p, env);
+  else
+    bg_on_answer(n, env);   /* a page version asked for a repair (bg.c) */
   return 1;
 }
 
@@ -187,6 +192,11 @@ static struct ep *peer_conn(struct node *n, int i)
   return p->c && p->up ? p->c : NULL;
 }
 
+struct ep *gossip_peer_conn(struct node *n, int i)
+{
+  return peer_conn(n, i);
+}
+
 static void ask(struct node *n, struct gossip *g, struct segment *s)
 {
   uint64_t best = 0;
@@ -205,6 +215,8 @@ static void ask(struct node *n, struct gossip *g, struct segment *s)
       continue;
     if (best > s->scl && g->peer_scl[k] <= s->scl)
       continue;
+    if (g->peer_gc[k] > s->scl && j + 1 < g->npeers)
+      continue;             /* it freed what we lack (bg.c catches up); another first */
     pick = k;
   }
   for (int j = 0; j < g->npeers && pick < 0; j++) {   /* anyone reachable */
@@ -260,6 +272,13 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
   struct segment *s = node_find_seg(n, p->volume_id, p->pg);
   if (s == NULL)
     return;
+  /* The puller's SCL holds our GC (bg.c): it may still need our records. */
+  struct gossip *g = gossip_of(n, p->volume_id, p->pg);
+  for (int k = 0; g && k < g->npeers; k++)
+    if (strcmp(n->peers[g->peer[k]].id, p->node) == 0) {
+      g->peer_scl[k] = p->scl;
+      g->peer_at[k] = io_now(n->io);
+    }
   Rec **recs = NULL;
   long nrecs = p->scl < s->max_lsn
                  ? store_above(&n->st, s, p->scl, &recs, GOSSIP_MAX, NULL) : 0;
@@ -271,6 +290,7 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
   gp.volume_id = s->volume_id;
   gp.pg = s->pg;
   gp.scl = s->scl;
+  gp.gc_lsn = s->gc_lsn;
   gp.records = recs;
   gp.n_records = (size_t)nrecs;
   gp.n_truncs = store_truncs_pb(s, &tr, &gp.truncs);

@@ -129,8 +129,10 @@ int node_commit(struct node *n)
     return rc;
   }
   /* Durable now: chain the records, then acknowledge with the new SCLs. */
-  for (size_t i = 0; i < n->nlinks; i++)
+  for (size_t i = 0; i < n->nlinks; i++) {
     seg_add(n->links[i].s, n->links[i].lsn, n->links[i].prev);
+    bg_on_record(n, n->links[i].s, n->links[i].page, n->links[i].len);
+  }
   /* The acks of one commit to one writer (a segment each) go out in one
    * write: the writer reads them in one turn and sends its next batch to
    * this node once, not once per ack. */
@@ -173,6 +175,7 @@ void node_end_turn(struct node *n)
   node_commit(n);
   if (n->st.nunidx >= n->idx_at)
     index_some(n);
+  bg_work(n);
 }
 
 static void on_append(struct node *n, struct ep *c, uint64_t req,
@@ -223,6 +226,10 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
       s->vdl = a->vdl;
     node_mark_dirty(n, s);
   }
+  /* The writer's minimum read point (memory only: a restarted node waits
+   * for the next Append before it frees anything, bg.c). */
+  if (a->pgmrpl > s->pgmrpl)
+    s->pgmrpl = a->pgmrpl;
   if (n->nacks == n->capacks) {
     n->capacks = n->capacks ? 2 * n->capacks : 64;
     n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);
@@ -274,7 +281,8 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
       n->caplinks = n->caplinks ? 2 * n->caplinks : 1024;
       n->links = realloc(n->links, n->caplinks * sizeof *n->links);
     }
-    n->links[n->nlinks++] = (struct link){s, r->lsn, r->prev_lsn};
+    n->links[n->nlinks++] = (struct link){s, r->lsn, r->prev_lsn, r->page_no,
+                                          (uint32_t)auralog__record__get_packed_size(r)};
     (*added)++;
   }
   free(fate);
@@ -344,6 +352,7 @@ static void on_read_page(struct node *n, struct ep *c, uint64_t req,
   uint8_t *buf = malloc(s->page_size);
   uint64_t page_lsn = 0;
   int rc = store_read_page(&n->st, s, rp->page_no, need, buf, &page_lsn, why, sizeof why);
+  bg_on_read(n, s, rp->page_no);
   if (rc != 0) {
     io_error(n->io, c, req, (uint32_t)rc, why);
   } else {
@@ -473,6 +482,7 @@ static void send_heartbeat(struct node *n)
     stats[i].scl = n->segs[i]->scl;
     stats[i].max_lsn = n->segs[i]->max_lsn;
     stats[i].epoch = n->segs[i]->epoch;
+    bg_stat(n, n->segs[i], &stats[i]);
     ptrs[i] = &stats[i];
   }
   static const struct net_count none;
@@ -491,6 +501,14 @@ static void send_heartbeat(struct node *n)
   hb.net_msgs_out = net->msgs_out;
   hb.coord_bytes = cn->bytes_in + cn->bytes_out;
   hb.coord_msgs = cn->msgs_in + cn->msgs_out;
+  hb.coalesced = n->coalesced;
+  hb.gc_records = n->gc_records;
+  hb.gc_images = n->gc_images;
+  hb.scrubbed = n->scrubbed;
+  hb.damage_found = n->damage_found + n->st.met_damage;
+  hb.repaired = n->repaired;
+  hb.max_apply = n->max_apply;
+  n->max_apply = 0;         /* "lately": since the last heartbeat */
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
   env.heartbeat = &hb;
   io_send(n->io, n->coord_conn, &env);
@@ -597,6 +615,7 @@ void node_free(struct node *n)
   free(n->dirty);
   free(n->acks);
   free(n->links);
+  free(n->coq);
   free(n->checked);
   gossip_free(n);
 }

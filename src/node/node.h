@@ -37,6 +37,7 @@ struct staged {
 struct link {
   struct segment *s;
   uint64_t lsn, prev;
+  uint32_t page, len;        /* for the background work's counts (bg.c) */
 };
 
 /* Another node holding segments of our PGs. */
@@ -55,6 +56,8 @@ struct gossip {
   uint32_t pg;
   int peer[NCOPIES];         /* index in node.peers */
   uint64_t peer_scl[NCOPIES];/* SCL each peer last told us */
+  uint64_t peer_gc[NCOPIES]; /* ... and its GC point */
+  unsigned long long peer_at[NCOPIES]; /* when (0: never): holds our GC (bg.c) */
   int npeers;
   unsigned turn;             /* whom to ask next */
   uint64_t req;              /* our pull in flight (0: none) */
@@ -111,6 +114,18 @@ struct node {
    * segment (an open-addressed set; trunc.c). */
   uint64_t (*checked)[4];
   size_t nchecked, capchecked;
+  /* Background work (bg.c): pages waiting to be coalesced, the scrub's
+   * place, the repair in flight, and counters for status. */
+  struct bgpage { uint64_t vol; uint32_t pg, page; } *coq;
+  size_t ncoq, capcoq;
+  unsigned long long started_at, co_at, gc_at, scrub_at, repair_at;
+  size_t gc_next, scrub_next;
+  uint64_t scrub_lsn, scrub_prev;  /* the scrub's place in segment scrub_next */
+  struct repreq { uint64_t req, vol, need; uint32_t pg, page;
+                  unsigned long long sent_at; } rep[REPAIR_INFLIGHT];
+  int rep_peer;
+  uint64_t coalesced, gc_records, gc_images, scrubbed, damage_found, repaired, catchups;
+  uint32_t max_apply;
 };
 
 /* Set n up as node id of AZ az serving at addr, with coordinator coord, on
@@ -181,7 +196,26 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
 void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
                       const Auralog__Truncate *t);
 
+/* bg.c (paper §3.3 steps 5, 7, 8): coalesce, GC at the PGMRPL, scrub and
+ * repair. */
+/* A record of page `page` (len bytes) of s became durable. */
+void bg_on_record(struct node *n, struct segment *s, uint32_t page, uint32_t len);
+/* A page read of s ended (the store says what it applied, or its damage). */
+void bg_on_read(struct node *n, struct segment *s, uint32_t page);
+/* After the turn's acks: the background work due now. */
+void bg_work(struct node *n);
+/* A peer's answer to a repair's page read. */
+void bg_on_answer(struct node *n, const Env *env);
+/* Counters into a heartbeat, and per segment. */
+void bg_stat(const struct node *n, const struct segment *s, Auralog__SegStat *st);
+
+/* scrub.c: one slice of the scrub; make s the next segment scrubbed. */
+void scrub_step(struct node *n);
+void scrub_soon(struct node *n, const struct segment *s);
+
 /* gossip.c (paper §3.3 step 4) */
+int gossip_send(struct node *n, struct ep *c, const Env *env);
+struct ep *gossip_peer_conn(struct node *n, int i);
 void gossip_learn(struct node *n, const Auralog__Assign *as);
 /* Is c a peer's endpoint? Then its message or its closing is gossip's. */
 int gossip_on_msg(struct node *n, struct ep *c, const Env *env);

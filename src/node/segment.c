@@ -34,6 +34,12 @@ void seg_free(struct segment *s)
   free(s->pend);
   s->pend = NULL;
   s->npend = s->cap = 0;
+  free(s->imaged);
+  free(s->floor);
+  free(s->unmat);
+  s->imaged = NULL;
+  s->floor = NULL;
+  s->unmat = NULL;
 }
 
 int seg_epoch(struct segment *s, uint64_t epoch, char *why, size_t whylen)

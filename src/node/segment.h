@@ -59,7 +59,27 @@ struct segment {
   size_t ntruncs;
   struct pend *pend;     /* held records above scl, sorted by lsn */
   size_t npend, cap;
+  /* Background work (node/bg.c, node/store_pages.c): the driver's state,
+   * kept here so that it lives and dies with the segment. */
+  uint64_t gc_lsn;       /* records <= gc_lsn are materialized; the chain starts here */
+  uint8_t *imaged;       /* bit per page: it has a version at or below gc_lsn */
+  uint64_t *floor;       /* per page (NULL: none): served only at or above this point */
+  uint16_t *unmat;       /* per page (NULL: none counted): records above its newest version */
+  uint64_t pgmrpl;       /* the writer's minimum read point, as heard (memory only) */
+  uint64_t catchup;      /* catching up to a peer's GC point by page versions (bg.c) */
+  uint64_t nrecs, nimgs, bytes;  /* held, as counted since load (status) */
+  uint64_t oldest_img;   /* LSN of the oldest page version held (0: none) */
 };
+
+/* Is a page (an index from first_page) imaged / its floor (0: none)? */
+static inline int seg_imaged(const struct segment *s, uint32_t i)
+{
+  return s->imaged && (s->imaged[i / 8] >> (i % 8)) & 1;
+}
+static inline uint64_t seg_floor(const struct segment *s, uint32_t i)
+{
+  return s->floor ? s->floor[i] : 0;
+}
 
 void seg_init(struct segment *s, uint64_t volume_id, uint32_t pg,
               uint32_t first_page, uint32_t npages, uint32_t page_size);

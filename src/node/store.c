@@ -22,34 +22,14 @@
 #include <string.h>
 
 #include "lib/log.h"
-#include "node/store.h"
+#include "node/store_int.h"
 #include "param.h"
 #include "wire.h"
-
-static void seg_key(uint8_t k[12], uint64_t vol, uint32_t pg)
-{
-  put_be64(k, vol);
-  put_be32(k + 8, pg);
-}
-
-static void rec_key(uint8_t k[20], uint64_t vol, uint32_t pg, uint64_t lsn)
-{
-  seg_key(k, vol, pg);
-  put_be64(k + 12, lsn);
-}
-
-static void page_key(uint8_t k[24], uint64_t vol, uint32_t pg, uint32_t page,
-                     uint64_t lsn)
-{
-  seg_key(k, vol, pg);
-  put_be32(k + 12, page);
-  put_be64(k + 16, lsn);
-}
 
 /* A kv error as the node reports it. A full disk or map says which, and
  * how much room is left, when the kv knows (kv_lmdb.c): "disk full (4096
  * bytes free on DIR) while committing records: nothing was stored". */
-static int fail(struct store *st, int rc, char *why, size_t whylen, const char *what)
+int store_fail(struct store *st, int rc, char *why, size_t whylen, const char *what)
 {
   if (rc == KV_FULL) {
     snprintf(why, whylen, "%s while %s: nothing was stored",
@@ -62,7 +42,7 @@ static int fail(struct store *st, int rc, char *why, size_t whylen, const char *
 
 /* Commit a write transaction and count it if the kv wrote it (one that
  * changed nothing writes and syncs nothing). */
-static int commit(struct store *st, struct kv_txn *txn)
+int store_kv_commit(struct store *st, struct kv_txn *txn)
 {
   int wrote = 0;
   int rc = kv_commit(st->kv, txn, &wrote);
@@ -71,20 +51,6 @@ static int commit(struct store *st, struct kv_txn *txn)
     st->fsyncs += st->syncs_per_commit;
   }
   return rc;
-}
-
-/* The transaction a read goes through: the open write transaction (it
- * sees this turn's writes), else a read-only one; done() ends the latter. */
-static int rtxn(struct store *st, struct kv_txn **txn)
-{
-  *txn = st->txn;
-  return *txn ? 0 : kv_begin(st->kv, KV_RDONLY, txn);
-}
-
-static void done(struct store *st, struct kv_txn *txn)
-{
-  if (txn != st->txn)
-    kv_abort(st->kv, txn);
 }
 
 /* Open the databases (where: the directory, for messages; may be NULL). */
@@ -105,7 +71,7 @@ static int open_kv(struct store *st, struct kv *kv, const char *where, char *why
     if (rc == 0)
       rc = kv_count(kv, txn, st->unidx, &st->nunidx); /* left by a crash: indexed next */
     if (rc == 0)
-      rc = commit(st, txn);
+      rc = store_kv_commit(st, txn);
     else
       kv_abort(kv, txn);
   }
@@ -147,6 +113,14 @@ void store_close(struct store *st)
 static int held(struct store *st, struct kv_txn *txn, const struct segment *s,
                 uint64_t lsn, uint64_t *epoch)
 {
+  /* The chain's start after GC (store_pages.c): its record is freed, but
+   * what it held is in page versions, so it counts as held; its epoch is
+   * unknown, and it is never stored again (UINT64_MAX: no copy is newer). */
+  if (lsn > 0 && lsn == s->gc_lsn) {
+    if (epoch)
+      *epoch = UINT64_MAX;
+    return 1;
+  }
   uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, lsn);
   struct kv_val key = {sizeof k, k}, val;
@@ -173,7 +147,7 @@ static int rechain(struct store *st, struct kv_txn *txn, struct segment *s,
   struct kv_cursor *cur;
   int rc = kv_cursor(st->kv, txn, st->recs, &cur);
   if (rc != 0)
-    return fail(st, rc, why, whylen, "loading segments");
+    return store_fail(st, rc, why, whylen, "loading segments");
   seg_rechain(s, base);
   uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, base + 1);
@@ -185,6 +159,7 @@ static int rechain(struct store *st, struct kv_txn *txn, struct segment *s,
     Rec *r = auralog__record__unpack(NULL, val.len, val.data);
     char rwhy[160];
     if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
+      st->met_damage++;
       logwarn_rl("volume %llu pg %u: stored record %llu is unreadable; not served "
               "(a PG peer's copy will replace it)", (unsigned long long)s->volume_id,
               s->pg, (unsigned long long)get_be64((uint8_t *)key.data + 12));
@@ -211,12 +186,12 @@ static uint64_t whole_to(struct store *st, struct kv_txn *txn, const struct segm
                          uint64_t base)
 {
   struct kv_cursor *cur;
-  if (base == 0 || kv_cursor(st->kv, txn, st->recs, &cur) != 0)
-    return base;
+  if (base <= s->gc_lsn || kv_cursor(st->kv, txn, st->recs, &cur) != 0)
+    return base < s->gc_lsn ? s->gc_lsn : base;
   uint8_t k[20];
-  rec_key(k, s->volume_id, s->pg, 1);
+  rec_key(k, s->volume_id, s->pg, s->gc_lsn + 1);
   struct kv_val key = {sizeof k, k}, val;
-  uint64_t prev = 0;
+  uint64_t prev = s->gc_lsn;        /* records at or below it were freed (GC) */
   int rc;
   for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
        rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
@@ -232,6 +207,7 @@ static uint64_t whole_to(struct store *st, struct kv_txn *txn, const struct segm
     if (r)
       auralog__record__free_unpacked(r, NULL);
     if (!ok) {
+      st->met_damage++;
       logwarn_rl("volume %llu pg %u: stored record %llu, below the SCL hint %llu, is "
               "damaged; chaining from %llu (a PG peer's copy will replace it)",
               (unsigned long long)s->volume_id, s->pg, (unsigned long long)lsn,
@@ -243,6 +219,36 @@ static uint64_t whole_to(struct store *st, struct kv_txn *txn, const struct segm
   }
   kv_cursor_close(st->kv, cur);
   return prev == base ? base : prev;
+}
+
+/* What s holds, for status: records, page versions, their bytes, the
+ * oldest version. A pass over keys and lengths, at load only. */
+static void count(struct store *st, struct kv_txn *txn, struct segment *s)
+{
+  uint8_t k[20];
+  seg_key(k, s->volume_id, s->pg);
+  unsigned dbs[2] = {st->recs, st->imgs};
+  for (int d = 0; d < 2; d++) {
+    struct kv_cursor *cur;
+    if (kv_cursor(st->kv, txn, dbs[d], &cur) != 0)
+      continue;
+    struct kv_val key = {12, k}, val;
+    for (int rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+      if (key.len < 12 || memcmp(key.data, k, 12) != 0)
+        break;
+      s->bytes += val.len;
+      if (d == 0) {
+        s->nrecs++;
+      } else {
+        uint64_t lsn = key.len == 24 ? get_be64((uint8_t *)key.data + 16) : 0;
+        s->nimgs++;
+        if (s->oldest_img == 0 || lsn < s->oldest_img)
+          s->oldest_img = lsn;
+      }
+    }
+    kv_cursor_close(st->kv, cur);
+  }
 }
 
 /* Rebuild one segment: its SegMeta, then every record above the hint. */
@@ -266,8 +272,20 @@ static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v
       trunc_proof_from_pb(&t.proof, m->truncs[i]);
       seg_add_trunc(s, &t);
     }
-  uint64_t base = m->scl;
+  s->gc_lsn = m->gc_lsn;
+  if (m->imaged.len == (s->npages + 7) / 8 && m->imaged.len > 0) {
+    s->imaged = malloc(m->imaged.len);
+    memcpy(s->imaged, m->imaged.data, m->imaged.len);
+  }
+  for (size_t i = 0; i + 1 < m->n_floors; i += 2)
+    if (m->floors[i] < s->npages) {
+      if (s->floor == NULL)
+        s->floor = calloc(s->npages, sizeof *s->floor);
+      s->floor[m->floors[i]] = m->floors[i + 1];
+    }
+  uint64_t base = m->scl < s->gc_lsn ? s->gc_lsn : m->scl;
   auralog__seg_meta__free_unpacked(m, NULL);
+  count(st, txn, s);
   /* The SCL hint names a record that is on disk (commit_group writes the
    * SCL before this commit's records are chained, node_truncate after the
    * rechain): if it does not, do not believe it; chain from the start. */
@@ -275,7 +293,7 @@ static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v
     logwarn_rl("volume %llu pg %u: its SCL hint %llu names no stored record; "
             "chaining from the start", (unsigned long long)s->volume_id, s->pg,
             (unsigned long long)base);
-    base = 0;
+    base = s->gc_lsn;
   }
   base = whole_to(st, txn, s, base);
   return rechain(st, txn, s, base, why, whylen);
@@ -286,7 +304,7 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
   struct kv_txn *txn;
   int rc = kv_begin(st->kv, KV_RDONLY, &txn);
   if (rc != 0)
-    return fail(st, rc, why, whylen, "reloading a segment");
+    return store_fail(st, rc, why, whylen, "reloading a segment");
   uint8_t k[12];
   seg_key(k, s->volume_id, s->pg);
   struct kv_val key = {sizeof k, k}, val;
@@ -302,6 +320,7 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
     seg_init(&fresh, s->volume_id, s->pg, s->first_page, s->npages, s->page_size);
   }
   kv_abort(st->kv, txn);
+  fresh.pgmrpl = s->pgmrpl;  /* heard, not stored */
   seg_free(s);
   *s = fresh;
   return 0;
@@ -310,10 +329,10 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
 int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t *epoch)
 {
   struct kv_txn *txn;
-  if (rtxn(st, &txn) != 0)
+  if (store_rtxn(st, &txn) != 0)
     return 0;
   int h = held(st, txn, s, lsn, epoch);
-  done(st, txn);
+  store_rdone(st, txn);
   return h;
 }
 
@@ -332,7 +351,7 @@ int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
   if (rc == 0 && (rc = kv_cursor(st->kv, txn, st->segs, &cur)) != 0)
     kv_abort(st->kv, txn);
   if (rc != 0) {
-    fail(st, rc, why, whylen, "loading segments");
+    store_fail(st, rc, why, whylen, "loading segments");
     return -1;
   }
   struct kv_val key, val;
@@ -358,7 +377,7 @@ int store_begin(struct store *st, char *why, size_t whylen)
   int rc = kv_begin(st->kv, 0, &st->txn);
   if (rc != 0) {
     st->txn = NULL;
-    return fail(st, rc, why, whylen, "starting a write");
+    return store_fail(st, rc, why, whylen, "starting a write");
   }
   return 0;
 }
@@ -393,6 +412,19 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   m.scl = s->scl;
   m.epoch = s->epoch;
   m.vdl = s->vdl;
+  m.gc_lsn = s->gc_lsn;
+  if (s->imaged)
+    m.imaged = (ProtobufCBinaryData){(s->npages + 7) / 8, s->imaged};
+  uint64_t *fl = NULL;
+  if (s->floor) {
+    fl = malloc(2 * s->npages * sizeof *fl);
+    for (uint32_t i = 0; i < s->npages; i++)
+      if (s->floor[i]) {
+        fl[m.n_floors++] = i;
+        fl[m.n_floors++] = s->floor[i];
+      }
+    m.floors = fl;
+  }
   Auralog__TruncRange *tr, **trp;
   m.n_truncs = store_truncs_pb(s, &tr, &trp);
   m.truncs = trp;
@@ -401,12 +433,13 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   auralog__seg_meta__pack(&m, buf);
   free(tr);
   free(trp);
+  free(fl);
   uint8_t k[12];
   seg_key(k, s->volume_id, s->pg);
   struct kv_val key = {sizeof k, k}, val = {n, buf};
   int rc = kv_put(st->kv, st->txn, st->segs, &key, &val, 0);
   free(buf);
-  return rc ? fail(st, rc, why, whylen, "storing a segment") : 0;
+  return rc ? store_fail(st, rc, why, whylen, "storing a segment") : 0;
 }
 
 int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
@@ -428,7 +461,7 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
     if ((rc = kv_put(st->kv, st->txn, st->unidx, &key, &pv, 0)) == 0)
       st->staged_unidx++;
   }
-  return rc ? fail(st, rc, why, whylen, "storing records") : 0;
+  return rc ? store_fail(st, rc, why, whylen, "storing records") : 0;
 }
 
 int store_index(struct store *st, size_t max, char *why, size_t whylen)
@@ -439,10 +472,10 @@ int store_index(struct store *st, size_t max, char *why, size_t whylen)
   struct kv_cursor *cur;
   int rc = kv_begin(st->kv, 0, &txn);
   if (rc != 0)
-    return fail(st, rc, why, whylen, "indexing records");
+    return store_fail(st, rc, why, whylen, "indexing records");
   if ((rc = kv_cursor(st->kv, txn, st->unidx, &cur)) != 0) {
     kv_abort(st->kv, txn);
-    return fail(st, rc, why, whylen, "indexing records");
+    return store_fail(st, rc, why, whylen, "indexing records");
   }
   struct kv_val key, val;
   size_t done = 0;
@@ -468,10 +501,10 @@ int store_index(struct store *st, size_t max, char *why, size_t whylen)
   kv_cursor_close(st->kv, cur);
   if (rc != 0 && rc != KV_NOTFOUND) {
     kv_abort(st->kv, txn);
-    return fail(st, rc, why, whylen, "indexing records");
+    return store_fail(st, rc, why, whylen, "indexing records");
   }
-  if ((rc = commit(st, txn)) != 0)
-    return fail(st, rc, why, whylen, "indexing records");
+  if ((rc = store_kv_commit(st, txn)) != 0)
+    return store_fail(st, rc, why, whylen, "indexing records");
   /* nunidx is a count kept by hand: fewer than max means none are left. */
   st->nunidx = done < max ? 0 : st->nunidx > done ? st->nunidx - done : 0;
   return 0;
@@ -481,12 +514,12 @@ int store_commit(struct store *st, char *why, size_t whylen)
 {
   if (st->txn == NULL)
     return 0;
-  int rc = commit(st, st->txn);
+  int rc = store_kv_commit(st, st->txn);
   st->txn = NULL;
   if (rc == 0)
     st->nunidx += st->staged_unidx;
   st->staged_unidx = 0;
-  return rc ? fail(st, rc, why, whylen, "committing records") : 0;
+  return rc ? store_fail(st, rc, why, whylen, "committing records") : 0;
 }
 
 void store_abort(struct store *st)
@@ -497,154 +530,14 @@ void store_abort(struct store *st)
   st->staged_unidx = 0;
 }
 
-/* The newest image of the page at or below read_point, if any. */
-static int find_image(struct store *st, struct kv_txn *txn, const struct segment *s,
-                      uint32_t page_no, uint64_t read_point, struct kv_val *img,
-                      uint64_t *img_lsn)
-{
-  uint8_t k[24];
-  page_key(k, s->volume_id, s->pg, page_no, read_point);
-  struct kv_cursor *cur;
-  struct kv_val key = {sizeof k, k};
-  if (kv_cursor(st->kv, txn, st->imgs, &cur) != 0)
-    return 0;
-  int rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, img);
-  if (rc == 0 && (key.len != 24 || memcmp(key.data, k, 24) != 0))
-    rc = kv_cursor_get(st->kv, cur, KV_PREV, &key, img);
-  else if (rc == KV_NOTFOUND)
-    rc = kv_cursor_get(st->kv, cur, KV_LAST, &key, img);
-  int found = rc == 0 && key.len == 24 && memcmp(key.data, k, 16) == 0 &&
-              img->len == s->page_size;
-  if (found)
-    *img_lsn = get_be64((uint8_t *)key.data + 16);
-  kv_cursor_close(st->kv, cur);
-  return found;
-}
-
-static int lsn_cmp(const void *a, const void *b)
-{
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The LSNs of page_no's records in (after, upto], in order, into *out
- * (malloc'd). The indexed ones are a range of pidx; the others are in
- * unidx, at most a few index batches, scanned whole for the segment. */
-static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segment *s,
-                        uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **out)
-{
-  uint64_t *v = NULL;
-  size_t n = 0, cap = 0;
-  uint8_t k[24];
-  page_key(k, s->volume_id, s->pg, page_no, after + 1);
-  struct kv_val key = {sizeof k, k}, val;
-  struct kv_cursor *cur;
-  int rc;
-  if (kv_cursor(st->kv, txn, st->pidx, &cur) == 0) {
-    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
-         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
-      if (key.len != 24 || memcmp(key.data, k, 16) != 0)
-        break;
-      uint64_t lsn = get_be64((uint8_t *)key.data + 16);
-      if (lsn > upto)
-        break;
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        v = realloc(v, cap * sizeof *v);
-      }
-      v[n++] = lsn;
-    }
-    kv_cursor_close(st->kv, cur);
-  }
-  size_t nidx = n;
-  rec_key(k, s->volume_id, s->pg, after + 1);
-  key.len = 20;
-  key.data = k;
-  if (kv_cursor(st->kv, txn, st->unidx, &cur) == 0) {
-    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
-         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
-      if (key.len != 20 || memcmp(key.data, k, 12) != 0)
-        break;
-      uint64_t lsn = get_be64((uint8_t *)key.data + 12);
-      if (lsn > upto)
-        break;
-      if (val.len != 4 || get_be32(val.data) != page_no)
-        continue;
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        v = realloc(v, cap * sizeof *v);
-      }
-      v[n++] = lsn;
-    }
-    kv_cursor_close(st->kv, cur);
-  }
-  if (nidx > 0 && n > nidx)
-    qsort(v, n, sizeof *v, lsn_cmp);  /* two sorted runs */
-  *out = v;
-  return n;
-}
-
-int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
-                    uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
-                    char *why, size_t whylen)
-{
-  struct kv_txn *txn;       /* st->txn sees this turn's writes: all above the SCL */
-  int rc = rtxn(st, &txn);
-  if (rc != 0)
-    return fail(st, rc, why, whylen, "reading a page");
-  struct kv_val img = {0, NULL};
-  uint64_t base_lsn = 0;
-  int have_img = find_image(st, txn, s, page_no, read_point, &img, &base_lsn);
-
-  /* The page's records in (base_lsn, read_point]: from the page index,
-   * and from the records not indexed yet. */
-  uint64_t *lsns = NULL;
-  size_t nl = page_lsns(st, txn, s, page_no, base_lsn, read_point, &lsns);
-  Rec **recs = NULL;
-  size_t n = 0, cap = 0;
-  int out_rc = 0;
-  for (size_t li = 0; li < nl; li++) {
-    uint64_t lsn = lsns[li];
-    uint8_t rk[20];
-    rec_key(rk, s->volume_id, s->pg, lsn);
-    struct kv_val rkey = {sizeof rk, rk}, rval;
-    Rec *r = NULL;
-    if (kv_get(st->kv, txn, st->recs, &rkey, &rval) == 0)
-      r = auralog__record__unpack(NULL, rval.len, rval.data);
-    char rwhy[160];
-    if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
-      snprintf(why, whylen, "stored record %llu of page %u is damaged",
-               (unsigned long long)lsn, page_no);
-      if (r)
-        auralog__record__free_unpacked(r, NULL);
-      out_rc = ERR_INTERNAL;
-      break;
-    }
-    if (n == cap) {
-      cap = cap ? 2 * cap : 16;
-      recs = realloc(recs, cap * sizeof *recs);
-    }
-    recs[n++] = r;
-  }
-  free(lsns);
-  if (out_rc == 0)
-    *page_lsn = page_build(out, s->page_size, have_img ? img.data : NULL,
-                           base_lsn, recs, n, read_point);
-  for (size_t i = 0; i < n; i++)
-    auralog__record__free_unpacked(recs[i], NULL);
-  free(recs);
-  done(st, txn);
-  return out_rc;
-}
-
 uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto)
 {
   struct kv_txn *txn;
   struct kv_cursor *cur;
-  if (rtxn(st, &txn) != 0)
+  if (store_rtxn(st, &txn) != 0)
     return 0;
   if (kv_cursor(st->kv, txn, st->recs, &cur) != 0) {
-    done(st, txn);
+    store_rdone(st, txn);
     return 0;
   }
   uint8_t k[20];
@@ -658,8 +551,10 @@ uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto)
     tail = get_be64((uint8_t *)key.data + 12);
   if (tail > upto)
     tail = 0;
+  if (tail < s->gc_lsn && s->gc_lsn <= upto)
+    tail = s->gc_lsn;       /* the chain's start after GC: held (see held()) */
   kv_cursor_close(st->kv, cur);
-  done(st, txn);
+  store_rdone(st, txn);
   return tail;
 }
 
@@ -676,7 +571,7 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
   *cut = 0;
   int rc = kv_cursor(st->kv, st->txn, st->recs, &cur);
   if (rc != 0)
-    return fail(st, rc, why, whylen, "truncating");
+    return store_fail(st, rc, why, whylen, "truncating");
   for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
        rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
     if (key.len != 20 || memcmp(key.data, k, 12) != 0)
@@ -700,7 +595,7 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
   kv_cursor_close(st->kv, cur);
   if (rc != 0 && rc != KV_NOTFOUND) {
     free(v);
-    return fail(st, rc, why, whylen, "truncating");
+    return store_fail(st, rc, why, whylen, "truncating");
   }
   rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
@@ -718,8 +613,36 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
   }
   free(v);
   if (rc != 0)
-    return fail(st, rc, why, whylen, "truncating");
+    return store_fail(st, rc, why, whylen, "truncating");
   *cut = n;
+  /* Page versions above `from`: a writer's truncation starts at or above
+   * the VDL heard, and versions are made at or below it, so none should
+   * exist; an old one gossip brings may start lower (it cuts only records
+   * of older epochs, which no version holds). Drop any above `from` all
+   * the same, but never one at or below the GC point (those are the only
+   * copy of what was freed); coalescing makes them again. */
+  struct kv_cursor *ic;
+  if (kv_cursor(st->kv, st->txn, st->imgs, &ic) == 0) {
+    uint8_t sk[12];
+    seg_key(sk, s->volume_id, s->pg);
+    struct kv_val ikey = {sizeof sk, sk}, ival;
+    int irc;
+    for (irc = kv_cursor_get(st->kv, ic, KV_SEEK, &ikey, &ival); irc == 0;) {
+      if (ikey.len != 24 || memcmp(ikey.data, sk, 12) != 0)
+        break;
+      uint64_t ilsn = get_be64((uint8_t *)ikey.data + 16);
+      if (ilsn > t->from && ilsn > s->gc_lsn) {
+        if ((irc = kv_cursor_del(st->kv, ic)) != 0)
+          break;
+        irc = kv_cursor_get(st->kv, ic, KV_NEXT, &ikey, &ival);
+        continue;
+      }
+      irc = kv_cursor_get(st->kv, ic, KV_NEXT, &ikey, &ival);
+    }
+    kv_cursor_close(st->kv, ic);
+    if (irc != 0 && irc != KV_NOTFOUND)
+      return store_fail(st, irc, why, whylen, "truncating page versions");
+  }
   return 0;
 }
 
@@ -731,10 +654,10 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
   *out = NULL;
   if (more)
     *more = 0;
-  if (rtxn(st, &txn) != 0)
+  if (store_rtxn(st, &txn) != 0)
     return -1;
   if (kv_cursor(st->kv, txn, st->recs, &cur) != 0) {
-    done(st, txn);
+    store_rdone(st, txn);
     return -1;
   }
   uint8_t k[20];
@@ -768,7 +691,7 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
     v[n++] = rec;
   }
   kv_cursor_close(st->kv, cur);
-  done(st, txn);
+  store_rdone(st, txn);
   *out = v;
   return (long)n;
 }

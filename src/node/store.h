@@ -38,6 +38,11 @@ struct store {
   uint64_t commits;          /* write transactions the kv made durable */
   uint64_t fsyncs;           /* device syncs they cost (lmdb: 2 each) */
   unsigned syncs_per_commit;
+  /* The last store_read_page: records it applied, and whether it failed
+   * on damage (a version or record that does not check). */
+  unsigned last_applied;
+  int last_damaged;
+  uint64_t met_damage;      /* damaged items met outside the scrub (load, GC): counted for status */
 };
 
 /* Open the store in lmdb in directory dir (created if missing). Returns 0,
@@ -70,6 +75,31 @@ void store_abort(struct store *st);
 int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
                     uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
                     char *why, size_t whylen);
+
+/* Page versions (store_pages.c; node/bg.c decides when). In the open
+ * write transaction: */
+/* Store page_no's version as of lsn (the newest record it holds). */
+int store_put_image(struct store *st, struct segment *s, uint32_t page_no, uint64_t lsn,
+                    const uint8_t *page, char *why, size_t whylen);
+/* Write page_no's version at its newest record at or below upto, unless
+ * one is stored (*made: 1 if written). upto <= min(SCL, VDL heard). */
+int store_coalesce(struct store *st, struct segment *s, uint32_t page_no, uint64_t upto,
+                   int *made, char *why, size_t whylen);
+/* Free records and page versions at or below upto (<= the PGMRPL and the
+ * SCL), at most max records: s->gc_lsn rises to the last record freed.
+ * *nrecs, *nimgs: how many of each were freed. */
+int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
+             size_t *nrecs, size_t *nimgs, char *why, size_t whylen);
+/* Delete page_no's versions below `below` (*dropped: how many). */
+int store_drop_versions(struct store *st, struct segment *s, uint32_t page_no,
+                        uint64_t below, size_t *dropped, char *why, size_t whylen);
+/* Catch up to `to` (a peer's GC point, above this segment's SCL): every
+ * page's version as of `to` has been fetched (its floor is `to`); delete
+ * every record at or below it and the versions those replace, and move
+ * the GC point there. The caller then chains s again from `to`. */
+int store_jump(struct store *st, struct segment *s, uint64_t to, char *why, size_t whylen);
+/* How many of page_no's records lie above its newest version. */
+uint32_t store_unmat(struct store *st, const struct segment *s, uint32_t page_no);
 
 /* The segment's truncated ranges as protobuf messages: *tr holds them,
  * *trp points at each (free both). Returns how many. */

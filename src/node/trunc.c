@@ -277,6 +277,12 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
   uint64_t base = s->scl;
   if (rc == 0 && min_from < base)
     base = store_tail(&n->st, s, min_from);
+  /* Never below the GC point: what lies at or below it is in page
+   * versions, its records freed, and the chain starts there (bg.c). An
+   * old truncation that gossip brings may start below it; it cuts
+   * nothing there (the chain holds no record a truncation cuts). */
+  if (base < s->gc_lsn)
+    base = s->gc_lsn;
   if (rc == 0)
     rc = store_rechain(&n->st, s, base, why, whylen);
   if (rc != 0) {

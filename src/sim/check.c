@@ -88,10 +88,11 @@ void check_step(struct world *w)
 }
 
 /* The records of segment s at or below its SCL form one chain of
- * backlinks ending at the SCL (segment.h's invariant). */
+ * backlinks ending at the SCL (segment.h's invariant), starting at its GC
+ * point (records at or below it were freed: node/store_pages.c). */
 static void check_chain(struct world *w, struct simnode *sn, struct segment *s)
 {
-  uint64_t prev = 0, after = 0;
+  uint64_t prev = s->gc_lsn, after = s->gc_lsn;
   int more = 1;
   while (more) {
     Rec **recs = NULL;

@@ -16,8 +16,9 @@
  *                    a slow disk: its acks and pages come late)
  *   recovery-crash   the writer dies, restarts, and dies again during its
  *                    recovery; then restarts for good
- *   corrupt          a bit flips in a stored record of a node, which then
- *                    restarts (its load must skip the damaged record)
+ *   corrupt          a bit flips in a stored record or page version of a
+ *                    node, which restarts on it (its load must cope) or goes
+ *                    on serving (its reads and scrub must: node/scrub.c)
  *   second-writer    another writer opens the volume (a newer epoch); the
  *                    first must be fenced
  *   drop, dup, reorder   the network loses, repeats, reorders messages
@@ -191,10 +192,17 @@ static void start(struct act *a)
     later(a, 50 + e->dur % 400, 8);     /* commits pile up on K alone */
     return;
   }
-  case F_CORRUPT:
-    disk_corrupt(w->nodes[node].disk, (uint64_t)e->target2 * 2654435761u + e->dur);
-    nodes_take(a, mask, 1);
+  case F_CORRUPT: {
+    /* A bit flips in a stored record or page version: with the node
+     * restarted on it (its load must cope), or under a running node (its
+     * reads and scrub must; node/scrub.c). */
+    uint64_t r = (uint64_t)e->target2 * 2654435761u + e->dur;
+    int imgs = e->target2 % 3 != 0, live = e->target2 % 3 == 2;
+    if (!imgs || !disk_corrupt_db(w->nodes[node].disk, "imgs", r))
+      disk_corrupt(w->nodes[node].disk, r);
+    nodes_take(a, live ? 0 : mask, !live);
     break;
+  }
   case F_PARTITION:
     nodes_take(a, mask, 0);
     simnet_cut_az(w->net, w->nodes[2 * az].az);

@@ -230,6 +230,7 @@ size_t sim_shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n, int v
 struct tally {
   uint64_t seeds, failed, steps, sim_ms, tx, acked, reads, recov;
   uint64_t faults[F_NKINDS];
+  uint64_t bg[6];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups */
 };
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
@@ -250,6 +251,10 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->acked += r.tx_acked;
     t->reads += r.reads_checked;
     t->recov += r.recoveries;
+    uint64_t bg[6] = {r.bg_coalesced, r.bg_gc_records, r.bg_scrubbed, r.bg_damage,
+                      r.bg_repaired, r.bg_catchups};
+    for (int k = 0; k < 6; k++)
+      t->bg[k] += bg[k];
     for (int k = 0; k < F_NKINDS; k++)
       t->faults[k] += r.faults[k];
     if (!many)
@@ -430,6 +435,11 @@ int sim_main(int argc, char **argv)
     for (int k = 0; k < F_NKINDS; k++)
       printf(" %s %llu", fault_names[k], (unsigned long long)faults[k]);
     printf("\n");
+    printf("storage nodes: %llu page versions coalesced, %llu records freed by GC, %llu "
+           "items scrubbed, %llu damaged found, %llu repaired, %llu catch-ups\n",
+           (unsigned long long)t.bg[0], (unsigned long long)t.bg[1],
+           (unsigned long long)t.bg[2], (unsigned long long)t.bg[3],
+           (unsigned long long)t.bg[4], (unsigned long long)t.bg[5]);
   }
   if (o.trace && o.trace != stdout)
     fclose(o.trace);

@@ -192,6 +192,17 @@ static void node_boot(struct simnode *sn)
   node_timers(sn);
 }
 
+/* Add a node's background counters to the run's (it is about to go). */
+static void bg_tally(struct world *w, const struct node *n)
+{
+  w->res->bg_coalesced += n->coalesced;
+  w->res->bg_gc_records += n->gc_records;
+  w->res->bg_scrubbed += n->scrubbed;
+  w->res->bg_damage += n->damage_found + n->st.met_damage;
+  w->res->bg_repaired += n->repaired;
+  w->res->bg_catchups += n->catchups;
+}
+
 void node_crash(struct simnode *sn)
 {
   if (sn->n == NULL)
@@ -200,6 +211,7 @@ void node_crash(struct simnode *sn)
   world_hash(sn->w, "ncrash", (uint64_t)sn->i, 0);
   simnet_crash(sn->h);
   disk_crash(sn->disk);      /* the open transaction is lost */
+  bg_tally(sn->w, sn->n);
   node_free(sn->n);
   store_close(&sn->n->st);
   free(sn->n);
@@ -384,6 +396,7 @@ void world_free(struct world *w)
     struct simnode *sn = &w->nodes[i];
     if (sn->n) {
       disk_crash(sn->disk);
+      bg_tally(w, sn->n);
       node_free(sn->n);
       store_close(&sn->n->st);
       free(sn->n);

@@ -84,6 +84,8 @@ struct sim_result {
   uint64_t recoveries, recoveries_interrupted;
   uint64_t faults[F_NKINDS];
   uint64_t msgs;
+  /* The nodes' background work (node/bg.c), over every node life. */
+  uint64_t bg_coalesced, bg_gc_records, bg_scrubbed, bg_damage, bg_repaired, bg_catchups;
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

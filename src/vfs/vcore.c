@@ -128,6 +128,21 @@ Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *
   return tr;
 }
 
+/* The writer's minimum read point (paper §4.2.3, PGMRPL): the oldest
+ * read point of a page read still in flight, else the VDL, which every
+ * read begun later starts from. A segment may free versions below it
+ * (node/bg.c): each read asks for `need`, the PG's last record at or
+ * below its read point, and the segment's GC point is the PG's last
+ * record at or below a PGMRPL it heard, so never above any read's need. */
+static uint64_t vol_pgmrpl(const struct volume *v)
+{
+  uint64_t p = v->q.vdl;
+  for (const struct readreq *r = v->reads; r; r = r->next)
+    if (r->rp < p)
+      p = r->rp;
+  return p;
+}
+
 /* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
 static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
 {
@@ -148,6 +163,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   a.pg = pg;
   a.epoch = v->epoch;
   a.vdl = v->q.vdl;
+  a.pgmrpl = vol_pgmrpl(v);
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
   Auralog__TruncRange tr;

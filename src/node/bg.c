@@ -1,0 +1,430 @@
+/*
+ * bg.c: the storage node's background work (paper §3.3, Figure 4): when
+ * to coalesce (step 5), how far to free (step 7, GC at the PGMRPL), the
+ * scrub's pace (step 8, scrub.c) and repairs from PG peers. The store
+ * does the work (store_pages.c); this file decides when and how much.
+ * All of it runs after a turn's acks (node_end_turn), in transactions of
+ * its own: it never delays an acknowledgement, and never waits for the
+ * engine.
+ *
+ * Coalescing. Each page counts its records above its newest version
+ * (struct segment's unmat, in memory: counted as records become durable,
+ * and from what a read had to apply). Every COALESCE_RECS records the
+ * page joins a queue; at most every BG_MS the coalescer writes, for up to
+ * COALESCE_BATCH queued pages, a version at the page's newest record at
+ * or below min(SCL, VDL heard) (store_pages.c says why that point).
+ *
+ * GC. Every GC_MS, each segment frees what lies at or below
+ *      min(PGMRPL heard, VDL heard, SCL, SCL of each PG peer heard lately)
+ * The PGMRPL is the writer's minimum read point (it comes with each
+ * Append): no read will ask for a page as of an earlier point. The VDL:
+ * nothing at or below it is ever truncated. The peers' SCLs: a peer that
+ * is behind pulls the records it lacks from us (gossip.c), so we keep
+ * them while it may still ask; a peer silent for GC_PEER_WAIT_MS no
+ * longer holds us (when it returns behind our GC point it needs page
+ * versions, not records).
+ *
+ * Repair. A page whose version at or below gc_lsn is damaged or missing
+ * has its floor at "never" (scrub.c). Every REPAIR_MS one such page is
+ * asked of a reachable peer, as a plain page read at a point N: our last
+ * record at or below min(our SCL, our VDL heard, the peer's SCL), and at
+ * least both GC points, so both chains agree up to it (nothing at or
+ * below a VDL differs between segments) and the peer can build it. The
+ * answer is stored as the page's version and its floor becomes N (reads
+ * at or above N are answered again; GC clears the floor once it passes).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "node/node.h"
+#include "node/store_int.h"
+
+static void enqueue(struct node *n, const struct segment *s, uint32_t page)
+{
+  if (n->ncoq == n->capcoq) {
+    n->capcoq = n->capcoq ? 2 * n->capcoq : 256;
+    n->coq = realloc(n->coq, n->capcoq * sizeof *n->coq);
+  }
+  n->coq[n->ncoq++] = (struct bgpage){s->volume_id, s->pg, page};
+}
+
+static void count_unmat(struct node *n, struct segment *s, uint32_t page, uint32_t count,
+                        int add)
+{
+  uint32_t i = page - s->first_page;
+  if (i >= s->npages)
+    return;
+  if (s->unmat == NULL)
+    s->unmat = calloc(s->npages, sizeof *s->unmat);
+  uint32_t old = s->unmat[i];
+  uint32_t now = add ? old + count : count;
+  s->unmat[i] = (uint16_t)(now > 0xffff ? 0xffff : now);
+  /* Join the queue each time another COALESCE_RECS records pile up. */
+  if (now / COALESCE_RECS > old / COALESCE_RECS)
+    enqueue(n, s, page);
+}
+
+void bg_on_record(struct node *n, struct segment *s, uint32_t page, uint32_t len)
+{
+  s->nrecs++;
+  s->bytes += len;
+  count_unmat(n, s, page, 1, 1);
+}
+
+void bg_on_read(struct node *n, struct segment *s, uint32_t page)
+{
+  unsigned applied = n->st.last_applied;
+  if (applied > n->max_apply)
+    n->max_apply = applied;
+  if (n->st.last_damaged)
+    scrub_soon(n, s);       /* the scrub finds it, counts it and repairs it */
+  else if (applied >= COALESCE_RECS)
+    count_unmat(n, s, page, applied, 0);  /* e.g. after a restart: counts were lost */
+}
+
+/* ---- coalescing ------------------------------------------------------------ */
+
+static int coalesce_some(struct node *n)
+{
+  char why[256];
+  if (store_begin(&n->st, why, sizeof why) != 0)
+    return -1;
+  size_t take = n->ncoq < COALESCE_BATCH ? n->ncoq : COALESCE_BATCH;
+  int rc = 0;
+  for (size_t j = 0; j < take && rc == 0; j++) {
+    struct bgpage *q = &n->coq[n->ncoq - 1 - j];  /* newest first: the hottest */
+    struct segment *s = node_find_seg(n, q->vol, q->pg);
+    if (s == NULL)
+      continue;
+    uint64_t upto = s->scl < s->vdl ? s->scl : s->vdl;
+    int made = 0;
+    rc = store_coalesce(&n->st, s, q->page, upto, &made, why, sizeof why);
+    if (rc == ERR_NOT_COMPLETE || rc == ERR_INTERNAL) {
+      if (n->st.last_damaged || rc == ERR_INTERNAL)
+        scrub_soon(n, s);
+      rc = 0;               /* below its floor or GC point, or damaged: not now */
+      continue;
+    }
+    n->coalesced += made;
+  }
+  /* The pages taken leave the queue whatever became of them. */
+  struct bgpage *done = malloc((take + 1) * sizeof *done);
+  memcpy(done, &n->coq[n->ncoq - take], take * sizeof *done);
+  n->ncoq -= take;
+  if (rc != 0) {
+    free(done);
+    logwarn_rl("%s", why);
+    node_rollback(n, (uint32_t)rc, why);
+    return -1;
+  }
+  if (node_commit(n) != 0) {
+    free(done);
+    return -1;
+  }
+  for (size_t j = 0; j < take; j++) {
+    struct segment *s = node_find_seg(n, done[j].vol, done[j].pg);
+    if (s && s->unmat) {
+      uint32_t left = store_unmat(&n->st, s, done[j].page);
+      s->unmat[done[j].page - s->first_page] = (uint16_t)(left > 0xffff ? 0xffff : left);
+    }
+  }
+  free(done);
+  return 0;
+}
+
+/* ---- GC -------------------------------------------------------------------- */
+
+/* The point s may free to now (see the top). */
+static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long long now)
+{
+  uint64_t p = s->pgmrpl;
+  if (s->vdl < p)
+    p = s->vdl;
+  if (s->scl < p)
+    p = s->scl;
+  int found = 0;
+  for (size_t i = 0; i < n->ngs; i++) {
+    const struct gossip *g = &n->gs[i];
+    if (g->volume_id != s->volume_id || g->pg != s->pg)
+      continue;
+    found = 1;
+    for (int k = 0; k < g->npeers; k++) {
+      unsigned long long at = g->peer_at[k] ? g->peer_at[k] : n->started_at;
+      if (now - at < GC_PEER_WAIT_MS && g->peer_scl[k] < p)
+        p = g->peer_scl[k];
+    }
+  }
+  return found ? p : 0;     /* peers not known yet: they may need everything */
+}
+
+static int gc_some(struct node *n, unsigned long long now)
+{
+  char why[256];
+  size_t budget = GC_BATCH;
+  int opened = 0;
+  for (size_t j = 0; j < n->nsegs && budget > 0; j++) {
+    struct segment *s = n->segs[(n->gc_next + j) % n->nsegs];
+    uint64_t p = gc_point(n, s, now);
+    if (p <= s->gc_lsn || s->catchup)
+      continue;
+    if (!opened && store_begin(&n->st, why, sizeof why) != 0)
+      return -1;
+    opened = 1;
+    size_t nr, ni;
+    int rc = store_gc(&n->st, s, p, budget, &nr, &ni, why, sizeof why);
+    if (rc != 0) {
+      logwarn_rl("%s", why);
+      node_mark_dirty(n, s);
+      node_rollback(n, (uint32_t)rc, why);
+      return -1;
+    }
+    if (nr > 0)
+      node_mark_dirty(n, s);
+    n->gc_records += nr;
+    n->gc_images += ni;
+    budget -= nr < budget ? nr : budget;
+  }
+  n->gc_next++;
+  return opened ? node_commit(n) : 0;
+}
+
+/* ---- repair ---------------------------------------------------------------- */
+
+static struct gossip *gossip_for(struct node *n, const struct segment *s)
+{
+  for (size_t i = 0; i < n->ngs; i++)
+    if (n->gs[i].volume_id == s->volume_id && n->gs[i].pg == s->pg)
+      return &n->gs[i];
+  return NULL;
+}
+
+/* Is page (index i of s) asked of a peer now? */
+static int asked(const struct node *n, const struct segment *s, uint32_t i)
+{
+  for (int j = 0; j < REPAIR_INFLIGHT; j++)
+    if (n->rep[j].req && n->rep[j].vol == s->volume_id && n->rep[j].pg == s->pg &&
+        n->rep[j].page == s->first_page + i)
+      return 1;
+  return 0;
+}
+
+/* Should s catch up by page versions? When every peer ahead of it has
+ * freed the records it lacks (its GC point is above our SCL), gossip by
+ * records cannot fill the hole: take every page as of that GC point. */
+static void maybe_catch_up(struct node *n, struct segment *s, const struct gossip *g,
+                           unsigned long long now)
+{
+  if (s->catchup || g == NULL)
+    return;
+  uint64_t to = 0;
+  for (int k = 0; k < g->npeers; k++) {
+    if (g->peer_at[k] == 0 || now - g->peer_at[k] > GC_PEER_WAIT_MS ||
+        g->peer_scl[k] <= s->scl)
+      continue;
+    if (g->peer_gc[k] <= s->scl)
+      return;               /* this one can send records: gossip will */
+    if (g->peer_gc[k] > to)
+      to = g->peer_gc[k];
+  }
+  if (to == 0)
+    return;
+  loginfo("catch-up: volume %llu pg %u is complete to %llu, but its peers freed their "
+          "records up to %llu: fetching every page as of %llu",
+          (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->scl,
+          (unsigned long long)to, (unsigned long long)to);
+  s->catchup = to;
+  if (s->floor == NULL)
+    s->floor = calloc(s->npages, sizeof *s->floor);
+  for (uint32_t i = 0; i < s->npages; i++)
+    s->floor[i] = UINT64_MAX;
+  node_mark_dirty(n, s);    /* written with the next commit: a restart resumes */
+}
+
+/* Every page of s is fetched as of s->catchup: move there. */
+static void finish_catch_up(struct node *n, struct segment *s)
+{
+  char why[256];
+  int rc = store_begin(&n->st, why, sizeof why);
+  if (rc == 0)
+    rc = store_jump(&n->st, s, s->catchup, why, sizeof why);
+  if (rc == 0)
+    rc = store_rechain(&n->st, s, s->catchup, why, sizeof why);
+  node_mark_dirty(n, s);
+  uint64_t to = s->catchup;
+  s->catchup = 0;
+  if (rc != 0) {
+    logwarn_rl("%s", why);
+    node_rollback(n, (uint32_t)rc, why);
+    return;
+  }
+  if (node_commit(n) == 0) {
+    n->catchups++;
+    loginfo("catch-up: volume %llu pg %u now starts at %llu (complete to %llu)",
+            (unsigned long long)s->volume_id, s->pg, (unsigned long long)to,
+            (unsigned long long)s->scl);
+  }
+}
+
+static void repair_some(struct node *n, unsigned long long now)
+{
+  int free_slot = 0;
+  for (int j = 0; j < REPAIR_INFLIGHT; j++) {
+    if (n->rep[j].req && now - n->rep[j].sent_at > 4 * REPAIR_MS)
+      n->rep[j].req = 0;    /* lost or ignored: ask again */
+    free_slot += n->rep[j].req == 0;
+  }
+  for (size_t j = 0; j < n->nsegs; j++) {
+    struct segment *s = n->segs[j];
+    struct gossip *g = gossip_for(n, s);
+    maybe_catch_up(n, s, g, now);
+    if (s->floor == NULL || g == NULL)
+      continue;
+    int pending = 0;
+    for (uint32_t i = 0; i < s->npages; i++) {
+      if (s->floor[i] != UINT64_MAX)
+        continue;
+      pending = 1;
+      if (free_slot == 0 || asked(n, s, i))
+        continue;
+      for (int t = 0; t < g->npeers; t++) {
+        int k = (n->rep_peer + t) % g->npeers;
+        struct peer *p = &n->peers[g->peer[k]];
+        struct ep *c = gossip_peer_conn(n, g->peer[k]);
+        if (c == NULL || !gossip_reachable(n, p->az))
+          continue;
+        uint64_t need = s->catchup;
+        if (need == 0) {
+          uint64_t point = s->scl < s->vdl ? s->scl : s->vdl;
+          if (g->peer_scl[k] < point)
+            point = g->peer_scl[k];
+          need = store_tail(&n->st, s, point);
+        }
+        if (need == 0 || need < s->gc_lsn || need < g->peer_gc[k] || need > g->peer_scl[k])
+          continue;         /* no point both of us can build the page at */
+        Env env = AURALOG__ENVELOPE__INIT;
+        Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
+        rp.volume_id = s->volume_id;
+        rp.pg = s->pg;
+        rp.page_no = s->first_page + i;
+        rp.read_point = need;
+        rp.need = need;
+        env.req = ++n->next_req;
+        env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
+        env.read_page = &rp;
+        if (gossip_send(n, c, &env) != 0)
+          continue;
+        for (int x = 0; x < REPAIR_INFLIGHT; x++)
+          if (n->rep[x].req == 0) {
+            n->rep[x] = (struct repreq){env.req, s->volume_id, need, s->pg, rp.page_no, now};
+            break;
+          }
+        free_slot--;
+        n->rep_peer = k + 1;
+        break;
+      }
+    }
+    if (!pending && s->catchup)
+      finish_catch_up(n, s);
+  }
+}
+
+void bg_on_answer(struct node *n, const Env *env)
+{
+  struct repreq *q = NULL;
+  for (int j = 0; j < REPAIR_INFLIGHT && q == NULL; j++)
+    if (env->req && n->rep[j].req == env->req)
+      q = &n->rep[j];
+  if (q == NULL)
+    return;
+  struct repreq r = *q;
+  q->req = 0;
+  if (env->body_case != AURALOG__ENVELOPE__BODY_PAGE)
+    return;                 /* refused: another peer next time */
+  const Auralog__Page *pg = env->page;
+  struct segment *s = node_find_seg(n, r.vol, r.pg);
+  if (s == NULL || pg->volume_id != s->volume_id || pg->pg != s->pg ||
+      pg->page_no != r.page || pg->data.len != s->page_size ||
+      pg->page_lsn > r.need || r.need < s->gc_lsn ||
+      (s->catchup && r.need != s->catchup))
+    return;
+  uint32_t i = pg->page_no - s->first_page;
+  if (seg_floor(s, i) != UINT64_MAX)
+    return;                 /* repaired meanwhile */
+  char why[256];
+  size_t dropped = 0;
+  int rc = store_begin(&n->st, why, sizeof why);
+  if (rc == 0)
+    rc = store_drop_versions(&n->st, s, pg->page_no, r.need + 1, &dropped, why, sizeof why);
+  if (rc == 0 && pg->page_lsn > 0)   /* 0: never written, a zero page: nothing to keep */
+    rc = store_put_image(&n->st, s, pg->page_no, pg->page_lsn, pg->data.data, why,
+                         sizeof why);
+  node_mark_dirty(n, s);
+  if (rc != 0) {
+    logwarn_rl("%s", why);
+    node_rollback(n, (uint32_t)rc, why);
+    return;
+  }
+  /* Served again from N up; below it only once GC passes N (store_gc). */
+  s->floor[i] = r.need > s->gc_lsn ? r.need : 0;
+  if (s->floor[i] == 0 && pg->page_lsn > 0) {
+    if (s->imaged == NULL)
+      s->imaged = calloc((s->npages + 7) / 8, 1);
+    s->imaged[i / 8] |= (uint8_t)(1u << (i % 8));
+  }
+  if (node_commit(n) == 0) {
+    n->repaired += s->catchup == 0;
+    if (s->catchup == 0)
+      loginfo("repair: volume %llu pg %u: page %u as of %llu fetched from a PG peer",
+              (unsigned long long)s->volume_id, s->pg, pg->page_no,
+              (unsigned long long)r.need);
+  }
+  repair_some(n, io_now(n->io));   /* keep the pipe full */
+}
+
+/* ---- the schedule ---------------------------------------------------------- */
+
+void bg_work(struct node *n)
+{
+  if (n->st.txn != NULL)
+    return;                 /* the turn's own commit failed: not now */
+  unsigned long long now = io_now(n->io);
+  if (n->started_at == 0)
+    n->started_at = now ? now : 1;
+  if (n->ncoq > 0 && now >= n->co_at) {
+    n->co_at = now + BG_MS;
+    if (coalesce_some(n) != 0)
+      return;
+  }
+  if (now >= n->gc_at) {
+    n->gc_at = now + GC_MS;
+    if (gc_some(n, now) != 0)
+      return;
+  }
+  if (now >= n->scrub_at) {
+    n->scrub_at = now + SCRUB_MS;
+    scrub_step(n);
+  }
+  if (now >= n->repair_at) {
+    n->repair_at = now + REPAIR_MS;
+    repair_some(n, now);
+  }
+}
+
+void bg_stat(const struct node *n, const struct segment *s, Auralog__SegStat *st)
+{
+  (void)n;
+  uint64_t unmat = 0, damaged = 0;
+  for (uint32_t i = 0; s->unmat && i < s->npages; i++)
+    unmat += s->unmat[i];
+  for (uint32_t i = 0; s->floor && i < s->npages; i++)
+    damaged += s->floor[i] == UINT64_MAX;
+  st->records = s->nrecs;
+  st->unmaterialized = unmat;
+  st->bytes = s->bytes;
+  st->pgmrpl = s->pgmrpl;
+  st->gc_lsn = s->gc_lsn;
+  st->images = s->nimgs;
+  st->oldest_image = s->oldest_img;
+  st->damaged = damaged;
+}

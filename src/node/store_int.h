@@ -1,0 +1,62 @@
+/*
+ * store_int.h: what the store's two files share (store.c: segments and
+ * records; store_pages.c: page versions). Not for anyone else: the rest
+ * of the node goes through store.h.
+ *
+ * Keys are big-endian so that the kv's byte order is numeric order:
+ *   segment (volume, pg)              12 bytes
+ *   record  (volume, pg, lsn)         20 bytes
+ *   page    (volume, pg, page, lsn)   24 bytes  (pidx and imgs)
+ */
+#ifndef AURALOG_STORE_INT_H
+#define AURALOG_STORE_INT_H
+
+#include <stdio.h>
+
+#include "node/store.h"
+#include "wire.h"
+
+static inline void seg_key(uint8_t k[12], uint64_t vol, uint32_t pg)
+{
+  put_be64(k, vol);
+  put_be32(k + 8, pg);
+}
+
+static inline void rec_key(uint8_t k[20], uint64_t vol, uint32_t pg, uint64_t lsn)
+{
+  seg_key(k, vol, pg);
+  put_be64(k + 12, lsn);
+}
+
+static inline void page_key(uint8_t k[24], uint64_t vol, uint32_t pg, uint32_t page,
+                            uint64_t lsn)
+{
+  seg_key(k, vol, pg);
+  put_be32(k + 12, page);
+  put_be64(k + 16, lsn);
+}
+
+/* A kv error as the node reports it (store.c). */
+int store_fail(struct store *st, int rc, char *why, size_t whylen, const char *what);
+/* Commit a write transaction, counting it (store.c). */
+int store_kv_commit(struct store *st, struct kv_txn *txn);
+
+/* A page version's CRC (store_pages.c): over its key and its bytes. */
+uint32_t store_img_crc(const uint8_t key[24], const uint8_t *page, uint32_t len);
+
+/* The transaction a read goes through: the open write transaction (it
+ * sees this turn's writes), else a read-only one; store_rdone ends the
+ * latter. */
+static inline int store_rtxn(struct store *st, struct kv_txn **txn)
+{
+  *txn = st->txn;
+  return *txn ? 0 : kv_begin(st->kv, KV_RDONLY, txn);
+}
+
+static inline void store_rdone(struct store *st, struct kv_txn *txn)
+{
+  if (txn != st->txn)
+    kv_abort(st->kv, txn);
+}
+
+#endif

@@ -1,0 +1,528 @@
+/*
+ * store_pages.c: page versions on a storage node (paper §3.3, Figure 4
+ * steps 5 and 7): reading a page as of a point, coalescing records into
+ * new page versions, and freeing what no reader can need (GC).
+ *
+ * A page version ("image") is the page with every one of its records up
+ * to some LSN applied. It is stored under (volume, pg, page, P), P being
+ * the LSN of the newest record it holds, so that the version as of any
+ * point R >= P with no record of the page in (P, R] is that image itself.
+ * Its value is the page's bytes and then a CRC-32 over the 24-byte key and
+ * those bytes: a damaged version, or one stored under another page's or
+ * LSN's key, is never served.
+ *
+ * A page as of a point R is its newest version at or below R, plus its
+ * records in (version, R] applied in LSN order (page_build, record.h).
+ * Coalescing (store_coalesce) writes a new version at the newest record
+ * at or below a point, so that reads apply few records: a page gets a new
+ * version after COALESCE_RECS records, so a read at a point at or above
+ * the newest version applies at most COALESCE_RECS records plus those
+ * that came since the coalescer last ran (node/bg.c says when).
+ *
+ * GC (store_gc) moves the segment's gc_lsn up to a point every reader has
+ * passed (the PGMRPL, bounded by bg.c): every page with a record at or
+ * below it first gets a version at its newest such record, then those
+ * records and every older version are deleted. After that the segment
+ * keeps exactly: for each page, its newest version at or below gc_lsn,
+ * the versions above gc_lsn that coalescing made, and every record above
+ * gc_lsn. The chain of backlinks (segment.h) now starts at gc_lsn.
+ *
+ * Rules kept here:
+ *  - A version is made only from records at or below min(SCL, VDL heard)
+ *    (bg.c passes that point): below the SCL the segment holds every
+ *    record of the PG, and below a VDL no truncation ever cuts (a
+ *    truncation starts at a recovery's VDL, which is at least any VDL a
+ *    writer announced). So no version holds a record a truncation cuts,
+ *    and a version is never missing a record it should hold.
+ *  - A read never returns a page built on a missing or damaged version: a
+ *    page whose bit in `imaged` is set must find a version at or below the
+ *    read point, and a damaged newest version is reported, not skipped
+ *    (skipping it would serve an older page with no error, the bug this
+ *    file exists to prevent). Reads below gc_lsn, or below a page's floor
+ *    (a version fetched from a peer left none below it), are refused: the
+ *    engine asks another segment.
+ *  - GC frees nothing above the point it is given, and stops before a
+ *    record it cannot read or one off the chain: what it deletes is only
+ *    ever what a version made in the same transaction holds.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "bugs.h"
+#include "lib/log.h"
+#include "node/store_int.h"
+#include "param.h"
+
+uint32_t store_img_crc(const uint8_t key[24], const uint8_t *page, uint32_t len)
+{
+  uLong c = crc32(0L, Z_NULL, 0);
+  c = crc32(c, key, 24);
+  return (uint32_t)crc32(c, page, len);
+}
+
+/* Is (key, val) a whole version of a page of s? */
+static int img_ok(const struct segment *s, const struct kv_val *key, const struct kv_val *val)
+{
+  if (key->len != 24 || val->len != (size_t)s->page_size + 4)
+    return 0;
+  const uint8_t *v = val->data;
+  return get_be32(v + s->page_size) == store_img_crc(key->data, v, s->page_size);
+}
+
+/* The newest version of page_no at or below upto: 1 (*img, *img_lsn set),
+ * 0 none, -1 the newest is damaged (*img_lsn: its LSN). */
+static int find_image(struct store *st, struct kv_txn *txn, const struct segment *s,
+                      uint32_t page_no, uint64_t upto, struct kv_val *img,
+                      uint64_t *img_lsn)
+{
+  uint8_t k[24];
+  page_key(k, s->volume_id, s->pg, page_no, upto);
+  struct kv_cursor *cur;
+  struct kv_val key = {sizeof k, k};
+  if (kv_cursor(st->kv, txn, st->imgs, &cur) != 0)
+    return 0;
+  int rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, img);
+  if (rc == 0 && (key.len != 24 || memcmp(key.data, k, 24) != 0))
+    rc = kv_cursor_get(st->kv, cur, KV_PREV, &key, img);
+  else if (rc == KV_NOTFOUND)
+    rc = kv_cursor_get(st->kv, cur, KV_LAST, &key, img);
+  int found = 0;
+  if (rc == 0 && key.len >= 16 && memcmp(key.data, k, 16) == 0) {
+    *img_lsn = key.len == 24 ? get_be64((uint8_t *)key.data + 16) : 0;
+    found = img_ok(s, &key, img) ? 1 : -1;
+  }
+  kv_cursor_close(st->kv, cur);
+  return found;
+}
+
+int store_put_image(struct store *st, struct segment *s, uint32_t page_no, uint64_t lsn,
+                    const uint8_t *page, char *why, size_t whylen)
+{
+  uint8_t k[24];
+  page_key(k, s->volume_id, s->pg, page_no, lsn);
+  struct kv_val key = {sizeof k, k}, val = {(size_t)s->page_size + 4, NULL};
+  int rc = kv_put(st->kv, st->txn, st->imgs, &key, &val, KV_RESERVE);
+  if (rc != 0)
+    return store_fail(st, rc, why, whylen, "storing a page version");
+  memcpy(val.data, page, s->page_size);
+  put_be32((uint8_t *)val.data + s->page_size, store_img_crc(k, page, s->page_size));
+  s->nimgs++;
+  s->bytes += val.len;
+  if (s->oldest_img == 0 || lsn < s->oldest_img)
+    s->oldest_img = lsn;
+  return 0;
+}
+
+static int lsn_cmp(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The LSNs of page_no's records in (after, upto], in order, into *out
+ * (malloc'd). The indexed ones are a range of pidx; the others are in
+ * unidx, at most a few index batches, scanned whole for the segment. */
+static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segment *s,
+                        uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **out)
+{
+  uint64_t *v = NULL;
+  size_t n = 0, cap = 0;
+  uint8_t k[24];
+  page_key(k, s->volume_id, s->pg, page_no, after + 1);
+  struct kv_val key = {sizeof k, k}, val;
+  struct kv_cursor *cur;
+  int rc;
+  if (kv_cursor(st->kv, txn, st->pidx, &cur) == 0) {
+    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+      if (key.len != 24 || memcmp(key.data, k, 16) != 0)
+        break;
+      uint64_t lsn = get_be64((uint8_t *)key.data + 16);
+      if (lsn > upto)
+        break;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 16;
+        v = realloc(v, cap * sizeof *v);
+      }
+      v[n++] = lsn;
+    }
+    kv_cursor_close(st->kv, cur);
+  }
+  size_t nidx = n;
+  rec_key(k, s->volume_id, s->pg, after + 1);
+  key.len = 20;
+  key.data = k;
+  if (kv_cursor(st->kv, txn, st->unidx, &cur) == 0) {
+    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+      if (key.len != 20 || memcmp(key.data, k, 12) != 0)
+        break;
+      uint64_t lsn = get_be64((uint8_t *)key.data + 12);
+      if (lsn > upto)
+        break;
+      if (val.len != 4 || get_be32(val.data) != page_no)
+        continue;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 16;
+        v = realloc(v, cap * sizeof *v);
+      }
+      v[n++] = lsn;
+    }
+    kv_cursor_close(st->kv, cur);
+  }
+  if (nidx > 0 && n > nidx)
+    qsort(v, n, sizeof *v, lsn_cmp);  /* two sorted runs */
+  *out = v;
+  return n;
+}
+
+/* Page page_no as of point into out, through txn: see the top. Returns 0
+ * (*page_lsn, *applied: records applied), ERR_NOT_COMPLETE (this segment
+ * cannot build it: below its GC point or the page's floor; *damaged set
+ * if the reason is damage), or ERR_INTERNAL (a damaged record). */
+static int build(struct store *st, struct kv_txn *txn, const struct segment *s,
+                 uint32_t page_no, uint64_t point, uint8_t *out, uint64_t *page_lsn,
+                 unsigned *applied, int *damaged, char *why, size_t whylen)
+{
+  uint32_t i = page_no - s->first_page;
+  *applied = 0;
+  *damaged = 0;
+  if (point < s->gc_lsn || point < seg_floor(s, i)) {
+    snprintf(why, whylen, "page %u is kept here only as of %llu and later (asked as of "
+             "%llu): try another segment", page_no,
+             (unsigned long long)(point < s->gc_lsn ? s->gc_lsn : seg_floor(s, i)),
+             (unsigned long long)point);
+    return ERR_NOT_COMPLETE;
+  }
+  struct kv_val img = {0, NULL};
+  uint64_t base_lsn = 0;
+  int f = find_image(st, txn, s, page_no, point, &img, &base_lsn);
+  if (PLANTED(BUG_STALE_VERSION) && f < 0)
+    f = 0;                  /* the bug this file exists to prevent, for the tests */
+  if (f < 0 || (f == 0 && seg_imaged(s, i) && !PLANTED(BUG_STALE_VERSION))) {
+    *damaged = 1;
+    snprintf(why, whylen, "page %u: its version %s%llu here is %s: try another segment",
+             page_no, f < 0 ? "" : "at or below ",
+             (unsigned long long)(f < 0 ? base_lsn : point),
+             f < 0 ? "damaged" : "missing");
+    return ERR_NOT_COMPLETE;
+  }
+  uint64_t *lsns = NULL;
+  size_t nl = page_lsns(st, txn, s, page_no, f ? base_lsn : 0, point, &lsns);
+  Rec **recs = calloc(nl + 1, sizeof *recs);
+  size_t n = 0;
+  int rc = 0;
+  for (size_t li = 0; li < nl; li++) {
+    uint8_t rk[20];
+    rec_key(rk, s->volume_id, s->pg, lsns[li]);
+    struct kv_val rkey = {sizeof rk, rk}, rval;
+    Rec *r = NULL;
+    if (kv_get(st->kv, txn, st->recs, &rkey, &rval) == 0)
+      r = auralog__record__unpack(NULL, rval.len, rval.data);
+    char rwhy[160];
+    if (r == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
+      snprintf(why, whylen, "stored record %llu of page %u is damaged",
+               (unsigned long long)lsns[li], page_no);
+      if (r)
+        auralog__record__free_unpacked(r, NULL);
+      *damaged = 1;
+      rc = ERR_INTERNAL;
+      break;
+    }
+    recs[n++] = r;
+  }
+  free(lsns);
+  if (rc == 0) {
+    *page_lsn = page_build(out, s->page_size, f ? img.data : NULL, f ? base_lsn : 0,
+                           recs, n, point);
+    *applied = (unsigned)n;
+  }
+  for (size_t j = 0; j < n; j++)
+    auralog__record__free_unpacked(recs[j], NULL);
+  free(recs);
+  return rc;
+}
+
+int store_read_page(struct store *st, const struct segment *s, uint32_t page_no,
+                    uint64_t read_point, uint8_t *out, uint64_t *page_lsn,
+                    char *why, size_t whylen)
+{
+  struct kv_txn *txn;       /* st->txn sees this turn's writes: all above the SCL */
+  int rc = store_rtxn(st, &txn);
+  if (rc != 0)
+    return store_fail(st, rc, why, whylen, "reading a page");
+  int damaged;
+  rc = build(st, txn, s, page_no, read_point, out, page_lsn, &st->last_applied,
+             &damaged, why, whylen);
+  st->last_damaged = damaged;
+  store_rdone(st, txn);
+  return rc;
+}
+
+int store_coalesce(struct store *st, struct segment *s, uint32_t page_no, uint64_t upto,
+                   int *made, char *why, size_t whylen)
+{
+  *made = 0;
+  uint8_t *page = malloc(s->page_size);
+  uint64_t page_lsn = 0, have = 0;
+  unsigned applied;
+  int damaged;
+  int rc = build(st, st->txn, s, page_no, upto, page, &page_lsn, &applied, &damaged,
+                 why, whylen);
+  struct kv_val img;
+  if (rc == 0 && applied > 0 &&
+      (find_image(st, st->txn, s, page_no, upto, &img, &have) != 1 || have < page_lsn)) {
+    rc = store_put_image(st, s, page_no, page_lsn, page, why, whylen);
+    *made = rc == 0;
+  }
+  free(page);
+  return rc;
+}
+
+uint32_t store_unmat(struct store *st, const struct segment *s, uint32_t page_no)
+{
+  struct kv_txn *txn;
+  if (store_rtxn(st, &txn) != 0)
+    return 0;
+  struct kv_val img;
+  uint64_t have = 0;
+  if (find_image(st, txn, s, page_no, UINT64_MAX, &img, &have) != 1)
+    have = 0;
+  uint64_t *lsns = NULL;
+  size_t n = page_lsns(st, txn, s, page_no, have, UINT64_MAX, &lsns);
+  free(lsns);
+  store_rdone(st, txn);
+  return (uint32_t)n;
+}
+
+/* Delete page_no's versions below keep, in the open write transaction. */
+static int drop_older(struct store *st, struct segment *s, uint32_t page_no, uint64_t keep,
+                      size_t *dropped)
+{
+  uint8_t k[24];
+  page_key(k, s->volume_id, s->pg, page_no, 0);
+  struct kv_val key = {sizeof k, k}, val;
+  struct kv_cursor *cur;
+  int rc = kv_cursor(st->kv, st->txn, st->imgs, &cur);
+  if (rc != 0)
+    return rc;
+  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;) {
+    if (key.len != 24 || memcmp(key.data, k, 16) != 0)
+      break;
+    uint64_t lsn = get_be64((uint8_t *)key.data + 16);
+    if (lsn >= keep)
+      break;
+    size_t len = val.len;
+    if ((rc = kv_cursor_del(st->kv, cur)) != 0)
+      break;
+    (*dropped)++;
+    s->nimgs -= s->nimgs > 0;
+    s->bytes -= s->bytes >= len ? len : s->bytes;
+    rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val);
+  }
+  kv_cursor_close(st->kv, cur);
+  return rc == KV_NOTFOUND ? 0 : rc;
+}
+
+int store_drop_versions(struct store *st, struct segment *s, uint32_t page_no,
+                        uint64_t below, size_t *dropped, char *why, size_t whylen)
+{
+  *dropped = 0;
+  int rc = drop_older(st, s, page_no, below, dropped);
+  return rc ? store_fail(st, rc, why, whylen, "dropping page versions") : 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
+             size_t *nrecs, size_t *nimgs, char *why, size_t whylen)
+{
+  *nrecs = *nimgs = 0;
+  if (upto > s->scl)
+    upto = s->scl;
+  if (upto <= s->gc_lsn)
+    return 0;
+  /* The records to free: on the chain from gc_lsn, at most max of them. */
+  struct victim { uint64_t lsn; uint32_t page; size_t len; } *v = NULL;
+  size_t n = 0, cap = 0;
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, s->gc_lsn + 1);
+  struct kv_val key = {sizeof k, k}, val;
+  struct kv_cursor *cur;
+  int rc = kv_cursor(st->kv, st->txn, st->recs, &cur);
+  if (rc != 0)
+    return store_fail(st, rc, why, whylen, "freeing records");
+  uint64_t prev = s->gc_lsn;
+  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0 && n < max;
+       rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+    if (key.len != 20 || memcmp(key.data, k, 12) != 0)
+      break;
+    uint64_t lsn = get_be64((uint8_t *)key.data + 12);
+    if (lsn > upto)
+      break;
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+    char rwhy[160];
+    int ok = r && rec_check(r, s->page_size, rwhy, sizeof rwhy) == ERR_NONE &&
+             r->prev_lsn == prev;
+    uint32_t page = ok ? r->page_no : 0;
+    if (r)
+      auralog__record__free_unpacked(r, NULL);
+    if (!ok)
+      break;                 /* the scrub's to deal with; free nothing past it */
+    if (n == cap) {
+      cap = cap ? 2 * cap : 256;
+      v = realloc(v, cap * sizeof *v);
+    }
+    v[n++] = (struct victim){lsn, page, val.len};
+    prev = lsn;
+  }
+  kv_cursor_close(st->kv, cur);
+  if (n == 0) {
+    free(v);
+    return 0;
+  }
+  uint64_t gc = v[n - 1].lsn;
+  /* Every page they touch gets its version as of gc first. */
+  uint32_t *pages = malloc(n * sizeof *pages);
+  for (size_t i = 0; i < n; i++)
+    pages[i] = v[i].page;
+  qsort(pages, n, sizeof *pages, u32_cmp);
+  rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (i > 0 && pages[i] == pages[i - 1])
+      continue;
+    uint32_t p = pages[i], pi = p - s->first_page;
+    if (seg_floor(s, pi) > gc)
+      continue;              /* no version at gc here (one above it came from a peer) */
+    int made;
+    rc = store_coalesce(st, s, p, gc, &made, why, whylen);
+    if (rc == ERR_NOT_COMPLETE) {
+      /* Its version is damaged or missing: below it nothing can be
+       * served from here until a peer's copy comes (bg.c repairs it). */
+      if (s->floor == NULL)
+        s->floor = calloc(s->npages, sizeof *s->floor);
+      s->floor[pi] = UINT64_MAX;
+      st->met_damage++;
+      logwarn_rl("volume %llu pg %u: %s (found freeing to %llu; fetched again from a PG "
+                 "peer)", (unsigned long long)s->volume_id, s->pg, why,
+                 (unsigned long long)gc);
+      rc = 0;
+      continue;
+    }
+    if (rc != 0)
+      break;
+    struct kv_val img;
+    uint64_t at = 0;
+    if (find_image(st, st->txn, s, p, gc, &img, &at) == 1) {
+      size_t dropped = 0;
+      if ((rc = drop_older(st, s, p, at, &dropped)) != 0) {
+        store_fail(st, rc, why, whylen, "freeing page versions");
+        break;
+      }
+      *nimgs += dropped;
+      if (s->imaged == NULL)
+        s->imaged = calloc((s->npages + 7) / 8, 1);
+      s->imaged[pi / 8] |= (uint8_t)(1u << (pi % 8));
+    }
+  }
+  free(pages);
+  /* Then the records themselves, from every database that names them. */
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    uint8_t rk[20], pk[24];
+    rec_key(rk, s->volume_id, s->pg, v[i].lsn);
+    page_key(pk, s->volume_id, s->pg, v[i].page, v[i].lsn);
+    struct kv_val rkey = {sizeof rk, rk}, pkey = {sizeof pk, pk};
+    kv_del(st->kv, st->txn, st->pidx, &pkey);
+    if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
+      st->nunidx--;
+    rc = kv_del(st->kv, st->txn, st->recs, &rkey);
+    if (rc != 0) {
+      store_fail(st, rc, why, whylen, "freeing records");
+      break;
+    }
+    s->nrecs -= s->nrecs > 0;
+    s->bytes -= s->bytes >= v[i].len ? v[i].len : s->bytes;
+  }
+  free(v);
+  if (rc != 0)
+    return rc == ERR_NOT_COMPLETE ? ERR_INTERNAL : rc;
+  s->gc_lsn = gc;
+  /* A floor at or below gc is moot: the version as of gc is here (the
+   * one fetched at the floor, or one coalesced since). */
+  if (s->floor)
+    for (uint32_t i = 0; i < s->npages; i++)
+      if (s->floor[i] && s->floor[i] <= gc) {
+        s->floor[i] = 0;
+        if (s->imaged == NULL)
+          s->imaged = calloc((s->npages + 7) / 8, 1);
+        s->imaged[i / 8] |= (uint8_t)(1u << (i % 8));
+      }
+  *nrecs = n;
+  return 0;
+}
+
+int store_jump(struct store *st, struct segment *s, uint64_t to, char *why, size_t whylen)
+{
+  /* Every record at or below `to`: what the fetched versions hold. */
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, 1);
+  struct kv_val key = {sizeof k, k}, val;
+  struct kv_cursor *cur;
+  int rc = kv_cursor(st->kv, st->txn, st->recs, &cur);
+  if (rc != 0)
+    return store_fail(st, rc, why, whylen, "catching up");
+  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;) {
+    if (key.len != 20 || memcmp(key.data, k, 12) != 0)
+      break;
+    uint64_t lsn = get_be64((uint8_t *)key.data + 12);
+    if (lsn > to)
+      break;
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+    if (r) {
+      uint8_t pk[24];
+      page_key(pk, s->volume_id, s->pg, r->page_no, lsn);
+      struct kv_val pkey = {sizeof pk, pk};
+      kv_del(st->kv, st->txn, st->pidx, &pkey);
+      auralog__record__free_unpacked(r, NULL);
+    }
+    uint8_t rk[20];
+    memcpy(rk, key.data, 20);
+    struct kv_val rkey = {sizeof rk, rk};
+    if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
+      st->nunidx--;
+    s->bytes -= s->bytes >= val.len ? val.len : s->bytes;
+    s->nrecs -= s->nrecs > 0;
+    if ((rc = kv_cursor_del(st->kv, cur)) != 0)
+      break;
+    rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val);
+  }
+  kv_cursor_close(st->kv, cur);
+  if (rc != 0 && rc != KV_NOTFOUND)
+    return store_fail(st, rc, why, whylen, "catching up");
+  /* Each page keeps its newest version at or below `to` (the fetched
+   * one) and those above; older ones go. */
+  if (s->imaged == NULL)
+    s->imaged = calloc((s->npages + 7) / 8, 1);
+  for (uint32_t i = 0; i < s->npages; i++) {
+    struct kv_val img;
+    uint64_t at = 0;
+    int f = find_image(st, st->txn, s, s->first_page + i, to, &img, &at);
+    if (f == 1) {
+      size_t dropped = 0;
+      if ((rc = drop_older(st, s, s->first_page + i, at, &dropped)) != 0)
+        return store_fail(st, rc, why, whylen, "catching up");
+      s->imaged[i / 8] |= (uint8_t)(1u << (i % 8));
+    } else {
+      s->imaged[i / 8] &= (uint8_t)~(1u << (i % 8));
+    }
+    if (s->floor && s->floor[i] <= to)
+      s->floor[i] = 0;
+  }
+  s->gc_lsn = to;
+  return 0;
+}

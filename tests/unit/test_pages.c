@@ -1,0 +1,632 @@
+/*
+ * test_pages.c: a storage node's page versions and background work
+ * (node/store_pages.c, node/bg.c, node/scrub.c; paper §3.3 steps 5, 7, 8).
+ *
+ * Against a model that applies every record to its page in LSN order and
+ * remembers each page after each record, so that "the page as of R" is
+ * known for every R:
+ *   - coalescing: with versions written at random points, every page read
+ *     at every point reads as the records say, and a page coalesced at
+ *     the SCL is read applying no record at all;
+ *   - GC: after freeing to a point, the segment holds exactly the records
+ *     above it and, for each page, one version at or below it (at the
+ *     page's last record there) plus those coalescing made above; reads
+ *     at or above the point are right, reads below it refused; all of it
+ *     across a reload from disk;
+ *   - a running node (the core, with a fake io): writes with a PGMRPL
+ *     coalesce and free as the PGMRPL advances; bytes damaged under it
+ *     (in records and in page versions) are never served, the scrub finds
+ *     every one, and what it cannot rebuild itself is fetched from a PG
+ *     peer, after which every page reads right again.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cores_fix.h"
+#include "rng.h"
+
+/* The tests' random numbers (rng.h), in the shape used here. */
+struct rng { uint64_t s; };
+static inline void rng_seed(struct rng *r, uint64_t seed) { r->s = seed; }
+static inline uint64_t rng_u64(struct rng *r) { return rng_next(&r->s); }
+static inline uint64_t rng_uniform(struct rng *r, uint64_t n) { return rng_next(&r->s) % n; }
+
+#include "node/store.h"
+#include "node/store_int.h"
+
+#define NP    8              /* pages written, 0..NP-1 of PG 0 */
+#define MAXR  1600           /* records at most in one test */
+
+/* The model: page p after record lsn (hist[lsn]), and which page each
+ * record touched. */
+struct model {
+  uint32_t page[MAXR + 1];
+  uint8_t *after[MAXR + 1];  /* the touched page right after the record */
+  uint64_t n;                /* records 1..n */
+};
+
+static void model_free(struct model *m)
+{
+  for (uint64_t i = 1; i <= m->n; i++)
+    free(m->after[i]);
+  memset(m, 0, sizeof *m);
+}
+
+/* Page p as of point R into out; returns the LSN of its last record <= R. */
+static uint64_t model_page(const struct model *m, uint32_t p, uint64_t R, uint8_t *out)
+{
+  for (uint64_t l = R < m->n ? R : m->n; l > 0; l--)
+    if (m->page[l] == p) {
+      memcpy(out, m->after[l], PSIZE);
+      return l;
+    }
+  memset(out, 0, PSIZE);
+  return 0;
+}
+
+/* A record: random bytes at a random place of a random page. */
+struct mrec {
+  Rec r;
+  Auralog__Range g, *gp;
+  uint8_t data[64];
+};
+
+static Rec *next_rec(struct model *m, struct rng *rng, struct mrec *t)
+{
+  uint64_t lsn = ++m->n;
+  assert_true(lsn <= MAXR);
+  uint32_t p = (uint32_t)rng_uniform(rng, NP);
+  uint32_t len = 1 + (uint32_t)rng_uniform(rng, sizeof t->data);
+  uint32_t off = (uint32_t)rng_uniform(rng, PSIZE - len);
+  for (uint32_t i = 0; i < len; i++)
+    t->data[i] = (uint8_t)rng_u64(rng);
+  auralog__record__init(&t->r);
+  auralog__range__init(&t->g);
+  t->g.off = off;
+  t->g.data = (ProtobufCBinaryData){len, t->data};
+  t->gp = &t->g;
+  t->r.lsn = lsn;
+  t->r.prev_lsn = lsn - 1;
+  t->r.page_no = p;
+  t->r.epoch = 2;
+  t->r.flags = REC_CPL;
+  t->r.ranges = &t->gp;
+  t->r.n_ranges = 1;
+  rec_seal(&t->r);
+  m->page[lsn] = p;
+  m->after[lsn] = malloc(PSIZE);
+  model_page(m, p, lsn - 1, m->after[lsn]);
+  memcpy(m->after[lsn] + off, t->data, len);
+  return &t->r;
+}
+
+/* ---- the store alone -------------------------------------------------------- */
+
+struct sfix {
+  struct disk *d;
+  struct store st;
+  struct segment s;
+  struct model m;
+  struct rng rng;
+};
+
+static void s_open(struct sfix *x)
+{
+  char why[256];
+  assert_int_equal(store_open_kv(&x->st, disk_kv(x->d), why, sizeof why), 0);
+}
+
+static struct segment *loaded_into;
+static void keep(void *arg, struct segment *s)
+{
+  (void)arg;
+  *loaded_into = *s;
+}
+
+/* Close and open the store again, and load the segment from disk. */
+static void s_reload(struct sfix *x)
+{
+  char why[256];
+  store_close(&x->st);
+  seg_free(&x->s);
+  s_open(x);
+  loaded_into = &x->s;
+  assert_int_equal(store_load(&x->st, keep, NULL, why, sizeof why), 0);
+}
+
+/* n more records, committed; the segment's VDL follows its SCL. */
+static void s_write(struct sfix *x, int n)
+{
+  char why[256];
+  assert_int_equal(store_begin(&x->st, why, sizeof why), 0);
+  uint64_t first = x->m.n + 1;
+  for (int i = 0; i < n; i++) {
+    struct mrec t;
+    assert_int_equal(store_put_rec(&x->st, &x->s, next_rec(&x->m, &x->rng, &t), why,
+                                   sizeof why), 0);
+  }
+  assert_int_equal(store_put_meta(&x->st, &x->s, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x->st, why, sizeof why), 0);
+  for (uint64_t l = first; l <= x->m.n; l++)
+    seg_add(&x->s, l, l - 1);
+  x->s.vdl = x->s.scl;
+}
+
+static void s_setup(struct sfix *x, uint64_t seed)
+{
+  memset(x, 0, sizeof *x);
+  rng_seed(&x->rng, seed);
+  x->d = disk_new();
+  s_open(x);
+  seg_init(&x->s, VOL, 0, 0, PG_PAGES, PSIZE);
+}
+
+static void s_teardown(struct sfix *x)
+{
+  store_close(&x->st);
+  seg_free(&x->s);
+  disk_free(x->d);
+  model_free(&x->m);
+}
+
+/* Every page at n random points in [from, SCL] reads as the model says. */
+static void reads_right(struct sfix *x, uint64_t from, int n)
+{
+  char why[256];
+  uint8_t got[PSIZE], want[PSIZE];
+  for (int i = 0; i < n; i++) {
+    uint32_t p = (uint32_t)rng_uniform(&x->rng, NP);
+    uint64_t R = from + rng_uniform(&x->rng, x->s.scl - from + 1);
+    uint64_t lsn = 0, wlsn = model_page(&x->m, p, R, want);
+    int rc = store_read_page(&x->st, &x->s, p, R, got, &lsn, why, sizeof why);
+    if (rc != 0)
+      fail_msg("page %u as of %llu: %s", p, (unsigned long long)R, why);
+    assert_int_equal(lsn, wlsn);
+    assert_memory_equal(got, want, PSIZE);
+  }
+}
+
+static void coalesce(struct sfix *x, uint32_t p, uint64_t upto)
+{
+  char why[256];
+  int made;
+  assert_int_equal(store_begin(&x->st, why, sizeof why), 0);
+  assert_int_equal(store_coalesce(&x->st, &x->s, p, upto, &made, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x->st, why, sizeof why), 0);
+}
+
+static void coalesced_versions_read_like_the_records(void **state)
+{
+  (void)state;
+  for (uint64_t seed = 1; seed <= 5; seed++) {
+    struct sfix x;
+    s_setup(&x, seed);
+    for (int round = 0; round < 12; round++) {
+      s_write(&x, 20 + (int)rng_uniform(&x.rng, 60));
+      for (int k = (int)rng_uniform(&x.rng, 4); k > 0; k--)
+        coalesce(&x, (uint32_t)rng_uniform(&x.rng, NP), 1 + rng_uniform(&x.rng, x.s.scl));
+      if (round % 3 == 0) {
+        char why[256];
+        assert_int_equal(store_index(&x.st, 1000, why, sizeof why), 0);
+      }
+      reads_right(&x, 1, 40);
+    }
+    /* Coalesced at the SCL, a page is read applying nothing. */
+    for (uint32_t p = 0; p < NP; p++)
+      coalesce(&x, p, x.s.scl);
+    uint8_t got[PSIZE];
+    uint64_t lsn;
+    char why[256];
+    for (uint32_t p = 0; p < NP; p++) {
+      assert_int_equal(store_read_page(&x.st, &x.s, p, x.s.scl, got, &lsn, why, sizeof why), 0);
+      assert_int_equal(x.st.last_applied, 0);
+      assert_int_equal(store_unmat(&x.st, &x.s, p), 0);
+    }
+    reads_right(&x, 1, 100);
+    s_reload(&x);
+    reads_right(&x, 1, 100);
+    s_teardown(&x);
+  }
+}
+
+/* The versions of page p held: their LSNs, ascending, into v; how many. */
+static size_t versions_of(struct store *st, uint32_t p, uint64_t *v, size_t max)
+{
+  struct kv_txn *t;
+  struct kv_cursor *c;
+  assert_int_equal(kv_begin(st->kv, KV_RDONLY, &t), 0);
+  assert_int_equal(kv_cursor(st->kv, t, st->imgs, &c), 0);
+  struct kv_val key, val;
+  size_t n = 0;
+  for (int rc = kv_cursor_get(st->kv, c, KV_FIRST, &key, &val); rc == 0;
+       rc = kv_cursor_get(st->kv, c, KV_NEXT, &key, &val))
+    if (key.len == 24 && get_be32((uint8_t *)key.data + 12) == p && n < max)
+      v[n++] = get_be64((uint8_t *)key.data + 16);
+  kv_cursor_close(st->kv, c);
+  kv_abort(st->kv, t);
+  return n;
+}
+
+static size_t versions(struct sfix *x, uint32_t p, uint64_t *v, size_t max)
+{
+  return versions_of(&x->st, p, v, max);
+}
+
+/* Flip a byte of page p's version at lsn, as bit rot would. */
+static void damage_version(struct store *st, uint32_t p, uint64_t lsn)
+{
+  uint8_t k[24];
+  put_be64(k, VOL);
+  put_be32(k + 8, 0);
+  put_be32(k + 12, p);
+  put_be64(k + 16, lsn);
+  struct kv_txn *t;
+  struct kv_val key = {sizeof k, k}, val;
+  int wrote;
+  assert_int_equal(kv_begin(st->kv, 0, &t), 0);
+  assert_int_equal(kv_get(st->kv, t, st->imgs, &key, &val), 0);
+  uint8_t *copy = malloc(val.len);
+  memcpy(copy, val.data, val.len);
+  copy[lsn % PSIZE] ^= 0x10;
+  struct kv_val nv = {val.len, copy};
+  assert_int_equal(kv_put(st->kv, t, st->imgs, &key, &nv, 0), 0);
+  assert_int_equal(kv_commit(st->kv, t, &wrote), 0);
+  free(copy);
+}
+
+/* What GC must leave: records above gc_lsn only, all of them; per page
+ * one version at or below gc_lsn, at its last record there. */
+static void holds_exactly(struct sfix *x)
+{
+  uint64_t gc = x->s.gc_lsn;
+  Rec **recs;
+  int more;
+  long n = store_above(&x->st, &x->s, 0, &recs, MAXR, &more);
+  assert_int_equal(n, (long)(x->m.n - gc));
+  for (long i = 0; i < n; i++) {
+    assert_int_equal(recs[i]->lsn, gc + 1 + (uint64_t)i);
+    auralog__record__free_unpacked(recs[i], NULL);
+  }
+  free(recs);
+  uint8_t page[PSIZE];
+  for (uint32_t p = 0; p < NP; p++) {
+    uint64_t last = model_page(&x->m, p, gc, page), v[256];
+    size_t nv = versions(x, p, v, 256), below = 0;
+    for (size_t i = 0; i < nv; i++)
+      if (v[i] <= gc) {
+        below++;
+        assert_int_equal(v[i], last);
+      }
+    assert_int_equal(below, last ? 1 : 0);
+  }
+}
+
+static void gc_keeps_exactly_what_the_pgmrpl_needs(void **state)
+{
+  (void)state;
+  char why[256];
+  for (uint64_t seed = 1; seed <= 5; seed++) {
+    struct sfix x;
+    s_setup(&x, seed);
+    for (int round = 0; round < 8; round++) {
+      s_write(&x, 40 + (int)rng_uniform(&x.rng, 80));
+      for (int k = (int)rng_uniform(&x.rng, 4); k > 0; k--)
+        coalesce(&x, (uint32_t)rng_uniform(&x.rng, NP),
+                 x.s.gc_lsn + rng_uniform(&x.rng, x.s.scl - x.s.gc_lsn + 1));
+      /* Free to a random point between the last one and the SCL. */
+      uint64_t to = x.s.gc_lsn + rng_uniform(&x.rng, x.s.scl - x.s.gc_lsn + 1);
+      size_t nr, ni;
+      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+      assert_int_equal(store_gc(&x.st, &x.s, to, MAXR, &nr, &ni, why, sizeof why), 0);
+      assert_int_equal(store_put_meta(&x.st, &x.s, why, sizeof why), 0);
+      assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+      assert_int_equal(x.s.gc_lsn, to);
+      holds_exactly(&x);
+      reads_right(&x, x.s.gc_lsn, 40);
+      if (x.s.gc_lsn > 1) {     /* below the GC point: refused, never wrong */
+        uint8_t got[PSIZE];
+        uint64_t lsn;
+        assert_int_equal(store_read_page(&x.st, &x.s, 0, x.s.gc_lsn - 1, got, &lsn, why,
+                                         sizeof why), ERR_NOT_COMPLETE);
+      }
+      if (round % 2) {
+        uint64_t scl = x.s.scl;
+        s_reload(&x);
+        assert_int_equal(x.s.gc_lsn, to);
+        assert_int_equal(x.s.scl, scl);     /* the chain starts at the GC point */
+        holds_exactly(&x);
+        reads_right(&x, x.s.gc_lsn, 40);
+      }
+    }
+    s_teardown(&x);
+  }
+}
+
+/* Every record and page version the store holds checks (CRCs). */
+static void nothing_damaged_left(struct store *st)
+{
+  struct kv_txn *t;
+  struct kv_cursor *c;
+  struct kv_val key, val;
+  char why[200];
+  assert_int_equal(kv_begin(st->kv, KV_RDONLY, &t), 0);
+  assert_int_equal(kv_cursor(st->kv, t, st->imgs, &c), 0);
+  for (int rc = kv_cursor_get(st->kv, c, KV_FIRST, &key, &val); rc == 0;
+       rc = kv_cursor_get(st->kv, c, KV_NEXT, &key, &val)) {
+    assert_int_equal(val.len, PSIZE + 4);
+    if (get_be32((uint8_t *)val.data + PSIZE) != store_img_crc(key.data, val.data, PSIZE))
+      fail_msg("page %u's version at %llu is still damaged", get_be32((uint8_t *)key.data + 12),
+               (unsigned long long)get_be64((uint8_t *)key.data + 16));
+  }
+  kv_cursor_close(st->kv, c);
+  assert_int_equal(kv_cursor(st->kv, t, st->recs, &c), 0);
+  for (int rc = kv_cursor_get(st->kv, c, KV_FIRST, &key, &val); rc == 0;
+       rc = kv_cursor_get(st->kv, c, KV_NEXT, &key, &val)) {
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+    if (r == NULL || rec_check(r, PSIZE, why, sizeof why) != ERR_NONE)
+      fail_msg("record %llu is still damaged",
+               (unsigned long long)get_be64((uint8_t *)key.data + 12));
+    auralog__record__free_unpacked(r, NULL);
+  }
+  kv_cursor_close(st->kv, c);
+  kv_abort(st->kv, t);
+}
+
+/* ---- a running node ---------------------------------------------------------- */
+
+/* The writer of epoch 2 appends n more records, with its VDL and PGMRPL
+ * at its last record; the node commits, then does its background work. */
+static void w_append(struct nfix *x, struct model *m, struct rng *rng, int n)
+{
+  static uint64_t req = 100;
+  struct mrec *t = calloc((size_t)n, sizeof *t);
+  Rec **recs = calloc((size_t)n, sizeof *recs);
+  for (int i = 0; i < n; i++)
+    recs[i] = next_rec(m, rng, &t[i]);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Append a = AURALOG__APPEND__INIT;
+  Auralog__EpochTicket tk;
+  uint8_t sig[AUTH_SIG_BYTES];
+  a.volume_id = VOL;
+  a.pg = 0;
+  a.epoch = 2;
+  a.ticket = ticket(2, &tk, sig);
+  a.records = recs;
+  a.n_records = (size_t)n;
+  a.vdl = m->n - (uint64_t)n;          /* durable: what came before */
+  a.pgmrpl = a.vdl;
+  env.req = ++req;
+  env.body_case = APPEND;
+  env.append = &a;
+  DELIVER(node_on_msg, x->n, x->w, &env);
+  node_end_turn(x->n);
+  take(&x->f, x->w, APPEND_ACK);
+  free(recs);
+  free(t);
+}
+
+/* Page p as of point R, read by the writer: 1 and right, or 0 refused. */
+static int w_read(struct nfix *x, const struct model *m, uint32_t p, uint64_t R)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
+  rp.volume_id = VOL;
+  rp.pg = 0;
+  rp.page_no = p;
+  rp.read_point = R;
+  rp.need = R;               /* every LSN is a record of PG 0 here */
+  env.req = 7;
+  env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
+  env.read_page = &rp;
+  DELIVER(node_on_msg, x->n, x->w, &env);
+  if (count(&x->f, x->w, ERROR)) {
+    take(&x->f, x->w, ERROR);
+    return 0;
+  }
+  const Auralog__Page *pg = take(&x->f, x->w, PAGE)->page;
+  uint8_t want[PSIZE];
+  uint64_t lsn = model_page(m, p, R, want);
+  assert_int_equal(pg->page_lsn, lsn);
+  assert_int_equal(pg->data.len, PSIZE);
+  if (memcmp(pg->data.data, want, PSIZE) != 0)
+    fail_msg("page %u as of %llu was served wrong", p, (unsigned long long)R);
+  return 1;
+}
+
+/* Let time pass: the node's timers and background work run. */
+static void idle(struct nfix *x, uint64_t ms)
+{
+  for (uint64_t t = 0; t < ms; t += 100) {
+    x->f.now += 100;
+    node_heartbeat(x->n);
+    gossip_tick(x->n);
+    node_end_turn(x->n);
+  }
+}
+
+/* The peers' side: every connection the node opened to a peer comes up;
+ * each says its SCL (a GossipPull naming it) is `scl`; every page read
+ * the node asks of a peer is answered from the model. Returns how many
+ * page reads were answered. */
+static int peers_answer(struct nfix *x, const struct model *m, uint64_t scl)
+{
+  int answered = 0;
+  for (int i = 1; i < NCOPIES; i++) {
+    struct ep *e = NULL;
+    for (size_t j = x->f.neps; j > 0 && e == NULL; j--)
+      if (strcmp(x->f.eps[j - 1]->addr, addrs[i]) == 0)
+        e = x->f.eps[j - 1];
+    if (e == NULL)
+      continue;
+    node_on_up(x->n, e);
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__GossipPull gp = AURALOG__GOSSIP_PULL__INIT;
+    gp.volume_id = VOL;
+    gp.pg = 0;
+    gp.scl = scl;
+    gp.node = (char *)ids[i];
+    env.req = 900;
+    env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PULL;
+    env.gossip_pull = &gp;
+    DELIVER(node_on_msg, x->n, e, &env);
+    while (count(&x->f, e, AURALOG__ENVELOPE__BODY_GOSSIP_PUSH))
+      take(&x->f, e, AURALOG__ENVELOPE__BODY_GOSSIP_PUSH);
+    while (count(&x->f, e, AURALOG__ENVELOPE__BODY_READ_PAGE)) {
+      const Env *q = take(&x->f, e, AURALOG__ENVELOPE__BODY_READ_PAGE);
+      uint8_t data[PSIZE];
+      Env a = AURALOG__ENVELOPE__INIT;
+      Auralog__Page pg = AURALOG__PAGE__INIT;
+      pg.volume_id = VOL;
+      pg.pg = 0;
+      pg.page_no = q->read_page->page_no;
+      pg.page_lsn = model_page(m, pg.page_no, q->read_page->need, data);
+      pg.data = (ProtobufCBinaryData){PSIZE, data};
+      a.req = q->req;
+      a.body_case = PAGE;
+      a.page = &pg;
+      DELIVER(node_on_msg, x->n, e, &a);
+      answered++;
+    }
+    /* A pull the node made (a hole to fill): answered with the records. */
+    while (count(&x->f, e, AURALOG__ENVELOPE__BODY_GOSSIP_PULL)) {
+      const Env *q = take(&x->f, e, AURALOG__ENVELOPE__BODY_GOSSIP_PULL);
+      uint64_t from = q->gossip_pull->scl;
+      struct model *mm = (struct model *)m;
+      size_t n = 0;
+      struct mrec *t = calloc(mm->n + 1, sizeof *t);
+      Rec **recs = calloc(mm->n + 1, sizeof *recs);
+      for (uint64_t l = from + 1; l <= mm->n && n < 500; l++) {
+        /* Rebuild record l from the model: the bytes it changed. */
+        uint8_t before[PSIZE];
+        model_page(mm, mm->page[l], l - 1, before);
+        uint32_t lo = 0, hi = PSIZE;
+        while (lo < PSIZE && before[lo] == mm->after[l][lo])
+          lo++;
+        while (hi > lo && before[hi - 1] == mm->after[l][hi - 1])
+          hi--;
+        if (hi == lo)
+          hi = lo + 1;      /* a range that wrote what was there */
+        struct mrec *r = &t[n];
+        auralog__record__init(&r->r);
+        auralog__range__init(&r->g);
+        r->g.off = lo;
+        r->g.data = (ProtobufCBinaryData){hi - lo, mm->after[l] + lo};
+        r->gp = &r->g;
+        r->r.lsn = l;
+        r->r.prev_lsn = l - 1;
+        r->r.page_no = mm->page[l];
+        r->r.epoch = 2;
+        r->r.flags = REC_CPL;
+        r->r.ranges = &r->gp;
+        r->r.n_ranges = 1;
+        rec_seal(&r->r);
+        recs[n++] = &r->r;
+      }
+      Env a = AURALOG__ENVELOPE__INIT;
+      Auralog__GossipPush gp2 = AURALOG__GOSSIP_PUSH__INIT;
+      gp2.volume_id = VOL;
+      gp2.pg = 0;
+      gp2.scl = mm->n;
+      gp2.records = recs;
+      gp2.n_records = n;
+      a.req = q->req;
+      a.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PUSH;
+      a.gossip_push = &gp2;
+      DELIVER(node_on_msg, x->n, e, &a);
+      free(recs);
+      free(t);
+    }
+  }
+  return answered;
+}
+
+static void a_running_node_frees_scrubs_and_repairs(void **state)
+{
+  (void)state;
+  keys();
+  struct nfix x;
+  struct model m = {0};
+  struct rng rng;
+  rng_seed(&rng, 9);
+  node_setup(&x);
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  /* Peers never heard from hold GC for GC_PEER_WAIT_MS; they say their
+   * SCL as we go instead (each ahead of the node's). */
+  for (int round = 0; round < 30; round++) {
+    w_append(&x, &m, &rng, 40);
+    peers_answer(&x, &m, m.n);
+    idle(&x, GC_MS);
+  }
+  assert_int_equal(s->scl, m.n);
+  assert_true(x.n->coalesced > 0);
+  assert_true(s->gc_lsn > m.n / 2);
+  assert_true(x.n->gc_records >= s->gc_lsn - 1);
+  for (uint64_t R = s->gc_lsn; R <= m.n; R += 7)
+    for (uint32_t p = 0; p < NP; p++)
+      assert_int_equal(w_read(&x, &m, p, R), 1);
+  /* A read applies at most COALESCE_RECS records plus those above the
+   * VDL the node heard (the last batch: 40 records over NP pages). */
+  assert_true(x.n->max_apply <= COALESCE_RECS + 40);
+
+  /* Damage under the running node: bytes of stored versions and records. */
+  uint64_t found = x.n->damage_found + x.n->st.met_damage;
+  int planted = 0;
+  for (uint64_t r = 1; r <= 6; r++) {
+    planted += disk_corrupt_db(x.d, r % 2 ? "imgs" : "recs", r * 7919);
+    /* Never served: every page at every point reads right or is refused. */
+    for (uint32_t p = 0; p < NP; p++)
+      w_read(&x, &m, p, m.n - r);
+  }
+  assert_true(planted >= 4);
+  /* And the version at or below the GC point of every page, the only copy
+   * of what was freed: a read that meets one damaged must not build the
+   * page from the records above it alone. */
+  for (uint32_t p = 0; p < NP; p++) {
+    uint64_t v[256];
+    size_t nv = versions_of(&x.n->st, p, v, 256);
+    if (nv && v[0] <= s->gc_lsn) {
+      damage_version(&x.n->st, p, v[0]);
+      planted++;
+      for (uint64_t R = s->gc_lsn; R <= m.n; R += 13)
+        w_read(&x, &m, p, R);
+    }
+  }
+  /* The scrub finds it, what it cannot rebuild comes from peers, and the
+   * node is whole again: every page reads right at every point it keeps. */
+  for (int t = 0; t < 20; t++) {
+    idle(&x, SCRUB_MS);
+    peers_answer(&x, &m, m.n);
+  }
+  printf("# planted %d, found %llu, repaired from peers %llu\n", planted,
+         (unsigned long long)(x.n->damage_found + x.n->st.met_damage - found), (unsigned long long)x.n->repaired);
+  assert_true(x.n->damage_found + x.n->st.met_damage - found >= (uint64_t)planted / 2);
+  nothing_damaged_left(&x.n->st);
+  assert_true(x.n->repaired > 0);
+  assert_int_equal(s->scl, m.n);
+  for (uint32_t i = 0; s->floor && i < s->npages; i++)
+    assert_true(s->floor[i] != UINT64_MAX);
+  for (uint64_t R = m.n - 20; R <= m.n; R++)
+    for (uint32_t p = 0; p < NP; p++)
+      if (!w_read(&x, &m, p, R))
+        fail_msg("page %u as of %llu is still refused after the repair", p,
+                 (unsigned long long)R);
+  node_teardown(&x);
+  model_free(&m);
+}
+
+int main(void)
+{
+  log_quiet(getenv("VERBOSE") ? 0 : 1);
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(coalesced_versions_read_like_the_records),
+    cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
+    cmocka_unit_test(a_running_node_frees_scrubs_and_repairs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
