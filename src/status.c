@@ -60,6 +60,17 @@ static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg)
   return 0;
 }
 
+/* The id of the node at addr ("" for none; addr itself if none listed). */
+static const char *node_by_addr(const Auralog__Status *st, const char *addr)
+{
+  if (addr == NULL || addr[0] == 0)
+    return "";
+  for (size_t i = 0; i < st->n_nodes; i++)
+    if (strcmp(st->nodes[i]->addr, addr) == 0)
+      return st->nodes[i]->id;
+  return addr;
+}
+
 static const char *state_of(const Auralog__NodeInfo *n)
 {
   return n && n->up ? "up" : "down";
@@ -102,6 +113,10 @@ char *status_json(const Auralog__Status *st)
   cJSON_AddNumberToObject(o, "pages_read", (double)e->pages_read);
   cJSON_AddNumberToObject(o, "recovery_ms", (double)e->recovery_ms);
   cJSON_AddNumberToObject(o, "refusing", (double)e->refusing);
+  /* Page replies the engine's end-to-end check refused (a node served an
+   * older page than the writer knows), and the node of the last one. */
+  cJSON_AddNumberToObject(o, "stale_pages", (double)e->stale_pages);
+  cJSON_AddStringToObject(o, "stale_node", node_by_addr(st, e->stale_node));
   cJSON_AddNumberToObject(o, "page_size", v->page_size);
   cJSON *eng = cJSON_AddObjectToObject(o, "engine");
   cJSON_AddStringToObject(eng, "addr", st->engine ? e->addr : "");
@@ -186,6 +201,10 @@ void status_table(const Auralog__Status *st, FILE *f)
             (unsigned long long)e->pending, (unsigned long long)e->recovery_ms);
   else
     fprintf(f, "  (no engine has reported)\n");
+  if (e && e->stale_pages)
+    fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
+            "from node %s (see the engine's log)\n", (unsigned long long)e->stale_pages,
+            e->stale_pages == 1 ? "" : "s", node_by_addr(st, e->stale_node));
   if (e && e->refusing)
     fprintf(f, "%llu segment%s refuse the engine's Appends (see the engine's log)\n",
             (unsigned long long)e->refusing, e->refusing == 1 ? "" : "s");

@@ -472,6 +472,9 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_ENGINE_STAT:
     if (!wire_name_ok(e->engine_stat->volume))
       return bad(why, whylen, "engine report with a bad volume name");
+    if (e->engine_stat->stale_node && e->engine_stat->stale_node[0] &&
+        !addr_ok(e->engine_stat->stale_node))
+      return bad(why, whylen, "engine report with a bad stale node address");
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
     if (!wire_name_ok(e->drop_volume->name))
