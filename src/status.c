@@ -140,6 +140,7 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddStringToObject(j, "state", state_of(n));
     cJSON_AddBoolToObject(j, "partitioned", n->partitioned);
     cJSON_AddNumberToObject(j, "slow_ms", n->slow_ms);
+    cJSON_AddBoolToObject(j, "stale", n->stale);
     /* The node's counters from its last heartbeat, cumulative since it
      * started (a restarted node starts again from 0). */
     cJSON_AddNumberToObject(j, "commits", (double)n->commits);
@@ -171,7 +172,8 @@ char *status_json(const Auralog__Status *st)
       const Auralog__NodeInfo *sn = node_of(st, seg->node);
       cJSON_AddStringToObject(js, "state", state_of(sn));
       cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
-                                            : sn && sn->slow_ms ? "slow" : "");
+                                            : sn && sn->slow_ms ? "slow"
+                                            : sn && sn->stale ? "stale" : "");
       cJSON_AddItemToArray(segs, js);
     }
     cJSON_AddItemToArray(pgs, jp);
@@ -217,9 +219,10 @@ void status_table(const Auralog__Status *st, FILE *f)
     fprintf(f, "  AZ %c:", 'A' + z);
     for (size_t i = 0; i < st->n_nodes; i++)
       if (st->nodes[i]->az[0] == 'A' + z)
-        fprintf(f, "  %s %s (%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
+        fprintf(f, "  %s %s (%s%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
                 state_of(st->nodes[i]), st->nodes[i]->partitioned ? ", partitioned" : "",
-                st->nodes[i]->slow_ms ? ", slow" : "");
+                st->nodes[i]->slow_ms ? ", slow" : "",
+                st->nodes[i]->stale ? ", serves stale pages" : "");
     fputc('\n', f);
   }
   if (v->n_pgs)
