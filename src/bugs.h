@@ -14,13 +14,15 @@
  *   need-freed       a read's `need` from freed records only (it lags)
  *   no-adopt         recovery does not rewrite what it proved to a quorum
  *   no-fence         a node takes Appends from an older epoch
+ *   no-page-check    the writer believes every page a segment serves (no
+ *                    end-to-end page LSN check, vfs/pagelsn.h)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
 
 enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
-  BUG_NO_ADOPT, BUG_NO_FENCE, BUG_N
+  BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_N
 };
 
 extern unsigned planted_bugs;

@@ -19,12 +19,20 @@
  *    a record of the page at or below the VDL, so the page as of any read
  *    point R >= F carries an LSN >= F, whichever segment answers.
  *  - nothing (unknown).
+ * and, for a page the writer changed above the VDL (records not yet
+ * durable: a read at a read point below them must not see them), what it
+ * knew of the page before the first of those changes, B, and that first
+ * change's LSN, L1 (the side map `before`). Entries there leave once the
+ * VDL passes the page's last LSN (swept as the writer writes).
  *
  * The rule a reply with page LSN `got` keeps (pl_check), for a read at
  * read point R whose `need` is the PG's last record at or below R:
  *  - always got <= need (so got <= R);
- *  - EXACT L <= R: got == L; EXACT L > R (a newer change not yet at the
- *    read point): got <= R, nothing more is known;
+ *  - EXACT L <= R: got == L;
+ *  - L > R (a newer change not yet at the read point), with B and L1
+ *    known: if R < L1, the page is as of B: EXACT B <= R: got == B, FLOOR
+ *    B <= R: got >= B; if L1 <= R < L (several changes above the VDL, the
+ *    read point between them) nothing more is known;
  *  - FLOOR F <= R: got >= F.
  *
  * What it cannot catch: a page last written before this writer opened,
@@ -36,13 +44,16 @@
  * a good LSN) is the CRCs' business, not this table's.
  *
  * Truncation: a recovery cuts everything above its VDL; pl_truncate(vdl)
- * forgets every entry above it (the page becomes unknown: its older LSN
- * was not kept). Entries at or below a VDL are never cut.
+ * forgets every entry above it: the page goes back to what was known
+ * before its first change above the VDL if that change was cut too (B,
+ * when L1 > vdl), or becomes unknown. Entries at or below a VDL are never
+ * cut.
  *
  * Memory: a hash map of the pages touched (open addressing, linear
  * probing), 12 bytes a slot, at most 3/4 full and at least 3/8 after it
  * grows: at most PL_BYTES_PER_PAGE bytes per page touched, whatever the
- * size of the volume (a flat array would cost 8 bytes for every page up
+ * size of the volume (plus the side map: 20 bytes a slot, for the pages
+ * changed above the VDL only) (a flat array would cost 8 bytes for every page up
  * to the highest one: 128 MiB for a 64 GiB volume of 4 KiB pages).
  *
  * Pure: no I/O, no clock, no lock (the volume's lock covers it).
@@ -55,10 +66,17 @@
 
 #define PL_BYTES_PER_PAGE 32    /* 12-byte slots, at least 3/8 used */
 
-struct pagelsn {
+/* A hash map from page number to k LSNs (pagelsn.c). */
+struct plmap {
   uint32_t *page;            /* slot: page number, or PL_FREE */
-  uint64_t *val;             /* slot: LSN, with PL_FLOOR_BIT if a floor */
-  size_t cap, n;             /* slots (0 or a power of two); entries */
+  uint64_t *val;             /* slot i: val[k*i .. k*i+k) */
+  size_t cap, n, k;          /* slots (0 or a power of two); entries; LSNs per entry */
+};
+
+struct pagelsn {
+  struct plmap last;         /* page -> its LSN, with PL_FLOOR_BIT if a floor */
+  struct plmap before;       /* page -> {B, L1} while it has changes above the VDL */
+  size_t sweep_at;           /* sweep `before` when it holds this many (0: 64) */
 };
 
 enum { PL_UNKNOWN = 0, PL_EXACT, PL_FLOOR };
@@ -71,12 +89,15 @@ enum {
   PL_BELOW_FLOOR,            /* FLOOR F <= R and got < F */
 };
 
+/* An empty table (a zeroed struct pagelsn is one too). */
 void pl_init(struct pagelsn *t);
 void pl_free(struct pagelsn *t);
 
-/* Page's last record is lsn, for sure (the writer cut it, or its
- * recovery proved it). */
+/* Page's last record is lsn, for sure, at or below the VDL (recovery
+ * proved it). */
 void pl_set(struct pagelsn *t, uint32_t page, uint64_t lsn);
+/* The writer cut record lsn of page while the VDL is vdl (lsn > vdl). */
+void pl_write(struct pagelsn *t, uint32_t page, uint64_t lsn, uint64_t vdl);
 /* A reply that passed the check said page is as of lsn: page's LSN is at
  * least lsn from now on (no effect on an EXACT entry or a higher floor). */
 void pl_learn(struct pagelsn *t, uint32_t page, uint64_t lsn);

@@ -109,7 +109,8 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
      * reaches SQLite, the node is counted, named and avoided for a while,
      * and another segment is asked. */
     uint64_t got = env->page->page_lsn, want = 0;
-    int verdict = pl_check(&v->plsn, r->page_no, r->rp, r->need, got, &want);
+    int verdict = PLANTED(BUG_NO_PAGE_CHECK) ? PL_OK
+                  : pl_check(&v->plsn, r->page_no, r->rp, r->need, got, &want);
     if (verdict != PL_OK) {
       struct vnode *n = &v->nodes[r->node];
       v->st.stale_pages++;

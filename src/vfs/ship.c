@@ -102,7 +102,7 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
     }
     g->recs[g->n++] = o;
     v->undurable += o->bytes;
-    pl_set(&v->plsn, pages[i].page_no, lsn);   /* for the end-to-end read check */
+    pl_write(&v->plsn, pages[i].page_no, lsn, v->q.vdl);   /* the end-to-end read check */
     size_t j = 0;
     while (j < nml && ml[j].pg != pg)
       j++;
