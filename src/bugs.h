@@ -14,6 +14,8 @@
  *   need-freed       a read's `need` from freed records only (it lags)
  *   no-adopt         recovery does not rewrite what it proved to a quorum
  *   no-fence         a node takes Appends from an older epoch
+ *   no-page-check    the writer believes every page a segment serves (no
+ *                    end-to-end page LSN check, vfs/pagelsn.h)
  *   stale-version    a node reading a page whose version is damaged or
  *                    missing builds it from its records alone, as if the
  *                    page had no version (node/store_pages.c)
@@ -23,7 +25,7 @@
 
 enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
-  BUG_NO_ADOPT, BUG_NO_FENCE, BUG_STALE_VERSION, BUG_N
+  BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION, BUG_N
 };
 
 extern unsigned planted_bugs;

@@ -88,6 +88,9 @@ static void fault_usage(FILE *f)
     "                    engine and from the other AZs\n"
     "  heal              end every partition\n"
     "  slow ID MS        the node answers MS milliseconds late (0: not slow)\n"
+    "  stale ID on|off   the node serves every page without its newest record,\n"
+    "                    with no error (a disk that silently lost records); the\n"
+    "                    engine must refuse those pages (status: stale_pages)\n"
     "\n"
     "  --dir DIR   the cluster (default $AURALOG_DIR or ~/.auralog)\n");
 }
@@ -159,6 +162,14 @@ int fault_main(int argc, char **argv)
       die("fault: slow needs a node id and 0..60000 milliseconds");
     coord_fault(&cl, "slow", "", arg, (unsigned)ms);
     printf(ms ? "node %s answers %ld ms late\n" : "node %s is not slow any more\n", arg, ms);
+  } else if (!strcmp(act, "stale")) {
+    const char *sw = nargs == 2 ? argv[optind + 2] : "";
+    struct member *m = arg ? member(&cl, arg) : NULL;
+    if (nargs != 2 || m == NULL || !m->az[0] || (strcmp(sw, "on") && strcmp(sw, "off")))
+      die("fault: stale needs a node id and on or off");
+    coord_fault(&cl, "stale", "", arg, sw[1] == 'n');
+    printf(sw[1] == 'n' ? "node %s serves pages without their newest record\n"
+                        : "node %s serves pages as stored again\n", arg);
   } else {
     die("fault: unknown action '%s' (see auralog fault --help)", act);
   }

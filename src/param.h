@@ -114,6 +114,7 @@
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
 #define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 #define READ_SLOW_MS    5000    /* ... and that node gets reads only when no other can, this long */
+#define READ_STALE_MS   30000   /* a node that served a page older (or newer) than the writer knows it gets reads only when no other can, this long (vfs/pagelsn.h) */
 
 /* Page index on a node (store.c): a commit stores records in LSN order and
  * leaves indexing them by page for later, in batches this large (a random

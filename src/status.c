@@ -60,6 +60,17 @@ static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg)
   return 0;
 }
 
+/* The id of the node at addr ("" for none; addr itself if none listed). */
+static const char *node_by_addr(const Auralog__Status *st, const char *addr)
+{
+  if (addr == NULL || addr[0] == 0)
+    return "";
+  for (size_t i = 0; i < st->n_nodes; i++)
+    if (strcmp(st->nodes[i]->addr, addr) == 0)
+      return st->nodes[i]->id;
+  return addr;
+}
+
 static const char *state_of(const Auralog__NodeInfo *n)
 {
   return n && n->up ? "up" : "down";
@@ -102,6 +113,10 @@ char *status_json(const Auralog__Status *st)
   cJSON_AddNumberToObject(o, "pages_read", (double)e->pages_read);
   cJSON_AddNumberToObject(o, "recovery_ms", (double)e->recovery_ms);
   cJSON_AddNumberToObject(o, "refusing", (double)e->refusing);
+  /* Page replies the engine's end-to-end check refused (a node served an
+   * older page than the writer knows), and the node of the last one. */
+  cJSON_AddNumberToObject(o, "stale_pages", (double)e->stale_pages);
+  cJSON_AddStringToObject(o, "stale_node", node_by_addr(st, e->stale_node));
   cJSON_AddNumberToObject(o, "page_size", v->page_size);
   cJSON *eng = cJSON_AddObjectToObject(o, "engine");
   cJSON_AddStringToObject(eng, "addr", st->engine ? e->addr : "");
@@ -125,6 +140,7 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddStringToObject(j, "state", state_of(n));
     cJSON_AddBoolToObject(j, "partitioned", n->partitioned);
     cJSON_AddNumberToObject(j, "slow_ms", n->slow_ms);
+    cJSON_AddBoolToObject(j, "stale", n->stale);
     /* The node's counters from its last heartbeat, cumulative since it
      * started (a restarted node starts again from 0). */
     cJSON_AddNumberToObject(j, "commits", (double)n->commits);
@@ -156,7 +172,8 @@ char *status_json(const Auralog__Status *st)
       const Auralog__NodeInfo *sn = node_of(st, seg->node);
       cJSON_AddStringToObject(js, "state", state_of(sn));
       cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
-                                            : sn && sn->slow_ms ? "slow" : "");
+                                            : sn && sn->slow_ms ? "slow"
+                                            : sn && sn->stale ? "stale" : "");
       cJSON_AddItemToArray(segs, js);
     }
     cJSON_AddItemToArray(pgs, jp);
@@ -186,6 +203,10 @@ void status_table(const Auralog__Status *st, FILE *f)
             (unsigned long long)e->pending, (unsigned long long)e->recovery_ms);
   else
     fprintf(f, "  (no engine has reported)\n");
+  if (e && e->stale_pages)
+    fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
+            "from node %s (see the engine's log)\n", (unsigned long long)e->stale_pages,
+            e->stale_pages == 1 ? "" : "s", node_by_addr(st, e->stale_node));
   if (e && e->refusing)
     fprintf(f, "%llu segment%s refuse the engine's Appends (see the engine's log)\n",
             (unsigned long long)e->refusing, e->refusing == 1 ? "" : "s");
@@ -198,9 +219,10 @@ void status_table(const Auralog__Status *st, FILE *f)
     fprintf(f, "  AZ %c:", 'A' + z);
     for (size_t i = 0; i < st->n_nodes; i++)
       if (st->nodes[i]->az[0] == 'A' + z)
-        fprintf(f, "  %s %s (%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
+        fprintf(f, "  %s %s (%s%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
                 state_of(st->nodes[i]), st->nodes[i]->partitioned ? ", partitioned" : "",
-                st->nodes[i]->slow_ms ? ", slow" : "");
+                st->nodes[i]->slow_ms ? ", slow" : "",
+                st->nodes[i]->stale ? ", serves stale pages" : "");
     fputc('\n', f);
   }
   if (v->n_pgs)

@@ -472,6 +472,9 @@ int wire_check(const Env *e, char *why, size_t whylen)
   case AURALOG__ENVELOPE__BODY_ENGINE_STAT:
     if (!wire_name_ok(e->engine_stat->volume))
       return bad(why, whylen, "engine report with a bad volume name");
+    if (e->engine_stat->stale_node && e->engine_stat->stale_node[0] &&
+        !addr_ok(e->engine_stat->stale_node))
+      return bad(why, whylen, "engine report with a bad stale node address");
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
     if (!wire_name_ok(e->drop_volume->name))
@@ -482,12 +485,15 @@ int wire_check(const Env *e, char *why, size_t whylen)
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_FAULT: {
     const Auralog__Fault *f = e->fault;
-    if (strcmp(f->action, "partition") && strcmp(f->action, "heal") && strcmp(f->action, "slow"))
+    if (strcmp(f->action, "partition") && strcmp(f->action, "heal") && strcmp(f->action, "slow") &&
+        strcmp(f->action, "stale"))
       return bad(why, whylen, "unknown fault '%s'", f->action);
     if (!strcmp(f->action, "partition") && !az_ok(f->az))
       return bad(why, whylen, "partition needs an AZ: A, B or C");
     if (!strcmp(f->action, "slow") && (!wire_name_ok(f->node) || f->ms > 60000))
       return bad(why, whylen, "slow needs a node id and 0..60000 ms");
+    if (!strcmp(f->action, "stale") && (!wire_name_ok(f->node) || f->ms > 1))
+      return bad(why, whylen, "stale needs a node id and 1 (on) or 0 (off)");
     return ERR_NONE;
   }
   case AURALOG__ENVELOPE__BODY_GOSSIP_PULL:

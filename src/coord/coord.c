@@ -139,7 +139,7 @@ static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
   free(peers);
 }
 
-/* Tell node n which faults to play (lab partitions and slow nodes). */
+/* Tell node n which faults to play (lab partitions, slow nodes, stale pages). */
 static void send_faults(struct coord *co, struct cnode *n)
 {
   if (n->conn == NULL)
@@ -148,6 +148,7 @@ static void send_faults(struct coord *co, struct cnode *n)
   Auralog__NodeFaults nf = AURALOG__NODE_FAULTS__INIT;
   nf.partitioned = n->info->partitioned;
   nf.slow_ms = n->info->slow_ms;
+  nf.stale = n->info->stale;
   env.body_case = AURALOG__ENVELOPE__BODY_NODE_FAULTS;
   env.node_faults = &nf;
   io_send(co->io, n->conn, &env);
@@ -412,6 +413,7 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
     if (n) {
       copy->partitioned = n->info->partitioned;
       copy->slow_ms = n->info->slow_ms;
+      copy->stale = n->info->stale;
       auralog__node_info__free_unpacked(n->info, NULL);
       n->info = copy;
     } else {
@@ -496,18 +498,21 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
     Auralog__NodeInfo *in = co->nodes[i]->info;
     int was_p = in->partitioned;
     uint32_t was_s = in->slow_ms;
+    int was_st = in->stale;
     if (!strcmp(f->action, "partition") && !strcmp(in->az, f->az))
       in->partitioned = 1;
     else if (!strcmp(f->action, "heal"))
       in->partitioned = 0;
     else if (!strcmp(f->action, "slow") && !strcmp(in->id, f->node))
       in->slow_ms = f->ms;
+    else if (!strcmp(f->action, "stale") && !strcmp(in->id, f->node))
+      in->stale = f->ms != 0;
     else
       continue;
     hit++;
-    if (in->partitioned != was_p || in->slow_ms != was_s) {
-      loginfo("node %s: %s%s", in->id, in->partitioned ? "partitioned" : "not partitioned",
-              in->slow_ms ? ", slow" : "");
+    if (in->partitioned != was_p || in->slow_ms != was_s || in->stale != was_st) {
+      loginfo("node %s: %s%s%s", in->id, in->partitioned ? "partitioned" : "not partitioned",
+              in->slow_ms ? ", slow" : "", in->stale ? ", serves stale pages" : "");
       send_faults(co, co->nodes[i]);
     }
   }

@@ -352,6 +352,11 @@ static void on_read_page(struct node *n, struct ep *c, uint64_t req,
   uint8_t *buf = malloc(s->page_size);
   uint64_t page_lsn = 0;
   int rc = store_read_page(&n->st, s, rp->page_no, need, buf, &page_lsn, why, sizeof why);
+  /* The lab fault `stale` (a disk that silently lost the page's newest
+   * record): the page as of the record before, with no error. The
+   * engine's page LSN check must refuse it (vfs/pagelsn.h). */
+  if (rc == 0 && n->stale && page_lsn > 0)
+    rc = store_read_page(&n->st, s, rp->page_no, page_lsn - 1, buf, &page_lsn, why, sizeof why);
   bg_on_read(n, s, rp->page_no);
   if (rc != 0) {
     io_error(n->io, c, req, (uint32_t)rc, why);
@@ -403,11 +408,13 @@ static void on_assign(struct node *n, const Auralog__Assign *as)
 
 static void on_faults(struct node *n, const Auralog__NodeFaults *f)
 {
-  if (f->partitioned != n->partitioned || f->slow_ms != n->slow_ms)
-    loginfo("lab fault: %s, %s", f->partitioned ? "partitioned from the engine and "
-            "other AZs" : "not partitioned", f->slow_ms ? "slow" : "not slow");
+  if (f->partitioned != n->partitioned || f->slow_ms != n->slow_ms || f->stale != n->stale)
+    loginfo("lab fault: %s, %s%s", f->partitioned ? "partitioned from the engine and "
+            "other AZs" : "not partitioned", f->slow_ms ? "slow" : "not slow",
+            f->stale ? ", serves pages without their newest record" : "");
   n->partitioned = f->partitioned;
   n->slow_ms = f->slow_ms;
+  n->stale = f->stale;
 }
 
 void node_on_msg(struct node *n, struct ep *c, const Env *env)

@@ -87,6 +87,7 @@ struct node {
   /* Lab faults, set by the coordinator. */
   int partitioned;           /* cut off from the engine and other AZs */
   uint32_t slow_ms;          /* answer the engine this much late */
+  int stale;                 /* serve pages without their newest record (node.c on_read_page) */
   /* Gossip. */
   struct peer *peers;
   size_t npeers;

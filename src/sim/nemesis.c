@@ -35,6 +35,13 @@
  *   coord-crash      the coordinator dies and restarts on its metadata: nodes
  *                    register again, and an epoch it handed out is never
  *                    handed out again
+ *   stale-read       a node serves every page without its newest record,
+ *                    with no error (a disk that silently lost records, the
+ *                    lab fault `stale`): the writer's page LSN check
+ *                    (vfs/pagelsn.h) must refuse those pages. Not in
+ *                    `all` (world.h F_ALL): with recoveries, a stale node
+ *                    can still show an old page the writer has no way to
+ *                    know is old (the gaps pagelsn.h lists)
  *   stale-trunc      partial commits on one or two nodes (K), the writer
  *                    dies, K goes down, and the next recovery (which does
  *                    not see K, so truncates what K holds) is cut short
@@ -61,7 +68,7 @@
 const char *const fault_names[F_NKINDS] = {
   "engine-crash", "node-crash", "az-down", "az1-down", "partition", "pair-cut", "slow",
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
-  "split-write", "stale-trunc", "coord-crash",
+  "split-write", "stale-trunc", "coord-crash", "stale-read",
 };
 
 /* Would taking the nodes in mask down (besides those down now) leave the
@@ -192,6 +199,10 @@ static void start(struct act *a)
     later(a, 50 + e->dur % 400, 8);     /* commits pile up on K alone */
     return;
   }
+  case F_STALE_READ:
+    if (w->nodes[node].n)
+      w->nodes[node].n->stale = 1;
+    break;
   case F_CORRUPT: {
     /* A bit flips in a stored record or page version: with the node
      * restarted on it (its load must cope), or under a running node (its
@@ -265,6 +276,10 @@ static void heal(struct act *a)
     nodes_give(a, 0);
     break;
   case F_SLOW: simnet_slow(w->nodes[e->target % SIM_NODES].h, 0); break;
+  case F_STALE_READ:
+    if (w->nodes[e->target % SIM_NODES].n)
+      w->nodes[e->target % SIM_NODES].n->stale = 0;
+    break;
   case F_DROP: nc->drop_ppm = 0; break;
   case F_COORD_CRASH: coord_restart(w); break;
   case F_DUP: nc->dup_ppm = 0; break;
@@ -442,6 +457,8 @@ void nemesis_heal_all(struct world *w)
   for (int i = 0; i < SIM_NODES; i++) {
     w->nodes[i].down_by = 0;
     node_restart(&w->nodes[i]);
+    if (w->nodes[i].n)
+      w->nodes[i].n->stale = 0;
   }
   if (current(w) == NULL) {
     for (int i = 0; i < SIM_WRITERS; i++)

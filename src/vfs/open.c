@@ -38,6 +38,8 @@
  *  - No LSN a crashed writer could have handed out is used again: the
  *    truncation reaches base + LAL, base being the VDL or the end of any
  *    earlier truncation.
+ *  - The writer's page-LSN table (vfs/pagelsn.h) learns the last LSN of
+ *    every page the adopted records touch, and keeps nothing above the VDL.
  *
  * An interrupted recovery is harmless: round 1 changes only epochs; round
  * 2 installs truncations that are valid forever; round 3's truncation cuts
@@ -572,6 +574,14 @@ static void finish(struct rcv *c)
     v->pgs[p].tail = v->pgs[p].durable_tail = c->tails[p];
   q_init(&v->q, c->vdl, c->to + 1, LAL, PLANTED(BUG_WQ3) ? VW - 1 : VW);
   v->last_cpl = c->vdl;
+  /* The page-LSN table (vfs/pagelsn.h): nothing above the VDL survives the
+   * truncation; a page the chains touched in (hint, vdl] has its last
+   * record among the adopted ones (rm is in LSN order). Pages last written
+   * at or below the hint stay unknown. */
+  pl_truncate(&v->plsn, c->vdl);
+  for (size_t i = 0; i < c->nr; i++)
+    if (c->rm[i].adopt)
+      pl_set(&v->plsn, ((const Rec *)c->rm[i].rec)->page_no, c->rm[i].lsn);
   v->st.recovery_ms = io_now(v->io) - c->t0;
   v->st.trunc_from = c->vdl;
   v->st.trunc_to = c->to;

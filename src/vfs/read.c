@@ -5,9 +5,9 @@
  * `need`, the PG's last record at or below it (pg_need), and queues
  * the request; vcore_flush asks one segment (read_dispatch): one
  * known complete to need first, then any reachable one, a node that let a
- * read time out lately last (paper §2.1: the quorum, and reads, route
- * around an outlier); a segment that refuses, is slow or answers a page
- * older than the writer's last change to it is left for another.
+ * read time out or served a stale page lately last (paper §2.1: the
+ * quorum, and reads, route around an outlier); a segment that refuses, is
+ * slow or answers a page the end-to-end check refuses is left for another.
  *
  * Rules kept here (DESIGN.md §4, invariant 4):
  *  - need is exact: the PG's last record at or below the read point, from
@@ -15,9 +15,13 @@
  *    one record behind once served an older page, and an update was lost);
  *  - a read carries the writer's epoch (a newer one fences it) and its
  *    truncation (a segment without it may hold records it cut);
- *  - the page LSN is checked end to end: never above need, and equal to
- *    the last LSN this writer wrote to the page when that is at or below
- *    the read point.
+ *  - the page LSN is checked end to end against the writer's page-LSN
+ *    table (vfs/pagelsn.h has the rule): never above need; equal to the
+ *    page's last LSN when the writer knows it and it is at or below the
+ *    read point; never below what an earlier read of it showed. A reply
+ *    that fails never reaches SQLite; it is counted (stale_pages), its
+ *    node named in a log line and avoided for READ_STALE_MS, and another
+ *    segment is asked.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +62,7 @@ void read_dispatch(struct volume *v, struct readreq *r)
         continue;
       if (pass == 0 && g->scl[s] < r->need)
         continue;
-      if (pass < 2 && now < n->read_slow_until)
+      if (pass < 2 && (now < n->read_slow_until || now < n->stale_until))
         continue;
       pick = s;
       break;
@@ -99,21 +103,29 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
   r->req = 0;
   if (env->body_case == AURALOG__ENVELOPE__BODY_PAGE &&
       env->page->data.len == v->page_size) {
-    /* End to end (invariant 4): the page must be as of the PG's last
-     * record at or below the read point, and, for a page this writer
-     * wrote, as of its last record of that page. A segment that answers
-     * with an older version is not believed: another is asked. */
-    uint64_t want = r->page_no < v->npage_lsn ? v->page_lsn[r->page_no] : 0;
-    uint64_t got = env->page->page_lsn;
-    if (got > r->need || (want && want <= r->rp && got != want)) {
-      snprintf(r->why, sizeof r->why, "a segment answered page %u as of %llu; the "
-               "writer's last change to it at or below %llu is %llu",
-               r->page_no, (unsigned long long)got, (unsigned long long)r->rp,
-               (unsigned long long)want);
-      logwarn_rl("volume %s: %s: trying another segment", v->name, r->why);
+    /* End to end (invariants 4, 8; vfs/pagelsn.h): the page must carry
+     * the LSN the writer knows it to have at the read point. A segment
+     * that answers another version is not believed: the page never
+     * reaches SQLite, the node is counted, named and avoided for a while,
+     * and another segment is asked. */
+    uint64_t got = env->page->page_lsn, want = 0;
+    int verdict = PLANTED(BUG_NO_PAGE_CHECK) ? PL_OK
+                  : pl_check(&v->plsn, r->page_no, r->rp, r->need, got, &want);
+    if (verdict != PL_OK) {
+      struct vnode *n = &v->nodes[r->node];
+      v->st.stale_pages++;
+      snprintf(v->st.stale_node, sizeof v->st.stale_node, "%s", n->addr);
+      n->stale_until = io_now(v->io) + READ_STALE_MS;
+      snprintf(r->why, sizeof r->why, "node %s served page %u (pg %u) as of %llu, %s %llu "
+               "at read point %llu: refused", n->addr, r->page_no, r->pg,
+               (unsigned long long)got, pl_verdict(verdict), (unsigned long long)want,
+               (unsigned long long)r->rp);
+      logwarn_rl("volume %s: %s; trying another segment (%llu stale pages refused so far)",
+                 v->name, r->why, (unsigned long long)v->st.stale_pages);
       read_dispatch(v, r);
       return;
     }
+    pl_learn(&v->plsn, r->page_no, got);        /* at least this from now on */
     v->nodes[r->node].read_slow_until = 0;     /* it answered in time */
     if (!r->abandoned)
       memcpy(r->out, env->page->data.data, v->page_size);

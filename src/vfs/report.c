@@ -114,6 +114,9 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.recovery_ms = st.recovery_ms;
   es.pages_read = st.pages_read;
   es.refusing = st.refusing;
+  es.stale_pages = st.stale_pages;
+  snprintf(v->drv->stale_node, sizeof v->drv->stale_node, "%s", st.stale_node);
+  es.stale_node = v->drv->stale_node;
   es.net_bytes_out = st.net_bytes_out;
   es.net_msgs_out = st.net_msgs_out;
   es.net_bytes_in = st.net_bytes_in;

@@ -102,15 +102,7 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
     }
     g->recs[g->n++] = o;
     v->undurable += o->bytes;
-    if (pages[i].page_no >= v->npage_lsn) {
-      size_t cap = v->npage_lsn ? v->npage_lsn : 1024;
-      while (cap <= pages[i].page_no)
-        cap *= 2;
-      v->page_lsn = realloc(v->page_lsn, cap * sizeof *v->page_lsn);
-      memset(v->page_lsn + v->npage_lsn, 0, (cap - v->npage_lsn) * sizeof *v->page_lsn);
-      v->npage_lsn = cap;
-    }
-    v->page_lsn[pages[i].page_no] = lsn;
+    pl_write(&v->plsn, pages[i].page_no, lsn, v->q.vdl);   /* the end-to-end read check */
     size_t j = 0;
     while (j < nml && ml[j].pg != pg)
       j++;

@@ -499,7 +499,7 @@ void vcore_free(struct volume *v)
     free(r);
   }
   q_free(&v->q);
-  free(v->page_lsn);
+  pl_free(&v->plsn);
   free(v->fl);
   free(v->cpls);
   free(v->pgs);

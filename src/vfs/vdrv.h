@@ -34,6 +34,7 @@ struct vdrv {
    * vol_open before the I/O thread starts, then the I/O thread. */
   Auralog__TailRec tail_out[TAIL_MAX];
   Auralog__TailRec *tail_outp[TAIL_MAX];
+  char stale_node[ADDR_MAX_LEN + 1];   /* the report's stale_node */
 };
 
 /* volume.c: publish the frame counts in v->st; ts = now + ms

@@ -16,7 +16,8 @@
  * segment travel together. Acks advance VCL and VDL.
  *
  * Read: vol_read() reads a page as of the current VDL from one segment
- * whose SCL is at least that (§4.2.3), trying another on error.
+ * whose SCL is at least that (§4.2.3), trying another on error, or when
+ * the page's LSN is not the one the writer knows (vfs/pagelsn.h).
  *
  * Open (recovery, §4.3): take a new epoch from the coordinator; ask every
  * segment of every PG for its state (a read quorum of each PG must answer),
@@ -30,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "param.h"
 #include "vfs/diff.h"
 
 struct volume;
@@ -53,6 +55,11 @@ struct vol_stats {
   uint64_t recovery_ms;
   uint64_t trunc_from, trunc_to;   /* the truncation this open wrote */
   uint64_t refusing;         /* segments that refused the last 3+ Appends (not fenced) */
+  /* Page replies the end-to-end check refused (vfs/pagelsn.h): a segment
+   * answered an older (or newer) page than the writer knows it to be;
+   * stale_node: the node that served the last one ("" if none). */
+  uint64_t stale_pages;
+  char stale_node[ADDR_MAX_LEN + 1];
 };
 
 /* Open (and recover) volume name through the coordinator at coord,

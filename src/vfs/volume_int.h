@@ -21,6 +21,7 @@
 #include "io.h"
 #include "param.h"
 #include "record.h"
+#include "vfs/pagelsn.h"
 #include "vfs/quorum.h"
 #include "vfs/volume.h"
 
@@ -70,6 +71,8 @@ struct vnode {
   unsigned long long retry_at;
   struct volume *v;
   unsigned long long read_slow_until; /* it let a read time out: others first till then */
+  unsigned long long stale_until; /* it served a page the end-to-end check refused
+                                     (read.c): others first till then */
   unsigned nfl;              /* Appends in flight to it: while any is, new
                                 records for its segments wait (flush) */
 };
@@ -124,8 +127,7 @@ struct volume {
   size_t nnodes;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
   size_t undurable;           /* bytes of redo handed out and not yet durable */
-  uint64_t *page_lsn;         /* LSN of the last record this writer wrote to each page (0: none) */
-  size_t npage_lsn;
+  struct pagelsn plsn;        /* each page's LSN as the writer knows it (vfs/pagelsn.h) */
   uint64_t *cpls;             /* commit LSNs not yet durable, in order */
   size_t ncpls, capcpls;
   struct inflight *fl;

@@ -309,6 +309,7 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     cJSON_AddNumberToObject(o, "redo_bytes", (double)st.redo_bytes);
     cJSON_AddNumberToObject(o, "redo_msgs", (double)st.redo_msgs);
     cJSON_AddNumberToObject(o, "pages_read", (double)st.pages_read);
+    cJSON_AddNumberToObject(o, "stale_pages", (double)st.stale_pages);
     cJSON_AddNumberToObject(o, "net_bytes_out", (double)st.net_bytes_out);
     cJSON_AddNumberToObject(o, "net_msgs_out", (double)st.net_msgs_out);
     cJSON_AddNumberToObject(o, "net_bytes_in", (double)st.net_bytes_in);

@@ -12,7 +12,15 @@
  *    acks do not make it durable, the fourth does (write quorum 4 of 6),
  *    and its CPL becomes the VDL;
  *  - recovery fails, naming the read quorum, when only two of the six
- *    segments answer and the others' endpoints go down.
+ *    segments answer and the others' endpoints go down;
+ *  - the end-to-end page check (vfs/pagelsn.h): a segment that answers a
+ *    page the writer wrote with an older page LSN (the page without its
+ *    newest record) is refused, counted and named; the read goes to
+ *    another segment, whose right page is what the reader gets, and the
+ *    stale node gets no reads while others can serve;
+ *  - after a recovery, the pages of the records it proved and adopted are
+ *    checked exactly, and a page whose only record above the VDL was cut
+ *    is not held to the cut LSN.
  */
 #include "fake_io.h"
 
@@ -190,12 +198,341 @@ static void recovery_needs_a_read_quorum(void **state)
   writer_teardown(&x);
 }
 
+/* ---- the end-to-end page check ---------------------------------------------- */
+
+#define READ_PAGE AURALOG__ENVELOPE__BODY_READ_PAGE
+
+/* Recovery of a clean volume, as in the first test; the volume serves. */
+static void open_clean(struct wfix *x)
+{
+  char why[256];
+  writer_setup(x);
+  for (int i = 0; i < NCOPIES; i++)
+    answer_query(x, i, 0);
+  for (int i = 0; i < NCOPIES; i++)
+    answer_query(x, i, 1);
+  assert_int_equal(rcv_result(x->v->rcv, why, sizeof why), 1);
+  rcv_free(x->v->rcv);
+  x->v->rcv = NULL;
+  x->v->opened = 1;
+}
+
+/* Segment i acknowledges Append req, complete to scl. */
+static void ack(struct wfix *x, int i, uint64_t req, uint64_t scl)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__AppendAck a = AURALOG__APPEND_ACK__INIT;
+  a.volume_id = VOL;
+  a.pg = 0;
+  a.scl = scl;
+  a.added = 1;
+  env.req = req;
+  env.body_case = APPEND_ACK;
+  env.append_ack = &a;
+  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
+}
+
+/* The writer writes "text" at off of page page_no (one MTR) and all six
+ * segments acknowledge it: returns its LSN, now the VDL. */
+static uint64_t write_durable(struct wfix *x, uint32_t page_no, uint8_t *page, uint32_t off,
+                              const char *text)
+{
+  size_t len = strlen(text);
+  memcpy(page + off, text, len);
+  struct drange dr = {.off = off, .len = (uint32_t)len};
+  struct mtr_page mp = {.page_no = page_no, .flags = REC_ZERO, .after = page, .ranges = &dr,
+                        .nranges = 1};
+  uint64_t cpl = vcore_ship(x->v, &mp, 1);
+  vcore_wake(x->v);
+  for (int i = 0; i < NCOPIES; i++)
+    ack(x, i, take(&x->f, x->seg[i], APPEND)->req, cpl);
+  assert_int_equal(x->v->q.vdl, cpl);
+  return cpl;
+}
+
+/* The segment the writer sent a ReadPage to, and that request. */
+static int read_sent_to(struct wfix *x, const Env **req)
+{
+  int to = -1;
+  for (int i = 0; i < NCOPIES; i++)
+    if (count(&x->f, x->seg[i], READ_PAGE)) {
+      assert_int_equal(to, -1);            /* one segment only (§4.2.3) */
+      assert_int_equal(count(&x->f, x->seg[i], READ_PAGE), 1);
+      to = i;
+      *req = take(&x->f, x->seg[i], READ_PAGE);
+    }
+  assert_int_not_equal(to, -1);
+  return to;
+}
+
+/* Segment i answers read request q with data, as of page_lsn. */
+static void answer_page(struct wfix *x, int i, const Env *q, const uint8_t *data,
+                        uint64_t page_lsn)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Page pg = AURALOG__PAGE__INIT;
+  pg.volume_id = VOL;
+  pg.pg = 0;
+  pg.page_no = q->read_page->page_no;
+  pg.page_lsn = page_lsn;
+  pg.data.data = (uint8_t *)data;
+  pg.data.len = PSIZE;
+  env.req = q->req;
+  env.body_case = PAGE;
+  env.page = &pg;
+  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
+}
+
+static void a_stale_page_is_refused_and_another_segment_asked(void **state)
+{
+  (void)state;
+  struct wfix x;
+  open_clean(&x);
+  struct volume *v = x.v;
+  static uint8_t v1[PSIZE], v2[PSIZE], out[PSIZE];
+  uint64_t l1 = write_durable(&x, 3, v1, 10, "old!");
+  memcpy(v2, v1, PSIZE);
+  uint64_t l2 = write_durable(&x, 3, v2, 20, "new!");
+  assert_true(l2 > l1);
+
+  /* The reader misses its cache: the page as of the VDL. */
+  struct readreq *r = vcore_read(v, 3, out);
+  assert_non_null(r);
+  assert_int_equal(r->rp, l2);
+  vcore_wake(v);
+  const Env *q;
+  int bad = read_sent_to(&x, &q);
+  assert_int_equal(q->read_page->read_point, l2);
+  /* That segment's disk lost record l2: it serves the page as of l1, and
+   * says so, with no error. */
+  answer_page(&x, bad, q, v1, l1);
+  assert_int_equal(r->done, 0);            /* refused: SQLite never sees it */
+  assert_int_equal(v->st.stale_pages, 1);
+  assert_string_equal(v->st.stale_node, addrs[bad]);
+  assert_int_equal(v->st.pages_read, 0);
+  assert_memory_not_equal(out, v1, PSIZE);
+  /* ... and another segment is asked at once, at the same read point. */
+  int good = read_sent_to(&x, &q);
+  assert_int_not_equal(good, bad);
+  assert_int_equal(q->read_page->read_point, l2);
+  /* A page newer than the writer wrote is refused too (a record it never
+   * wrote), and so is one above the read point. */
+  answer_page(&x, good, q, v2, l2 + 1);
+  assert_int_equal(r->done, 0);
+  assert_int_equal(v->st.stale_pages, 2);
+  int third = read_sent_to(&x, &q);
+  assert_true(third != bad && third != good);
+  answer_page(&x, third, q, v2, l2);
+  assert_int_equal(r->done, 1);
+  assert_int_equal(r->rc, 0);
+  assert_int_equal(r->page_lsn, l2);
+  assert_memory_equal(out, v2, PSIZE);      /* the right page, and only it */
+  assert_int_equal(v->st.pages_read, 1);
+  read_reap(v);
+  free(r);
+
+  /* The stale node is avoided while others can serve: the next reads of
+   * the same page (which would go to the same segments first) go elsewhere. */
+  for (int k = 0; k < 3; k++) {
+    r = vcore_read(v, 3, out);
+    vcore_wake(v);
+    int to = read_sent_to(&x, &q);
+    assert_true(to != bad && to != good);
+    answer_page(&x, to, q, v2, l2);
+    assert_int_equal(r->done, 1);
+    read_reap(v);
+    free(r);
+  }
+  /* ... for READ_STALE_MS. */
+  assert_true(v->nodes[v->pgs[0].node[bad]].stale_until > x.f.now);
+  assert_int_equal(v->nodes[v->pgs[0].node[bad]].stale_until, x.f.now + READ_STALE_MS);
+  writer_teardown(&x);
+}
+
+static void a_page_first_read_is_a_floor_for_later_reads(void **state)
+{
+  (void)state;
+  struct wfix x;
+  open_clean(&x);
+  struct volume *v = x.v;
+  static uint8_t pg[PSIZE], out[PSIZE];
+  uint64_t l1 = write_durable(&x, 5, pg, 0, "p5");
+  /* The writer forgets page 5, as if it were written before it opened:
+   * its first read is believed and teaches a floor. */
+  pl_free(&v->plsn);
+  pl_init(&v->plsn);
+  struct readreq *r = vcore_read(v, 5, out);
+  vcore_wake(v);
+  const Env *q;
+  int s = read_sent_to(&x, &q);
+  answer_page(&x, s, q, pg, l1);
+  assert_int_equal(r->done, 1);
+  read_reap(v);
+  free(r);
+  uint64_t l = 0;
+  assert_int_equal(pl_get(&v->plsn, 5, &l), PL_FLOOR);
+  assert_int_equal(l, l1);
+  /* A later read answered by a segment that lost that record is refused. */
+  r = vcore_read(v, 5, out);
+  vcore_wake(v);
+  s = read_sent_to(&x, &q);
+  static const uint8_t zero[PSIZE];
+  answer_page(&x, s, q, zero, 0);
+  assert_int_equal(r->done, 0);
+  assert_int_equal(v->st.stale_pages, 1);
+  s = read_sent_to(&x, &q);
+  answer_page(&x, s, q, pg, l1);
+  assert_int_equal(r->done, 1);
+  assert_memory_equal(out, pg, PSIZE);
+  read_reap(v);
+  free(r);
+  writer_teardown(&x);
+}
+
+/* A record for a scan answer: page, lsn, backlink; a CPL (an MTR of one
+ * record) linking to prev_cpl. */
+struct srec {
+  Rec r;
+  Auralog__Range g, *gp;
+  Auralog__PgLast ml, *mlp;
+  uint8_t data[4];
+};
+
+static Rec *srec(struct srec *t, uint64_t lsn, uint64_t prev, uint32_t page, uint64_t prev_cpl)
+{
+  auralog__record__init(&t->r);
+  auralog__range__init(&t->g);
+  auralog__pg_last__init(&t->ml);
+  memset(t->data, (int)lsn, sizeof t->data);
+  t->g.off = 0;
+  t->g.data.data = t->data;
+  t->g.data.len = sizeof t->data;
+  t->gp = &t->g;
+  t->ml.pg = 0;
+  t->ml.lsn = lsn;
+  t->mlp = &t->ml;
+  t->r.lsn = lsn;
+  t->r.prev_lsn = prev;
+  t->r.page_no = page;
+  t->r.flags = REC_CPL | REC_ZERO;
+  t->r.prev_cpl = prev_cpl;
+  t->r.epoch = 0;
+  t->r.mtr = &t->mlp;
+  t->r.n_mtr = 1;
+  t->r.ranges = &t->gp;
+  t->r.n_ranges = 1;
+  rec_seal(&t->r);
+  return &t->r;
+}
+
+static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
+{
+  (void)state;
+  struct wfix x;
+  char why[256];
+  writer_setup(&x);
+  struct volume *v = x.v;
+  /* Round 1: segments 0..3 held records (an older writer's), no hint. */
+  for (int i = 0; i < NCOPIES; i++) {
+    const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+    si.volume_id = VOL;
+    si.epoch = 1;
+    si.max_lsn = i < 4 ? 4 : 0;
+    env.req = q->req;
+    env.body_case = SEG_INFO;
+    env.seg_info = &si;
+    DELIVER(vcore_on_msg, v, x.seg[i], &env);
+  }
+  assert_int_equal(rcv_round(v->rcv), 2);
+  /* Round 2: records 1 (page 9), 2 (page 9), 4 (page 10, whose backlink 3
+   * no one holds: off the chain, cut by the truncation). */
+  struct srec a, b, c;
+  Rec *recs[3] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1), srec(&c, 4, 3, 10, 3)};
+  for (int i = 0; i < NCOPIES; i++) {
+    const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+    si.volume_id = VOL;
+    si.epoch = 1;
+    si.recs = i < 4 ? recs : NULL;
+    si.n_recs = i < 4 ? 3 : 0;
+    env.req = q->req;
+    env.body_case = SEG_INFO;
+    env.seg_info = &si;
+    DELIVER(vcore_on_msg, v, x.seg[i], &env);
+  }
+  for (int i = 0; i < NCOPIES; i++)        /* the scan is over: no more pages */
+    if (count(&x.f, x.seg[i], SEG_QUERY)) {
+      const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
+      Env env = AURALOG__ENVELOPE__INIT;
+      Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+      si.volume_id = VOL;
+      si.epoch = 1;
+      env.req = q->req;
+      env.body_case = SEG_INFO;
+      env.seg_info = &si;
+      DELIVER(vcore_on_msg, v, x.seg[i], &env);
+    }
+  /* Round 3: the adopted records 1, 2 and the truncation above VDL 2. */
+  assert_int_equal(rcv_round(v->rcv), 3);
+  for (int i = 0; i < NCOPIES; i++) {
+    const Env *e = take(&x.f, x.seg[i], APPEND);
+    assert_int_equal(e->append->n_records, 2);
+    ack(&x, i, e->req, 2);
+  }
+  assert_int_equal(rcv_result(v->rcv, why, sizeof why), 1);
+  assert_int_equal(v->q.vdl, 2);
+  rcv_free(v->rcv);
+  v->rcv = NULL;
+  v->opened = 1;
+  uint64_t l = 0;
+  assert_int_equal(pl_get(&v->plsn, 9, &l), PL_EXACT);
+  assert_int_equal(l, 2);
+  assert_int_equal(pl_get(&v->plsn, 10, &l), PL_UNKNOWN);
+
+  /* Page 9 served without record 2 is refused; the right one goes. */
+  static uint8_t out[PSIZE], p9[PSIZE];
+  memset(p9, 2, 4);
+  struct readreq *r = vcore_read(v, 9, out);
+  vcore_wake(v);
+  const Env *q;
+  int s = read_sent_to(&x, &q);
+  assert_int_equal(q->read_page->need, 2);
+  static uint8_t p9old[PSIZE];
+  memset(p9old, 1, 4);
+  answer_page(&x, s, q, p9old, 1);
+  assert_int_equal(r->done, 0);
+  assert_int_equal(v->st.stale_pages, 1);
+  s = read_sent_to(&x, &q);
+  answer_page(&x, s, q, p9, 2);
+  assert_int_equal(r->done, 1);
+  assert_memory_equal(out, p9, PSIZE);
+  read_reap(v);
+  free(r);
+  /* Page 10: its only record (4) was cut; a zero page as of 0 is right. */
+  static const uint8_t zero[PSIZE];
+  r = vcore_read(v, 10, out);
+  vcore_wake(v);
+  s = read_sent_to(&x, &q);
+  answer_page(&x, s, q, zero, 0);
+  assert_int_equal(r->done, 1);
+  assert_int_equal(v->st.stale_pages, 1);
+  read_reap(v);
+  free(r);
+  writer_teardown(&x);
+}
+
 int main(void)
 {
   log_quiet(2);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(writer_recovers_a_clean_volume_then_commits_at_write_quorum),
     cmocka_unit_test(recovery_needs_a_read_quorum),
+    cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
+    cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
+    cmocka_unit_test(recovery_teaches_the_adopted_pages_and_forgets_the_cut),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
