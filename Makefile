@@ -28,7 +28,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
-CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c \
+CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c src/lib/hist.c \
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/main.c src/coord/http.c \
             src/cluster.c src/fault.c src/status.c src/sqlcli.c src/lab.c src/viz.c src/viz_sim.c \

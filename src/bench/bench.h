@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/hist.h"
 #include "rpc.h"
 
 int bench_append_main(int argc, char **argv);
@@ -72,21 +73,6 @@ Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t
 /* Conditions every benchmark prints: versions of auralog and of each
  * library, kernel, CPU, cores, memory, and the filesystem under dir. */
 void bench_conditions(cJSON *c, const char *dir);
-
-/* A latency histogram: log-linear buckets, 16 per power of two of
- * microseconds, so any percentile is within 1/16 (6%) of the truth, the
- * maximum is exact, and clients merge theirs without keeping samples. */
-#define HIST_SUB   16
-#define HIST_EXP   40
-struct hist {
-  uint64_t n;
-  double max_us;
-  uint64_t b[HIST_EXP * HIST_SUB];
-};
-void hist_add(struct hist *h, double us);
-void hist_merge(struct hist *into, const struct hist *h);
-/* The p-th quantile (0..1) in milliseconds. */
-double hist_ms(const struct hist *h, double p);
 
 /* The workloads (workload.c). */
 enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_READ_WRITE, WL_COUNT };

@@ -303,67 +303,6 @@ void bench_conditions(cJSON *c, const char *dir)
   cJSON_AddStringToObject(c, "network", "loopback (every process on this machine)");
 }
 
-/* ---- histogram -------------------------------------------------------------- */
-
-/* Bucket of us: values below HIST_SUB us have a bucket each; above, the
- * exponent picks a power of two and the next 4 bits a sixteenth of it. */
-static int bucket(double us)
-{
-  uint64_t v = us < 1 ? 0 : (uint64_t)us;
-  if (v < HIST_SUB)
-    return (int)v;
-  int e = 63 - __builtin_clzll(v);           /* v in [2^e, 2^(e+1)) */
-  int sub = (int)((v >> (e - 4)) & (HIST_SUB - 1));
-  int b = (e - 3) * HIST_SUB + sub;
-  return b < HIST_EXP * HIST_SUB ? b : HIST_EXP * HIST_SUB - 1;
-}
-
-/* The middle of bucket b, in us. */
-static double bucket_mid(int b)
-{
-  if (b < HIST_SUB)
-    return b + 0.5;
-  int e = b / HIST_SUB + 3, sub = b % HIST_SUB;
-  double lo = ldexp(1.0, e) + sub * ldexp(1.0, e - 4);
-  return lo + ldexp(1.0, e - 5);
-}
-
-void hist_add(struct hist *h, double us)
-{
-  h->b[bucket(us)]++;
-  h->n++;
-  if (us > h->max_us)
-    h->max_us = us;
-}
-
-void hist_merge(struct hist *into, const struct hist *h)
-{
-  for (int i = 0; i < HIST_EXP * HIST_SUB; i++)
-    into->b[i] += h->b[i];
-  into->n += h->n;
-  if (h->max_us > into->max_us)
-    into->max_us = h->max_us;
-}
-
-double hist_ms(const struct hist *h, double p)
-{
-  if (h->n == 0)
-    return 0;
-  if (p >= 1)
-    return h->max_us / 1000;
-  uint64_t rank = (uint64_t)ceil(p * (double)h->n), seen = 0;
-  if (rank == 0)
-    rank = 1;
-  for (int i = 0; i < HIST_EXP * HIST_SUB; i++) {
-    seen += h->b[i];
-    if (seen >= rank) {
-      double v = bucket_mid(i);
-      return (v > h->max_us ? h->max_us : v) / 1000;
-    }
-  }
-  return h->max_us / 1000;
-}
-
 double bench_now_us(void)
 {
   struct timespec ts;
