@@ -86,6 +86,9 @@ struct snap {
   double cpu_engine, cpu_nodes;
 };
 
+/* The machine's limit on one commit, measured before the systems (limit.c). */
+static struct limit lim;
+
 /* Ctrl-C or SIGTERM: stop the run, then the private cluster. */
 static volatile sig_atomic_t interrupted;
 static void on_int(int sig)
@@ -460,6 +463,8 @@ static cJSON *result_json(const struct result *rs, int i)
   cJSON_AddNumberToObject(j, "transactions", (double)r->tx_all);
   cJSON_AddNumberToObject(j, "latency_samples", (double)r->h.n);
   cJSON_AddNumberToObject(j, "load_s", r->load_s);
+  if (ON_CLUSTER(i) && lim.ok && !r->err[0])
+    cJSON_AddNumberToObject(j, "p50_vs_limit", hist_ms(&r->h, .5) / lim.commit_ms);
   /* tx_per_s of this system divided by each other one's */
   cJSON *v = cJSON_AddObjectToObject(j, "tx_per_s_vs");
   for (int k = 0; k < NSYS; k++)
@@ -544,6 +549,12 @@ static void print_table(const struct opts *o, const struct result *rs, cJSON *co
         printf(" %17.2fx", rs[k].tx_s > 0 ? rs[i].tx_s / rs[k].tx_s : 0);
     printf("\n");
   }
+  limit_print(&lim, o->dir, cJSON_GetObjectItem(cond, "filesystem")->valuestring);
+  for (int i = 0; i < NSYS && lim.ok; i++)
+    if (ON_CLUSTER(i) && rs[i].ran && !rs[i].err[0])
+      printf("  %-14s commit p50 %.3f ms = %.1fx the limit; %.0f tx/s = %.2f per quorum "
+             "round the disk can do\n", sys_names[i], hist_ms(&rs[i].h, .5),
+             hist_ms(&rs[i].h, .5) / lim.commit_ms, rs[i].tx_s, rs[i].tx_s / lim.quorum_per_s);
   const struct result *k = &rs[0], *nk = &rs[SYS_NOKEY];
   if (k->ran && nk->ran && !k->err[0] && !nk->err[0] && nk->tx_s > 0)
     printf("\nthe cluster key's cost (auralog with it, auralog-nokey without, this run): "
@@ -720,6 +731,12 @@ int bench_main(int argc, char **argv)
   cJSON *cond = cJSON_CreateObject();
   conditions(&o, cond);
 
+  /* The machine's own limit, before anything of ours runs (limit.c). */
+  fprintf(stderr, "measuring this machine's limit in %s/limit (3 x %.1f s)\n", o.dir,
+          LIMIT_MS / 1000.0);
+  if (bench_limit(o.dir, &lim) != 0)
+    fprintf(stderr, "the machine's limit: not measured: %s\n", lim.err);
+
   /* The private cluster, for the auralog systems. */
   static struct sys ys[NSYS];
   char cdir[1100], why[300];
@@ -771,6 +788,7 @@ int bench_main(int argc, char **argv)
   if (o.json) {
     cJSON *out = cJSON_CreateObject();
     cJSON_AddItemToObject(out, "conditions", cond);
+    limit_json(&lim, cJSON_AddObjectToObject(out, "limit"));
     cJSON *arr = cJSON_AddArrayToObject(out, "results");
     for (int i = 0; i < NSYS; i++)
       if (rs[i].ran)

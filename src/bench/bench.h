@@ -7,6 +7,8 @@
  *   recovery.c  `auralog bench recovery`: recovery time against log length
  *   recsys.c    ... its systems: auralog's engine crash and restart, SQLite's WAL
  *   append.c    `auralog bench append`: one storage node's durable appends
+ *   limit.c     the machine's own limit on a commit, measured in the same run
+ *   stages.c    where one commit's time goes (the engine's stage timings)
  *
  * Every benchmark starts what it measures itself (a private cluster in its
  * own directory, engines in the mode under test) so that runs start equal
@@ -89,6 +91,21 @@ struct workload {
 int wl_tx(const struct workload *w, uint64_t *rng, char *sql);
 /* Create and fill w's tables through the engine at r. 0, or -1 and why. */
 int wl_load(const struct workload *w, struct rpc *r, char *why, size_t whylen);
+
+/* The machine's limit on one commit (limit.c), measured in dir. */
+struct limit {
+  int ok;
+  char err[300];
+  struct hist fsync;         /* one writer: append + fdatasync */
+  double fsync_per_s;
+  struct hist quorum;        /* six writers, a round ends at the 4th flush */
+  double quorum_per_s;
+  struct hist rtt;           /* loopback TCP round trip */
+  double commit_ms;          /* 2 x rtt p50 + quorum p50 */
+};
+int bench_limit(const char *dir, struct limit *l);
+void limit_json(const struct limit *l, cJSON *into);
+void limit_print(const struct limit *l, const char *dir, const char *fs);
 
 /* Microseconds on a monotonic clock. */
 double bench_now_us(void);
