@@ -25,6 +25,7 @@
 
 #include "lib/hist.h"
 #include "rpc.h"
+#include "vfs/stages.h"
 
 int bench_append_main(int argc, char **argv);
 int bench_recovery_main(int argc, char **argv);
@@ -71,6 +72,11 @@ double bench_cpu_s(pid_t pid);
 /* Run sql on the engine at r. Returns the reply (free with wire_free) if it
  * is Rows, else NULL with the reason in why. */
 Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t n);
+/* The same, telling the engine when this query was sent and when the
+ * reply to the previous one came (bench_now_us() of this machine), for
+ * its commit stage timings (vfs/stages.h). */
+Env *bench_sql_timed(struct rpc *r, const char *sql, uint64_t sent_us, uint64_t prev_recv_us,
+                     int timeout_ms, char *why, size_t n);
 
 /* Conditions every benchmark prints: versions of auralog and of each
  * library, kernel, CPU, cores, memory, and the filesystem under dir. */
@@ -106,6 +112,27 @@ struct limit {
 int bench_limit(const char *dir, struct limit *l);
 void limit_json(const struct limit *l, cJSON *into);
 void limit_print(const struct limit *l, const char *dir, const char *fs);
+
+/* Where one commit's time goes (breakdown.c): the engine's stage
+ * histograms (vfs/stages.h) over a window, and the nodes' own time in
+ * their store's commits (heartbeats, the same window or the run). */
+struct breakdown {
+  int ok;
+  char err[300];
+  struct hist st[ST_COUNT];
+  double skipped;            /* commits the engine could not time */
+  double node_persist_us, node_commits;
+};
+/* Read the engine's stage histograms through r. 0, or -1 and why. */
+int breakdown_fetch(struct rpc *r, struct breakdown *b, char *why, size_t n);
+/* end -= start: the window between two fetches. */
+void breakdown_window(struct breakdown *end, const struct breakdown *start);
+/* The stage table, beside the clients' end-to-end latency of the same
+ * transactions (e2e) and the machine's limit. */
+void breakdown_print(const char *system, const char *workload, int clients,
+                     const struct breakdown *b, const struct hist *e2e,
+                     const struct limit *lim);
+cJSON *breakdown_json(const struct breakdown *b, const struct hist *e2e);
 
 /* Microseconds on a monotonic clock. */
 double bench_now_us(void);

@@ -228,9 +228,17 @@ double bench_cpu_s(pid_t pid)
 
 Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t n)
 {
+  return bench_sql_timed(r, sql, 0, 0, timeout_ms, why, n);
+}
+
+Env *bench_sql_timed(struct rpc *r, const char *sql, uint64_t sent_us, uint64_t prev_recv_us,
+                     int timeout_ms, char *why, size_t n)
+{
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__Query q = AURALOG__QUERY__INIT;
   q.sql = (char *)sql;
+  q.sent_us = sent_us;
+  q.prev_recv_us = prev_recv_us;
   req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
   req.query = &q;
   Env *rep = rpc_call(r, &req, timeout_ms, why, n);
