@@ -54,7 +54,7 @@ const char *const sys_names[NSYS] = {"auralog", "auralog-pages", "sqlite-wal-ful
 /* Counters read before and after a run. */
 struct snap {
   double redo_bytes, redo_msgs, records, net_bytes, net_msgs, syncs, disk_bytes;
-  double node_fsyncs, gossip_bytes, gossip_msgs;
+  double node_fsyncs, gossip_bytes, gossip_msgs, node_commits, node_persist_us;
   double cpu_engine, cpu_nodes;
 };
 
@@ -199,6 +199,8 @@ static int snapshot(struct sys *y, struct rpc *r, struct snap *sn, char *why, si
   for (size_t k = 0; k < st->status->n_nodes; k++) {
     Auralog__NodeInfo *ni = st->status->nodes[k];
     sn->node_fsyncs += (double)ni->fsyncs;
+    sn->node_commits += (double)ni->commits;
+    sn->node_persist_us += (double)ni->persist_us;
     sn->gossip_bytes += (double)ni->gossip_bytes;
     sn->gossip_msgs += (double)ni->gossip_msgs;
   }
@@ -356,6 +358,8 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   res->net_msgs = (s1.net_msgs - s0.net_msgs) / tx + res->gossip_msgs;
   res->fsyncs_engine = (s1.syncs - s0.syncs) / tx;
   res->fsyncs_nodes = (s1.node_fsyncs - s0.node_fsyncs) / tx;
+  res->bd.node_commits = s1.node_commits - s0.node_commits;
+  res->bd.node_persist_us = s1.node_persist_us - s0.node_persist_us;
   res->disk_bytes = (s1.disk_bytes - s0.disk_bytes) / tx;
   res->cpu_engine_ms = (s1.cpu_engine - s0.cpu_engine) * 1000 / tx;
   res->cpu_nodes_ms = (s1.cpu_nodes - s0.cpu_nodes) * 1000 / tx;

@@ -110,8 +110,9 @@ void breakdown_print(const char *system, const char *workload, int clients,
   if (b->node_commits > 0 || lim->ok) {
     printf("  the persist stage (p50 %.3f ms) holds:", persist);
     if (b->node_commits > 0)
-      printf(" the nodes' store commit, mean %.3f ms over %.0f node commits "
-             "(node-reported);", b->node_persist_us / b->node_commits / 1000, b->node_commits);
+      printf(" a node's store commit (lmdb, its fdatasyncs), mean %.3f ms over the run's "
+             "%.0f (node-reported);", b->node_persist_us / b->node_commits / 1000,
+             b->node_commits);
     if (lim->ok)
       printf(" a loopback round trip, %.3f ms (the limit);", hist_ms(&lim->rtt, .5));
     printf(" the rest: the 4th of 6, queues, CPU\n");
