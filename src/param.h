@@ -150,7 +150,7 @@
 #define LIMIT_RECORD_BYTES 512  /* the record each writer appends before its fdatasync */
 #define LIMIT_FILE_BYTES  (4u << 20) /* each writer's preallocated, zero-filled log file */
 #define LIMIT_PING_BYTES  256   /* a loopback round trip's message (a small request) */
-#define BREAKDOWN_MEAN_TOL 0.10 /* the stages' means must add up to the clients' mean within this */
+#define BREAKDOWN_MEAN_TOL 0.05 /* the stages' means must add up to the clients' mean within this */
 #define BREAKDOWN_P50_TOL 0.35  /* ... their medians to the clients' median (medians do not add) */
 #define STAGE_TIMES_RING  4096  /* durable commits whose send/durable times the volume
                                  * keeps for the engine's stage timings (vcore.c) */

@@ -27,6 +27,13 @@
  * everything from the end of the load to the end of the run, warm-up
  * included, divided by every transaction in it; throughput and latency
  * count only the measured window after the warm-up.
+ *
+ * Before the systems run, the machine's own limit on one commit is
+ * measured on the same file system (limit.c): auralog's p50 is printed as
+ * a multiple of it. The clients stamp their queries so that the engine
+ * can time every commit's stages end to end (vfs/stages.h); the bench
+ * reads those timings over the measured window and prints where a
+ * commit's time goes (breakdown.c). report.c prints it all.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -395,7 +402,11 @@ static void usage(FILE *f)
     "Run a sysbench-shaped workload on auralog and on stock SQLite baselines,\n"
     "one after the other on this machine, and print throughput, commit latency\n"
     "(p50 p95 p99 max), network bytes and messages, fsyncs and CPU per\n"
-    "transaction, every ratio between the systems, and the run's conditions.\n"
+    "transaction, every ratio between the systems, and the run's conditions;\n"
+    "beside them the machine's own limit on a commit (fdatasync, a 4-of-6 flush\n"
+    "round, loopback round trip, measured first on the same disk) with auralog's\n"
+    "p50 as a multiple of it, and where one auralog commit's time goes, stage\n"
+    "by stage, from the engine's timestamps.\n"
     "It starts a private cluster (and stops it); your own cluster is untouched.\n"
     "\n"
     "WORKLOAD: write-only (default: 2 UPDATEs, 1 DELETE, 1 INSERT per\n"

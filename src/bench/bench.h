@@ -8,7 +8,8 @@
  *   recsys.c    ... its systems: auralog's engine crash and restart, SQLite's WAL
  *   append.c    `auralog bench append`: one storage node's durable appends
  *   limit.c     the machine's own limit on a commit, measured in the same run
- *   stages.c    where one commit's time goes (the engine's stage timings)
+ *   breakdown.c where one commit's time goes (the engine's stage timings)
+ *   report.c    the table for people and the JSON of `auralog bench`
  *
  * Every benchmark starts what it measures itself (a private cluster in its
  * own directory, engines in the mode under test) so that runs start equal

@@ -9,11 +9,11 @@
  * bench reads the histograms through SELECT auralog_stats() when the
  * window opens and when it closes, and subtracts.
  *
- * The stages tile a client's round trip, so the sum of their means is the
- * clients' mean, but for what the clients do outside their two stamps
- * (packing the query, unpacking the reply) and for the few commits that
- * straddle the window's edges: the check bench prints, and its test holds
- * it to BREAKDOWN_MEAN_TOL. Medians do not add (each stage's median comes
+ * The stages tile a client's round trip (its two stamps are the ones its
+ * latency is measured between), so the sum of their means is the clients'
+ * mean, but for the few commits that straddle the window's edges and for
+ * microsecond rounding: the check bench prints, and its test holds it to
+ * BREAKDOWN_MEAN_TOL. Medians do not add (each stage's median comes
  * from different commits); their sum is printed beside the clients' p50
  * for what it is, and held to the looser BREAKDOWN_P50_TOL.
  *

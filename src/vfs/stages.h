@@ -23,8 +23,7 @@
  *            woke, and the worker had finished packing it
  *   down     .. the client has it (its next Query's prev_recv_us)
  * engine = arrival .. reply written, measured apart. The stages tile the
- * client's round trip: their means add up to its mean, up to the clients'
- * own time outside the two stamps. Commits whose stamps are missing or out
+ * client's round trip: their means add up to its mean. Commits whose stamps are missing or out
  * of order are counted as skipped, not timed.
  *
  * Cost: a clock read at each boundary (about ten per commit), one lock
