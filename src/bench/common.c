@@ -303,6 +303,17 @@ void bench_conditions(cJSON *c, const char *dir)
   cJSON_AddStringToObject(c, "kernel", k);
   cJSON_AddStringToObject(c, "cpu", cpu);
   cJSON_AddNumberToObject(c, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+  /* Other load on the machine counts against every figure, the limit's
+   * too: the load average when the run started says there was some. */
+  char load[64] = "unknown";
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) {
+    double a, b, c5;
+    if (fscanf(la, "%lf %lf %lf", &a, &b, &c5) == 3)
+      snprintf(load, sizeof load, "%.2f %.2f %.2f", a, b, c5);
+    fclose(la);
+  }
+  cJSON_AddStringToObject(c, "load_average", load);
   cJSON_AddNumberToObject(c, "memory_mb",
                           (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / 1048576.0);
   struct statfs sf;

@@ -125,15 +125,16 @@ void report_table(const struct opts *o, const struct result *rs, cJSON *cond)
   printf("auralog bench %s: %d clients, %d s measured after %d s warm-up, "
          "%d tables x %d rows, seed %llu, auralog reads %s\n", wl_names[o->wl.kind],
          o->clients, o->duration, o->warmup, o->wl.tables, o->wl.rows, o->wl.seed, o->reads);
-  printf("conditions: auralog %s; SQLite %s; lmdb %s; libuv %s; %s; %s; %d cores; "
-         "%.0f MB RAM; %s on %s; %s\n",
+  printf("conditions: auralog %s; SQLite %s; lmdb %s; libuv %s; %s; %s; %d cores "
+         "(load average %s at the start); %.0f MB RAM; page size %d; %s on %s; %s\n",
          cJSON_GetObjectItem(cond, "auralog")->valuestring,
          cJSON_GetObjectItem(cond, "sqlite")->valuestring,
          cJSON_GetObjectItem(cond, "lmdb")->valuestring,
          cJSON_GetObjectItem(cond, "libuv")->valuestring,
          cJSON_GetObjectItem(cond, "kernel")->valuestring,
          cJSON_GetObjectItem(cond, "cpu")->valuestring,
-         (int)num(cond, "cores"), num(cond, "memory_mb"), o->dir,
+         (int)num(cond, "cores"), cJSON_GetObjectItem(cond, "load_average")->valuestring,
+         num(cond, "memory_mb"), (int)num(cond, "page_size"), o->dir,
          cJSON_GetObjectItem(cond, "filesystem")->valuestring,
          cJSON_GetObjectItem(cond, "network")->valuestring);
   printf("every system runs behind the same engine server and clients; only storage differs\n\n");
