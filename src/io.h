@@ -87,6 +87,10 @@ struct io {
   uint64_t (*now_ms)(void *ctx);
   /* A random 64-bit number (seeded in the simulator). */
   uint64_t (*random)(void *ctx);
+  /* Optional (may be NULL): monotonic microseconds, for timings that
+   * protocol decisions never read (the commit stage timings of `auralog
+   * bench`, vcore.c). The simulator has none: nothing is timed there. */
+  uint64_t (*now_us)(void *ctx);
 };
 
 static inline int io_send(const struct io *io, struct ep *to, const Env *env)
@@ -103,6 +107,12 @@ static inline void io_cork(const struct io *io, struct ep *e, int on)
 static inline uint64_t io_now(const struct io *io)
 {
   return io->now_ms(io->ctx);
+}
+
+/* Microseconds for a timing only, or 0 if the driver keeps none. */
+static inline uint64_t io_now_us(const struct io *io)
+{
+  return io->now_us ? io->now_us(io->ctx) : 0;
 }
 
 /* An Error reply to request req on ep (the endpoint stays open). */

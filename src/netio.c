@@ -163,6 +163,12 @@ static uint64_t io_clock(void *ctx)
   return now_ms();
 }
 
+static uint64_t io_clock_us(void *ctx)
+{
+  (void)ctx;
+  return now_us();
+}
+
 static uint64_t io_random(void *ctx)
 {
   (void)ctx;
@@ -184,6 +190,7 @@ void netio_init(struct netio *ni, uv_loop_t *loop, void *core,
     .ctx = ni, .send = io_send_, .send_late = io_send_late, .cork = io_cork_,
     .hold = io_hold, .release = io_release, .connect = io_connect, .close = io_close,
     .count_as = io_count_as, .fatal = io_fatal, .now_ms = io_clock, .random = io_random,
+    .now_us = io_clock_us,
   };
   uv_idle_init(loop, &ni->later);
   ni->later.data = ni;

@@ -162,6 +162,18 @@
 #define LOG_RL_MS       10000   /* the window a repeated message is counted over */
 #define LOG_RL_BURST    5       /* different messages one site prints per window */
 
+/* `auralog bench`: the machine's own limit, measured in the same run
+ * beside the results (bench/limit.c), and the commit stage timings
+ * (vfs/stages.c). */
+#define LIMIT_MS          1000  /* how long each of the three limit measurements runs */
+#define LIMIT_RECORD_BYTES 512  /* the record each writer appends before its fdatasync */
+#define LIMIT_FILE_BYTES  (4u << 20) /* each writer's preallocated, zero-filled log file */
+#define LIMIT_PING_BYTES  256   /* a loopback round trip's message (a small request) */
+#define BREAKDOWN_MEAN_TOL 0.05 /* the stages' means must add up to the clients' mean within this */
+#define BREAKDOWN_P50_TOL 0.35  /* ... their medians to the clients' median (medians do not add) */
+#define STAGE_TIMES_RING  4096  /* durable commits whose send/durable times the volume
+                                 * keeps for the engine's stage timings (vcore.c) */
+
 /* Default addresses (DESIGN.md §6). AURALOG_COORD overrides the coordinator. */
 #define COORD_ADDR_DEFAULT  "127.0.0.1:7400"
 #define NODE_PORT_BASE      7401

@@ -50,13 +50,6 @@ static int cmp_double(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static double now_us(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 /* One Append of n chained records starting after *prev. */
 static int append(struct client *c, struct rpc *r, uint64_t *prev, int n, uint8_t *payload,
                   uint64_t *scl)
@@ -130,7 +123,7 @@ static void *client_run(void *arg)
   prev = scl;
   c->err[0] = 0;
   while (now_ms() < c->until) {
-    double t0 = now_us();
+    double t0 = bench_now_us();
     if (append(c, &r, &prev, c->batch, payload, &scl) != 0)
       break;
     if (scl != prev) {
@@ -143,7 +136,7 @@ static void *client_run(void *arg)
       c->caplat = c->caplat ? 2 * c->caplat : 4096;
       c->lat = realloc(c->lat, c->caplat * sizeof *c->lat);
     }
-    c->lat[c->nlat++] = (now_us() - t0) / 1000;
+    c->lat[c->nlat++] = (bench_now_us() - t0) / 1000;
   }
   rpc_close(&r);
 out:
@@ -222,10 +215,10 @@ static void fsync_ceiling(const char *dir, int seconds, struct result *res)
   size_t n = 0;
   unsigned long long t0 = now_ms(), until = t0 + (unsigned)seconds * 1000;
   while (now_ms() < until && n < 1000000) {
-    double s = now_us();
+    double s = bench_now_us();
     if (pwrite(fd, buf, sizeof buf, (off_t)((n % 256) * sizeof buf)) < 0 || fdatasync(fd) != 0)
       die("bench: write to %s failed", p);
-    lat[n++] = (now_us() - s) / 1000;
+    lat[n++] = (bench_now_us() - s) / 1000;
   }
   double secs = (double)(now_ms() - t0) / 1000;
   close(fd);

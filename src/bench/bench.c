@@ -27,6 +27,13 @@
  * everything from the end of the load to the end of the run, warm-up
  * included, divided by every transaction in it; throughput and latency
  * count only the measured window after the warm-up.
+ *
+ * Before the systems run, the machine's own limit on one commit is
+ * measured on the same file system (limit.c): auralog's p50 is printed as
+ * a multiple of it. The clients stamp their queries so that the engine
+ * can time every commit's stages end to end (vfs/stages.h); the bench
+ * reads those timings over the measured window and prints where a
+ * commit's time goes (breakdown.c). report.c prints it all.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -46,45 +53,20 @@
 #include "roles.h"
 #include "status.h"
 
-#define NSYS        6
-#define SYS_NOKEY   5
-/* The systems that run on the private cluster. */
-#define ON_CLUSTER(i) ((i) < 2 || (i) == SYS_NOKEY)
-#define TX_TIMEOUT  30000        /* ms: one transaction's answer */
+#include "bench/bench_int.h"
 
-static const char *sys_names[NSYS] = {"auralog", "auralog-pages", "sqlite-wal-full",
-                                      "sqlite-delete-full", "sqlite-memory", "auralog-nokey"};
-
-struct opts {
-  struct workload wl;        /* what, on how much data, from which seed */
-  int clients, duration, warmup;
-  int sys[NSYS];             /* which systems run */
-  int json, base;
-  const char *reads;         /* the auralog engines' --reads: durable or immediate */
-  char dir[1024];
-};
-
-/* What one system did. */
-struct result {
-  int ran;
-  char err[400];
-  double tx_s, writes_s;
-  struct hist h;
-  struct hist rh;            /* the read-only transactions among them */
-  uint64_t tx_all;           /* transactions from the end of the load on */
-  uint64_t errors;
-  /* per transaction, over tx_all */
-  double net_bytes, net_msgs, redo_bytes, redo_msgs, records, gossip_bytes, gossip_msgs;
-  double fsyncs_engine, fsyncs_nodes, disk_bytes, cpu_engine_ms, cpu_nodes_ms;
-  double load_s;
-};
+const char *const sys_names[NSYS] = {"auralog", "auralog-pages", "sqlite-wal-full",
+                                     "sqlite-delete-full", "sqlite-memory", "auralog-nokey"};
 
 /* Counters read before and after a run. */
 struct snap {
   double redo_bytes, redo_msgs, records, net_bytes, net_msgs, syncs, disk_bytes;
-  double node_fsyncs, gossip_bytes, gossip_msgs;
+  double node_fsyncs, gossip_bytes, gossip_msgs, node_commits, node_persist_us;
   double cpu_engine, cpu_nodes;
 };
+
+/* The machine's limit on one commit, measured before the systems (limit.c). */
+struct limit lim;
 
 /* Ctrl-C or SIGTERM: stop the run, then the private cluster. */
 static volatile sig_atomic_t interrupted;
@@ -122,6 +104,7 @@ static void *client_main(void *arg)
   memset(&rh, 0, sizeof rh);
   char *sql = malloc(WL_SQL_MAX), why[300];
   uint64_t s = run->o->wl.seed * 1000003 + (uint64_t)c->id * 7777 + 1;
+  double last_recv = 0;      /* the previous reply's arrival (the engine's down hop) */
   struct rpc r;
   if (bench_connect(&r, run->addr, 5000, why, sizeof why) != 0) {
     run->errors++;
@@ -136,8 +119,10 @@ static void *client_main(void *arg)
     int ro = wl_tx(&run->o->wl, &s, sql);
     int measuring = run->phase == 1;
     double t0 = bench_now_us();
-    Env *rep = bench_sql(&r, sql, TX_TIMEOUT, why, sizeof why);
-    double us = bench_now_us() - t0;
+    Env *rep = bench_sql_timed(&r, sql, (uint64_t)t0, (uint64_t)last_recv, TX_TIMEOUT, why,
+                               sizeof why);
+    last_recv = bench_now_us();
+    double us = last_recv - t0;
     if (rep == NULL) {
       run->errors++;
       pthread_mutex_lock(&run->mu);
@@ -221,6 +206,8 @@ static int snapshot(struct sys *y, struct rpc *r, struct snap *sn, char *why, si
   for (size_t k = 0; k < st->status->n_nodes; k++) {
     Auralog__NodeInfo *ni = st->status->nodes[k];
     sn->node_fsyncs += (double)ni->fsyncs;
+    sn->node_commits += (double)ni->commits;
+    sn->node_persist_us += (double)ni->persist_us;
     sn->gossip_bytes += (double)ni->gossip_bytes;
     sn->gossip_msgs += (double)ni->gossip_msgs;
   }
@@ -311,6 +298,9 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
 
   static struct run run;
   memset(&run, 0, sizeof run);
+  static struct breakdown b0;
+  memset(&b0, 0, sizeof b0);
+  snprintf(b0.err, sizeof b0.err, "the window never opened");
   run.o = o;
   run.addr = y->addr;
   pthread_mutex_init(&run.mu, NULL);
@@ -327,6 +317,9 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
     if (run.phase == 0 && t >= o->warmup) {
       run.phase = 1;
       mstart = now;
+      /* The engine's stage timings from here on (breakdown.c). */
+      if (ON_CLUSTER(y->i) && breakdown_fetch(&r, &b0, b0.err, sizeof b0.err) != 0)
+        b0.ok = 0;
     }
     if (t >= o->warmup + o->duration || interrupted)
       break;
@@ -340,6 +333,12 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   }
   run.phase = 2;
   double mend = bench_now_us();
+  if (ON_CLUSTER(y->i)) {
+    if (b0.ok && breakdown_fetch(&r, &res->bd, res->bd.err, sizeof res->bd.err) == 0)
+      breakdown_window(&res->bd, &b0);
+    else if (!res->bd.err[0])
+      snprintf(res->bd.err, sizeof res->bd.err, "%s", b0.err);
+  }
   for (int i = 0; i < o->clients; i++)
     pthread_join(cs[i].th, NULL);
   free(cs);
@@ -366,6 +365,8 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   res->net_msgs = (s1.net_msgs - s0.net_msgs) / tx + res->gossip_msgs;
   res->fsyncs_engine = (s1.syncs - s0.syncs) / tx;
   res->fsyncs_nodes = (s1.node_fsyncs - s0.node_fsyncs) / tx;
+  res->bd.node_commits = s1.node_commits - s0.node_commits;
+  res->bd.node_persist_us = s1.node_persist_us - s0.node_persist_us;
   res->disk_bytes = (s1.disk_bytes - s0.disk_bytes) / tx;
   res->cpu_engine_ms = (s1.cpu_engine - s0.cpu_engine) * 1000 / tx;
   res->cpu_nodes_ms = (s1.cpu_nodes - s0.cpu_nodes) * 1000 / tx;
@@ -387,180 +388,6 @@ fail:
     bench_stop(y->pid, 3000);
 }
 
-/* ---- report ------------------------------------------------------------------------ */
-
-static const char *durability(int i)
-{
-  static const char *d[NSYS] = {
-    "commit acked when 4 of 6 segments (2 per AZ, 3 AZs) have it in lmdb with fsync",
-    "the same, shipping every changed page whole",
-    "journal_mode=WAL, synchronous=FULL (fsync of the WAL at every commit)",
-    "journal_mode=DELETE, synchronous=FULL (journal and database synced at every commit)",
-    "in memory (memdb): not durable; the CPU ceiling",
-    "as auralog, with no cluster key: no handshake, no frame MACs (AURALOG_AUTH=off)"};
-  return d[i];
-}
-
-static void conditions(const struct opts *o, cJSON *c)
-{
-  bench_conditions(c, o->dir);
-  cJSON_AddStringToObject(c, "workload", wl_names[o->wl.kind]);
-  cJSON_AddNumberToObject(c, "clients", o->clients);
-  cJSON_AddNumberToObject(c, "duration_s", o->duration);
-  cJSON_AddNumberToObject(c, "warmup_s", o->warmup);
-  cJSON_AddNumberToObject(c, "tables", o->wl.tables);
-  cJSON_AddNumberToObject(c, "rows", o->wl.rows);
-  cJSON_AddNumberToObject(c, "row_bytes", 8 + 8 + 120 + 60);
-  cJSON_AddNumberToObject(c, "seed", (double)o->wl.seed);
-  cJSON_AddStringToObject(c, "reads", o->reads);
-  cJSON_AddNumberToObject(c, "page_size", PAGE_SIZE_DEFAULT);
-  cJSON_AddStringToObject(c, "replication", "6 segments per PG, 2 per AZ in 3 AZs, write quorum 4");
-  cJSON_AddStringToObject(c, "server", "every system behind the same engine server "
-                          "(one SQLite worker thread), same clients and protocol");
-  cJSON_AddStringToObject(c, "sqlite_tuning", "page_size 4096, default cache, "
-                          "wal_autocheckpoint 1000 (default), busy_timeout 5000");
-  cJSON *d = cJSON_AddObjectToObject(c, "durability");
-  for (int i = 0; i < NSYS; i++)
-    if (o->sys[i])
-      cJSON_AddStringToObject(d, sys_names[i], durability(i));
-}
-
-static cJSON *result_json(const struct result *rs, int i)
-{
-  const struct result *r = &rs[i];
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "system", sys_names[i]);
-  if (r->err[0])
-    cJSON_AddStringToObject(j, "error", r->err);
-  cJSON_AddNumberToObject(j, "tx_per_s", r->tx_s);
-  cJSON_AddNumberToObject(j, "writes_per_s", r->writes_s);
-  cJSON_AddNumberToObject(j, "p50_ms", hist_ms(&r->h, 0.50));
-  cJSON_AddNumberToObject(j, "p95_ms", hist_ms(&r->h, 0.95));
-  cJSON_AddNumberToObject(j, "p99_ms", hist_ms(&r->h, 0.99));
-  cJSON_AddNumberToObject(j, "max_ms", hist_ms(&r->h, 1.0));
-  if (r->rh.n && r->rh.n < r->h.n) {   /* a mix: the read-only ones apart */
-    cJSON_AddNumberToObject(j, "read_p50_ms", hist_ms(&r->rh, 0.50));
-    cJSON_AddNumberToObject(j, "read_p95_ms", hist_ms(&r->rh, 0.95));
-    cJSON_AddNumberToObject(j, "read_p99_ms", hist_ms(&r->rh, 0.99));
-    cJSON_AddNumberToObject(j, "read_max_ms", hist_ms(&r->rh, 1.0));
-  }
-  cJSON_AddNumberToObject(j, "net_bytes_per_tx", r->net_bytes);
-  cJSON_AddNumberToObject(j, "net_msgs_per_tx", r->net_msgs);
-  cJSON_AddNumberToObject(j, "fsyncs_per_tx", r->fsyncs_engine + r->fsyncs_nodes);
-  cJSON_AddNumberToObject(j, "redo_bytes_per_tx", r->redo_bytes);
-  cJSON_AddNumberToObject(j, "redo_msgs_per_tx", r->redo_msgs);
-  cJSON_AddNumberToObject(j, "records_per_tx", r->records);
-  cJSON_AddNumberToObject(j, "storage_tier_bytes_per_tx", r->gossip_bytes);
-  cJSON_AddNumberToObject(j, "storage_tier_msgs_per_tx", r->gossip_msgs);
-  cJSON_AddNumberToObject(j, "fsyncs_engine_per_tx", r->fsyncs_engine);
-  cJSON_AddNumberToObject(j, "fsyncs_nodes_per_tx", r->fsyncs_nodes);
-  cJSON_AddNumberToObject(j, "disk_bytes_per_tx", r->disk_bytes);
-  cJSON_AddNumberToObject(j, "cpu_ms_per_tx_engine", r->cpu_engine_ms);
-  cJSON_AddNumberToObject(j, "cpu_ms_per_tx_nodes", r->cpu_nodes_ms);
-  cJSON_AddNumberToObject(j, "transactions", (double)r->tx_all);
-  cJSON_AddNumberToObject(j, "latency_samples", (double)r->h.n);
-  cJSON_AddNumberToObject(j, "load_s", r->load_s);
-  /* tx_per_s of this system divided by each other one's */
-  cJSON *v = cJSON_AddObjectToObject(j, "tx_per_s_vs");
-  for (int k = 0; k < NSYS; k++)
-    if (k != i && rs[k].ran && !rs[k].err[0] && rs[k].tx_s > 0)
-      cJSON_AddNumberToObject(v, sys_names[k], r->tx_s / rs[k].tx_s);
-  return j;
-}
-
-/* 12345.6 -> "12,346" */
-static const char *grp(double v, char *buf)
-{
-  char t[32];
-  snprintf(t, sizeof t, "%.0f", v < 0 ? 0 : v);
-  size_t n = strlen(t), k = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (i && (n - i) % 3 == 0)
-      buf[k++] = ',';
-    buf[k++] = t[i];
-  }
-  buf[k] = 0;
-  return buf;
-}
-
-static void print_table(const struct opts *o, const struct result *rs, cJSON *cond)
-{
-  char a[32], b[32], c[32];
-  printf("auralog bench %s: %d clients, %d s measured after %d s warm-up, "
-         "%d tables x %d rows, seed %llu, auralog reads %s\n", wl_names[o->wl.kind],
-         o->clients, o->duration, o->warmup, o->wl.tables, o->wl.rows, o->wl.seed, o->reads);
-  printf("conditions: auralog %s; SQLite %s; lmdb %s; libuv %s; %s; %s; %d cores; "
-         "%.0f MB RAM; %s on %s; %s\n",
-         cJSON_GetObjectItem(cond, "auralog")->valuestring,
-         cJSON_GetObjectItem(cond, "sqlite")->valuestring,
-         cJSON_GetObjectItem(cond, "lmdb")->valuestring,
-         cJSON_GetObjectItem(cond, "libuv")->valuestring,
-         cJSON_GetObjectItem(cond, "kernel")->valuestring,
-         cJSON_GetObjectItem(cond, "cpu")->valuestring,
-         (int)num(cond, "cores"), num(cond, "memory_mb"), o->dir,
-         cJSON_GetObjectItem(cond, "filesystem")->valuestring,
-         cJSON_GetObjectItem(cond, "network")->valuestring);
-  printf("every system runs behind the same engine server and clients; only storage differs\n\n");
-  printf("%-19s %8s %9s %7s %7s %7s %8s %9s %7s %7s %8s %8s\n", "system", "tx/s", "writes/s",
-         "p50 ms", "p95 ms", "p99 ms", "max ms", "net B/tx", "msgs/tx", "fsync/tx",
-         "redo B/tx", "cpu ms/tx");
-  for (int i = 0; i < NSYS; i++) {
-    const struct result *r = &rs[i];
-    if (!r->ran)
-      continue;
-    if (r->err[0] && r->h.n == 0) {
-      printf("%-19s failed: %s\n", sys_names[i], r->err);
-      continue;
-    }
-    char d[32];
-    printf("%-19s %8s %9s %7.2f %7.2f %7.2f %8.2f %9s %7.1f %7.2f %9s %8.3f\n", sys_names[i],
-           grp(r->tx_s, a), grp(r->writes_s, b), hist_ms(&r->h, .5), hist_ms(&r->h, .95),
-           hist_ms(&r->h, .99), hist_ms(&r->h, 1), grp(r->net_bytes, c), r->net_msgs,
-           r->fsyncs_engine + r->fsyncs_nodes, ON_CLUSTER(i) ? grp(r->redo_bytes, d) : "-",
-           r->cpu_engine_ms + r->cpu_nodes_ms);
-    if (r->err[0])
-      printf("%-19s   (%s)\n", "", r->err);
-  }
-  for (int i = 0; i < NSYS; i++) {
-    const struct result *r = &rs[i];
-    if (r->ran && r->rh.n && r->rh.n < r->h.n)
-      printf("%-19s read-only transactions: p50 %.2f, p95 %.2f, p99 %.2f, max %.2f ms\n",
-             sys_names[i], hist_ms(&r->rh, .5), hist_ms(&r->rh, .95), hist_ms(&r->rh, .99),
-             hist_ms(&r->rh, 1));
-  }
-  printf("\nnet: engine<->storage frames both ways, plus storage<->storage (gossip); "
-         "fsync: engine + nodes; cpu: engine + nodes\n");
-  printf("\nthroughput ratios (row / column, tx/s):\n%-19s", "");
-  for (int k = 0; k < NSYS; k++)
-    if (rs[k].ran && !rs[k].err[0])
-      printf(" %18s", sys_names[k]);
-  printf("\n");
-  for (int i = 0; i < NSYS; i++) {
-    if (!rs[i].ran || rs[i].err[0])
-      continue;
-    printf("%-19s", sys_names[i]);
-    for (int k = 0; k < NSYS; k++)
-      if (rs[k].ran && !rs[k].err[0])
-        printf(" %17.2fx", rs[k].tx_s > 0 ? rs[i].tx_s / rs[k].tx_s : 0);
-    printf("\n");
-  }
-  const struct result *k = &rs[0], *nk = &rs[SYS_NOKEY];
-  if (k->ran && nk->ran && !k->err[0] && !nk->err[0] && nk->tx_s > 0)
-    printf("\nthe cluster key's cost (auralog with it, auralog-nokey without, this run): "
-           "%.0f vs %.0f tx/s (%+.1f%%), p50 %.2f vs %.2f ms, cpu %.3f vs %.3f ms/tx\n",
-           k->tx_s, nk->tx_s, 100 * (k->tx_s / nk->tx_s - 1), hist_ms(&k->h, .5),
-           hist_ms(&nk->h, .5), k->cpu_engine_ms + k->cpu_nodes_ms,
-           nk->cpu_engine_ms + nk->cpu_nodes_ms);
-  if (rs[0].ran && rs[1].ran && !rs[0].err[0] && !rs[1].err[0] && rs[0].redo_bytes > 0) {
-    printf("\nredo shipped per transaction: auralog %s B in %.1f records, auralog-pages %s B "
-           "(%.1fx more: Table 1's point)\n", grp(rs[0].redo_bytes, a), rs[0].records,
-           grp(rs[1].redo_bytes, b), rs[1].redo_bytes / rs[0].redo_bytes);
-    printf("per transaction at the nodes: %.2f fsyncs in all six, %.1f KB across the storage "
-           "tier; engine CPU %.3f ms, nodes CPU %.3f ms\n", rs[0].fsyncs_nodes,
-           rs[0].gossip_bytes / 1024, rs[0].cpu_engine_ms, rs[0].cpu_nodes_ms);
-  }
-}
-
 /* ---- the command -------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -575,7 +402,11 @@ static void usage(FILE *f)
     "Run a sysbench-shaped workload on auralog and on stock SQLite baselines,\n"
     "one after the other on this machine, and print throughput, commit latency\n"
     "(p50 p95 p99 max), network bytes and messages, fsyncs and CPU per\n"
-    "transaction, every ratio between the systems, and the run's conditions.\n"
+    "transaction, every ratio between the systems, and the run's conditions;\n"
+    "beside them the machine's own limit on a commit (fdatasync, a 4-of-6 flush\n"
+    "round, loopback round trip, measured first on the same disk) with auralog's\n"
+    "p50 as a multiple of it, and where one auralog commit's time goes, stage\n"
+    "by stage, from the engine's timestamps.\n"
     "It starts a private cluster (and stops it); your own cluster is untouched.\n"
     "\n"
     "WORKLOAD: write-only (default: 2 UPDATEs, 1 DELETE, 1 INSERT per\n"
@@ -718,7 +549,13 @@ int bench_main(int argc, char **argv)
     setenv("AURALOG_KEY", kp, 1);
   }
   cJSON *cond = cJSON_CreateObject();
-  conditions(&o, cond);
+  report_conditions(&o, cond);
+
+  /* The machine's own limit, before anything of ours runs (limit.c). */
+  fprintf(stderr, "measuring this machine's limit in %s/limit (3 x %.1f s)\n", o.dir,
+          LIMIT_MS / 1000.0);
+  if (bench_limit(o.dir, &lim) != 0)
+    fprintf(stderr, "the machine's limit: not measured: %s\n", lim.err);
 
   /* The private cluster, for the auralog systems. */
   static struct sys ys[NSYS];
@@ -771,16 +608,17 @@ int bench_main(int argc, char **argv)
   if (o.json) {
     cJSON *out = cJSON_CreateObject();
     cJSON_AddItemToObject(out, "conditions", cond);
+    limit_json(&lim, cJSON_AddObjectToObject(out, "limit"));
     cJSON *arr = cJSON_AddArrayToObject(out, "results");
     for (int i = 0; i < NSYS; i++)
       if (rs[i].ran)
-        cJSON_AddItemToArray(arr, result_json(rs, i));
+        cJSON_AddItemToArray(arr, report_json(rs, i));
     char *s = cJSON_Print(out);
     puts(s);
     free(s);
     cJSON_Delete(out);
   } else {
-    print_table(&o, rs, cond);
+    report_table(&o, rs, cond);
     cJSON_Delete(cond);
   }
   return failed ? 1 : 0;

@@ -7,6 +7,9 @@
  *   recovery.c  `auralog bench recovery`: recovery time against log length
  *   recsys.c    ... its systems: auralog's engine crash and restart, SQLite's WAL
  *   append.c    `auralog bench append`: one storage node's durable appends
+ *   limit.c     the machine's own limit on a commit, measured in the same run
+ *   breakdown.c where one commit's time goes (the engine's stage timings)
+ *   report.c    the table for people and the JSON of `auralog bench`
  *
  * Every benchmark starts what it measures itself (a private cluster in its
  * own directory, engines in the mode under test) so that runs start equal
@@ -21,7 +24,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/hist.h"
 #include "rpc.h"
+#include "vfs/stages.h"
 
 int bench_append_main(int argc, char **argv);
 int bench_recovery_main(int argc, char **argv);
@@ -68,25 +73,15 @@ double bench_cpu_s(pid_t pid);
 /* Run sql on the engine at r. Returns the reply (free with wire_free) if it
  * is Rows, else NULL with the reason in why. */
 Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t n);
+/* The same, telling the engine when this query was sent and when the
+ * reply to the previous one came (bench_now_us() of this machine), for
+ * its commit stage timings (vfs/stages.h). */
+Env *bench_sql_timed(struct rpc *r, const char *sql, uint64_t sent_us, uint64_t prev_recv_us,
+                     int timeout_ms, char *why, size_t n);
 
 /* Conditions every benchmark prints: versions of auralog and of each
  * library, kernel, CPU, cores, memory, and the filesystem under dir. */
 void bench_conditions(cJSON *c, const char *dir);
-
-/* A latency histogram: log-linear buckets, 16 per power of two of
- * microseconds, so any percentile is within 1/16 (6%) of the truth, the
- * maximum is exact, and clients merge theirs without keeping samples. */
-#define HIST_SUB   16
-#define HIST_EXP   40
-struct hist {
-  uint64_t n;
-  double max_us;
-  uint64_t b[HIST_EXP * HIST_SUB];
-};
-void hist_add(struct hist *h, double us);
-void hist_merge(struct hist *into, const struct hist *h);
-/* The p-th quantile (0..1) in milliseconds. */
-double hist_ms(const struct hist *h, double p);
 
 /* The workloads (workload.c). */
 enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_READ_WRITE, WL_COUNT };
@@ -103,6 +98,42 @@ struct workload {
 int wl_tx(const struct workload *w, uint64_t *rng, char *sql);
 /* Create and fill w's tables through the engine at r. 0, or -1 and why. */
 int wl_load(const struct workload *w, struct rpc *r, char *why, size_t whylen);
+
+/* The machine's limit on one commit (limit.c), measured in dir. */
+struct limit {
+  int ok;
+  char err[300];
+  struct hist fsync;         /* one writer: append + fdatasync */
+  double fsync_per_s;
+  struct hist quorum;        /* six writers, a round ends at the 4th flush */
+  double quorum_per_s;
+  struct hist rtt;           /* loopback TCP round trip */
+  double commit_ms;          /* 2 x rtt p50 + quorum p50 */
+};
+int bench_limit(const char *dir, struct limit *l);
+void limit_json(const struct limit *l, cJSON *into);
+void limit_print(const struct limit *l, const char *dir, const char *fs);
+
+/* Where one commit's time goes (breakdown.c): the engine's stage
+ * histograms (vfs/stages.h) over a window, and the nodes' own time in
+ * their store's commits (heartbeats, the same window or the run). */
+struct breakdown {
+  int ok;
+  char err[300];
+  struct hist st[ST_COUNT];
+  double skipped;            /* commits the engine could not time */
+  double node_persist_us, node_commits;
+};
+/* Read the engine's stage histograms through r. 0, or -1 and why. */
+int breakdown_fetch(struct rpc *r, struct breakdown *b, char *why, size_t n);
+/* end -= start: the window between two fetches. */
+void breakdown_window(struct breakdown *end, const struct breakdown *start);
+/* The stage table, beside the clients' end-to-end latency of the same
+ * transactions (e2e) and the machine's limit. */
+void breakdown_print(const char *system, const char *workload, int clients,
+                     const struct breakdown *b, const struct hist *e2e,
+                     const struct limit *lim);
+cJSON *breakdown_json(const struct breakdown *b, const struct hist *e2e);
 
 /* Microseconds on a monotonic clock. */
 double bench_now_us(void);

@@ -228,9 +228,17 @@ double bench_cpu_s(pid_t pid)
 
 Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t n)
 {
+  return bench_sql_timed(r, sql, 0, 0, timeout_ms, why, n);
+}
+
+Env *bench_sql_timed(struct rpc *r, const char *sql, uint64_t sent_us, uint64_t prev_recv_us,
+                     int timeout_ms, char *why, size_t n)
+{
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__Query q = AURALOG__QUERY__INIT;
   q.sql = (char *)sql;
+  q.sent_us = sent_us;
+  q.prev_recv_us = prev_recv_us;
   req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
   req.query = &q;
   Env *rep = rpc_call(r, &req, timeout_ms, why, n);
@@ -295,73 +303,23 @@ void bench_conditions(cJSON *c, const char *dir)
   cJSON_AddStringToObject(c, "kernel", k);
   cJSON_AddStringToObject(c, "cpu", cpu);
   cJSON_AddNumberToObject(c, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+  /* Other load on the machine counts against every figure, the limit's
+   * too: the load average when the run started says there was some. */
+  char load[64] = "unknown";
+  FILE *la = fopen("/proc/loadavg", "r");
+  if (la) {
+    double a, b, c5;
+    if (fscanf(la, "%lf %lf %lf", &a, &b, &c5) == 3)
+      snprintf(load, sizeof load, "%.2f %.2f %.2f", a, b, c5);
+    fclose(la);
+  }
+  cJSON_AddStringToObject(c, "load_average", load);
   cJSON_AddNumberToObject(c, "memory_mb",
                           (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / 1048576.0);
   struct statfs sf;
   cJSON_AddStringToObject(c, "dir", dir);
   cJSON_AddStringToObject(c, "filesystem", statfs(dir, &sf) == 0 ? fs_name((long)sf.f_type) : "unknown");
   cJSON_AddStringToObject(c, "network", "loopback (every process on this machine)");
-}
-
-/* ---- histogram -------------------------------------------------------------- */
-
-/* Bucket of us: values below HIST_SUB us have a bucket each; above, the
- * exponent picks a power of two and the next 4 bits a sixteenth of it. */
-static int bucket(double us)
-{
-  uint64_t v = us < 1 ? 0 : (uint64_t)us;
-  if (v < HIST_SUB)
-    return (int)v;
-  int e = 63 - __builtin_clzll(v);           /* v in [2^e, 2^(e+1)) */
-  int sub = (int)((v >> (e - 4)) & (HIST_SUB - 1));
-  int b = (e - 3) * HIST_SUB + sub;
-  return b < HIST_EXP * HIST_SUB ? b : HIST_EXP * HIST_SUB - 1;
-}
-
-/* The middle of bucket b, in us. */
-static double bucket_mid(int b)
-{
-  if (b < HIST_SUB)
-    return b + 0.5;
-  int e = b / HIST_SUB + 3, sub = b % HIST_SUB;
-  double lo = ldexp(1.0, e) + sub * ldexp(1.0, e - 4);
-  return lo + ldexp(1.0, e - 5);
-}
-
-void hist_add(struct hist *h, double us)
-{
-  h->b[bucket(us)]++;
-  h->n++;
-  if (us > h->max_us)
-    h->max_us = us;
-}
-
-void hist_merge(struct hist *into, const struct hist *h)
-{
-  for (int i = 0; i < HIST_EXP * HIST_SUB; i++)
-    into->b[i] += h->b[i];
-  into->n += h->n;
-  if (h->max_us > into->max_us)
-    into->max_us = h->max_us;
-}
-
-double hist_ms(const struct hist *h, double p)
-{
-  if (h->n == 0)
-    return 0;
-  if (p >= 1)
-    return h->max_us / 1000;
-  uint64_t rank = (uint64_t)ceil(p * (double)h->n), seen = 0;
-  if (rank == 0)
-    rank = 1;
-  for (int i = 0; i < HIST_EXP * HIST_SUB; i++) {
-    seen += h->b[i];
-    if (seen >= rank) {
-      double v = bucket_mid(i);
-      return (v > h->max_us ? h->max_us : v) / 1000;
-    }
-  }
-  return h->max_us / 1000;
 }
 
 double bench_now_us(void)

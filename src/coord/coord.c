@@ -458,6 +458,7 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
   /* The latest counters win: they are cumulative (since the node started). */
   n->info->commits = hb->commits;
   n->info->fsyncs = hb->fsyncs;
+  n->info->persist_us = hb->persist_us;
   n->info->gossip_bytes = hb->gossip_bytes;
   n->info->gossip_msgs = hb->gossip_msgs;
   n->info->net_bytes_in = hb->net_bytes_in;

@@ -45,6 +45,7 @@
 #define AURALOG_KV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Codes the store acts on; a backend turns its own into these. Negative
  * and small, so they meet neither errno values nor lmdb's (-30800...). */
@@ -108,6 +109,8 @@ struct kv {
   const struct kv_ops *ops;
   void *ctx;
   unsigned syncs_per_commit; /* device syncs a commit that wrote costs */
+  uint64_t commit_us;        /* time in commits that wrote, us: a real disk's
+                                (kv_lmdb.c), for bench; the simulator's stays 0 */
   /* What the backend knows of its last KV_FULL, in words, e.g. "disk full
    * (4096 bytes free on /var/node-A1)"; empty: nothing more than that the
    * space ran out. kv_strerror(kv, KV_FULL) says it. */

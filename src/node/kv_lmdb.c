@@ -43,6 +43,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "node/kv.h"
 #include "param.h"
 
@@ -136,9 +137,12 @@ static int l_commit(void *ctx, struct kv_txn *t, int *wrote)
   size_t id = mdb_txn_id(TXN(t));
   MDB_envinfo before, after;
   int w = mdb_env_info(ENV(ctx), &before) == 0 && id > before.me_last_txnid;
+  unsigned long long t0 = now_us();
   int rc = mdb_txn_commit(TXN(t));
   *wrote = w && rc == 0 && mdb_env_info(ENV(ctx), &after) == 0 &&
            after.me_last_txnid == id;
+  if (*wrote)
+    ((struct lmdb_kv *)ctx)->kv.commit_us += now_us() - t0;
   return code(ctx, rc);
 }
 

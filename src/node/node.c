@@ -500,6 +500,7 @@ static void send_heartbeat(struct node *n)
   hb.n_segs = n->nsegs;
   hb.commits = n->st.commits;
   hb.fsyncs = n->st.fsyncs;
+  hb.persist_us = n->st.kv ? n->st.kv->commit_us : 0;
   hb.gossip_bytes = n->gossip_bytes;
   hb.gossip_msgs = n->gossip_msgs;
   hb.net_bytes_in = net->bytes_in;

@@ -77,6 +77,8 @@ struct client {
   sqlite3 *db;
   struct job *queue, **queue_tail;
   int busy;                  /* one of its jobs is on a thread */
+  uint64_t last_reply_us;    /* when its last reply, a commit's, was written */
+  int last_commit;           /* ... and it is not yet followed by a request */
 };
 
 /* The engine's state (engine_int.h): one engine a process. */
@@ -144,6 +146,21 @@ static uint32_t not_durable(const struct job *j, const char *fenced, char *why, 
   return fenced ? ERR_STALE_EPOCH : ERR_UNAVAILABLE;
 }
 
+/* j's commit is durable and its reply goes out now: time its stages
+ * (stages.h), and note when, for the hop back its client reports next. */
+static void time_commit(struct job *j)
+{
+  uint64_t now = now_us();
+  struct vol_ctime vt;
+  if (vol_commit_times(E.vol, j->commit_lsn, &vt) == 0)
+    stages_commit(&j->stamps, &vt, now);
+  struct client *cl = j->c->ctx;     /* NULL once its connection closed */
+  if (cl) {
+    cl->last_reply_us = now;
+    cl->last_commit = 1;
+  }
+}
+
 /* Send every waiting reply whose wait is over (vdl >= wait_lsn), and
  * fail those that waited too long, or that a fenced volume will never
  * make durable. */
@@ -158,6 +175,8 @@ void release(void)
     struct job *j = *pp;
     if (j->wait_lsn <= vdl) {
       *pp = j->next;
+      if (j->commit_lsn && j->stamps.sync)
+        time_commit(j);
       send_frame(j);
       job_free(j);
       continue;
@@ -333,6 +352,14 @@ static void on_msg(struct conn *c, const Env *env)
     return;
   }
   struct job *j = calloc(1, sizeof *j);
+  j->stamps.arrive = now_us();
+  /* The client's stamps (`auralog bench`): this request's send, and the
+   * arrival of the reply to its last commit (stages.h). */
+  j->stamps.sent = env->query->sent_us;
+  if (cl->last_commit && env->query->prev_recv_us >= cl->last_reply_us &&
+      env->query->prev_recv_us <= j->stamps.arrive)
+    stages_down(env->query->prev_recv_us - cl->last_reply_us);
+  cl->last_commit = 0;
   j->c = c;
   conn_ref(c);
   j->req = env->req;

@@ -22,6 +22,7 @@
 #include "net.h"
 #include "param.h"
 #include "vfs/lease.h"
+#include "vfs/stages.h"
 #include "vfs/volume.h"
 
 struct client;
@@ -38,6 +39,7 @@ struct job {
   uint64_t commit_lsn;       /* the request's own last commit (0: none) */
   uint64_t wait_lsn;         /* the reply goes out once vdl >= this */
   unsigned long long at;     /* when the reply was ready */
+  struct commit_stamps stamps; /* its commit's stage timings (stages.h) */
   struct job *next;
 };
 

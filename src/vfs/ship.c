@@ -129,7 +129,9 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
   if (v->ncpls == v->capcpls) {
     v->capcpls = v->capcpls ? 2 * v->capcpls : 64;
     v->cpls = realloc(v->cpls, v->capcpls * sizeof *v->cpls);
+    v->cpl_t = realloc(v->cpl_t, v->capcpls * sizeof *v->cpl_t);
   }
+  v->cpl_t[v->ncpls] = (struct cpl_time){0, 0, 0};
   v->cpls[v->ncpls++] = cpl;
   v->st.records += n;
   return cpl;

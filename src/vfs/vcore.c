@@ -143,6 +143,37 @@ static uint64_t vol_pgmrpl(const struct volume *v)
   return p;
 }
 
+/* Commit stage timings (volume_int.h): the CPL records among recs[from..
+ * to) of pg went to segment slot; the VW-th segment a commit's CPL reaches
+ * is when its quorum can start. Costs a clock read per Append that
+ * carries a CPL, and only where the driver has a us clock. */
+static void stamp_sent(struct volume *v, struct pgout *g, int slot, size_t from, size_t to)
+{
+  uint64_t now = 0;
+  for (size_t i = from; i < to; i++) {
+    if (!(g->recs[i]->r.flags & REC_CPL))
+      continue;
+    uint64_t lsn = g->recs[i]->r.lsn;
+    size_t lo = 0, hi = v->ncpls;            /* cpls is in LSN order */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (v->cpls[mid] < lsn)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == v->ncpls || v->cpls[lo] != lsn)
+      continue;                              /* durable already (a resend) */
+    struct cpl_time *t = &v->cpl_t[lo];
+    t->slots |= (uint8_t)(1u << slot);
+    if (t->sent_us == 0 && __builtin_popcount(t->slots) >= VW) {
+      if (now == 0)
+        now = io_now_us(v->io);
+      t->sent_us = now;
+    }
+  }
+}
+
 /* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
 static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
 {
@@ -182,6 +213,8 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
     n->nfl++;
     v->st.redo_msgs++;
     v->st.redo_bytes += 4 + auralog__envelope__get_packed_size(&env);
+    if (v->io->now_us)
+      stamp_sent(v, g, slot, from, to);
   } else {
     free(lsns);
   }
@@ -287,7 +320,17 @@ static void advance(struct volume *v, uint64_t old_vdl)
   while (k < v->ncpls && v->cpls[k] <= v->q.vdl)
     k++;
   v->st.commits += k;
+  if (k && v->io->now_us) {
+    /* The commit stage timings: these are durable now. */
+    uint64_t now = io_now_us(v->io);
+    if (v->ctimes == NULL)
+      v->ctimes = calloc(STAGE_TIMES_RING, sizeof *v->ctimes);
+    for (size_t i = 0; i < k; i++)
+      v->ctimes[v->nctimes++ % STAGE_TIMES_RING] =
+        (struct vol_ctime){v->cpls[i], v->cpl_t[i].cut_us, v->cpl_t[i].sent_us, now};
+  }
   memmove(v->cpls, v->cpls + k, (v->ncpls - k) * sizeof *v->cpls);
+  memmove(v->cpl_t, v->cpl_t + k, (v->ncpls - k) * sizeof *v->cpl_t);
   v->ncpls -= k;
   vcore_notify(v);
   if (v->durable_fn)
@@ -502,6 +545,8 @@ void vcore_free(struct volume *v)
   pl_free(&v->plsn);
   free(v->fl);
   free(v->cpls);
+  free(v->cpl_t);
+  free(v->ctimes);
   free(v->pgs);
   free(v->nodes);
   v->pgs = NULL;

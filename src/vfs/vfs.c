@@ -239,6 +239,7 @@ static int ship(struct afile *f)
   char why[256];
   if (vv->shipped)
     return SQLITE_OK;
+  uint64_t sync_us = now_us();   /* stage timings (vfs.h): the SQL is done */
   struct cpage **all = pm_sorted(&vv->ov);
   size_t n = vv->ov.n, np = 0;
   struct mtr_page *pages = calloc(n + 1, sizeof *pages);
@@ -310,6 +311,7 @@ static int ship(struct afile *f)
     vv->size = hs ? hs : vv->ov_size;
     vv->shipped = 1;
     f->commit_lsn = cpl;
+    f->times = (struct auralog_commit_times){sync_us};
   }
   free(all);
   free(pages);
@@ -374,6 +376,10 @@ static int a_file_control(sqlite3_file *pf, int op, void *arg)
   case AURALOG_FCNTL_COMMIT_LSN:
     *(uint64_t *)arg = f->commit_lsn;
     f->commit_lsn = 0;
+    return SQLITE_OK;
+  case AURALOG_FCNTL_COMMIT_TIMES:
+    *(struct auralog_commit_times *)arg = f->times;
+    f->times = (struct auralog_commit_times){0};
     return SQLITE_OK;
   case AURALOG_FCNTL_LAST_ERROR:
     *(const char **)arg = f->err;

@@ -38,4 +38,14 @@ void auralog_vfs_ship_pages(int on);
 /* The struct volume behind this connection's main file (void **). */
 #define AURALOG_FCNTL_VOLUME 0x41550003
 
+/* sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_TIMES, &t): when
+ * the last commit's FCNTL_SYNC came (every page written: the SQL is done),
+ * in monotonic us (now_us()); 0 if none since the last call, which resets
+ * it. The volume knows the rest (vol_commit_times). The engine's commit
+ * stage timings (vfs/stages.h). */
+#define AURALOG_FCNTL_COMMIT_TIMES 0x41550004
+struct auralog_commit_times {
+  uint64_t sync_us;
+};
+
 #endif

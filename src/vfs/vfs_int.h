@@ -19,6 +19,7 @@
 #include "param.h"
 #include "vfs/cache.h"
 #include "vfs/diff.h"
+#include "vfs/vfs.h"
 
 /* A volume open in this process, shared by its connections. */
 struct vvol {
@@ -63,6 +64,7 @@ struct afile {
   struct vvol *vv;             /* F_MAIN */
   struct hfile *hf;            /* F_JOURNAL */
   uint64_t commit_lsn;         /* last commit, for the engine server */
+  struct auralog_commit_times times;  /* ... its stage timings (vfs.h) */
   char err[512];
 };
 

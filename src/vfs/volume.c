@@ -324,6 +324,30 @@ void vol_get_stats(struct volume *v, struct vol_stats *st)
   pthread_mutex_unlock(&v->drv->mu);
 }
 
+int vol_commit_times(struct volume *v, uint64_t lsn, struct vol_ctime *out)
+{
+  int rc = -1;
+  pthread_mutex_lock(&v->drv->mu);
+  if (v->ctimes) {
+    /* The ring holds the last min(nctimes, STAGE_TIMES_RING), in LSN order. */
+    uint64_t lo = v->nctimes > STAGE_TIMES_RING ? v->nctimes - STAGE_TIMES_RING : 0;
+    uint64_t hi = v->nctimes;
+    while (lo < hi) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      if (v->ctimes[mid % STAGE_TIMES_RING].lsn < lsn)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < v->nctimes && v->ctimes[lo % STAGE_TIMES_RING].lsn == lsn) {
+      *out = v->ctimes[lo % STAGE_TIMES_RING];
+      rc = 0;
+    }
+  }
+  pthread_mutex_unlock(&v->drv->mu);
+  return rc;
+}
+
 void vol_close(struct volume *v)
 {
   char why[256];
@@ -444,6 +468,7 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
     return 0;
   }
   uint64_t cpl = vcore_ship(v, pages, n);
+  v->cpl_t[v->ncpls - 1].cut_us = now_us();   /* stage timings, before the I/O thread can send */
   pthread_mutex_unlock(&v->drv->mu);
   uv_async_send(&v->drv->wake);
   return cpl;

@@ -103,6 +103,16 @@ void vol_on_durable(struct volume *v, void (*fn)(void *arg, uint64_t vdl), void 
 
 void vol_get_stats(struct volume *v, struct vol_stats *st);
 
+/* When commit lsn had its LSNs (its redo cut, vol_ship), when its CPL
+ * record went to its VW-th segment, and when the VDL passed it (monotonic
+ * us, now_us()), for the commit stage timings of `auralog bench`
+ * (vfs/stages.h). The volume keeps the last STAGE_TIMES_RING durable
+ * commits. 0, or -1 if it has none for lsn. */
+struct vol_ctime {
+  uint64_t lsn, cut_us, sent_us, durable_us;
+};
+int vol_commit_times(struct volume *v, uint64_t lsn, struct vol_ctime *out);
+
 /* Drop the volume at the coordinator (xDelete). */
 int vol_drop(const char *coord, const char *name, char *why, size_t whylen);
 

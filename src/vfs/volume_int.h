@@ -130,6 +130,13 @@ struct volume {
   struct pagelsn plsn;        /* each page's LSN as the writer knows it (vfs/pagelsn.h) */
   uint64_t *cpls;             /* commit LSNs not yet durable, in order */
   size_t ncpls, capcpls;
+  /* Commit stage timings (`auralog bench`; only with io->now_us): per
+   * commit in cpls, when it had its LSNs (the driver's vol_ship), the
+   * segments its CPL record went to and when it went to the VW-th; then, once durable, a ring of (lsn, sent, durable) that
+   * the engine reads when it releases the reply (vol_commit_times). */
+  struct cpl_time { uint64_t cut_us, sent_us; uint8_t slots; } *cpl_t;
+  struct vol_ctime *ctimes;   /* STAGE_TIMES_RING of them, or NULL */
+  uint64_t nctimes;           /* ever recorded: the next goes to nctimes % ring */
   struct inflight *fl;
   size_t nfl, capfl;
   struct readreq *reads;

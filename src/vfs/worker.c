@@ -185,6 +185,7 @@ static int run_sql(struct job *j, int reader)
   char *errtext = NULL;
   int handoff = 0, expired = 0, in_txn = 0;
   int64_t before = sqlite3_total_changes64(db);
+  j->stamps.start = now_us();  /* stage timings (stages.h): a thread runs it */
   deadline = E.timeout_ms ? now_ms() + (unsigned long long)E.timeout_ms : 0;
   while (tail && *tail) {
     sqlite3_stmt *st = NULL;
@@ -259,6 +260,9 @@ static int run_sql(struct job *j, int reader)
   uint64_t lsn = 0;
   sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &lsn);
   j->commit_lsn = lsn;
+  struct auralog_commit_times ct = {0};
+  sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_TIMES, &ct);
+  j->stamps.sync = ct.sync_us;
   /* Every commit these statements could see is at or below the last one
    * shipped now (only the writer thread commits; see the top). */
   uint64_t seen = E.vol && !E.reads_immediate ? vol_last_cpl(E.vol) : 0;
@@ -315,6 +319,7 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     cJSON_AddNumberToObject(o, "net_bytes_in", (double)st.net_bytes_in);
     cJSON_AddNumberToObject(o, "net_msgs_in", (double)st.net_msgs_in);
     cJSON_AddNumberToObject(o, "syncs", 0);   /* the engine has no disk */
+    cJSON_AddItemToObject(o, "stages", stages_json());
   } else {
     uint64_t syncs, bytes;
     countvfs_get(&syncs, &bytes);

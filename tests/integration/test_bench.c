@@ -15,6 +15,16 @@
  * conditions, the ratios and the redo comparison. Afterwards nothing it
  * started is running. Bad options fail in one line before anything
  * starts, and so do bad engine baseline options.
+ *
+ * The machine's limit (bench/limit.c) is measured and printed: fdatasync,
+ * the 4-of-6 flush round and the loopback round trip are positive, p99 is
+ * not below p50, the limit of one commit is 2 x rtt + quorum round, and
+ * auralog's commit p50 is above it (no commit beats the hardware) and
+ * printed as that multiple. Where a commit's time goes (bench/breakdown.c,
+ * vfs/stages.h): every stage timed the window's commits, about as many
+ * as the clients measured; the stages' means add up to the clients' mean
+ * within BREAKDOWN_MEAN_TOL, their medians to the clients' median within
+ * BREAKDOWN_P50_TOL, in the JSON and in the table for people (parsed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,6 +107,67 @@ static cJSON *bench_json(const char *extra)
   return doc;
 }
 
+/* x within tol (a fraction) of want. */
+static void near(double x, double want, double tol, const char *what)
+{
+  if (!(fabs(x - want) <= tol * want))
+    fail_msg("%s: %.4f, not within %.0f%% of %.4f", what, x, tol * 100, want);
+}
+
+static const char *stage_keys[] = {"up", "queue", "sql", "cut", "ship", "persist", "reply",
+                                   "down"};
+#define NSTAGES 8
+
+/* The limit, and auralog's result against it and its stages. */
+static void limit_and_stages_in_json(cJSON *doc, cJSON *au, int clients)
+{
+  cJSON *l = cJSON_GetObjectItem(doc, "limit");
+  assert_non_null(l);
+  if (cJSON_GetObjectItem(l, "error"))
+    fail_msg("limit: %s", cJSON_GetObjectItem(l, "error")->valuestring);
+  const char *what[] = {"fsync", "quorum", "rtt"};
+  for (int i = 0; i < 3; i++) {
+    char k50[32], k99[32];
+    snprintf(k50, sizeof k50, "%s_p50_ms", what[i]);
+    snprintf(k99, sizeof k99, "%s_p99_ms", what[i]);
+    assert_true(num(l, k50) > 0);
+    assert_true(num(l, k99) >= num(l, k50));
+  }
+  assert_true(num(l, "fsync_per_s") > 0);
+  assert_true(num(l, "quorum_rounds_per_s") > 0);
+  double lim = num(l, "commit_limit_ms");
+  near(lim, 2 * num(l, "rtt_p50_ms") + num(l, "quorum_p50_ms"), 1e-9, "commit limit");
+  near(num(au, "p50_vs_limit"), num(au, "p50_ms") / lim, 1e-9, "p50 / limit");
+  assert_true(num(au, "p50_vs_limit") > 1);      /* no commit beats the hardware */
+
+  cJSON *st = cJSON_GetObjectItem(au, "stages");
+  assert_non_null(st);
+  if (cJSON_GetObjectItem(st, "error"))
+    fail_msg("stages: %s", cJSON_GetObjectItem(st, "error")->valuestring);
+  double commits = num(st, "commits"), txs = num(au, "latency_samples");
+  assert_true(commits > 0);
+  assert_true(num(st, "skipped") <= 0.01 * commits);
+  /* The engine's window and the clients' differ by the commits at its edges. */
+  near(commits, txs, 0.1 + 4.0 * clients / txs, "commits timed vs transactions measured");
+  double p50 = 0, mean = 0;
+  for (int i = 0; i < NSTAGES; i++) {
+    cJSON *s = cJSON_GetObjectItem(st, stage_keys[i]);
+    if (s == NULL)
+      fail_msg("no stage %s", stage_keys[i]);
+    near(num(s, "n"), commits, 0.02 + 2.0 * clients / commits, stage_keys[i]);
+    assert_true(num(s, "p50_ms") >= 0 && num(s, "p99_ms") >= num(s, "p50_ms"));
+    p50 += num(s, "p50_ms");
+    mean += num(s, "mean_ms");
+  }
+  near(num(st, "sum_p50_ms"), p50, 1e-9, "sum of p50s");
+  near(num(st, "sum_mean_ms"), mean, 1e-9, "sum of means");
+  /* write-only: every transaction commits, so these are the clients' figures */
+  near(num(st, "e2e_p50_ms"), num(au, "p50_ms"), 1e-9, "end-to-end p50");
+  near(mean, num(st, "e2e_mean_ms"), BREAKDOWN_MEAN_TOL, "stages' means vs the clients' mean");
+  near(p50, num(st, "e2e_p50_ms"), BREAKDOWN_P50_TOL, "stages' p50s vs the clients' p50");
+  assert_true(num(st, "node_persist_mean_ms") > 0);
+}
+
 static void all_six_systems_in_json(void **state)
 {
   (void)state;
@@ -143,6 +214,7 @@ static void all_six_systems_in_json(void **state)
   assert_true(num(au, "fsyncs_engine_per_tx") == 0);   /* the engine has no disk */
   assert_true(num(au, "fsyncs_nodes_per_tx") > 0);
   assert_true(num(pg, "redo_bytes_per_tx") > 10 * num(au, "redo_bytes_per_tx"));
+  limit_and_stages_in_json(doc, au, 4);
   cJSON *wal = result(doc, "sqlite-wal-full"), *del = result(doc, "sqlite-delete-full");
   cJSON *mem = result(doc, "sqlite-memory");
   assert_true(num(wal, "fsyncs_per_tx") >= 0.9 && num(wal, "fsyncs_per_tx") < 2);
@@ -191,6 +263,47 @@ static void the_table_for_people(void **state)
   assert_non_null(strstr(out, "throughput ratios"));
   assert_non_null(strstr(out, "redo shipped per transaction"));
   assert_non_null(strstr(out, "p99 ms"));
+  /* The limit, and auralog's p50 as a multiple of it. */
+  const char *l = strstr(out, "limit of one commit =");
+  assert_non_null(l);
+  double lim = 0, p50 = 0, times = 0;
+  assert_non_null(strstr(l, "quorum round p50 = "));
+  assert_int_equal(sscanf(strstr(l, "quorum round p50 = "), "quorum round p50 = %lf ms", &lim), 1);
+  assert_true(lim > 0);
+  const char *m = strstr(out, "  auralog        commit p50 ");
+  assert_non_null(m);
+  assert_int_equal(sscanf(m, "  auralog        commit p50 %lf ms = %lfx the limit", &p50, &times), 2);
+  near(times, p50 / lim, 0.06, "printed multiple");    /* rounding of what is printed */
+  assert_true(times > 1);
+  /* The stage table: eight stages, their sums, the clients' end to end. */
+  const char *t = strstr(out, "where one commit's time goes (auralog, write-only, 4 clients;");
+  assert_non_null(t);
+  const char *labels[] = {"client -> engine", "wait for the writer", "SQL execution",
+                          "page diff, records, LSNs", "ship to 4 of 6 segments",
+                          "nodes persist + acks, VDL", "reply released", "engine -> client"};
+  double s50 = 0, smean = 0, v50, vmean, v99;
+  for (int i = 0; i < NSTAGES; i++) {
+    const char *x = strstr(t, labels[i]);
+    if (x == NULL)
+      fail_msg("no stage line '%s'", labels[i]);
+    if (sscanf(x + strlen(labels[i]), "%lf %lf %lf", &v50, &vmean, &v99) != 3)
+      fail_msg("stage line '%s' does not parse", labels[i]);
+    assert_true(v50 >= 0 && v99 >= v50);
+    s50 += v50;
+    smean += vmean;
+  }
+  double p50sum, meansum, e50, emean;
+  const char *x = strstr(t, "sum of the stages");
+  assert_non_null(x);
+  assert_int_equal(sscanf(x, "sum of the stages %lf %lf", &p50sum, &meansum), 2);
+  near(p50sum, s50, 0.01, "printed sum of p50s");
+  near(meansum, smean, 0.01, "printed sum of means");
+  x = strstr(t, "end-to-end, the clients");
+  assert_non_null(x);
+  assert_int_equal(sscanf(x, "end-to-end, the clients %lf %lf", &e50, &emean), 2);
+  near(meansum, emean, BREAKDOWN_MEAN_TOL + 0.01, "printed means vs end to end");
+  near(p50sum, e50, BREAKDOWN_P50_TOL, "printed p50s vs end to end");
+  assert_non_null(strstr(t, "node-reported"));
   assert_int_equal(live_cluster_processes(), 0);
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_hist.c: the benchmark's latency histogram (bench/common.c).
+ * test_hist.c: the latency histogram (lib/hist.c).
  *
  * Checks against the exact percentiles of the same samples (sorted):
  * random latencies spread over six orders of magnitude (1 us to 10 s,
@@ -8,7 +8,9 @@
  * gives the same answers as one histogram of all samples; an empty
  * histogram says 0; a single sample is every percentile; values below
  * 1 us and absurdly large values land in the first and last bucket
- * without overflow.
+ * without overflow. The mean is exact; a histogram sent as JSON comes
+ * back the same; a later snapshot minus an earlier one is the histogram of
+ * the samples between them (a window); JSON that is not one is refused.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -118,12 +120,51 @@ static void edges(void **state)
   assert_true(hist_ms(&h, 0.99) <= 1e15);
 }
 
+static void mean_json_and_windows(void **state)
+{
+  (void)state;
+  static struct hist all, early, later, back;
+  memset(&all, 0, sizeof all);
+  memset(&early, 0, sizeof early);
+  memset(&later, 0, sizeof later);
+  double sum = 0;
+  for (int i = 0; i < 5000; i++) {
+    double us = 10 + (i * 7919) % 30000;
+    hist_add(&all, us);
+    if (i < 2000)
+      hist_add(&early, us);
+    else {
+      hist_add(&later, us);
+      sum += us;
+    }
+  }
+  assert_true(fabs(hist_mean_ms(&later) - sum / 3000 / 1000) < 1e-9);
+  cJSON *j = hist_json(&all);
+  char *txt = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  j = cJSON_Parse(txt);
+  free(txt);
+  assert_int_equal(hist_from_json(&back, j), 0);
+  cJSON_Delete(j);
+  assert_memory_equal(&back, &all, sizeof all);
+  hist_sub(&back, &early);           /* the window after the first 2000 */
+  assert_int_equal(back.n, later.n);
+  assert_memory_equal(back.b, later.b, sizeof later.b);
+  assert_true(fabs(back.sum_us - later.sum_us) < 1e-6 * later.sum_us);
+  assert_true(hist_ms(&back, 0.5) == hist_ms(&later, 0.5));
+  j = cJSON_Parse("{\"n\":1,\"sum_us\":1,\"max_us\":1,\"b\":[[99999,1]]}");
+  assert_int_equal(hist_from_json(&back, j), -1);
+  assert_int_equal(back.n, 0);
+  cJSON_Delete(j);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(percentiles_are_within_a_sixteenth),
     cmocka_unit_test(narrow_latencies_keep_their_shape),
     cmocka_unit_test(edges),
+    cmocka_unit_test(mean_json_and_windows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
