@@ -52,12 +52,19 @@ static const Auralog__NodeInfo *node_of(const Auralog__Status *st, const char *i
 }
 
 /* The SCL node reported for (volume, pg), or 0 if it has not yet. */
-static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg)
+static const Auralog__SegStat *stat_of(const Auralog__Status *st, const char *node,
+                                       uint32_t pg)
 {
   for (size_t i = 0; i < st->n_segs; i++)
     if (st->segs[i]->pg == pg && strcmp(st->seg_nodes[i], node) == 0)
-      return st->segs[i]->scl;
-  return 0;
+      return st->segs[i];
+  return NULL;
+}
+
+static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg)
+{
+  const Auralog__SegStat *ss = stat_of(st, node, pg);
+  return ss ? ss->scl : 0;
 }
 
 /* The id of the node at addr ("" for none; addr itself if none listed). */
@@ -153,6 +160,14 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddNumberToObject(j, "net_msgs_out", (double)n->net_msgs_out);
     cJSON_AddNumberToObject(j, "coord_bytes", (double)n->coord_bytes);
     cJSON_AddNumberToObject(j, "coord_msgs", (double)n->coord_msgs);
+    /* Its background work (node/bg.c), cumulative since it started. */
+    cJSON_AddNumberToObject(j, "coalesced", (double)n->coalesced);
+    cJSON_AddNumberToObject(j, "gc_records", (double)n->gc_records);
+    cJSON_AddNumberToObject(j, "gc_versions", (double)n->gc_images);
+    cJSON_AddNumberToObject(j, "scrubbed", (double)n->scrubbed);
+    cJSON_AddNumberToObject(j, "damage_found", (double)n->damage_found);
+    cJSON_AddNumberToObject(j, "repaired", (double)n->repaired);
+    cJSON_AddNumberToObject(j, "max_apply", (double)n->max_apply);
     cJSON_AddItemToArray(nodes, j);
   }
   cJSON *pgs = cJSON_AddArrayToObject(o, "pgs");
@@ -169,6 +184,19 @@ char *status_json(const Auralog__Status *st)
       cJSON_AddStringToObject(js, "node", seg->node);
       cJSON_AddStringToObject(js, "az", seg->az);
       cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, seg->node, pg->pg));
+      /* What the segment holds (node/bg.c), as of its node's last heartbeat. */
+      const Auralog__SegStat *ss = stat_of(st, seg->node, pg->pg);
+      static const Auralog__SegStat none = AURALOG__SEG_STAT__INIT;
+      if (ss == NULL)
+        ss = &none;
+      cJSON_AddNumberToObject(js, "records", (double)ss->records);
+      cJSON_AddNumberToObject(js, "unmaterialized", (double)ss->unmaterialized);
+      cJSON_AddNumberToObject(js, "bytes", (double)ss->bytes);
+      cJSON_AddNumberToObject(js, "pgmrpl", (double)ss->pgmrpl);
+      cJSON_AddNumberToObject(js, "gc_lsn", (double)ss->gc_lsn);
+      cJSON_AddNumberToObject(js, "versions", (double)ss->images);
+      cJSON_AddNumberToObject(js, "oldest_version", (double)ss->oldest_image);
+      cJSON_AddNumberToObject(js, "damaged", (double)ss->damaged);
       const Auralog__NodeInfo *sn = node_of(st, seg->node);
       cJSON_AddStringToObject(js, "state", state_of(sn));
       cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
@@ -181,6 +209,46 @@ char *status_json(const Auralog__Status *st)
   char *out = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return out;
+}
+
+/* Each node's storage (paper §3.3, Figure 4): what its segments hold, how
+ * much of it waits to be coalesced, the GC point against the PGMRPL, and
+ * damage found and repaired. One line per node, whatever the PG count. */
+static void storage_table(const Auralog__Status *st, FILE *f)
+{
+  if (st->n_segs == 0)
+    return;
+  fprintf(f, "storage  records  unmat.  MiB     pgmrpl  gc point  oldest ver.  "
+          "damaged  found/repaired  max apply\n");
+  for (size_t i = 0; i < st->n_nodes; i++) {
+    const Auralog__NodeInfo *n = st->nodes[i];
+    uint64_t recs = 0, unmat = 0, bytes = 0, pgmrpl = 0, gc = UINT64_MAX, oldest = 0,
+             damaged = 0;
+    int nseg = 0;
+    for (size_t k = 0; k < st->n_segs; k++) {
+      const Auralog__SegStat *ss = st->segs[k];
+      if (strcmp(st->seg_nodes[k], n->id) != 0)
+        continue;
+      nseg++;
+      recs += ss->records;
+      unmat += ss->unmaterialized;
+      bytes += ss->bytes;
+      damaged += ss->damaged;
+      if (ss->pgmrpl > pgmrpl)
+        pgmrpl = ss->pgmrpl;
+      if (ss->gc_lsn < gc)
+        gc = ss->gc_lsn;
+      if (ss->oldest_image && (oldest == 0 || ss->oldest_image < oldest))
+        oldest = ss->oldest_image;
+    }
+    if (nseg == 0)
+      continue;
+    fprintf(f, "  %-6s %8llu %7llu  %-7.1f %-7llu %-9llu %-12llu %-8llu %llu/%-13llu %u\n",
+            n->id, (unsigned long long)recs, (unsigned long long)unmat, bytes / 1048576.0,
+            (unsigned long long)pgmrpl, (unsigned long long)gc, (unsigned long long)oldest,
+            (unsigned long long)damaged, (unsigned long long)n->damage_found,
+            (unsigned long long)n->repaired, n->max_apply);
+  }
 }
 
 void status_table(const Auralog__Status *st, FILE *f)
@@ -225,6 +293,7 @@ void status_table(const Auralog__Status *st, FILE *f)
                 st->nodes[i]->stale ? ", serves stale pages" : "");
     fputc('\n', f);
   }
+  storage_table(st, f);
   if (v->n_pgs)
     fprintf(f, "pgs    segment SCLs (node:scl, * = down, ~ = partitioned)\n");
   for (size_t p = 0; p < v->n_pgs; p++) {

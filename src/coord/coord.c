@@ -446,12 +446,11 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
   n->stats = realloc(n->stats, (hb->n_segs + 1) * sizeof *n->stats);
   n->pstats = realloc(n->pstats, (hb->n_segs + 1) * sizeof *n->pstats);
   for (size_t i = 0; i < hb->n_segs; i++) {
-    auralog__seg_stat__init(&n->stats[i]);
-    n->stats[i].volume_id = hb->segs[i]->volume_id;
-    n->stats[i].pg = hb->segs[i]->pg;
-    n->stats[i].scl = hb->segs[i]->scl;
-    n->stats[i].max_lsn = hb->segs[i]->max_lsn;
-    n->stats[i].epoch = hb->segs[i]->epoch;
+    /* Scalars only (a SegStat owns no memory): copied whole, with
+     * whatever fields a newer node sent and we do not know left out. */
+    n->stats[i] = *hb->segs[i];
+    n->stats[i].base.n_unknown_fields = 0;
+    n->stats[i].base.unknown_fields = NULL;
     n->pstats[i] = &n->stats[i];
   }
   n->nstats = hb->n_segs;
@@ -467,6 +466,13 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
   n->info->net_msgs_out = hb->net_msgs_out;
   n->info->coord_bytes = hb->coord_bytes;
   n->info->coord_msgs = hb->coord_msgs;
+  n->info->coalesced = hb->coalesced;
+  n->info->gc_records = hb->gc_records;
+  n->info->gc_images = hb->gc_images;
+  n->info->scrubbed = hb->scrubbed;
+  n->info->damage_found = hb->damage_found;
+  n->info->repaired = hb->repaired;
+  n->info->max_apply = hb->max_apply;
 }
 
 void coord_tick(struct coord *co)

@@ -325,6 +325,21 @@ static int drop_older(struct store *st, struct segment *s, uint32_t page_no, uin
   return rc == KV_NOTFOUND ? 0 : rc;
 }
 
+/* How many of page_no's records lie above after (in the open write
+ * transaction, or a read one). */
+static uint32_t page_count(struct store *st, const struct segment *s, uint32_t page_no,
+                           uint64_t after)
+{
+  struct kv_txn *txn;
+  if (store_rtxn(st, &txn) != 0)
+    return 0;
+  uint64_t *lsns = NULL;
+  size_t n = page_lsns(st, txn, s, page_no, after, UINT64_MAX, &lsns);
+  free(lsns);
+  store_rdone(st, txn);
+  return (uint32_t)n;
+}
+
 int store_drop_versions(struct store *st, struct segment *s, uint32_t page_no,
                         uint64_t below, size_t *dropped, char *why, size_t whylen)
 {
@@ -425,6 +440,10 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
         break;
       }
       *nimgs += dropped;
+      if (s->unmat) {        /* what lies above its version now */
+        uint32_t left = page_count(st, s, p, at);
+        s->unmat[pi] = (uint16_t)(left > 0xffff ? 0xffff : left);
+      }
       if (s->imaged == NULL)
         s->imaged = calloc((s->npages + 7) / 8, 1);
       s->imaged[pi / 8] |= (uint8_t)(1u << (pi % 8));
