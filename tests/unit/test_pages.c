@@ -461,6 +461,9 @@ static void idle(struct nfix *x, uint64_t ms)
  * each says its SCL (a GossipPull naming it) is `scl`; every page read
  * the node asks of a peer is answered from the model. Returns how many
  * page reads were answered. */
+/* The peers' GC point: they hold no record at or below it. */
+static uint64_t peers_gc;
+
 static int peers_answer(struct nfix *x, const struct model *m, uint64_t scl)
 {
   int answered = 0;
@@ -508,7 +511,7 @@ static int peers_answer(struct nfix *x, const struct model *m, uint64_t scl)
       size_t n = 0;
       struct mrec *t = calloc(mm->n + 1, sizeof *t);
       Rec **recs = calloc(mm->n + 1, sizeof *recs);
-      for (uint64_t l = from + 1; l <= mm->n && n < 500; l++) {
+      for (uint64_t l = (from > peers_gc ? from : peers_gc) + 1; l <= mm->n && n < 500; l++) {
         /* Rebuild record l from the model: the bytes it changed. */
         uint8_t before[PSIZE];
         model_page(mm, mm->page[l], l - 1, before);
@@ -540,6 +543,7 @@ static int peers_answer(struct nfix *x, const struct model *m, uint64_t scl)
       gp2.volume_id = VOL;
       gp2.pg = 0;
       gp2.scl = mm->n;
+      gp2.gc_lsn = peers_gc;
       gp2.records = recs;
       gp2.n_records = n;
       a.req = q->req;
@@ -614,6 +618,7 @@ static void a_running_node_frees_scrubs_and_repairs(void **state)
   printf("# planted %d, found %llu, repaired from peers %llu\n", planted,
          (unsigned long long)(x.n->damage_found + x.n->st.met_damage - found), (unsigned long long)x.n->repaired);
   assert_true(x.n->damage_found + x.n->st.met_damage - found >= (uint64_t)planted / 2);
+  node_end_turn(x.n);
   nothing_damaged_left(&x.n->st);
   assert_true(x.n->repaired > 0);
   assert_int_equal(s->scl, m.n);
@@ -624,6 +629,47 @@ static void a_running_node_frees_scrubs_and_repairs(void **state)
       if (!w_read(&x, &m, p, R))
         fail_msg("page %u as of %llu is still refused after the repair", p,
                  (unsigned long long)R);
+  node_teardown(&x);
+  model_free(&m);
+}
+
+/* A node that comes back behind its peers' GC point (they freed the
+ * records it lacks) takes every page as of that point from them, moves
+ * its own GC point there, then takes the records above by gossip. */
+static void a_node_behind_its_peers_gc_catches_up_by_page_versions(void **state)
+{
+  (void)state;
+  keys();
+  planted_bugs = 0;
+  struct nfix x;
+  struct model m = {0};
+  struct rng rng;
+  rng_seed(&rng, 11);
+  node_setup(&x);
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  w_append(&x, &m, &rng, 100);            /* the node has 1..100 */
+  assert_int_equal(s->scl, 100);
+  /* Meanwhile the others took 101..600 and freed everything to 500. */
+  for (int i = 0; i < 500; i++) {
+    struct mrec t;
+    next_rec(&m, &rng, &t);
+  }
+  peers_gc = 500;
+  for (int t = 0; t < 40 && (s->scl < m.n || s->gc_lsn < 500); t++) {
+    idle(&x, GOSSIP_MS * GOSSIP_IDLE);
+    peers_answer(&x, &m, m.n);
+  }
+  peers_gc = 0;
+  assert_int_equal(x.n->catchups, 1);
+  assert_int_equal(s->gc_lsn, 500);
+  assert_int_equal(s->scl, m.n);
+  for (uint32_t i = 0; s->floor && i < s->npages; i++)
+    assert_int_equal(s->floor[i], 0);
+  for (uint64_t R = 500; R <= m.n; R += 9)
+    for (uint32_t p = 0; p < NP; p++)
+      assert_int_equal(w_read(&x, &m, p, R), 1);
+  node_end_turn(x.n);
+  nothing_damaged_left(&x.n->st);
   node_teardown(&x);
   model_free(&m);
 }
@@ -673,6 +719,7 @@ int main(void)
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
     cmocka_unit_test(a_running_node_frees_scrubs_and_repairs),
     cmocka_unit_test(the_stale_version_bug_would_be_seen),
+    cmocka_unit_test(a_node_behind_its_peers_gc_catches_up_by_page_versions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
