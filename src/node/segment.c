@@ -123,6 +123,12 @@ int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
 
 int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64_t to)
 {
+  /* Wholly at or below the GC point, a truncation is as good as held:
+   * what lies there is in page versions built from the chain, which holds
+   * nothing a truncation cuts, and no record at or below it is taken
+   * again (store_gc forgets such truncations: bookkeeping compacted). */
+  if (to > from && to <= s->gc_lsn)
+    return 1;
   for (size_t j = 0; j < s->ntruncs; j++)
     if (s->truncs[j].epoch == epoch && s->truncs[j].from == from && s->truncs[j].to == to)
       return 1;

@@ -471,6 +471,18 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
   if (rc != 0)
     return rc == ERR_NOT_COMPLETE ? ERR_INTERNAL : rc;
   s->gc_lsn = gc;
+  /* Truncations wholly at or below gc are forgotten (seg_has_trunc counts
+   * them held), but for the newest epoch's: its writer names it in every
+   * read and in its first Appends. */
+  uint64_t newest = 0;
+  for (size_t i = 0; i < s->ntruncs; i++)
+    if (s->truncs[i].epoch > newest)
+      newest = s->truncs[i].epoch;
+  size_t kept = 0;
+  for (size_t i = 0; i < s->ntruncs; i++)
+    if (s->truncs[i].to > gc || s->truncs[i].epoch == newest)
+      s->truncs[kept++] = s->truncs[i];
+  s->ntruncs = kept;
   /* A floor at or below gc is moot: the version as of gc is here (the
    * one fetched at the floor, or one coalesced since). */
   if (s->floor)

@@ -349,6 +349,37 @@ static void gc_keeps_exactly_what_the_pgmrpl_needs(void **state)
   }
 }
 
+/* Truncations wholly at or below the GC point are forgotten (but for
+ * the newest epoch's) and count as held: the bookkeeping of 700 epochs
+ * does not stay on every segment for ever. */
+static void old_truncations_are_forgotten_below_the_gc_point(void **state)
+{
+  (void)state;
+  char why[256];
+  struct sfix x;
+  s_setup(&x, 3);
+  struct trunc t[4] = {{.epoch = 1, .from = 5, .to = 10}, {.epoch = 2, .from = 20, .to = 30},
+                       {.epoch = 3, .from = 150, .to = 160},
+                       {.epoch = 4, .from = 60, .to = 70}};
+  for (int i = 0; i < 4; i++)
+    seg_add_trunc(&x.s, &t[i]);
+  s_write(&x, 200);
+  size_t nr, ni;
+  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+  assert_int_equal(store_gc(&x.st, &x.s, 100, MAXR, &nr, &ni, why, sizeof why), 0);
+  assert_int_equal(store_put_meta(&x.st, &x.s, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+  /* Kept: (150, 160] (above the GC point), and epoch 4's (the newest). */
+  assert_int_equal(x.s.ntruncs, 2);
+  for (int i = 0; i < 4; i++)
+    assert_true(seg_has_trunc(&x.s, t[i].epoch, t[i].from, t[i].to));
+  s_reload(&x);
+  assert_int_equal(x.s.ntruncs, 2);
+  assert_true(seg_has_trunc(&x.s, 1, 5, 10));
+  assert_false(seg_has_trunc(&x.s, 1, 150, 160));   /* another epoch's: not held */
+  s_teardown(&x);
+}
+
 /* Every record and page version the store holds checks (CRCs). */
 static void nothing_damaged_left(struct store *st)
 {
@@ -717,6 +748,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(coalesced_versions_read_like_the_records),
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
+    cmocka_unit_test(old_truncations_are_forgotten_below_the_gc_point),
     cmocka_unit_test(a_running_node_frees_scrubs_and_repairs),
     cmocka_unit_test(the_stale_version_bug_would_be_seen),
     cmocka_unit_test(a_node_behind_its_peers_gc_catches_up_by_page_versions),
