@@ -250,6 +250,10 @@ static void finish_catch_up(struct node *n, struct segment *s)
     rc = store_jump(&n->st, s, s->catchup, why, sizeof why);
   if (rc == 0)
     rc = store_rechain(&n->st, s, s->catchup, why, sizeof why);
+  /* The peer froze its GC point at or below a VDL it heard: a durable
+   * point, below which no truncation may start (trunc.c). */
+  if (rc == 0 && s->vdl < s->catchup)
+    s->vdl = s->catchup;
   node_mark_dirty(n, s);
   uint64_t to = s->catchup;
   s->catchup = 0;
