@@ -135,6 +135,13 @@ static int coalesce_some(struct node *n)
 
 /* ---- GC -------------------------------------------------------------------- */
 
+/* How long a silent peer holds GC (the simulator shortens it, so that its
+ * runs of seconds see segments come back behind their peers' GC point). */
+static unsigned long long peer_wait(const struct node *n)
+{
+  return n->gc_peer_wait_ms ? n->gc_peer_wait_ms : GC_PEER_WAIT_MS;
+}
+
 /* The point s may free to now (see the top). */
 static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long long now)
 {
@@ -151,7 +158,7 @@ static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long 
     found = 1;
     for (int k = 0; k < g->npeers; k++) {
       unsigned long long at = g->peer_at[k] ? g->peer_at[k] : n->started_at;
-      if (now - at < GC_PEER_WAIT_MS && g->peer_scl[k] < p)
+      if (now - at < peer_wait(n) && g->peer_scl[k] < p)
         p = g->peer_scl[k];
     }
   }
@@ -215,24 +222,32 @@ static int asked(const struct node *n, const struct segment *s, uint32_t i)
 static void maybe_catch_up(struct node *n, struct segment *s, const struct gossip *g,
                            unsigned long long now)
 {
-  if (s->catchup || g == NULL)
+  if (g == NULL)
     return;
   uint64_t to = 0;
+  int can = 0;              /* a peer can still build the pages at s->catchup */
   for (int k = 0; k < g->npeers; k++) {
-    if (g->peer_at[k] == 0 || now - g->peer_at[k] > GC_PEER_WAIT_MS ||
+    if (g->peer_at[k] == 0 || now - g->peer_at[k] > peer_wait(n) ||
         g->peer_scl[k] <= s->scl)
       continue;
-    if (g->peer_gc[k] <= s->scl)
+    if (g->peer_gc[k] <= s->scl && !s->catchup)
       return;               /* this one can send records: gossip will */
+    if (s->catchup && g->peer_gc[k] <= s->catchup && g->peer_scl[k] >= s->catchup)
+      can = 1;
     if (g->peer_gc[k] > to)
       to = g->peer_gc[k];
   }
-  if (to == 0)
+  if (to == 0 || (s->catchup && (can || to <= s->catchup)))
     return;
-  loginfo("catch-up: volume %llu pg %u is complete to %llu, but its peers freed their "
-          "records up to %llu: fetching every page as of %llu",
+  /* A peer that did not hear from us lately went on freeing: once every
+   * peer ahead is past the point we were catching up to, no one can build
+   * the pages there any more; start again at a point one can (the peers
+   * we pull from hold their GC for us meanwhile, gc_point). */
+  loginfo("catch-up on %s: volume %llu pg %u is complete to %llu, but its peers freed "
+          "their records up to %llu: fetching every page as of %llu%s", n->id,
           (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->scl,
-          (unsigned long long)to, (unsigned long long)to);
+          (unsigned long long)to, (unsigned long long)to,
+          s->catchup ? " (again: they freed past the last point)" : "");
   s->catchup = to;
   if (s->floor == NULL)
     s->floor = calloc(s->npages, sizeof *s->floor);
@@ -264,8 +279,8 @@ static void finish_catch_up(struct node *n, struct segment *s)
   }
   if (node_commit(n) == 0) {
     n->catchups++;
-    loginfo("catch-up: volume %llu pg %u now starts at %llu (complete to %llu)",
-            (unsigned long long)s->volume_id, s->pg, (unsigned long long)to,
+    loginfo("catch-up on %s: volume %llu pg %u now starts at %llu (complete to %llu)",
+            n->id, (unsigned long long)s->volume_id, s->pg, (unsigned long long)to,
             (unsigned long long)s->scl);
   }
 }

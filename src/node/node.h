@@ -126,6 +126,7 @@ struct node {
                   unsigned long long sent_at; } rep[REPAIR_INFLIGHT];
   int rep_peer;
   uint64_t coalesced, gc_records, gc_images, scrubbed, damage_found, repaired, catchups;
+  unsigned gc_peer_wait_ms;  /* 0: GC_PEER_WAIT_MS (the simulator sets it shorter) */
   uint32_t max_apply;
 };
 

@@ -404,7 +404,7 @@ int sim_main(int argc, char **argv)
     die("sim: unexpected argument '%s' (see auralog sim --help)", argv[optind]);
   if (o.time_ms < 1000)
     die("sim: --time must be at least 1000 ms");
-  log_quiet(o.verbose ? 1 : 2);
+  log_quiet(getenv("AURALOG_SIM_LOG") ? 0 : o.verbose ? 1 : 2);
   setvbuf(stdout, NULL, _IOLBF, 0);     /* a failure shows as it happens */
   if (!many) {
     first = last = o.seed;

@@ -189,6 +189,7 @@ static void node_boot(struct simnode *sn)
     sn->n = NULL;
     return;
   }
+  sn->n->gc_peer_wait_ms = SIM_GC_PEER_WAIT_MS;
   node_timers(sn);
 }
 

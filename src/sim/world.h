@@ -42,6 +42,9 @@
 #define SIM_TIME_MS    12000    /* virtual time a run lasts, before the final heal */
 #define SIM_HEAL_MS    6000     /* after the final heal: commits must resume by then ... */
 #define SIM_SETTLE_MS  3000     /* ... and every segment converge within this after */
+#define SIM_GC_PEER_WAIT_MS 2000 /* a silent peer holds GC this long (GC_PEER_WAIT_MS: 10 min):
+                                  * nodes down longer come back behind their peers' GC
+                                  * point and catch up by page versions (node/bg.c) */
 #define SIM_SHIP_MS    25       /* a serving writer ships a transaction about this often */
 #define SIM_READ_MS    60       /* ... and starts a page read about this often */
 #define SIM_INFLIGHT   8        /* transactions a writer keeps in flight */

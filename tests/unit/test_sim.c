@@ -103,6 +103,13 @@ static const struct {
    * check no epoch ticket and its segments never caught up. Now it
    * registers again until an Assign answers (node.c send_register). */
   {3985, "node A2 pg 0: the segment did not converge"},
+  /* A node back after its peers freed the records it lacked started to
+   * catch up by page versions at one peer's GC point; the peers it did
+   * not pull from went on freeing past it, and no one could build the
+   * pages there any more. Now it starts again at a point one can
+   * (bg.c maybe_catch_up). */
+  {69, "node A1 pg 0: the segment did not converge (catch-up)"},
+  {154, "node A1 pg 0: the segment did not converge (catch-up)"},
 };
 
 static void seeds_that_once_failed_pass(void **state)
