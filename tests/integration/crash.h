@@ -28,7 +28,8 @@ uint64_t mix(uint64_t x);       /* a hash */
 int rows_of(long t);
 int pad_of(long t, int k);
 long long bytes_of(long t);
-unsigned long long now_us(void);
+/* now_us(): lib/log.h's monotonic microseconds. */
+#include "lib/log.h"
 
 /* The evidence kept on a failure (in the cluster directory). */
 extern char records_path[512], errors_path[512], timeline_path[512], reads_path[512],

@@ -7,7 +7,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,14 +96,52 @@ int cluster_start(const char *name)
   return cluster_start_with(name, "");
 }
 
+/* Can a listener take port p on 127.0.0.1 now? */
+static int port_free(int p)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return 1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+#define PORT_FIRST  21000
+#define PORT_BLOCK  128
+#define PORT_BLOCKS ((32768 - PORT_FIRST) / PORT_BLOCK)
+
+int free_block(int seed)
+{
+  for (int t = 0; t < PORT_BLOCKS; t++) {
+    int b = PORT_FIRST + ((seed + t) % PORT_BLOCKS) * PORT_BLOCK;
+    int ok = port_free(b + HTTP_PORT_OFFSET) && port_free(b + ENGINE_PORT_OFFSET);
+    for (int i = 0; i <= NCOPIES && ok; i++)
+      ok = port_free(b + i);
+    if (ok)
+      return b;
+  }
+  return PORT_FIRST + (seed % PORT_BLOCKS) * PORT_BLOCK;
+}
+
 int cluster_start_with(const char *name, const char *extra)
 {
   bin = getenv("AURALOG_BIN");
   if (bin == NULL)
     bin = "build/auralog";
   snprintf(dir, sizeof dir, "/tmp/auralog-it-%s-%d", name, (int)getpid());
-  /* Ports of our own: a student's cluster on the defaults is left alone. */
-  base = 21000 + (int)(getpid() % 200) * 20 + (name[0] % 2) * 10;
+  /* Ports of our own: a student's cluster on the defaults is left alone,
+   * and so is every other test process's. A cluster takes base..base+6,
+   * base+HTTP_PORT_OFFSET and base+ENGINE_PORT_OFFSET: blocks of 128 ports
+   * each, so two blocks never overlap (with a stride of 20, one cluster's
+   * engine port was another's coordinator port, and a crash campaign's
+   * engine could not restart). The block comes from our pid; one whose
+   * ports are taken is passed over. Below 32768: the ephemeral ports. */
+  base = free_block((int)getpid() * 2 + (name[0] % 2));
   snprintf(coord, sizeof coord, "127.0.0.1:%d", base);
   snprintf(engine, sizeof engine, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET);
   /* The cluster key, beside the directory: one for every cluster this

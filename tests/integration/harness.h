@@ -21,6 +21,11 @@ extern char out[OUT_SIZE];     /* what the last sql() printed */
 
 /* Pick a directory and ports for this run (name distinguishes test files)
  * and start the cluster. Returns 0, or -1 with the output on stderr. */
+/* A base port for a cluster (or a bench) of this test process: a block of
+ * 128 ports (base .. base + ENGINE_PORT_OFFSET + 1 fit in it) all free
+ * now, chosen from seed first (the pid), never overlapping another's. */
+int free_block(int seed);
+
 int cluster_start(const char *name);
 /* The same, with more `cluster up` options (" --statement-timeout 0"). */
 int cluster_start_with(const char *name, const char *extra);

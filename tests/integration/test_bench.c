@@ -55,7 +55,7 @@ static int setup(void **state)
   if (bin == NULL)
     bin = "build/auralog";
   snprintf(bdir, sizeof bdir, "/tmp/auralog-it-bench-%d", (int)getpid());
-  base = 26000 + (int)(getpid() % 300) * 10;
+  base = free_block((int)getpid() * 2 + 1);   /* ports of its own, as every test */
   /* What live_cluster_processes() looks for: anything naming the bench
    * directory, or the bench's engine address. */
   snprintf(dir, sizeof dir, "%s", bdir);

@@ -34,7 +34,7 @@ static int setup(void **state)
   /* The benchmark starts its own cluster here; the harness's globals let
    * live_cluster_processes() look for what it left. */
   snprintf(dir, sizeof dir, "/tmp/auralog-it-benchrec-%d", (int)getpid());
-  base = 28000 + (int)(getpid() % 300) * 10;   /* ports of its own, as every test */
+  base = free_block((int)getpid() * 2 + 1);   /* ports of its own, as every test */
   snprintf(coord, sizeof coord, "127.0.0.1:%d", base);
   snprintf(engine, sizeof engine, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET);
   return 0;

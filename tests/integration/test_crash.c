@@ -149,12 +149,6 @@ long long bytes_of(long t)
   return sum;
 }
 
-unsigned long long now_us(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000;
-}
 
 /* ---- the timeline and the evidence -------------------------------------- */
 
