@@ -133,6 +133,11 @@
                                         * directory's file system is reported as disk full (a
                                         * short write; one commit writes a few frames' worth) */
 
+/* The storage node's hot log (src/node/hotlog.c): each group commit is one
+ * frame, made durable with one fdatasync; lmdb is synced at checkpoints. */
+#define HOTLOG_CHUNK      (4ull << 20)  /* the log file is preallocated this much at a time */
+#define HOTLOG_CHECKPOINT (32ull << 20) /* checkpoint (sync lmdb, restart the log) past this many bytes; bounds replay at start */
+
 /* Client side (src/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
 #define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */
