@@ -7,7 +7,10 @@
  * healing after a random duration. The kinds:
  *   engine-crash     the serving writer dies; it restarts (a new epoch and
  *                    a recovery) after the duration
- *   node-crash       a storage node dies and restarts on its disk
+ *   node-crash       a storage node dies and restarts on its disk; one in
+ *                    three dies during its next group commit instead, after
+ *                    writing its hot-log frame and before syncing it (a
+ *                    torn frame for the restart to stop at)
  *   az-down          both nodes of an AZ die
  *   az1-down         an AZ and one more node die (writes stall: §2.1)
  *   partition        an AZ is cut off from everyone else
@@ -16,8 +19,10 @@
  *                    a slow disk: its acks and pages come late)
  *   recovery-crash   the writer dies, restarts, and dies again during its
  *                    recovery; then restarts for good
- *   corrupt          a bit flips in a stored record of a node, which then
- *                    restarts (its load must skip the damaged record)
+ *   corrupt          a bit flips in a stored record of a node, or (one in
+ *                    two) in its hot log, which then restarts (its load
+ *                    must skip the damaged record, its replay the damaged
+ *                    frame)
  *   second-writer    another writer opens the volume (a newer epoch); the
  *                    first must be fenced
  *   drop, dup, reorder   the network loses, repeats, reorders messages
@@ -170,7 +175,16 @@ static void start(struct act *a)
       return;
     }
     break;
-  case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN:
+  case F_NODE_CRASH:
+    if (e->target2 % 3 == 0) {  /* dies in its next commit (hfile.h) */
+      nodes_take(a, mask, 0);
+      if (w->nodes[node].n)     /* a node already down has no commit to die in */
+        hfile_arm(w->nodes[node].hfile, 1);
+      break;
+    }
+    nodes_take(a, mask, 1);
+    break;
+  case F_AZ_DOWN: case F_AZ1_DOWN:
     nodes_take(a, mask, 1);
     break;
   case F_AZ1_SWAP:
@@ -192,7 +206,10 @@ static void start(struct act *a)
     return;
   }
   case F_CORRUPT:
-    disk_corrupt(w->nodes[node].disk, (uint64_t)e->target2 * 2654435761u + e->dur);
+    if (e->target2 % 2)
+      hfile_corrupt(w->nodes[node].hfile, (uint64_t)e->target2 * 2654435761u + e->dur);
+    else
+      disk_corrupt(w->nodes[node].disk, (uint64_t)e->target2 * 2654435761u + e->dur);
     nodes_take(a, mask, 1);
     break;
   case F_PARTITION:
@@ -245,6 +262,8 @@ static void heal(struct act *a)
       writer_start(a->wr);
     break;
   case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN: case F_CORRUPT:
+    if (e->kind == F_NODE_CRASH)       /* it may not have committed since */
+      hfile_arm(w->nodes[e->target % SIM_NODES].hfile, 0);
     nodes_give(a, 1);
     break;
   case F_PARTITION:
