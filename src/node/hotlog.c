@@ -182,6 +182,8 @@ static int reserve(struct hotlog *h, uint64_t end)
   uint64_t want = end - h->alloc;
   uint64_t grow = (want + h->chunk - 1) / h->chunk * h->chunk;
   int rc = h->f.ops->allocate(h->f.ctx, h->alloc, grow);
+  if (rc == ENOSPC && grow > want)   /* a nearly full disk: just this frame */
+    rc = h->f.ops->allocate(h->f.ctx, h->alloc, grow = want);
   if (rc == 0)
     h->alloc += grow;
   return rc;

@@ -128,6 +128,8 @@ int node_commit(struct node *n)
   if (rc != 0) {
     logwarn_rl("%s", why);
     node_rollback(n, (uint32_t)rc, why);
+    if (n->st.broken && n->io->fatal)
+      n->io->fatal(n->io->ctx, why);   /* store.c, H2: only a restart can tell */
     return rc;
   }
   /* Durable now (H1, store.c: the frame holding every record of this

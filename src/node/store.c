@@ -19,9 +19,9 @@
  *
  * The hot log (hotlog.c). lmdb's durable commit is two device flushes; a
  * node with a hot log switches lmdb's syncing off (kv_set_nosync) and
- * makes a group commit durable with one: store_commit appends one frame
- * holding everything the transaction stored, fdatasyncs it, and only then
- * commits the kv (without a sync); the node acknowledges after that. A
+ * makes a group commit durable with one: store_commit commits the kv
+ * (without a sync), then appends one frame holding everything the
+ * transaction stored and fdatasyncs it; the node acknowledges after. A
  * frame's payload is a list of entries, each
  *     type (1: SegMeta, 2: record)  1 byte
  *     volume                         8
@@ -36,12 +36,14 @@
  *   H1. An ack is sent only after the frame holding its records is
  *       fdatasynced: store_commit returns 0 only after hl_append did, and
  *       node_commit acknowledges only after store_commit returned 0.
- *   H2. Everything in the kv is durable by the hot log or by a kv sync: a
- *       frame is written before its kv commit (if the append fails, the kv
- *       transaction is aborted, so memory, reloaded from the kv, never
- *       counts what no frame holds); transactions with no frame (a
- *       truncation, a fence: store_sync_txn) sync the kv themselves; page
- *       indexing (store_index) only moves what the kv holds already.
+ *   H2. What memory counts (it is reloaded from the kv after a failed
+ *       commit) is durable, by the hot log or by a kv sync: the kv commits
+ *       first (a full disk fails there, storing nothing anywhere), then
+ *       the frame; if the append fails, the kv is synced instead, and if
+ *       that fails too the node stops (store.broken: only a restart can
+ *       tell what is durable); transactions with no frame (a truncation, a
+ *       fence: store_sync_txn) sync the kv themselves; page indexing
+ *       (store_index) only moves what the kv holds already.
  *   H3. Replay never resurrects what a truncation cut: a truncation first
  *       checkpoints (trunc.c), so no frame older than it is replayed after
  *       it, and its own transaction is synced in the kv; replay also puts
@@ -111,6 +113,7 @@ static int commit(struct store *st, struct kv_txn *txn)
 {
   int wrote = 0;
   int rc = kv_commit(st->kv, txn, &wrote);
+  st->kv_committed = rc == 0;
   if (rc == 0 && wrote) {
     st->commits++;
     st->fsyncs += st->syncs_per_commit;
@@ -648,32 +651,43 @@ int store_commit(struct store *st, char *why, size_t whylen)
 {
   if (st->txn == NULL)
     return 0;
-  /* H1, H2: the frame first, synced; the kv after it. If the append
-   * fails, nothing was acknowledged and the kv never holds what the log
-   * may not: abort. (If the kv commit fails after a frame made it, the
-   * frame holds records nobody acknowledged; a replay stores them, which
-   * is what a crash between persist and ack does too.) */
-  if (framing(st) && st->flen > 0) {
+  /* The kv first, without a sync: if it fails (a full disk, a full map),
+   * nothing was stored anywhere, as before the hot log. Then the frame,
+   * synced (H1): only then may the node acknowledge. */
+  int rc = commit(st, st->txn);
+  st->txn = NULL;
+  if (rc == 0 && framing(st) && st->flen > 0) {
     char hwhy[200];
     int hrc = hl_append(st->hl, st->frame, st->flen, hwhy, sizeof hwhy);
     st->fsyncs++;            /* the group commit's one flush */
     if (hrc != 0) {
-      store_abort(st);
-      snprintf(why, whylen, "%s while committing records: nothing was stored", hwhy);
-      return hrc == ENOSPC ? ERR_DISK_FULL : ERR_INTERNAL;
+      /* H2: the kv holds this commit and no frame does: make it durable
+       * in the kv instead (two flushes this once). */
+      logwarn_rl("%s; syncing the store instead", hwhy);
+      rc = kv_sync(st->kv);
+      st->ckpt_fsyncs++;
     }
-  }
-  int rc = commit(st, st->txn);
-  st->txn = NULL;
-  if (rc == 0 && st->hl && st->txn_sync) {
+  } else if (rc == 0 && st->hl && st->txn_sync) {
     rc = kv_sync(st->kv);    /* H2: no frame holds this one */
     st->ckpt_fsyncs++;
   }
   if (rc == 0)
     st->nunidx += st->staged_unidx;
+  else if (st->hl && !st->broken && st->kv_committed) {
+    /* Committed in the kv and durable nowhere we know of: memory, which
+     * is reloaded from the kv after a failure, would count records a
+     * power loss can take. Only a restart (replay, then a sync) can tell
+     * what is durable: the node must stop (node_commit). */
+    st->broken = 1;
+  }
   st->staged_unidx = 0;
   st->flen = 0;
   st->txn_sync = 0;
+  if (rc != 0 && st->broken) {
+    snprintf(why, whylen, "storage cannot sync (%s): what is durable is unknown; "
+             "the node must restart", kv_strerror(st->kv, rc));
+    return ERR_INTERNAL;
+  }
   return rc ? fail(st, rc, why, whylen, "committing records") : 0;
 }
 
@@ -973,6 +987,7 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
 struct replay {
   struct store *st;
   struct segment **segs;
+  uint8_t *changed;          /* per segment: its SegMeta must be rewritten */
   size_t nsegs;
   uint64_t recs, skipped, refused;
   int rc;                    /* the first kv error (then nothing more is done) */
@@ -1003,6 +1018,8 @@ static struct segment *replay_seg(struct replay *rp, uint64_t vol, uint32_t pg,
     return NULL;
   }
   rp->segs = realloc(rp->segs, (rp->nsegs + 1) * sizeof *rp->segs);
+  rp->changed = realloc(rp->changed, rp->nsegs + 1);
+  rp->changed[rp->nsegs] = kv_get(st->kv, st->txn, st->segs, &key, &val) != 0;
   rp->segs[rp->nsegs++] = s;
   return s;
 }
@@ -1020,6 +1037,12 @@ static void replay_meta(struct replay *rp, uint64_t vol, uint32_t pg, const uint
       auralog__seg_meta__free_unpacked(m, NULL);
     return;
   }
+  uint8_t *changed = &rp->changed[rp->nsegs - 1];
+  for (size_t i = 0; i < rp->nsegs; i++)
+    if (rp->segs[i] == s)
+      changed = &rp->changed[i];
+  if (m->epoch > s->epoch || m->vdl > s->vdl)
+    *changed = 1;
   if (m->epoch > s->epoch)
     s->epoch = m->epoch;
   if (m->vdl > s->vdl)
@@ -1033,6 +1056,7 @@ static void replay_meta(struct replay *rp, uint64_t vol, uint32_t pg, const uint
     /* A truncation the kv lacks (it never should: truncations are synced
      * in the kv, H3): install it as trunc.c does, cutting what it cuts. */
     size_t cut;
+    *changed = 1;
     rp->rc = store_truncate(st, s, &t, &cut, rp->why, sizeof rp->why);
     seg_add_trunc(s, &t);
     if (t.from < min_from)
@@ -1068,6 +1092,9 @@ static void replay_rec(struct replay *rp, uint64_t vol, uint32_t pg, const uint8
     if (rp->rc == 0) {
       seg_add(s, r->lsn, r->prev_lsn);   /* durable once the replay commits */
       rp->recs++;
+      for (size_t i = 0; i < rp->nsegs; i++)
+        if (rp->segs[i] == s)
+          rp->changed[i] = 1;
     }
   } else if (held(st, st->txn, s, r->lsn, &held_epoch) && held_epoch < r->epoch) {
     /* A copy adopted by a recovery (node_stage): the newer epoch's wins. */
@@ -1130,9 +1157,13 @@ static int open_hot(struct store *st, struct hl_file f, uint64_t ckpt, uint64_t 
     store_close(st);
     return -1;
   }
-  /* Each touched segment's SegMeta, merged, with the SCL of its chain. */
+  /* Each changed segment's SegMeta, merged, with the SCL of its chain.
+   * (Only those: a replay that finds everything held writes nothing, so
+   * a node whose disk is full can still start.) */
   for (size_t i = 0; i < rp.nsegs && rp.rc == 0; i++)
-    rp.rc = store_put_meta(st, rp.segs[i], rp.why, sizeof rp.why);
+    if (rp.changed[i])
+      rp.rc = store_put_meta(st, rp.segs[i], rp.why, sizeof rp.why);
+  free(rp.changed);
   st->replaying = 0;
   for (size_t i = 0; i < rp.nsegs; i++) {
     seg_free(rp.segs[i]);
@@ -1155,6 +1186,8 @@ static int open_hot(struct store *st, struct hl_file f, uint64_t ckpt, uint64_t 
     store_close(st);
     return -1;
   }
+  /* The counters are the serving node's (bench): the open's work apart. */
+  st->commits = st->fsyncs = st->ckpt_fsyncs = st->checkpoints = 0;
   st->replayed = rp.recs;
   if (st->hl->replayed || st->hl->damaged || rp.skipped || rp.refused)
     loginfo("hot log: replayed %llu frame%s (%llu record%s new to the store, %llu "

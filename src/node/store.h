@@ -51,6 +51,9 @@ struct store {
   int txn_sync;              /* the open transaction skips the hot log: its
                                 kv commit is synced (store_sync_txn) */
   int replaying;             /* store_put_* write no frame (replay) */
+  int kv_committed;          /* the last kv commit succeeded */
+  int broken;                /* a commit is in the kv and durable nowhere
+                                known (no frame, no sync): stop the node */
   uint64_t hot_ckpt;         /* checkpoint once the log holds this many bytes */
   uint64_t hot_shrink;       /* ... and give back the file beyond this */
   /* Counters for `auralog bench`, since the store was opened. */
