@@ -323,10 +323,10 @@ int hl_open(struct hotlog *h, struct hl_file f, uint64_t chunk, hl_frame_fn fn,
     if (!find_later(buf, n, off + 1, h->gen, expect, &at, &next))
       break;                 /* the torn tail: the log ends here */
     h->damaged += next - expect;
-    logwarn_rl("hot log: frame%s %llu..%llu of generation %llu (bytes %llu..%llu) "
-               "damaged, whole frames follow: skipped; the records lost are fetched "
-               "from PG peers (gossip)", next - expect > 1 ? "s" : "",
-               (unsigned long long)expect, (unsigned long long)(next - 1),
+    logwarn_rl("hot log: %llu frame%s from number %llu of generation %llu (bytes "
+               "%llu..%llu) damaged, whole frames follow: skipped; the records lost "
+               "are fetched from PG peers (gossip)", (unsigned long long)(next - expect),
+               next - expect > 1 ? "s" : "", (unsigned long long)expect,
                (unsigned long long)h->gen, (unsigned long long)off,
                (unsigned long long)at);
     off = at;
