@@ -145,8 +145,10 @@ static int find_later(const uint8_t *buf, size_t n, uint64_t off, uint64_t gen,
     p = (uint64_t)(q - buf);
     uint64_t g, s;
     uint32_t l;
-    if (memcmp(q, m, 4) == 0 && frame_parse(buf, n, p, &g, &s, &l) && g == gen &&
-        s > seq) {
+    /* The header's fields before the CRC: stale frames of older
+     * generations, the usual bytes after a torn tail, cost no CRC. */
+    if (memcmp(q, m, 4) == 0 && get_be64(q + 8) == gen && get_be64(q + 16) > seq &&
+        frame_parse(buf, n, p, &g, &s, &l) && g == gen && s > seq) {
       *at = p;
       *next = s;
       return 1;
