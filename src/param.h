@@ -142,6 +142,7 @@
 #define SCRUB_BATCH     4096    /* ... of at most this many records (then the versions) */
 #define REPAIR_MS       500     /* a damaged page version is asked of a peer this often */
 #define REPAIR_INFLIGHT 32      /* page versions asked of peers at once (repair, catch-up) */
+#define CATCHUP_STUCK_MS 3000   /* a catch-up with pages no peer gives takes a later point after this */
 
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
  * nothing until used, and MDB_MAP_FULL becomes a clear "storage map full"
@@ -151,6 +152,11 @@
 #define DISK_FULL_SLACK (32ll << 20)   /* an lmdb I/O error with less than this free on the data
                                         * directory's file system is reported as disk full (a
                                         * short write; one commit writes a few frames' worth) */
+
+/* The storage node's hot log (src/node/hotlog.c): each group commit is one
+ * frame, made durable with one fdatasync; lmdb is synced at checkpoints. */
+#define HOTLOG_CHUNK      (4ull << 20)  /* the log file is preallocated this much at a time */
+#define HOTLOG_CHECKPOINT (32ull << 20) /* checkpoint (sync lmdb, restart the log) past this many bytes; bounds replay at start */
 
 /* Client side (src/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */

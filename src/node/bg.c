@@ -237,7 +237,10 @@ static void maybe_catch_up(struct node *n, struct segment *s, const struct gossi
     if (g->peer_gc[k] > to)
       to = g->peer_gc[k];
   }
-  if (to == 0 || (s->catchup && (can || to <= s->catchup)))
+  /* One that could build the pages at the point may still refuse some (a
+   * floor of its own, damage): after CATCHUP_STUCK_MS, a later point. */
+  int stuck = s->catchup && now - s->catchup_at > CATCHUP_STUCK_MS;
+  if (to == 0 || (s->catchup && ((can && !stuck) || to <= s->catchup)))
     return;
   /* A peer that did not hear from us lately went on freeing: once every
    * peer ahead is past the point we were catching up to, no one can build
@@ -249,6 +252,7 @@ static void maybe_catch_up(struct node *n, struct segment *s, const struct gossi
           (unsigned long long)to, (unsigned long long)to,
           s->catchup ? " (again: they freed past the last point)" : "");
   s->catchup = to;
+  s->catchup_at = now;
   if (s->floor == NULL)
     s->floor = calloc(s->npages, sizeof *s->floor);
   for (uint32_t i = 0; i < s->npages; i++)
@@ -312,8 +316,17 @@ static void repair_some(struct node *n, unsigned long long now)
         struct ep *c = gossip_peer_conn(n, g->peer[k]);
         if (c == NULL || !gossip_reachable(n, p->az))
           continue;
+        /* A repair asks for the page as of our own GC point when the peer
+         * can build it there: the version comes back exactly where the
+         * damaged one was, with no floor left behind (a floor on a peer
+         * can keep another's catch-up from the page, and the peer's GC,
+         * held by that one, from lifting the floor). Else at the latest
+         * point both hold, with a floor. */
         uint64_t need = s->catchup;
-        if (need == 0) {
+        if (need == 0 && s->gc_lsn > 0 && g->peer_gc[k] <= s->gc_lsn &&
+            s->gc_lsn <= g->peer_scl[k]) {
+          need = s->gc_lsn;
+        } else if (need == 0) {
           uint64_t point = s->scl < s->vdl ? s->scl : s->vdl;
           if (g->peer_scl[k] < point)
             point = g->peer_scl[k];

@@ -213,8 +213,8 @@ static void ask(struct node *n, struct gossip *g, struct segment *s)
     struct peer *p = &n->peers[g->peer[k]];
     if (!gossip_reachable(n, p->az) || peer_conn(n, g->peer[k]) == NULL)
       continue;
-    if (best > s->scl && g->peer_scl[k] <= s->scl)
-      continue;
+    if (best > s->scl && g->peer_scl[k] <= s->scl && g->peer_at[k] != 0)
+      continue;             /* known not ahead (one never heard may be) */
     if (g->peer_gc[k] > s->scl && j + 1 < g->npeers)
       continue;             /* it freed what we lack (bg.c catches up); another first */
     pick = k;
@@ -232,6 +232,7 @@ static void ask(struct node *n, struct gossip *g, struct segment *s)
   gp.volume_id = s->volume_id;
   gp.pg = s->pg;
   gp.scl = s->scl;
+  gp.gc_lsn = s->gc_lsn;
   gp.node = n->id;
   env.req = ++n->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PULL;
@@ -277,6 +278,7 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
   for (int k = 0; g && k < g->npeers; k++)
     if (strcmp(n->peers[g->peer[k]].id, p->node) == 0) {
       g->peer_scl[k] = p->scl;
+      g->peer_gc[k] = p->gc_lsn;  /* both fresh: what we know of it must agree */
       g->peer_at[k] = io_now(n->io);
     }
   Rec **recs = NULL;

@@ -97,6 +97,15 @@ struct kv_ops {
                     struct kv_val *val);
   int (*cursor_del)(void *ctx, struct kv_cursor *c);
   void (*cursor_close)(void *ctx, struct kv_cursor *c);
+  /* Durability of commits. set_nosync(ctx, 1): from now on a commit
+   * writes but does not sync (a crash of the machine, or of the simulated
+   * disk, may lose the commits since the last sync, all or a suffix of
+   * them; never a part of one); 0: every commit syncs again. sync: make
+   * every commit so far durable (lmdb: mdb_env_sync, forced). The store
+   * uses these with its hot log (store.c), which makes a group commit
+   * durable with one flush; lmdb catches up at checkpoints. */
+  int (*set_nosync)(void *ctx, int on);
+  int (*sync)(void *ctx);
   /* A backend's own error codes in words (KV_* ones are kv_strerror's). */
   const char *(*strerror)(int rc);
   /* Done with the kv (abort what is open first). For lmdb: close the
@@ -108,7 +117,7 @@ struct kv_ops {
 struct kv {
   const struct kv_ops *ops;
   void *ctx;
-  unsigned syncs_per_commit; /* device syncs a commit that wrote costs */
+  unsigned syncs_per_commit; /* device syncs a commit that wrote costs (0: nosync) */
   uint64_t commit_us;        /* time in commits that wrote, us: a real disk's
                                 (kv_lmdb.c), for bench; the simulator's stays 0 */
   /* What the backend knows of its last KV_FULL, in words, e.g. "disk full
@@ -169,6 +178,14 @@ static inline int kv_cursor_del(struct kv *kv, struct kv_cursor *c)
 static inline void kv_cursor_close(struct kv *kv, struct kv_cursor *c)
 {
   kv->ops->cursor_close(kv->ctx, c);
+}
+static inline int kv_set_nosync(struct kv *kv, int on)
+{
+  return kv->ops->set_nosync(kv->ctx, on);
+}
+static inline int kv_sync(struct kv *kv)
+{
+  return kv->ops->sync(kv->ctx);
 }
 static inline void kv_close(struct kv *kv)
 {

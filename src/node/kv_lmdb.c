@@ -8,7 +8,16 @@
  *
  * Durability: lmdb's commit writes the data and fsyncs before returning
  * (the env is opened without MDB_NOSYNC), so once a commit returns 0 its
- * changes survive kill -9 and power loss.
+ * changes survive kill -9 and power loss. A storage node's store switches
+ * MDB_NOSYNC on (kv_set_nosync) because its hot log (node/hotlog.c) makes
+ * each group commit durable with one flush; lmdb is then synced only at
+ * checkpoints (kv_sync: mdb_env_sync, forced). Without syncs a commit
+ * still survives kill -9 (it is in the page cache). After a power loss,
+ * lmdb (0.9, MDB_NOSYNC without MDB_WRITEMAP) keeps its integrity and
+ * loses only its last transactions where the file system keeps the order
+ * of writes (lmdb.h); where it does not, a power loss between two
+ * checkpoints can leave data.mdb damaged, and the node's segments must
+ * then be rebuilt from PG peers. That is the price of the one flush.
  *
  * What a commit costs (kv->syncs_per_commit, the store's fsyncs counter),
  * measured with strace -f -T on a node under load (Debian 12, lmdb
@@ -235,7 +244,26 @@ static void l_close(void *ctx)
   free(l);
 }
 
+static unsigned syncs_per_commit(MDB_env *env);
+
+/* MDB_NOSYNC may be switched on a live environment (lmdb.h): commits then
+ * pwrite the pages and the meta page through the plain descriptor, with no
+ * flush, and mdb_env_sync(env, 1) is one fdatasync of data.mdb. */
+static int l_set_nosync(void *ctx, int on)
+{
+  struct lmdb_kv *l = ctx;
+  int rc = mdb_env_set_flags(l->env, MDB_NOSYNC, on ? 1 : 0);
+  l->kv.syncs_per_commit = syncs_per_commit(l->env);
+  return code(ctx, rc);
+}
+
+static int l_sync(void *ctx)
+{
+  return code(ctx, mdb_env_sync(ENV(ctx), 1));
+}
+
 static const struct kv_ops lmdb_ops = {
+  .set_nosync = l_set_nosync, .sync = l_sync,
   .db = l_db, .begin = l_begin, .commit = l_commit, .abort = l_abort,
   .get = l_get, .put = l_put, .del = l_del, .count = l_count,
   .cursor = l_cursor, .cursor_get = l_cursor_get, .cursor_del = l_cursor_del,

@@ -70,7 +70,7 @@ static void on_signal(uv_signal_t *h, int sig)
 {
   struct driver *d = h->data;
   loginfo("signal %d: stopping (unacknowledged writes are dropped)", sig);
-  store_close(&d->n.st);
+  store_shutdown(&d->n.st);  /* a checkpoint: the next start replays nothing */
   exit(0);
 }
 

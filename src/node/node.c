@@ -12,8 +12,10 @@
  * Group commit: every Append that arrives in one turn of the driver's loop
  * is written into one store transaction; node_end_turn (the real driver
  * calls it right after the loop polled for I/O) commits it with one sync
- * and only then chains the records (seg_add) and sends the acks. A crash
- * before the commit loses only unacknowledged records.
+ * (the hot log's frame, store.c) and only then chains the records
+ * (seg_add) and sends the acks. A crash before the commit loses only
+ * unacknowledged records. After the acks, a checkpoint if the hot log is
+ * due one.
  *
  * Indexing the records by page is left out of that commit (store.h): once
  * about IDX_BATCH records wait, the node indexes them in a transaction of
@@ -126,9 +128,13 @@ int node_commit(struct node *n)
   if (rc != 0) {
     logwarn_rl("%s", why);
     node_rollback(n, (uint32_t)rc, why);
+    if (n->st.broken && n->io->fatal)
+      n->io->fatal(n->io->ctx, why);   /* store.c, H2: only a restart can tell */
     return rc;
   }
-  /* Durable now: chain the records, then acknowledge with the new SCLs. */
+  /* Durable now (H1, store.c: the frame holding every record of this
+   * transaction is fdatasynced): chain the records, then acknowledge with
+   * the new SCLs. */
   for (size_t i = 0; i < n->nlinks; i++) {
     seg_add(n->links[i].s, n->links[i].lsn, n->links[i].prev);
     bg_on_record(n, n->links[i].s, n->links[i].page, n->links[i].len);
@@ -173,6 +179,14 @@ static void index_some(struct node *n)
 void node_end_turn(struct node *n)
 {
   node_commit(n);
+  /* Background, after this turn's acks went out: once the hot log is
+   * large, sync lmdb and start it again (store.h), so that a restart
+   * replays at most about HOTLOG_CHECKPOINT bytes. */
+  if (store_checkpoint_due(&n->st)) {
+    char why[256];
+    if (store_checkpoint(&n->st, why, sizeof why) != 0)
+      logwarn_rl("%s", why);
+  }
   if (n->st.nunidx >= n->idx_at)
     index_some(n);
   bg_work(n);

@@ -15,6 +15,16 @@
  * once per event-loop turn: every Append that arrived in that turn becomes
  * durable with one fsync, and only then is acknowledged (group commit).
  *
+ * The hot log (hotlog.h; store.c says how). With one (store_open on a
+ * real disk, store_open_hot in the simulator), the kv commits without
+ * syncing, and a commit first appends one frame to the hot log holding
+ * everything the transaction stored (records with their volume and pg,
+ * SegMetas) and fdatasyncs it: one device flush per group commit. A
+ * checkpoint (store_checkpoint) syncs the kv and starts a new generation
+ * of the log; at open, the frames since the last one are replayed into
+ * the kv before anything is served. Without one (store_open_kv, tests),
+ * every kv commit syncs, as before.
+ *
  * The page index is background work (paper §3.3: only steps 1-2, persist
  * and acknowledge, are in the foreground): a record's commit writes it to
  * recs and notes it in unidx, both in LSN order, so a commit dirties a few
@@ -34,24 +44,63 @@ struct store {
   struct kv_txn *txn;        /* the open write transaction, or NULL */
   size_t nunidx;             /* about how many records wait in unidx */
   size_t staged_unidx;       /* ... of them in the open transaction */
+  /* The hot log (NULL: none, every kv commit syncs). */
+  struct hotlog *hl;
+  uint8_t *frame;            /* the open transaction's frame payload */
+  size_t flen, fcap;
+  int txn_sync;              /* the open transaction skips the hot log: its
+                                kv commit is synced (store_sync_txn) */
+  int replaying;             /* store_put_* write no frame (replay) */
+  int kv_committed;          /* the last kv commit succeeded */
+  int broken;                /* a commit is in the kv and durable nowhere
+                                known (no frame, no sync): stop the node */
+  uint64_t hot_ckpt;         /* checkpoint once the log holds this many bytes */
+  uint64_t hot_shrink;       /* ... and give back the file beyond this */
   /* Counters for `auralog bench`, since the store was opened. */
   uint64_t commits;          /* write transactions the kv made durable */
-  uint64_t fsyncs;           /* device syncs they cost (lmdb: 2 each) */
+  uint64_t fsyncs;           /* device syncs of group commits: the hot log's
+                                one each (without a hot log, lmdb's 2 each) */
   unsigned syncs_per_commit;
   /* The last store_read_page: records it applied, and whether it failed
    * on damage (a version or record that does not check). */
   unsigned last_applied;
   int last_damaged;
   uint64_t met_damage;      /* damaged items met outside the scrub (load, GC): counted for status */
+  uint64_t checkpoints;      /* hot-log checkpoints made */
+  uint64_t ckpt_fsyncs;      /* device syncs outside group commits: checkpoints
+                                (kv sync + new generation), synced transactions */
+  uint64_t replayed;         /* records the last open replayed from the hot log */
 };
 
 /* Open the store in lmdb in directory dir (created if missing). Returns 0,
  * or -1 with a reason. */
 int store_open(struct store *st, const char *dir, char *why, size_t whylen);
 /* The same on a kv already made (the simulator's disk, sim/disk.h). The
- * store takes kv: store_close, or a failed open, closes it. */
+ * store takes kv: store_close, or a failed open, closes it. No hot log. */
 int store_open_kv(struct store *st, struct kv *kv, char *why, size_t whylen);
+/* The same with a hot log in file f (the store takes it too): replay its
+ * frames since the last checkpoint into kv, checkpoint, and from then on
+ * acknowledge from it. ckpt: checkpoint once the log holds this many
+ * bytes; chunk: preallocation step. */
+struct hl_file;
+int store_open_hot(struct store *st, struct kv *kv, struct hl_file f, uint64_t ckpt,
+                   uint64_t chunk, char *why, size_t whylen);
+/* Close, as a crash would leave things (no checkpoint): what was
+ * committed is in the hot log or the kv. */
 void store_close(struct store *st);
+/* Close cleanly: checkpoint first (a clean restart replays nothing). */
+void store_shutdown(struct store *st);
+
+/* Sync the kv, then start a new generation of the hot log (no transaction
+ * may be open). Nothing to do without a hot log or with an empty one.
+ * Returns 0 or an ERR_* code with a reason. */
+int store_checkpoint(struct store *st, char *why, size_t whylen);
+/* Has the hot log grown past its checkpoint size? */
+int store_checkpoint_due(const struct store *st);
+/* The open transaction bypasses the hot log: store_commit commits it in
+ * the kv and syncs the kv (a fence, a truncation: rare, and what they
+ * change must never depend on a frame). */
+void store_sync_txn(struct store *st);
 
 /* Call fn for every segment on disk, with the segment rebuilt: geometry,
  * epoch, and every durable record above the SCL hint chained again. */
@@ -119,7 +168,9 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
 
 /* Install truncation t (rule T, record.h) on disk, in the open write
  * transaction: delete every record it cuts (*cut: how many). The caller
- * then rechains the segment (store_rechain) and records t in its SegMeta. */
+ * then rechains the segment (store_rechain) and records t in its SegMeta.
+ * The transaction becomes a synced one (store_sync_txn); with a hot log,
+ * the caller checkpoints before it begins (trunc.c). */
 int store_truncate(struct store *st, const struct segment *s, const struct trunc *t,
                    size_t *cut, char *why, size_t whylen);
 

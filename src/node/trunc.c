@@ -13,6 +13,9 @@
  *  - a truncation runs in a transaction of its own, after what was staged
  *    before it commits, and rechains the segment from disk: the SCL in
  *    memory never counts a record the disk lost;
+ *  - before it, the store checkpoints (lmdb synced, the hot log started
+ *    again), and its transaction is synced in lmdb: no hot-log frame
+ *    older than a truncation is ever replayed after it (store.c, H3);
  *  - it deletes exactly what rule T cuts (older epochs' records in its
  *    range), so a truncation heard late, by gossip or a scan, never cuts
  *    a newer writer's records;
@@ -207,6 +210,10 @@ static int fence(struct node *n, struct ep *c, uint64_t req, struct segment *s,
     io_error(n->io, c, req, (uint32_t)rc, why);
     return rc;
   }
+  /* A fence is synced in lmdb, not carried by a hot-log frame (rare:
+   * recoveries only): a damaged frame could otherwise take a fence the
+   * node answered with it (store.c, H6). */
+  store_sync_txn(&n->st);
   node_mark_dirty(n, s);
   if ((rc = flush_now(n, c, req)) != 0)
     return rc;
@@ -257,6 +264,12 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
    * above what the disk holds (a segment then refused its new writer for
    * good). So a truncation always runs in a transaction of its own. */
   int rc = node_commit(n);
+  /* Then checkpoint (store.c, H3): lmdb synced, the hot log restarted, so
+   * no frame written before this truncation is ever replayed after it (a
+   * frame may hold records it cuts). Its own transaction is synced in
+   * lmdb (store_truncate makes it so), never a frame. */
+  if (rc == 0)
+    rc = store_checkpoint(&n->st, why, whylen);
   if (rc == 0)
     rc = store_begin(&n->st, why, whylen);
   if (rc != 0)

@@ -16,6 +16,14 @@
  * changes, as lmdb's do), and is why a read-only transaction may only be
  * open while no write transaction is: it would see uncommitted changes.
  *
+ * Unsynced commits (kv_set_nosync, as a node's store uses lmdb beside its
+ * hot log): a commit then keeps its undo entries instead of freeing the
+ * olds, and marks where it ends; kv_sync frees them all. A crash undoes
+ * the open transaction, then every unsynced commit after a prefix of them
+ * (disk_crash: none of them kept; disk_crash_keep: a prefix chosen by r),
+ * which is lmdb under MDB_NOSYNC after a power loss on a file system that
+ * keeps the order of writes: the last transactions are lost, whole.
+ *
  * Cursors remember the key they stand on, not just its index: after a
  * change in their database (store_index deletes under its cursor) they
  * find their place again by key, so KV_NEXT after a delete gives the
@@ -72,6 +80,10 @@ struct disk {
   unsigned readers;          /* open read-only transactions */
   struct undo *undo;
   size_t nundo, undocap;
+  size_t ncommitted;         /* undo[0..ncommitted): commits not synced yet */
+  size_t *marks;             /* where each of them ends in undo[] */
+  size_t nmarks, capmarks;
+  int nosync;                /* kv_set_nosync(1): commits do not sync */
   int wdirty;                /* w changed something (a db created counts) */
   struct kv_txn *txns;       /* every handle not freed yet */
   struct kv_cursor *curs;
@@ -158,10 +170,11 @@ static int live(const struct kv_txn *t)
   return t != NULL && !t->dead;
 }
 
-/* Apply the undo log backwards (abort, crash). */
-static void undo_all(struct disk *d)
+/* Apply the undo log backwards down to entry base (abort: the open
+ * transaction's; crash: unsynced commits' too). */
+static void undo_to(struct disk *d, size_t base)
 {
-  while (d->nundo > 0) {
+  while (d->nundo > base) {
     struct undo *u = &d->undo[--d->nundo];
     struct db *b = &d->db[u->db];
     const struct item *k = u->new ? u->new : u->old;
@@ -180,11 +193,24 @@ static void undo_all(struct disk *d)
   }
 }
 
+/* The open transaction is over (its entries were undone or kept). */
 static void end_write(struct disk *d)
 {
-  d->nundo = 0;
+  d->nundo = d->ncommitted;
   d->wdirty = 0;
   d->w = NULL;
+}
+
+/* Everything committed is durable now: the olds of the unsynced commits
+ * can go (the open transaction's entries, if any, stay, moved down). */
+static void make_durable(struct disk *d)
+{
+  for (size_t i = 0; i < d->ncommitted; i++)
+    free(d->undo[i].old);
+  memmove(d->undo, d->undo + d->ncommitted, (d->nundo - d->ncommitted) * sizeof *d->undo);
+  d->nundo -= d->ncommitted;
+  d->ncommitted = 0;
+  d->nmarks = 0;
 }
 
 /* ---- kv operations ------------------------------------------------------- */
@@ -241,7 +267,7 @@ static void m_abort(void *ctx, struct kv_txn *t)
     if (t->rdonly) {
       d->readers--;
     } else {
-      undo_all(d);
+      undo_to(d, d->ncommitted);
       end_write(d);
     }
   }
@@ -257,13 +283,31 @@ static int m_commit(void *ctx, struct kv_txn *t, int *wrote)
     return KV_BADTXN;
   }
   if (!t->rdonly) {
-    /* Durable from here: what the changes replaced can go. */
-    for (size_t i = 0; i < d->nundo; i++)
-      free(d->undo[i].old);
     *wrote = d->wdirty;
-    if (d->wdirty) {
+    if (d->nosync && d->wdirty && d->nundo > d->ncommitted) {
+      /* Committed, not durable: a crash may still undo it (the top). */
+      if (d->nmarks == d->capmarks) {
+        size_t cap = d->capmarks ? 2 * d->capmarks : 64;
+        size_t *m = realloc(d->marks, cap * sizeof *m);
+        if (m == NULL) {
+          m_abort(ctx, t);
+          *wrote = 0;
+          return ENOMEM;
+        }
+        d->marks = m;
+        d->capmarks = cap;
+      }
+      d->marks[d->nmarks++] = d->nundo;
+      d->ncommitted = d->nundo;
       d->st.commits++;
-      d->st.syncs++;
+    } else if (!d->nosync) {
+      /* Durable from here, and so is every commit before it. */
+      d->ncommitted = d->nundo;
+      make_durable(d);
+      if (d->wdirty) {
+        d->st.commits++;
+        d->st.syncs++;
+      }
     }
     end_write(d);
   } else {
@@ -498,7 +542,24 @@ static void m_close(void *ctx)
   (void)ctx;
 }
 
+static int m_set_nosync(void *ctx, int on)
+{
+  struct disk *d = ctx;
+  d->nosync = on != 0;
+  d->kv.syncs_per_commit = d->nosync ? 0 : 1;
+  return 0;
+}
+
+static int m_sync(void *ctx)
+{
+  struct disk *d = ctx;
+  make_durable(d);
+  d->st.syncs++;
+  return 0;
+}
+
 static const struct kv_ops disk_ops = {
+  .set_nosync = m_set_nosync, .sync = m_sync,
   .db = m_db, .begin = m_begin, .commit = m_commit, .abort = m_abort,
   .get = m_get, .put = m_put, .del = m_del, .count = m_count,
   .cursor = m_cursor, .cursor_get = m_cursor_get, .cursor_del = m_cursor_del,
@@ -523,15 +584,28 @@ struct kv *disk_kv(struct disk *d)
   return &d->kv;
 }
 
-void disk_crash(struct disk *d)
+void disk_crash_keep(struct disk *d, uint64_t r)
 {
   d->st.crashes++;
-  d->st.lost += d->nundo;
-  undo_all(d);
+  d->st.lost += d->nundo - d->ncommitted;
+  undo_to(d, d->ncommitted);         /* the open transaction */
+  /* Of the unsynced commits, a prefix reached the disk. */
+  size_t keep = (size_t)(r % (d->nmarks + 1));
+  size_t base = keep ? d->marks[keep - 1] : 0;
+  d->st.lost += d->nundo - base;
+  d->st.lost_commits += d->nmarks - keep;
+  undo_to(d, base);
+  d->ncommitted = d->nundo;          /* what is left is what the disk holds */
+  make_durable(d);
   end_write(d);
   d->readers = 0;
   for (struct kv_txn *t = d->txns; t; t = t->next)
     t->dead = 1;
+}
+
+void disk_crash(struct disk *d)
+{
+  disk_crash_keep(d, 0);
 }
 
 void disk_free(struct disk *d)
@@ -552,6 +626,7 @@ void disk_free(struct disk *d)
     free(d->db[i].v);
   }
   free(d->undo);
+  free(d->marks);
   free(d);
 }
 

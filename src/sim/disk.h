@@ -12,6 +12,11 @@
  *   - the open write transaction is not: disk_crash() undoes it, as a
  *     process crash before lmdb's commit loses it (lmdb never shows a
  *     half-written transaction, so neither does this);
+ *   - unless the store switched syncing off (kv_set_nosync, a node's store
+ *     beside its hot log): then a commit is durable only once kv_sync()
+ *     ran after it, and disk_crash() also undoes every commit since the
+ *     last sync (disk_crash_keep(): all but a prefix of them, chosen by r),
+ *     whole transactions, newest first;
  *   - disk_corrupt() is bit rot: one bit of one stored record flips, and
  *     stays flipped, so the store's CRC checks must catch it.
  *
@@ -33,7 +38,8 @@ struct disk_stats {
   uint64_t commits;          /* write transactions that changed something */
   uint64_t syncs;            /* device syncs they cost: one each */
   uint64_t crashes;          /* disk_crash() calls */
-  uint64_t lost;             /* changes of open transactions a crash undid */
+  uint64_t lost;             /* changes a crash undid (open and unsynced) */
+  uint64_t lost_commits;     /* unsynced commits a crash undid */
   uint64_t corruptions;      /* values disk_corrupt() damaged */
 };
 
@@ -51,6 +57,9 @@ struct kv *disk_kv(struct disk *d);
  * are stale: calls on them fail with KV_BADTXN, and ending them (abort,
  * cursor close) only frees them; disk_free frees any left. */
 void disk_crash(struct disk *d);
+/* The same, keeping a prefix of the unsynced commits: r % (n + 1) of the
+ * n of them. */
+void disk_crash_keep(struct disk *d, uint64_t r);
 
 /* Flip one bit of one value of the "recs" database (the records, whose CRC
  * the store checks), chosen by r: r picks the value (in key order), then

@@ -7,7 +7,10 @@
  * healing after a random duration. The kinds:
  *   engine-crash     the serving writer dies; it restarts (a new epoch and
  *                    a recovery) after the duration
- *   node-crash       a storage node dies and restarts on its disk
+ *   node-crash       a storage node dies and restarts on its disk; one in
+ *                    three dies during its next group commit instead, after
+ *                    writing its hot-log frame and before syncing it (a
+ *                    torn frame for the restart to stop at)
  *   az-down          both nodes of an AZ die
  *   az1-down         an AZ and one more node die (writes stall: §2.1)
  *   partition        an AZ is cut off from everyone else
@@ -18,7 +21,9 @@
  *                    recovery; then restarts for good
  *   corrupt          a bit flips in a stored record or page version of a
  *                    node, which restarts on it (its load must cope) or goes
- *                    on serving (its reads and scrub must: node/scrub.c)
+ *                    on serving (its reads and scrub must: node/scrub.c); or
+ *                    in its hot log, which it restarts on (its replay skips
+ *                    the damaged frame)
  *   second-writer    another writer opens the volume (a newer epoch); the
  *                    first must be fenced
  *   drop, dup, reorder   the network loses, repeats, reorders messages
@@ -178,7 +183,16 @@ static void start(struct act *a)
       return;
     }
     break;
-  case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN:
+  case F_NODE_CRASH:
+    if (e->target2 % 3 == 0) {  /* dies in its next commit (hfile.h) */
+      nodes_take(a, mask, 0);
+      if (w->nodes[node].n)     /* a node already down has no commit to die in */
+        hfile_arm(w->nodes[node].hfile, 1);
+      break;
+    }
+    nodes_take(a, mask, 1);
+    break;
+  case F_AZ_DOWN: case F_AZ1_DOWN:
     nodes_take(a, mask, 1);
     break;
   case F_AZ1_SWAP:
@@ -204,12 +218,15 @@ static void start(struct act *a)
       w->nodes[node].n->stale = 1;
     break;
   case F_CORRUPT: {
-    /* A bit flips in a stored record or page version: with the node
-     * restarted on it (its load must cope), or under a running node (its
-     * reads and scrub must; node/scrub.c). */
+    /* A bit flips: in a stored record or page version, with the node
+     * restarted on it (its load must cope) or under a running node (its
+     * reads and scrub must: node/scrub.c); or in its hot log, which the
+     * node then replays from (the damaged frame is skipped). */
     uint64_t r = (uint64_t)e->target2 * 2654435761u + e->dur;
-    int imgs = e->target2 % 3 != 0, live = e->target2 % 3 == 2;
-    if (!imgs || !disk_corrupt_db(w->nodes[node].disk, "imgs", r))
+    int how = (int)(e->target2 % 4), live = how == 2;
+    if (how == 3)
+      hfile_corrupt(w->nodes[node].hfile, r);
+    else if (how == 0 || !disk_corrupt_db(w->nodes[node].disk, "imgs", r))
       disk_corrupt(w->nodes[node].disk, r);
     nodes_take(a, live ? 0 : mask, !live);
     break;
@@ -264,6 +281,8 @@ static void heal(struct act *a)
       writer_start(a->wr);
     break;
   case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN: case F_CORRUPT:
+    if (e->kind == F_NODE_CRASH)       /* it may not have committed since */
+      hfile_arm(w->nodes[e->target % SIM_NODES].hfile, 0);
     nodes_give(a, 1);
     break;
   case F_PARTITION:

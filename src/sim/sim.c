@@ -232,6 +232,7 @@ struct tally {
   uint64_t seeds, failed, steps, sim_ms, tx, acked, reads, recov;
   uint64_t faults[F_NKINDS];
   uint64_t bg[6];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups */
+  uint64_t hl_ckpt, hl_replays, hl_replayed, hl_torn, hl_damaged, hl_deaths;
 };
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
@@ -258,6 +259,12 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
       t->bg[k] += bg[k];
     for (int k = 0; k < F_NKINDS; k++)
       t->faults[k] += r.faults[k];
+    t->hl_ckpt += r.hl_checkpoints;
+    t->hl_replays += r.hl_replays;
+    t->hl_replayed += r.hl_replayed;
+    t->hl_torn += r.hl_torn;
+    t->hl_damaged += r.hl_damaged;
+    t->hl_deaths += r.hl_commit_deaths;
     if (!many)
       print_result(stdout, &o, &r);
     if (r.violations) {
@@ -441,6 +448,12 @@ int sim_main(int argc, char **argv)
            (unsigned long long)t.bg[0], (unsigned long long)t.bg[1],
            (unsigned long long)t.bg[2], (unsigned long long)t.bg[3],
            (unsigned long long)t.bg[4], (unsigned long long)t.bg[5]);
+    printf("hot logs: %llu checkpoints (at crashes), %llu replays storing %llu records "
+           "lmdb had lost, %llu deaths inside a commit, %llu torn tails, %llu damaged "
+           "frames skipped\n", (unsigned long long)t.hl_ckpt,
+           (unsigned long long)t.hl_replays, (unsigned long long)t.hl_replayed,
+           (unsigned long long)t.hl_deaths, (unsigned long long)t.hl_torn,
+           (unsigned long long)t.hl_damaged);
   }
   if (o.trace && o.trace != stdout)
     fclose(o.trace);

@@ -8,6 +8,7 @@
 #include "auth.h"
 #include "coord/coord.h"
 #include "node/node.h"
+#include "sim/hfile.h"
 #include "sim/world.h"
 #include "vfs/volume_int.h"
 
@@ -19,6 +20,7 @@ struct simnode {
   char addr[16], id[16], az[2];
   struct simhost *h;
   struct disk *disk;
+  struct hfile *hfile;       /* its hot log (node/hotlog.h), also outlives it */
   struct node *n;            /* NULL while down */
   uint64_t turn_at;          /* a turn end is scheduled for this instant (+1) */
   unsigned gen;              /* +1 per crash: stale timer events check it */
@@ -107,6 +109,8 @@ void world_hash(struct world *w, const char *tag, uint64_t a, uint64_t b);
 void world_trace(struct world *w, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
 void node_crash(struct simnode *sn);
+/* A node whose hot log's armed sync failed (hfile_arm) dies now. */
+void node_check_dead(struct simnode *sn);
 void node_restart(struct simnode *sn);
 void coord_crash(struct world *w);
 void coord_restart(struct world *w);

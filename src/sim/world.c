@@ -8,8 +8,10 @@
  * turn ends (node_end_turn: the group commit, then the acks); its timers
  * fire every HEARTBEAT_MS and GOSSIP_MS, from a phase drawn per start. A
  * crash throws the core away after disk_crash() (the open transaction is
- * lost, what was committed stays); a restart opens a new core on the same
- * disk, which is what a real node finds after kill -9.
+ * lost, and lmdb's commits since the node's last checkpoint, but for a
+ * prefix drawn from the seed: a power loss) and hfile_crash() (its hot
+ * log keeps what was synced, and a drawn part of what was not); a restart
+ * opens a new core on the same disk and hot log, which replays the log.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -79,12 +81,19 @@ static void on_net(void *arg, const struct simnet_ev *ev)
 
 /* ---- storage nodes -------------------------------------------------------- */
 
+void node_check_dead(struct simnode *sn)
+{
+  if (sn->n && hfile_dead(sn->hfile))
+    node_crash(sn);
+}
+
 static void node_turn(void *arg)
 {
   struct simnode *sn = arg;
   sn->turn_at = 0;
   if (sn->n)
     node_end_turn(sn->n);
+  node_check_dead(sn);
 }
 
 static void n_msg(void *arg, struct ep *e, const Env *env)
@@ -93,6 +102,9 @@ static void n_msg(void *arg, struct ep *e, const Env *env)
   if (sn->n == NULL)
     return;
   node_on_msg(sn->n, e, env);
+  node_check_dead(sn);
+  if (sn->n == NULL)
+    return;
   /* The messages of this instant share one turn (one group commit). */
   uint64_t now = sim_now(sn->w->clock);
   if (sn->turn_at != now + 1) {
@@ -140,6 +152,11 @@ static void node_timer(void *arg)
     node_heartbeat(sn->n);
   else
     gossip_tick(sn->n);
+  node_check_dead(sn);
+  if (sn->n == NULL) {
+    free(t);
+    return;
+  }
   if (sn->turn_at == 0) {    /* a truncation or a pull may have staged work */
     sn->turn_at = sim_now(sn->w->clock) + 1;
     sim_at(sn->w->clock, sim_now(sn->w->clock), node_turn, sn);
@@ -179,9 +196,11 @@ static void node_boot(struct simnode *sn)
   struct world *w = sn->w;
   uint8_t seed[32];
   sn->n = calloc(1, sizeof *sn->n);
+  hfile_arm(sn->hfile, 0);   /* a new life: a death planned for the last one is moot */
   sim_key_seed(w, "node identity", (uint64_t)sn->i, seed);   /* its disk's: the same */
   auth_signer_seed(&sn->n->ident, seed);
-  if (store_open_kv(&sn->n->st, disk_kv(sn->disk), why, sizeof why) != 0 ||
+  if (store_open_hot(&sn->n->st, disk_kv(sn->disk), hfile_file(sn->hfile), SIM_HOTLOG_CKPT,
+                     SIM_HOTLOG_CHUNK, why, sizeof why) != 0 ||
       node_init(sn->n, simhost_io(sn->h), sn->id, sn->az, sn->addr, COORD_ADDR, NULL,
                 NULL, why, sizeof why) != 0) {
     violation(w, "node %s cannot start: %s", sn->id, why);
@@ -190,6 +209,10 @@ static void node_boot(struct simnode *sn)
     return;
   }
   sn->n->gc_peer_wait_ms = SIM_GC_PEER_WAIT_MS;
+  const struct hotlog *hl = sn->n->st.hl;
+  w->res->hl_replays += hl->replayed > 0;
+  w->res->hl_replayed += sn->n->st.replayed;
+  w->res->hl_damaged += hl->damaged;
   node_timers(sn);
 }
 
@@ -211,8 +234,16 @@ void node_crash(struct simnode *sn)
   world_trace(sn->w, "node %s crashes", sn->id);
   world_hash(sn->w, "ncrash", (uint64_t)sn->i, 0);
   simnet_crash(sn->h);
-  disk_crash(sn->disk);      /* the open transaction is lost */
   bg_tally(sn->w, sn->n);
+  /* The open transaction is lost, and lmdb's unsynced commits but for a
+   * drawn prefix; the hot log keeps what it synced and a drawn part of
+   * the rest (a torn frame, if one was being written). */
+  uint64_t torn = hfile_stats(sn->hfile)->torn;
+  sn->w->res->hl_commit_deaths += hfile_dead(sn->hfile);
+  sn->w->res->hl_checkpoints += sn->n->st.checkpoints;
+  disk_crash_keep(sn->disk, rng_u64(&sn->w->rng));
+  hfile_crash(sn->hfile, rng_u64(&sn->w->rng));
+  sn->w->res->hl_torn += hfile_stats(sn->hfile)->torn - torn;
   node_free(sn->n);
   store_close(&sn->n->st);
   free(sn->n);
@@ -332,6 +363,7 @@ struct world *world_new(const struct sim_opts *o)
     snprintf(sn->id, sizeof sn->id, "%s%d", sn->az, i % 2 + 1);
     snprintf(sn->addr, sizeof sn->addr, "%s:1", sn->id);
     sn->disk = disk_new();
+    sn->hfile = hfile_new();
     struct simhost_cb cb = node_cb(sn);
     sn->h = simnet_add(w->net, sn->addr, sn->az, &cb);
     node_boot(sn);
@@ -410,8 +442,10 @@ void world_free(struct world *w)
   }
   simnet_free(w->net);
   simclock_free(w->clock);
-  for (int i = 0; i < SIM_NODES; i++)
+  for (int i = 0; i < SIM_NODES; i++) {
     disk_free(w->nodes[i].disk);
+    hfile_free(w->nodes[i].hfile);
+  }
   disk_free(w->coord_disk);
   workload_free(w);
   free(w->sched);

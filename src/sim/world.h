@@ -48,6 +48,8 @@
 #define SIM_SHIP_MS    25       /* a serving writer ships a transaction about this often */
 #define SIM_READ_MS    60       /* ... and starts a page read about this often */
 #define SIM_INFLIGHT   8        /* transactions a writer keeps in flight */
+#define SIM_HOTLOG_CKPT  (24u << 10) /* a node checkpoints its hot log past this (small: often) */
+#define SIM_HOTLOG_CHUNK (8u << 10)  /* ... preallocated this much at a time */
 
 /* Fault kinds (nemesis.c); --faults takes their names. */
 enum {
@@ -95,6 +97,13 @@ struct sim_result {
   uint64_t msgs;
   /* The nodes' background work (node/bg.c), over every node life. */
   uint64_t bg_coalesced, bg_gc_records, bg_scrubbed, bg_damage, bg_repaired, bg_catchups;
+  /* The nodes' hot logs (node/hotlog.h). */
+  uint64_t hl_checkpoints;   /* checkpoints made */
+  uint64_t hl_replays;       /* starts that replayed frames */
+  uint64_t hl_replayed;      /* records replays stored (lmdb had lost them) */
+  uint64_t hl_torn;          /* crashes that left a torn frame */
+  uint64_t hl_damaged;       /* damaged frames replays skipped */
+  uint64_t hl_commit_deaths; /* nodes that died inside a group commit */
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

@@ -257,7 +257,10 @@ static void test_store_on_disk_crash(void **state)
   assert_int_equal(store_commit(&st, why, sizeof why), 0);
   uint64_t commits = st.commits;
   assert_true(commits >= 1);
-  assert_int_equal(st.fsyncs, commits * st.syncs_per_commit);
+  if (st.hl)                      /* lmdb: the hot log's one flush per group commit */
+    assert_int_equal(st.fsyncs, 1);
+  else
+    assert_int_equal(st.fsyncs, commits * st.syncs_per_commit);
   /* a page, as of 20, before and after the index */
   uint8_t p1[PSIZE], p2[PSIZE];
   uint64_t lsn1, lsn2;
