@@ -87,7 +87,12 @@ static void usage(FILE *f)
     "  --id ID        node name (default: AZ and port, e.g. A-7401)\n"
     "  --listen ADDR  address to serve on (default 127.0.0.1:%d)\n"
     "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n"
-    "  --data DIR     where the segments live (default ./node-ID)\n",
+    "  --data DIR     where the segments live (default ./node-ID)\n"
+    "  --hot-log      acknowledge each group commit from an append-only log,\n"
+    "                 one device flush (paper §3.3 steps 1-2), instead of lmdb's\n"
+    "                 synced commit, two; also AURALOG_HOT_LOG=1 (which `cluster\n"
+    "                 up` passes on). Safe against kill -9; not yet against a\n"
+    "                 power loss on file systems that reorder writes (store.h)\n",
     NODE_PORT_BASE, COORD_ADDR_DEFAULT);
 }
 
@@ -96,8 +101,11 @@ int node_main(int argc, char **argv)
   static struct option opts[] = {
     {"az", required_argument, 0, 'z'}, {"id", required_argument, 0, 'i'},
     {"listen", required_argument, 0, 'l'}, {"coord", required_argument, 0, 'c'},
-    {"data", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"data", required_argument, 0, 'd'}, {"hot-log", no_argument, 0, 'H'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *az = NULL, *id = NULL, *coord = NULL, *data = NULL;
+  const char *hotenv = getenv("AURALOG_HOT_LOG");
+  int hot = hotenv && *hotenv && strcmp(hotenv, "0") != 0;
   char listen[ADDR_MAX_LEN + 1];
   snprintf(listen, sizeof listen, "127.0.0.1:%d", NODE_PORT_BASE);
   int o;
@@ -108,6 +116,7 @@ int node_main(int argc, char **argv)
     case 'l': snprintf(listen, sizeof listen, "%s", optarg); break;
     case 'c': coord = optarg; break;
     case 'd': data = optarg; break;
+    case 'H': hot = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -146,7 +155,7 @@ int node_main(int argc, char **argv)
 
   d.loop = uv_default_loop();
   netio_init(&d.ni, d.loop, &d.n, on_msg, on_up, on_down);
-  if (store_open(&d.n.st, data, why, sizeof why) != 0)
+  if (store_open(&d.n.st, data, hot, why, sizeof why) != 0)
     die("node: %s", why);
   {
     /* The node's identity: the key pair of its data directory (auth.h). */

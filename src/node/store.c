@@ -17,8 +17,10 @@
  * leaves once per large batch (records of one page in a batch share their
  * leaf).
  *
- * The hot log (hotlog.c). lmdb's durable commit is two device flushes; a
- * node with a hot log switches lmdb's syncing off (kv_set_nosync) and
+ * The hot log (hotlog.c, store_hot.c; on with `auralog node --hot-log`,
+ * store.h says why not by default yet). lmdb's durable commit is two
+ * device flushes; a node with a hot log switches lmdb's syncing off
+ * (kv_set_nosync) and
  * makes a group commit durable with one: store_commit commits the kv
  * (without a sync), then appends one frame holding everything the
  * transaction stored and fdatasyncs it; the node acknowledges after. A
@@ -66,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/log.h"
 #include "node/hotlog.h"
@@ -133,10 +136,8 @@ static int open_kv(struct store *st, struct kv *kv, const char *where, char *why
   return 0;
 }
 
-static int open_hot(struct store *st, struct hl_file f, uint64_t ckpt, uint64_t chunk,
-                    char *why, size_t whylen);
 
-int store_open(struct store *st, const char *dir, char *why, size_t whylen)
+int store_open(struct store *st, const char *dir, int hot, char *why, size_t whylen)
 {
   struct kv *kv;
   memset(st, 0, sizeof *st);
@@ -147,11 +148,30 @@ int store_open(struct store *st, const char *dir, char *why, size_t whylen)
   char path[1024];
   struct hl_file f;
   snprintf(path, sizeof path, "%s/hot.log", dir);
+  if (!hot && access(path, F_OK) != 0)
+    return 0;                /* lmdb alone, each commit synced */
   if (hl_file_posix(path, &f, why, whylen) != 0) {
     store_close(st);
     return -1;
   }
-  return open_hot(st, f, HOTLOG_CHECKPOINT, HOTLOG_CHUNK, why, whylen);
+  if (store_open_hot_log(st, f, HOTLOG_CHECKPOINT, HOTLOG_CHUNK, why, whylen) != 0)
+    return -1;
+  if (hot)
+    return 0;
+  /* A log a run with the hot log left: replayed, checkpointed (open_hot),
+   * and then gone, the store syncing each commit itself again. */
+  hl_close(st->hl);
+  free(st->hl);
+  st->hl = NULL;
+  int rc = kv_set_nosync(st->kv, 0);
+  st->syncs_per_commit = st->kv->syncs_per_commit;
+  if (rc != 0 || unlink(path) != 0) {
+    snprintf(why, whylen, "cannot leave the hot log %s: %s", path,
+             rc ? kv_strerror(st->kv, rc) : strerror(errno));
+    store_close(st);
+    return -1;
+  }
+  return 0;
 }
 
 int store_open_kv(struct store *st, struct kv *kv, char *why, size_t whylen)
@@ -166,7 +186,7 @@ int store_open_hot(struct store *st, struct kv *kv, struct hl_file f, uint64_t c
     f.ops->close(f.ctx);
     return -1;
   }
-  return open_hot(st, f, ckpt, chunk, why, whylen);
+  return store_open_hot_log(st, f, ckpt, chunk, why, whylen);
 }
 
 void store_close(struct store *st)
@@ -196,75 +216,9 @@ void store_shutdown(struct store *st)
   store_close(st);
 }
 
-/* ---- the hot log's frames -------------------------------------------------- */
-
-enum { ENT_META = 1, ENT_REC = 2 };
-#define ENT_HDR 17
-
-/* Room for an entry of len bytes in the open transaction's frame: where
- * its bytes go (NULL: out of memory). */
-static uint8_t *frame_add(struct store *st, int type, uint64_t vol, uint32_t pg,
-                          size_t len)
-{
-  if (st->fcap - st->flen < ENT_HDR + len) {
-    size_t cap = st->fcap ? st->fcap : 65536;
-    while (cap - st->flen < ENT_HDR + len)
-      cap *= 2;
-    uint8_t *f = realloc(st->frame, cap);
-    if (f == NULL)
-      return NULL;
-    st->frame = f;
-    st->fcap = cap;
-  }
-  uint8_t *e = st->frame + st->flen;
-  e[0] = (uint8_t)type;
-  put_be64(e + 1, vol);
-  put_be32(e + 9, pg);
-  put_be32(e + 13, (uint32_t)len);
-  st->flen += ENT_HDR + len;
-  return e + ENT_HDR;
-}
-
-/* Does this transaction write a frame? */
-static int framing(const struct store *st)
-{
-  return st->hl != NULL && !st->replaying && !st->txn_sync;
-}
-
-int store_checkpoint_due(const struct store *st)
-{
-  return st->hl != NULL && hl_used(st->hl) >= st->hot_ckpt;
-}
-
-void store_sync_txn(struct store *st)
-{
-  st->txn_sync = 1;
-}
-
-int store_checkpoint(struct store *st, char *why, size_t whylen)
-{
-  if (st->hl == NULL || st->txn != NULL || hl_used(st->hl) <= HL_HDR)
-    return 0;                /* nothing since the last one (or not ours to do now) */
-  /* lmdb first: once the new generation starts, the old frames are dead,
-   * so what they held must be durable in lmdb before. */
-  int rc = kv_sync(st->kv);
-  st->ckpt_fsyncs++;
-  if (rc != 0)
-    return store_fail(st, rc, why, whylen, "checkpointing (syncing the store)");
-  char hwhy[200];
-  if ((rc = hl_reset(st->hl, st->hot_shrink, hwhy, sizeof hwhy)) != 0) {
-    st->ckpt_fsyncs++;
-    snprintf(why, whylen, "checkpointing: %s", hwhy);
-    return rc == ENOSPC ? ERR_DISK_FULL : ERR_INTERNAL;
-  }
-  st->ckpt_fsyncs++;
-  st->checkpoints++;
-  return 0;
-}
-
 /* Does txn hold the record (s, lsn)? If so and epoch is not NULL, *epoch
  * is the stored record's epoch (0 if it cannot be read). */
-static int held(struct store *st, struct kv_txn *txn, const struct segment *s,
+int store_held_in(struct store *st, struct kv_txn *txn, const struct segment *s,
                 uint64_t lsn, uint64_t *epoch)
 {
   /* The chain's start after GC (store_pages.c): its record is freed, but
@@ -295,7 +249,7 @@ static int held(struct store *st, struct kv_txn *txn, const struct segment *s,
  * and the rest of the segment is served meanwhile. The reports are
  * rate-limited (log.h): a damaged disk has many such records, and every
  * failed commit reloads its segments (store_reload) and meets them again. */
-static int rechain(struct store *st, struct kv_txn *txn, struct segment *s,
+int store_rechain_in(struct store *st, struct kv_txn *txn, struct segment *s,
                    uint64_t base, char *why, size_t whylen)
 {
   struct kv_cursor *cur;
@@ -406,7 +360,7 @@ static void count(struct store *st, struct kv_txn *txn, struct segment *s)
 }
 
 /* Rebuild one segment: its SegMeta, then every record above the hint. */
-static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
+int store_load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
                     struct segment *s, char *why, size_t whylen)
 {
   Auralog__SegMeta *m = auralog__seg_meta__unpack(NULL, v->len, v->data);
@@ -443,14 +397,14 @@ static int load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v
   /* The SCL hint names a record that is on disk (commit_group writes the
    * SCL before this commit's records are chained, node_truncate after the
    * rechain): if it does not, do not believe it; chain from the start. */
-  if (base && !held(st, txn, s, base, NULL)) {
+  if (base && !store_held_in(st, txn, s, base, NULL)) {
     logwarn_rl("volume %llu pg %u: its SCL hint %llu names no stored record; "
             "chaining from the start", (unsigned long long)s->volume_id, s->pg,
             (unsigned long long)base);
     base = s->gc_lsn;
   }
   base = whole_to(st, txn, s, base);
-  return rechain(st, txn, s, base, why, whylen);
+  return store_rechain_in(st, txn, s, base, why, whylen);
 }
 
 int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
@@ -465,7 +419,7 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
   struct segment fresh;
   rc = kv_get(st->kv, txn, st->segs, &key, &val);
   if (rc == 0) {
-    if (load_one(st, txn, &val, &fresh, why, whylen) != 0) {
+    if (store_load_one(st, txn, &val, &fresh, why, whylen) != 0) {
       kv_abort(st->kv, txn);
       return ERR_INTERNAL;
     }
@@ -485,7 +439,7 @@ int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t
   struct kv_txn *txn;
   if (store_rtxn(st, &txn) != 0)
     return 0;
-  int h = held(st, txn, s, lsn, epoch);
+  int h = store_held_in(st, txn, s, lsn, epoch);
   store_rdone(st, txn);
   return h;
 }
@@ -493,7 +447,7 @@ int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t
 int store_rechain(struct store *st, struct segment *s, uint64_t base, char *why,
                   size_t whylen)
 {
-  return rechain(st, st->txn, s, base, why, whylen);
+  return store_rechain_in(st, st->txn, s, base, why, whylen);
 }
 
 int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
@@ -513,7 +467,7 @@ int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
   for (rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val); rc == 0;
        rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
     struct segment s;
-    if (load_one(st, txn, &val, &s, why, whylen) != 0) {
+    if (store_load_one(st, txn, &val, &s, why, whylen) != 0) {
       out = -1;
       break;
     }
@@ -592,8 +546,8 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   seg_key(k, s->volume_id, s->pg);
   struct kv_val key = {sizeof k, k}, val = {n, buf};
   int rc = kv_put(st->kv, st->txn, st->segs, &key, &val, 0);
-  if (rc == 0 && framing(st)) {
-    uint8_t *e = frame_add(st, ENT_META, s->volume_id, s->pg, n);
+  if (rc == 0 && store_framing(st)) {
+    uint8_t *e = store_frame_add(st, ENT_META, s->volume_id, s->pg, n);
     if (e == NULL)
       rc = ENOMEM;
     else
@@ -614,8 +568,8 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
   int rc = kv_put(st->kv, st->txn, st->recs, &key, &val, KV_RESERVE);
   if (rc == 0) {
     auralog__record__pack(r, val.data);
-    if (framing(st)) {
-      uint8_t *e = frame_add(st, ENT_REC, s->volume_id, s->pg, val.len);
+    if (store_framing(st)) {
+      uint8_t *e = store_frame_add(st, ENT_REC, s->volume_id, s->pg, val.len);
       if (e == NULL)
         rc = ENOMEM;
       else
@@ -689,7 +643,7 @@ int store_commit(struct store *st, char *why, size_t whylen)
    * synced (H1): only then may the node acknowledge. */
   int rc = store_kv_commit(st, st->txn);
   st->txn = NULL;
-  if (rc == 0 && framing(st) && st->flen > 0) {
+  if (rc == 0 && store_framing(st) && st->flen > 0) {
     char hwhy[200];
     int hrc = hl_append(st->hl, st->frame, st->flen, hwhy, sizeof hwhy);
     st->fsyncs++;            /* the group commit's one flush */
@@ -902,222 +856,3 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
   return (long)n;
 }
 
-/* ---- replaying the hot log ------------------------------------------------- */
-
-/* The segments a replay touched, rebuilt from the kv as it goes (the
- * replay's own transaction), so that each record goes through seg_admit
- * against the chain and truncations the segment holds. */
-struct replay {
-  struct store *st;
-  struct segment **segs;
-  uint8_t *changed;          /* per segment: its SegMeta must be rewritten */
-  size_t nsegs;
-  uint64_t recs, skipped, refused;
-  int rc;                    /* the first kv error (then nothing more is done) */
-  char why[256];
-};
-
-static struct segment *replay_seg(struct replay *rp, uint64_t vol, uint32_t pg,
-                                  const Auralog__SegMeta *m)
-{
-  for (size_t i = 0; i < rp->nsegs; i++)
-    if (rp->segs[i]->volume_id == vol && rp->segs[i]->pg == pg)
-      return rp->segs[i];
-  struct store *st = rp->st;
-  struct segment *s = calloc(1, sizeof *s);
-  uint8_t k[12];
-  seg_key(k, vol, pg);
-  struct kv_val key = {sizeof k, k}, val;
-  if (kv_get(st->kv, st->txn, st->segs, &key, &val) == 0) {
-    if (load_one(st, st->txn, &val, s, rp->why, sizeof rp->why) != 0) {
-      free(s);
-      return NULL;           /* a SegMeta the kv cannot read: left alone */
-    }
-  } else if (m && m->seg && m->seg->volume_id == vol && m->seg->pg == pg) {
-    /* A segment the kv never saw committed: its first frames are here. */
-    seg_init(s, vol, pg, m->seg->first_page, m->seg->npages, m->seg->page_size);
-  } else {
-    free(s);
-    return NULL;
-  }
-  rp->segs = realloc(rp->segs, (rp->nsegs + 1) * sizeof *rp->segs);
-  rp->changed = realloc(rp->changed, rp->nsegs + 1);
-  rp->changed[rp->nsegs] = kv_get(st->kv, st->txn, st->segs, &key, &val) != 0;
-  rp->segs[rp->nsegs++] = s;
-  return s;
-}
-
-/* H4: merge a SegMeta from a frame into the segment: never lower. */
-static void replay_meta(struct replay *rp, uint64_t vol, uint32_t pg, const uint8_t *p,
-                        size_t n)
-{
-  struct store *st = rp->st;
-  Auralog__SegMeta *m = auralog__seg_meta__unpack(NULL, n, p);
-  struct segment *s = m ? replay_seg(rp, vol, pg, m) : NULL;
-  if (s == NULL) {
-    rp->skipped++;
-    if (m)
-      auralog__seg_meta__free_unpacked(m, NULL);
-    return;
-  }
-  uint8_t *changed = &rp->changed[rp->nsegs - 1];
-  for (size_t i = 0; i < rp->nsegs; i++)
-    if (rp->segs[i] == s)
-      changed = &rp->changed[i];
-  if (m->epoch > s->epoch || m->vdl > s->vdl)
-    *changed = 1;
-  if (m->epoch > s->epoch)
-    s->epoch = m->epoch;
-  if (m->vdl > s->vdl)
-    s->vdl = m->vdl;
-  uint64_t min_from = UINT64_MAX;
-  for (size_t i = 0; i < m->n_truncs && rp->rc == 0; i++) {
-    struct trunc t = {m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to};
-    trunc_proof_from_pb(&t.proof, m->truncs[i]);
-    if (t.to <= t.from || seg_has_trunc(s, t.epoch, t.from, t.to))
-      continue;
-    /* A truncation the kv lacks (it never should: truncations are synced
-     * in the kv, H3): install it as trunc.c does, cutting what it cuts. */
-    size_t cut;
-    *changed = 1;
-    rp->rc = store_truncate(st, s, &t, &cut, rp->why, sizeof rp->why);
-    seg_add_trunc(s, &t);
-    if (t.from < min_from)
-      min_from = t.from;
-  }
-  if (rp->rc == 0 && min_from < s->scl)
-    rp->rc = rechain(st, st->txn, s, store_tail(st, s, min_from), rp->why,
-                     sizeof rp->why);
-  auralog__seg_meta__free_unpacked(m, NULL);
-}
-
-static void replay_rec(struct replay *rp, uint64_t vol, uint32_t pg, const uint8_t *p,
-                       size_t n)
-{
-  struct store *st = rp->st;
-  Rec *r = auralog__record__unpack(NULL, n, p);
-  struct segment *s = r ? replay_seg(rp, vol, pg, NULL) : NULL;
-  char rwhy[200];
-  if (s == NULL || rec_check(r, s->page_size, rwhy, sizeof rwhy) != ERR_NONE) {
-    rp->skipped++;
-    if (r)
-      auralog__record__free_unpacked(r, NULL);
-    return;
-  }
-  int dup = 0;
-  uint64_t held_epoch = 0;
-  /* H3: what a held truncation cuts, or what contradicts the chain, is
-   * refused here as it would be from the network. */
-  if (seg_admit(s, r, &dup, rwhy, sizeof rwhy) != ERR_NONE) {
-    rp->refused++;
-  } else if (!dup) {
-    rp->rc = store_put_rec(st, s, r, rp->why, sizeof rp->why);
-    if (rp->rc == 0) {
-      seg_add(s, r->lsn, r->prev_lsn);   /* durable once the replay commits */
-      rp->recs++;
-      for (size_t i = 0; i < rp->nsegs; i++)
-        if (rp->segs[i] == s)
-          rp->changed[i] = 1;
-    }
-  } else if (held(st, st->txn, s, r->lsn, &held_epoch) && held_epoch < r->epoch) {
-    /* A copy adopted by a recovery (node_stage): the newer epoch's wins. */
-    rp->rc = store_put_rec(st, s, r, rp->why, sizeof rp->why);
-    rp->recs += rp->rc == 0;
-  }
-  auralog__record__free_unpacked(r, NULL);
-}
-
-/* One whole frame of the hot log (hl_open's callback): its SegMetas
- * first, then its records. */
-static void replay_frame(void *arg, uint64_t seq, const uint8_t *p, size_t n)
-{
-  struct replay *rp = arg;
-  (void)seq;
-  for (int pass = 0; pass < 2 && rp->rc == 0; pass++) {
-    for (size_t off = 0; off + ENT_HDR <= n && rp->rc == 0;) {
-      int type = p[off];
-      uint64_t vol = get_be64(p + off + 1);
-      uint32_t pg = get_be32(p + off + 9);
-      uint32_t len = get_be32(p + off + 13);
-      if (len > n - off - ENT_HDR)
-        break;               /* cannot be: the frame's CRC held */
-      const uint8_t *e = p + off + ENT_HDR;
-      if (pass == 0 && type == ENT_META)
-        replay_meta(rp, vol, pg, e, len);
-      else if (pass == 1 && type == ENT_REC)
-        replay_rec(rp, vol, pg, e, len);
-      off += ENT_HDR + (size_t)len;
-    }
-  }
-}
-
-/* Take the hot log in f: replay it into the kv (one transaction), sync
- * the kv and restart the log (H5), then switch the kv's syncs off. */
-static int open_hot(struct store *st, struct hl_file f, uint64_t ckpt, uint64_t chunk,
-                    char *why, size_t whylen)
-{
-  st->hot_ckpt = ckpt ? ckpt : HOTLOG_CHECKPOINT;
-  st->hot_shrink = 2 * st->hot_ckpt;
-  st->hl = calloc(1, sizeof *st->hl);
-  struct replay rp = {.st = st};
-  int rc = st->hl ? kv_set_nosync(st->kv, 1) : ENOMEM;
-  if (rc != 0) {
-    snprintf(why, whylen, "cannot open storage: %s", kv_strerror(st->kv, rc));
-    f.ops->close(f.ctx);
-    store_close(st);
-    return -1;
-  }
-  st->syncs_per_commit = st->kv->syncs_per_commit;
-  if ((rc = store_begin(st, why, whylen)) != 0) {
-    f.ops->close(f.ctx);
-    store_close(st);
-    return -1;
-  }
-  st->replaying = 1;
-  if (hl_open(st->hl, f, chunk, replay_frame, &rp, why, whylen) != 0) {
-    free(st->hl);            /* hl_open closed f */
-    st->hl = NULL;
-    store_close(st);
-    return -1;
-  }
-  /* Each changed segment's SegMeta, merged, with the SCL of its chain.
-   * (Only those: a replay that finds everything held writes nothing, so
-   * a node whose disk is full can still start.) */
-  for (size_t i = 0; i < rp.nsegs && rp.rc == 0; i++)
-    if (rp.changed[i])
-      rp.rc = store_put_meta(st, rp.segs[i], rp.why, sizeof rp.why);
-  free(rp.changed);
-  st->replaying = 0;
-  for (size_t i = 0; i < rp.nsegs; i++) {
-    seg_free(rp.segs[i]);
-    free(rp.segs[i]);
-  }
-  free(rp.segs);
-  if (rp.rc != 0) {
-    snprintf(why, whylen, "replaying the hot log: %s", rp.why);
-    store_close(st);
-    return -1;
-  }
-  st->txn_sync = 0;
-  /* H5: the kv synced (whatever a previous process left in the page
-   * cache included) and the log restarted, before anything is served. */
-  int frames = hl_used(st->hl) > HL_HDR;
-  if ((rc = store_commit(st, why, whylen)) != 0 ||
-      (rc = frames ? store_checkpoint(st, why, whylen) : kv_sync(st->kv)) != 0) {
-    if (!frames)
-      snprintf(why, whylen, "cannot sync storage: %s", kv_strerror(st->kv, rc));
-    store_close(st);
-    return -1;
-  }
-  /* The counters are the serving node's (bench): the open's work apart. */
-  st->commits = st->fsyncs = st->ckpt_fsyncs = st->checkpoints = 0;
-  st->replayed = rp.recs;
-  if (st->hl->replayed || st->hl->damaged || rp.skipped || rp.refused)
-    loginfo("hot log: replayed %llu frame%s (%llu record%s new to the store, %llu "
-            "refused, %llu unreadable), %llu damaged frame%s skipped",
-            (unsigned long long)st->hl->replayed, st->hl->replayed == 1 ? "" : "s",
-            (unsigned long long)rp.recs, rp.recs == 1 ? "" : "s",
-            (unsigned long long)rp.refused, (unsigned long long)rp.skipped,
-            (unsigned long long)st->hl->damaged, st->hl->damaged == 1 ? "" : "s");
-  return 0;
-}

@@ -72,9 +72,20 @@ struct store {
   uint64_t replayed;         /* records the last open replayed from the hot log */
 };
 
-/* Open the store in lmdb in directory dir (created if missing). Returns 0,
- * or -1 with a reason. */
-int store_open(struct store *st, const char *dir, char *why, size_t whylen);
+/* Open the store in lmdb in directory dir (created if missing). hot: a
+ * group commit is made durable by the hot log (one flush; lmdb unsynced
+ * between checkpoints); 0: by lmdb's own synced commit (two flushes).
+ * Either way a hot log found in dir is replayed first. Returns 0, or -1
+ * with a reason.
+ *
+ * Why the hot log is not the default yet: lmdb 0.9 with MDB_NOSYNC keeps
+ * its integrity across a power loss only where the file system keeps the
+ * order of writes, which ext4 does not promise; a power loss between
+ * checkpoints could damage data.mdb, and on one laptop every node loses
+ * power at once. A kill -9 is safe either way (the page cache keeps
+ * lmdb's writes). Making it safe (lmdb commits only at checkpoints, a
+ * nested transaction per group commit) is the next step. */
+int store_open(struct store *st, const char *dir, int hot, char *why, size_t whylen);
 /* The same on a kv already made (the simulator's disk, sim/disk.h). The
  * store takes kv: store_close, or a failed open, closes it. No hot log. */
 int store_open_kv(struct store *st, struct kv *kv, char *why, size_t whylen);

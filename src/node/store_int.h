@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 
+#include "node/hotlog.h"
 #include "node/store.h"
 #include "wire.h"
 
@@ -40,6 +41,26 @@ static inline void page_key(uint8_t k[24], uint64_t vol, uint32_t pg, uint32_t p
 int store_fail(struct store *st, int rc, char *why, size_t whylen, const char *what);
 /* Commit a write transaction, counting it (store.c). */
 int store_kv_commit(struct store *st, struct kv_txn *txn);
+
+/* store.c, for the replay (store_hot.c): is lsn held, through txn; chain
+ * s again from base through txn; one segment from its SegMeta v. */
+int store_held_in(struct store *st, struct kv_txn *txn, const struct segment *s,
+                  uint64_t lsn, uint64_t *epoch);
+int store_rechain_in(struct store *st, struct kv_txn *txn, struct segment *s,
+                     uint64_t base, char *why, size_t whylen);
+int store_load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
+                   struct segment *s, char *why, size_t whylen);
+
+/* The hot log (store_hot.c). Frame entries: */
+enum { ENT_META = 1, ENT_REC = 2 };
+#define ENT_HDR 17
+/* Room for an entry of len bytes in the open transaction's frame. */
+uint8_t *store_frame_add(struct store *st, int type, uint64_t vol, uint32_t pg, size_t len);
+/* Does this transaction write a frame? */
+int store_framing(const struct store *st);
+/* Take f as the store's hot log: replay it, then checkpoint (H5). */
+int store_open_hot_log(struct store *st, struct hl_file f, uint64_t ckpt, uint64_t chunk,
+                       char *why, size_t whylen);
 
 /* A page version's CRC (store_pages.c): over its key and its bytes. */
 uint32_t store_img_crc(const uint8_t key[24], const uint8_t *page, uint32_t len);

@@ -549,7 +549,7 @@ static void test_store_on_lmdb_replays(void **state)
   char why[256], mdb[192], saved[192];
   snprintf(mdb, sizeof mdb, "%s/node", dir);
   struct store st;
-  assert_int_equal(store_open(&st, mdb, why, sizeof why), 0);
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), 0);
   struct segment s;
   seg_init(&s, 7, 3, FIRST, NPAGES, PSIZE);
   group(&st, &s, 1, 0, 10, 1);
@@ -563,15 +563,29 @@ static void test_store_on_lmdb_replays(void **state)
   store_close(&st);                        /* no checkpoint: a crash */
   assert_int_equal(copy_file(saved, mdb), 0);
   snprintf(mdb, sizeof mdb, "%s/node", dir);
-  assert_int_equal(store_open(&st, mdb, why, sizeof why), 0);
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), 0);
   assert_int_equal(st.replayed, 20);
   memset(&loaded, 0, sizeof loaded);
   assert_int_equal(store_load(&st, keep, NULL, why, sizeof why), 0);
   assert_int_equal(loaded.scl, 30);
   seg_free(&loaded);
   store_shutdown(&st);                     /* clean: checkpointed */
-  assert_int_equal(store_open(&st, mdb, why, sizeof why), 0);
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), 0);
   assert_int_equal(st.replayed, 0);
+  /* A crash with the hot log, then a start without it: the log is
+   * replayed, checkpointed and removed; each commit syncs lmdb again. */
+  group(&st, &s, 31, 30, 40, 1);
+  store_close(&st);                        /* a crash: lmdb's commits unsynced */
+  assert_int_equal(store_open(&st, mdb, 0, why, sizeof why), 0);
+  assert_null(st.hl);
+  char hot[256];
+  snprintf(hot, sizeof hot, "%s/hot.log", mdb);
+  assert_int_equal(access(hot, F_OK), -1);
+  assert_true(st.syncs_per_commit >= 1);
+  memset(&loaded, 0, sizeof loaded);
+  assert_int_equal(store_load(&st, keep, NULL, why, sizeof why), 0);
+  assert_int_equal(loaded.scl, 40);
+  seg_free(&loaded);
   seg_free(&s);
   store_close(&st);
 }

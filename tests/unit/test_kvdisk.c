@@ -247,7 +247,7 @@ static void test_store_on_disk_crash(void **state)
   kv_close(e->kv);                /* the store makes its own */
   e->kv = NULL;
   if (e->lmdb)
-    assert_int_equal(store_open(&st, e->dir, why, sizeof why), 0);
+    assert_int_equal(store_open(&st, e->dir, 0, why, sizeof why), 0);
   else
     assert_int_equal(store_open_kv(&st, disk_kv(e->disk), why, sizeof why), 0);
   struct segment s;
@@ -281,7 +281,7 @@ static void test_store_on_disk_crash(void **state)
   assert_true(store_held(&st, &s, 25, NULL));
   if (e->lmdb) {
     store_close(&st);             /* lmdb: closed without a commit */
-    assert_int_equal(store_open(&st, e->dir, why, sizeof why), 0);
+    assert_int_equal(store_open(&st, e->dir, 0, why, sizeof why), 0);
   } else {
     disk_crash(e->disk);
     store_close(&st);             /* the dead store's handles: only freed */
@@ -346,7 +346,7 @@ static int fill_a_tiny_disk(const char *dir, char *msg, size_t n)
   }
   struct store st;
   char why[512];
-  if (store_open(&st, dir, why, sizeof why) != 0) {
+  if (store_open(&st, dir, 0, why, sizeof why) != 0) {
     snprintf(msg, n, "store_open: %s", why);
     return 1;
   }
@@ -377,7 +377,7 @@ static int fill_a_tiny_disk(const char *dir, char *msg, size_t n)
   /* What was committed before is all there. */
   uint64_t tail = 0;
   char why2[512];
-  if (store_open(&st, dir, why2, sizeof why2) == 0) {
+  if (store_open(&st, dir, 0, why2, sizeof why2) == 0) {
     tail = store_tail(&st, &s, UINT64_MAX);
     store_close(&st);
   }

@@ -541,7 +541,7 @@ static void test_store_truncates_by_epoch(void **state)
   (void)state;
   char why[256];
   snprintf(tmpdir, sizeof tmpdir, "/tmp/auralog-unit-seg-%d", (int)getpid());
-  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  assert_int_equal(store_open(&st, tmpdir, 0, why, sizeof why), 0);
   struct segment s;
   seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
   /* epoch 1 wrote 1, 2, 3 (3 never durable); epoch 3's recovery kept 2
@@ -599,7 +599,7 @@ static void test_store_truncates_by_epoch(void **state)
 
   /* what the disk says after a restart is what memory said */
   store_close(&st);
-  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  assert_int_equal(store_open(&st, tmpdir, 0, why, sizeof why), 0);
   struct segment l;
   loaded = &l;
   assert_int_equal(store_load(&st, keep, NULL, why, sizeof why), 0);
@@ -626,7 +626,7 @@ static void test_unreadable_record_is_left_out_at_load(void **state)
   (void)state;
   char why[256];
   snprintf(tmpdir, sizeof tmpdir, "/tmp/auralog-unit-bad-%d", (int)getpid());
-  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  assert_int_equal(store_open(&st, tmpdir, 0, why, sizeof why), 0);
   struct segment s;
   seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
   put(&s, 1, 0, 1);
@@ -647,7 +647,7 @@ static void test_unreadable_record_is_left_out_at_load(void **state)
    * replay it, and so repair it). */
   store_shutdown(&st);
 
-  assert_int_equal(store_open(&st, tmpdir, why, sizeof why), 0);
+  assert_int_equal(store_open(&st, tmpdir, 0, why, sizeof why), 0);
   struct segment l;
   loaded = &l;
   assert_int_equal(store_load(&st, keep, NULL, why, sizeof why), 0);
