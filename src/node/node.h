@@ -122,6 +122,7 @@ struct node {
   unsigned long long started_at, co_at, gc_at, scrub_at, repair_at;
   size_t gc_next, scrub_next;
   uint64_t scrub_lsn, scrub_prev;  /* the scrub's place in segment scrub_next */
+  unsigned scrub_rechains;         /* ... valid while its rechains count is this */
   struct repreq { uint64_t req, vol, need; uint32_t pg, page;
                   unsigned long long sent_at; } rep[REPAIR_INFLIGHT];
   int rep_peer;

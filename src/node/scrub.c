@@ -78,6 +78,14 @@ static int scrub_recs(struct node *n, struct segment *s, char *why, size_t whyle
     store_fail(st, rc, why, whylen, "scrubbing");
     return -1;
   }
+  /* Its place is good only on the chain it was taken on: a truncation, a
+   * catch-up or a reload since (each chains the segment again) may have
+   * cut the record it stood on, and a rechain from there would claim a
+   * record the segment no longer holds (simulator, seed 5914). */
+  if (s->rechains != n->scrub_rechains) {
+    n->scrub_lsn = n->scrub_prev = 0;
+    n->scrub_rechains = s->rechains;
+  }
   uint8_t k[20];
   uint64_t from = n->scrub_lsn > s->gc_lsn ? n->scrub_lsn : s->gc_lsn;
   if (n->scrub_prev < s->gc_lsn)
@@ -144,6 +152,7 @@ static int scrub_recs(struct node *n, struct segment *s, char *why, size_t whyle
       n->damage_found++;
     if (store_rechain(st, s, rechain_at, why, whylen) != 0)
       return -1;
+    n->scrub_rechains = s->rechains;
     node_mark_dirty(n, s);
     n->scrub_lsn = rechain_at;  /* look again from there next slice */
     return 0;

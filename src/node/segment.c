@@ -148,6 +148,7 @@ void seg_add_trunc(struct segment *s, const struct trunc *tr)
 
 void seg_rechain(struct segment *s, uint64_t base)
 {
+  s->rechains++;
   s->npend = 0;
   s->scl = base;
   s->max_lsn = base;

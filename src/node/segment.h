@@ -67,6 +67,7 @@ struct segment {
   uint16_t *unmat;       /* per page (NULL: none counted): records above its newest version */
   uint64_t pgmrpl;       /* the writer's minimum read point, as heard (memory only) */
   uint64_t catchup;      /* catching up to a peer's GC point by page versions (bg.c) */
+  unsigned rechains;     /* seg_rechain calls: a scrub that saw the chain change starts again */
   unsigned long long catchup_at;  /* ... since then */
   uint64_t nrecs, nimgs, bytes;  /* held, as counted since load (status) */
   uint64_t oldest_img;   /* LSN of the oldest page version held (0: none) */

@@ -775,34 +775,6 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
   if (rc != 0)
     return store_fail(st, rc, why, whylen, "truncating");
   *cut = n;
-  /* Page versions above `from`: a writer's truncation starts at or above
-   * the VDL heard, and versions are made at or below it, so none should
-   * exist; an old one gossip brings may start lower (it cuts only records
-   * of older epochs, which no version holds). Drop any above `from` all
-   * the same, but never one at or below the GC point (those are the only
-   * copy of what was freed); coalescing makes them again. */
-  struct kv_cursor *ic;
-  if (kv_cursor(st->kv, st->txn, st->imgs, &ic) == 0) {
-    uint8_t sk[12];
-    seg_key(sk, s->volume_id, s->pg);
-    struct kv_val ikey = {sizeof sk, sk}, ival;
-    int irc;
-    for (irc = kv_cursor_get(st->kv, ic, KV_SEEK, &ikey, &ival); irc == 0;) {
-      if (ikey.len != 24 || memcmp(ikey.data, sk, 12) != 0)
-        break;
-      uint64_t ilsn = get_be64((uint8_t *)ikey.data + 16);
-      if (ilsn > t->from && ilsn > s->gc_lsn) {
-        if ((irc = kv_cursor_del(st->kv, ic)) != 0)
-          break;
-        irc = kv_cursor_get(st->kv, ic, KV_NEXT, &ikey, &ival);
-        continue;
-      }
-      irc = kv_cursor_get(st->kv, ic, KV_NEXT, &ikey, &ival);
-    }
-    kv_cursor_close(st->kv, ic);
-    if (irc != 0 && irc != KV_NOTFOUND)
-      return store_fail(st, irc, why, whylen, "truncating page versions");
-  }
   return 0;
 }
 

@@ -380,6 +380,32 @@ static void old_truncations_are_forgotten_below_the_gc_point(void **state)
   s_teardown(&x);
 }
 
+/* A late truncation from an older recovery never takes a page version:
+ * versions hold only records at or below a VDL, which no truncation
+ * cuts. (A version fetched for a catch-up, above the old GC point, was
+ * deleted by one, and the page then read as if never written: simulator
+ * seed 5634 of an earlier tree.) */
+static void a_late_truncation_keeps_page_versions(void **state)
+{
+  (void)state;
+  char why[256];
+  struct sfix x;
+  s_setup(&x, 5);
+  s_write(&x, 60);
+  coalesce(&x, 1, 50);
+  uint64_t v[16];
+  size_t nv = versions(&x, 1, v, 16);
+  assert_true(nv == 1 && v[0] > 20);
+  struct trunc t = {.epoch = 1, .from = 20, .to = 40};   /* older than the records' */
+  size_t cut;
+  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+  assert_int_equal(store_truncate(&x.st, &x.s, &t, &cut, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+  assert_int_equal(cut, 0);             /* epoch 2's records: not cut (rule T) */
+  assert_int_equal(versions(&x, 1, v, 16), nv);
+  s_teardown(&x);
+}
+
 /* Every record and page version the store holds checks (CRCs). */
 static void nothing_damaged_left(struct store *st)
 {
@@ -749,6 +775,7 @@ int main(void)
     cmocka_unit_test(coalesced_versions_read_like_the_records),
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
     cmocka_unit_test(old_truncations_are_forgotten_below_the_gc_point),
+    cmocka_unit_test(a_late_truncation_keeps_page_versions),
     cmocka_unit_test(a_running_node_frees_scrubs_and_repairs),
     cmocka_unit_test(the_stale_version_bug_would_be_seen),
     cmocka_unit_test(a_node_behind_its_peers_gc_catches_up_by_page_versions),
