@@ -28,7 +28,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
-CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c src/lib/hist.c \
+CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c src/lib/hist.c src/lib/kmap.c \
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/main.c src/coord/http.c \
             src/cluster.c src/fault.c src/status.c src/sqlcli.c src/lab.c src/viz.c src/viz_sim.c \
@@ -41,7 +41,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := log wire record segment placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
