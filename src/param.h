@@ -19,8 +19,13 @@
  * several PGs on a small database, so ours are small). */
 #define PAGE_SIZE_DEFAULT 4096  /* page size of a new volume */
 #define PAGE_SIZE_MAX     65536 /* largest page SQLite allows */
-#define PG_PAGES          256   /* pages per protection group (1 MiB at 4 KiB) */
-#define MAX_PGS           4096  /* protection groups per volume */
+#define PG_PAGES          256   /* pages per protection group of a new volume, by default (1 MiB at 4 KiB) */
+#define PG_PAGES_MAX      65536 /* most pages per PG a volume may choose (engine --pg-pages;
+                                 * 256 MiB at 4 KiB): a node's per-page arrays of a segment
+                                 * (node/segment.h) stay under 1 MiB */
+#define MAX_PGS           4096  /* protection groups per volume: a volume holds at most
+                                 * MAX_PGS * pg_pages pages (4 GiB at the default and 4 KiB
+                                 * pages; 64 GiB takes pg_pages 4096, 1 TiB 65536) */
 /* One GrowVolume may add at most this many PGs (coord.c): a request that
  * took a volume from a few PGs to MAX_PGS at once (24,576 segments placed
  * and assigned in one go) made every node flap. The engine asks for a

@@ -272,15 +272,15 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
     Auralog__Volume base = AURALOG__VOLUME__INIT;
     base.name = ov->name;
     base.page_size = ov->page_size ? ov->page_size : PAGE_SIZE_DEFAULT;
-    base.pg_pages = PG_PAGES;
+    base.pg_pages = ov->pg_pages ? ov->pg_pages : PG_PAGES;   /* the PG size, for good */
     base.epoch = ov->writer ? 1 : 0;
     if ((base.id = meta_next_volume_id(&co->meta, why, sizeof why)) == 0 ||
         (v = vol_grow(co, NULL, &base, 1, why, sizeof why)) == NULL) {
       io_error(co->io, c, req, ERR_UNAVAILABLE, why);
       return;
     }
-    loginfo("volume %s created (id %llu, page size %u)", v->name,
-            (unsigned long long)v->id, v->page_size);
+    loginfo("volume %s created (id %llu, page size %u, %u pages per PG)", v->name,
+            (unsigned long long)v->id, v->page_size, v->pg_pages);
   } else if (ov->writer) {
     /* A new writer: a new epoch, durable before anyone hears of it, so no
      * two writers ever hold the same one (§4.3). */
