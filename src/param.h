@@ -99,13 +99,18 @@
 
 /* Membership (src/coord). */
 #define HEARTBEAT_MS    200     /* node -> coordinator heartbeat period */
+#define HEARTBEAT_FULL  10      /* a heartbeat lists only the segments whose stats changed since
+                                 * the last one (a delta), but every HEARTBEAT_FULL-th lists every
+                                 * segment: a coordinator that lost one heals within this many */
 #define NODE_DOWN_MS    1000    /* no heartbeat for this long: node shown down */
 #define RECONNECT_MS    250     /* retry period for a lost link */
 #define REGISTER_RETRY_MS 1000  /* a node registers again while no Assign answers */
 
 /* Gossip (paper §3.3 step 4). */
 #define GOSSIP_MS       200     /* a segment with a hole, or behind a peer, pulls this often */
-#define GOSSIP_IDLE     5       /* ... others every GOSSIP_IDLE periods, to learn peers' SCLs */
+#define GOSSIP_IDLE     5       /* ... others every GOSSIP_IDLE periods, to learn peers' SCLs, */
+#define GOSSIP_IDLE_MAX 64      /* ... twice as long after each pull that found nothing moved,
+                                 * up to this many periods (12.8 s): idle segments stay quiet */
 #define GOSSIP_MAX      2000    /* records in one GossipPush */
 
 /* Recovery (src/vfs/open.c): records a segment returns per scan answer. */

@@ -26,9 +26,9 @@ struct cnode {
                                   the last heartbeat's counters */
   unsigned long long last_seen;
   struct ep *conn;             /* its registration's endpoint (NULL: none) */
-  Auralog__SegStat *stats;     /* from the last heartbeat */
-  Auralog__SegStat **pstats;
-  size_t nstats;
+  Auralog__SegStat *stats;     /* each segment's, from the last heartbeat that listed it,
+                                  sorted by (volume, pg): heartbeats are deltas (coord.c) */
+  size_t nstats, capstats;
 };
 
 /* The last report of a volume's engine. */
