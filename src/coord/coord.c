@@ -436,64 +436,6 @@ static struct cnode *node_of(struct coord *co, struct ep *c)
   return NULL;
 }
 
-static int stat_cmp(const void *a, const void *b)
-{
-  const Auralog__SegStat *x = a, *y = b;
-  if (x->volume_id != y->volume_id)
-    return x->volume_id < y->volume_id ? -1 : 1;
-  return x->pg < y->pg ? -1 : x->pg > y->pg;
-}
-
-/* Where (vol, pg) is, or would go, in n->stats (sorted). */
-static size_t stat_pos(const struct cnode *n, uint64_t vol, uint32_t pg)
-{
-  size_t lo = 0, hi = n->nstats;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    const Auralog__SegStat *s = &n->stats[mid];
-    if (s->volume_id < vol || (s->volume_id == vol && s->pg < pg))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-/* A heartbeat's segment stats, merged by (volume, pg): a delta replaces or
- * adds those it lists and keeps the others; a whole one (hb->delta false)
- * replaces them all. O(listed * log(held)) for a delta whose segments are
- * all known (a new one costs a move of the array, once). */
-static void merge_stats(struct cnode *n, const Auralog__Heartbeat *hb)
-{
-  if (!hb->delta)
-    n->nstats = 0;
-  if (n->nstats + hb->n_segs > n->capstats) {
-    n->capstats = n->nstats + hb->n_segs + 16;
-    n->stats = realloc(n->stats, n->capstats * sizeof *n->stats);
-  }
-  for (size_t i = 0; i < hb->n_segs; i++) {
-    /* Scalars only (a SegStat owns no memory): copied whole, with
-     * whatever fields a newer node sent and we do not know left out. */
-    Auralog__SegStat st = *hb->segs[i];
-    st.base.n_unknown_fields = 0;
-    st.base.unknown_fields = NULL;
-    if (!hb->delta) {
-      n->stats[n->nstats++] = st;
-      continue;
-    }
-    size_t k = stat_pos(n, st.volume_id, st.pg);
-    if (k < n->nstats && !stat_cmp(&n->stats[k], &st)) {
-      n->stats[k] = st;
-    } else {
-      memmove(&n->stats[k + 1], &n->stats[k], (n->nstats - k) * sizeof *n->stats);
-      n->stats[k] = st;
-      n->nstats++;
-    }
-  }
-  if (!hb->delta)
-    qsort(n->stats, n->nstats, sizeof *n->stats, stat_cmp);
-}
-
 static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbeat *hb)
 {
   struct cnode *n = node_of(co, c);
@@ -501,7 +443,7 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
     return;                 /* heartbeat before Register: ignore */
   n->last_seen = io_now(co->io);
   set_up(n, 1, NULL);
-  merge_stats(n, hb);
+  coord_merge_stats(n, hb);
   /* The latest counters win: they are cumulative (since the node started). */
   n->info->commits = hb->commits;
   n->info->fsyncs = hb->fsyncs;

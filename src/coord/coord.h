@@ -55,6 +55,10 @@ void coord_tick(struct coord *co);
 void coord_free(struct coord *co);
 char *coord_http_status(void *co, const char *volume);
 
+/* segstats.c: take a heartbeat's segment stats into n->stats (a delta
+ * merged by (volume, pg), a whole one in place of all). */
+void coord_merge_stats(struct cnode *n, const Auralog__Heartbeat *hb);
+
 /* meta_load's callbacks (the core owns what they are given). */
 void coord_node_add(void *co, Auralog__NodeInfo *info);
 void coord_vol_add(void *co, Auralog__Volume *v);

@@ -202,7 +202,7 @@ static double commit_p50(int n, double *p90)
 static void measure_at(uint32_t npgs)
 {
   double p90, rcv_ms;
-  assert_int_equal(cluster_start("scalem"), 0);
+  assert_int_equal(cluster_start("scale"), 0);   /* the same key file as the tests below: this process loads its key once */
   sql_ok("create table m(k integer primary key, v);", "");
   grow_to(npgs);
   double c0 = node_commits();
@@ -308,7 +308,9 @@ static void a_thousand_pgs_commit_read_and_recover(void **state)
    * a quarter more PGs than the ~765 it needs: ~955, in one request. */
   sql_ok("create table t(k integer primary key, v);"
          "insert into t values(1, zeroblob(50000000));", "");
+  double t0 = now_s();
   cJSON *o = big_status();
+  printf("# auralog status --json: %.0f ms\n", (now_s() - t0) * 1000);
   cJSON *pgs = cJSON_GetObjectItem(o, "pgs");
   int n = cJSON_GetArraySize(pgs);
   printf("# volume main: %d PGs of %d pages\n", n, MAIN_PG_PAGES);
