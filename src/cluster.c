@@ -5,7 +5,8 @@
  * The cluster lives in one directory (--dir, default $AURALOG_DIR or
  * ~/.auralog):
  *   cluster.json     base port, the members' addresses, the engine's
- *                    cache size and statement timeout if `up` set them
+ *                    cache size, statement timeout and PG size if `up`
+ *                    set them
  *   run/NAME.pid     pid of each member started by `up`
  *   log/NAME.log     each member's stderr
  *   data/NAME/       each member's lmdb
@@ -188,6 +189,9 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   *cache = cJSON_IsNumber(c) && c->valueint > 0 ? c->valueint : 0;
   cJSON *t = cJSON_GetObjectItem(o, "engine_statement_timeout_ms");
   *timeout = cJSON_IsNumber(t) && t->valueint >= 0 ? t->valueint : -1;
+  cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
+  cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
+                   ? g->valueint : 0;
   cJSON_Delete(o);
   return base;
 }
@@ -202,6 +206,8 @@ static int write_conf(const struct cluster *cl)
     cJSON_AddNumberToObject(o, "engine_cache", cl->cache);
   if (cl->timeout >= 0)
     cJSON_AddNumberToObject(o, "engine_statement_timeout_ms", cl->timeout);
+  if (cl->pg_pages > 0)
+    cJSON_AddNumberToObject(o, "engine_pg_pages", cl->pg_pages);
   char dash[64], url[80];
   dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
@@ -240,6 +246,7 @@ static int write_conf(const struct cluster *cl)
 pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self)
 {
   char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16], timeout[16];
+  char pg_pages[16];
   char key[PATH_MAX + 16];
   key_path(key, sizeof key);
   path(logp, sizeof logp, cl, "log/", m->name, ".log");
@@ -253,7 +260,8 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
                        m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
   snprintf(cache, sizeof cache, "%d", cl->cache);
   snprintf(timeout, sizeof timeout, "%d", cl->timeout);
-  char *engine_argv[16] = {(char *)self, "engine", "--key", key, "--volume", "main",
+  snprintf(pg_pages, sizeof pg_pages, "%d", cl->pg_pages);
+  char *engine_argv[20] = {(char *)self, "engine", "--key", key, "--volume", "main",
                            "--listen", m->addr, "--coord", coord};
   int na = 10;
   if (cl->cache > 0) {
@@ -263,6 +271,10 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
   if (cl->timeout >= 0) {
     engine_argv[na++] = "--statement-timeout";
     engine_argv[na++] = timeout;
+  }
+  if (cl->pg_pages > 0) {
+    engine_argv[na++] = "--pg-pages";
+    engine_argv[na++] = pg_pages;
   }
   engine_argv[na] = NULL;
   int engine = m == &cl->m[cl->n - 1];
@@ -554,7 +566,8 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
-    "                 [--cache PAGES] [--statement-timeout MS] [--key FILE]\n"
+    "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
+    "                 [--key FILE]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -583,8 +596,12 @@ static void usage(FILE *f)
     "  --statement-timeout MS\n"
     "                   up: the engine interrupts a client's request still\n"
     "                   running after MS ms (`auralog engine --statement-timeout`;\n"
-    "                   0: never; default %d); kept in cluster.json like --cache\n",
-    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS);
+    "                   0: never; default %d); kept in cluster.json like --cache\n"
+    "  --pg-pages N     up: pages per protection group of volume main, if the\n"
+    "                   engine creates it now (`auralog engine --pg-pages`;\n"
+    "                   default %d, at most %d; a volume keeps its PG size for\n"
+    "                   good); kept in cluster.json like --cache\n",
+    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX);
 }
 
 int cluster_main(int argc, char **argv)
@@ -592,9 +609,9 @@ int cluster_main(int argc, char **argv)
   static struct option opts[] = {
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
     {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"pg-pages", required_argument, 0, 'g'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
-  int base = 0, cache = -1, timeout = -1, o;
+  int base = 0, cache = -1, timeout = -1, pg_pages = 0, o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -617,6 +634,14 @@ int cluster_main(int argc, char **argv)
       if (end == optarg || *end || v < 0 || v > 86400000)
         die("cluster: --statement-timeout must be a number of ms (0: never)");
       timeout = (int)v;
+      break;
+    }
+    case 'g': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 1 || v > PG_PAGES_MAX)
+        die("cluster: --pg-pages must be a number of pages from 1 to %d", PG_PAGES_MAX);
+      pg_pages = (int)v;
       break;
     }
     case 'h': usage(stdout); return 0;
@@ -646,13 +671,16 @@ int cluster_main(int argc, char **argv)
   }
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
     die("cluster: unknown action '%s' (say up, down, status or key)", cmd);
-  if ((cache >= 0 || timeout >= 0) && strcmp(cmd, "up"))
-    die("cluster: --%s is an option of `cluster up`", cache >= 0 ? "cache" : "statement-timeout");
+  if ((cache >= 0 || timeout >= 0 || pg_pages) && strcmp(cmd, "up"))
+    die("cluster: --%s is an option of `cluster up`",
+        cache >= 0 ? "cache" : timeout >= 0 ? "statement-timeout" : "pg-pages");
 
   static struct cluster cl;
   int rc = cluster_find(&cl, dir, base, cache, timeout, strcmp(cmd, "up") == 0);
   if (rc <= 0)
     return -rc;
+  if (pg_pages)
+    cl.pg_pages = pg_pages;
   if (strcmp(cmd, "up") == 0) {
     if (mkdirs(&cl) != 0)
       return 1;

@@ -29,6 +29,8 @@ struct cluster {
   int base;
   int cache;               /* engine --cache PAGES (0: the engine's default) */
   int timeout;             /* engine --statement-timeout MS (-1: the engine's default) */
+  int pg_pages;            /* engine --pg-pages N (0: the default): volume main's PG size if
+                              the engine creates it */
   struct member m[2 + NCOPIES];     /* coord, nodes, engine */
   int n;
 };

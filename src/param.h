@@ -19,8 +19,13 @@
  * several PGs on a small database, so ours are small). */
 #define PAGE_SIZE_DEFAULT 4096  /* page size of a new volume */
 #define PAGE_SIZE_MAX     65536 /* largest page SQLite allows */
-#define PG_PAGES          256   /* pages per protection group (1 MiB at 4 KiB) */
-#define MAX_PGS           4096  /* protection groups per volume */
+#define PG_PAGES          256   /* pages per protection group of a new volume, by default (1 MiB at 4 KiB) */
+#define PG_PAGES_MAX      65536 /* most pages per PG a volume may choose (engine --pg-pages;
+                                 * 256 MiB at 4 KiB): a node's per-page arrays of a segment
+                                 * (node/segment.h) stay under 1 MiB */
+#define MAX_PGS           4096  /* protection groups per volume: a volume holds at most
+                                 * MAX_PGS * pg_pages pages (4 GiB at the default and 4 KiB
+                                 * pages; 64 GiB takes pg_pages 4096, 1 TiB 65536) */
 /* One GrowVolume may add at most this many PGs (coord.c): a request that
  * took a volume from a few PGs to MAX_PGS at once (24,576 segments placed
  * and assigned in one go) made every node flap. The engine asks for a
@@ -94,13 +99,18 @@
 
 /* Membership (src/coord). */
 #define HEARTBEAT_MS    200     /* node -> coordinator heartbeat period */
+#define HEARTBEAT_FULL  10      /* a heartbeat lists only the segments whose stats changed since
+                                 * the last one (a delta), but every HEARTBEAT_FULL-th lists every
+                                 * segment: a coordinator that lost one heals within this many */
 #define NODE_DOWN_MS    1000    /* no heartbeat for this long: node shown down */
 #define RECONNECT_MS    250     /* retry period for a lost link */
 #define REGISTER_RETRY_MS 1000  /* a node registers again while no Assign answers */
 
 /* Gossip (paper §3.3 step 4). */
 #define GOSSIP_MS       200     /* a segment with a hole, or behind a peer, pulls this often */
-#define GOSSIP_IDLE     5       /* ... others every GOSSIP_IDLE periods, to learn peers' SCLs */
+#define GOSSIP_IDLE     5       /* ... others every GOSSIP_IDLE periods, to learn peers' SCLs, */
+#define GOSSIP_IDLE_MAX 64      /* ... twice as long after each pull that found nothing moved,
+                                 * up to this many periods (12.8 s): idle segments stay quiet */
 #define GOSSIP_MAX      2000    /* records in one GossipPush */
 
 /* Recovery (src/vfs/open.c): records a segment returns per scan answer. */

@@ -51,19 +51,48 @@ static const Auralog__NodeInfo *node_of(const Auralog__Status *st, const char *i
   return NULL;
 }
 
-/* The SCL node reported for (volume, pg), or 0 if it has not yet. */
-static const Auralog__SegStat *stat_of(const Auralog__Status *st, const char *node,
-                                       uint32_t pg)
+/* The segments' stats of a Status, sorted by (pg, node), so that finding
+ * each PG's six is O(log segments) and a status of a thousand PGs is not
+ * quadratic (the dashboard asks the coordinator for one every second). */
+struct statix {
+  uint32_t pg;
+  const char *node;
+  const Auralog__SegStat *ss;
+};
+
+static int statix_cmp(const void *a, const void *b)
 {
-  for (size_t i = 0; i < st->n_segs; i++)
-    if (st->segs[i]->pg == pg && strcmp(st->seg_nodes[i], node) == 0)
-      return st->segs[i];
-  return NULL;
+  const struct statix *x = a, *y = b;
+  if (x->pg != y->pg)
+    return x->pg < y->pg ? -1 : 1;
+  return strcmp(x->node, y->node);
 }
 
-static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg)
+/* st's segment stats sorted (free it); NULL if none. */
+static struct statix *statix_build(const Auralog__Status *st)
 {
-  const Auralog__SegStat *ss = stat_of(st, node, pg);
+  if (st->n_segs == 0)
+    return NULL;
+  struct statix *ix = malloc(st->n_segs * sizeof *ix);
+  for (size_t i = 0; i < st->n_segs; i++)
+    ix[i] = (struct statix){st->segs[i]->pg, st->seg_nodes[i], st->segs[i]};
+  qsort(ix, st->n_segs, sizeof *ix, statix_cmp);
+  return ix;
+}
+
+/* What node reported for (volume, pg), or NULL if it has not yet. */
+static const Auralog__SegStat *stat_of(const Auralog__Status *st, const struct statix *ix,
+                                       const char *node, uint32_t pg)
+{
+  struct statix key = {pg, node, NULL};
+  const struct statix *hit = ix ? bsearch(&key, ix, st->n_segs, sizeof *ix, statix_cmp) : NULL;
+  return hit ? hit->ss : NULL;
+}
+
+static uint64_t scl_of(const Auralog__Status *st, const struct statix *ix, const char *node,
+                       uint32_t pg)
+{
+  const Auralog__SegStat *ss = stat_of(st, ix, node, pg);
   return ss ? ss->scl : 0;
 }
 
@@ -171,6 +200,7 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddItemToArray(nodes, j);
   }
   cJSON *pgs = cJSON_AddArrayToObject(o, "pgs");
+  struct statix *ix = statix_build(st);
   for (size_t p = 0; p < v->n_pgs; p++) {
     const Auralog__Pg *pg = v->pgs[p];
     cJSON *jp = cJSON_CreateObject();
@@ -183,9 +213,9 @@ char *status_json(const Auralog__Status *st)
       cJSON *js = cJSON_CreateObject();
       cJSON_AddStringToObject(js, "node", seg->node);
       cJSON_AddStringToObject(js, "az", seg->az);
-      cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, seg->node, pg->pg));
+      cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, ix, seg->node, pg->pg));
       /* What the segment holds (node/bg.c), as of its node's last heartbeat. */
-      const Auralog__SegStat *ss = stat_of(st, seg->node, pg->pg);
+      const Auralog__SegStat *ss = stat_of(st, ix, seg->node, pg->pg);
       static const Auralog__SegStat none = AURALOG__SEG_STAT__INIT;
       if (ss == NULL)
         ss = &none;
@@ -206,6 +236,7 @@ char *status_json(const Auralog__Status *st)
     }
     cJSON_AddItemToArray(pgs, jp);
   }
+  free(ix);
   char *out = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return out;
@@ -296,6 +327,7 @@ void status_table(const Auralog__Status *st, FILE *f)
   storage_table(st, f);
   if (v->n_pgs)
     fprintf(f, "pgs    segment SCLs (node:scl, * = down, ~ = partitioned)\n");
+  struct statix *ix = statix_build(st);
   for (size_t p = 0; p < v->n_pgs; p++) {
     const Auralog__Pg *pg = v->pgs[p];
     fprintf(f, "  pg %-3u pages %u..%u:", pg->pg, pg->first_page,
@@ -304,11 +336,12 @@ void status_table(const Auralog__Status *st, FILE *f)
       const Auralog__Segment *seg = pg->segments[s];
       const Auralog__NodeInfo *n = node_of(st, seg->node);
       fprintf(f, "  %s:%llu%s", seg->node,
-              (unsigned long long)scl_of(st, seg->node, pg->pg),
+              (unsigned long long)scl_of(st, ix, seg->node, pg->pg),
               !(n && n->up) ? "*" : n->partitioned ? "~" : "");
     }
     fputc('\n', f);
   }
+  free(ix);
 }
 
 static volatile sig_atomic_t stop;

@@ -295,7 +295,8 @@ static int check_segment(const Auralog__Segment *s, char *why, size_t whylen)
 {
   if (!wire_name_ok(s->node) || !az_ok(s->az) || !addr_ok(s->addr))
     return bad(why, whylen, "segment of pg %u has a bad node, az or address", s->pg);
-  if (s->npages == 0 || !page_size_ok(s->page_size) || s->volume_id == 0)
+  if (s->npages == 0 || s->npages > PG_PAGES_MAX || !page_size_ok(s->page_size) ||
+      s->volume_id == 0)
     return bad(why, whylen, "segment of pg %u has a bad geometry", s->pg);
   return ERR_NONE;
 }
@@ -390,10 +391,14 @@ int wire_check(const Env *e, char *why, size_t whylen)
     if (e->open_volume->page_size && !page_size_ok(e->open_volume->page_size))
       return bad(why, whylen, "page size %u is not a power of two in 512..%d",
                  e->open_volume->page_size, PAGE_SIZE_MAX);
+    if (e->open_volume->pg_pages > PG_PAGES_MAX)
+      return bad(why, whylen, "%u pages per protection group: at most %d",
+                 e->open_volume->pg_pages, PG_PAGES_MAX);
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_VOLUME: {
     const Auralog__Volume *v = e->volume;
-    if (!wire_name_ok(v->name) || !page_size_ok(v->page_size) || v->n_pgs > MAX_PGS)
+    if (!wire_name_ok(v->name) || !page_size_ok(v->page_size) || v->n_pgs > MAX_PGS ||
+        (v->n_pgs && (v->pg_pages == 0 || v->pg_pages > PG_PAGES_MAX)))
       return bad(why, whylen, "malformed volume description");
     for (size_t i = 0; i < v->n_pgs; i++) {
       if (v->pgs[i]->n_segments != NCOPIES)

@@ -272,15 +272,15 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
     Auralog__Volume base = AURALOG__VOLUME__INIT;
     base.name = ov->name;
     base.page_size = ov->page_size ? ov->page_size : PAGE_SIZE_DEFAULT;
-    base.pg_pages = PG_PAGES;
+    base.pg_pages = ov->pg_pages ? ov->pg_pages : PG_PAGES;   /* the PG size, for good */
     base.epoch = ov->writer ? 1 : 0;
     if ((base.id = meta_next_volume_id(&co->meta, why, sizeof why)) == 0 ||
         (v = vol_grow(co, NULL, &base, 1, why, sizeof why)) == NULL) {
       io_error(co->io, c, req, ERR_UNAVAILABLE, why);
       return;
     }
-    loginfo("volume %s created (id %llu, page size %u)", v->name,
-            (unsigned long long)v->id, v->page_size);
+    loginfo("volume %s created (id %llu, page size %u, %u pages per PG)", v->name,
+            (unsigned long long)v->id, v->page_size, v->pg_pages);
   } else if (ov->writer) {
     /* A new writer: a new epoch, durable before anyone hears of it, so no
      * two writers ever hold the same one (§4.3). */
@@ -443,17 +443,7 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
     return;                 /* heartbeat before Register: ignore */
   n->last_seen = io_now(co->io);
   set_up(n, 1, NULL);
-  n->stats = realloc(n->stats, (hb->n_segs + 1) * sizeof *n->stats);
-  n->pstats = realloc(n->pstats, (hb->n_segs + 1) * sizeof *n->pstats);
-  for (size_t i = 0; i < hb->n_segs; i++) {
-    /* Scalars only (a SegStat owns no memory): copied whole, with
-     * whatever fields a newer node sent and we do not know left out. */
-    n->stats[i] = *hb->segs[i];
-    n->stats[i].base.n_unknown_fields = 0;
-    n->stats[i].base.unknown_fields = NULL;
-    n->pstats[i] = &n->stats[i];
-  }
-  n->nstats = hb->n_segs;
+  coord_merge_stats(n, hb);
   /* The latest counters win: they are cumulative (since the node started). */
   n->info->commits = hb->commits;
   n->info->fsyncs = hb->fsyncs;
@@ -767,7 +757,6 @@ void coord_free(struct coord *co)
   for (size_t i = 0; i < co->nnodes; i++) {
     auralog__node_info__free_unpacked(co->nodes[i]->info, NULL);
     free(co->nodes[i]->stats);
-    free(co->nodes[i]->pstats);
     free(co->nodes[i]);
   }
   for (size_t i = 0; i < co->nvols; i++) {

@@ -26,9 +26,9 @@ struct cnode {
                                   the last heartbeat's counters */
   unsigned long long last_seen;
   struct ep *conn;             /* its registration's endpoint (NULL: none) */
-  Auralog__SegStat *stats;     /* from the last heartbeat */
-  Auralog__SegStat **pstats;
-  size_t nstats;
+  Auralog__SegStat *stats;     /* each segment's, from the last heartbeat that listed it,
+                                  sorted by (volume, pg): heartbeats are deltas (coord.c) */
+  size_t nstats, capstats;
 };
 
 /* The last report of a volume's engine. */
@@ -54,6 +54,10 @@ void coord_on_down(struct coord *co, struct ep *c);
 void coord_tick(struct coord *co);
 void coord_free(struct coord *co);
 char *coord_http_status(void *co, const char *volume);
+
+/* segstats.c: take a heartbeat's segment stats into n->stats (a delta
+ * merged by (volume, pg), a whole one in place of all). */
+void coord_merge_stats(struct cnode *n, const Auralog__Heartbeat *hb);
 
 /* meta_load's callbacks (the core owns what they are given). */
 void coord_node_add(void *co, Auralog__NodeInfo *info);

@@ -13,7 +13,12 @@
  * through the same path as a writer's batch, skipping what it refuses, so
  * a returning node's SCL catches up with its peers' within seconds.
  * Segments with nothing missing ask every GOSSIP_IDLE periods, to learn
- * how far their peers are.
+ * how far their peers are; one whose PG is idle asks half as often after
+ * each such pull that found nothing moved, down to every GOSSIP_IDLE_MAX
+ * periods, and every GOSSIP_IDLE again as soon as anything moves. So a
+ * node hosting a thousand idle segments sends a few pulls a second, not
+ * hundreds. Per tick the node looks at each segment's gossip state (a few
+ * compares); the segment lookups are hashes (n->segidx, n->gsidx).
  *
  * Peers come from the coordinator's Assign: every segment of the PGs this
  * node hosts. A partitioned node (a lab fault) gossips only within its AZ.
@@ -61,10 +66,8 @@ static int peer_index(struct node *n, const Auralog__Segment *d)
 
 static struct gossip *gossip_of(struct node *n, uint64_t vol, uint32_t pg)
 {
-  for (size_t i = 0; i < n->ngs; i++)
-    if (n->gs[i].volume_id == vol && n->gs[i].pg == pg)
-      return &n->gs[i];
-  return NULL;
+  uint32_t i = kmap_get(&n->gsidx, vol, pg);
+  return i == KMAP_NONE ? NULL : &n->gs[i];
 }
 
 void gossip_learn(struct node *n, const Auralog__Assign *as)
@@ -76,6 +79,7 @@ void gossip_learn(struct node *n, const Auralog__Assign *as)
     struct gossip *g = gossip_of(n, d->volume_id, d->pg);
     if (g == NULL) {
       n->gs = realloc(n->gs, (n->ngs + 1) * sizeof *n->gs);
+      kmap_put(&n->gsidx, d->volume_id, d->pg, (uint32_t)n->ngs);
       g = &n->gs[n->ngs++];
       memset(g, 0, sizeof *g);
       g->volume_id = d->volume_id;
@@ -175,6 +179,7 @@ void gossip_free(struct node *n)
 {
   free(n->peers);
   free(n->gs);
+  kmap_free(&n->gsidx);
   n->peers = NULL;
   n->gs = NULL;
   n->npeers = n->ngs = 0;
@@ -197,6 +202,33 @@ struct ep *gossip_peer_conn(struct node *n, int i)
   return peer_conn(n, i);
 }
 
+/* A segment with nothing missing: is its pull due this tick? Every
+ * g->idle ticks, GOSSIP_IDLE while the segment or its peers move, doubled
+ * after a pull that saw nothing move since the one before, up to
+ * GOSSIP_IDLE_MAX; a move seen between pulls brings the next one in to
+ * GOSSIP_IDLE after the last. */
+static int idle_due(struct node *n, struct gossip *g, const struct segment *s, uint64_t best)
+{
+  int moved = s->scl != g->seen_scl || s->max_lsn != g->seen_max || best != g->seen_best;
+  if (moved && g->idle > GOSSIP_IDLE) {
+    g->idle = GOSSIP_IDLE;
+    if (g->next - g->last > GOSSIP_IDLE)
+      g->next = g->last + GOSSIP_IDLE;
+  }
+  if (g->idle && (int)(n->ticks - g->next) < 0)
+    return 0;
+  if (g->idle == 0 || moved)
+    g->idle = GOSSIP_IDLE;
+  else if (g->idle < GOSSIP_IDLE_MAX)
+    g->idle = 2 * g->idle < GOSSIP_IDLE_MAX ? 2 * g->idle : GOSSIP_IDLE_MAX;
+  g->last = n->ticks;
+  g->next = n->ticks + g->idle;
+  g->seen_scl = s->scl;
+  g->seen_max = s->max_lsn;
+  g->seen_best = best;
+  return 1;
+}
+
 static void ask(struct node *n, struct gossip *g, struct segment *s)
 {
   uint64_t best = 0;
@@ -204,7 +236,7 @@ static void ask(struct node *n, struct gossip *g, struct segment *s)
     if (g->peer_scl[k] > best)
       best = g->peer_scl[k];
   int behind = s->npend > 0 || best > s->scl;
-  if (!behind && n->ticks % GOSSIP_IDLE != 0)
+  if (!behind && !idle_due(n, g, s, best))
     return;
   /* Behind: ask a peer known to be further ahead; else take turns. */
   int pick = -1;
@@ -224,8 +256,11 @@ static void ask(struct node *n, struct gossip *g, struct segment *s)
     if (gossip_reachable(n, n->peers[g->peer[k]].az) && peer_conn(n, g->peer[k]))
       pick = k;
   }
-  if (pick < 0)
+  if (pick < 0) {
+    g->idle = GOSSIP_IDLE;    /* no one to ask: no backing off while connecting */
+    g->next = n->ticks + GOSSIP_IDLE;
     return;
+  }
   g->turn = (unsigned)pick + 1;
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__GossipPull gp = AURALOG__GOSSIP_PULL__INIT;

@@ -40,12 +40,12 @@
 #include "node/store.h"
 #include "param.h"
 
+/* O(1) expected: a hash of (volume, pg), whatever the number of segments
+ * the node hosts (every Append, page read, gossip message looks one up). */
 struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg)
 {
-  for (size_t i = 0; i < n->nsegs; i++)
-    if (n->segs[i]->volume_id == vol && n->segs[i]->pg == pg)
-      return n->segs[i];
-  return NULL;
+  uint32_t i = kmap_get(&n->segidx, vol, pg);
+  return i == KMAP_NONE ? NULL : n->segs[i];
 }
 
 static void add_seg(void *arg, struct segment *s)
@@ -54,16 +54,41 @@ static void add_seg(void *arg, struct segment *s)
   struct segment *copy = malloc(sizeof *copy);
   *copy = *s;
   n->segs = realloc(n->segs, (n->nsegs + 1) * sizeof *n->segs);
+  n->sx = realloc(n->sx, (n->nsegs + 1) * sizeof *n->sx);
+  memset(&n->sx[n->nsegs], 0, sizeof *n->sx);
+  kmap_put(&n->segidx, copy->volume_id, copy->pg, (uint32_t)n->nsegs);
   n->segs[n->nsegs++] = copy;
   n->dirty = realloc(n->dirty, n->nsegs * sizeof *n->dirty);
 }
 
+/* s's index in segs (every segment the core handles is there). */
+static size_t seg_index(struct node *n, const struct segment *s)
+{
+  uint32_t i = kmap_get(&n->segidx, s->volume_id, s->pg);
+  if (i != KMAP_NONE && n->segs[i] == s)
+    return i;
+  for (size_t j = 0; j < n->nsegs; j++)
+    if (n->segs[j] == s)
+      return j;
+  abort();                  /* not a hosted segment: a bug, not an input */
+}
+
+/* O(1): a mark beside the segment, not a search of the turn's list. */
 void node_mark_dirty(struct node *n, struct segment *s)
 {
-  for (size_t i = 0; i < n->ndirty; i++)
-    if (n->dirty[i] == s)
-      return;
+  struct segx *x = &n->sx[seg_index(n, s)];
+  if (x->dirty)
+    return;
+  x->dirty = 1;
   n->dirty[n->ndirty++] = s;
+}
+
+/* The turn's SegMeta rewrites are done (or lost): empty the list. */
+static void dirty_clear(struct node *n)
+{
+  for (size_t i = 0; i < n->ndirty; i++)
+    n->sx[seg_index(n, n->dirty[i])].dirty = 0;
+  n->ndirty = 0;
 }
 
 struct segment *node_seg_for(struct node *n, struct ep *c, uint64_t req,
@@ -108,7 +133,8 @@ void node_rollback(struct node *n, uint32_t code, const char *why)
     io_error(n->io, n->acks[i].c, n->acks[i].req, code, why);
     n->io->release(n->io->ctx, n->acks[i].c);
   }
-  n->nacks = n->nlinks = n->ndirty = 0;
+  n->nacks = n->nlinks = 0;
+  dirty_clear(n);
 }
 
 /* Commit the open transaction, then chain and acknowledge what it held.
@@ -162,7 +188,8 @@ int node_commit(struct node *n)
     io_cork(n->io, n->acks[i].c, 0);
     n->io->release(n->io->ctx, n->acks[i].c);
   }
-  n->nacks = n->nlinks = n->ndirty = 0;
+  n->nacks = n->nlinks = 0;
+  dirty_clear(n);
   return 0;
 }
 
@@ -488,6 +515,43 @@ void node_on_msg(struct node *n, struct ep *c, const Env *env)
   }
 }
 
+/* The stats a heartbeat carries of s that cost O(1) to read (bg_stat's
+ * unmaterialized and damaged counts cost O(pages)). */
+static void stat_cheap(const struct segment *s, Auralog__SegStat *st)
+{
+  auralog__seg_stat__init(st);
+  st->volume_id = s->volume_id;
+  st->pg = s->pg;
+  st->scl = s->scl;
+  st->max_lsn = s->max_lsn;
+  st->epoch = s->epoch;
+  st->records = s->nrecs;
+  st->bytes = s->bytes;
+  st->pgmrpl = s->pgmrpl;
+  st->gc_lsn = s->gc_lsn;
+  st->images = s->nimgs;
+  st->oldest_image = s->oldest_img;
+}
+
+static int stat_eq(const Auralog__SegStat *a, const Auralog__SegStat *b, int cheap)
+{
+  return a->volume_id == b->volume_id && a->pg == b->pg && a->scl == b->scl &&
+         a->max_lsn == b->max_lsn && a->epoch == b->epoch && a->records == b->records &&
+         a->bytes == b->bytes && a->pgmrpl == b->pgmrpl && a->gc_lsn == b->gc_lsn &&
+         a->images == b->images && a->oldest_image == b->oldest_image &&
+         (cheap || (a->unmaterialized == b->unmaterialized && a->damaged == b->damaged));
+}
+
+/* The heartbeat (paper §5, membership): the node's counters and its
+ * segments' stats. A delta: only the segments whose stats changed since
+ * the heartbeat that last listed them (the coordinator keeps the others'),
+ * with every HEARTBEAT_FULL-th, the first on a new coordinator link and
+ * the one after a failed send whole, so a lost heartbeat is healed within
+ * HEARTBEAT_FULL periods. A segment's O(pages) counts (unmaterialized,
+ * damaged: bg_stat) are recomputed only when its O(1) stats moved, or the
+ * node's background counters did (coalescing, damage found or repaired,
+ * catch-ups: what changes them), or for a whole heartbeat. So an idle node
+ * costs O(segments) cheap compares per heartbeat and sends none of them. */
 static void send_heartbeat(struct node *n)
 {
   if (n->coord_conn == NULL || !n->coord_up)
@@ -496,22 +560,30 @@ static void send_heartbeat(struct node *n)
   Auralog__Heartbeat hb = AURALOG__HEARTBEAT__INIT;
   Auralog__SegStat *stats = calloc(n->nsegs + 1, sizeof *stats);
   Auralog__SegStat **ptrs = calloc(n->nsegs + 1, sizeof *ptrs);
+  int whole = n->hb_whole || n->hbs % HEARTBEAT_FULL == 0;
+  uint64_t bg = n->coalesced + n->damage_found + n->st.met_damage + n->repaired + n->catchups;
+  int recount = whole || bg != n->hb_bg;
+  size_t k = 0;
   for (size_t i = 0; i < n->nsegs; i++) {
-    auralog__seg_stat__init(&stats[i]);
-    stats[i].volume_id = n->segs[i]->volume_id;
-    stats[i].pg = n->segs[i]->pg;
-    stats[i].scl = n->segs[i]->scl;
-    stats[i].max_lsn = n->segs[i]->max_lsn;
-    stats[i].epoch = n->segs[i]->epoch;
-    bg_stat(n, n->segs[i], &stats[i]);
-    ptrs[i] = &stats[i];
+    struct segx *x = &n->sx[i];
+    Auralog__SegStat *st = &stats[k];
+    stat_cheap(n->segs[i], st);
+    if (!recount && x->hb_sent && stat_eq(st, &x->hb, 1))
+      continue;               /* nothing that bg_stat counts moved either */
+    bg_stat(n, n->segs[i], st);
+    if (!whole && x->hb_sent && stat_eq(st, &x->hb, 0))
+      continue;
+    x->hb = *st;
+    x->hb_sent = 1;
+    ptrs[k++] = st;
   }
   static const struct net_count none;
   const struct net_count *net = n->net ? n->net : &none;
   const struct net_count *cn = n->coord_net ? n->coord_net : &none;
   hb.id = n->id;
   hb.segs = ptrs;
-  hb.n_segs = n->nsegs;
+  hb.n_segs = k;
+  hb.delta = !whole;
   hb.commits = n->st.commits;
   hb.fsyncs = n->st.fsyncs;
   hb.persist_us = n->st.kv ? n->st.kv->commit_us : 0;
@@ -533,7 +605,9 @@ static void send_heartbeat(struct node *n)
   n->max_apply = 0;         /* "lately": since the last heartbeat */
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
   env.heartbeat = &hb;
-  io_send(n->io, n->coord_conn, &env);
+  n->hb_whole = io_send(n->io, n->coord_conn, &env) != 0;
+  n->hbs++;
+  n->hb_bg = bg;
   free(stats);
   free(ptrs);
 }
@@ -590,6 +664,7 @@ void node_on_up(struct node *n, struct ep *c)
     return;
   n->coord_up = 1;
   n->assigned = 0;
+  n->hb_whole = 1;          /* a new link: the coordinator may know nothing */
   send_register(n);
   loginfo("registered with coordinator %s", n->coord);
   send_heartbeat(n);
@@ -634,6 +709,8 @@ void node_free(struct node *n)
     free(n->segs[i]);
   }
   free(n->segs);
+  free(n->sx);
+  kmap_free(&n->segidx);
   free(n->dirty);
   free(n->acks);
   free(n->links);

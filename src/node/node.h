@@ -21,6 +21,7 @@
 
 #include "auth.h"
 #include "io.h"
+#include "lib/kmap.h"
 #include "node/segment.h"
 #include "node/store.h"
 #include "param.h"
@@ -62,6 +63,18 @@ struct gossip {
   unsigned turn;             /* whom to ask next */
   uint64_t req;              /* our pull in flight (0: none) */
   unsigned long long sent_at;
+  /* Pulls of a segment with nothing missing (gossip.c ask): every `idle`
+   * ticks, doubled (up to GOSSIP_IDLE_MAX) after a pull that found the
+   * segment and its peers where the one before did (seen_*). */
+  unsigned idle, last, next; /* the period, and the ticks of the last and next pull */
+  uint64_t seen_scl, seen_max, seen_best;
+};
+
+/* What the node keeps beside each hosted segment (sx[i] is segs[i]'s). */
+struct segx {
+  uint8_t dirty;             /* on n->dirty (this turn's SegMeta rewrites) */
+  uint8_t hb_sent;           /* hb is what the coordinator last heard of it */
+  Auralog__SegStat hb;       /* its stats in the last heartbeat that listed it */
 };
 
 struct node {
@@ -73,6 +86,13 @@ struct node {
   struct store st;
   struct segment **segs;
   size_t nsegs;
+  struct segx *sx;           /* beside segs, index for index */
+  struct kmap segidx;        /* (volume, pg) -> index in segs: node_find_seg is O(1) */
+  struct kmap gsidx;         /* (volume, pg) -> index in gs (gossip.c) */
+  /* Heartbeats (node.c): deltas, a whole one every HEARTBEAT_FULL. */
+  unsigned hbs;              /* heartbeats sent on this coordinator link */
+  int hb_whole;              /* the next must list every segment (a new link, a lost send) */
+  uint64_t hb_bg;            /* the background counters' sum at the last heartbeat */
   struct segment **dirty;    /* segments whose SegMeta to rewrite this turn */
   size_t ndirty;
   struct staged *acks;

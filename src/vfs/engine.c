@@ -411,7 +411,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
     "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
-    "                      [--statement-timeout MS]\n"
+    "                      [--statement-timeout MS] [--pg-pages N]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "                      [--statement-timeout MS]\n"
     "\n"
@@ -439,6 +439,10 @@ static void usage(FILE *f)
     "                 statement of the `auralog sql` shell) still running after\n"
     "                 MS ms, and roll back its transaction; so another client's\n"
     "                 commit waits behind it no longer (default %d; 0: never)\n"
+    "  --pg-pages N   pages per protection group if the volume is created now\n"
+    "                 (default %d, 1 to %d; an existing volume keeps its own):\n"
+    "                 a volume holds at most %d PGs, so 64 GiB of 4 KiB pages\n"
+    "                 takes --pg-pages 4096\n"
     "\n"
     "Clients' SQL runs in a sandbox: ATTACH, DETACH, VACUUM INTO and\n"
     "load_extension() are refused (they reach files and code on the engine's\n"
@@ -453,7 +457,7 @@ static void usage(FILE *f)
     "                     or sqlite-memory (in memory: the CPU ceiling)\n"
     "  --file PATH        the database file (not for sqlite-memory)\n",
     READ_LEASE_MS, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES, STATEMENT_TIMEOUT_MS,
-    ENGINE_READERS);
+    PG_PAGES, PG_PAGES_MAX, MAX_PGS, ENGINE_READERS);
 }
 
 int engine_main(int argc, char **argv)
@@ -463,10 +467,11 @@ int engine_main(int argc, char **argv)
     {"coord", required_argument, 0, 'c'}, {"ship", required_argument, 0, 's'},
     {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
     {"reads", required_argument, 0, 'r'}, {"cache", required_argument, 0, 'C'},
-    {"statement-timeout", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"statement-timeout", required_argument, 0, 'T'}, {"pg-pages", required_argument, 0, 'P'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   const char *reads = NULL;
-  long cache = 0;
+  long cache = 0, pg_pages = 0;
   int o;
   E.timeout_ms = STATEMENT_TIMEOUT_MS;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -503,6 +508,14 @@ int engine_main(int argc, char **argv)
       E.timeout_ms = (int)ms;
       break;
     }
+    case 'P': {
+      char *end;
+      pg_pages = strtol(optarg, &end, 10);
+      if (end == optarg || *end || pg_pages < 1 || pg_pages > PG_PAGES_MAX)
+        die("engine: --pg-pages is a number of pages from 1 to %d, not '%s'", PG_PAGES_MAX,
+            optarg);
+      break;
+    }
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -511,6 +524,8 @@ int engine_main(int argc, char **argv)
     die("engine: unexpected argument '%s' (see auralog engine --help)", argv[optind]);
   if (cache && E.baseline)
     die("engine: --cache is for a volume, not for --baseline");
+  if (pg_pages && E.baseline)
+    die("engine: --pg-pages is for a volume, not for --baseline");
   if (!wire_name_ok(volume))
     die("engine: '%s' is not a volume name", volume);
   if (E.baseline && E.ship_pages)
@@ -541,6 +556,8 @@ int engine_main(int argc, char **argv)
     snprintf(E.uri, sizeof E.uri, "file:%s?vfs=auralog&coord=%s", volume, coord);
     if (cache)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&cache_pages=%ld", cache);
+    if (pg_pages)
+      snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&pg_pages=%ld", pg_pages);
     if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
       die("engine: cannot register the auralog VFS");
     auralog_vfs_ship_pages(E.ship_pages);

@@ -53,12 +53,15 @@ static int tail_cmp(const void *a, const void *b)
 
 /* Fill v->drv->tail_out with the newest records of the PGs' rings (at most
  * TAIL_MAX, the newest first to stay), sorted by PG then LSN. Returns how
- * many. Takes the lock. */
+ * many. Takes the lock. Only the TAIL_MAX PGs written most lately can
+ * have a record in it (v->recent, volume_int.h): O(TAIL_MAX * TAIL_PER_PG),
+ * whatever the number of PGs. */
 static size_t tail_collect(struct volume *v)
 {
   size_t n = 0, min = 0;
   pthread_mutex_lock(&v->drv->mu);
-  for (size_t p = 0; p < v->npgs; p++) {
+  for (unsigned r = 0; r < v->nrecent; r++) {
+    uint32_t p = v->recent[r];
     const struct pgout *g = &v->pgs[p];
     unsigned have = g->ring_n < TAIL_PER_PG ? g->ring_n : TAIL_PER_PG;
     for (unsigned k = 0; k < have; k++) {
@@ -72,7 +75,7 @@ static size_t tail_collect(struct volume *v)
         continue;
       }
       auralog__tail_rec__init(t);
-      t->pg = (uint32_t)p;
+      t->pg = p;
       t->lsn = g->ring_lsn[i];
       t->cpl = g->ring_cpl[i];
       if (n == TAIL_MAX)

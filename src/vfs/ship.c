@@ -79,6 +79,23 @@ int vcore_ship_refusal(const struct volume *v, size_t n, char *why, size_t whyle
   return -1;
 }
 
+/* pg has the newest record: first in v->recent (volume_int.h). O(TAIL_MAX)
+ * when the PG changes from the previous record's, O(1) when it does not. */
+static void note_recent(struct volume *v, uint32_t pg)
+{
+  if (v->nrecent && v->recent[0] == pg)
+    return;
+  unsigned i = 0;
+  while (i < v->nrecent && v->recent[i] != pg)
+    i++;
+  if (i == v->nrecent && v->nrecent < TAIL_MAX)
+    v->nrecent++;
+  if (i == v->nrecent)
+    i--;                       /* not there and the list is full: the oldest goes */
+  memmove(&v->recent[1], &v->recent[0], i * sizeof *v->recent);
+  v->recent[0] = pg;
+}
+
 uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
 {
   /* The CPL lists, per PG the MTR touched, its last record there: recovery
@@ -101,6 +118,8 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
       g->recs = realloc(g->recs, g->cap * sizeof *g->recs);
     }
     g->recs[g->n++] = o;
+    vcore_busy(v, pg);
+    note_recent(v, pg);
     v->undurable += o->bytes;
     pl_write(&v->plsn, pages[i].page_no, lsn, v->q.vdl);   /* the end-to-end read check */
     size_t j = 0;

@@ -94,23 +94,41 @@ void vol_trunc_proof(struct volume *v, Auralog__TruncRange *tr, const uint8_t *s
   tr->sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, (uint8_t *)sig};
 }
 
-static struct inflight *fl_add(struct volume *v)
+void vcore_busy(struct volume *v, uint32_t pg)
+{
+  if (v->pgs[pg].busy)
+    return;
+  if (v->nbusy == v->capbusy) {
+    v->capbusy = v->capbusy ? 2 * v->capbusy : 64;
+    v->busy = realloc(v->busy, v->capbusy * sizeof *v->busy);
+  }
+  v->busy[v->nbusy++] = pg;
+  v->pgs[pg].busy = 1;
+}
+
+/* A new Append in flight (request req); fill it in. */
+static struct inflight *fl_add(struct volume *v, uint64_t req)
 {
   if (v->nfl == v->capfl) {
     v->capfl = v->capfl ? 2 * v->capfl : 64;
     v->fl = realloc(v->fl, v->capfl * sizeof *v->fl);
   }
+  kmap_put(&v->flidx, req, 0, (uint32_t)v->nfl);
   return &v->fl[v->nfl++];
 }
 
-/* Forget in-flight Append i: answered, timed out, or its conn is gone. */
+/* Forget in-flight Append i: answered, timed out, or its conn is gone.
+ * The last one takes its place (and its index in flidx). */
 static void fl_drop(struct volume *v, size_t i)
 {
   struct vnode *n = &v->nodes[v->fl[i].node];
   if (n->nfl > 0)
     n->nfl--;
   free(v->fl[i].lsns);
+  kmap_del(&v->flidx, v->fl[i].req, 0);
   v->fl[i] = v->fl[--v->nfl];
+  if (i < v->nfl)
+    kmap_put(&v->flidx, v->fl[i].req, 0, (uint32_t)i);
 }
 
 /* ---- sending ---------------------------------------------------------------- */
@@ -208,7 +226,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   env.body_case = AURALOG__ENVELOPE__BODY_APPEND;
   env.append = &a;
   if (io_send(v->io, n->c, &env) == 0) {
-    struct inflight *f = fl_add(v);
+    struct inflight *f = fl_add(v, env.req);
     *f = (struct inflight){env.req, io_now(v->io), g->node[slot], pg, slot, lsns, cnt};
     n->nfl++;
     v->st.redo_msgs++;
@@ -229,7 +247,10 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
  * grows with the load and each node commits (one lmdb transaction, its
  * fsyncs) about once per round trip, whatever the commit rate; an idle
  * writer's commit goes out at once. A slow node only gets bigger batches:
- * the 4/6 quorum does not wait for it. */
+ * the 4/6 quorum does not wait for it.
+ *
+ * Cost: O(nodes + PGs with records not yet freed (v->busy) + reads in
+ * flight); an idle PG is never looked at. */
 void vcore_flush(struct volume *v)
 {
   unsigned long long now = io_now(v->io);
@@ -240,7 +261,8 @@ void vcore_flush(struct volume *v)
   uint8_t ready[64], *rdy = v->nnodes <= sizeof ready ? ready : malloc(v->nnodes);
   for (size_t i = 0; i < v->nnodes; i++)
     rdy[i] = v->nodes[i].nfl == 0;
-  for (size_t p = 0; p < v->npgs; p++) {
+  for (size_t b = 0; b < v->nbusy; b++) {
+    uint32_t p = v->busy[b];
     struct pgout *g = &v->pgs[p];
     for (int s = 0; s < NCOPIES; s++) {
       struct vnode *n = &v->nodes[g->node[s]];
@@ -257,7 +279,7 @@ void vcore_flush(struct volume *v)
         while (end < g->n && end - g->sent[s] < BATCH_MAX &&
                (end == g->sent[s] || bytes + g->recs[end]->bytes <= FRAME_MAX / 2))
           bytes += g->recs[end++]->bytes;
-        send_append(v, (uint32_t)p, s, g->sent[s], end);
+        send_append(v, p, s, g->sent[s], end);
         g->sent[s] = end;
       }
     }
@@ -285,12 +307,14 @@ void vol_fence_locked(struct volume *v, const char *msg)
 
 /* ---- acknowledgements ------------------------------------------- */
 
+/* The VDL moved: free what is durable. O(PGs on v->busy + records freed
+ * + commits made durable): a PG leaves the list with its last record. */
 static void advance(struct volume *v, uint64_t old_vdl)
 {
   if (v->q.vdl == old_vdl)
     return;
-  for (size_t p = 0; p < v->npgs; p++) {
-    struct pgout *g = &v->pgs[p];
+  for (size_t b = 0; b < v->nbusy;) {
+    struct pgout *g = &v->pgs[v->busy[b]];
     /* Durable records leave the list (freed at the VDL, not the VCL, so
      * that durable_tail can follow them), once sent to every segment whose
      * node is up: a segment that was waiting for its node's flight must
@@ -314,6 +338,12 @@ static void advance(struct volume *v, uint64_t old_vdl)
       for (int s = 0; s < NCOPIES; s++)
         g->sent[s] -= g->head;
       g->head = 0;
+    }
+    if (g->head == g->n) {      /* nothing left to send or free: off the list */
+      g->busy = 0;
+      v->busy[b] = v->busy[--v->nbusy];
+    } else {
+      b++;
     }
   }
   size_t k = 0;
@@ -350,6 +380,8 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
      * records a truncation it has not heard of cut (gossip brings it):
      * try again, later and later while it keeps refusing, and say so. */
     uint32_t k = ++g->refused[f->slot];
+    if (k == 3)
+      v->refusing++;
     unsigned shift = k < 7 ? k : 7;
     g->retry_at[f->slot] = io_now(v->io) + (100ull << shift);   /* up to 12.8 s */
     g->resend |= (uint8_t)(1u << f->slot);
@@ -364,6 +396,8 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   if (g->refused[f->slot]) {
     loginfo("volume %s pg %u: segment %d on %s takes Appends again", v->name, f->pg,
             f->slot, v->nodes[f->node].addr);
+    if (g->refused[f->slot] >= 3)
+      v->refusing--;
     g->refused[f->slot] = 0;
     g->retry_at[f->slot] = 0;
   }
@@ -382,21 +416,21 @@ void vcore_on_msg(struct volume *v, struct ep *c, const Env *env)
   (void)c;                      /* answers name their request */
   if (v->rcv && rcv_on_msg(v->rcv, env))
     return;
-  for (size_t i = 0; i < v->nfl; i++)
-    if (v->fl[i].req == env->req) {
-      struct inflight f = v->fl[i];
-      f.lsns = NULL;
-      on_ack(v, &v->fl[i], env);
-      fl_drop(v, i);
-      if (v->closing)
-        vcore_notify(v);
-      /* The node is free again: what waited for it goes now (after an
-       * error, on the next tick or wake, not in a loop). */
-      if (env->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK &&
-          v->nodes[f.node].nfl == 0)
-        vcore_flush(v);
-      goto out;
-    }
+  uint32_t i = env->req ? kmap_get(&v->flidx, env->req, 0) : KMAP_NONE;
+  if (i != KMAP_NONE) {
+    struct inflight f = v->fl[i];
+    f.lsns = NULL;
+    on_ack(v, &v->fl[i], env);
+    fl_drop(v, i);
+    if (v->closing)
+      vcore_notify(v);
+    /* The node is free again: what waited for it goes now (after an
+     * error, on the next tick or wake, not in a loop). */
+    if (env->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK &&
+        v->nodes[f.node].nfl == 0)
+      vcore_flush(v);
+    goto out;
+  }
   for (struct readreq *r = v->reads; r; r = r->next)
     if (r->req && r->req == env->req) {
       read_done(v, r, env);
@@ -451,11 +485,14 @@ void vcore_on_up(struct volume *v, struct ep *c)
   if (v->rcv)
     rcv_on_up(v->rcv, idx);
   /* Everything not yet durable goes to the segments on this node again;
-   * duplicates are harmless (the node says so). */
-  for (size_t p = 0; p < v->npgs; p++)
+   * duplicates are harmless (the node says so). Only PGs on v->busy hold
+   * any (head < n). */
+  for (size_t b = 0; b < v->nbusy; b++) {
+    struct pgout *g = &v->pgs[v->busy[b]];
     for (int s = 0; s < NCOPIES; s++)
-      if (v->pgs[p].node[s] == idx && v->pgs[p].head < v->pgs[p].n)
-        v->pgs[p].resend |= (uint8_t)(1u << s);
+      if (g->node[s] == idx && g->head < g->n)
+        g->resend |= (uint8_t)(1u << s);
+  }
   vcore_flush(v);
 }
 
@@ -544,6 +581,10 @@ void vcore_free(struct volume *v)
   q_free(&v->q);
   pl_free(&v->plsn);
   free(v->fl);
+  kmap_free(&v->flidx);
+  free(v->busy);
+  v->busy = NULL;
+  v->nbusy = v->capbusy = 0;
   free(v->cpls);
   free(v->cpl_t);
   free(v->ctimes);

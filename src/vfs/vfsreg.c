@@ -3,7 +3,8 @@
  * name (vfs.h; the files it opens are vfs.c's and journal.c's).
  *
  * xOpen sorts what SQLite opens: the main database is a volume (its name
- * the volume's, its URI's parameters coord=ADDR and cache_pages=N), shared
+ * the volume's, its URI's parameters coord=ADDR, cache_pages=N and, for a
+ * volume created by this open, pg_pages=N, its PG size), shared
  * by every connection of this process that opens it: the first one opens
  * the volume, which is a recovery, and reads page 1 for the committed
  * size; the last close closes it (vfs.c a_close). The main journal is a
@@ -48,9 +49,16 @@ static int open_main(struct afile *f, const char *name, char *why, size_t whylen
     f->vv = vv;
     return 0;
   }
+  sqlite3_int64 pgp = sqlite3_uri_int64(name, "pg_pages", 0);
+  if (pgp < 0 || pgp > PG_PAGES_MAX) {
+    pthread_mutex_unlock(&reg_mu);
+    snprintf(why, whylen, "pg_pages=%lld: a PG has 1 to %d pages", (long long)pgp,
+             PG_PAGES_MAX);
+    return -1;
+  }
   /* Opening the volume is a recovery: keep reg_mu so no one else opens
    * the same volume meanwhile. */
-  struct volume *vol = vol_open(coord, name, engine_addr, why, whylen);
+  struct volume *vol = vol_open(coord, name, engine_addr, (uint32_t)pgp, why, whylen);
   if (vol == NULL) {
     pthread_mutex_unlock(&reg_mu);
     return -1;

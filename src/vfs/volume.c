@@ -160,8 +160,8 @@ static void teardown(struct volume *v)
 /* One attempt: a new epoch, recovery. *unavailable: it failed only for
  * lack of segments (a quorum), so another attempt may succeed. */
 static struct volume *open_once(const char *coord, const char *name,
-                                const char *engine_addr, int *unavailable, char *why,
-                                size_t whylen)
+                                const char *engine_addr, uint32_t pg_pages, int *unavailable,
+                                char *why, size_t whylen)
 {
   *unavailable = 0;
   Env req = AURALOG__ENVELOPE__INIT;
@@ -176,6 +176,7 @@ static struct volume *open_once(const char *coord, const char *name,
   auth_signer_new(&signer);
   ov.name = (char *)name;
   ov.create = 1;
+  ov.pg_pages = pg_pages;
   ov.writer = 1;
   ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, signer.pk};
   req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
@@ -184,6 +185,11 @@ static struct volume *open_once(const char *coord, const char *name,
   if (rep == NULL)
     return NULL;
   const Auralog__Volume *vd = rep->volume;
+  if (vd->pg_pages == 0 || vd->n_pgs == 0) {
+    snprintf(why, whylen, "coordinator: volume %s has no protection group", name);
+    wire_free(rep);
+    return NULL;
+  }
   struct volume *v = calloc(1, sizeof *v);
   v->drv = calloc(1, sizeof *v->drv);
   snprintf(v->name, sizeof v->name, "%s", name);
@@ -256,12 +262,13 @@ static struct volume *open_once(const char *coord, const char *name,
  * a PG made while they were down): an engine tries again, with a new
  * epoch each time, for up to RECOVERY_RETRY_MS before it gives up. */
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
-                        char *why, size_t whylen)
+                        uint32_t pg_pages, char *why, size_t whylen)
 {
   unsigned long long give_up = now_ms() + RECOVERY_RETRY_MS;
   for (;;) {
     int unavailable;
-    struct volume *v = open_once(coord, name, engine_addr, &unavailable, why, whylen);
+    struct volume *v = open_once(coord, name, engine_addr, pg_pages, &unavailable, why,
+                                 whylen);
     if (v || !unavailable || now_ms() + 500 > give_up)
       return v;
     logwarn_rl("volume %s: %s; trying again in 500 ms", name, why);
@@ -317,10 +324,7 @@ void vol_get_stats(struct volume *v, struct vol_stats *st)
   st->next_lsn = v->q.next_lsn;
   st->lal = v->q.lal;
   st->pending = q_pending(&v->q);
-  st->refusing = 0;
-  for (size_t p = 0; p < v->npgs; p++)
-    for (int k = 0; k < NCOPIES; k++)
-      st->refusing += v->pgs[p].refused[k] >= 3;
+  st->refusing = v->refusing;   /* kept by vcore.c on_ack: no walk over every PG */
   pthread_mutex_unlock(&v->drv->mu);
 }
 
@@ -414,36 +418,50 @@ void vol_fence(struct volume *v, const char *why)
 
 /* ---- the commit path: waiting around the core (ship.c) -------------------- */
 
-/* Grow the volume so that page_no has a PG (called without the lock). */
+/* Grow the volume so that page_no has a PG (called without the lock): a
+ * quarter more than needed (growing is a round trip), in requests of at
+ * most GROW_MAX_PGS_PER_REQUEST PGs (the coordinator refuses larger ones),
+ * so a write far past the end of a young volume grows it in steps. */
 static int grow(struct volume *v, uint32_t page_no, char *why, size_t whylen)
 {
   uint32_t need = page_no / v->pg_pages + 1;
-  pthread_mutex_lock(&v->drv->mu);
-  size_t have = v->npgs;
-  pthread_mutex_unlock(&v->drv->mu);
-  if (need <= have)
-    return 0;
   if (need > MAX_PGS) {
-    snprintf(why, whylen, "volume %s is full (%d protection groups)", v->name, MAX_PGS);
+    snprintf(why, whylen, "volume %s is full (%d protection groups of %u pages)", v->name,
+             MAX_PGS, v->pg_pages);
     return -1;
   }
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
-  g.name = v->name;
-  g.npgs = need + need / 4;     /* a little ahead: growing is a round trip */
-  if (g.npgs > MAX_PGS)
-    g.npgs = MAX_PGS;
-  req.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
-  req.grow_volume = &g;
-  Env *rep = vol_coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
-  if (rep == NULL)
-    return -1;
-  pthread_mutex_lock(&v->drv->mu);
-  vol_adopt(v, rep->volume);
-  pthread_mutex_unlock(&v->drv->mu);
-  wire_free(rep);
-  uv_async_send(&v->drv->wake);
-  return 0;
+  uint32_t want = need + need / 4;
+  if (want > MAX_PGS)
+    want = MAX_PGS;
+  for (;;) {
+    pthread_mutex_lock(&v->drv->mu);
+    size_t have = v->npgs;
+    pthread_mutex_unlock(&v->drv->mu);
+    if (need <= have)
+      return 0;
+    Env req = AURALOG__ENVELOPE__INIT;
+    Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
+    g.name = v->name;
+    g.npgs = want - have > GROW_MAX_PGS_PER_REQUEST ? (uint32_t)have + GROW_MAX_PGS_PER_REQUEST
+                                                   : want;
+    req.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
+    req.grow_volume = &g;
+    Env *rep = vol_coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+    if (rep == NULL)
+      return -1;
+    pthread_mutex_lock(&v->drv->mu);
+    size_t before = v->npgs;
+    vol_adopt(v, rep->volume);
+    size_t after = v->npgs;
+    pthread_mutex_unlock(&v->drv->mu);
+    wire_free(rep);
+    uv_async_send(&v->drv->wake);
+    if (after <= before && after < need) {
+      snprintf(why, whylen, "volume %s did not grow past %zu protection groups", v->name,
+               after);
+      return -1;
+    }
+  }
 }
 
 

@@ -63,10 +63,12 @@ struct vol_stats {
 };
 
 /* Open (and recover) volume name through the coordinator at coord,
- * creating it if missing. engine_addr is reported in status ("" if none).
- * Returns NULL with a one-line reason on failure. */
+ * creating it if missing, with pg_pages pages per PG (0: the
+ * coordinator's default, PG_PAGES; an existing volume keeps its own).
+ * engine_addr is reported in status ("" if none). Returns NULL with a
+ * one-line reason on failure. */
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
-                        char *why, size_t whylen);
+                        uint32_t pg_pages, char *why, size_t whylen);
 
 /* Wait (up to the commit deadline) for what was shipped to be durable,
  * tell the segments the final VDL, and stop. */

@@ -19,6 +19,7 @@
 
 #include "auth.h"
 #include "io.h"
+#include "lib/kmap.h"
 #include "param.h"
 #include "record.h"
 #include "vfs/pagelsn.h"
@@ -55,6 +56,7 @@ struct pgout {
   uint64_t ring_lsn[TAIL_PER_PG]; /* the PG's newest records (a ring, for viz) */
   uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
   unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
+  uint8_t busy;              /* on v->busy: it holds records (head < n) */
 };
 
 /* The PG's last record at or below lsn, which is at or below the VDL: the
@@ -123,6 +125,20 @@ struct volume {
   struct quorum q;
   struct pgout *pgs;
   size_t npgs;
+  /* The PGs with traffic (scale, issue 13): every PG holding a record not
+   * yet freed (head < n), in no order. Sending (vcore_flush), the VDL's
+   * advance and a node coming back walk this list, never all npgs PGs, so
+   * a commit costs O(PGs with records not yet durable), whatever the
+   * volume's size. A PG joins when it gets a record (ship.c) and leaves
+   * when its last record is freed (vcore.c advance). */
+  uint32_t *busy;
+  size_t nbusy, capbusy;
+  /* The PGs written most lately, newest first (at most TAIL_MAX): the log
+   * tail a report shows (report.c) has records of no other PG, since each
+   * of these has a record newer than any of theirs. */
+  uint32_t recent[TAIL_MAX];
+  unsigned nrecent;
+  size_t refusing;            /* segments whose refused[] is 3 or more (status) */
   struct vnode *nodes;
   size_t nnodes;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
@@ -139,6 +155,8 @@ struct volume {
   uint64_t nctimes;           /* ever recorded: the next goes to nctimes % ring */
   struct inflight *fl;
   size_t nfl, capfl;
+  struct kmap flidx;          /* request id -> index in fl: an ack finds its
+                                 Append in O(1), not O(Appends in flight) */
   struct readreq *reads;
   uint64_t next_req;
   int fenced;
@@ -168,6 +186,8 @@ void vcore_tick(struct volume *v);
 void vcore_wake(struct volume *v);
 void vcore_flush(struct volume *v);
 void vcore_notify(struct volume *v);
+/* pg has a record to send: put it on v->busy (ship.c). */
+void vcore_busy(struct volume *v, uint32_t pg);
 void orec_free(struct orec *o);
 void vcore_free(struct volume *v);
 /* A newer writer exists, stop for good; the writer's own truncation in

@@ -167,7 +167,7 @@ static const struct {
    "split-write", "no-adopt", 10},
   {"a page read below the read point", "none", "need-freed", 3},
   {"recovery trusts the VDL hint over the records", "engine-crash", "vdl-from-hint", 1},
-  {"an old writer acknowledges after a new one recovered", "second-writer", "no-fence", 9},
+  {"an old writer acknowledges after a new one recovered", "second-writer", "no-fence", 3},
   {"an AZ and a node return as the other three go: 3 of 6 was never durable",
    "az1-swap", "wq3", 1},
   {"a new writer reuses LSNs a crashed one handed out", "split-write", "no-trunc", 1},
