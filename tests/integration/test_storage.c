@@ -111,6 +111,18 @@ static double seg_min(const cJSON *st, const char *id, const char *k)
   return m;
 }
 
+/* A write through SQL; the LSN at which it became durable. */
+static uint64_t sql_lsn(const char *text)
+{
+  int rc = sh_in(text, out, sizeof out, "%s sql --lsn --engine %s 2>&1", bin, engine);
+  if (rc != 0)
+    fail_msg("auralog sql failed (%d): %s", rc, out);
+  const char *p = strstr(out, "-- durable at lsn ");
+  if (p == NULL)
+    fail_msg("no commit LSN in: %s", out);
+  return strtoull(p + strlen("-- durable at lsn "), NULL, 10);
+}
+
 static const char *const node_ids[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
 /* ---- a hot page ---------------------------------------------------------- */
@@ -329,6 +341,36 @@ static double mdb_bytes(const char *id)
   return (double)sb.st_blocks * 512;
 }
 
+/* Records of volume vol that node id's lmdb file holds now (read-only,
+ * beside the running node: lmdb takes readers at any time): the truth
+ * the status's `records` counts. */
+static long count_recs(const char *id, uint64_t vol)
+{
+  char p[512];
+  snprintf(p, sizeof p, "%s/data/%s", dir, id);
+  MDB_env *env;
+  MDB_txn *txn;
+  MDB_dbi dbi;
+  MDB_cursor *cur;
+  assert_int_equal(mdb_env_create(&env), 0);
+  assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+  int rc = mdb_env_open(env, p, MDB_RDONLY, 0644);
+  if (rc != 0)
+    fail_msg("lmdb %s: %s", p, mdb_strerror(rc));
+  assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+  assert_int_equal(mdb_dbi_open(txn, "recs", 0, &dbi), 0);
+  assert_int_equal(mdb_cursor_open(txn, dbi, &cur), 0);
+  long n = 0;
+  MDB_val k, v;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+    n += k.mv_size == 20 && get_be64(k.mv_data) == vol;
+  mdb_cursor_close(cur);
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return n;
+}
+
 struct sample {
   double t, vdl, gc, recs, bytes, mdb;   /* gc: the lowest node's; the rest: the highest */
 };
@@ -400,15 +442,15 @@ static void disk_use_stays_bounded_under_a_long_write_workload(void **state)
   for (int i = 0; i < 400 && pid_alive(wl); i++)
     usleep(50000);
   assert_false(pid_alive(wl));
-  cJSON *st = status("main");
-  double vdl_stop = num(st, "vdl");
-  cJSON_Delete(st);
+  /* The last LSN: one more write's (the status's VDL lags a report). */
+  double vdl_stop = (double)sql_lsn("update d set v = v + 1 where k = 1;");
+  cJSON *st;
   /* Once the writes stop, GC frees up to the VDL the nodes heard: the
    * one before the last transaction's (an idle writer announces no VDL),
    * within a few gossip rounds (each segment learns one peer's SCL per
    * round: GOSSIP_IDLE * GOSSIP_MS). */
   struct sample last = take_sample((double)(now_ms() - t0) / 1000);
-  for (int i = 0; i < 75 && (last.gc < vdl_stop - 8 || last.recs > 16); i++) {
+  for (int i = 0; i < 75 && last.gc < vdl_stop - 8; i++) {
     usleep(200000);
     last = take_sample((double)(now_ms() - t0) / 1000);
   }
@@ -455,27 +497,31 @@ static void disk_use_stays_bounded_under_a_long_write_workload(void **state)
          first_mdb / 1048576, late_mdb / 1048576);
   assert_true(late_bytes <= 1.5 * first_bytes + (256 << 10));
   assert_true(late_mdb <= 1.25 * first_mdb + (1 << 20));
-  /* Stopped: everything up to the last VDL is freed. */
+  /* Stopped: everything up to the VDL the nodes heard is freed: each
+   * lmdb file holds the last transaction's records and no more. (The
+   * status's `records` may say more: a record that came twice in one of
+   * the node's loop turns, an engine's resend beside a gossip push, is
+   * counted twice and freed once: see a_record_sent_twice_... below.) */
   assert_true(last.gc >= vdl_stop - 8);
-  assert_true(last.recs <= 16);
+  Auralog__Volume *v = peer_open_volume(coord, "main", 0, 0, 0);
+  printf("# after the stop, records held (lmdb's count / the status's):");
+  long worst = 0;
+  st = status("main");
+  for (int i = 0; i < NCOPIES; i++) {
+    long n = count_recs(node_ids[i], v->id);
+    printf(" %s %ld/%.0f", node_ids[i], n, seg_sum(st, node_ids[i], "records"));
+    worst = n > worst ? n : worst;
+  }
+  printf("\n");
+  cJSON_Delete(st);
+  auralog__volume__free_unpacked(v, NULL);
+  assert_true(worst <= 16);
 }
 
 /* ---- damaged storage ----------------------------------------------------- */
 
 #define DMG_ROWS_V 40          /* rows in page versions (GC'd) before the damage */
 #define DMG_ROWS_R 20          /* rows still held as records when it comes */
-
-/* A write through SQL; the LSN at which it became durable. */
-static uint64_t sql_lsn(const char *text)
-{
-  int rc = sh_in(text, out, sizeof out, "%s sql --lsn --engine %s 2>&1", bin, engine);
-  if (rc != 0)
-    fail_msg("auralog sql failed (%d): %s", rc, out);
-  const char *p = strstr(out, "-- durable at lsn ");
-  if (p == NULL)
-    fail_msg("no commit LSN in: %s", out);
-  return strtoull(p + strlen("-- durable at lsn "), NULL, 10);
-}
 
 /* Every row of c, checked by SQL itself against what was written. */
 static void rows_are_right(void)
@@ -1084,6 +1130,57 @@ static void a_volume_of_a_thousand_pgs_works_and_recovers(void **state)
     assert_string_equal(node_state(node_ids[i]), "up");
 }
 
+/* ---- a known bug: the status over-counts records ------------------------- */
+
+/* The same Append twice in one write to one node (an engine's resend, or
+ * a gossip push beside the engine's Append): both are taken in one loop
+ * turn, and the record, stored once, is counted twice in the status's
+ * `records` and `bytes` (node_stage admits it twice: seg_admit checks the
+ * chain, which the turn's commit extends only afterwards). GC frees it
+ * once: the count never comes down. Gated (AURALOG_STORAGE_KNOWN_BUGS=1)
+ * while the bug stands: it fails today. */
+static void a_record_sent_twice_in_one_turn_counts_once(void **state)
+{
+  (void)state;
+  if (getenv("AURALOG_STORAGE_KNOWN_BUGS") == NULL) {
+    skip();
+    return;
+  }
+  char why[256];
+  Auralog__Volume *v = peer_open_volume(coord, "dup", 1, 0, 1);
+  const char *a = peer_seg_addr(v, 0, "A1");
+  assert_non_null(a);
+  Env *rep = peer_seg_query(a, v->id, 0, v->epoch, why, sizeof why);
+  if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_SEG_INFO)
+    fail_msg("A1: %s", peer_describe(rep, why));
+  wire_free(rep);
+  struct peer_rec recs[10];
+  for (int j = 0; j < 10; j++)
+    peer_rec_literal(&recs[j], (uint64_t)j + 1, (uint64_t)j, v->pgs[0]->first_page + 1,
+                     (uint32_t)j * 8, 0x41, 8, REC_CPL, v->epoch);
+  size_t len;
+  uint8_t *f = peer_frame_append(1, v->id, 0, v->epoch, recs, 10, 0, &len);
+  uint8_t *two = malloc(2 * len);
+  memcpy(two, f, len);
+  memcpy(two + len, f, len);
+  Env *reps[2];
+  int got = peer_send_frames(a, two, 2 * len, reps, 2, 3000, why, sizeof why);
+  assert_int_equal(got, 2);
+  for (int i = 0; i < 2; i++) {
+    printf("# A1 answered copy %d: %s\n", i + 1, peer_describe(reps[i], why));
+    wire_free(reps[i]);
+  }
+  free(two);
+  free(f);
+  usleep(3 * HEARTBEAT_MS * 1000);
+  cJSON *st = status("dup");
+  double held = seg_sum(st, "A1", "records");
+  cJSON_Delete(st);
+  printf("# A1 holds 10 records of volume dup; status says %.0f\n", held);
+  auralog__volume__free_unpacked(v, NULL);
+  assert_true(held == 10);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1091,6 +1188,7 @@ int main(void)
     cmocka_unit_test(disk_use_stays_bounded_under_a_long_write_workload),
     cmocka_unit_test(damaged_storage_is_found_never_served_and_repaired),
     cmocka_unit_test(a_volume_of_a_thousand_pgs_works_and_recovers),
+    cmocka_unit_test(a_record_sent_twice_in_one_turn_counts_once),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   /* AURALOG_TEST_FILTER=pattern (cmocka's: `disk*`) runs only the tests
