@@ -5,9 +5,9 @@
  *
  *  - A hot page: 100,000 records to one page, written by a hand-made
  *    writer (peer.h) to the six segments of a volume of its own, with
- *    its VDL and PGMRPL advancing; a page read applies at most
- *    COALESCE_RECS records plus those the node may not have coalesced
- *    yet (node status `max_apply`), and returns the right bytes.
+ *    its VDL and PGMRPL advancing; a page read at the writer's VDL
+ *    applies at most COALESCE_RECS records plus those above the VDL the
+ *    node heard (node status `max_apply`), and returns the right bytes.
  *  - Disk use stays bounded under a long write workload through SQL
  *    while the engine advances the PGMRPL: the records and bytes each
  *    node holds stay flat while the GC point follows the VDL, and the
@@ -27,6 +27,9 @@
  *    ~1,000 PGs printed. A volume the engine grows itself by writing
  *    (100 PGs; AURALOG_STORAGE_FILL_PGS=1000 in `make torture`: a GiB of
  *    pages) does the same with records in every PG.
+ *  - (Gated, AURALOG_STORAGE_KNOWN_BUGS=1: a bug found here, a record
+ *    that comes twice in one of a node's loop turns is counted twice in
+ *    the status's `records` and `bytes`.)
  *
  * How each was seen to fail without what it tests (temporary edits, not
  * kept): see the comment above each test.
@@ -528,9 +531,11 @@ static void rows_are_right(void)
 {
   char want[64];
   snprintf(want, sizeof want, "%d|%d\n", DMG_ROWS_V + DMG_ROWS_R, DMG_ROWS_V + DMG_ROWS_R);
-  sql_ok("select count(*), sum(pad = replace(hex(zeroblob(60)), '00', "
-         "printf('STORAGE-%s%04d|', case when k <= 40 then 'V' else 'R' end, k))) from c;",
-         want);
+  char q[512];
+  snprintf(q, sizeof q, "select count(*), sum(pad = replace(hex(zeroblob(60)), '00', "
+           "printf('STORAGE-%%s%%04d|', case when k <= %d then 'V' else 'R' end, k))) "
+           "from c;", DMG_ROWS_V);
+  sql_ok(q, want);
 }
 
 /* The lowest of node id's main segments' field k in a fresh status. */
