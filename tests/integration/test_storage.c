@@ -405,7 +405,11 @@ static struct sample take_sample(double t)
  * from then on; 26,015 at the end), and so do the store's bytes (5.0
  * MiB against 1.1 with GC) and data.mdb (10.0 MiB, still growing,
  * against 2.9, flat from 9 s); the GC point stays 0. The same run
- * prints the figures "without GC". */
+ * prints the figures "without GC". Ten minutes of it here (~1,530
+ * LSNs/s, 920k LSNs; AURALOG_STORAGE_SECONDS=600): with GC each node held
+ * 7-10k records and 1.2-1.6 MiB, data.mdb 4.47 MiB from the first 30 s
+ * on; without, 918k records, 154 MiB in the store and a data.mdb of 317
+ * MiB, growing ~0.5 MiB/s. */
 static void disk_use_stays_bounded_under_a_long_write_workload(void **state)
 {
   (void)state;
