@@ -168,6 +168,8 @@ static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long 
 static int gc_some(struct node *n, unsigned long long now)
 {
   char why[256];
+  if (n->no_gc)
+    return 0;               /* AURALOG_NO_GC=1: measuring disk use without GC */
   size_t budget = GC_BATCH;
   int opened = 0;
   for (size_t j = 0; j < n->nsegs && budget > 0; j++) {

@@ -171,6 +171,14 @@ int node_main(int argc, char **argv)
   if (node_init(&d.n, &d.ni.io, id, az, listen, coord, &d.ni.count, &d.ni.coord_count,
                 why, sizeof why) != 0)
     die("node: %s", why);
+  /* A measurement switch (node.h no_gc): disk use without GC, for the
+   * storage test's figures. Said loudly: a node that never frees fills
+   * its disk. */
+  if (getenv("AURALOG_NO_GC") && strcmp(getenv("AURALOG_NO_GC"), "1") == 0) {
+    d.n.no_gc = 1;
+    logwarn("AURALOG_NO_GC=1: this node never frees records or page versions "
+            "(a measurement switch; its disk use only grows)");
+  }
   uv_check_init(d.loop, &d.commit);
   d.commit.data = &d;
   uv_check_start(&d.commit, on_commit);

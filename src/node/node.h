@@ -149,6 +149,10 @@ struct node {
   uint64_t coalesced, gc_records, gc_images, scrubbed, damage_found, repaired, catchups;
   unsigned gc_peer_wait_ms;  /* 0: GC_PEER_WAIT_MS (the simulator sets it shorter) */
   uint32_t max_apply;
+  /* A measurement switch, not a mode: GC frees nothing (the driver sets
+   * it from AURALOG_NO_GC=1, node/main.c), to compare disk use with and
+   * without GC (tests/integration/test_storage.c). Never set otherwise. */
+  int no_gc;
 };
 
 /* Set n up as node id of AZ az serving at addr, with coordinator coord, on

@@ -383,6 +383,48 @@ Env *peer_append(const char *addr, uint64_t volume_id, uint32_t pg, uint64_t epo
   return rep;
 }
 
+int peer_append_send(struct rpc *r, uint64_t req, uint64_t volume_id, uint32_t pg,
+                     uint64_t epoch, struct peer_rec *recs, size_t n, uint64_t vdl,
+                     uint64_t pgmrpl)
+{
+  Env env;
+  Auralog__Append a;
+  Rec **ptrs = calloc(n + 1, sizeof *ptrs);
+  Auralog__EpochTicket tk;
+  init_append(&env, &a, ptrs, req, volume_id, pg, epoch, recs, n, vdl);
+  a.ticket = ticket_pb(volume_id, epoch, &tk);
+  a.pgmrpl = pgmrpl;
+  size_t len;
+  uint8_t *f = frame_of(&env, &len);
+  free(ptrs);
+  int rc = rpc_send_raw(r, f, len);
+  free(f);
+  return rc == 0 ? 0 : -1;
+}
+
+Auralog__Volume *peer_grow_volume(const char *coord, const char *name, uint32_t npgs,
+                                  char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
+  g.name = (char *)name;
+  g.npgs = npgs;
+  req.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
+  req.grow_volume = &g;
+  Env *rep = rpc_once(coord, &req, 30000, why, whylen);
+  if (rep == NULL)
+    return NULL;
+  if (rpc_expect(rep, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen) != 0) {
+    wire_free(rep);
+    return NULL;
+  }
+  Auralog__Volume *v = rep->volume;
+  rep->volume = NULL;
+  rep->body_case = AURALOG__ENVELOPE__BODY__NOT_SET;
+  wire_free(rep);
+  return v;
+}
+
 Env *peer_read_page(const char *addr, uint64_t volume_id, uint32_t pg, uint32_t page,
                     uint64_t read_point, uint64_t epoch, char *why, size_t whylen)
 {

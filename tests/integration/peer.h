@@ -88,6 +88,19 @@ Env *peer_truncate(const char *addr, uint64_t volume_id, uint32_t pg, uint64_t e
                    uint64_t from, uint64_t to, char *why, size_t whylen);
 Env *peer_append(const char *addr, uint64_t volume_id, uint32_t pg, uint64_t epoch,
                  struct peer_rec *recs, size_t n, uint64_t vdl, char *why, size_t whylen);
+/* Send an Append (request id req) on a connection the caller opened
+ * (rpc_open) and keeps, with the writer's VDL and PGMRPL (its minimum
+ * read point, Append.pgmrpl: segments may free below it); the caller
+ * collects the AppendAck with rpc_recv, so that one batch goes to every
+ * segment before any ack is awaited. Returns 0, or -1 if the send failed. */
+int peer_append_send(struct rpc *r, uint64_t req, uint64_t volume_id, uint32_t pg,
+                     uint64_t epoch, struct peer_rec *recs, size_t n, uint64_t vdl,
+                     uint64_t pgmrpl);
+/* GrowVolume on the coordinator: name to npgs PGs (at most
+ * GROW_MAX_PGS_PER_REQUEST more at once). The volume as it is after, or
+ * NULL (why) if refused. Free with auralog__volume__free_unpacked. */
+Auralog__Volume *peer_grow_volume(const char *coord, const char *name, uint32_t npgs,
+                                  char *why, size_t whylen);
 /* read_point must be the PG's last record at or below it (it is sent as
  * ReadPage.need too). */
 Env *peer_read_page(const char *addr, uint64_t volume_id, uint32_t pg, uint32_t page,
