@@ -304,6 +304,14 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
   for (size_t i = 0; i < cnt; i++) {
     const Rec *r = recs[i];
     uint64_t held_epoch;
+    /* New to the segment, but staged already this turn (an engine's
+     * resend, or a gossip push beside the Append): seg_admit cannot tell,
+     * as the turn's records are chained only at commit. A duplicate: not
+     * linked, counted or acknowledged as added twice. */
+    if (fate[i] == 0 && store_held(&n->st, s, r->lsn, NULL)) {
+      fate[i] = 1;
+      (*dups)++;
+    }
     /* A record held with an older epoch, sent again with a newer one, was
      * adopted by a recovery (record.h, rule T): store the adopted copy, so
      * that no older truncation can cut it here. Its chain is unchanged. */

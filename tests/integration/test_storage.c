@@ -27,9 +27,9 @@
  *    ~1,000 PGs printed. A volume the engine grows itself by writing
  *    (100 PGs; AURALOG_STORAGE_FILL_PGS=1000 in `make torture`: a GiB of
  *    pages) does the same with records in every PG.
- *  - (Gated, AURALOG_STORAGE_KNOWN_BUGS=1: a bug found here, a record
- *    that comes twice in one of a node's loop turns is counted twice in
- *    the status's `records` and `bytes`.)
+ *  - a record that comes twice in one of a node's loop turns is counted
+ *    once in the status's `records` and `bytes` (a bug found here: it was
+ *    counted twice, for good).
  *
  * How each was seen to fail without what it tests (temporary edits, not
  * kept): see the comment above each test.
@@ -1139,22 +1139,18 @@ static void a_volume_of_a_thousand_pgs_works_and_recovers(void **state)
     assert_string_equal(node_state(node_ids[i]), "up");
 }
 
-/* ---- a known bug: the status over-counts records ------------------------- */
+/* ---- a bug found here: the status over-counted records --------------------- */
 
 /* The same Append twice in one write to one node (an engine's resend, or
  * a gossip push beside the engine's Append): both are taken in one loop
  * turn, and the record, stored once, is counted twice in the status's
  * `records` and `bytes` (node_stage admits it twice: seg_admit checks the
  * chain, which the turn's commit extends only afterwards). GC frees it
- * once: the count never comes down. Gated (AURALOG_STORAGE_KNOWN_BUGS=1)
- * while the bug stands: it fails today. */
+ * once: the count never came down. node_stage now finds a record staged
+ * earlier in the same turn (store_held through the open transaction). */
 static void a_record_sent_twice_in_one_turn_counts_once(void **state)
 {
   (void)state;
-  if (getenv("AURALOG_STORAGE_KNOWN_BUGS") == NULL) {
-    skip();
-    return;
-  }
   char why[256];
   Auralog__Volume *v = peer_open_volume(coord, "dup", 1, 0, 1);
   const char *a = peer_seg_addr(v, 0, "A1");
