@@ -86,6 +86,8 @@ struct world {
   struct txrec *txs;
   size_t ntxs, captxs;
   uint64_t max_issued;       /* the newest epoch the coordinator handed out */
+  uint64_t *issued;          /* ... and every one (none twice) */
+  size_t nissued;
   uint64_t max_epoch;        /* the newest epoch a writer recovered in */
   uint64_t max_epoch_vdl;    /* ... and the VDL it recovered */
   /* The run. */

@@ -291,6 +291,9 @@ void workload_free(struct world *w)
   for (size_t i = 0; i < w->ntxs; i++)
     free(w->txs[i].data);
   free(w->txs);
+  free(w->issued);
+  w->issued = NULL;
+  w->nissued = 0;
   for (int i = 0; i < SIM_WRITERS; i++)
     free(w->wr[i].inflight);
 }
