@@ -309,6 +309,13 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
     return bad(why, whylen, "append without an epoch");
   TRY(epoch_in(a->epoch, "append epoch", why, whylen));
   TRY(lsn_in(a->vdl, "append vdl", why, whylen));
+  TRY(lsn_in(a->pgmrpl, "append pgmrpl", why, whylen));
+  TRY(lsn_in(a->pgmrpl_tail, "append pgmrpl_tail", why, whylen));
+  if (a->pgmrpl_tail > a->pgmrpl) {
+    snprintf(why, whylen, "append pgmrpl_tail %llu lies above its pgmrpl %llu",
+             (unsigned long long)a->pgmrpl_tail, (unsigned long long)a->pgmrpl);
+    return ERR_BAD_MSG;
+  }
   if (a->trunc) {
     TRY(check_trunc(a->trunc, "append", why, whylen));
     if (a->trunc->epoch > a->epoch)

@@ -12,13 +12,16 @@
  * and from what a read had to apply). Every COALESCE_RECS records the
  * page joins a queue; at most every BG_MS the coalescer writes, for up to
  * COALESCE_BATCH queued pages, a version at the page's newest record at
- * or below min(SCL, VDL heard) (store_pages.c says why that point).
+ * or below the segment's own point (own_point: the writer's last record of
+ * the PG at or below its PGMRPL, if this segment holds it; store_pages.c
+ * says why a version never goes above it).
  *
  * GC. Every GC_MS, each segment frees what lies at or below
- *      min(PGMRPL heard, VDL heard, SCL, SCL of each PG peer heard lately)
- * The PGMRPL is the writer's minimum read point (it comes with each
- * Append): no read will ask for a page as of an earlier point. The VDL:
- * nothing at or below it is ever truncated. The peers' SCLs: a peer that
+ *      min(own point, SCL of each PG peer heard lately)
+ * The own point lies at or below the PGMRPL, the writer's minimum read
+ * point (it comes with each Append): no read will ask for a page as of an
+ * earlier point; and at or below the VDL: nothing there is ever
+ * truncated, on the writer's chain (own_point). The peers' SCLs: a peer that
  * is behind pulls the records it lacks from us (gossip.c), so we keep
  * them while it may still ask; a peer silent for GC_PEER_WAIT_MS no
  * longer holds us (when it returns behind our GC point it needs page
@@ -85,6 +88,8 @@ void bg_on_read(struct node *n, struct segment *s, uint32_t page)
 
 /* ---- coalescing ------------------------------------------------------------ */
 
+static uint64_t own_point(struct node *n, const struct segment *s);
+
 static int coalesce_some(struct node *n)
 {
   char why[256];
@@ -97,7 +102,9 @@ static int coalesce_some(struct node *n)
     struct segment *s = node_find_seg(n, q->vol, q->pg);
     if (s == NULL)
       continue;
-    uint64_t upto = s->scl < s->vdl ? s->scl : s->vdl;
+    uint64_t upto = own_point(n, s);   /* the PG's own chain only (gc_point) */
+    if (upto == 0)
+      continue;
     int made = 0;
     rc = store_coalesce(&n->st, s, q->page, upto, &made, why, sizeof why);
     if (rc == ERR_NOT_COMPLETE || rc == ERR_INTERNAL) {
@@ -142,14 +149,30 @@ static unsigned long long peer_wait(const struct node *n)
   return n->gc_peer_wait_ms ? n->gc_peer_wait_ms : GC_PEER_WAIT_MS;
 }
 
+/* How far s's chain is the PG's own: the PG's last record at or below
+ * the writer's PGMRPL, as the writer names it, if this segment holds it
+ * at or below its SCL (else 0). Not min(SCL, VDL heard): a segment that
+ * missed a recovery may still hold, at or below the VDL it heard, records
+ * that recovery's truncation cut (it has not heard of that truncation
+ * yet), and a page version or a GC point on that dead branch would keep
+ * it for good (simulator, seed 7297). The writer's record decides: the
+ * chain below a record is fixed by its backlinks, and no LSN is ever
+ * handed out twice, so a segment holding it holds the PG's chain below
+ * it. Every coalescing and GC point lies at or below this one. */
+static uint64_t own_point(struct node *n, const struct segment *s)
+{
+  uint64_t t = s->pgmrpl_tail;
+  if (t == 0 || t > s->scl)
+    return 0;
+  if (t <= s->gc_lsn)
+    return s->gc_lsn;        /* on the chain already (it was freed to) */
+  return store_held(&n->st, s, t, NULL) ? t : 0;
+}
+
 /* The point s may free to now (see the top). */
 static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long long now)
 {
-  uint64_t p = s->pgmrpl;
-  if (s->vdl < p)
-    p = s->vdl;
-  if (s->scl < p)
-    p = s->scl;
+  uint64_t p = own_point(n, s);
   int found = 0;
   for (size_t i = 0; i < n->ngs; i++) {
     const struct gossip *g = &n->gs[i];

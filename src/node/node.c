@@ -269,8 +269,10 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
   }
   /* The writer's minimum read point (memory only: a restarted node waits
    * for the next Append before it frees anything, bg.c). */
-  if (a->pgmrpl > s->pgmrpl)
+  if (a->pgmrpl > s->pgmrpl) {
     s->pgmrpl = a->pgmrpl;
+    s->pgmrpl_tail = a->pgmrpl_tail;
+  }
   if (n->nacks == n->capacks) {
     n->capacks = n->capacks ? 2 * n->capacks : 64;
     n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);
@@ -307,8 +309,10 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
     /* New to the segment, but staged already this turn (an engine's
      * resend, or a gossip push beside the Append): seg_admit cannot tell,
      * as the turn's records are chained only at commit. A duplicate: not
-     * linked, counted or acknowledged as added twice. */
-    if (fate[i] == 0 && store_held(&n->st, s, r->lsn, NULL)) {
+     * linked, counted or acknowledged as added twice. Only a whole copy
+     * counts: a damaged one left on disk (rechain skips it) is what this
+     * good copy must replace (simulator, seeds 307 and 644). */
+    if (fate[i] == 0 && store_held_whole(&n->st, s, r->lsn)) {
       fate[i] = 1;
       (*dups)++;
     }

@@ -66,6 +66,7 @@ struct segment {
   uint64_t *floor;       /* per page (NULL: none): served only at or above this point */
   uint16_t *unmat;       /* per page (NULL: none counted): records above its newest version */
   uint64_t pgmrpl;       /* the writer's minimum read point, as heard (memory only) */
+  uint64_t pgmrpl_tail;  /* ... and the PG's last record at or below it, on the writer's chain */
   uint64_t catchup;      /* catching up to a peer's GC point by page versions (bg.c) */
   unsigned rechains;     /* seg_rechain calls: a scrub that saw the chain change starts again */
   unsigned long long catchup_at;  /* ... since then */

@@ -444,6 +444,26 @@ int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t
   return h;
 }
 
+int store_held_whole(struct store *st, const struct segment *s, uint64_t lsn)
+{
+  struct kv_txn *txn;
+  if (store_rtxn(st, &txn) != 0)
+    return 0;
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, lsn);
+  struct kv_val key = {sizeof k, k}, val;
+  int whole = 0;
+  if (kv_get(st->kv, txn, st->recs, &key, &val) == 0) {
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+    char why[160];
+    whole = r && r->lsn == lsn && rec_check(r, s->page_size, why, sizeof why) == ERR_NONE;
+    if (r)
+      auralog__record__free_unpacked(r, NULL);
+  }
+  store_rdone(st, txn);
+  return whole;
+}
+
 int store_rechain(struct store *st, struct segment *s, uint64_t base, char *why,
                   size_t whylen)
 {

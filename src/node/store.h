@@ -196,5 +196,7 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen);
 /* Is record lsn stored (open transaction included)? *epoch (if not NULL):
  * the stored record's epoch. */
 int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t *epoch);
+/* Is record lsn stored whole (it reads back and its CRC holds)? */
+int store_held_whole(struct store *st, const struct segment *s, uint64_t lsn);
 
 #endif

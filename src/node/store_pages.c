@@ -28,12 +28,15 @@
  * gc_lsn. The chain of backlinks (segment.h) now starts at gc_lsn.
  *
  * Rules kept here:
- *  - A version is made only from records at or below min(SCL, VDL heard)
- *    (bg.c passes that point): below the SCL the segment holds every
- *    record of the PG, and below a VDL no truncation ever cuts (a
- *    truncation starts at a recovery's VDL, which is at least any VDL a
- *    writer announced). So no version holds a record a truncation cuts,
- *    and a version is never missing a record it should hold.
+ *  - A version is made only from records at or below the segment's own
+ *    point (bg.c own_point): a record of the writer's chain at or below
+ *    its VDL that this segment holds on its chain, so below it the
+ *    segment holds the PG's chain exactly, and no truncation ever cuts
+ *    there (a truncation starts at a recovery's VDL, at least any VDL a
+ *    writer announced). Not min(SCL, VDL heard): a segment that missed a
+ *    recovery may hold, below that VDL, a branch the recovery cut. So no
+ *    version holds a record a truncation cuts, and a truncation never has
+ *    to take a version (a version fetched from a peer is the only copy).
  *  - A read never returns a page built on a missing or damaged version: a
  *    page whose bit in `imaged` is set must find a version at or below the
  *    read point, and a damaged newest version is reported, not skipped

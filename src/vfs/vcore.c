@@ -213,6 +213,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   a.epoch = v->epoch;
   a.vdl = v->q.vdl;
   a.pgmrpl = vol_pgmrpl(v);
+  a.pgmrpl_tail = pg_need(g, a.pgmrpl);   /* on this writer's chain (read.c) */
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
   Auralog__TruncRange tr;

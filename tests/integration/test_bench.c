@@ -23,8 +23,8 @@
  * printed as that multiple. Where a commit's time goes (bench/breakdown.c,
  * vfs/stages.h): every stage timed the window's commits, about as many
  * as the clients measured; the stages' means add up to the clients' mean
- * within BREAKDOWN_MEAN_TOL, their medians to the clients' median within
- * BREAKDOWN_P50_TOL, in the JSON and in the table for people (parsed).
+ * within BREAKDOWN_MEAN_TOL (their medians, which do not add, are only
+ * printed), in the JSON and in the table for people (parsed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -164,7 +164,11 @@ static void limit_and_stages_in_json(cJSON *doc, cJSON *au, int clients)
   /* write-only: every transaction commits, so these are the clients' figures */
   near(num(st, "e2e_p50_ms"), num(au, "p50_ms"), 1e-9, "end-to-end p50");
   near(mean, num(st, "e2e_mean_ms"), BREAKDOWN_MEAN_TOL, "stages' means vs the clients' mean");
-  near(p50, num(st, "e2e_p50_ms"), BREAKDOWN_P50_TOL, "stages' p50s vs the clients' p50");
+  /* Medians do not add: the stages' p50s are printed beside the clients'
+   * for a reader, not held to a bound here (on a loaded machine a sum of
+   * 6.2 ms against an end-to-end 12.5 ms failed make test). The means,
+   * which do add, are checked above. */
+  assert_true(p50 > 0 && num(st, "e2e_p50_ms") > 0);
   assert_true(num(st, "node_persist_mean_ms") > 0);
 }
 
@@ -302,7 +306,7 @@ static void the_table_for_people(void **state)
   assert_non_null(x);
   assert_int_equal(sscanf(x, "end-to-end, the clients %lf %lf", &e50, &emean), 2);
   near(meansum, emean, BREAKDOWN_MEAN_TOL + 0.01, "printed means vs end to end");
-  near(p50sum, e50, BREAKDOWN_P50_TOL, "printed p50s vs end to end");
+  assert_true(p50sum > 0 && e50 > 0);     /* medians do not add: see above */
   assert_non_null(strstr(t, "node-reported"));
   assert_int_equal(live_cluster_processes(), 0);
 }

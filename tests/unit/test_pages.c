@@ -459,6 +459,7 @@ static void w_append(struct nfix *x, struct model *m, struct rng *rng, int n)
   a.n_records = (size_t)n;
   a.vdl = m->n - (uint64_t)n;          /* durable: what came before */
   a.pgmrpl = a.vdl;
+  a.pgmrpl_tail = a.vdl;     /* every LSN here is a record of PG 0 */
   env.req = ++req;
   env.body_case = APPEND;
   env.append = &a;
@@ -731,6 +732,123 @@ static void a_node_behind_its_peers_gc_catches_up_by_page_versions(void **state)
   model_free(&m);
 }
 
+/* A segment that missed a recovery may hold, below the VDL it hears, a
+ * branch that recovery cut (it has not heard of the truncation yet). It
+ * must neither free to nor coalesce on that branch: the writer's chain
+ * decides (bg.c own_point). Simulator seed 7297 once froze a segment on
+ * such a record for good. */
+static void a_segment_never_frees_or_coalesces_on_a_dead_branch(void **state)
+{
+  (void)state;
+  keys();
+  planted_bugs = 0;
+  struct nfix x;
+  node_setup(&x);
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  /* 1..40 on page 3 (enough to coalesce), then 42 (epoch 2, linking to
+   * 40): the branch a later recovery cut; the writer's chain goes on
+   * from 40 to 44. */
+  struct trec t[42];
+  Rec *recs[41];
+  for (int i = 0; i < 40; i++)
+    recs[i] = mkrec(&t[i], (uint64_t)i + 1, (uint64_t)i, 3, 8 * (uint32_t)(i % 16), (uint8_t)i,
+                    REC_CPL, 2);
+  recs[40] = mkrec(&t[40], 42, 40, 3, 0, 0x42, REC_CPL, 2);
+  append(&x, 20, 2, recs, 41);
+  node_end_turn(x.n);
+  take(&x.f, x.w, APPEND_ACK);
+  assert_int_equal(s->scl, 42);
+  /* The writer (epoch 3) says: durable to 44, read point 44, and the PG's
+   * last record there is 44, which this segment does not hold. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Append a = AURALOG__APPEND__INIT;
+  Auralog__EpochTicket tk;
+  uint8_t sig[AUTH_SIG_BYTES];
+  a.volume_id = VOL;
+  a.pg = 0;
+  a.epoch = 3;
+  a.ticket = ticket(3, &tk, sig);
+  a.vdl = 44;
+  a.pgmrpl = 44;
+  a.pgmrpl_tail = 44;
+  env.req = 21;
+  env.body_case = APPEND;
+  env.append = &a;
+  DELIVER(node_on_msg, x.n, x.w, &env);
+  node_end_turn(x.n);
+  x.f.now += GC_PEER_WAIT_MS + 1;      /* no peer holds GC back */
+  idle(&x, 3 * GC_MS);
+  assert_int_equal(s->gc_lsn, 0);      /* not 42: freed to a cut record */
+  uint64_t v[16];
+  size_t nv = versions_of(&x.n->st, 3, v, 16);
+  for (size_t i = 0; i < nv; i++)
+    assert_true(v[i] != 42);           /* no version holds the cut record */
+  node_teardown(&x);
+}
+
+/* A record damaged on disk is left out at load (a hole, not served); the
+ * good copy a peer pushes replaces it. (Taking the damaged copy for a
+ * duplicate kept the segment behind for good: simulator seeds 307, 644.) */
+static void a_good_copy_replaces_a_damaged_record(void **state)
+{
+  (void)state;
+  keys();
+  planted_bugs = 0;
+  struct nfix x;
+  struct model m = {0};
+  struct rng rng;
+  rng_seed(&rng, 13);
+  node_setup(&x);
+  w_append(&x, &m, &rng, 10);
+  /* Record 5's bytes rot; the node restarts on it. */
+  uint8_t k[20];
+  put_be64(k, VOL);
+  put_be32(k + 8, 0);
+  put_be64(k + 12, 5);
+  struct kv_txn *t;
+  struct kv_val key = {sizeof k, k}, val;
+  int wrote;
+  assert_int_equal(kv_begin(x.n->st.kv, 0, &t), 0);
+  assert_int_equal(kv_get(x.n->st.kv, t, x.n->st.recs, &key, &val), 0);
+  uint8_t *junk = malloc(val.len);
+  memcpy(junk, val.data, val.len);
+  junk[val.len - 1] ^= 0x40;
+  struct kv_val nv = {val.len, junk};
+  assert_int_equal(kv_put(x.n->st.kv, t, x.n->st.recs, &key, &nv, 0), 0);
+  assert_int_equal(kv_commit(x.n->st.kv, t, &wrote), 0);
+  free(junk);
+  node_crash(&x);
+  node_boot(&x);
+  Auralog__Segment seg[NCOPIES], *ptr[NCOPIES];
+  pg0_segments(seg, ptr);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Assign as = AURALOG__ASSIGN__INIT;
+  as.segments = ptr;
+  as.n_segments = 1;
+  as.peers = ptr;
+  as.n_peers = NCOPIES;
+  as.coord_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, coord_key.pk};
+  env.req = 2;
+  env.body_case = ASSIGN;
+  env.assign = &as;
+  DELIVER(node_on_msg, x.n, x.coord, &env);   /* no turn ends: no scrub yet */
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  assert_int_equal(s->scl, 4);           /* the hole at 5 */
+  /* A peer's push comes before the scrub drops the damaged copy: the
+   * push alone must fill the hole. */
+  for (int i = 0; i < 3; i++) {
+    x.f.now += GOSSIP_MS;
+    gossip_tick(x.n);
+    peers_answer(&x, &m, m.n);
+  }
+  node_commit(x.n);
+  assert_int_equal(s->scl, 10);
+  for (uint32_t p = 0; p < NP; p++)
+    assert_int_equal(w_read(&x, &m, p, 10), 1);
+  node_teardown(&x);
+  model_free(&m);
+}
+
 /* The same damage with the bug this file guards against planted (a read
  * that meets a damaged or missing version builds the page from the
  * records above it alone): the test above would see wrong pages. */
@@ -778,6 +896,8 @@ int main(void)
     cmocka_unit_test(a_late_truncation_keeps_page_versions),
     cmocka_unit_test(a_running_node_frees_scrubs_and_repairs),
     cmocka_unit_test(the_stale_version_bug_would_be_seen),
+    cmocka_unit_test(a_segment_never_frees_or_coalesces_on_a_dead_branch),
+    cmocka_unit_test(a_good_copy_replaces_a_damaged_record),
     cmocka_unit_test(a_node_behind_its_peers_gc_catches_up_by_page_versions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
