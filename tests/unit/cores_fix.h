@@ -103,15 +103,11 @@ static inline void node_crash(struct nfix *x)
   x->n = NULL;
 }
 
-/* A new node, assigned its segment of PG 0 by the coordinator, as
- * coord.c send_assign does: its own segment, and the PG's six as peers. */
-static inline void node_setup(struct nfix *x)
+/* The coordinator assigns x's node its segment of PG 0, as coord.c
+ * send_assign does: its own segment, and the PG's six as peers. */
+static inline void node_assign_pg0(struct nfix *x, uint64_t req)
 {
   Auralog__Segment seg[NCOPIES], *ptr[NCOPIES];
-  memset(x, 0, sizeof *x);
-  fake_init(&x->f);
-  x->d = disk_new();
-  node_boot(x);
   pg0_segments(seg, ptr);
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Assign as = AURALOG__ASSIGN__INIT;
@@ -120,10 +116,20 @@ static inline void node_setup(struct nfix *x)
   as.peers = ptr;
   as.n_peers = NCOPIES;
   as.coord_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, coord_key.pk};
-  env.req = 1;
+  env.req = req;
   env.body_case = ASSIGN;
   env.assign = &as;
   DELIVER(node_on_msg, x->n, x->coord, &env);
+}
+
+/* A new node, assigned its segment of PG 0 by the coordinator. */
+static inline void node_setup(struct nfix *x)
+{
+  memset(x, 0, sizeof *x);
+  fake_init(&x->f);
+  x->d = disk_new();
+  node_boot(x);
+  node_assign_pg0(x, 1);
   node_end_turn(x->n);
   assert_non_null(node_find_seg(x->n, VOL, 0));
   x->w = ep_new(&x->f, "w1:1");

@@ -504,6 +504,19 @@ static int w_read(struct nfix *x, const struct model *m, uint32_t p, uint64_t R)
   return 1;
 }
 
+/* A node of PG 0 on a fresh disk, a model of its records, numbers from
+ * seed; no planted bug. */
+static struct segment *start_node(struct nfix *x, struct model *m, struct rng *rng,
+                                  uint64_t seed)
+{
+  keys();
+  planted_bugs = 0;
+  memset(m, 0, sizeof *m);
+  rng_seed(rng, seed);
+  node_setup(x);
+  return node_find_seg(x->n, VOL, 0);
+}
+
 /* Let time pass: the node's timers and background work run. */
 static void idle(struct nfix *x, uint64_t ms)
 {
@@ -615,24 +628,28 @@ static int peers_answer(struct nfix *x, const struct model *m, uint64_t scl)
   return answered;
 }
 
+/* Thirty rounds of 40 records, each answered by the peers (their SCLs
+ * ahead of the node's) and followed by a GC period: versions coalesced,
+ * records freed. */
+static void write_history(struct nfix *x, struct model *m, struct rng *rng)
+{
+  for (int round = 0; round < 30; round++) {
+    w_append(x, m, rng, 40);
+    peers_answer(x, m, m->n);
+    idle(x, GC_MS);
+  }
+}
+
 static void a_running_node_frees_scrubs_and_repairs(void **state)
 {
   (void)state;
-  keys();
-  planted_bugs = 0;
   struct nfix x;
-  struct model m = {0};
+  struct model m;
   struct rng rng;
-  rng_seed(&rng, 9);
-  node_setup(&x);
-  struct segment *s = node_find_seg(x.n, VOL, 0);
+  struct segment *s = start_node(&x, &m, &rng, 9);
   /* Peers never heard from hold GC for GC_PEER_WAIT_MS; they say their
    * SCL as we go instead (each ahead of the node's). */
-  for (int round = 0; round < 30; round++) {
-    w_append(&x, &m, &rng, 40);
-    peers_answer(&x, &m, m.n);
-    idle(&x, GC_MS);
-  }
+  write_history(&x, &m, &rng);
   assert_int_equal(s->scl, m.n);
   assert_true(x.n->coalesced > 0);
   assert_true(s->gc_lsn > m.n / 2);
@@ -697,14 +714,10 @@ static void a_running_node_frees_scrubs_and_repairs(void **state)
 static void a_node_behind_its_peers_gc_catches_up_by_page_versions(void **state)
 {
   (void)state;
-  keys();
-  planted_bugs = 0;
   struct nfix x;
-  struct model m = {0};
+  struct model m;
   struct rng rng;
-  rng_seed(&rng, 11);
-  node_setup(&x);
-  struct segment *s = node_find_seg(x.n, VOL, 0);
+  struct segment *s = start_node(&x, &m, &rng, 11);
   w_append(&x, &m, &rng, 100);            /* the node has 1..100 */
   assert_int_equal(s->scl, 100);
   /* Meanwhile the others took 101..600 and freed everything to 500. */
@@ -792,13 +805,10 @@ static void a_segment_never_frees_or_coalesces_on_a_dead_branch(void **state)
 static void a_good_copy_replaces_a_damaged_record(void **state)
 {
   (void)state;
-  keys();
-  planted_bugs = 0;
   struct nfix x;
-  struct model m = {0};
+  struct model m;
   struct rng rng;
-  rng_seed(&rng, 13);
-  node_setup(&x);
+  start_node(&x, &m, &rng, 13);
   w_append(&x, &m, &rng, 10);
   /* Record 5's bytes rot; the node restarts on it. */
   uint8_t k[20];
@@ -819,19 +829,7 @@ static void a_good_copy_replaces_a_damaged_record(void **state)
   free(junk);
   node_crash(&x);
   node_boot(&x);
-  Auralog__Segment seg[NCOPIES], *ptr[NCOPIES];
-  pg0_segments(seg, ptr);
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__Assign as = AURALOG__ASSIGN__INIT;
-  as.segments = ptr;
-  as.n_segments = 1;
-  as.peers = ptr;
-  as.n_peers = NCOPIES;
-  as.coord_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, coord_key.pk};
-  env.req = 2;
-  env.body_case = ASSIGN;
-  env.assign = &as;
-  DELIVER(node_on_msg, x.n, x.coord, &env);   /* no turn ends: no scrub yet */
+  node_assign_pg0(&x, 2);                /* no turn ends: no scrub yet */
   struct segment *s = node_find_seg(x.n, VOL, 0);
   assert_int_equal(s->scl, 4);           /* the hole at 5 */
   /* A peer's push comes before the scrub drops the damaged copy: the
@@ -855,18 +853,11 @@ static void a_good_copy_replaces_a_damaged_record(void **state)
 static void the_stale_version_bug_would_be_seen(void **state)
 {
   (void)state;
-  keys();
   struct nfix x;
-  struct model m = {0};
+  struct model m;
   struct rng rng;
-  rng_seed(&rng, 9);
-  node_setup(&x);
-  struct segment *s = node_find_seg(x.n, VOL, 0);
-  for (int round = 0; round < 30; round++) {
-    w_append(&x, &m, &rng, 40);
-    peers_answer(&x, &m, m.n);
-    idle(&x, GC_MS);
-  }
+  struct segment *s = start_node(&x, &m, &rng, 9);
+  write_history(&x, &m, &rng);
   planted_bugs = 1u << BUG_STALE_VERSION;
   wrong_ok = 1;
   served_wrong = 0;
