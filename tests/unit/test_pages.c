@@ -193,6 +193,17 @@ static void reads_right(struct sfix *x, uint64_t from, int n)
   }
 }
 
+/* Free to `to` (store_gc), committed with the segment's SegMeta. */
+static void s_gc(struct sfix *x, uint64_t to)
+{
+  char why[256];
+  size_t nr, ni;
+  assert_int_equal(store_begin(&x->st, why, sizeof why), 0);
+  assert_int_equal(store_gc(&x->st, &x->s, to, MAXR, &nr, &ni, why, sizeof why), 0);
+  assert_int_equal(store_put_meta(&x->st, &x->s, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x->st, why, sizeof why), 0);
+}
+
 static void coalesce(struct sfix *x, uint32_t p, uint64_t upto)
 {
   char why[256];
@@ -322,11 +333,7 @@ static void gc_keeps_exactly_what_the_pgmrpl_needs(void **state)
                  x.s.gc_lsn + rng_uniform(&x.rng, x.s.scl - x.s.gc_lsn + 1));
       /* Free to a random point between the last one and the SCL. */
       uint64_t to = x.s.gc_lsn + rng_uniform(&x.rng, x.s.scl - x.s.gc_lsn + 1);
-      size_t nr, ni;
-      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
-      assert_int_equal(store_gc(&x.st, &x.s, to, MAXR, &nr, &ni, why, sizeof why), 0);
-      assert_int_equal(store_put_meta(&x.st, &x.s, why, sizeof why), 0);
-      assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+      s_gc(&x, to);
       assert_int_equal(x.s.gc_lsn, to);
       holds_exactly(&x);
       reads_right(&x, x.s.gc_lsn, 40);
@@ -355,7 +362,6 @@ static void gc_keeps_exactly_what_the_pgmrpl_needs(void **state)
 static void old_truncations_are_forgotten_below_the_gc_point(void **state)
 {
   (void)state;
-  char why[256];
   struct sfix x;
   s_setup(&x, 3);
   struct trunc t[4] = {{.epoch = 1, .from = 5, .to = 10}, {.epoch = 2, .from = 20, .to = 30},
@@ -364,11 +370,7 @@ static void old_truncations_are_forgotten_below_the_gc_point(void **state)
   for (int i = 0; i < 4; i++)
     seg_add_trunc(&x.s, &t[i]);
   s_write(&x, 200);
-  size_t nr, ni;
-  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
-  assert_int_equal(store_gc(&x.st, &x.s, 100, MAXR, &nr, &ni, why, sizeof why), 0);
-  assert_int_equal(store_put_meta(&x.st, &x.s, why, sizeof why), 0);
-  assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+  s_gc(&x, 100);
   /* Kept: (150, 160] (above the GC point), and epoch 4's (the newest). */
   assert_int_equal(x.s.ntruncs, 2);
   for (int i = 0; i < 4; i++)
