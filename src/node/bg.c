@@ -257,8 +257,9 @@ static void maybe_catch_up(struct node *n, struct segment *s, const struct gossi
       continue;
     if (g->peer_gc[k] <= s->scl && !s->catchup)
       return;               /* this one can send records: gossip will */
-    if (s->catchup && g->peer_gc[k] <= s->catchup && g->peer_scl[k] >= s->catchup)
-      can = 1;
+    if (s->catchup && g->peer_gc[k] <= s->catchup && g->peer_scl[k] >= s->catchup &&
+        g->peer_refused[k] != s->catchup)
+      can = 1;              /* (one that refused a page there cannot) */
     if (g->peer_gc[k] > to)
       to = g->peer_gc[k];
   }
@@ -359,6 +360,8 @@ static void repair_some(struct node *n, unsigned long long now)
         }
         if (need == 0 || need < s->gc_lsn || need < g->peer_gc[k] || need > g->peer_scl[k])
           continue;         /* no point both of us can build the page at */
+        if (s->catchup && g->peer_refused[k] == s->catchup)
+          continue;         /* it refused a page at this point already */
         Env env = AURALOG__ENVELOPE__INIT;
         Auralog__ReadPage rp = AURALOG__READ_PAGE__INIT;
         rp.volume_id = s->volume_id;
@@ -373,7 +376,7 @@ static void repair_some(struct node *n, unsigned long long now)
           continue;
         for (int x = 0; x < REPAIR_INFLIGHT; x++)
           if (n->rep[x].req == 0) {
-            n->rep[x] = (struct repreq){env.req, s->volume_id, need, s->pg, rp.page_no, now};
+            n->rep[x] = (struct repreq){env.req, s->volume_id, need, s->pg, rp.page_no, now, k};
             break;
           }
         free_slot--;
@@ -396,8 +399,19 @@ void bg_on_answer(struct node *n, const Env *env)
     return;
   struct repreq r = *q;
   q->req = 0;
-  if (env->body_case != AURALOG__ENVELOPE__BODY_PAGE)
-    return;                 /* refused: another peer next time */
+  if (env->body_case != AURALOG__ENVELOPE__BODY_PAGE) {
+    /* Refused: another peer next time. A peer that refuses a page at the
+     * catch-up point (it freed past it, or holds that page only above it:
+     * a floor, its own catch-up) is not asked at that point again, and
+     * counts no more as one that can build the pages there: when none
+     * can, the catch-up takes a later point (maybe_catch_up; simulator,
+     * seed 9641). */
+    struct segment *s = node_find_seg(n, r.vol, r.pg);
+    struct gossip *g = s ? gossip_for(n, s) : NULL;
+    if (g && s->catchup && r.need == s->catchup && r.peer >= 0 && r.peer < g->npeers)
+      g->peer_refused[r.peer] = s->catchup;
+    return;
+  }
   const Auralog__Page *pg = env->page;
   struct segment *s = node_find_seg(n, r.vol, r.pg);
   if (s == NULL || pg->volume_id != s->volume_id || pg->pg != s->pg ||

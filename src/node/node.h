@@ -59,6 +59,7 @@ struct gossip {
   uint64_t peer_scl[NCOPIES];/* SCL each peer last told us */
   uint64_t peer_gc[NCOPIES]; /* ... and its GC point */
   unsigned long long peer_at[NCOPIES]; /* when (0: never): holds our GC (bg.c) */
+  uint64_t peer_refused[NCOPIES]; /* the catch-up point it refused a page at (bg.c) */
   int npeers;
   unsigned turn;             /* whom to ask next */
   uint64_t req;              /* our pull in flight (0: none) */
@@ -144,7 +145,7 @@ struct node {
   uint64_t scrub_lsn, scrub_prev;  /* the scrub's place in segment scrub_next */
   unsigned scrub_rechains;         /* ... valid while its rechains count is this */
   struct repreq { uint64_t req, vol, need; uint32_t pg, page;
-                  unsigned long long sent_at; } rep[REPAIR_INFLIGHT];
+                  unsigned long long sent_at; int peer; } rep[REPAIR_INFLIGHT];
   int rep_peer;
   uint64_t coalesced, gc_records, gc_images, scrubbed, damage_found, repaired, catchups;
   unsigned gc_peer_wait_ms;  /* 0: GC_PEER_WAIT_MS (the simulator sets it shorter) */

@@ -207,7 +207,8 @@ static void make_durable(struct disk *d)
 {
   for (size_t i = 0; i < d->ncommitted; i++)
     free(d->undo[i].old);
-  memmove(d->undo, d->undo + d->ncommitted, (d->nundo - d->ncommitted) * sizeof *d->undo);
+  if (d->nundo > d->ncommitted)   /* (an empty log may be NULL: no memmove) */
+    memmove(d->undo, d->undo + d->ncommitted, (d->nundo - d->ncommitted) * sizeof *d->undo);
   d->nundo -= d->ncommitted;
   d->ncommitted = 0;
   d->nmarks = 0;
