@@ -269,10 +269,10 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
   }
   /* The writer's minimum read point (memory only: a restarted node waits
    * for the next Append before it frees anything, bg.c). */
-  if (a->pgmrpl > s->pgmrpl) {
+  if (a->pgmrpl > s->pgmrpl)
     s->pgmrpl = a->pgmrpl;
+  if (a->pgmrpl_tail > s->pgmrpl_tail)   /* 0: the writer could not say */
     s->pgmrpl_tail = a->pgmrpl_tail;
-  }
   if (n->nacks == n->capacks) {
     n->capacks = n->capacks ? 2 * n->capacks : 64;
     n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);

@@ -213,7 +213,13 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   a.epoch = v->epoch;
   a.vdl = v->q.vdl;
   a.pgmrpl = vol_pgmrpl(v);
-  a.pgmrpl_tail = pg_need(g, a.pgmrpl);   /* on this writer's chain (read.c) */
+  /* The PG's last record at or below it, on this writer's chain (read.c
+   * pg_need). When the records kept are all above the PGMRPL, pg_need
+   * answers the last one freed, which may lie above it (a read in flight
+   * from before): then it is not known here, and 0 says so (the segment
+   * frees nothing on this Append; simulator, seed 23191). */
+  uint64_t tail = pg_need(g, a.pgmrpl);
+  a.pgmrpl_tail = tail <= a.pgmrpl ? tail : 0;
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
   Auralog__TruncRange tr;

@@ -130,6 +130,10 @@ static const struct {
   {7297, "node A1 pg 0: the segment did not converge (a cut branch)", NULL},
   {307, "node B1 pg 2: the segment did not converge (damaged copy)", NULL},
   {9641, "node B1 pg 1: the segment did not converge (catch-up refused)", NULL},
+  /* The writer named, as the PG's last record at or below its PGMRPL, the
+   * last one freed, above the PGMRPL when a read in flight was older; the
+   * segments refused the Append for it (vcore.c send_append). */
+  {23191, "node A2 pg 2: the segment did not converge (pgmrpl_tail refused)", NULL},
 };
 
 static void seeds_that_once_failed_pass(void **state)
