@@ -136,11 +136,15 @@
 #define IDX_READ_MIN    1024    /* a page read indexes first if this many wait */
 
 /* Background work of a storage node (node/bg.c, node/store_pages.c;
- * paper §3.3 steps 5, 7, 8). A page read applies at most COALESCE_RECS
- * records above the page's newest version, plus those that came since the
- * coalescer last ran (at most BG_MS ago) or lie above the VDL the node
- * heard (not yet durable: never coalesced). */
+ * paper §3.3 steps 5, 7, 8). The bound on a page read: it applies the
+ * records above the page's newest version, which is at most COALESCE_HOT
+ * plus the records of the node's last loop turn, plus those above the
+ * node's own point (the writer's last record at or below its PGMRPL: not
+ * yet durable everywhere, or still needed by a reader, never coalesced).
+ * A page with fewer than COALESCE_HOT waits up to BG_MS for the
+ * coalescer. */
 #define COALESCE_RECS   32      /* a page gets a new version after this many records */
+#define COALESCE_HOT    (4 * COALESCE_RECS)  /* ... and at the turn's end past this many */
 #define COALESCE_BATCH  256     /* pages coalesced in one background transaction */
 #define BG_MS           100     /* the coalescer runs at most this often */
 #define GC_MS           1000    /* GC runs this often ... */
@@ -167,6 +171,7 @@
  * frame, made durable with one fdatasync; lmdb is synced at checkpoints. */
 #define HOTLOG_CHUNK      (4ull << 20)  /* the log file is preallocated this much at a time */
 #define HOTLOG_CHECKPOINT (32ull << 20) /* checkpoint (sync lmdb, restart the log) past this many bytes; bounds replay at start */
+#define CHECKPOINT_MS     1000          /* ... and this long after the last one, if anything is new */
 
 /* Client side (src/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */

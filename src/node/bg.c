@@ -64,8 +64,14 @@ static void count_unmat(struct node *n, struct segment *s, uint32_t page, uint32
   uint32_t now = add ? old + count : count;
   s->unmat[i] = (uint16_t)(now > 0xffff ? 0xffff : now);
   /* Join the queue each time another COALESCE_RECS records pile up. */
-  if (now / COALESCE_RECS > old / COALESCE_RECS)
+  if (now / COALESCE_RECS > old / COALESCE_RECS) {
     enqueue(n, s, page);
+    /* A page this far behind is coalesced when this turn ends, not up
+     * to BG_MS later: a writer can send thousands of records to one page
+     * in BG_MS, and a read would apply them all (param.h's bound). */
+    if (add && now >= COALESCE_HOT)
+      n->co_hot = 1;
+  }
 }
 
 void bg_on_record(struct node *n, struct segment *s, uint32_t page, uint32_t len)
@@ -462,8 +468,9 @@ void bg_work(struct node *n)
   unsigned long long now = io_now(n->io);
   if (n->started_at == 0)
     n->started_at = now ? now : 1;
-  if (n->ncoq > 0 && now >= n->co_at) {
+  if (n->ncoq > 0 && (now >= n->co_at || n->co_hot)) {
     n->co_at = now + BG_MS;
+    n->co_hot = 0;
     if (coalesce_some(n) != 0)
       return;
   }

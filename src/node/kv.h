@@ -54,6 +54,10 @@
 #define KV_BUSY     (-3)     /* a transaction is open that forbids this one */
 #define KV_BADTXN   (-4)     /* the transaction is over (a crash ended it) */
 
+/* What a deletion counts in kv->pending: about the bytes of a B-tree entry
+ * it dirties (a key, a node header). */
+#define KV_DEL_BYTES 64u
+
 /* Flags. */
 #define KV_RDONLY   1u       /* kv_begin: a read-only transaction */
 #define KV_RESERVE  1u       /* kv_put: reserve val->len bytes, return them */
@@ -97,13 +101,15 @@ struct kv_ops {
                     struct kv_val *val);
   int (*cursor_del)(void *ctx, struct kv_cursor *c);
   void (*cursor_close)(void *ctx, struct kv_cursor *c);
-  /* Durability of commits. set_nosync(ctx, 1): from now on a commit
-   * writes but does not sync (a crash of the machine, or of the simulated
-   * disk, may lose the commits since the last sync, all or a suffix of
-   * them; never a part of one); 0: every commit syncs again. sync: make
-   * every commit so far durable (lmdb: mdb_env_sync, forced). The store
-   * uses these with its hot log (store.c), which makes a group commit
-   * durable with one flush; lmdb catches up at checkpoints. */
+  /* Durability of commits. set_nosync(ctx, 1): from now on a commit is
+   * not durable by itself (a crash of the machine, or of the simulated
+   * disk, may lose the commits since the last sync: lmdb loses all of
+   * them, kv_lmdb.c's batched mode; the simulated disk all or a suffix,
+   * which covers lmdb's case; never a part of one); 0: every commit is
+   * durable again. sync: make every commit so far durable at once (lmdb:
+   * commit the batch). Neither with a transaction open. The store uses
+   * these with its hot log (store.c), which makes a group commit durable
+   * with one flush; the kv catches up at checkpoints. */
   int (*set_nosync)(void *ctx, int on);
   int (*sync)(void *ctx);
   /* A backend's own error codes in words (KV_* ones are kv_strerror's). */
@@ -118,6 +124,9 @@ struct kv {
   const struct kv_ops *ops;
   void *ctx;
   unsigned syncs_per_commit; /* device syncs a commit that wrote costs (0: nosync) */
+  unsigned syncs_per_sync;   /* device syncs a kv_sync costs */
+  uint64_t pending;          /* bytes put since the last sync (kv_put, kv_sync):
+                                the store checkpoints past HOTLOG_CHECKPOINT */
   uint64_t commit_us;        /* time in commits that wrote, us: a real disk's
                                 (kv_lmdb.c), for bench; the simulator's stays 0 */
   /* What the backend knows of its last KV_FULL, in words, e.g. "disk full
@@ -150,12 +159,18 @@ static inline int kv_get(struct kv *kv, struct kv_txn *t, unsigned db,
 static inline int kv_put(struct kv *kv, struct kv_txn *t, unsigned db,
                          const struct kv_val *key, struct kv_val *val, unsigned flags)
 {
-  return kv->ops->put(kv->ctx, t, db, key, val, flags);
+  int rc = kv->ops->put(kv->ctx, t, db, key, val, flags);
+  if (rc == 0)
+    kv->pending += key->len + val->len;
+  return rc;
 }
 static inline int kv_del(struct kv *kv, struct kv_txn *t, unsigned db,
                          const struct kv_val *key)
 {
-  return kv->ops->del(kv->ctx, t, db, key);
+  int rc = kv->ops->del(kv->ctx, t, db, key);
+  if (rc == 0)
+    kv->pending += KV_DEL_BYTES;
+  return rc;
 }
 static inline int kv_count(struct kv *kv, struct kv_txn *t, unsigned db, size_t *n)
 {
@@ -173,7 +188,10 @@ static inline int kv_cursor_get(struct kv *kv, struct kv_cursor *c, enum kv_op o
 }
 static inline int kv_cursor_del(struct kv *kv, struct kv_cursor *c)
 {
-  return kv->ops->cursor_del(kv->ctx, c);
+  int rc = kv->ops->cursor_del(kv->ctx, c);
+  if (rc == 0)
+    kv->pending += KV_DEL_BYTES;
+  return rc;
 }
 static inline void kv_cursor_close(struct kv *kv, struct kv_cursor *c)
 {
@@ -185,7 +203,10 @@ static inline int kv_set_nosync(struct kv *kv, int on)
 }
 static inline int kv_sync(struct kv *kv)
 {
-  return kv->ops->sync(kv->ctx);
+  int rc = kv->ops->sync(kv->ctx);
+  if (rc == 0)
+    kv->pending = 0;
+  return rc;
 }
 static inline void kv_close(struct kv *kv)
 {

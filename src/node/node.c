@@ -207,12 +207,21 @@ void node_end_turn(struct node *n)
 {
   node_commit(n);
   /* Background, after this turn's acks went out: once the hot log is
-   * large, sync lmdb and start it again (store.h), so that a restart
-   * replays at most about HOTLOG_CHECKPOINT bytes. */
-  if (store_checkpoint_due(&n->st)) {
+   * large, or CHECKPOINT_MS after the last checkpoint, make lmdb durable
+   * and start the log again (store.h), so that a restart replays at most
+   * about HOTLOG_CHECKPOINT bytes, and lmdb's file on disk is at most
+   * that old (what a reader of data.mdb, e.g. a test, sees). */
+  unsigned long long now = io_now(n->io);
+  if (store_checkpoint_due(&n->st) ||
+      (now >= n->ckpt_at + CHECKPOINT_MS && store_pending(&n->st))) {
     char why[256];
-    if (store_checkpoint(&n->st, why, sizeof why) != 0)
+    n->ckpt_at = now;
+    if (store_checkpoint(&n->st, why, sizeof why) != 0) {
       logwarn_rl("%s", why);
+      if (n->st.broken && n->io->fatal)
+        n->io->fatal(n->io->ctx, why);   /* store_checkpoint: only a restart can tell */
+      return;
+    }
   }
   if (n->st.nunidx >= n->idx_at)
     index_some(n);
@@ -598,7 +607,7 @@ static void send_heartbeat(struct node *n)
   hb.delta = !whole;
   hb.commits = n->st.commits;
   hb.fsyncs = n->st.fsyncs;
-  hb.persist_us = n->st.kv ? n->st.kv->commit_us : 0;
+  hb.persist_us = n->st.persist_us;
   hb.gossip_bytes = n->gossip_bytes;
   hb.gossip_msgs = n->gossip_msgs;
   hb.net_bytes_in = net->bytes_in;

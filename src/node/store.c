@@ -17,13 +17,13 @@
  * leaves once per large batch (records of one page in a batch share their
  * leaf).
  *
- * The hot log (hotlog.c, store_hot.c; on with `auralog node --hot-log`,
- * store.h says why not by default yet). lmdb's durable commit is two
- * device flushes; a node with a hot log switches lmdb's syncing off
- * (kv_set_nosync) and
- * makes a group commit durable with one: store_commit commits the kv
- * (without a sync), then appends one frame holding everything the
- * transaction stored and fdatasyncs it; the node acknowledges after. A
+ * The hot log (hotlog.c, store_hot.c; on unless `auralog node
+ * --no-hot-log`). lmdb's durable commit is two device flushes; a node
+ * with a hot log puts lmdb in batched mode (kv_set_nosync; kv_lmdb.c:
+ * lmdb commits only at checkpoints) and makes a group commit durable with
+ * one: store_commit commits the kv (in memory), then appends one frame
+ * holding everything the transaction stored and fdatasyncs it; the node
+ * acknowledges after. A
  * frame's payload is a list of entries, each
  *     type (1: SegMeta, 2: record)  1 byte
  *     volume                         8
@@ -145,6 +145,7 @@ int store_open(struct store *st, const char *dir, int hot, char *why, size_t why
     return -1;
   if (open_kv(st, kv, dir, why, whylen) != 0)
     return -1;
+  st->timed = 1;             /* a real disk: the simulator's clock is not the wall's */
   char path[1024];
   struct hl_file f;
   snprintf(path, sizeof path, "%s/hot.log", dir);
@@ -661,6 +662,8 @@ int store_commit(struct store *st, char *why, size_t whylen)
   /* The kv first, without a sync: if it fails (a full disk, a full map),
    * nothing was stored anywhere, as before the hot log. Then the frame,
    * synced (H1): only then may the node acknowledge. */
+  unsigned long long t0 = st->timed ? now_us() : 0;
+  uint64_t commits = st->commits;
   int rc = store_kv_commit(st, st->txn);
   st->txn = NULL;
   if (rc == 0 && store_framing(st) && st->flen > 0) {
@@ -672,12 +675,14 @@ int store_commit(struct store *st, char *why, size_t whylen)
        * in the kv instead (two flushes this once). */
       logwarn_rl("%s; syncing the store instead", hwhy);
       rc = kv_sync(st->kv);
-      st->ckpt_fsyncs++;
+      st->ckpt_fsyncs += st->kv->syncs_per_sync;
     }
   } else if (rc == 0 && st->hl && st->txn_sync) {
     rc = kv_sync(st->kv);    /* H2: no frame holds this one */
-    st->ckpt_fsyncs++;
+    st->ckpt_fsyncs += st->kv->syncs_per_sync;
   }
+  if (rc == 0 && st->commits > commits && st->timed)
+    st->persist_us += now_us() - t0;   /* for bench's stage breakdown */
   if (rc == 0)
     st->nunidx += st->staged_unidx;
   else if (st->hl && !st->broken && st->kv_committed) {

@@ -69,22 +69,18 @@ struct store {
   uint64_t checkpoints;      /* hot-log checkpoints made */
   uint64_t ckpt_fsyncs;      /* device syncs outside group commits: checkpoints
                                 (kv sync + new generation), synced transactions */
+  int timed;                 /* persist_us is measured (not in the simulator) */
+  uint64_t persist_us;       /* time in store_commit()s that wrote: the kv's
+                                commit and the frame's append and flush */
   uint64_t replayed;         /* records the last open replayed from the hot log */
 };
 
 /* Open the store in lmdb in directory dir (created if missing). hot: a
- * group commit is made durable by the hot log (one flush; lmdb unsynced
- * between checkpoints); 0: by lmdb's own synced commit (two flushes).
- * Either way a hot log found in dir is replayed first. Returns 0, or -1
- * with a reason.
- *
- * Why the hot log is not the default yet: lmdb 0.9 with MDB_NOSYNC keeps
- * its integrity across a power loss only where the file system keeps the
- * order of writes, which ext4 does not promise; a power loss between
- * checkpoints could damage data.mdb, and on one laptop every node loses
- * power at once. A kill -9 is safe either way (the page cache keeps
- * lmdb's writes). Making it safe (lmdb commits only at checkpoints, a
- * nested transaction per group commit) is the next step. */
+ * group commit is made durable by the hot log (one flush; lmdb commits
+ * only at checkpoints, kv_lmdb.c's batched mode, so a power loss between
+ * two leaves data.mdb whole as of the last one: B1 there); 0: by lmdb's
+ * own synced commit (two flushes). Either way a hot log found in dir is
+ * replayed first. Returns 0, or -1 with a reason. */
 int store_open(struct store *st, const char *dir, int hot, char *why, size_t whylen);
 /* The same on a kv already made (the simulator's disk, sim/disk.h). The
  * store takes kv: store_close, or a failed open, closes it. No hot log. */
@@ -106,6 +102,8 @@ void store_shutdown(struct store *st);
  * may be open). Nothing to do without a hot log or with an empty one.
  * Returns 0 or an ERR_* code with a reason. */
 int store_checkpoint(struct store *st, char *why, size_t whylen);
+/* Does a checkpoint have anything to do? */
+int store_pending(const struct store *st);
 /* Has the hot log grown past its checkpoint size? */
 int store_checkpoint_due(const struct store *st);
 /* The open transaction bypasses the hot log: store_commit commits it in

@@ -55,9 +55,17 @@ int store_framing(const struct store *st)
   return st->hl != NULL && !st->replaying && !st->txn_sync;
 }
 
+int store_pending(const struct store *st)
+{
+  return st->hl != NULL && (hl_used(st->hl) > HL_HDR || st->kv->pending > 0);
+}
+
 int store_checkpoint_due(const struct store *st)
 {
-  return st->hl != NULL && hl_used(st->hl) >= st->hot_ckpt;
+  /* The log's size bounds the replay at start; the bytes put since the
+   * last checkpoint bound what lmdb holds in memory until it (kv_lmdb.c:
+   * coalescing, indexing and GC put and delete too, with no frame). */
+  return st->hl != NULL && (hl_used(st->hl) >= st->hot_ckpt || st->kv->pending >= st->hot_ckpt);
 }
 
 void store_sync_txn(struct store *st)
@@ -67,14 +75,22 @@ void store_sync_txn(struct store *st)
 
 int store_checkpoint(struct store *st, char *why, size_t whylen)
 {
-  if (st->hl == NULL || st->txn != NULL || hl_used(st->hl) <= HL_HDR)
+  if (st->hl == NULL || st->txn != NULL ||
+      (hl_used(st->hl) <= HL_HDR && st->kv->pending == 0))
     return 0;                /* nothing since the last one (or not ours to do now) */
   /* lmdb first: once the new generation starts, the old frames are dead,
    * so what they held must be durable in lmdb before. */
   int rc = kv_sync(st->kv);
-  st->ckpt_fsyncs++;
-  if (rc != 0)
-    return store_fail(st, rc, why, whylen, "checkpointing (syncing the store)");
+  st->ckpt_fsyncs += st->kv->syncs_per_sync;
+  if (rc != 0) {
+    /* What the kv committed since the last checkpoint may be gone from it
+     * (kv_lmdb.c drops its batch), while memory counts it: only a restart,
+     * replaying the hot log (which still holds all of it), can tell. */
+    st->broken = 1;
+    store_fail(st, rc, why, whylen, "checkpointing (syncing the store)");
+    snprintf(why + strlen(why), whylen - strlen(why), "; the node must restart");
+    return ERR_INTERNAL;
+  }
   char hwhy[200];
   if ((rc = hl_reset(st->hl, st->hot_shrink, hwhy, sizeof hwhy)) != 0) {
     st->ckpt_fsyncs++;

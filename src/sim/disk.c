@@ -577,6 +577,7 @@ struct disk *disk_new(void)
   d->kv.ops = &disk_ops;
   d->kv.ctx = d;
   d->kv.syncs_per_commit = 1;
+  d->kv.syncs_per_sync = 1;
   return d;
 }
 

@@ -145,7 +145,9 @@ static void ten_thousand_rows_in_a_thousand_transactions(void **state)
 }
 
 /* The counters `auralog bench` reads: every node made commits durable
- * (two device syncs each, node/store.c) and exchanged frames; the engine
+ * (one device sync for each that holds records, its hot-log frame; none
+ * for the background's, which lmdb makes durable at checkpoints:
+ * node/store.c) and exchanged frames; the engine
  * sent at least its redo, and every frame it sent reached a node. */
 static void counters_show_what_the_commits_cost(void **state)
 {
@@ -160,7 +162,8 @@ static void counters_show_what_the_commits_cost(void **state)
   cJSON *n;
   cJSON_ArrayForEach(n, cJSON_GetObjectItem(o, "nodes")) {
     assert_true(num(n, "commits") > 0);
-    assert_true(num(n, "fsyncs") >= num(n, "commits"));
+    assert_true(num(n, "fsyncs") > 0);
+    assert_true(num(n, "fsyncs") <= num(n, "commits"));
     assert_true(num(n, "net_bytes_in") > 0);
     assert_true(num(n, "net_msgs_in") > 0);
     assert_true(num(n, "net_bytes_out") > 0);

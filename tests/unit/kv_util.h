@@ -24,6 +24,7 @@
 
 struct be {
   int lmdb;                  /* 1: lmdb in dir; 0: a simulated disk */
+  int batched;               /* lmdb in batched mode (kv_set_nosync(1), kv_lmdb.c) */
   struct kv *kv;
   struct disk *disk;
   char dir[64];
@@ -31,7 +32,8 @@ struct be {
 };
 
 /* The prestates of BOTH and MEM (below). */
-static struct be be_lmdb = {.lmdb = 1}, be_mem = {.lmdb = 0};
+static struct be be_lmdb = {.lmdb = 1}, be_mem = {.lmdb = 0},
+                 be_batched = {.lmdb = 1, .batched = 1};
 
 static inline struct kv *open_kv(struct be *e)
 {
@@ -52,6 +54,8 @@ static inline void open_dbs(struct be *e)
   assert_int_equal(kv_db(e->kv, t, "a", &e->a), 0);
   assert_int_equal(kv_db(e->kv, t, "b", &e->b), 0);
   assert_int_equal(kv_commit(e->kv, t, &wrote), 0);
+  if (e->batched)
+    assert_int_equal(kv_set_nosync(e->kv, 1), 0);
 }
 
 static inline int setup(void **state)
@@ -102,5 +106,6 @@ static inline void commit(struct be *e, struct kv_txn *t)
 #define BOTH(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &be_lmdb), \
                 cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &be_mem)
 #define MEM(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &be_mem)
+#define BATCHED(f) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, &be_batched)
 
 #endif
