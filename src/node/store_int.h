@@ -1,7 +1,9 @@
 /*
- * store_int.h: what the store's two files share (store.c: segments and
- * records; store_pages.c: page versions). Not for anyone else: the rest
- * of the node goes through store.h.
+ * store_int.h: what the store's files share (store.c: segments and
+ * records, transactions; store_load.c: segments rebuilt from them;
+ * store_hot.c: the hot log's frames and replay; store_pages.c: page
+ * versions). Not for anyone else: the rest of the node goes through
+ * store.h.
  *
  * Keys are big-endian so that the kv's byte order is numeric order:
  *   segment (volume, pg)              12 bytes
@@ -42,7 +44,7 @@ int store_fail(struct store *st, int rc, char *why, size_t whylen, const char *w
 /* Commit a write transaction, counting it (store.c). */
 int store_kv_commit(struct store *st, struct kv_txn *txn);
 
-/* store.c, for the replay (store_hot.c): is lsn held, through txn; chain
+/* store_load.c, for the replay (store_hot.c): is lsn held, through txn; chain
  * s again from base through txn; one segment from its SegMeta v. */
 int store_held_in(struct store *st, struct kv_txn *txn, const struct segment *s,
                   uint64_t lsn, uint64_t *epoch);

@@ -33,7 +33,7 @@ struct be {
 
 /* The prestates of BOTH and MEM (below). */
 static struct be be_lmdb = {.lmdb = 1}, be_mem = {.lmdb = 0},
-                 be_batched = {.lmdb = 1, .batched = 1};
+                 be_batched __attribute__((unused)) = {.lmdb = 1, .batched = 1};
 
 static inline struct kv *open_kv(struct be *e)
 {
