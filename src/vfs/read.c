@@ -86,7 +86,9 @@ void read_dispatch(struct volume *v, struct readreq *r)
   rp.need = r->need;
   rp.epoch = v->epoch;
   Auralog__TruncRange tr;
-  rp.trunc = vol_own_trunc(v, &tr);   /* a segment without it may hold cut records */
+  /* A segment without it may hold cut records. A replica carries its
+   * writer's. */
+  rp.trunc = v->reader ? v->rtrunc : vol_own_trunc(v, &tr);
   env.req = ++v->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
   env.read_page = &rp;
@@ -135,6 +137,16 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
     v->st.pages_read++;
   } else {
     if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+        env->error->code == ERR_STALE_EPOCH && v->reader) {
+      /* A replica's writer was replaced: this read fails now (no segment
+       * serves that epoch any more); the replica follows the new writer
+       * (vfs/replica.c), it is not fenced. */
+      snprintf(r->why, sizeof r->why, "%s", env->error->msg);
+      r->done = 1;
+      r->rc = -1;
+      return;
+    }
+    if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
         env->error->code == ERR_STALE_EPOCH) {
       vol_fence_locked(v, env->error->msg);
       snprintf(r->why, sizeof r->why, "%s", env->error->msg);
@@ -173,11 +185,22 @@ struct readreq *vcore_read(struct volume *v, uint32_t page_no, uint8_t *out)
     memset(out, 0, v->page_size);
     return NULL;
   }
+  return vcore_read_at(v, page_no, out, v->q.vdl, pg_need(&v->pgs[pg], v->q.vdl));
+}
+
+struct readreq *vcore_read_at(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t rp,
+                              uint64_t need)
+{
+  uint32_t pg = page_no / v->pg_pages;
+  if (pg >= v->npgs) {
+    memset(out, 0, v->page_size);
+    return NULL;
+  }
   struct readreq *r = calloc(1, sizeof *r);
   r->pg = pg;
   r->page_no = page_no;
-  r->rp = v->q.vdl;             /* the read point (§4.2.3) */
-  r->need = pg_need(&v->pgs[pg], r->rp);
+  r->rp = rp;                   /* the read point (§4.2.3) */
+  r->need = need;
   r->out = out;
   r->next = v->reads;
   v->reads = r;

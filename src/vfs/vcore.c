@@ -151,10 +151,15 @@ Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *
  * read begun later starts from. A segment may free versions below it
  * (node/bg.c): each read asks for `need`, the PG's last record at or
  * below its read point, and the segment's GC point is the PG's last
- * record at or below a PGMRPL it heard, so never above any read's need. */
-static uint64_t vol_pgmrpl(const struct volume *v)
+ * record at or below a PGMRPL it heard, so never above any read's need.
+ * Read replicas (§4.2.4) read at their own points: the oldest they
+ * reported (replica_floor, vfs/feed.c) bounds it too, so the volume's
+ * PGMRPL is the minimum over the writer and every replica. */
+uint64_t vol_pgmrpl(const struct volume *v)
 {
   uint64_t p = v->q.vdl;
+  if (v->replica_floor && v->replica_floor < p)
+    p = v->replica_floor;
   for (const struct readreq *r = v->reads; r; r = r->next)
     if (r->rp < p)
       p = r->rp;
@@ -524,7 +529,10 @@ void vcore_wake(struct volume *v)
 {
   connect_nodes(v);
   vcore_flush(v);
-  if (v->closing == 1 && !v->fenced) {
+  if (v->closing == 1 && v->reader) {
+    v->closing = 2;             /* a replica's volume tells the segments nothing */
+    vcore_notify(v);
+  } else if (v->closing == 1 && !v->fenced) {
     for (size_t p = 0; p < v->npgs; p++)
       for (int s = 0; s < NCOPIES; s++)
         send_append(v, (uint32_t)p, s, 0, 0);
@@ -597,6 +605,9 @@ void vcore_free(struct volume *v)
   free(v->ctimes);
   free(v->pgs);
   free(v->nodes);
+  if (v->rtrunc)
+    auralog__trunc_range__free_unpacked(v->rtrunc, NULL);
+  v->rtrunc = NULL;
   v->pgs = NULL;
   v->nodes = NULL;
   v->npgs = v->nnodes = 0;
