@@ -49,6 +49,7 @@ struct sub {
   uint64_t start;             /* its first read point */
   uint64_t applied, min_rp, resyncs;
   uint64_t lag_ms;
+  uint64_t echo_us;           /* the last feed it acknowledged applying */
   int acked;                  /* it has acknowledged a read point */
   unsigned long long heard;   /* ms: its last ack (or hello) */
 };
@@ -186,9 +187,14 @@ void feed_ack(struct conn *c, const Env *env)
   s->resyncs = a->resyncs;
   s->acked = 1;
   s->heard = now_ms();
+  /* Measured once per feed applied, at its first ack: an idle replica
+   * acks the same feed again and again, and its lag is what the last
+   * VDL took to reach it. */
   uint64_t now = now_us();
-  if (a->echo_us && a->echo_us <= now)
+  if (a->echo_us && a->echo_us != s->echo_us && a->echo_us <= now) {
     s->lag_ms = (now - a->echo_us) / 1000;
+    s->echo_us = a->echo_us;
+  }
   publish();
 }
 
