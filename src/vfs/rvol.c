@@ -37,6 +37,7 @@ struct rvol {
   int want_resync;
   char why[200];
   uint64_t resyncs;
+  uint64_t expired;           /* read transactions whose snapshot it moved past (R3) */
   uint64_t echo_us;           /* sent_us of the newest feed applied whole */
   uint64_t last_vdl, last_us; /* the newest feed taken: its VDL and sent_us */
   void (*on_applied)(void *);
@@ -69,10 +70,21 @@ int rvol_read_page(struct vvol *vv, uint32_t pno, uint8_t *out, uint64_t *lsn, c
                      whylen);
 }
 
+int rvol_snap_ok(struct vvol *vv, const struct afile *f, char *why, size_t whylen)
+{
+  if (f->lock < SQLITE_LOCK_SHARED || f->snap == vv->rep->ra.rp)
+    return 0;
+  snprintf(why, whylen, "this read transaction began at read point %llu and the replica has "
+           "moved on to %llu: a replica holds a snapshot for %d ms at most; start the "
+           "transaction again", (unsigned long long)f->snap,
+           (unsigned long long)vv->rep->ra.rp, REPLICA_HOLD_MS);
+  return -1;
+}
+
 int rvol_lock_shared(struct vvol *vv, char *why, size_t whylen)
 {
   struct timespec dl;
-  vol_deadline_in(&dl, READ_DEADLINE_MS);
+  vol_deadline_in(&dl, READ_DEADLINE_MS + REPLICA_HOLD_MS);
   while (vv->hold_readers || vv->rep->ra.rp == 0)
     if (pthread_cond_timedwait(&vv->idle, &vv->mu, &dl) != 0)
       break;
@@ -99,17 +111,33 @@ static uint8_t *cached_page(void *arg, uint32_t page_no, uint64_t lsn)
   return c->data;
 }
 
-/* R3: wait (vv->mu held) until no connection holds SHARED, new ones
- * waiting meanwhile. Bounded by the readers' statement timeout. */
-static void window_open(struct vvol *vv)
+/* R3: wait (vv->mu held) until no connection holds SHARED at the read
+ * point, new ones waiting meanwhile, for REPLICA_HOLD_MS at most: a client
+ * may leave a read transaction open for as long as it likes (BEGIN; SELECT
+ * ...; and silence), and the replica must not fall behind for good. Past
+ * it the point moves anyway; such a transaction keeps what SQLite cached
+ * (all as of its old point) and each of its reads that comes here fails
+ * (rvol_snap_ok): it sees its old snapshot or an error, never a mix. */
+static void window_open(struct rvol *r)
 {
+  struct vvol *vv = r->vv;
+  struct timespec dl;
+  vol_deadline_in(&dl, REPLICA_HOLD_MS);
   vv->hold_readers = 1;
-  while (vv->nshared > 0)
-    pthread_cond_wait(&vv->idle, &vv->mu);
+  while (vv->nsnap > 0)
+    if (pthread_cond_timedwait(&vv->idle, &vv->mu, &dl) != 0) {
+      r->expired += (uint64_t)vv->nsnap;
+      logwarn_rl("replica of %s: %d read transaction%s held read point %llu for %d ms: "
+                 "moving on (their next reads fail)", vv->name, vv->nsnap,
+                 vv->nsnap == 1 ? "" : "s", (unsigned long long)r->ra.rp, REPLICA_HOLD_MS);
+      break;
+    }
 }
 
+/* After the point moved (or not): every holder's snapshot is older now. */
 static void window_close(struct vvol *vv)
 {
+  vv->nsnap = 0;
   vv->hold_readers = 0;
   pthread_cond_broadcast(&vv->idle);
 }
@@ -144,7 +172,7 @@ static void take_start(struct rvol *r, const Auralog__ReplicaStart *s)
     return;
   }
   int was_serving = r->ra.rp != 0;
-  window_open(vv);
+  window_open(r);
   pm_clear(&vv->cache);
   ra_start(&r->ra, s);
   window_close(vv);
@@ -188,13 +216,15 @@ static int advance(struct rvol *r)
    * (a SHARED lock waits for it). Every later move does (R3). */
   int first = r->ra.rp == 0;
   if (!first)
-    window_open(vv);
+    window_open(r);
   ra_advance(&r->ra, t, cached_page, vv);
   refresh_size(r);
-  if (first)
+  if (first) {
+    vv->nsnap = 0;              /* (none: a SHARED lock waited for the point) */
     pthread_cond_broadcast(&vv->idle);
-  else
+  } else {
     window_close(vv);
+  }
   if (r->last_vdl <= r->ra.rp && r->last_us)
     r->echo_us = r->last_us;
   return 1;
@@ -279,6 +309,7 @@ void rvol_get_stats(struct rvol *r, struct rvol_stats *st)
   st->mtrs = r->ra.mtrs;
   st->pending = ra_pending(&r->ra);
   st->resyncs = r->resyncs;
+  st->expired = r->expired;
   st->want_resync = r->want_resync;
   snprintf(st->why, sizeof st->why, "%s", r->why);
   pthread_mutex_unlock(&vv->mu);

@@ -58,6 +58,7 @@ struct rvol_stats {
   uint64_t vdl;               /* the highest VDL told */
   uint64_t echo_us;           /* sent_us of the newest feed applied whole */
   uint64_t applied, skipped, mtrs, pending, resyncs;
+  uint64_t expired;           /* read transactions it moved past (rvol.c window_open) */
   int want_resync;            /* its stream broke: subscribe again */
   char why[200];              /* ... why */
 };

@@ -109,6 +109,11 @@ static int a_read(sqlite3_file *pf, void *buf, int amt, sqlite3_int64 off)
     pthread_mutex_unlock(&vv->mu);
     return SQLITE_IOERR_READ;
   }
+  if (vv->rep && rvol_snap_ok(vv, f, why, sizeof why) != 0) {
+    set_err(f, why);
+    pthread_mutex_unlock(&vv->mu);
+    return SQLITE_IOERR_READ;
+  }
   uint64_t size = vv->writer == f ? vv->ov_size : vv->size;
   uint8_t *out = buf;
   uint64_t pos = (uint64_t)off, end = pos + (uint64_t)amt;
@@ -424,6 +429,10 @@ static int a_lock(sqlite3_file *pf, int level)
       goto out;
     }
     vv->nshared++;
+    if (vv->rep) {
+      f->snap = rvol_read_point(vv);   /* every read of this transaction is at it */
+      vv->nsnap++;
+    }
   } else if (vv->rep) {
     /* A replica never writes (its connections are read-only already). */
     set_err(f, "this is a read replica: it serves reads only; send writes to the writer");
@@ -477,8 +486,12 @@ static int a_unlock(sqlite3_file *pf, int level)
       vv->writer = NULL;
     }
   }
-  if (level == SQLITE_LOCK_NONE && --vv->nshared == 0 && vv->rep)
-    pthread_cond_broadcast(&vv->idle);   /* a replica's apply may go on */
+  if (level == SQLITE_LOCK_NONE) {
+    vv->nshared--;
+    if (vv->rep && f->snap == rvol_read_point(vv) && vv->nsnap > 0 && --vv->nsnap == 0)
+      pthread_cond_broadcast(&vv->idle);   /* a replica's apply may go on */
+    f->snap = 0;
+  }
   f->lock = level;
 out:
   pthread_mutex_unlock(&vv->mu);

@@ -49,6 +49,7 @@ struct vvol {
    * when the last one goes or the read point moves. */
   struct rvol *rep;
   int hold_readers;
+  int nsnap;                   /* SHARED holders whose snapshot is the read point */
   pthread_cond_t idle;
   struct vvol *next;
 };
@@ -71,6 +72,7 @@ struct afile {
   struct vvol *vv;             /* F_MAIN */
   struct hfile *hf;            /* F_JOURNAL */
   uint64_t commit_lsn;         /* last commit, for the engine server */
+  uint64_t snap;               /* a replica's: the read point its SHARED lock was taken at */
   struct auralog_commit_times times;  /* ... its stage timings (vfs.h) */
   char err[512];
 };
@@ -100,6 +102,9 @@ int rvol_read_page(struct vvol *vv, uint32_t pno, uint8_t *out, uint64_t *lsn, c
                    size_t whylen);
 uint64_t rvol_read_point(struct vvol *vv);
 int rvol_lock_shared(struct vvol *vv, char *why, size_t whylen);
+/* A read of f's: 0, or -1 with why if its transaction's snapshot is gone
+ * (it outlived REPLICA_HOLD_MS and the read point moved on). */
+int rvol_snap_ok(struct vvol *vv, const struct afile *f, char *why, size_t whylen);
 /* Methods the journal shares with the main file. */
 int a_sync(sqlite3_file *pf, int flags);
 int a_sector_size(sqlite3_file *pf);

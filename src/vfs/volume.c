@@ -595,10 +595,34 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
 
 /* ---- read replicas (paper §4.2.4): the replica's volume, the writer's feed -- */
 
+/* A replica's volume learns of the writer's new PGs from the coordinator:
+ * at each new stream, and when a read names a PG it does not know. */
+static int reader_adopt(struct volume *v, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = v->name;
+  req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  req.open_volume = &ov;
+  Env *rep = vol_coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+  if (rep == NULL)
+    return -1;
+  pthread_mutex_lock(&v->drv->mu);
+  vol_adopt(v, rep->volume);
+  pthread_mutex_unlock(&v->drv->mu);
+  wire_free(rep);
+  uv_async_send(&v->drv->wake);   /* connect to the nodes of new PGs */
+  return 0;
+}
+
 int vol_read_at(struct volume *v, uint32_t page_no, uint64_t rp, uint64_t need, uint8_t *out,
                 uint64_t *page_lsn, char *why, size_t whylen)
 {
   uint64_t at[2] = {rp, need};
+  /* A PG the writer made since this replica last asked (its record is
+   * there, need > 0): ask the coordinator, never guess a zero page. */
+  if (need && page_no / v->pg_pages >= vol_npgs(v) && reader_adopt(v, why, whylen) != 0)
+    return -1;
   return read_common(v, page_no, at, out, page_lsn, why, whylen);
 }
 
@@ -651,16 +675,9 @@ int vol_reader_follow(struct volume *v, uint64_t epoch, const Auralog__TruncRang
                       char *why, size_t whylen)
 {
   /* The writer's volume may have grown since: take on its new PGs. */
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
-  ov.name = v->name;
-  req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
-  req.open_volume = &ov;
-  Env *rep = vol_coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
-  if (rep == NULL)
+  if (reader_adopt(v, why, whylen) != 0)
     return -1;
   pthread_mutex_lock(&v->drv->mu);
-  vol_adopt(v, rep->volume);
   v->epoch = epoch;
   if (v->rtrunc)
     auralog__trunc_range__free_unpacked(v->rtrunc, NULL);
@@ -673,8 +690,6 @@ int vol_reader_follow(struct volume *v, uint64_t epoch, const Auralog__TruncRang
     free(buf);
   }
   pthread_mutex_unlock(&v->drv->mu);
-  wire_free(rep);
-  uv_async_send(&v->drv->wake);   /* connect to the nodes of new PGs */
   return 0;
 }
 

@@ -328,6 +328,7 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     cJSON_AddNumberToObject(o, "mtrs", (double)rs.mtrs);
     cJSON_AddNumberToObject(o, "pending", (double)rs.pending);
     cJSON_AddNumberToObject(o, "resyncs", (double)rs.resyncs);
+    cJSON_AddNumberToObject(o, "expired", (double)rs.expired);
   } else if (E.vol) {
     struct vol_stats st;
     vol_get_stats(E.vol, &st);
