@@ -17,7 +17,9 @@
  * the volume's PGMRPL is at most every read point.
  *
  * Writes on the replica (INSERT, DELETE, CREATE) fail with a clear error
- * and change nothing. A writer that crashes and recovers (a new epoch) is
+ * and change nothing. With no write quorum (AZ A and a node down), a
+ * commit the writer shipped, and streamed, is not shown by the replica,
+ * whose read point stays put, until the nodes return and it is durable. A writer that crashes and recovers (a new epoch) is
  * followed: the replica subscribes again, starts over from storage, and
  * shows the new writer's commits.
  */
@@ -284,6 +286,56 @@ static void test_writes_refused(void **state)
   run_ok(&R, "SELECT count(*) FROM acct", o, sizeof o, NULL);
 }
 
+/* No quorum (AZ A and node B1 down): a commit is shipped and streamed to
+ * the replica but cannot become durable; the replica holds its records and
+ * must not show them, nor move its read point. When the nodes return, the
+ * commit becomes durable and the replica shows it. */
+static void test_never_above_the_vdl(void **state)
+{
+  (void)state;
+  static char o[1 << 16];
+  uint64_t rp0 = 0, rp;
+  run_ok(&R, "BEGIN; SELECT count(*) FROM acct WHERE id = 888888; "
+         "SELECT auralog_read_point(); COMMIT;", o, sizeof o, NULL);
+  assert_int_equal(sscanf(o, "0\n%llu", (unsigned long long *)&rp0), 1);
+  fault("az-down A");
+  fault("node-stop B1");
+  sh(NULL, 0, "%s sql --engine %s 'INSERT INTO acct VALUES(888888, 1, randomblob(5000))' "
+     ">/dev/null 2>&1 &", bin, engine);
+  unsigned long long until = now_ms() + 2500;
+  int held = 0;
+  while (now_ms() < until) {
+    run_ok(&R, "BEGIN; SELECT count(*) FROM acct WHERE id = 888888; "
+           "SELECT auralog_read_point(); COMMIT;", o, sizeof o, NULL);
+    unsigned long long n = 9, p = 0;
+    assert_int_equal(sscanf(o, "%llu\n%llu", &n, &p), 2);
+    if (n != 0 || p != rp0)
+      fail_msg("with no write quorum the replica shows %llu rows at read point %llu "
+               "(it was at %llu)", n, p, (unsigned long long)rp0);
+    run_ok(&R, "SELECT auralog_stats()", o, sizeof o, NULL);
+    held |= strstr(o, "\"pending\":0,") == NULL;   /* the records came, and wait */
+    usleep(100000);
+  }
+  assert_true(held);
+  fault("az-up A");
+  fault("node-start B1");
+  until = now_ms() + 20000;
+  int shown = 0;
+  while (!shown && now_ms() < until) {
+    run_ok(&R, "BEGIN; SELECT count(*) FROM acct WHERE id = 888888; "
+           "SELECT auralog_read_point(); COMMIT;", o, sizeof o, NULL);
+    unsigned long long n = 0, p = 0;
+    sscanf(o, "%llu\n%llu", &n, &p);
+    rp = p;
+    shown = n == 1;
+    if (!shown)
+      usleep(100000);
+  }
+  if (!shown)
+    fail_msg("the commit never reached the replica (read point %llu)", (unsigned long long)rp);
+  assert_true(rp > rp0);
+}
+
 static void test_follows_a_new_writer(void **state)
 {
   (void)state;
@@ -326,6 +378,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_differential),
     cmocka_unit_test(test_writes_refused),
+    cmocka_unit_test(test_never_above_the_vdl),
     cmocka_unit_test(test_follows_a_new_writer),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
