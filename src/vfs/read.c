@@ -46,6 +46,27 @@ uint64_t pg_need(const struct pgout *g, uint64_t lsn)
   return lo > g->head ? g->recs[lo - 1]->r.lsn : g->durable_tail;
 }
 
+uint64_t pg_freed_at(const struct pgout *g, uint64_t lsn)
+{
+  if (g->freed == NULL || g->freed_n == 0)
+    return 0;
+  unsigned n = g->freed_n < FREED_RING ? g->freed_n : FREED_RING;
+  unsigned first = g->freed_n - n;           /* the oldest still in the ring */
+  if (g->freed[first % FREED_RING] > lsn)
+    return 0;                                /* older than the ring: unknown */
+  /* The ring is in LSN order, with no gap from its oldest: the last entry
+   * at or below lsn is the PG's last record at or below it. */
+  unsigned lo = 0, hi = n;
+  while (lo < hi) {
+    unsigned mid = lo + (hi - lo) / 2;
+    if (g->freed[(first + mid) % FREED_RING] <= lsn)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return g->freed[(first + lo - 1) % FREED_RING];
+}
+
 void read_dispatch(struct volume *v, struct readreq *r)
 {
   struct pgout *g = &v->pgs[r->pg];

@@ -224,6 +224,8 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
    * from before): then it is not known here, and 0 says so (the segment
    * frees nothing on this Append; simulator, seed 23191). */
   uint64_t tail = pg_need(g, a.pgmrpl);
+  if (tail > a.pgmrpl)
+    tail = pg_freed_at(g, a.pgmrpl);   /* a replica's read point, below what is kept */
   a.pgmrpl_tail = tail <= a.pgmrpl ? tail : 0;
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
@@ -338,6 +340,11 @@ static void advance(struct volume *v, uint64_t old_vdl)
       if (s < NCOPIES)
         break;
       g->durable_tail = g->recs[g->head]->r.lsn;
+      if (v->replica_floor) {
+        if (g->freed == NULL)
+          g->freed = malloc(FREED_RING * sizeof *g->freed);
+        g->freed[g->freed_n++ % FREED_RING] = g->durable_tail;
+      }
       v->undurable -= g->recs[g->head]->bytes;
       orec_free(g->recs[g->head++]);
     }
@@ -585,6 +592,7 @@ void vcore_free(struct volume *v)
     for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
       orec_free(v->pgs[p].recs[i]);
     free(v->pgs[p].recs);
+    free(v->pgs[p].freed);
   }
   for (size_t i = 0; i < v->nfl; i++)
     free(v->fl[i].lsns);

@@ -57,7 +57,18 @@ struct pgout {
   uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
   unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
   uint8_t busy;              /* on v->busy: it holds records (head < n) */
+  /* While read replicas exist (replica_floor set), the LSNs of the PG's
+   * last FREED_RING records freed, a ring (allocated at the first): the
+   * PGMRPL is then often a replica's read point below every record kept,
+   * and its PG tail (Append.pgmrpl_tail, which lets a segment GC) is found
+   * here rather than left unknown (pg_freed_at). */
+  uint64_t *freed;
+  unsigned freed_n;          /* ever noted: the next goes to freed_n % FREED_RING */
 };
+
+/* The PG's last record at or below lsn among the records it freed lately
+ * (the ring above), or 0 if the ring does not reach down to lsn. */
+uint64_t pg_freed_at(const struct pgout *g, uint64_t lsn);
 
 /* The PG's last record at or below lsn, which is at or below the VDL: the
  * `need` of a read at that point (node.c on_read_page builds the page as of

@@ -12,6 +12,8 @@
  * streams (fixed seed) of MTRs over a few pages cut into feeds at random
  * places with random VDLs, that the cached pages always equal a model of
  * the volume at the read point, which is always a CPL at or below the VDL.
+ * And the writer's ring of freed records (read.c pg_freed_at), which names
+ * the PG tail at a replica's read point for node GC.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +26,7 @@
 
 #include "rng.h"
 #include "vfs/rapply.h"
+#include "vfs/volume_int.h"
 
 #define PS 64u
 #define PGP 4u                 /* pages per PG */
@@ -256,6 +259,30 @@ static void test_random_streams(void **state)
   }
 }
 
+/* The writer's side (read.c pg_freed_at): the PG tail at a replica's read
+ * point below every record kept, from the ring of records freed lately;
+ * unknown (0) below the ring's oldest entry. Node GC frees up to it. */
+static void test_freed_ring(void **state)
+{
+  (void)state;
+  struct pgout g;
+  memset(&g, 0, sizeof g);
+  assert_int_equal(pg_freed_at(&g, 100), 0);          /* no ring: unknown */
+  g.freed = calloc(FREED_RING, sizeof *g.freed);
+  for (uint64_t l = 10; l < 10 + 3 * FREED_RING; l += 3)
+    g.freed[g.freed_n++ % FREED_RING] = l;            /* 10, 13, 16, ... */
+  uint64_t oldest = 10 + 3 * (uint64_t)(g.freed_n - FREED_RING);
+  uint64_t newest = 10 + 3 * (uint64_t)(g.freed_n - 1);
+  assert_int_equal(pg_freed_at(&g, oldest - 1), 0);   /* below the ring */
+  assert_int_equal(pg_freed_at(&g, oldest), oldest);
+  assert_int_equal(pg_freed_at(&g, oldest + 2), oldest);
+  assert_int_equal(pg_freed_at(&g, oldest + 3), oldest + 3);
+  assert_int_equal(pg_freed_at(&g, newest + 100), newest);
+  for (uint64_t p = oldest; p < newest; p += 7)
+    assert_int_equal(pg_freed_at(&g, p), p - (p - 10) % 3);
+  free(g.freed);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -263,6 +290,7 @@ int main(void)
     cmocka_unit_test(test_whole_mtrs_at_or_below_vdl),
     cmocka_unit_test(test_refusals),
     cmocka_unit_test(test_random_streams),
+    cmocka_unit_test(test_freed_ring),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
