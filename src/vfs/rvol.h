@@ -27,8 +27,10 @@
  * Every read of a transaction, from SQLite's cache, this buffer cache or
  * storage, is then as of one read point, and the next transaction sees a
  * new page 1 whenever the point moved past a commit. A long reader delays
- * the replica (its lag grows, up to the statement timeout), never the
- * writer.
+ * the replica (its lag grows), never the writer; and only for
+ * REPLICA_HOLD_MS: then the point moves anyway, and that transaction's
+ * next read that reaches the VFS fails ("the replica has moved on"), so
+ * it sees its old snapshot or an error, never a mix of two points.
  *
  * Catching up (invariant R4): a replica that reconnects, or whose stream
  * broke (a gap: the writer dropped it for being slow, REPLICA_QUEUE_MAX),

@@ -13,8 +13,8 @@
  * point must be the LSN of a commit made so far (never above the VDL, never
  * inside an MTR: a CPL), and the replica's digest must be the writer's at
  * that commit. At the end the replica catches up with the last commit.
- * Status shows the replica's applied VDL, lag and minimum read point, and
- * the volume's PGMRPL is at most every read point.
+ * Status (and viz) show the replica's applied VDL, lag and minimum read
+ * point, and the volume's PGMRPL is at most every read point.
  *
  * Writes on the replica (INSERT, DELETE, CREATE) fail with a clear error
  * and change nothing. With no write quorum (AZ A and a node down), a
@@ -261,6 +261,13 @@ static void test_differential(void **state)
       usleep(100000);
   }
   assert_true(seen);
+  /* viz draws it too. */
+  static char dot[1 << 16];
+  assert_int_equal(sh(dot, sizeof dot, "%s viz --coord %s --format dot 2>&1", bin, coord), 0);
+  char want[128];
+  snprintf(want, sizeof want, "replica %s: applied VDL %llu", replica, (unsigned long long)last);
+  if (strstr(dot, want) == NULL || strstr(dot, "PGMRPL") == NULL)
+    fail_msg("viz does not show '%s' and the PGMRPL", want);
 }
 
 static void test_writes_refused(void **state)
