@@ -19,7 +19,10 @@
  * Writes on the replica (INSERT, DELETE, CREATE) fail with a clear error
  * and change nothing. With no write quorum (AZ A and a node down), a
  * commit the writer shipped, and streamed, is not shown by the replica,
- * whose read point stays put, until the nodes return and it is durable. A writer that crashes and recovers (a new epoch) is
+ * whose read point stays put, until the nodes return and it is durable.
+ * While the writer commits transfers as fast as it can, every scan of the
+ * whole table on the replica shows the same total (one read point per
+ * read transaction, however the stream moves it meanwhile). A writer that crashes and recovers (a new epoch) is
  * followed: the replica subscribes again, starts over from storage, and
  * shows the new writer's commits.
  */
@@ -343,6 +346,49 @@ static void test_never_above_the_vdl(void **state)
   assert_true(rp > rp0);
 }
 
+/* One read point per read transaction (rvol.h, R3), while the writer
+ * commits transfers (which keep the total) as fast as it can: every scan
+ * of the whole table on the replica shows the same total. A read point
+ * that moved under a scan would mix two states of the table. */
+static void test_a_scan_sees_one_read_point(void **state)
+{
+  (void)state;
+  static char o[1 << 16];
+  run_ok(&W, "CREATE TABLE bank(id INTEGER PRIMARY KEY, bal INTEGER, pad BLOB);"
+         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) "
+         "INSERT INTO bank SELECT x, 100, randomblob(200) FROM c;", o, sizeof o, NULL);
+  char path[300], done[300];
+  snprintf(path, sizeof path, "%s/transfers.sql", dir);
+  snprintf(done, sizeof done, "%s/transfers.done", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  for (int i = 0; i < 3000; i++) {
+    int a = 1 + (int)rnd(3000), b = 1 + (int)rnd(3000), m = 1 + (int)rnd(50);
+    fprintf(f, "BEGIN; UPDATE bank SET bal = bal - %d WHERE id = %d; "
+            "UPDATE bank SET bal = bal + %d WHERE id = %d; COMMIT;\n", m, a, m, b);
+  }
+  fclose(f);
+  sh(NULL, 0, "(%s sql --engine %s < %s > %s.out 2>&1; touch %s) > /dev/null 2>&1 &", bin, engine, path, path,
+     done);
+  int scans = 0, moved = 0;
+  uint64_t first_rp = 0, rp = 0;
+  while (access(done, F_OK) != 0 && scans < 5000) {
+    run_ok(&R, "BEGIN; SELECT total(bal), count(*), total(length(pad)) FROM bank; "
+           "SELECT auralog_read_point(); COMMIT;", o, sizeof o, NULL);
+    if (strncmp(o, "300000.0|3000|600000.0\n", 23) != 0)
+      fail_msg("a scan on the replica saw %s (a mix of two read points?)", o);
+    rp = strtoull(strchr(o, '\n') + 1, NULL, 10);
+    if (first_rp == 0)
+      first_rp = rp;
+    moved += rp != first_rp;
+    scans++;
+  }
+  print_message("%d scans, the read point moved from %llu to %llu meanwhile\n", scans,
+                (unsigned long long)first_rp, (unsigned long long)rp);
+  assert_true(moved > 0);       /* the replica kept up while being read */
+  assert_true(scans > 5);
+}
+
 static void test_follows_a_new_writer(void **state)
 {
   (void)state;
@@ -386,6 +432,7 @@ int main(void)
     cmocka_unit_test(test_differential),
     cmocka_unit_test(test_writes_refused),
     cmocka_unit_test(test_never_above_the_vdl),
+    cmocka_unit_test(test_a_scan_sees_one_read_point),
     cmocka_unit_test(test_follows_a_new_writer),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
