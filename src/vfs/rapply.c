@@ -54,6 +54,7 @@ void ra_start(struct rapply *ra, const Auralog__ReplicaStart *s)
   ra->next = s->from;
   ra->vdl = s->vdl;
   ra->rp = 0;
+  ra->serving = 0;
   ra->started = 1;
   for (size_t i = 0; i < s->n_tails; i++) {
     tail_room(ra, s->tails[i]->pg);
@@ -121,16 +122,17 @@ int ra_feed(struct rapply *ra, Rec *const *recs, size_t n, uint64_t vdl, char *w
   return 0;
 }
 
+int ra_ready(const struct rapply *ra)
+{
+  /* Before the VDL reaches the start, storage may not hold it yet. */
+  return ra->started && (ra->serving || ra->vdl >= ra->start);
+}
+
 uint64_t ra_target(const struct rapply *ra)
 {
-  if (!ra->started)
+  if (!ra_ready(ra))
     return 0;
-  uint64_t t = ra->rp;
-  if (t == 0) {
-    if (ra->vdl < ra->start)
-      return 0;             /* storage may not yet hold the start point */
-    t = ra->start;
-  }
+  uint64_t t = ra->serving ? ra->rp : ra->start;
   /* The last CPL at or below the VDL among the records here: every record
    * before it has arrived (the stream has no gap), so its MTR is whole. */
   for (size_t i = ra->head; i < ra->n && ra->q[i]->lsn <= ra->vdl; i++)
@@ -142,7 +144,7 @@ uint64_t ra_target(const struct rapply *ra)
 size_t ra_advance(struct rapply *ra, uint64_t target, ra_page_fn page, void *arg)
 {
   size_t k = 0;
-  if (target == 0 || target < ra->rp)
+  if (!ra_ready(ra) || target < ra->rp || (!ra->serving && target < ra->start))
     return 0;
   while (ra->head < ra->n && ra->q[ra->head]->lsn <= target) {
     Rec *r = ra->q[ra->head++];
@@ -162,6 +164,7 @@ size_t ra_advance(struct rapply *ra, uint64_t target, ra_page_fn page, void *arg
     k++;
   }
   ra->rp = target;
+  ra->serving = 1;
   return k;
 }
 

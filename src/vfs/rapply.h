@@ -17,7 +17,7 @@
  *          ReplicaFeeds that also carry the VDL;
  *   tails  each PG's last record at or below start.
  *
- * The read point rp (0 until the replica may serve):
+ * The read point rp (valid once serving is set):
  *  - rp is the VDL the replica applied through: it becomes start once the
  *    VDL reaches start (storage holds every record up to it at a write
  *    quorum, and the cache is empty), then moves to the highest CPL at or
@@ -48,7 +48,8 @@ struct rapply {
   uint64_t epoch;             /* the writer's, from the start */
   int started;                /* a start came */
   uint64_t start;             /* the first read point */
-  uint64_t rp;                /* the read point (0: not serving yet) */
+  int serving;                /* rp is a read point (0 is one: an empty volume's) */
+  uint64_t rp;                /* the read point */
   uint64_t vdl;               /* the highest VDL told */
   uint64_t next;              /* the LSN the next record must carry */
   Rec **q;                    /* records above rp, in LSN order: q[head..n) */
@@ -72,16 +73,19 @@ void ra_start(struct rapply *ra, const Auralog__ReplicaStart *s);
 int ra_feed(struct rapply *ra, Rec *const *recs, size_t n, uint64_t vdl, char *why,
             size_t whylen);
 
-/* The read point the replica may take now (rules above): >= rp; 0 if it
- * may not serve yet. */
+/* May the replica take a read point now (a start came and the VDL has
+ * reached it)? */
+int ra_ready(const struct rapply *ra);
+/* The read point it may take now (rules above), once ra_ready: >= rp. */
 uint64_t ra_target(const struct rapply *ra);
 
 /* The cached page page_no to apply the record of lsn to, or NULL (not
  * cached). The driver sets the cached page's LSN. */
 typedef uint8_t *(*ra_page_fn)(void *arg, uint32_t page_no, uint64_t lsn);
 
-/* Move the read point to target (from ra_target), applying each record in
- * (rp, target] to its cached page. Returns the records passed. */
+/* Move the read point to target (from ra_target, ra_ready), applying each
+ * record in (rp, target] to its cached page; serving from then on.
+ * Returns the records passed. */
 size_t ra_advance(struct rapply *ra, uint64_t target, ra_page_fn page, void *arg);
 
 /* The PG's last record at or below the read point (0: none). */

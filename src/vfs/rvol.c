@@ -59,7 +59,7 @@ int rvol_read_page(struct vvol *vv, uint32_t pno, uint8_t *out, uint64_t *lsn, c
                    size_t whylen)
 {
   const struct rapply *ra = &vv->rep->ra;
-  if (ra->rp == 0 || ra->pg_pages == 0) {
+  if (!ra->serving || ra->pg_pages == 0) {
     snprintf(why, whylen, "the replica has no read point yet (waiting for its writer's "
              "stream)");
     return -1;
@@ -85,12 +85,12 @@ int rvol_lock_shared(struct vvol *vv, char *why, size_t whylen)
 {
   struct timespec dl;
   vol_deadline_in(&dl, READ_DEADLINE_MS + REPLICA_HOLD_MS);
-  while (vv->hold_readers || vv->rep->ra.rp == 0)
+  while (vv->hold_readers || !vv->rep->ra.serving)
     if (pthread_cond_timedwait(&vv->idle, &vv->mu, &dl) != 0)
       break;
-  if (!vv->hold_readers && vv->rep->ra.rp != 0)
+  if (!vv->hold_readers && vv->rep->ra.serving)
     return 0;
-  if (vv->rep->ra.rp == 0)
+  if (!vv->rep->ra.serving)
     snprintf(why, whylen, "the replica has not caught up with its writer yet (no read point "
              "after %d ms)%s%s", READ_DEADLINE_MS, vv->rep->why[0] ? ": " : "", vv->rep->why);
   else
@@ -171,7 +171,7 @@ static void take_start(struct rvol *r, const Auralog__ReplicaStart *s)
     r->broken = 1;
     return;
   }
-  int was_serving = r->ra.rp != 0;
+  int was_serving = r->ra.serving;
   window_open(r);
   pm_clear(&vv->cache);
   ra_start(&r->ra, s);
@@ -209,12 +209,14 @@ static void take_feed(struct rvol *r, const Auralog__ReplicaFeed *f)
 static int advance(struct rvol *r)
 {
   struct vvol *vv = r->vv;
+  if (!ra_ready(&r->ra))
+    return 0;
   uint64_t t = ra_target(&r->ra);
-  if (t == 0 || t <= r->ra.rp)
+  if (r->ra.serving && t <= r->ra.rp)
     return 0;
   /* The first read point needs no window: no reader has read anything
    * (a SHARED lock waits for it). Every later move does (R3). */
-  int first = r->ra.rp == 0;
+  int first = !r->ra.serving;
   if (!first)
     window_open(r);
   ra_advance(&r->ra, t, cached_page, vv);
@@ -299,7 +301,7 @@ void rvol_get_stats(struct rvol *r, struct rvol_stats *st)
   struct vvol *vv = r->vv;
   pthread_mutex_lock(&vv->mu);
   memset(st, 0, sizeof *st);
-  st->serving = r->ra.rp != 0;
+  st->serving = r->ra.serving;
   st->epoch = r->ra.epoch;
   st->rp = r->ra.rp;
   st->vdl = r->ra.vdl;

@@ -2,7 +2,7 @@
  * test_rapply.c: a read replica's apply rule (vfs/rapply.c, paper §4.2.4).
  *
  * Checks that a replica serves nothing until the VDL reaches the stream's
- * start, then reads at the start; that its read point is only ever a CPL
+ * start, then reads at the start (an empty volume's start, 0, too); that its read point is only ever a CPL
  * at or below a VDL it was told, whose MTR arrived whole (a VDL above
  * records not yet here, or one inside an MTR, does not move it past the
  * last whole MTR); that records apply only to cached pages (the others are
@@ -115,21 +115,41 @@ static void test_start_waits_for_vdl(void **state)
   (void)state;
   struct rapply ra;
   ra_init(&ra);
-  assert_int_equal(ra_target(&ra), 0);               /* no start yet */
+  assert_false(ra_ready(&ra));                       /* no start yet */
   uint32_t pgs[] = {0, 2};
   uint64_t tails[] = {40, 38};
   start(&ra, 40, 41, 35, pgs, tails, 2);
-  assert_int_equal(ra_target(&ra), 0);               /* vdl 35 < start 40 */
+  assert_false(ra_ready(&ra));                       /* vdl 35 < start 40 */
+  ra_advance(&ra, 40, NULL, NULL);
+  assert_false(ra.serving);                          /* refused: not ready */
   assert_int_equal(feed1(&ra, NULL, 39), 0);
-  assert_int_equal(ra_target(&ra), 0);
+  assert_false(ra_ready(&ra));
   assert_int_equal(feed1(&ra, NULL, 40), 0);
+  assert_true(ra_ready(&ra));
   assert_int_equal(ra_target(&ra), 40);
   ra_advance(&ra, 40, NULL, NULL);
+  assert_true(ra.serving);
   assert_int_equal(ra.rp, 40);
   assert_int_equal(ra_need(&ra, 0), 40);
   assert_int_equal(ra_need(&ra, 1), 0);
   assert_int_equal(ra_need(&ra, 2), 38);
   assert_int_equal(ra_need(&ra, 1000), 0);
+  ra_free(&ra);
+}
+
+/* An empty volume: start 0 is a read point too. */
+static void test_empty_volume_serves_at_zero(void **state)
+{
+  (void)state;
+  struct rapply ra;
+  ra_init(&ra);
+  start(&ra, 0, 1, 0, NULL, NULL, 0);
+  assert_true(ra_ready(&ra));
+  assert_int_equal(ra_target(&ra), 0);
+  ra_advance(&ra, ra_target(&ra), NULL, NULL);
+  assert_true(ra.serving);
+  assert_int_equal(ra.rp, 0);
+  assert_int_equal(ra_need(&ra, 0), 0);
   ra_free(&ra);
 }
 
@@ -244,12 +264,14 @@ static void test_random_streams(void **state)
       assert_int_equal(ra_feed(&ra, recs + sent, take, vdl, why, sizeof why), 0);
       sent += take;
       uint64_t t = ra_target(&ra);
+      assert_true(ra_ready(&ra));
       assert_true(t <= vdl);
       assert_true(t <= (sent ? recs[sent - 1]->lsn : 100));
       ra_advance(&ra, t, get_page, &c);
       size_t k = 0;             /* MTRs at or below the read point */
       while (k < nm && cpls[k] <= ra.rp)
         k++;
+      assert_true(ra.serving);
       assert_true(ra.rp == 100 || ra.rp == cpls[k - 1]);   /* a CPL: whole MTRs */
       assert_memory_equal(c.page, model[k], sizeof c.page);
     }
@@ -287,6 +309,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_start_waits_for_vdl),
+    cmocka_unit_test(test_empty_volume_serves_at_zero),
     cmocka_unit_test(test_whole_mtrs_at_or_below_vdl),
     cmocka_unit_test(test_refusals),
     cmocka_unit_test(test_random_streams),
