@@ -22,7 +22,9 @@
  * whose read point stays put, until the nodes return and it is durable.
  * While the writer commits transfers as fast as it can, every scan of the
  * whole table on the replica shows the same total (one read point per
- * read transaction, however the stream moves it meanwhile). A writer that crashes and recovers (a new epoch) is
+ * read transaction, however the stream moves it meanwhile). A read
+ * transaction left open on the replica holds the volume's PGMRPL, and
+ * every segment's, at its read point while the writer goes on. A writer that crashes and recovers (a new epoch) is
  * followed: the replica subscribes again, starts over from storage, and
  * shows the new writer's commits.
  */
@@ -389,6 +391,71 @@ static void test_a_scan_sees_one_read_point(void **state)
   assert_true(scans > 5);
 }
 
+/* The PGMRPL is the minimum over the writer and every replica, and the
+ * segments hear it: a read transaction left open on the replica holds its
+ * read point (for up to REPLICA_HOLD_MS) while the writer commits, and
+ * status shows the PGMRPL, every segment's PGMRPL and GC point at or
+ * below that read point, the VDL above it. Once the reader is gone, the
+ * PGMRPL follows the VDL again. */
+static void test_pgmrpl_holds_for_a_replica_reader(void **state)
+{
+  (void)state;
+  static char o[1 << 16];
+  struct rpc R2;
+  char why[256];
+  assert_int_equal(rpc_open(&R2, replica, 2000, why, sizeof why), 0);
+  run_ok(&R2, "BEGIN; SELECT count(*) FROM bank; SELECT auralog_read_point();", o, sizeof o,
+         NULL);
+  uint64_t rp0 = strtoull(strchr(o, '\n') + 1, NULL, 10);
+  unsigned long long t0 = now_ms();
+  for (int i = 0; i < 40; i++) {
+    char t[200];
+    snprintf(t, sizeof t, "UPDATE bank SET bal = bal + 1 WHERE id = %d", 1 + i);
+    run_ok(&W, t, o, sizeof o, NULL);
+  }
+  int seen = 0;
+  while (!seen && now_ms() - t0 < REPLICA_HOLD_MS - 1000) {
+    cJSON *st = status("main");
+    double vdl = cJSON_GetObjectItem(st, "vdl")->valuedouble;
+    double pgmrpl = cJSON_GetObjectItem(st, "pgmrpl")->valuedouble;
+    cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(st, "replicas"), 0);
+    if (vdl > (double)rp0 && r0) {
+      assert_true(cJSON_GetObjectItem(r0, "min_read_point")->valuedouble == (double)rp0);
+      if (pgmrpl > (double)rp0)
+        fail_msg("pgmrpl %.0f above the replica reader's read point %llu (vdl %.0f)", pgmrpl,
+                 (unsigned long long)rp0, vdl);
+      cJSON *pg, *seg;
+      cJSON_ArrayForEach(pg, cJSON_GetObjectItem(st, "pgs"))
+        cJSON_ArrayForEach(seg, cJSON_GetObjectItem(pg, "segments")) {
+          cJSON *sp = cJSON_GetObjectItem(seg, "pgmrpl"), *gc = cJSON_GetObjectItem(seg, "gc_lsn");
+          if ((sp && sp->valuedouble > (double)rp0) || (gc && gc->valuedouble > (double)rp0))
+            fail_msg("a segment heard pgmrpl %.0f / gc point %.0f, above the replica reader's "
+                     "read point %llu", sp ? sp->valuedouble : -1, gc ? gc->valuedouble : -1,
+                     (unsigned long long)rp0);
+        }
+      seen = pgmrpl == (double)rp0;
+    }
+    cJSON_Delete(st);
+    if (!seen)
+      usleep(100000);
+  }
+  assert_true(seen);
+  run_ok(&R2, "COMMIT", o, sizeof o, NULL);
+  rpc_close(&R2);
+  /* Without the reader, the PGMRPL catches up with the VDL. */
+  unsigned long long until = now_ms() + 10000;
+  int caught = 0;
+  while (!caught && now_ms() < until) {
+    cJSON *st = status("main");
+    caught = cJSON_GetObjectItem(st, "pgmrpl")->valuedouble ==
+             cJSON_GetObjectItem(st, "vdl")->valuedouble;
+    cJSON_Delete(st);
+    if (!caught)
+      usleep(100000);
+  }
+  assert_true(caught);
+}
+
 static void test_follows_a_new_writer(void **state)
 {
   (void)state;
@@ -433,6 +500,7 @@ int main(void)
     cmocka_unit_test(test_writes_refused),
     cmocka_unit_test(test_never_above_the_vdl),
     cmocka_unit_test(test_a_scan_sees_one_read_point),
+    cmocka_unit_test(test_pgmrpl_holds_for_a_replica_reader),
     cmocka_unit_test(test_follows_a_new_writer),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
