@@ -18,8 +18,10 @@
  *     the ack of having applied it, on the writer's clock) and folds the
  *     oldest read point of every replica heard from in the last
  *     REPLICA_GONE_MS into the PGMRPL it sends the segments (vcore.c), so
- *     node GC never frees a version a replica may still read; status shows
- *     each replica (report.c).
+ *     node GC never frees a version a replica may still read (invariant
+ *     R6; a replica silent longer has its reads below the GC point refused
+ *     by the segments, never answered wrong, and starts over); status
+ *     shows each replica (report.c).
  *
  * The writer never waits for a replica (invariant R5): sending only
  * queues on the replica's connection; one that lets more than
@@ -156,6 +158,7 @@ void feed_hello(struct conn *c, const Env *env)
   if (vol_feed_start(E.vol, &st, tails, &tr) != 0) {
     free(tails);
     conn_error(c, env->req, ERR_STALE_EPOCH, "this writer is fenced: ask the new one");
+    feed_closed(c);           /* not subscribed */
     return;
   }
   s->from = st.from;
