@@ -33,15 +33,15 @@ CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/record.c src/bugs.c src/rpc.
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/segstats.c src/coord/main.c src/coord/http.c \
             src/cluster.c src/fault.c src/status.c src/sqlcli.c src/lab.c src/viz.c src/viz_sim.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/vcore.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/pagelsn.c src/vfs/report.c src/vfs/open.c \
-            src/vfs/vfs.c src/vfs/journal.c src/vfs/vfsreg.c src/vfs/engine.c src/vfs/worker.c src/vfs/sandbox.c src/vfs/probe.c src/vfs/lease.c src/vfs/countvfs.c src/vfs/stages.c \
+            src/vfs/vfs.c src/vfs/journal.c src/vfs/vfsreg.c src/vfs/engine.c src/vfs/worker.c src/vfs/sandbox.c src/vfs/probe.c src/vfs/lease.c src/vfs/countvfs.c src/vfs/stages.c src/vfs/rapply.c src/vfs/rvol.c src/vfs/feed.c src/vfs/replica.c \
             src/bench/common.c src/bench/limit.c src/bench/breakdown.c src/bench/bench.c src/bench/report.c src/bench/workload.c src/bench/append.c src/bench/recovery.c src/bench/recsys.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o \
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := log wire record segment placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage
+UNIT := log wire record segment placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 

@@ -15,6 +15,9 @@
  * on the base port + ENGINE_PORT_OFFSET. The engine starts last, once the
  * nodes are registered, and recovers the volume as it opens. The
  * coordinator serves the live dashboard on the base port + HTTP_PORT_OFFSET.
+ * Read replicas R1..RN (`up --replicas N`, default 1; paper §4.2.4) serve
+ * read-only SQL on base + REPLICA_PORT_OFFSET + i, following the engine;
+ * they start after it.
  *
  * `up` starts whichever member is not running and leaves running ones
  * alone, so after a crash it is also the restart. `down` stops exactly
@@ -75,6 +78,15 @@ static void layout(struct cluster *cl)
     path(data, sizeof data, cl, "data/", m->name, "");
     memcpy(m->data, data, sizeof data);
     m->tag = engine ? m->addr : m->data;
+  }
+  for (int i = 0; i < cl->nrep; i++) {
+    struct member *m = &cl->rep[i];
+    snprintf(m->name, sizeof m->name, "R%d", i + 1);
+    m->az[0] = 0;
+    m->port = cl->base + REPLICA_PORT_OFFSET + i;
+    snprintf(m->addr, sizeof m->addr, "127.0.0.1:%d", m->port);
+    m->data[0] = 0;
+    m->tag = m->addr;          /* its --listen: no other member names it */
   }
 }
 
@@ -189,6 +201,9 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   *cache = cJSON_IsNumber(c) && c->valueint > 0 ? c->valueint : 0;
   cJSON *t = cJSON_GetObjectItem(o, "engine_statement_timeout_ms");
   *timeout = cJSON_IsNumber(t) && t->valueint >= 0 ? t->valueint : -1;
+  cJSON *r = cJSON_GetObjectItem(o, "replicas");
+  cl->nrep = cJSON_IsNumber(r) && r->valueint >= 0 && r->valueint <= REPLICAS_MAX ? r->valueint
+                                                                                  : 1;
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -208,6 +223,7 @@ static int write_conf(const struct cluster *cl)
     cJSON_AddNumberToObject(o, "engine_statement_timeout_ms", cl->timeout);
   if (cl->pg_pages > 0)
     cJSON_AddNumberToObject(o, "engine_pg_pages", cl->pg_pages);
+  cJSON_AddNumberToObject(o, "replicas", cl->nrep);
   char dash[64], url[80];
   dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
@@ -220,6 +236,13 @@ static int write_conf(const struct cluster *cl)
     if (i)
       cJSON_AddStringToObject(j, "az", cl->m[i].az);
     cJSON_AddStringToObject(j, "addr", cl->m[i].addr);
+    cJSON_AddItemToArray(ms, j);
+  }
+  for (int i = 0; i < cl->nrep; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", cl->rep[i].name);
+    cJSON_AddStringToObject(j, "role", "replica");
+    cJSON_AddStringToObject(j, "addr", cl->rep[i].addr);
     cJSON_AddItemToArray(ms, j);
   }
   char *s = cJSON_Print(o);
@@ -278,8 +301,25 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
   }
   engine_argv[na] = NULL;
   int engine = m == &cl->m[cl->n - 1];
-  pid_t pid = proc_spawn(self, engine ? engine_argv : m->az[0] ? node_argv : coord_argv,
-                         logp, 1);
+  int replica = m >= cl->rep && m < cl->rep + REPLICAS_MAX;
+  if (replica) {
+    /* A read replica: the engine's options, less the volume's creation. */
+    engine_argv[1] = "replica";
+    engine_argv[10] = "--engine";
+    engine_argv[11] = (char *)cl->m[cl->n - 1].addr;
+    na = 12;
+    if (cl->cache > 0) {
+      engine_argv[na++] = "--cache";
+      engine_argv[na++] = cache;
+    }
+    if (cl->timeout >= 0) {
+      engine_argv[na++] = "--statement-timeout";
+      engine_argv[na++] = timeout;
+    }
+    engine_argv[na] = NULL;
+  }
+  pid_t pid = proc_spawn(self, engine || replica ? engine_argv
+                               : m->az[0] ? node_argv : coord_argv, logp, 1);
   if (pid < 0)
     return -1;
   FILE *f = fopen(pidp, "w");
@@ -421,6 +461,16 @@ static int cmd_up(struct cluster *cl)
     if (cluster_wait_listening(cl, engine, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
+  for (int i = 0; i < cl->nrep; i++) {
+    struct member *m = &cl->rep[i];
+    if ((m->pid = cluster_running(cl, m)) != 0)
+      continue;
+    if (cluster_spawn(cl, m, self) < 0)
+      die("cluster: cannot start replica %s: %s", m->name, strerror(errno));
+    started++;
+    if (cluster_wait_listening(cl, m, why, sizeof why) != 0)
+      die("cluster: %s", why);
+  }
   printf("auralog cluster in %s (%s)\n", cl->dir,
          started ? "started what was not running" : "already running");
   for (int i = 0; i < cl->n; i++) {
@@ -433,6 +483,9 @@ static int cmd_up(struct cluster *cl)
     else
       printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
   }
+  for (int i = 0; i < cl->nrep; i++)
+    printf("  %-6s %-16s pid %-7d read replica (auralog sql --replica %d)\n", cl->rep[i].name,
+           cl->rep[i].addr, (int)cl->rep[i].pid, i + 1);
   char dash[64];
   dashboard_addr(cl, dash, sizeof dash);
   printf("dashboard: http://%s/\n", dash);
@@ -477,6 +530,20 @@ pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig)
 static int cmd_down(struct cluster *cl)
 {
   int stopped = 0;
+  /* Replicas first (they follow the engine), every one that may run: a
+   * later `up --replicas` may have asked for fewer. */
+  int nrep = cl->nrep;
+  cl->nrep = REPLICAS_MAX;
+  layout(cl);
+  for (int i = REPLICAS_MAX - 1; i >= 0; i--) {
+    pid_t pid = cluster_stop_member(cl, &cl->rep[i], SIGTERM);
+    if (pid) {
+      printf("stopped %s (pid %d)\n", cl->rep[i].name, (int)pid);
+      stopped++;
+    }
+  }
+  cl->nrep = nrep;
+  layout(cl);
   for (int i = cl->n - 1; i >= 0; i--) {
     pid_t pid = cluster_stop_member(cl, &cl->m[i], SIGTERM);
     if (pid) {
@@ -508,6 +575,19 @@ static int cmd_status(struct cluster *cl)
                (unsigned long long)rep->status->engine->vdl);
     printf("  %-6s %-16s %-8s %s\n", m->name, m->addr, pid ? "running" : "stopped",
            i == 0 && rep ? "answering" : i == cl->n - 1 ? eng : seen);
+  }
+  for (int i = 0; i < cl->nrep; i++) {
+    const struct member *m = &cl->rep[i];
+    char st[128] = "";
+    const Auralog__EngineStat *e = rep && rep->status->engine ? rep->status->engine : NULL;
+    for (size_t j = 0; e && j < e->n_replicas; j++)
+      if (strcmp(e->replicas[j]->addr, m->addr) == 0)
+        snprintf(st, sizeof st, "replica: applied vdl %llu, lag %llu lsn, %llu ms",
+                 (unsigned long long)e->replicas[j]->applied,
+                 (unsigned long long)e->replicas[j]->lag_lsn,
+                 (unsigned long long)e->replicas[j]->lag_ms);
+    printf("  %-6s %-16s %-8s %s\n", m->name, m->addr,
+           cluster_running(cl, m) ? "running" : "stopped", st);
   }
   if (rep == NULL)
     printf("coordinator: %s\n", why);
@@ -545,6 +625,8 @@ int cluster_find(struct cluster *cl, const char *dir, int base, int cache,
   memcpy(cl->dir, real, strlen(real) + 1);
   key_use_dir(cl->dir);
   int conf_cache, conf_timeout, conf = read_conf(cl, &conf_cache, &conf_timeout);
+  if (!conf)
+    cl->nrep = 1;              /* a new cluster: one read replica */
   cl->base = base ? base : conf ? conf : 7400;
   cl->cache = cache >= 0 ? cache : conf_cache;
   cl->timeout = timeout >= 0 ? timeout : conf_timeout;
@@ -567,7 +649,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
     "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
-    "                 [--key FILE]\n"
+    "                 [--replicas N] [--key FILE]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -600,8 +682,13 @@ static void usage(FILE *f)
     "  --pg-pages N     up: pages per protection group of volume main, if the\n"
     "                   engine creates it now (`auralog engine --pg-pages`;\n"
     "                   default %d, at most %d; a volume keeps its PG size for\n"
-    "                   good); kept in cluster.json like --cache\n",
-    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX);
+    "                   good); kept in cluster.json like --cache\n"
+    "  --replicas N     up: read replicas (`auralog replica`, paper §4.2.4) on\n"
+    "                   ports N+%d.., each following the engine (default 1, at\n"
+    "                   most %d; 0: none); kept in cluster.json like --cache;\n"
+    "                   `auralog sql --replica K` asks the K-th\n",
+    ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX,
+    REPLICA_PORT_OFFSET, REPLICAS_MAX);
 }
 
 int cluster_main(int argc, char **argv)
@@ -609,9 +696,10 @@ int cluster_main(int argc, char **argv)
   static struct option opts[] = {
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
     {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
-    {"pg-pages", required_argument, 0, 'g'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"pg-pages", required_argument, 0, 'g'}, {"replicas", required_argument, 0, 'r'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
-  int base = 0, cache = -1, timeout = -1, pg_pages = 0, o;
+  int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -644,6 +732,14 @@ int cluster_main(int argc, char **argv)
       pg_pages = (int)v;
       break;
     }
+    case 'r': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > REPLICAS_MAX)
+        die("cluster: --replicas must be a number from 0 to %d", REPLICAS_MAX);
+      replicas = (int)v;
+      break;
+    }
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -671,9 +767,10 @@ int cluster_main(int argc, char **argv)
   }
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
     die("cluster: unknown action '%s' (say up, down, status or key)", cmd);
-  if ((cache >= 0 || timeout >= 0 || pg_pages) && strcmp(cmd, "up"))
+  if ((cache >= 0 || timeout >= 0 || pg_pages || replicas >= 0) && strcmp(cmd, "up"))
     die("cluster: --%s is an option of `cluster up`",
-        cache >= 0 ? "cache" : timeout >= 0 ? "statement-timeout" : "pg-pages");
+        cache >= 0 ? "cache" : timeout >= 0 ? "statement-timeout" : pg_pages ? "pg-pages"
+        : "replicas");
 
   static struct cluster cl;
   int rc = cluster_find(&cl, dir, base, cache, timeout, strcmp(cmd, "up") == 0);
@@ -681,6 +778,10 @@ int cluster_main(int argc, char **argv)
     return -rc;
   if (pg_pages)
     cl.pg_pages = pg_pages;
+  if (replicas >= 0) {
+    cl.nrep = replicas;
+    layout(&cl);
+  }
   if (strcmp(cmd, "up") == 0) {
     if (mkdirs(&cl) != 0)
       return 1;

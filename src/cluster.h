@@ -33,6 +33,10 @@ struct cluster {
                               the engine creates it */
   struct member m[2 + NCOPIES];     /* coord, nodes, engine */
   int n;
+  /* Read replicas (`up --replicas N`, kept in cluster.json): R1..RN on
+   * base + REPLICA_PORT_OFFSET + i, following the engine. */
+  struct member rep[REPLICAS_MAX];
+  int nrep;
 };
 
 /* Find the cluster in dir (NULL: $AURALOG_DIR or ~/.auralog), creating the

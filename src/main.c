@@ -25,6 +25,7 @@ static const struct cmd cmds[] = {
   {"viz", viz_main, "draw the cluster, its segments and log tail (graphviz)"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
   {"engine", engine_main, "run the database tier: SQLite on the auralog VFS"},
+  {"replica", replica_main, "run a read replica: read-only SQL on the writer's volume"},
   {"node", node_main, "run a storage node (segments in lmdb, acks with SCL)"},
   {"sim", sim_main, "the deterministic simulator: the whole cluster, seeded faults, checks"},
   {"bench", bench_main, "measure: bench append (durable appends into one node)"},

@@ -60,6 +60,16 @@
 #define LOCK_WAIT_MS    5000    /* without that deadline, a wait for another connection's lock gives up after this */
 #define LOCK_POLL_MS    2       /* a thread waiting for a lock tries again when another's statement ends, or after this */
 #define ENGINE_READERS  2       /* engine threads that run read-only requests beside the one writer thread (more than the cores only adds switching) */
+/* Read replicas (paper §4.2.4; vfs/feed.c, vfs/replica.c) */
+#define REPLICAS_MAX       15      /* replicas one writer feeds */
+#define REPLICA_PORT_OFFSET 110    /* cluster: replica N's port = base port + this + N - 1 */
+#define REPLICA_ADDR_DEFAULT "127.0.0.1:7510"
+#define REPLICA_QUEUE_MAX  (32u << 20) /* bytes queued to a replica it has not read: past it the writer drops it (it never waits) */
+#define FREED_RING         1024    /* records freed per PG the writer remembers while replicas exist: their read points' PG tails, for node GC */
+#define REPLICA_HOLD_MS    5000    /* a replica's read point waits this long for the read transactions open at it; then it moves and their next storage read fails */
+#define REPLICA_GONE_MS    10000   /* a replica silent this long no longer holds the PGMRPL down */
+#define REPLICA_RETRY_MS   500     /* a replica reconnects to its writer this often */
+#define REPLICA_BEHIND_MAX 200000  /* records a replica holds unapplied: past it, it drops its cache and starts again */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
 #define TAIL_PER_PG     8       /* log tail reported for `auralog viz`: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */

@@ -11,6 +11,7 @@ int cluster_main(int argc, char **argv);
 int status_main(int argc, char **argv);
 int bench_main(int argc, char **argv);
 int engine_main(int argc, char **argv);
+int replica_main(int argc, char **argv);
 int sql_main(int argc, char **argv);
 int fault_main(int argc, char **argv);
 int viz_main(int argc, char **argv);

@@ -7,7 +7,10 @@
  * (vdl >= commit LSN). Without SQL, reads statements from standard input:
  * an interactive shell on a terminal, a script otherwise.
  */
+#include <cjson/cJSON.h>
+#include <ctype.h>
 #include <getopt.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,16 +119,49 @@ static int shell(struct rpc *r)
   return failed;
 }
 
+/* Read replica n's address (`cluster up --replicas`): from cluster.json
+ * in $AURALOG_DIR (or ~/.auralog), else the default ports. */
+static void replica_addr(int n, char *out, size_t len)
+{
+  char p[PATH_MAX], buf[16384];
+  const char *dir = getenv("AURALOG_DIR"), *home = getenv("HOME");
+  if (dir && *dir)
+    snprintf(p, sizeof p, "%s/cluster.json", dir);
+  else
+    snprintf(p, sizeof p, "%s/.auralog/cluster.json", home && *home ? home : "/tmp");
+  int port = 0;
+  sscanf(strrchr(REPLICA_ADDR_DEFAULT, ':') + 1, "%d", &port);
+  snprintf(out, len, "127.0.0.1:%d", port + n - 1);
+  FILE *f = fopen(p, "r");
+  if (f == NULL)
+    return;
+  size_t k = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[k] = 0;
+  cJSON *o = cJSON_Parse(buf), *m;
+  int seen = 0;
+  cJSON_ArrayForEach(m, cJSON_GetObjectItem(o, "members")) {
+    cJSON *role = cJSON_GetObjectItem(m, "role"), *addr = cJSON_GetObjectItem(m, "addr");
+    if (cJSON_IsString(role) && strcmp(role->valuestring, "replica") == 0 &&
+        cJSON_IsString(addr) && ++seen == n)
+      snprintf(out, len, "%s", addr->valuestring);
+  }
+  cJSON_Delete(o);
+}
+
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog sql [--engine ADDR] [--lsn] [SQL]\n"
+    "usage: auralog sql [--engine ADDR] [--replica [N]] [--lsn] [SQL]\n"
     "\n"
     "Run SQL on the engine and print rows as a|b. Without SQL, read\n"
     "statements from standard input (an interactive shell on a terminal).\n"
     "A write returns only once its commit is durable (vdl >= commit LSN).\n"
     "\n"
     "  --engine ADDR  the engine (default $AURALOG_ENGINE or %s)\n"
+    "  --replica [N]  ask read replica N (default 1) of the cluster in\n"
+    "                 $AURALOG_DIR instead (`cluster up --replicas`): reads only,\n"
+    "                 as of its read point (auralog status shows its lag)\n"
     "  --lsn          after a write, print the LSN at which it became durable\n",
     ENGINE_ADDR_DEFAULT);
 }
@@ -134,16 +170,31 @@ int sql_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"engine", required_argument, 0, 'e'}, {"lsn", no_argument, 0, 'n'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"replica", no_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *engine = getenv("AURALOG_ENGINE");
-  int o;
+  int o, replica = 0, engine_given = 0;
+  char raddr[ADDR_MAX_LEN + 1];
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
-    case 'e': engine = optarg; break;
+    case 'e': engine = optarg; engine_given = 1; break;
+    case 'r':
+      replica = 1;
+      /* --replica N: a number right after it names the replica. */
+      if (optind < argc && argv[optind][0] && strspn(argv[optind], "0123456789") ==
+          strlen(argv[optind])) {
+        replica = atoi(argv[optind++]);
+        if (replica < 1 || replica > REPLICAS_MAX)
+          die("sql: --replica N is a replica from 1 to %d", REPLICAS_MAX);
+      }
+      break;
     case 'n': show_lsn = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
+  }
+  if (replica && !engine_given) {
+    replica_addr(replica, raddr, sizeof raddr);
+    engine = raddr;
   }
   if (engine == NULL || !*engine)
     engine = ENGINE_ADDR_DEFAULT;

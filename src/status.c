@@ -158,6 +158,22 @@ char *status_json(const Auralog__Status *st)
   cJSON_AddStringToObject(eng, "addr", st->engine ? e->addr : "");
   cJSON_AddStringToObject(eng, "state", engine_up(st) ? "up" : "down");
   cJSON_AddNumberToObject(eng, "epoch", (double)e->epoch);
+  /* Read replicas (paper §4.2.4), as their writer sees them, and the
+   * volume's PGMRPL: the minimum read point over the writer and every
+   * replica, below which node GC may free versions. */
+  cJSON_AddNumberToObject(o, "pgmrpl", (double)e->pgmrpl);
+  cJSON *reps = cJSON_AddArrayToObject(o, "replicas");
+  for (size_t i = 0; i < e->n_replicas; i++) {
+    const Auralog__ReplicaStat *r = e->replicas[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "addr", r->addr);
+    cJSON_AddNumberToObject(j, "applied_vdl", (double)r->applied);
+    cJSON_AddNumberToObject(j, "lag_lsn", (double)r->lag_lsn);
+    cJSON_AddNumberToObject(j, "lag_ms", (double)r->lag_ms);
+    cJSON_AddNumberToObject(j, "min_read_point", (double)r->min_read_point);
+    cJSON_AddNumberToObject(j, "resyncs", (double)r->resyncs);
+    cJSON_AddItemToArray(reps, j);
+  }
   cJSON *tr = cJSON_AddArrayToObject(o, "truncations");
   for (size_t i = 0; i < v->n_truncs; i++) {
     cJSON *j = cJSON_CreateObject();
@@ -302,6 +318,16 @@ void status_table(const Auralog__Status *st, FILE *f)
             (unsigned long long)e->pending, (unsigned long long)e->recovery_ms);
   else
     fprintf(f, "  (no engine has reported)\n");
+  if (e && e->n_replicas)
+    fprintf(f, "pgmrpl %llu (the oldest read point of the writer and its replicas)\n",
+            (unsigned long long)e->pgmrpl);
+  for (size_t i = 0; e && i < e->n_replicas; i++) {
+    const Auralog__ReplicaStat *r = e->replicas[i];
+    fprintf(f, "replica %s  applied vdl %llu  lag %llu lsn, %llu ms  min read point %llu%s\n",
+            r->addr, (unsigned long long)r->applied, (unsigned long long)r->lag_lsn,
+            (unsigned long long)r->lag_ms, (unsigned long long)r->min_read_point,
+            r->resyncs ? "  (resynced)" : "");
+  }
   if (e && e->stale_pages)
     fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
             "from node %s (see the engine's log)\n", (unsigned long long)e->stale_pages,

@@ -175,6 +175,18 @@ static void draw_engine(struct sb *b, const Auralog__Status *st, const Auralog__
   sbf(b, "    <tr><td colspan=\"3\"><font point-size=\"9\">%llu commits, %llu records "
       "pending, LAL %llu%s</font></td></tr>\n", (ull)e->commits, (ull)e->pending,
       (ull)e->lal, e->epoch != v->epoch ? ", an older epoch than the volume's" : "");
+  /* Read replicas (§4.2.4): fed the writer's redo, adding no storage
+   * writes; each one's applied VDL and lag, and the PGMRPL. */
+  for (size_t i = 0; i < e->n_replicas; i++) {
+    const Auralog__ReplicaStat *r = e->replicas[i];
+    sbf(b, "    <tr><td colspan=\"3\" align=\"left\"><font point-size=\"9\">replica ");
+    sb_html(b, r->addr);
+    sbf(b, ": applied VDL %llu, lag %llu LSN / %llu ms, min read point %llu</font></td></tr>\n",
+        (ull)r->applied, (ull)r->lag_lsn, (ull)r->lag_ms, (ull)r->min_read_point);
+  }
+  if (e->n_replicas)
+    sbf(b, "    <tr><td colspan=\"3\" align=\"left\"><font point-size=\"9\">PGMRPL %llu: "
+        "storage keeps every version a read at or above it needs</font></td></tr>\n", (ull)e->pgmrpl);
   sbf(b, "  </table>>];\n");
 }
 

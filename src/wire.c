@@ -487,6 +487,11 @@ int wire_check(const Env *e, char *why, size_t whylen)
     if (e->engine_stat->stale_node && e->engine_stat->stale_node[0] &&
         !addr_ok(e->engine_stat->stale_node))
       return bad(why, whylen, "engine report with a bad stale node address");
+    if (e->engine_stat->n_replicas > REPLICAS_MAX)
+      return bad(why, whylen, "engine report with %zu replicas", e->engine_stat->n_replicas);
+    for (size_t i = 0; i < e->engine_stat->n_replicas; i++)
+      if (!addr_ok(e->engine_stat->replicas[i]->addr))
+        return bad(why, whylen, "engine report with a bad replica address");
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
     if (!wire_name_ok(e->drop_volume->name))
@@ -527,6 +532,48 @@ int wire_check(const Env *e, char *why, size_t whylen)
     if (e->auth_welcome->proof.len != AUTH_PROOF_BYTES)
       return bad(why, whylen, "welcome with a proof of the wrong size");
     return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_REPLICA_HELLO:
+    if (!wire_name_ok(e->replica_hello->volume) ||
+        (e->replica_hello->addr[0] && !addr_ok(e->replica_hello->addr)))
+      return bad(why, whylen, "replica hello with a bad volume name or address");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_REPLICA_START: {
+    const Auralog__ReplicaStart *s = e->replica_start;
+    TRY(epoch_in(s->epoch, "replica start epoch", why, whylen));
+    TRY(lsn_in(s->start, "replica start point", why, whylen));
+    TRY(lsn_in(s->from, "replica stream start", why, whylen));
+    TRY(lsn_in(s->vdl, "replica start vdl", why, whylen));
+    if (s->volume_id == 0 || !page_size_ok(s->page_size) || s->pg_pages == 0 ||
+        s->pg_pages > PG_PAGES_MAX || s->from <= s->start || s->n_tails > MAX_PGS)
+      return bad(why, whylen, "replica start with a bad geometry or stream start");
+    for (size_t i = 0; i < s->n_tails; i++) {
+      TRY(lsn_in(s->tails[i]->lsn, "replica start tail", why, whylen));
+      if (s->tails[i]->pg >= MAX_PGS || s->tails[i]->lsn > s->start)
+        return bad(why, whylen, "replica start tail of pg %u above the start point",
+                   s->tails[i]->pg);
+    }
+    return s->trunc ? check_trunc(s->trunc, "replica start", why, whylen) : ERR_NONE;
+  }
+  case AURALOG__ENVELOPE__BODY_REPLICA_FEED: {
+    const Auralog__ReplicaFeed *f = e->replica_feed;
+    if (f->n_records > BATCH_MAX)
+      return bad(why, whylen, "replica feed of %zu records", f->n_records);
+    TRY(lsn_in(f->vdl, "replica feed vdl", why, whylen));
+    uint64_t last = 0;
+    for (size_t i = 0; i < f->n_records; i++) {
+      TRY(check_rec_bounds(f->records[i], "replica feed", why, whylen));
+      int rc = rec_check(f->records[i], PAGE_SIZE_MAX, why, whylen);
+      if (rc != ERR_NONE)
+        return rc;
+      if (f->records[i]->lsn <= last)
+        return bad(why, whylen, "replica feed records out of LSN order");
+      last = f->records[i]->lsn;
+    }
+    return ERR_NONE;
+  }
+  case AURALOG__ENVELOPE__BODY_REPLICA_ACK:
+    TRY(lsn_in(e->replica_ack->applied, "replica ack applied", why, whylen));
+    return lsn_in(e->replica_ack->min_read_point, "replica ack read point", why, whylen);
   case AURALOG__ENVELOPE__BODY_GOSSIP_PUSH: {
     const Auralog__GossipPush *g = e->gossip_push;
     if (g->n_records > BATCH_MAX)

@@ -172,7 +172,10 @@ int bench_cluster_up(const char *dir, int base, char *why, size_t n)
     setenv("AURALOG_KEY", key, 1);
   }
   snprintf(log, sizeof log, "%s/bench-cluster.log", dir);
-  const char *up[] = {"cluster", "up", "--dir", dir, "--base-port", port, NULL};
+  /* No read replica: a benchmark measures the writer alone (a replica
+   * costs the writer its stream, and the machine its CPU). */
+  const char *up[] = {"cluster", "up", "--dir", dir, "--base-port", port, "--replicas", "0",
+                      NULL};
   if (bench_run(log, up) != 0) {
     snprintf(why, n, "`auralog cluster up --dir %s --base-port %d` failed; see %s", dir,
              base, log);

@@ -311,6 +311,7 @@ static void on_wake(uv_async_t *h)
     E.waiting = j;
   }
   release();
+  feed_pump();               /* commits shipped, the VDL moved: the replicas' stream */
 }
 
 static void on_durable(void *arg, uint64_t vdl)
@@ -324,6 +325,7 @@ static void on_tick(uv_timer_t *t)
 {
   (void)t;
   release();
+  feed_tick();
 }
 
 static void on_msg(struct conn *c, const Env *env)
@@ -331,6 +333,16 @@ static void on_msg(struct conn *c, const Env *env)
   char why[300];
   if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR)
     return;                 /* never answer an error with an error */
+  if ((env->body_case == AURALOG__ENVELOPE__BODY_REPLICA_HELLO ||
+       env->body_case == AURALOG__ENVELOPE__BODY_REPLICA_ACK) && c->ctx == NULL &&
+      E.vol != NULL) {
+    /* A read replica (feed.c); its conn carries no SQL. */
+    if (env->body_case == AURALOG__ENVELOPE__BODY_REPLICA_HELLO)
+      feed_hello(c, env);
+    else
+      feed_ack(c, env);
+    return;
+  }
   if (env->body_case != AURALOG__ENVELOPE__BODY_QUERY) {
     conn_error(c, env->req, ERR_BAD_MSG, "the engine serves SQL queries only");
     return;
@@ -370,6 +382,8 @@ static void on_msg(struct conn *c, const Env *env)
 
 static void on_close(struct conn *c)
 {
+  if (feed_closed(c))
+    return;                  /* a replica's */
   struct client *cl = c->ctx;
   c->ctx = NULL;
   if (cl == NULL)
@@ -580,8 +594,14 @@ int engine_main(int argc, char **argv)
     E.page_size = vol_page_size(E.vol);
     lease_start(t0);
   }
+  return engine_serve(listen);
+}
 
-  E.loop = uv_default_loop();
+int engine_serve(const char *listen)
+{
+  char why[256];
+  if (E.loop == NULL)
+    E.loop = uv_default_loop();
   pthread_mutex_init(&E.mu, NULL);
   pthread_cond_init(&E.cond, NULL);
   pthread_cond_init(&E.rcond, NULL);
@@ -608,11 +628,14 @@ int engine_main(int argc, char **argv)
   char limit[48] = "none";
   if (E.timeout_ms)
     fmt_ms(limit, sizeof limit, E.timeout_ms);
-  if (E.baseline)
+  if (E.rvol)
+    loginfo("replica serving read-only SQL on %s (volume %s, writer %s; statement timeout %s)",
+            listen, E.volume, E.writer, limit);
+  else if (E.baseline)
     loginfo("engine serving SQL on %s (%s; statement timeout %s)", listen, E.baseline, limit);
   else
     loginfo("engine serving SQL on %s (volume %s, coordinator %s; reads %s; statement "
-            "timeout %s)", listen, volume, coord,
+            "timeout %s)", listen, E.volume, E.coord,
             E.reads_immediate ? "immediate: replies may show commits not yet durable"
                               : "durable: a reply waits until what it saw is durable", limit);
   return uv_run(E.loop, UV_RUN_DEFAULT);

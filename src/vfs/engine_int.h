@@ -22,6 +22,7 @@
 #include "net.h"
 #include "param.h"
 #include "vfs/lease.h"
+#include "vfs/rvol.h"
 #include "vfs/stages.h"
 #include "vfs/volume.h"
 
@@ -77,6 +78,10 @@ struct engine {
   uint64_t probe_seq;
   uv_timer_t probe_tick;
   int lease_shown;           /* the last lease state logged: 1 valid, 0 not */
+  /* `auralog replica` (vfs/replica.c): the same server over a replica's
+   * volume (rvol.h), read-only; vol is NULL, writer is its writer. */
+  struct rvol *rvol;
+  const char *writer;
 };
 
 extern struct engine E;
@@ -96,6 +101,21 @@ void *worker_main(void *arg);
 /* A reader thread: runs E.rtodo's jobs, hands them to E.done, or to
  * E.todo when one does more than read. */
 void *reader_main(void *arg);
+
+/* engine.c: serve SQL on listen (E.root, E.uri, E.vol or E.rvol set):
+ * the loop, the threads, the signals; returns when the loop ends. */
+int engine_serve(const char *listen);
+
+/* feed.c, on the loop: the writer's read replicas (paper §4.2.4). A
+ * ReplicaHello subscribes its conn, a ReplicaAck reports its read point;
+ * feed_closed says whether a closed conn was a replica's (and forgets
+ * it); feed_pump sends what was shipped since, and the VDL; feed_tick
+ * every tick. */
+void feed_hello(struct conn *c, const Env *env);
+void feed_ack(struct conn *c, const Env *env);
+int feed_closed(struct conn *c);
+void feed_pump(void);
+void feed_tick(void);
 
 /* probe.c: the first lease, before serving (t0: before vol_open asked the
  * coordinator for the epoch). Then every ENGINE_STAT_MS, on the loop,

@@ -46,6 +46,27 @@ uint64_t pg_need(const struct pgout *g, uint64_t lsn)
   return lo > g->head ? g->recs[lo - 1]->r.lsn : g->durable_tail;
 }
 
+uint64_t pg_freed_at(const struct pgout *g, uint64_t lsn)
+{
+  if (g->freed == NULL || g->freed_n == 0)
+    return 0;
+  unsigned n = g->freed_n < FREED_RING ? g->freed_n : FREED_RING;
+  unsigned first = g->freed_n - n;           /* the oldest still in the ring */
+  if (g->freed[first % FREED_RING] > lsn)
+    return 0;                                /* older than the ring: unknown */
+  /* The ring is in LSN order, with no gap from its oldest: the last entry
+   * at or below lsn is the PG's last record at or below it. */
+  unsigned lo = 0, hi = n;
+  while (lo < hi) {
+    unsigned mid = lo + (hi - lo) / 2;
+    if (g->freed[(first + mid) % FREED_RING] <= lsn)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return g->freed[(first + lo - 1) % FREED_RING];
+}
+
 void read_dispatch(struct volume *v, struct readreq *r)
 {
   struct pgout *g = &v->pgs[r->pg];
@@ -86,7 +107,9 @@ void read_dispatch(struct volume *v, struct readreq *r)
   rp.need = r->need;
   rp.epoch = v->epoch;
   Auralog__TruncRange tr;
-  rp.trunc = vol_own_trunc(v, &tr);   /* a segment without it may hold cut records */
+  /* A segment without it may hold cut records. A replica carries its
+   * writer's. */
+  rp.trunc = v->reader ? v->rtrunc : vol_own_trunc(v, &tr);
   env.req = ++v->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_READ_PAGE;
   env.read_page = &rp;
@@ -135,6 +158,16 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
     v->st.pages_read++;
   } else {
     if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+        env->error->code == ERR_STALE_EPOCH && v->reader) {
+      /* A replica's writer was replaced: this read fails now (no segment
+       * serves that epoch any more); the replica follows the new writer
+       * (vfs/replica.c), it is not fenced. */
+      snprintf(r->why, sizeof r->why, "%s", env->error->msg);
+      r->done = 1;
+      r->rc = -1;
+      return;
+    }
+    if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
         env->error->code == ERR_STALE_EPOCH) {
       vol_fence_locked(v, env->error->msg);
       snprintf(r->why, sizeof r->why, "%s", env->error->msg);
@@ -173,11 +206,22 @@ struct readreq *vcore_read(struct volume *v, uint32_t page_no, uint8_t *out)
     memset(out, 0, v->page_size);
     return NULL;
   }
+  return vcore_read_at(v, page_no, out, v->q.vdl, pg_need(&v->pgs[pg], v->q.vdl));
+}
+
+struct readreq *vcore_read_at(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t rp,
+                              uint64_t need)
+{
+  uint32_t pg = page_no / v->pg_pages;
+  if (pg >= v->npgs) {
+    memset(out, 0, v->page_size);
+    return NULL;
+  }
   struct readreq *r = calloc(1, sizeof *r);
   r->pg = pg;
   r->page_no = page_no;
-  r->rp = v->q.vdl;             /* the read point (§4.2.3) */
-  r->need = pg_need(&v->pgs[pg], r->rp);
+  r->rp = rp;                   /* the read point (§4.2.3) */
+  r->need = need;
   r->out = out;
   r->next = v->reads;
   v->reads = r;

@@ -126,6 +126,20 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.net_msgs_in = st.net_msgs_in;
   es.tail = v->drv->tail_outp;
   es.n_tail = ntail;
+  /* Read replicas and the volume's PGMRPL (vfs/feed.c): min over the
+   * writer's own read point (the VDL, or an older read in flight) and every
+   * replica's. The report is packed on this thread, under the lock. */
+  pthread_mutex_lock(&v->drv->mu);
+  for (size_t i = 0; i < v->drv->nrstat; i++) {
+    v->drv->rout[i] = v->drv->rstat[i];
+    memcpy(v->drv->rout_addr[i], v->drv->raddr[i], sizeof v->drv->rout_addr[i]);
+    v->drv->rout[i].addr = v->drv->rout_addr[i];
+    v->drv->routp[i] = &v->drv->rout[i];
+  }
+  es.replicas = v->drv->routp;
+  es.n_replicas = v->drv->nrstat;
+  es.pgmrpl = vol_pgmrpl(v);
+  pthread_mutex_unlock(&v->drv->mu);
   *trout = tr;
   if (st.trunc_to > st.trunc_from) {
     trout->epoch = st.epoch;

@@ -151,10 +151,15 @@ Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *
  * read begun later starts from. A segment may free versions below it
  * (node/bg.c): each read asks for `need`, the PG's last record at or
  * below its read point, and the segment's GC point is the PG's last
- * record at or below a PGMRPL it heard, so never above any read's need. */
-static uint64_t vol_pgmrpl(const struct volume *v)
+ * record at or below a PGMRPL it heard, so never above any read's need.
+ * Read replicas (§4.2.4) read at their own points: the oldest they
+ * reported (replica_floor, vfs/feed.c) bounds it too, so the volume's
+ * PGMRPL is the minimum over the writer and every replica. */
+uint64_t vol_pgmrpl(const struct volume *v)
 {
   uint64_t p = v->q.vdl;
+  if (v->replica_floor && v->replica_floor < p)
+    p = v->replica_floor;
   for (const struct readreq *r = v->reads; r; r = r->next)
     if (r->rp < p)
       p = r->rp;
@@ -219,6 +224,8 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
    * from before): then it is not known here, and 0 says so (the segment
    * frees nothing on this Append; simulator, seed 23191). */
   uint64_t tail = pg_need(g, a.pgmrpl);
+  if (tail > a.pgmrpl)
+    tail = pg_freed_at(g, a.pgmrpl);   /* a replica's read point, below what is kept */
   a.pgmrpl_tail = tail <= a.pgmrpl ? tail : 0;
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
@@ -333,6 +340,11 @@ static void advance(struct volume *v, uint64_t old_vdl)
       if (s < NCOPIES)
         break;
       g->durable_tail = g->recs[g->head]->r.lsn;
+      if (v->replica_floor) {
+        if (g->freed == NULL)
+          g->freed = malloc(FREED_RING * sizeof *g->freed);
+        g->freed[g->freed_n++ % FREED_RING] = g->durable_tail;
+      }
       v->undurable -= g->recs[g->head]->bytes;
       orec_free(g->recs[g->head++]);
     }
@@ -524,7 +536,10 @@ void vcore_wake(struct volume *v)
 {
   connect_nodes(v);
   vcore_flush(v);
-  if (v->closing == 1 && !v->fenced) {
+  if (v->closing == 1 && v->reader) {
+    v->closing = 2;             /* a replica's volume tells the segments nothing */
+    vcore_notify(v);
+  } else if (v->closing == 1 && !v->fenced) {
     for (size_t p = 0; p < v->npgs; p++)
       for (int s = 0; s < NCOPIES; s++)
         send_append(v, (uint32_t)p, s, 0, 0);
@@ -577,6 +592,7 @@ void vcore_free(struct volume *v)
     for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
       orec_free(v->pgs[p].recs[i]);
     free(v->pgs[p].recs);
+    free(v->pgs[p].freed);
   }
   for (size_t i = 0; i < v->nfl; i++)
     free(v->fl[i].lsns);
@@ -597,6 +613,9 @@ void vcore_free(struct volume *v)
   free(v->ctimes);
   free(v->pgs);
   free(v->nodes);
+  if (v->rtrunc)
+    auralog__trunc_range__free_unpacked(v->rtrunc, NULL);
+  v->rtrunc = NULL;
   v->pgs = NULL;
   v->nodes = NULL;
   v->npgs = v->nnodes = 0;

@@ -35,6 +35,16 @@ struct vdrv {
   Auralog__TailRec tail_out[TAIL_MAX];
   Auralog__TailRec *tail_outp[TAIL_MAX];
   char stale_node[ADDR_MAX_LEN + 1];   /* the report's stale_node */
+  /* The read replicas the engine feeds (vol_set_replicas, under mu), for
+   * the report. */
+  Auralog__ReplicaStat rstat[REPLICAS_MAX];
+  Auralog__ReplicaStat *rstatp[REPLICAS_MAX];
+  char raddr[REPLICAS_MAX][ADDR_MAX_LEN + 1];
+  size_t nrstat;
+  /* ... and the report's copy of them (the thread that builds reports). */
+  Auralog__ReplicaStat rout[REPLICAS_MAX];
+  Auralog__ReplicaStat *routp[REPLICAS_MAX];
+  char rout_addr[REPLICAS_MAX][ADDR_MAX_LEN + 1];
 };
 
 /* volume.c: publish the frame counts in v->st; ts = now + ms

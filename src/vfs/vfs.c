@@ -68,20 +68,28 @@ uint64_t header_size(const uint8_t *p1)
   return (uint64_t)npages * ps;
 }
 
+/* The point at or below which a cached page may be evicted (§4.2.3): the
+ * VDL; a replica's read point (every page it caches is as of it). */
+static uint64_t evict_point(struct vvol *vv)
+{
+  return vv->rep ? rvol_read_point(vv) : vol_vdl(vv->vol);
+}
+
 /* The committed image of volume page pno, from the cache or from storage
- * as of the VDL. Called with vv->mu held. */
-static const uint8_t *committed_page(struct vvol *vv, uint32_t pno, char *why, size_t whylen)
+ * as of the VDL (a replica: its read point). Called with vv->mu held. */
+const uint8_t *committed_page(struct vvol *vv, uint32_t pno, char *why, size_t whylen)
 {
   struct cpage *c = pm_get(&vv->cache, pno);
   if (c)
     return c->data;
   uint8_t *buf = malloc(vv->ps);
   uint64_t lsn;
-  if (vol_read(vv->vol, pno, buf, &lsn, why, whylen) != 0) {
+  if ((vv->rep ? rvol_read_page(vv, pno, buf, &lsn, why, whylen)
+               : vol_read(vv->vol, pno, buf, &lsn, why, whylen)) != 0) {
     free(buf);
     return NULL;
   }
-  pm_evict(&vv->cache, vv->cache_pages, vol_vdl(vv->vol));
+  pm_evict(&vv->cache, vv->cache_pages, evict_point(vv));
   c = pm_put(&vv->cache, pno);
   memcpy(c->data, buf, vv->ps);
   c->lsn = lsn;
@@ -98,6 +106,11 @@ static int a_read(sqlite3_file *pf, void *buf, int amt, sqlite3_int64 off)
   pthread_mutex_lock(&vv->mu);
   if (vv->poisoned) {
     set_err(f, vv->poison);
+    pthread_mutex_unlock(&vv->mu);
+    return SQLITE_IOERR_READ;
+  }
+  if (vv->rep && rvol_snap_ok(vv, f, why, sizeof why) != 0) {
+    set_err(f, why);
     pthread_mutex_unlock(&vv->mu);
     return SQLITE_IOERR_READ;
   }
@@ -159,8 +172,9 @@ static int a_write(sqlite3_file *pf, const void *buf, int amt, sqlite3_int64 off
   char why[256];
   int rc = SQLITE_OK;
   pthread_mutex_lock(&vv->mu);
-  if (vv->poisoned || vv->writer != f) {
-    set_err(f, vv->poisoned ? vv->poison : "write without the RESERVED lock");
+  if (vv->poisoned || vv->writer != f || vv->rep) {
+    set_err(f, vv->rep ? "this is a read replica: it serves reads only"
+               : vv->poisoned ? vv->poison : "write without the RESERVED lock");
     pthread_mutex_unlock(&vv->mu);
     return SQLITE_IOERR_WRITE;
   }
@@ -316,7 +330,7 @@ static int ship(struct afile *f)
   free(all);
   free(pages);
   free(ranges);
-  pm_evict(&vv->cache, vv->cache_pages, vol_vdl(vv->vol));
+  pm_evict(&vv->cache, vv->cache_pages, evict_point(vv));
   if (rc == SQLITE_OK && cpl && !async_commit) {
     /* Embedded use: the commit returns only once it is durable. */
     pthread_mutex_unlock(&vv->mu);
@@ -406,7 +420,24 @@ static int a_lock(sqlite3_file *pf, int level)
       rc = SQLITE_BUSY;
       goto out;
     }
+    /* A replica: not while its read point moves, nor before it has one
+     * (rvol.h, invariant R3). */
+    char why[256];
+    if (vv->rep && rvol_lock_shared(vv, why, sizeof why) != 0) {
+      set_err(f, why);
+      rc = SQLITE_BUSY;
+      goto out;
+    }
     vv->nshared++;
+    if (vv->rep) {
+      f->snap = rvol_read_point(vv);   /* every read of this transaction is at it */
+      vv->nsnap++;
+    }
+  } else if (vv->rep) {
+    /* A replica never writes (its connections are read-only already). */
+    set_err(f, "this is a read replica: it serves reads only; send writes to the writer");
+    rc = SQLITE_READONLY;
+    goto out;
   } else if (level == SQLITE_LOCK_RESERVED) {
     if (vv->reserved && vv->reserved != f) {
       rc = SQLITE_BUSY;
@@ -455,8 +486,12 @@ static int a_unlock(sqlite3_file *pf, int level)
       vv->writer = NULL;
     }
   }
-  if (level == SQLITE_LOCK_NONE)
+  if (level == SQLITE_LOCK_NONE) {
     vv->nshared--;
+    if (vv->rep && f->snap == rvol_read_point(vv) && vv->nsnap > 0 && --vv->nsnap == 0)
+      pthread_cond_broadcast(&vv->idle);   /* a replica's apply may go on */
+    f->snap = 0;
+  }
   f->lock = level;
 out:
   pthread_mutex_unlock(&vv->mu);

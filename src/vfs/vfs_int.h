@@ -43,6 +43,14 @@ struct vvol {
    * commit is on the engine's hot path, and this is 70 KB at 4 KiB pages. */
   struct drange *lits, *split;
   uint8_t *work;
+  /* A read replica's volume (vfs/rvol.h), or NULL for the writer's. Its
+   * apply thread moves the read point only while no connection holds
+   * SHARED: hold_readers makes new SHARED locks wait, idle is signalled
+   * when the last one goes or the read point moves. */
+  struct rvol *rep;
+  int hold_readers;
+  int nsnap;                   /* SHARED holders whose snapshot is the read point */
+  pthread_cond_t idle;
   struct vvol *next;
 };
 
@@ -64,6 +72,7 @@ struct afile {
   struct vvol *vv;             /* F_MAIN */
   struct hfile *hf;            /* F_JOURNAL */
   uint64_t commit_lsn;         /* last commit, for the engine server */
+  uint64_t snap;               /* a replica's: the read point its SHARED lock was taken at */
   struct auralog_commit_times times;  /* ... its stage timings (vfs.h) */
   char err[512];
 };
@@ -81,6 +90,21 @@ extern const sqlite3_io_methods main_methods;
 /* In-header database size of page 1, in bytes (0 if page 1 is not a
  * database header). */
 uint64_t header_size(const uint8_t *p1);
+/* The committed image of page pno (the cache, else storage: at the VDL,
+ * or at a replica's read point), cached; NULL with why. vv->mu held. */
+const uint8_t *committed_page(struct vvol *vv, uint32_t pno, char *why, size_t whylen);
+
+/* rvol.c, a replica's side, with vv->mu held: read page pno at the read
+ * point (its `need` known); the read point (0: none yet); wait until a
+ * SHARED lock may be granted (a read point, no window held), 0 or -1 with
+ * why after READ_DEADLINE_MS. */
+int rvol_read_page(struct vvol *vv, uint32_t pno, uint8_t *out, uint64_t *lsn, char *why,
+                   size_t whylen);
+uint64_t rvol_read_point(struct vvol *vv);
+int rvol_lock_shared(struct vvol *vv, char *why, size_t whylen);
+/* A read of f's: 0, or -1 with why if its transaction's snapshot is gone
+ * (it outlived REPLICA_HOLD_MS and the read point moved on). */
+int rvol_snap_ok(struct vvol *vv, const struct afile *f, char *why, size_t whylen);
 /* Methods the journal shares with the main file. */
 int a_sync(sqlite3_file *pf, int flags);
 int a_sector_size(sqlite3_file *pf);

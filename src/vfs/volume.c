@@ -98,7 +98,7 @@ static void on_tick(uv_timer_t *t)
   net_sync(v);
   int opened = v->opened;
   pthread_mutex_unlock(&v->drv->mu);
-  if (opened && ++v->drv->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
+  if (opened && !v->reader && ++v->drv->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
     vol_report(v);
 }
 
@@ -487,6 +487,20 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
   }
   uint64_t cpl = vcore_ship(v, pages, n);
   v->cpl_t[v->ncpls - 1].cut_us = now_us();   /* stage timings, before the I/O thread can send */
+  if (v->on_rec) {
+    /* The read replicas' stream (vfs/feed.c): this MTR's records, in LSN
+     * order (cpl - n + 1 .. cpl, one per page, in pages' order), taken
+     * under the lock that hands out LSNs, so the stream has no gap. */
+    for (size_t i = 0; i < n; i++) {
+      struct pgout *g = &v->pgs[pages[i].page_no / v->pg_pages];
+      uint64_t lsn = cpl - (n - 1 - i);
+      size_t k = g->n;
+      while (k > g->head && g->recs[k - 1]->r.lsn > lsn)
+        k--;
+      if (k > g->head && g->recs[k - 1]->r.lsn == lsn)
+        v->on_rec(v->on_rec_arg, &g->recs[k - 1]->r);
+    }
+  }
   pthread_mutex_unlock(&v->drv->mu);
   uv_async_send(&v->drv->wake);
   return cpl;
@@ -517,8 +531,9 @@ void vol_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_
 
 /* ---- page reads: waiting around the core (read.c) -------------------------- */
 
-int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
-             char *why, size_t whylen)
+/* A read at the VDL (at: NULL), or at read point at[0] with need at[1]. */
+static int read_common(struct volume *v, uint32_t page_no, const uint64_t *at, uint8_t *out,
+                       uint64_t *page_lsn, char *why, size_t whylen)
 {
   pthread_mutex_lock(&v->drv->mu);
   if (v->fenced) {
@@ -526,7 +541,15 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
     pthread_mutex_unlock(&v->drv->mu);
     return -1;
   }
-  struct readreq *r = vcore_read(v, page_no, out);
+  struct readreq *r;
+  if (at == NULL) {
+    r = vcore_read(v, page_no, out);
+  } else if (page_no / v->pg_pages >= v->npgs) {
+    memset(out, 0, v->page_size);   /* a PG not made yet: never written */
+    r = NULL;
+  } else {
+    r = vcore_read_at(v, page_no, out, at[0], at[1]);
+  }
   if (r == NULL) {              /* never written: a zero page */
     pthread_mutex_unlock(&v->drv->mu);
     *page_lsn = 0;
@@ -541,8 +564,8 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
   while (!r->done)
     if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
       break;
-  int rc = r->done ? 0 : -1;
-  if (rc == 0) {
+  int rc = r->done ? r->rc : -1;
+  if (r->done) {
     *page_lsn = r->page_lsn;
     /* done reads are unlinked by the I/O thread; make sure, then free */
     struct readreq **pp = &v->reads;
@@ -550,6 +573,9 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
       pp = &(*pp)->next;
     if (*pp)
       *pp = r->next;
+    if (rc != 0)
+      snprintf(why, whylen, "cannot read page %u of %s as of %llu: %s", page_no, v->name,
+               (unsigned long long)r->rp, r->why);
     free(r);
   } else {
     snprintf(why, whylen, "cannot read page %u of %s as of %llu in %d ms: %s", page_no,
@@ -559,4 +585,178 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
   }
   pthread_mutex_unlock(&v->drv->mu);
   return rc;
+}
+
+int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_lsn,
+             char *why, size_t whylen)
+{
+  return read_common(v, page_no, NULL, out, page_lsn, why, whylen);
+}
+
+/* ---- read replicas (paper §4.2.4): the replica's volume, the writer's feed -- */
+
+/* A replica's volume learns of the writer's new PGs from the coordinator:
+ * at each new stream, and when a read names a PG it does not know. */
+static int reader_adopt(struct volume *v, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = v->name;
+  req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  req.open_volume = &ov;
+  Env *rep = vol_coord_call(v->coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+  if (rep == NULL)
+    return -1;
+  pthread_mutex_lock(&v->drv->mu);
+  vol_adopt(v, rep->volume);
+  pthread_mutex_unlock(&v->drv->mu);
+  wire_free(rep);
+  uv_async_send(&v->drv->wake);   /* connect to the nodes of new PGs */
+  return 0;
+}
+
+int vol_read_at(struct volume *v, uint32_t page_no, uint64_t rp, uint64_t need, uint8_t *out,
+                uint64_t *page_lsn, char *why, size_t whylen)
+{
+  uint64_t at[2] = {rp, need};
+  /* A PG the writer made since this replica last asked (its record is
+   * there, need > 0): ask the coordinator, never guess a zero page. */
+  if (need && page_no / v->pg_pages >= vol_npgs(v) && reader_adopt(v, why, whylen) != 0)
+    return -1;
+  return read_common(v, page_no, at, out, page_lsn, why, whylen);
+}
+
+struct volume *vol_open_reader(const char *coord, const char *name, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = (char *)name;
+  req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  req.open_volume = &ov;          /* not a writer: no epoch taken, nothing fenced */
+  Env *rep = vol_coord_call(coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+  if (rep == NULL)
+    return NULL;
+  const Auralog__Volume *vd = rep->volume;
+  if (vd->pg_pages == 0 || vd->n_pgs == 0) {
+    snprintf(why, whylen, "coordinator: volume %s has no protection group", name);
+    wire_free(rep);
+    return NULL;
+  }
+  struct volume *v = calloc(1, sizeof *v);
+  v->drv = calloc(1, sizeof *v->drv);
+  snprintf(v->name, sizeof v->name, "%s", name);
+  snprintf(v->coord, sizeof v->coord, "%s", coord);
+  v->id = vd->id;
+  v->epoch = vd->epoch;
+  v->page_size = vd->page_size;
+  v->pg_pages = vd->pg_pages;
+  v->reader = 1;
+  v->opened = 1;                  /* no recovery: the writer's is the volume's */
+  pthread_mutex_init(&v->drv->mu, NULL);
+  pthread_cond_init(&v->drv->cond, NULL);
+  vol_adopt(v, vd);
+  wire_free(rep);
+  uv_loop_init(&v->drv->loop);
+  netio_init(&v->drv->ni, &v->drv->loop, v, drv_msg, drv_up, drv_down);
+  v->io = &v->drv->ni.io;
+  v->notify = wake_waiters;
+  v->notify_arg = v;
+  uv_async_init(&v->drv->loop, &v->drv->wake, on_wake);
+  v->drv->wake.data = v;
+  uv_timer_init(&v->drv->loop, &v->drv->tick);
+  v->drv->tick.data = v;
+  uv_timer_start(&v->drv->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
+  pthread_create(&v->drv->thread, NULL, io_main, v);
+  uv_async_send(&v->drv->wake);
+  return v;
+}
+
+int vol_reader_follow(struct volume *v, uint64_t epoch, const Auralog__TruncRange *trunc,
+                      char *why, size_t whylen)
+{
+  /* The writer's volume may have grown since: take on its new PGs. */
+  if (reader_adopt(v, why, whylen) != 0)
+    return -1;
+  pthread_mutex_lock(&v->drv->mu);
+  v->epoch = epoch;
+  if (v->rtrunc)
+    auralog__trunc_range__free_unpacked(v->rtrunc, NULL);
+  v->rtrunc = NULL;
+  if (trunc) {
+    size_t len = auralog__trunc_range__get_packed_size(trunc);
+    uint8_t *buf = malloc(len ? len : 1);
+    auralog__trunc_range__pack(trunc, buf);
+    v->rtrunc = auralog__trunc_range__unpack(NULL, len, buf);
+    free(buf);
+  }
+  pthread_mutex_unlock(&v->drv->mu);
+  return 0;
+}
+
+size_t vol_npgs(struct volume *v)
+{
+  pthread_mutex_lock(&v->drv->mu);
+  size_t n = v->npgs;
+  pthread_mutex_unlock(&v->drv->mu);
+  return n;
+}
+
+void vol_on_rec(struct volume *v, void (*fn)(void *arg, const Rec *r), void *arg)
+{
+  pthread_mutex_lock(&v->drv->mu);
+  v->on_rec = fn;
+  v->on_rec_arg = arg;
+  pthread_mutex_unlock(&v->drv->mu);
+}
+
+int vol_feed_start(struct volume *v, Auralog__ReplicaStart *s, Auralog__PgLast **tails,
+                   Auralog__TruncRange *tr)
+{
+  pthread_mutex_lock(&v->drv->mu);
+  if (v->reader || !v->opened || v->fenced) {
+    pthread_mutex_unlock(&v->drv->mu);
+    return -1;
+  }
+  auralog__replica_start__init(s);
+  s->volume_id = v->id;
+  s->epoch = v->epoch;
+  /* Every MTR shipped so far ends at or below last_cpl, and none has a
+   * record in (last_cpl, next_lsn): the stream starts at next_lsn. */
+  s->start = v->last_cpl > v->q.vdl ? v->last_cpl : v->q.vdl;
+  s->from = v->q.next_lsn;
+  if (s->from <= s->start)
+    s->from = s->start + 1;
+  s->vdl = v->q.vdl;
+  s->page_size = v->page_size;
+  s->pg_pages = v->pg_pages;
+  size_t nt = 0;
+  for (size_t p = 0; p < v->npgs && nt < MAX_PGS; p++)
+    if (v->pgs[p].tail) {
+      tails[nt] = malloc(sizeof *tails[nt]);
+      auralog__pg_last__init(tails[nt]);
+      tails[nt]->pg = (uint32_t)p;
+      tails[nt]->lsn = v->pgs[p].tail;
+      nt++;
+    }
+  s->tails = tails;
+  s->n_tails = nt;
+  s->trunc = vol_own_trunc(v, tr);
+  pthread_mutex_unlock(&v->drv->mu);
+  return 0;
+}
+
+void vol_set_replicas(struct volume *v, uint64_t floor, const Auralog__ReplicaStat *const *rs,
+                      size_t n)
+{
+  pthread_mutex_lock(&v->drv->mu);
+  v->replica_floor = floor;
+  if (n > REPLICAS_MAX)
+    n = REPLICAS_MAX;
+  for (size_t i = 0; i < n; i++) {
+    v->drv->rstat[i] = *rs[i];
+    snprintf(v->drv->raddr[i], sizeof v->drv->raddr[i], "%s", rs[i]->addr);
+    v->drv->rstat[i].addr = v->drv->raddr[i];
+  }
+  v->drv->nrstat = n;
+  pthread_mutex_unlock(&v->drv->mu);
 }

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include "param.h"
 #include "vfs/diff.h"
+#include "auralog.pb-c.h"
 
 struct volume;
 
@@ -126,5 +127,36 @@ uint64_t vol_last_cpl(struct volume *v);
  * said): as a node's stale-epoch refusal does, vol_ship and vol_read fail
  * with why from now on and vol_fenced says so. The first reason stays. */
 void vol_fence(struct volume *v, const char *why);
+
+/* ---- read replicas (paper §4.2.4) ---------------------------------------
+ * A replica's volume: the coordinator's description, connections to the
+ * segments, page reads at a read point the replica names; it never writes,
+ * recovers, fences or reports. NULL with a reason on failure. */
+struct volume *vol_open_reader(const char *coord, const char *name, char *why, size_t whylen);
+/* Follow a writer: its epoch and truncation go with every read; take on
+ * PGs the volume gained (asks the coordinator). 0, or -1 with a reason. */
+int vol_reader_follow(struct volume *v, uint64_t epoch, const Auralog__TruncRange *trunc,
+                      char *why, size_t whylen);
+/* Page page_no as of read point rp, need being its PG's last record at or
+ * below rp (the replica knows it, vfs/rapply.h). As vol_read otherwise. */
+int vol_read_at(struct volume *v, uint32_t page_no, uint64_t rp, uint64_t need, uint8_t *out,
+                uint64_t *page_lsn, char *why, size_t whylen);
+size_t vol_npgs(struct volume *v);
+
+/* The writer's side (vfs/feed.c). fn sees every record vol_ship hands
+ * out, in LSN order, on the shipping thread with the volume's lock held
+ * (NULL: none). */
+void vol_on_rec(struct volume *v, void (*fn)(void *arg, const Auralog__Record *r), void *arg);
+/* Where a new replica's stream starts (rapply.h): start, from, each PG's
+ * tail, the truncation, the VDL, the geometry, taken under the lock that
+ * hands out LSNs: every record from `from` on goes to fn (vol_on_rec, set
+ * before). tails: room for MAX_PGS pointers (each malloc'ed); tr: room for
+ * the truncation. 0, or -1 (a replica's volume, or fenced). */
+int vol_feed_start(struct volume *v, Auralog__ReplicaStart *s, Auralog__PgLast **tails,
+                   Auralog__TruncRange *tr);
+/* The replicas' oldest read point (0: none), folded into the PGMRPL sent
+ * to the segments, and their stats for the report. */
+void vol_set_replicas(struct volume *v, uint64_t floor, const Auralog__ReplicaStat *const *rs,
+                      size_t n);
 
 #endif

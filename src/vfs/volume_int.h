@@ -57,7 +57,18 @@ struct pgout {
   uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
   unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
   uint8_t busy;              /* on v->busy: it holds records (head < n) */
+  /* While read replicas exist (replica_floor set), the LSNs of the PG's
+   * last FREED_RING records freed, a ring (allocated at the first): the
+   * PGMRPL is then often a replica's read point below every record kept,
+   * and its PG tail (Append.pgmrpl_tail, which lets a segment GC) is found
+   * here rather than left unknown (pg_freed_at). */
+  uint64_t *freed;
+  unsigned freed_n;          /* ever noted: the next goes to freed_n % FREED_RING */
 };
+
+/* The PG's last record at or below lsn among the records it freed lately
+ * (the ring above), or 0 if the ring does not reach down to lsn. */
+uint64_t pg_freed_at(const struct pgout *g, uint64_t lsn);
 
 /* The PG's last record at or below lsn, which is at or below the VDL: the
  * `need` of a read at that point (node.c on_read_page builds the page as of
@@ -166,6 +177,19 @@ struct volume {
   void (*durable_fn)(void *, uint64_t);
   void *durable_arg;
 
+  /* A read replica's volume (vol_open_reader, paper §4.2.4): it never
+   * writes, recovers or reports; its reads carry its writer's epoch and
+   * truncation (rtrunc, a copy) at the read point the replica names. */
+  int reader;
+  Auralog__TruncRange *rtrunc;
+  /* The writer's side of the replicas (vfs/feed.c): on_rec sees every
+   * record vol_ship hands out, in LSN order, while set; replica_floor is
+   * the oldest read point of any replica (0: none), folded into the
+   * PGMRPL (vcore.c vol_pgmrpl). */
+  void (*on_rec)(void *arg, const Rec *r);
+  void *on_rec_arg;
+  uint64_t replica_floor;
+
   struct rcv *rcv;            /* recovery in progress (open.c), or NULL */
   int opened;                 /* recovery is over: the volume serves */
   /* The core's I/O and its waiters' wake-up (the driver's). */
@@ -194,6 +218,9 @@ void vcore_free(struct volume *v);
  * *tr, or NULL. */
 void vol_fence_locked(struct volume *v, const char *msg);
 Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *tr);
+/* The volume's PGMRPL (paper §4.2.3): the oldest read point of the
+ * writer's reads in flight, of its VDL, and of its replicas (vcore.c). */
+uint64_t vol_pgmrpl(const struct volume *v);
 
 /* ship.c: why n pages cannot have LSNs now (0: they can); give them LSNs
  * (returns the CPL); why commit lsn is not durable yet. */
@@ -202,8 +229,11 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n);
 void vcore_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen);
 
 /* read.c: queue a read of page_no into out (NULL: a zero page, never
- * written; out is zeroed). */
+ * written; out is zeroed): at the VDL (vcore_read), or at read point rp
+ * with its `need` given (a replica's, vcore_read_at). */
 struct readreq *vcore_read(struct volume *v, uint32_t page_no, uint8_t *out);
+struct readreq *vcore_read_at(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t rp,
+                              uint64_t need);
 
 
 /* volume.c: a request to the coordinator expecting body `want` (NULL and

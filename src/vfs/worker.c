@@ -195,6 +195,19 @@ static int run_sql(struct job *j, int reader)
     }
     if (st == NULL)
       continue;              /* whitespace or a comment */
+    if (E.rvol && !sqlite3_stmt_readonly(st)) {
+      /* A read replica (paper §4.2.4) adds no writes: the clear refusal,
+       * rather than SQLite's "readonly database". */
+      struct rvol_stats rs;
+      rvol_get_stats(E.rvol, &rs);
+      char buf[400];
+      snprintf(buf, sizeof buf, "this is a read replica of volume %s (read point %llu): it "
+               "serves reads only; send writes to the writer at %s", E.volume,
+               (unsigned long long)rs.rp, E.writer);
+      errtext = strdup(buf);
+      sqlite3_finalize(st);
+      break;
+    }
     if (reader && !(sqlite3_stmt_readonly(st) && sandbox_only_reads())) {
       sqlite3_finalize(st);
       handoff = 1;
@@ -303,7 +316,20 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   (void)argc;
   (void)argv;
   cJSON *o = cJSON_CreateObject();
-  if (E.vol) {
+  if (E.rvol) {
+    struct rvol_stats rs;
+    rvol_get_stats(E.rvol, &rs);
+    cJSON_AddStringToObject(o, "system", "auralog-replica");
+    cJSON_AddNumberToObject(o, "read_point", (double)rs.rp);
+    cJSON_AddNumberToObject(o, "vdl", (double)rs.vdl);
+    cJSON_AddNumberToObject(o, "epoch", (double)rs.epoch);
+    cJSON_AddNumberToObject(o, "applied", (double)rs.applied);
+    cJSON_AddNumberToObject(o, "skipped", (double)rs.skipped);
+    cJSON_AddNumberToObject(o, "mtrs", (double)rs.mtrs);
+    cJSON_AddNumberToObject(o, "pending", (double)rs.pending);
+    cJSON_AddNumberToObject(o, "resyncs", (double)rs.resyncs);
+    cJSON_AddNumberToObject(o, "expired", (double)rs.expired);
+  } else if (E.vol) {
     struct vol_stats st;
     vol_get_stats(E.vol, &st);
     cJSON_AddStringToObject(o, "system", E.ship_pages ? "auralog-pages" : "auralog");
@@ -349,12 +375,26 @@ static const struct baseline {
   {"sqlite-memory", "", ""},
 };
 
+/* SELECT auralog_read_point() on a replica: the read point its reads
+ * are at. Inside a read transaction (after its first read) it is the
+ * point of every read of that transaction (rvol.h, R3). */
+static void read_point_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+  (void)argc;
+  (void)argv;
+  struct rvol_stats rs;
+  rvol_get_stats(E.rvol, &rs);
+  sqlite3_result_int64(ctx, (sqlite3_int64)rs.rp);
+}
+
 sqlite3 *open_db(void)
 {
   sqlite3 *db = NULL;
   const char *vfs = E.baseline == NULL ? "auralog" : NULL;
-  if (sqlite3_open_v2(E.uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-                      vfs) != SQLITE_OK) {
+  /* A replica's connections are read-only: SQLite refuses every write. */
+  int flags = E.rvol ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI;
+  if (sqlite3_open_v2(E.uri, &db, flags, vfs) != SQLITE_OK) {
     logwarn("cannot open %s: %s", E.uri, db ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_close(db);
     return NULL;
@@ -365,6 +405,9 @@ sqlite3 *open_db(void)
     return NULL;
   }
   sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
+  if (E.rvol)
+    sqlite3_create_function(db, "auralog_read_point", 0, SQLITE_UTF8, NULL, read_point_fn,
+                            NULL, NULL);
   /* A commit waits for the statements readers are in, and a reader for a
    * commit (a baseline's checkpoint too): see on_busy. */
   sqlite3_busy_handler(db, on_busy, NULL);
@@ -426,7 +469,7 @@ static int refuse(struct job *j)
   char why[400];
   uint32_t code = ERR_STALE_EPOCH;
   if (E.vol == NULL)
-    return 0;                /* a baseline: no volume, no other writer */
+    return 0;                /* a baseline, or a replica: no lease of a writer */
   if (!vol_fenced(E.vol, why, sizeof why)) {
     pthread_mutex_lock(&E.lmu);
     int ok = lease_valid(&E.lease, now_ms(), READ_LEASE_MS, why, sizeof why);

@@ -119,7 +119,8 @@ int free_block(int seed)
 {
   for (int t = 0; t < PORT_BLOCKS; t++) {
     int b = PORT_FIRST + ((seed + t) % PORT_BLOCKS) * PORT_BLOCK;
-    int ok = port_free(b + HTTP_PORT_OFFSET) && port_free(b + ENGINE_PORT_OFFSET);
+    int ok = port_free(b + HTTP_PORT_OFFSET) && port_free(b + ENGINE_PORT_OFFSET) &&
+             port_free(b + REPLICA_PORT_OFFSET);    /* `cluster up` starts replica R1 there */
     for (int i = 0; i <= NCOPIES && ok; i++)
       ok = port_free(b + i);
     if (ok)

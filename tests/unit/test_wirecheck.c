@@ -5,7 +5,8 @@
  * Checks that malformed messages (an append without an epoch or volume,
  * records out of order or with a repeated LSN, a backlink not below its
  * record, a bad CRC, a range past the largest page; a bad AZ, node id or
- * address; a bad page size or volume name; an envelope with no body) are
+ * address; a bad page size or volume name; a replica stream whose start,
+ * tails, records or points are out of bounds; an envelope with no body) are
  * refused with the right error code and a readable reason; that an
  * unknown field is refused at every depth of a message, the two-byte
  * field 0 of DESIGN.md §8 included, in hand-built protobuf bytes no packer
@@ -149,6 +150,88 @@ static void test_check_open_volume(void **state)
   }
   ov.name = "Good_Name-1.0";
   check_is(&env, ERR_NONE);
+}
+
+/* The read replicas' stream (vfs/feed.c, vfs/replica.c). */
+static void test_check_replica_messages(void **state)
+{
+  (void)state;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__ReplicaHello h = AURALOG__REPLICA_HELLO__INIT;
+  h.volume = "main";
+  h.addr = "127.0.0.1:7510";
+  env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_HELLO;
+  env.replica_hello = &h;
+  check_is(&env, ERR_NONE);
+  h.volume = "../x";
+  check_is(&env, ERR_BAD_MSG);
+  h.volume = "main";
+  h.addr = "nowhere";
+  check_is(&env, ERR_BAD_MSG);
+
+  Auralog__ReplicaStart s = AURALOG__REPLICA_START__INIT;
+  Auralog__PgLast tl = AURALOG__PG_LAST__INIT, *tlp[1] = {&tl};
+  s.volume_id = 1;
+  s.epoch = 2;
+  s.start = 40;
+  s.from = 41;
+  s.vdl = 40;
+  s.page_size = 4096;
+  s.pg_pages = 256;
+  tl.pg = 0;
+  tl.lsn = 40;
+  s.tails = tlp;
+  s.n_tails = 1;
+  env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_START;
+  env.replica_start = &s;
+  check_is(&env, ERR_NONE);
+  s.from = 40;                       /* the stream must start above the start point */
+  check_is(&env, ERR_BAD_MSG);
+  s.from = 41;
+  tl.lsn = 41;                       /* a tail above the start point */
+  check_is(&env, ERR_BAD_MSG);
+  tl.lsn = 40;
+  s.page_size = 1000;
+  check_is(&env, ERR_BAD_MSG);
+  s.page_size = 4096;
+  s.vdl = LSN_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  s.vdl = 40;
+  s.epoch = EPOCH_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+  s.epoch = 2;
+  check_is(&env, ERR_NONE);
+
+  struct trec recs[2];
+  Auralog__Record *rp[2] = {&recs[0].r, &recs[1].r};
+  trec_make(&recs[0], 41, 0, 1, 1, 0, 8);
+  trec_make(&recs[1], 42, 41, 1, 1, 0, 8);
+  Auralog__ReplicaFeed f = AURALOG__REPLICA_FEED__INIT;
+  f.records = rp;
+  f.n_records = 2;
+  f.vdl = 40;
+  env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_FEED;
+  env.replica_feed = &f;
+  check_is(&env, ERR_NONE);
+  rp[0] = &recs[1].r;                /* out of LSN order */
+  rp[1] = &recs[0].r;
+  check_is(&env, ERR_BAD_MSG);
+  rp[0] = &recs[0].r;
+  rp[1] = &recs[1].r;
+  recs[1].r.crc ^= 1;                /* damaged on the way */
+  check_is(&env, ERR_BAD_CRC);
+  rec_seal(&recs[1].r);
+  f.vdl = LSN_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
+
+  Auralog__ReplicaAck a = AURALOG__REPLICA_ACK__INIT;
+  a.applied = 40;
+  a.min_read_point = 40;
+  env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_ACK;
+  env.replica_ack = &a;
+  check_is(&env, ERR_NONE);
+  a.min_read_point = LSN_MAX + 1;
+  check_is(&env, ERR_OUT_OF_RANGE);
 }
 
 static void test_check_no_body(void **state)
@@ -392,6 +475,7 @@ int main(void)
     cmocka_unit_test(test_check_append),
     cmocka_unit_test(test_check_register),
     cmocka_unit_test(test_check_open_volume),
+    cmocka_unit_test(test_check_replica_messages),
     cmocka_unit_test(test_check_no_body),
     cmocka_unit_test(test_check_unknown_field_zero),
     cmocka_unit_test(test_check_unknown_field_nested),
