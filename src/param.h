@@ -66,7 +66,8 @@
 #define REPLICA_ADDR_DEFAULT "127.0.0.1:7510"
 #define REPLICA_QUEUE_MAX  (32u << 20) /* bytes queued to a replica it has not read: past it the writer drops it (it never waits) */
 #define FREED_RING         1024    /* records freed per PG the writer remembers while replicas exist: their read points' PG tails, for node GC */
-#define REPLICA_HOLD_MS    5000    /* a replica's read point waits this long for the read transactions open at it; then it moves and their next storage read fails */
+#define REPLICA_MAX_READ_AGE_MS 5000 /* a read transaction may hold its replica's read point (and the volume's PGMRPL, and node GC) this long by default; then it is cancelled (replica --max-read-age, --read-age-action; vfs/rvol.h) */
+#define REPLICA_LAG_RING   4096    /* feeds telling a new VDL a replica times until applied (its lag, vfs/rvol.c) */
 #define REPLICA_GONE_MS    10000   /* a replica silent this long no longer holds the PGMRPL down */
 #define REPLICA_RETRY_MS   500     /* a replica reconnects to its writer this often */
 #define REPLICA_BEHIND_MAX 200000  /* records a replica holds unapplied: past it, it drops its cache and starts again */

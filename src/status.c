@@ -118,6 +118,8 @@ static int engine_up(const Auralog__Status *st)
   return st->engine && st->engine_age_ms <= NODE_DOWN_MS;
 }
 
+static void read_hold_json(const Auralog__Status *st, cJSON *o);
+
 char *status_json(const Auralog__Status *st)
 {
   const Auralog__Volume *v = st->volume;
@@ -172,8 +174,17 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddNumberToObject(j, "lag_ms", (double)r->lag_ms);
     cJSON_AddNumberToObject(j, "min_read_point", (double)r->min_read_point);
     cJSON_AddNumberToObject(j, "resyncs", (double)r->resyncs);
+    /* Its read transactions (vfs/rvol.h, the read-age rule). */
+    cJSON_AddStringToObject(j, "holder", r->holder);
+    cJSON_AddNumberToObject(j, "held_ms", (double)r->held_ms);
+    cJSON_AddNumberToObject(j, "readers", r->readers);
+    cJSON_AddNumberToObject(j, "cancelled", (double)r->cancelled);
+    cJSON_AddNumberToObject(j, "warned", (double)r->warned);
+    cJSON_AddNumberToObject(j, "max_read_age_ms", r->max_read_age_ms);
+    cJSON_AddStringToObject(j, "read_age_action", r->read_age_action);
     cJSON_AddItemToArray(reps, j);
   }
+  read_hold_json(st, o);
   cJSON *tr = cJSON_AddArrayToObject(o, "truncations");
   for (size_t i = 0; i < v->n_truncs; i++) {
     cJSON *j = cJSON_CreateObject();
@@ -298,6 +309,99 @@ static void storage_table(const Auralog__Status *st, FILE *f)
   }
 }
 
+/* ---- what the PGMRPL holds back (seed 004) ---------------------------------- */
+
+/* Who holds the PGMRPL, and what storage keeps for it: the oldest read
+ * point's holder (a replica and its client, or the writer), the segments'
+ * totals now, and their growth since the PGMRPL last moved (coord/hold.c
+ * noted the totals then). */
+struct read_hold {
+  uint64_t pgmrpl, vdl, min_gc, recs, vers, bytes;
+  const Auralog__ReplicaStat *by;     /* the replica at the PGMRPL, if one */
+  int held;                           /* the PGMRPL is below the VDL */
+  double grow_recs, grow_vers, grow_bytes;
+};
+
+static void read_hold(const Auralog__Status *st, struct read_hold *h)
+{
+  memset(h, 0, sizeof *h);
+  const Auralog__EngineStat *e = st->engine;
+  h->min_gc = UINT64_MAX;
+  for (size_t k = 0; k < st->n_segs; k++) {
+    const Auralog__SegStat *ss = st->segs[k];
+    h->recs += ss->records;
+    h->vers += ss->images;
+    h->bytes += ss->bytes;
+    if (ss->gc_lsn < h->min_gc)
+      h->min_gc = ss->gc_lsn;
+  }
+  if (h->min_gc == UINT64_MAX)
+    h->min_gc = 0;
+  if (e == NULL)
+    return;
+  h->pgmrpl = e->pgmrpl;
+  h->vdl = e->vdl;
+  h->held = e->pgmrpl && e->pgmrpl < e->vdl;
+  for (size_t i = 0; i < e->n_replicas; i++)
+    if (e->replicas[i]->min_read_point == e->pgmrpl &&
+        (h->by == NULL || e->replicas[i]->held_ms > h->by->held_ms))
+      h->by = e->replicas[i];
+  if (st->pgmrpl_still_ms || st->pgmrpl_bytes) {
+    h->grow_recs = (double)h->recs - (double)st->pgmrpl_records;
+    h->grow_vers = (double)h->vers - (double)st->pgmrpl_versions;
+    h->grow_bytes = (double)h->bytes - (double)st->pgmrpl_bytes;
+  }
+}
+
+static void read_hold_json(const Auralog__Status *st, cJSON *o)
+{
+  struct read_hold h;
+  read_hold(st, &h);
+  cJSON *j = cJSON_AddObjectToObject(o, "read_hold");
+  cJSON_AddNumberToObject(j, "pgmrpl", (double)h.pgmrpl);
+  cJSON_AddNumberToObject(j, "lsns_behind_vdl", h.vdl > h.pgmrpl ? (double)(h.vdl - h.pgmrpl) : 0);
+  /* Who holds it: a replica (and its oldest read transaction's client),
+   * or the writer (its own reads in flight); "" when it is at the VDL. */
+  cJSON_AddStringToObject(j, "holder", !h.held ? "" : h.by ? "replica" : "writer");
+  cJSON_AddStringToObject(j, "replica", h.held && h.by ? h.by->addr : "");
+  cJSON_AddStringToObject(j, "client", h.held && h.by ? h.by->holder : "");
+  cJSON_AddNumberToObject(j, "held_ms", h.held && h.by ? (double)h.by->held_ms : 0);
+  cJSON_AddNumberToObject(j, "still_ms", (double)st->pgmrpl_still_ms);
+  /* Every segment's, summed: what storage keeps now, and the oldest GC
+   * point (node GC frees nothing above the PGMRPL). */
+  cJSON_AddNumberToObject(j, "min_gc_lsn", (double)h.min_gc);
+  cJSON_AddNumberToObject(j, "records", (double)h.recs);
+  cJSON_AddNumberToObject(j, "versions", (double)h.vers);
+  cJSON_AddNumberToObject(j, "bytes", (double)h.bytes);
+  /* ... and how much of it came since the PGMRPL last moved. */
+  cJSON_AddNumberToObject(j, "growth_records", h.grow_recs);
+  cJSON_AddNumberToObject(j, "growth_versions", h.grow_vers);
+  cJSON_AddNumberToObject(j, "growth_bytes", h.grow_bytes);
+}
+
+static void read_hold_table(const Auralog__Status *st, FILE *f)
+{
+  struct read_hold h;
+  read_hold(st, &h);
+  if (!h.held)
+    return;
+  fprintf(f, "oldest read point %llu (the PGMRPL, %llu LSNs behind the vdl), held by ",
+          (unsigned long long)h.pgmrpl, (unsigned long long)(h.vdl - h.pgmrpl));
+  if (h.by && h.by->holder[0])
+    fprintf(f, "replica %s, client %s, for %llu ms%s\n", h.by->addr, h.by->holder,
+            (unsigned long long)h.by->held_ms,
+            h.by->max_read_age_ms && h.by->held_ms > h.by->max_read_age_ms
+              ? " (past its --max-read-age)" : "");
+  else
+    fprintf(f, "%s\n", h.by ? "a replica (no read transaction: it is behind)"
+                            : "the writer (reads in flight)");
+  fprintf(f, "  storage keeps %llu records, %llu page versions, %.1f MiB (gc point >= %llu); "
+          "since the PGMRPL last moved (%.1f s): %+.0f records, %+.0f versions, %+.1f MiB\n",
+          (unsigned long long)h.recs, (unsigned long long)h.vers, h.bytes / 1048576.0,
+          (unsigned long long)h.min_gc, st->pgmrpl_still_ms / 1000.0, h.grow_recs, h.grow_vers,
+          h.grow_bytes / 1048576.0);
+}
+
 void status_table(const Auralog__Status *st, FILE *f)
 {
   const Auralog__Volume *v = st->volume;
@@ -327,7 +431,14 @@ void status_table(const Auralog__Status *st, FILE *f)
             r->addr, (unsigned long long)r->applied, (unsigned long long)r->lag_lsn,
             (unsigned long long)r->lag_ms, (unsigned long long)r->min_read_point,
             r->resyncs ? "  (resynced)" : "");
+    if (r->readers || r->cancelled || r->warned)
+      fprintf(f, "  read transactions: %u at its read point, the oldest client %s's for %llu "
+              "ms; %llu cancelled, %llu warned of (--max-read-age %u, %s)\n", r->readers,
+              r->holder[0] ? r->holder : "-", (unsigned long long)r->held_ms,
+              (unsigned long long)r->cancelled, (unsigned long long)r->warned,
+              r->max_read_age_ms, r->read_age_action);
   }
+  read_hold_table(st, f);
   if (e && e->stale_pages)
     fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
             "from node %s (see the engine's log)\n", (unsigned long long)e->stale_pages,

@@ -183,6 +183,14 @@ static void draw_engine(struct sb *b, const Auralog__Status *st, const Auralog__
     sb_html(b, r->addr);
     sbf(b, ": applied VDL %llu, lag %llu LSN / %llu ms, min read point %llu</font></td></tr>\n",
         (ull)r->applied, (ull)r->lag_lsn, (ull)r->lag_ms, (ull)r->min_read_point);
+    if (r->readers && r->holder[0]) {
+      /* Its oldest read transaction holds that read point (rvol.h). */
+      sbf(b, "    <tr><td colspan=\"3\" align=\"left\"><font point-size=\"9\">  held by "
+          "client ");
+      sb_html(b, r->holder);
+      sbf(b, " for %llu ms (--max-read-age %u, %s)</font></td></tr>\n", (ull)r->held_ms,
+          r->max_read_age_ms, r->read_age_action);
+    }
   }
   if (e->n_replicas)
     sbf(b, "    <tr><td colspan=\"3\" align=\"left\"><font point-size=\"9\">PGMRPL %llu: "

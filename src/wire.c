@@ -573,6 +573,10 @@ int wire_check(const Env *e, char *why, size_t whylen)
   }
   case AURALOG__ENVELOPE__BODY_REPLICA_ACK:
     TRY(lsn_in(e->replica_ack->applied, "replica ack applied", why, whylen));
+    /* The holder is a client's address, shown by status. */
+    if (e->replica_ack->holder && strlen(e->replica_ack->holder) > ADDR_MAX_LEN)
+      return bad(why, whylen, "replica ack holder of %zu bytes",
+                 strlen(e->replica_ack->holder));
     return lsn_in(e->replica_ack->min_read_point, "replica ack read point", why, whylen);
   case AURALOG__ENVELOPE__BODY_GOSSIP_PUSH: {
     const Auralog__GossipPush *g = e->gossip_push;

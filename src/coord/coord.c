@@ -543,6 +543,7 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   r->st = auralog__engine_stat__unpack(NULL, len, buf);
   r->at = io_now(co->io);
   free(buf);
+  hold_note(co, (size_t)(slot - co->vols));
   /* A recovery's truncation belongs to the volume's history: keep it. */
   const Auralog__TruncRange *t = es->trunc;
   if (t == NULL || t->to <= t->from)
@@ -664,6 +665,7 @@ static void status_build(struct coord *co, const char *name, struct status_view 
   if (slot && co->engines[slot - co->vols].st) {
     st->engine = co->engines[slot - co->vols].st;
     st->engine_age_ms = now - co->engines[slot - co->vols].at;
+    hold_status(co, (size_t)(slot - co->vols), st, now);
   }
 }
 

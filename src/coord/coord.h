@@ -35,6 +35,10 @@ struct cnode {
 struct ereport {
   Auralog__EngineStat *st;
   unsigned long long at;
+  /* The PGMRPL it last reported, since when, and the volume's segments'
+   * totals then (hold.c). */
+  uint64_t hold_pgmrpl, hold_recs, hold_vers, hold_bytes;
+  unsigned long long hold_at;
 };
 
 struct coord {
@@ -47,6 +51,12 @@ struct coord {
   Auralog__Volume **vols;
   size_t nvols;
 };
+
+/* hold.c: note engines[i]'s report (what the PGMRPL holds back); put it
+ * in a Status. */
+void hold_note(struct coord *co, size_t i);
+void hold_status(const struct coord *co, size_t i, Auralog__Status *st,
+                 unsigned long long now);
 
 int coord_init(struct coord *co, const struct io *io, char *why, size_t whylen);
 void coord_on_msg(struct coord *co, struct ep *c, const Env *env);

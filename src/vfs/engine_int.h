@@ -13,6 +13,7 @@
 #ifndef AURALOG_ENGINE_INT_H
 #define AURALOG_ENGINE_INT_H
 
+#include <cjson/cJSON.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stddef.h>
@@ -116,6 +117,10 @@ void feed_ack(struct conn *c, const Env *env);
 int feed_closed(struct conn *c);
 void feed_pump(void);
 void feed_tick(void);
+/* The writer's replica lag histogram (feed.c: every ack that applied a
+ * new VDL, from sending the oldest such feed to that ack, on the writer's
+ * clock), as hist_json; for SELECT auralog_stats() and `auralog bench`. */
+cJSON *feed_lag_json(void);
 
 /* probe.c: the first lease, before serving (t0: before vol_open asked the
  * coordinator for the epoch). Then every ENGINE_STAT_MS, on the loop,

@@ -37,12 +37,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hist.h"
 #include "lib/log.h"
 #include "net.h"
 #include "param.h"
 #include "record.h"
 #include "vfs/engine_int.h"
 #include "vfs/volume.h"
+
+/* A replica's read transactions as its last ack told (the read-age
+ * rule, vfs/rvol.h), for status. */
+struct readers {
+  char holder[ADDR_MAX_LEN + 1];
+  uint64_t held_ms, cancelled, warned;
+  uint32_t readers, max_age_ms;
+  int warn;
+};
 
 struct sub {
   struct conn *c;
@@ -54,6 +64,7 @@ struct sub {
   uint64_t echo_us;           /* the last feed it acknowledged applying */
   int acked;                  /* it has acknowledged a read point */
   unsigned long long heard;   /* ms: its last ack (or hello) */
+  struct readers rd;          /* its read transactions, from its last ack */
 };
 
 static struct {
@@ -64,7 +75,53 @@ static struct {
   struct sub subs[REPLICAS_MAX];
   size_t nsubs;
   uint64_t sent_vdl;          /* the VDL the last feed carried */
+  struct hist lag;            /* under fmu: feed_lag_json */
 } F = {.fmu = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- what status shows of a replica's readers, and its lag ------------------ */
+
+static void readers_note(struct readers *rd, const Auralog__ReplicaAck *a)
+{
+  snprintf(rd->holder, sizeof rd->holder, "%s", a->holder ? a->holder : "");
+  rd->held_ms = a->held_ms;
+  rd->readers = a->readers;
+  rd->cancelled = a->cancelled;
+  rd->warned = a->warned;
+  rd->max_age_ms = a->max_read_age_ms;
+  rd->warn = a->read_age_warn;
+}
+
+static void readers_stat(Auralog__ReplicaStat *rs, struct readers *rd)
+{
+  rs->holder = rd->holder;
+  rs->held_ms = rd->held_ms;
+  rs->readers = rd->readers;
+  rs->cancelled = rd->cancelled;
+  rs->warned = rd->warned;
+  rs->max_read_age_ms = rd->max_age_ms;
+  rs->read_age_action = (char *)(rd->warn ? "warn" : "cancel");
+}
+
+/* The lag sample of an ack (oldest_echo_us, the writer's now_us when it
+ * sent the oldest feed with a new VDL that this ack's batch applied):
+ * send -> the replica's loop -> its apply thread (waiting for readers
+ * too) -> its ack -> back here. */
+static void lag_note(const Auralog__ReplicaAck *a, uint64_t now)
+{
+  if (a->oldest_echo_us == 0 || a->oldest_echo_us > now)
+    return;
+  pthread_mutex_lock(&F.fmu);
+  hist_add(&F.lag, (double)(now - a->oldest_echo_us));
+  pthread_mutex_unlock(&F.fmu);
+}
+
+cJSON *feed_lag_json(void)
+{
+  pthread_mutex_lock(&F.fmu);
+  cJSON *o = hist_json(&F.lag);
+  pthread_mutex_unlock(&F.fmu);
+  return o;
+}
 
 static Rec *rec_copy(const Rec *r)
 {
@@ -120,6 +177,7 @@ static void publish(void)
     rs[i].lag_ms = s->lag_ms;
     rs[i].min_read_point = mrp;
     rs[i].resyncs = s->resyncs;
+    readers_stat(&rs[i], &s->rd);
     rp[i] = &rs[i];
   }
   vol_set_replicas(E.vol, floor, rp, F.nsubs);
@@ -194,6 +252,8 @@ void feed_ack(struct conn *c, const Env *env)
    * acks the same feed again and again, and its lag is what the last
    * VDL took to reach it. */
   uint64_t now = now_us();
+  readers_note(&s->rd, a);
+  lag_note(a, now);
   if (a->echo_us && a->echo_us != s->echo_us && a->echo_us <= now) {
     s->lag_ms = (now - a->echo_us) / 1000;
     s->echo_us = a->echo_us;

@@ -47,6 +47,22 @@ static struct {
   int subscribed;                 /* a hello went on w */
 } R;
 
+/* Its read transactions, for the writer's status (the read-age rule,
+ * vfs/rvol.h), and its lag sample. */
+static void ack_readers(Auralog__ReplicaAck *a, const struct rvol_stats *st)
+{
+  static char holder[64];
+  snprintf(holder, sizeof holder, "%s", st->holder);
+  a->oldest_echo_us = rvol_take_echo(E.rvol);
+  a->holder = holder;
+  a->held_ms = st->held_ms;
+  a->readers = (uint32_t)st->readers;
+  a->cancelled = st->expired;
+  a->warned = st->warned;
+  a->max_read_age_ms = (uint32_t)st->max_age_ms;
+  a->read_age_warn = st->warn;
+}
+
 static void send_ack(void)
 {
   if (R.w == NULL || !R.w->connected || !R.subscribed)
@@ -61,6 +77,7 @@ static void send_ack(void)
    * reader is in), so that is the oldest point it may still read at. */
   a.min_read_point = st.rp;
   a.resyncs = st.resyncs;
+  ack_readers(&a, &st);
   env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_ACK;
   env.replica_ack = &a;
   conn_send(R.w, &env);
@@ -152,6 +169,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog replica [--volume NAME] [--listen ADDR] [--engine ADDR] [--coord ADDR]\n"
     "                       [--cache PAGES] [--statement-timeout MS]\n"
+    "                       [--max-read-age MS] [--read-age-action cancel|warn]\n"
     "\n"
     "Run a read replica (paper §4.2.4): a read-only engine on the writer's\n"
     "volume. It shares the writer's storage and writes nothing to it: it\n"
@@ -168,9 +186,34 @@ static void usage(FILE *f)
     "  --statement-timeout MS\n"
     "                 interrupt a request still running after MS ms (default %d;\n"
     "                 0: never); a long reader also holds the replica's read\n"
-    "                 point back (its lag grows meanwhile)\n",
+    "                 point back (its lag grows meanwhile)\n"
+    "  --max-read-age MS\n"
+    "                 how long one read transaction may hold the replica's read\n"
+    "                 point, and with it the volume's PGMRPL and every storage\n"
+    "                 node's GC (default %d; 0: no limit)\n"
+    "  --read-age-action cancel|warn\n"
+    "                 past it: cancel the transaction (its next statement fails,\n"
+    "                 and the point moves on; default) or only warn (log and\n"
+    "                 status; the point, lag and GC wait for it, however long)\n",
     REPLICA_ADDR_DEFAULT, ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT, CACHE_PAGES,
-    STATEMENT_TIMEOUT_MS);
+    STATEMENT_TIMEOUT_MS, REPLICA_MAX_READ_AGE_MS);
+}
+
+/* --max-read-age MS (o 'M') or --read-age-action cancel|warn ('A'). */
+static void read_age_opt(int o, const char *v, int *max_age, int *warn)
+{
+  if (o == 'A') {
+    if (strcmp(v, "cancel") && strcmp(v, "warn"))
+      die("replica: --read-age-action is cancel or warn, not '%s'", v);
+    *warn = strcmp(v, "warn") == 0;
+    return;
+  }
+  char *end;
+  long ms = strtol(v, &end, 10);
+  if (end == v || *end || ms < 0 || ms > 86400000)
+    die("replica: --max-read-age is a number of ms from 0 (no limit) to 86400000, not '%s'",
+        v);
+  *max_age = (int)ms;
 }
 
 int replica_main(int argc, char **argv)
@@ -179,7 +222,10 @@ int replica_main(int argc, char **argv)
     {"volume", required_argument, 0, 'v'}, {"listen", required_argument, 0, 'l'},
     {"coord", required_argument, 0, 'c'}, {"engine", required_argument, 0, 'e'},
     {"cache", required_argument, 0, 'C'}, {"statement-timeout", required_argument, 0, 'T'},
+    {"max-read-age", required_argument, 0, 'M'},
+    {"read-age-action", required_argument, 0, 'A'},
     {"help", no_argument, 0, 'h'}, {0}};
+  int max_age = REPLICA_MAX_READ_AGE_MS, warn = 0;
   const char *volume = "main", *listen = REPLICA_ADDR_DEFAULT, *coord = NULL;
   const char *writer = getenv("AURALOG_ENGINE");
   long cache = CACHE_PAGES;
@@ -207,6 +253,10 @@ int replica_main(int argc, char **argv)
       E.timeout_ms = (int)ms;
       break;
     }
+    case 'M':
+    case 'A':
+      read_age_opt(o, optarg, &max_age, &warn);
+      break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -242,6 +292,7 @@ int replica_main(int argc, char **argv)
   E.rvol = rvol_open(coord, volume, (size_t)cache, on_applied, NULL, why, sizeof why);
   if (E.rvol == NULL)
     die("replica: cannot open volume %s: %s", volume, why);
+  rvol_set_read_age(E.rvol, max_age, warn);
   if ((E.root = open_db()) == NULL)
     die("replica: cannot open volume %s (see the log above)", volume);
   uv_timer_init(E.loop, &R.tick);

@@ -40,6 +40,16 @@ struct rvol {
   uint64_t expired;           /* read transactions whose snapshot it moved past (R3) */
   uint64_t echo_us;           /* sent_us of the newest feed applied whole */
   uint64_t last_vdl, last_us; /* the newest feed taken: its VDL and sent_us */
+  /* Feeds that told a new VDL, not yet applied through it: (vdl, sent_us),
+   * in order; the oldest applied since the last ack is the one that waited
+   * longest (the writer's lag histogram, feed.c). */
+  struct { uint64_t vdl, us; } vq[REPLICA_LAG_RING];
+  size_t vq_head, vq_n;
+  uint64_t oldest_echo_us;    /* sent_us of the oldest feed applied since rvol_take_echo */
+  /* The read-age rule (rvol.h): --max-read-age and --read-age-action. */
+  int max_age_ms;             /* 0: none */
+  int warn;                   /* 1: warn past it, 0: cancel past it */
+  uint64_t warned;            /* read transactions past it, warned of */
   void (*on_applied)(void *);
   void *arg;
   pthread_mutex_t in_mu;      /* guards the inbox */
@@ -70,31 +80,95 @@ int rvol_read_page(struct vvol *vv, uint32_t pno, uint8_t *out, uint64_t *lsn, c
                      whylen);
 }
 
+/* The client of this thread's request (auralog_vfs_set_client). */
+static __thread char client[64];
+
+void auralog_vfs_set_client(const char *who)
+{
+  snprintf(client, sizeof client, "%s", who ? who : "");
+}
+
+void rvol_hold(struct vvol *vv, struct afile *f)
+{
+  f->snap = vv->rep->ra.rp;
+  f->snap_ms = now_ms();
+  snprintf(f->who, sizeof f->who, "%s", client[0] ? client : "(local)");
+  f->cancelled = f->warned = 0;
+  f->hnext = vv->holders;
+  vv->holders = f;
+}
+
+void rvol_release(struct vvol *vv, struct afile *f)
+{
+  for (struct afile **pp = &vv->holders; *pp; pp = &(*pp)->hnext)
+    if (*pp == f) {
+      *pp = f->hnext;
+      break;
+    }
+  f->hnext = NULL;
+  f->snap = 0;
+  f->cancelled = 0;
+  pthread_cond_broadcast(&vv->idle);   /* the apply thread may move the point */
+}
+
+/* The read transactions holding the read point now (not cancelled), and
+ * the oldest of them. vv->mu held. */
+static int live_holders(struct vvol *vv, struct afile **oldest)
+{
+  int n = 0;
+  *oldest = NULL;
+  for (struct afile *f = vv->holders; f; f = f->hnext)
+    if (f->snap == vv->rep->ra.rp && !f->cancelled) {
+      n++;
+      if (*oldest == NULL || f->snap_ms <= (*oldest)->snap_ms)
+        *oldest = f;
+    }
+  return n;
+}
+
 int rvol_snap_ok(struct vvol *vv, const struct afile *f, char *why, size_t whylen)
 {
-  if (f->lock < SQLITE_LOCK_SHARED || f->snap == vv->rep->ra.rp)
+  if (f->lock < SQLITE_LOCK_SHARED)
+    return 0;
+  if (f->cancelled) {
+    snprintf(why, whylen, "this read transaction was cancelled: it held the replica's read "
+             "point %llu for more than %d ms (auralog replica --max-read-age), and with it "
+             "the volume's PGMRPL and every storage node's GC; start the transaction again",
+             (unsigned long long)f->snap, vv->rep->max_age_ms);
+    return -1;
+  }
+  if (f->snap == vv->rep->ra.rp)
     return 0;
   snprintf(why, whylen, "this read transaction began at read point %llu and the replica has "
-           "moved on to %llu: a replica holds a snapshot for %d ms at most; start the "
-           "transaction again", (unsigned long long)f->snap,
-           (unsigned long long)vv->rep->ra.rp, REPLICA_HOLD_MS);
+           "moved on to %llu; start the transaction again", (unsigned long long)f->snap,
+           (unsigned long long)vv->rep->ra.rp);
   return -1;
 }
 
 int rvol_lock_shared(struct vvol *vv, char *why, size_t whylen)
 {
   struct timespec dl;
-  vol_deadline_in(&dl, READ_DEADLINE_MS + REPLICA_HOLD_MS);
-  while (vv->hold_readers || !vv->rep->ra.serving)
+  struct rvol *r = vv->rep;
+  /* A new reader waits while the point moves: at most until the oldest
+   * reader is cancelled (a window lasts max-read-age at most), or, with
+   * no cancelling, READ_DEADLINE_MS. */
+  vol_deadline_in(&dl, READ_DEADLINE_MS + (r->warn ? 0 : r->max_age_ms));
+  while (vv->hold_readers || !r->ra.serving)
     if (pthread_cond_timedwait(&vv->idle, &vv->mu, &dl) != 0)
       break;
-  if (!vv->hold_readers && vv->rep->ra.serving)
+  if (!vv->hold_readers && r->ra.serving)
     return 0;
-  if (!vv->rep->ra.serving)
+  if (!r->ra.serving) {
     snprintf(why, whylen, "the replica has not caught up with its writer yet (no read point "
-             "after %d ms)%s%s", READ_DEADLINE_MS, vv->rep->why[0] ? ": " : "", vv->rep->why);
-  else
-    snprintf(why, whylen, "the replica's read point is moving (it waits for a long reader)");
+             "after %d ms)%s%s", READ_DEADLINE_MS, r->why[0] ? ": " : "", r->why);
+  } else {
+    struct afile *old;
+    live_holders(vv, &old);
+    snprintf(why, whylen, "the replica's read point cannot move: client %s's read "
+             "transaction has held it for %llu ms (auralog replica --max-read-age %d, "
+             "--read-age-action %s)", old ? old->who : "?",
+             old ? now_ms() - old->snap_ms : 0, r->max_age_ms, r->warn ? "warn" : "cancel");
+  }
   return -1;
 }
 
@@ -111,33 +185,51 @@ static uint8_t *cached_page(void *arg, uint32_t page_no, uint64_t lsn)
   return c->data;
 }
 
-/* R3: wait (vv->mu held) until no connection holds SHARED at the read
- * point, new ones waiting meanwhile, for REPLICA_HOLD_MS at most: a client
- * may leave a read transaction open for as long as it likes (BEGIN; SELECT
- * ...; and silence), and the replica must not fall behind for good. Past
- * it the point moves anyway; such a transaction keeps what SQLite cached
- * (all as of its old point) and each of its reads that comes here fails
- * (rvol_snap_ok): it sees its old snapshot or an error, never a mix. */
+/* R3: wait (vv->mu held) until no read transaction holds the read point,
+ * new ones waiting meanwhile. The read-age rule (rvol.h): a client may
+ * leave a read transaction open for as long as it likes (BEGIN; SELECT
+ * ...; and silence), and while it does the replica falls behind and the
+ * whole volume's GC stops; so past max_age_ms since it began, it is
+ * cancelled (its next statement or storage read fails, rvol_snap_ok) and
+ * the point moves once no younger one holds it; or, with warn, it is
+ * logged once and waited for. */
 static void window_open(struct rvol *r)
 {
   struct vvol *vv = r->vv;
-  struct timespec dl;
-  vol_deadline_in(&dl, REPLICA_HOLD_MS);
+  struct afile *old;
   vv->hold_readers = 1;
-  while (vv->nsnap > 0)
-    if (pthread_cond_timedwait(&vv->idle, &vv->mu, &dl) != 0) {
-      r->expired += (uint64_t)vv->nsnap;
-      logwarn_rl("replica of %s: %d read transaction%s held read point %llu for %d ms: "
-                 "moving on (their next reads fail)", vv->name, vv->nsnap,
-                 vv->nsnap == 1 ? "" : "s", (unsigned long long)r->ra.rp, REPLICA_HOLD_MS);
-      break;
+  while (live_holders(vv, &old) > 0) {
+    unsigned long long age = now_ms() - old->snap_ms;
+    int wait = 1000;                /* a warning's look, at least every second */
+    if (r->max_age_ms && age >= (unsigned long long)r->max_age_ms) {
+      if (!r->warn) {
+        old->cancelled = 1;
+        r->expired++;
+        logwarn_rl("replica of %s: cancelled client %s's read transaction: it held read "
+                   "point %llu for %llu ms (--max-read-age %d ms)", vv->name, old->who,
+                   (unsigned long long)old->snap, age, r->max_age_ms);
+        continue;
+      }
+      if (!old->warned) {
+        old->warned = 1;
+        r->warned++;
+        logwarn("replica of %s: client %s's read transaction has held read point %llu for "
+                "%llu ms (--max-read-age %d ms, --read-age-action warn): the replica's lag, "
+                "the volume's PGMRPL and every node's GC wait for it", vv->name, old->who,
+                (unsigned long long)old->snap, age, r->max_age_ms);
+      }
+    } else if (r->max_age_ms && (unsigned long long)r->max_age_ms - age < (unsigned long long)wait) {
+      wait = (int)((unsigned long long)r->max_age_ms - age);
     }
+    struct timespec dl;
+    vol_deadline_in(&dl, wait > 0 ? wait : 1);
+    pthread_cond_timedwait(&vv->idle, &vv->mu, &dl);
+  }
 }
 
 /* After the point moved (or not): every holder's snapshot is older now. */
 static void window_close(struct vvol *vv)
 {
-  vv->nsnap = 0;
   vv->hold_readers = 0;
   pthread_cond_broadcast(&vv->idle);
 }
@@ -183,6 +275,8 @@ static void take_start(struct rvol *r, const Auralog__ReplicaStart *s)
   r->why[0] = 0;
   r->last_vdl = s->vdl;
   r->last_us = 0;
+  r->vq_n = 0;                 /* a new stream: its feeds are timed afresh */
+  r->oldest_echo_us = 0;
   loginfo("replica of %s: stream from LSN %llu, read point %llu once the vdl (%llu) reaches "
           "it (epoch %llu)", vv->name, (unsigned long long)s->from,
           (unsigned long long)s->start, (unsigned long long)s->vdl,
@@ -200,6 +294,14 @@ static void take_feed(struct rvol *r, const Auralog__ReplicaFeed *f)
     r->broken = 1;
     r->want_resync = 1;
     return;
+  }
+  /* A feed that tells a new VDL is timed until it is applied (advance);
+   * one that only brings records (their VDL is still to come) is not. */
+  uint64_t top = r->vq_n ? r->vq[(r->vq_head + r->vq_n - 1) % REPLICA_LAG_RING].vdl : r->ra.rp;
+  if (f->vdl > top && f->sent_us && r->vq_n < REPLICA_LAG_RING) {
+    r->vq[(r->vq_head + r->vq_n) % REPLICA_LAG_RING].vdl = f->vdl;
+    r->vq[(r->vq_head + r->vq_n) % REPLICA_LAG_RING].us = f->sent_us;
+    r->vq_n++;
   }
   r->last_vdl = f->vdl;
   r->last_us = f->sent_us;
@@ -221,14 +323,19 @@ static int advance(struct rvol *r)
     window_open(r);
   ra_advance(&r->ra, t, cached_page, vv);
   refresh_size(r);
-  if (first) {
-    vv->nsnap = 0;              /* (none: a SHARED lock waited for the point) */
-    pthread_cond_broadcast(&vv->idle);
-  } else {
+  if (first)
+    pthread_cond_broadcast(&vv->idle);  /* (no holder: a SHARED lock waited for the point) */
+  else
     window_close(vv);
-  }
   if (r->last_vdl <= r->ra.rp && r->last_us)
     r->echo_us = r->last_us;
+  /* The feeds applied through now; the oldest waited longest. */
+  while (r->vq_n && r->vq[r->vq_head].vdl <= r->ra.rp) {
+    if (r->oldest_echo_us == 0)
+      r->oldest_echo_us = r->vq[r->vq_head].us;
+    r->vq_head = (r->vq_head + 1) % REPLICA_LAG_RING;
+    r->vq_n--;
+  }
   return 1;
 }
 
@@ -312,9 +419,36 @@ void rvol_get_stats(struct rvol *r, struct rvol_stats *st)
   st->pending = ra_pending(&r->ra);
   st->resyncs = r->resyncs;
   st->expired = r->expired;
+  st->warned = r->warned;
+  st->max_age_ms = r->max_age_ms;
+  st->warn = r->warn;
+  struct afile *old;
+  st->readers = live_holders(vv, &old);
+  if (old) {
+    snprintf(st->holder, sizeof st->holder, "%s", old->who);
+    st->held_ms = now_ms() - old->snap_ms;
+  }
   st->want_resync = r->want_resync;
   snprintf(st->why, sizeof st->why, "%s", r->why);
   pthread_mutex_unlock(&vv->mu);
+}
+
+uint64_t rvol_take_echo(struct rvol *r)
+{
+  pthread_mutex_lock(&r->vv->mu);
+  uint64_t us = r->oldest_echo_us;
+  r->oldest_echo_us = 0;
+  pthread_mutex_unlock(&r->vv->mu);
+  return us;
+}
+
+void rvol_set_read_age(struct rvol *r, int max_age_ms, int warn)
+{
+  pthread_mutex_lock(&r->vv->mu);
+  r->max_age_ms = max_age_ms;
+  r->warn = warn;
+  pthread_cond_broadcast(&r->vv->idle);
+  pthread_mutex_unlock(&r->vv->mu);
 }
 
 struct rvol *rvol_open(const char *coord, const char *name, size_t cache_pages,
@@ -345,6 +479,7 @@ struct rvol *rvol_open(const char *coord, const char *name, size_t cache_pages,
   struct rvol *r = calloc(1, sizeof *r);
   r->vv = vv;
   ra_init(&r->ra);
+  r->max_age_ms = REPLICA_MAX_READ_AGE_MS;
   r->on_applied = on_applied;
   r->arg = arg;
   pthread_mutex_init(&r->in_mu, NULL);

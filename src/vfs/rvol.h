@@ -27,10 +27,45 @@
  * Every read of a transaction, from SQLite's cache, this buffer cache or
  * storage, is then as of one read point, and the next transaction sees a
  * new page 1 whenever the point moved past a commit. A long reader delays
- * the replica (its lag grows), never the writer; and only for
- * REPLICA_HOLD_MS: then the point moves anyway, and that transaction's
- * next read that reaches the VFS fails ("the replica has moved on"), so
- * it sees its old snapshot or an error, never a mix of two points.
+ * the replica (its lag grows), never the writer's commits: but while the
+ * point stands still the replica's minimum read point holds the volume's
+ * PGMRPL, so no storage node frees a record or a page version above it,
+ * on any segment (seed 004: long queries on Aurora's replicas hold the
+ * writer's purge back; here they hold node GC back). Hence the read-age
+ * rule.
+ *
+ * The read-age rule (one rule for the operator, `auralog replica`):
+ *   --max-read-age MS     how long a read transaction may hold the read
+ *                         point, from its first read (its SHARED lock);
+ *                         default REPLICA_MAX_READ_AGE_MS (5 s); 0: no limit
+ *   --read-age-action A   what happens past it, once the point must move
+ *                         (the writer committed meanwhile: a reader on an
+ *                         idle volume holds nothing back, and is left be):
+ *     cancel (default)    the transaction is cancelled: its next statement
+ *                         fails with "this read transaction was cancelled
+ *                         ... --max-read-age" and is rolled back (worker.c;
+ *                         a statement running at that moment fails at its
+ *                         next storage read), the log says whose it was,
+ *                         and the point moves once no younger reader holds
+ *                         it. So no reader holds the PGMRPL longer than MS.
+ *     warn                the log warns once per transaction and status
+ *                         shows it (held_ms past max_read_age_ms); the point
+ *                         waits until the reader ends, however long: the
+ *                         replica's lag, the PGMRPL and node GC with it
+ *                         (what a lab shows, and `auralog bench replicas`
+ *                         measures). New readers of that replica wait for
+ *                         READ_DEADLINE_MS, then fail, naming the holder:
+ *                         a replica has one read point.
+ * Why cancel by default, at 5 s: a forgotten BEGIN on one replica must not
+ * grow every node's storage without bound, and 5 s is as long as the
+ * default statement timeout lets a single statement run, so only a
+ * transaction left open between requests is ever cancelled. (Before this
+ * rule the replica moved on after REPLICA_HOLD_MS from when the point
+ * wanted to move and failed the old transaction's next storage read only:
+ * a reader served from SQLite's own cache never heard.)
+ * Status shows, per replica, its oldest read transaction: the client
+ * (address) that holds it, for how long, how many hold the point, how
+ * many were cancelled (status.c).
  *
  * Catching up (invariant R4): a replica that reconnects, or whose stream
  * broke (a gap: the writer dropped it for being slow, REPLICA_QUEUE_MAX),
@@ -60,7 +95,12 @@ struct rvol_stats {
   uint64_t vdl;               /* the highest VDL told */
   uint64_t echo_us;           /* sent_us of the newest feed applied whole */
   uint64_t applied, skipped, mtrs, pending, resyncs;
-  uint64_t expired;           /* read transactions it moved past (rvol.c window_open) */
+  uint64_t expired;           /* read transactions cancelled past the read-age limit */
+  uint64_t warned;            /* ... or warned of (--read-age-action warn) */
+  int max_age_ms, warn;       /* the rule (rvol_set_read_age) */
+  int readers;                /* read transactions holding the read point now */
+  char holder[64];            /* the client of the oldest of them ("" none) */
+  uint64_t held_ms;           /* ... and how long it has held the point */
   int want_resync;            /* its stream broke: subscribe again */
   char why[200];              /* ... why */
 };
@@ -81,5 +121,12 @@ void rvol_push(struct rvol *r, const Env *env);
 void rvol_unsubscribed(struct rvol *r);
 
 void rvol_get_stats(struct rvol *r, struct rvol_stats *st);
+
+/* The read-age rule (above): max_age_ms (0: none), warn (1) or cancel (0). */
+void rvol_set_read_age(struct rvol *r, int max_age_ms, int warn);
+
+/* sent_us of the oldest feed telling a new VDL that was applied since the
+ * last call (0: none): the ack's lag sample (feed.c), and reset. */
+uint64_t rvol_take_echo(struct rvol *r);
 
 #endif

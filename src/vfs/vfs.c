@@ -398,6 +398,17 @@ static int a_file_control(sqlite3_file *pf, int op, void *arg)
   case AURALOG_FCNTL_LAST_ERROR:
     *(const char **)arg = f->err;
     return SQLITE_OK;
+  case AURALOG_FCNTL_SNAP_GONE: {
+    /* A replica's read transaction whose snapshot is gone (rvol.c). */
+    char why[sizeof f->err];
+    pthread_mutex_lock(&vv->mu);
+    rc = vv->rep && rvol_snap_ok(vv, f, why, sizeof why) != 0;
+    if (rc)
+      set_err(f, why);
+    pthread_mutex_unlock(&vv->mu);
+    *(const char **)arg = rc ? f->err : NULL;
+    return SQLITE_OK;
+  }
   case AURALOG_FCNTL_VOLUME:
     *(void **)arg = vv->vol;
     return SQLITE_OK;
@@ -429,10 +440,8 @@ static int a_lock(sqlite3_file *pf, int level)
       goto out;
     }
     vv->nshared++;
-    if (vv->rep) {
-      f->snap = rvol_read_point(vv);   /* every read of this transaction is at it */
-      vv->nsnap++;
-    }
+    if (vv->rep)
+      rvol_hold(vv, f);        /* every read of this transaction is at the read point */
   } else if (vv->rep) {
     /* A replica never writes (its connections are read-only already). */
     set_err(f, "this is a read replica: it serves reads only; send writes to the writer");
@@ -488,9 +497,8 @@ static int a_unlock(sqlite3_file *pf, int level)
   }
   if (level == SQLITE_LOCK_NONE) {
     vv->nshared--;
-    if (vv->rep && f->snap == rvol_read_point(vv) && vv->nsnap > 0 && --vv->nsnap == 0)
-      pthread_cond_broadcast(&vv->idle);   /* a replica's apply may go on */
-    f->snap = 0;
+    if (vv->rep)
+      rvol_release(vv, f);     /* a replica's apply may go on */
   }
   f->lock = level;
 out:

@@ -48,4 +48,15 @@ struct auralog_commit_times {
   uint64_t sync_us;
 };
 
+/* sqlite3_file_control(db, "main", AURALOG_FCNTL_SNAP_GONE, &text): on a
+ * read replica, NULL, or why this connection's open read transaction can
+ * read no more (cancelled past --max-read-age, or the read point moved
+ * on: vfs/rvol.h); the caller rolls it back and tells its client. */
+#define AURALOG_FCNTL_SNAP_GONE 0x41550005
+
+/* The client whose request this thread runs now (an address), so that a
+ * replica can say which client's read transaction holds its read point
+ * (status). Thread-local; NULL clears it. */
+void auralog_vfs_set_client(const char *who);
+
 #endif

@@ -49,7 +49,7 @@ struct vvol {
    * when the last one goes or the read point moves. */
   struct rvol *rep;
   int hold_readers;
-  int nsnap;                   /* SHARED holders whose snapshot is the read point */
+  struct afile *holders;       /* connections holding SHARED, newest first (rvol.c) */
   pthread_cond_t idle;
   struct vvol *next;
 };
@@ -73,6 +73,11 @@ struct afile {
   struct hfile *hf;            /* F_JOURNAL */
   uint64_t commit_lsn;         /* last commit, for the engine server */
   uint64_t snap;               /* a replica's: the read point its SHARED lock was taken at */
+  unsigned long long snap_ms;  /* ... when (now_ms) */
+  char who[64];                /* ... for which client (auralog_vfs_set_client) */
+  int cancelled;               /* ... past --max-read-age: its reads fail (rvol.c) */
+  int warned;                  /* ... past it, logged (--read-age-action warn) */
+  struct afile *hnext;         /* vv->holders */
   struct auralog_commit_times times;  /* ... its stage timings (vfs.h) */
   char err[512];
 };
@@ -102,8 +107,12 @@ int rvol_read_page(struct vvol *vv, uint32_t pno, uint8_t *out, uint64_t *lsn, c
                    size_t whylen);
 uint64_t rvol_read_point(struct vvol *vv);
 int rvol_lock_shared(struct vvol *vv, char *why, size_t whylen);
+/* f took SHARED (at the read point) / let it go: the read transactions
+ * that hold the read point (rvol.c). */
+void rvol_hold(struct vvol *vv, struct afile *f);
+void rvol_release(struct vvol *vv, struct afile *f);
 /* A read of f's: 0, or -1 with why if its transaction's snapshot is gone
- * (it outlived REPLICA_HOLD_MS and the read point moved on). */
+ * (it was cancelled past --max-read-age, or the read point moved on). */
 int rvol_snap_ok(struct vvol *vv, const struct afile *f, char *why, size_t whylen);
 /* Methods the journal shares with the main file. */
 int a_sync(sqlite3_file *pf, int flags);

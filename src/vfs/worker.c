@@ -171,6 +171,31 @@ static char *step_error(sqlite3 *db, int rc, int expired)
   return e;
 }
 
+/* A read replica (vfs/rvol.h): name this request's client for the read
+ * transaction it may begin, and, if the one it has open was cancelled
+ * past the replica's --max-read-age (or outlived its read point), roll it
+ * back and answer why: 1 with *errtext. A request that only ends it
+ * (COMMIT, END, ROLLBACK) goes through: everything it read was at one
+ * read point, and nothing more will be. */
+static int replica_txn_gone(struct job *j, char **errtext)
+{
+  auralog_vfs_set_client(j->c->peer);
+  const char *gone = NULL, *q = j->sql;
+  if (sqlite3_get_autocommit(j->db) ||
+      sqlite3_file_control(j->db, "main", AURALOG_FCNTL_SNAP_GONE, &gone) != SQLITE_OK ||
+      gone == NULL)
+    return 0;
+  while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+    q++;
+  if (sqlite3_strnicmp(q, "COMMIT", 6) == 0 || sqlite3_strnicmp(q, "END", 3) == 0 ||
+      sqlite3_strnicmp(q, "ROLLBACK", 8) == 0)
+    return 0;
+  *errtext = strdup(gone);
+  sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+  unlocked();
+  return 1;
+}
+
 /* Run every statement of j->sql on db; pack the reply into j. On a
  * reader thread, stop at the first statement that does more than read,
  * undo what ran and return 1: the writer runs it all. Else 0. */
@@ -187,6 +212,8 @@ static int run_sql(struct job *j, int reader)
   int64_t before = sqlite3_total_changes64(db);
   j->stamps.start = now_us();  /* stage timings (stages.h): a thread runs it */
   deadline = E.timeout_ms ? now_ms() + (unsigned long long)E.timeout_ms : 0;
+  if (E.rvol && replica_txn_gone(j, &errtext))
+    tail = NULL;
   while (tail && *tail) {
     sqlite3_stmt *st = NULL;
     if (sandbox_prepare(db, tail, &st, &tail) != SQLITE_OK) {
@@ -329,6 +356,11 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     cJSON_AddNumberToObject(o, "pending", (double)rs.pending);
     cJSON_AddNumberToObject(o, "resyncs", (double)rs.resyncs);
     cJSON_AddNumberToObject(o, "expired", (double)rs.expired);
+    cJSON_AddNumberToObject(o, "cancelled", (double)rs.expired);
+    cJSON_AddNumberToObject(o, "warned", (double)rs.warned);
+    cJSON_AddNumberToObject(o, "readers", rs.readers);
+    cJSON_AddStringToObject(o, "holder", rs.holder);
+    cJSON_AddNumberToObject(o, "held_ms", (double)rs.held_ms);
   } else if (E.vol) {
     struct vol_stats st;
     vol_get_stats(E.vol, &st);
@@ -346,6 +378,7 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     cJSON_AddNumberToObject(o, "net_msgs_in", (double)st.net_msgs_in);
     cJSON_AddNumberToObject(o, "syncs", 0);   /* the engine has no disk */
     cJSON_AddItemToObject(o, "stages", stages_json());
+    cJSON_AddItemToObject(o, "replica_lag", feed_lag_json());
   } else {
     uint64_t syncs, bytes;
     countvfs_get(&syncs, &bytes);
