@@ -393,7 +393,7 @@ static void test_a_scan_sees_one_read_point(void **state)
 
 /* The PGMRPL is the minimum over the writer and every replica, and the
  * segments hear it: a read transaction left open on the replica holds its
- * read point (for up to REPLICA_HOLD_MS) while the writer commits, and
+ * read point (for up to REPLICA_MAX_READ_AGE_MS) while the writer commits, and
  * status shows the PGMRPL, every segment's PGMRPL and GC point at or
  * below that read point, the VDL above it. Once the reader is gone, the
  * PGMRPL follows the VDL again. */
@@ -414,7 +414,7 @@ static void test_pgmrpl_holds_for_a_replica_reader(void **state)
     run_ok(&W, t, o, sizeof o, NULL);
   }
   int seen = 0;
-  while (!seen && now_ms() - t0 < REPLICA_HOLD_MS - 1000) {
+  while (!seen && now_ms() - t0 < REPLICA_MAX_READ_AGE_MS - 1000) {
     cJSON *st = status("main");
     double vdl = cJSON_GetObjectItem(st, "vdl")->valuedouble;
     double pgmrpl = cJSON_GetObjectItem(st, "pgmrpl")->valuedouble;
