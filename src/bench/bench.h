@@ -7,6 +7,7 @@
  *   recovery.c  `auralog bench recovery`: recovery time against log length
  *   recsys.c    ... its systems: auralog's engine crash and restart, SQLite's WAL
  *   append.c    `auralog bench append`: one storage node's durable appends
+ *   replicas.c  `auralog bench replicas`: replica lag, reads over replicas, a long reader
  *   limit.c     the machine's own limit on a commit, measured in the same run
  *   breakdown.c where one commit's time goes (the engine's stage timings)
  *   report.c    the table for people and the JSON of `auralog bench`
@@ -30,6 +31,7 @@
 
 int bench_append_main(int argc, char **argv);
 int bench_recovery_main(int argc, char **argv);
+int bench_replicas_main(int argc, char **argv);   /* replicas.c */
 
 /* The auralog binary itself, to start cluster members and engines. */
 const char *bench_self(void);

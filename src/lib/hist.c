@@ -84,6 +84,21 @@ double hist_ms(const struct hist *h, double p)
   return h->max_us / 1000;
 }
 
+double hist_window_max_ms(const struct hist *h)
+{
+  int top = -1;
+  for (int i = 0; i < NB; i++)
+    if (h->b[i])
+      top = i;
+  if (top < 0)
+    return 0;
+  if (bucket(h->max_us) == top)
+    return h->max_us / 1000;                 /* the lifetime's maximum fell in it */
+  /* The bucket's upper end: between its middle and the next one's. */
+  double hi = top + 1 < NB ? (bucket_mid(top) + bucket_mid(top + 1)) / 2 : h->max_us;
+  return (hi < h->max_us ? hi : h->max_us) / 1000;
+}
+
 double hist_mean_ms(const struct hist *h)
 {
   return h->n ? h->sum_us / (double)h->n / 1000 : 0;

@@ -30,6 +30,10 @@ void hist_merge(struct hist *into, const struct hist *h);
 void hist_sub(struct hist *into, const struct hist *h);
 /* The p-th quantile (0..1) in milliseconds; p >= 1: the maximum. */
 double hist_ms(const struct hist *h, double p);
+/* The maximum of a window (after hist_sub, which cannot know it): the
+ * exact maximum if the lifetime's fell in the window's top bucket, else
+ * the upper end of that bucket (within 1/16); ms. */
+double hist_window_max_ms(const struct hist *h);
 /* The mean in milliseconds (0 if empty). */
 double hist_mean_ms(const struct hist *h);
 /* {"n":N,"sum_us":S,"max_us":M,"b":[[bucket,count],...]} */
