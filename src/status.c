@@ -332,8 +332,8 @@ static void read_hold(const Auralog__Status *st, struct read_hold *h)
     h->recs += ss->records;
     h->vers += ss->images;
     h->bytes += ss->bytes;
-    if (ss->gc_lsn < h->min_gc)
-      h->min_gc = ss->gc_lsn;
+    if (ss->records && ss->gc_lsn < h->min_gc)
+      h->min_gc = ss->gc_lsn;    /* (a segment holding nothing has nothing to free) */
   }
   if (h->min_gc == UINT64_MAX)
     h->min_gc = 0;
@@ -369,7 +369,7 @@ static void read_hold_json(const Auralog__Status *st, cJSON *o)
   cJSON_AddNumberToObject(j, "still_ms", (double)st->pgmrpl_still_ms);
   /* Every segment's, summed: what storage keeps now, and the oldest GC
    * point (node GC frees nothing above the PGMRPL). */
-  cJSON_AddNumberToObject(j, "min_gc_lsn", (double)h.min_gc);
+  cJSON_AddNumberToObject(j, "min_gc_lsn", (double)h.min_gc);  /* of segments holding records */
   cJSON_AddNumberToObject(j, "records", (double)h.recs);
   cJSON_AddNumberToObject(j, "versions", (double)h.vers);
   cJSON_AddNumberToObject(j, "bytes", (double)h.bytes);

@@ -372,6 +372,22 @@ static cJSON *part_reads(void)
   return out;
 }
 
+/* A process's resident memory in MiB (0 if unknown): the held replica
+ * buffers the writer's stream while its read point waits. */
+static double rss_mib(pid_t pid)
+{
+  char p[64], line[256];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(p, "r");
+  double kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %lf", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb / 1024;
+}
+
 /* ---- hold ----------------------------------------------------------------------- */
 
 struct tot {
@@ -391,9 +407,13 @@ static int totals(struct tot *t, char *why, size_t n)
     t->recs += (double)s->segs[k]->records;
     t->vers += (double)s->segs[k]->images;
     t->bytes += (double)s->segs[k]->bytes;
-    if (t->min_gc < 0 || (double)s->segs[k]->gc_lsn < t->min_gc)
+    /* A segment that holds no record has nothing to free (an empty PG
+     * stays at GC point 0): only the others say where GC is. */
+    if (s->segs[k]->records && (t->min_gc < 0 || (double)s->segs[k]->gc_lsn < t->min_gc))
       t->min_gc = (double)s->segs[k]->gc_lsn;
   }
+  if (t->min_gc < 0)
+    t->min_gc = 0;
   if (s->engine) {
     t->pgmrpl = (double)s->engine->pgmrpl;
     t->vdl = (double)s->engine->vdl;
@@ -448,13 +468,14 @@ static cJSON *part_hold(void)
     printf("\nstorage growth under a %d s reader (write-only workload, %d clients; a read "
            "transaction\n  open on a replica with --max-read-age 0; status totals over all "
            "six copies of every PG)\n      t s   records   versions      MiB   lowest GC "
-           "point   PGMRPL      VDL   lag LSN\n", B.hold, B.hold_clients);
+           "point   PGMRPL      VDL   lag LSN  replica RSS MiB\n", B.hold, B.hold_clients);
   double t1 = bench_now_us();
   for (int s = 0; !interrupted; s = s + 5 <= B.hold ? s + 5 : B.hold) {
     struct tot x;
     if (totals(&x, why, sizeof why) == 0 && !B.json)
-      printf("  %7d %9.0f %10.0f %8.1f %17.0f %8.0f %8.0f %9.0f\n", s, x.recs, x.vers,
-             x.bytes / 1048576, x.min_gc, x.pgmrpl, x.vdl, x.lag_lsn);
+      printf("  %7d %9.0f %10.0f %8.1f %17.0f %8.0f %8.0f %9.0f %16.0f\n", s, x.recs,
+             x.vers, x.bytes / 1048576, x.min_gc, x.pgmrpl, x.vdl, x.lag_lsn,
+             rss_mib(B.pid[MAXEP]));
     if (s >= B.hold)
       break;
     sleep_s(s + 5 <= B.hold ? 5 : B.hold - s);
@@ -462,6 +483,7 @@ static cJSON *part_hold(void)
   if (totals(&c, why, sizeof why) != 0)
     goto fail;
   double hold_secs = (bench_now_us() - t1) / 1e6;
+  double rss = rss_mib(B.pid[MAXEP]);
   uint64_t tx2 = ld.measured[0];
   /* Release, and watch GC come back (up to 60 s). */
   rep = bench_sql(&r, "COMMIT", 10000, why, sizeof why);
@@ -497,6 +519,7 @@ static cJSON *part_hold(void)
   cJSON_AddNumberToObject(out, "growth_bytes_s", hold_rate);
   cJSON_AddNumberToObject(out, "growth_records", c.recs - b.recs);
   cJSON_AddNumberToObject(out, "growth_versions", c.vers - b.vers);
+  cJSON_AddNumberToObject(out, "replica_rss_mib", rss);
   cJSON_AddNumberToObject(out, "gc_resumed_after_s", resumed);
   cJSON_AddNumberToObject(out, "bytes_after", d.bytes);
   cJSON_AddNumberToObject(out, "after_s", after);
@@ -511,6 +534,8 @@ static cJSON *part_hold(void)
            hold_secs, rp, (double)(tx2 - tx1) / hold_secs, (c.bytes - b.bytes) / 1048576,
            hold_rate / 1048576, (c.bytes - b.bytes) / 1048576 / NCOPIES, c.recs - b.recs,
            c.vers - b.vers);
+    printf("  the held replica's memory at the end: %.0f MiB resident (the writer's stream "
+           "waits there)\n", rss);
     if (resumed >= 0)
       printf("  released: GC passed the read point after %.1f s; storage back to %.1f MiB "
              "after %.1f s (%.0f tx/s meanwhile)\n", resumed, d.bytes / 1048576, after,
@@ -530,16 +555,27 @@ fail:
   return out;
 }
 
-/* After the load: let node GC reach the PGMRPL (up to 120 s), so that no
- * part pays for the load's backlog. */
+/* After the load: let node GC reach the PGMRPL, so that no part pays for
+ * the load's backlog; or stop when it has not moved for 3 s (a PG's last
+ * records stay above its GC point until the PG is written again: its
+ * segments learn how far they may free only with an Append), or after
+ * 120 s. */
 static void settle(void)
 {
   char why[300];
   struct tot t;
+  double last = -1;
+  int still = 0;
   for (int i = 0; i < 1200 && !interrupted; i++) {
     if (totals(&t, why, sizeof why) != 0)
       return;
     if (t.min_gc >= t.pgmrpl && t.pgmrpl > 0)
+      break;
+    if (t.recs == 0)
+      break;                     /* every record freed */
+    still = t.min_gc == last ? still + 1 : 0;
+    last = t.min_gc;
+    if (still >= 30)
       break;
     if (i % 50 == 0)
       fprintf(stderr, "waiting for node GC to catch up with the load (lowest GC point %.0f, "

@@ -113,7 +113,7 @@ static double num(cJSON *o, const char *k)
   return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
-/* The segments' highest and lowest GC points. */
+/* The segments' highest GC point, and the lowest of those holding records. */
 static void gc_points(cJSON *st, double *lo, double *hi)
 {
   *lo = -1;
@@ -122,8 +122,8 @@ static void gc_points(cJSON *st, double *lo, double *hi)
   cJSON_ArrayForEach(pg, cJSON_GetObjectItem(st, "pgs"))
     cJSON_ArrayForEach(seg, cJSON_GetObjectItem(pg, "segments")) {
       double g = num(seg, "gc_lsn");
-      if (*lo < 0 || g < *lo)
-        *lo = g;
+      if (num(seg, "records") > 0 && (*lo < 0 || g < *lo))
+        *lo = g;                 /* (an empty PG's segment stays at 0: nothing to free) */
       if (g > *hi)
         *hi = g;
     }

@@ -232,6 +232,14 @@ static void test_check_replica_messages(void **state)
   check_is(&env, ERR_NONE);
   a.min_read_point = LSN_MAX + 1;
   check_is(&env, ERR_OUT_OF_RANGE);
+  a.min_read_point = 40;
+  char holder[ADDR_MAX_LEN + 2];      /* the holder is a client's address */
+  memset(holder, 'x', sizeof holder - 1);
+  holder[sizeof holder - 1] = 0;
+  a.holder = holder;
+  check_is(&env, ERR_BAD_MSG);
+  holder[ADDR_MAX_LEN] = 0;
+  check_is(&env, ERR_NONE);
 }
 
 static void test_check_no_body(void **state)
