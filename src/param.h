@@ -159,7 +159,8 @@
 #define COALESCE_BATCH  256     /* pages coalesced in one background transaction */
 #define BG_MS           100     /* the coalescer runs at most this often */
 #define GC_MS           1000    /* GC runs this often ... */
-#define GC_BATCH        16384   /* ... freeing at most this many records per segment at once */
+#define GC_BATCH        16384   /* ... freeing at most this many records at once (then again
+                                 * after BG_MS while there is more) */
 #define GC_PEER_WAIT_MS 600000  /* a PG peer heard from this lately holds GC at its SCL
                                  * (it may still pull those records); one silent longer
                                  * comes back behind and fetches page versions */

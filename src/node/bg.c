@@ -224,6 +224,10 @@ static int gc_some(struct node *n, unsigned long long now)
     budget -= nr < budget ? nr : budget;
   }
   n->gc_next++;
+  /* The whole budget used: more may be free, so the next batch comes after
+   * BG_MS, not GC_MS. GC_BATCH bounds one turn's work; this keeps GC up
+   * with a writer faster than GC_BATCH records per GC_MS. */
+  n->gc_behind = budget == 0;
   return opened ? node_commit(n) : 0;
 }
 
@@ -476,7 +480,10 @@ void bg_work(struct node *n)
   }
   if (now >= n->gc_at) {
     n->gc_at = now + GC_MS;
-    if (gc_some(n, now) != 0)
+    int rc = gc_some(n, now);
+    if (n->gc_behind)
+      n->gc_at = now + BG_MS;
+    if (rc != 0)
       return;
   }
   if (now >= n->scrub_at) {

@@ -140,6 +140,7 @@ struct node {
    * place, the repair in flight, and counters for status. */
   struct bgpage { uint64_t vol; uint32_t pg, page; } *coq;
   size_t ncoq, capcoq;
+  int gc_behind;             /* the last GC batch used all of GC_BATCH */
   int co_hot;                /* a page passed COALESCE_HOT: coalesce at the turn's end */
   unsigned long long ckpt_at;  /* the last checkpoint, io_now() */
   unsigned long long started_at, co_at, gc_at, scrub_at, repair_at;
