@@ -21,6 +21,7 @@ static const struct cmd cmds[] = {
   {"sql", sql_main, "run SQL on the engine (no SQL: an interactive shell)"},
   {"lab", lab_main, "the course labs: lab list, lab run N, lab check N"},
   {"fault", fault_main, "take out an AZ, a node, the engine; partition; slow a node"},
+  {"failover", failover_main, "promote a read replica to writer (the coordinator fences the old one)"},
   {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
   {"viz", viz_main, "draw the cluster, its segments and log tail (graphviz)"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},

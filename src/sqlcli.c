@@ -6,6 +6,15 @@
  * the engine answered, which it does once the commit is durable
  * (vdl >= commit LSN). Without SQL, reads statements from standard input:
  * an interactive shell on a terminal, a script otherwise.
+ *
+ * Finding the writer: without --engine (or $AURALOG_ENGINE), the
+ * coordinator says who writes the volume now, so after a failover the
+ * client follows the new writer (coord/failover.c). A statement whose
+ * answer never came (the writer crashed, or was fenced, with the
+ * statement in flight) has an unknown outcome: it may have committed (a
+ * new writer's recovery keeps a commit that reached a write quorum) or
+ * not. The client says so and exits with status 3, so that a script can
+ * tell "failed" (1) from "unknown" (3) and check before retrying.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -17,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "failover.h"
+#include "lib/addr.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
@@ -26,7 +37,15 @@
 
 static int show_lsn;
 
-/* Run sql on the engine; print rows or the error. Returns 0 on success. */
+/* An answer that says its commit's outcome is unknown (vfs/engine.c
+ * not_durable: shipped, neither acknowledged nor refused)? */
+static int unknown_outcome(const char *why)
+{
+  return strstr(why, "not durable") != NULL;
+}
+
+/* Run sql on the engine; print rows or the error. Returns 0 on success,
+ * -1 on failure, -2 if the outcome is unknown (said on stderr). */
 static int run(struct rpc *r, const char *sql)
 {
   char why[512];
@@ -37,12 +56,16 @@ static int run(struct rpc *r, const char *sql)
   req.query = &q;
   Env *rep = rpc_call(r, &req, SQL_TIMEOUT_MS, why, sizeof why);
   if (rep == NULL) {
-    errmsg("engine: %s", why);
-    return -1;
+    errmsg("engine: %s: the statement's outcome is unknown (it was sent, no answer came: if "
+           "it committed and reached a write quorum the next writer keeps it; check before "
+           "retrying)", why);
+    return -2;
   }
   int rc = rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why);
   if (rc != 0) {
-    errmsg("%s", why);
+    errmsg("%s%s", why, unknown_outcome(why) ? " (outcome unknown)" : "");
+    if (unknown_outcome(why))
+      rc = -2;
   } else {
     const Auralog__Rows *rows = rep->rows;
     for (size_t i = 0; i < rows->n_rows; i++) {
@@ -55,7 +78,7 @@ static int run(struct rpc *r, const char *sql)
   }
   fflush(stdout);
   wire_free(rep);
-  return rc ? -1 : 0;
+  return rc == -2 ? -2 : rc ? -1 : 0;
 }
 
 /* The engine closes a connection silent for IDLE_MS (net.c): a shell left
@@ -107,14 +130,17 @@ static int shell(struct rpc *r)
     len += n;
     if (sqlite3_complete(buf)) {
       fresh(r, &last);
-      failed |= run(r, buf) != 0;
+      int rc = run(r, buf);
+      failed |= rc == -2 ? 2 : rc != 0;
       last = now_ms();
       len = 0;
       buf[0] = 0;
     }
   }
-  if (len && strspn(buf, " \t\r\n") != len)
-    failed |= run(r, buf) != 0;   /* a last statement without ';' */
+  if (len && strspn(buf, " \t\r\n") != len) {
+    int rc = run(r, buf);         /* a last statement without ';' */
+    failed |= rc == -2 ? 2 : rc != 0;
+  }
   free(buf);
   return failed;
 }
@@ -162,8 +188,13 @@ static void usage(FILE *f)
     "  --replica [N]  ask read replica N (default 1) of the cluster in\n"
     "                 $AURALOG_DIR instead (`cluster up --replicas`): reads only,\n"
     "                 as of its read point (auralog status shows its lag)\n"
-    "  --lsn          after a write, print the LSN at which it became durable\n",
-    ENGINE_ADDR_DEFAULT);
+    "  --lsn          after a write, print the LSN at which it became durable\n"
+    "\n"
+    "Without --engine, the coordinator ($AURALOG_COORD or %s) names the\n"
+    "writer of volume main (after a failover, a former replica). Exit status:\n"
+    "0 done (a write durable), 1 failed, 3 outcome unknown (the writer went\n"
+    "away or was fenced with the statement in flight: it may have committed).\n",
+    ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT);
 }
 
 int sql_main(int argc, char **argv)
@@ -196,6 +227,10 @@ int sql_main(int argc, char **argv)
     replica_addr(replica, raddr, sizeof raddr);
     engine = raddr;
   }
+  char waddr[ADDR_MAX_LEN + 1], fwhy[256];
+  if ((engine == NULL || !*engine) &&
+      fo_writer_addr(addr_coord(NULL), "main", waddr, sizeof waddr, fwhy, sizeof fwhy) == 0)
+    engine = waddr;            /* the writer the coordinator names (failover) */
   if (engine == NULL || !*engine)
     engine = ENGINE_ADDR_DEFAULT;
   if (optind + 1 < argc)
@@ -205,7 +240,7 @@ int sql_main(int argc, char **argv)
   if (rpc_open(&r, engine, 2000, why, sizeof why) != 0)
     die("sql: %s%s", why,
         rpc_key_trouble(why) ? "" : " (is the engine running? try: auralog cluster up)");
-  int rc = optind < argc ? run(&r, argv[optind]) != 0 : shell(&r);
+  int rc = optind < argc ? run(&r, argv[optind]) : shell(&r);
   rpc_close(&r);
-  return rc ? 1 : 0;
+  return rc == -2 || rc == 2 || rc == 3 ? 3 : rc ? 1 : 0;
 }
