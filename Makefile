@@ -41,7 +41,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := log wire record segment placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica failover
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
@@ -127,13 +127,14 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
 
 # The long campaigns: 10,000 simulator seeds (one process per core), then
-# 500 crash points on real processes, then the storage test's long runs
+# 500 crash points on real processes, 200 failovers, then the storage test's long runs
 # (a 10-minute write workload, a volume the engine fills to 1,000 PGs).
 SIM_SEEDS ?= 10000
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/auralog
+torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_STORAGE_SECONDS=600 AURALOG_STORAGE_FILL_PGS=1000 \
 	  $(B)/tests/it_storage
 
