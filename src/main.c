@@ -94,6 +94,9 @@ int main(int argc, char **argv)
   }
   if (take_key(&argc, argv) != 0)
     return 2;
+  /* `bench failover` is failover's own (fobench.c), beside src/bench. */
+  if (!strcmp(name, "bench") && argc > 2 && !strcmp(argv[2], "failover"))
+    return failover_bench_main(argc - 2, argv + 2);
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmds[i].name, name) == 0)
       return cmds[i].fn(argc - 1, argv + 1);
