@@ -244,7 +244,11 @@ static int write_conf(const struct cluster *cl)
   for (int i = 0; i < cl->n; i++) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", cl->m[i].name);
-    cJSON_AddStringToObject(j, "role", i == 0 ? "coord" : i == cl->n - 1 ? "engine" : "node");
+    /* After a failover the engine may be a replica, and a replica the
+     * writer (role "engine"): `sql --replica K` counts the replicas. */
+    const char *writer = cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr;
+    cJSON_AddStringToObject(j, "role", i == 0 ? "coord" : i < cl->n - 1 ? "node"
+                                       : strcmp(cl->m[i].addr, writer) ? "replica" : "engine");
     if (i)
       cJSON_AddStringToObject(j, "az", cl->m[i].az);
     cJSON_AddStringToObject(j, "addr", cl->m[i].addr);
@@ -253,7 +257,8 @@ static int write_conf(const struct cluster *cl)
   for (int i = 0; i < cl->nrep; i++) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", cl->rep[i].name);
-    cJSON_AddStringToObject(j, "role", "replica");
+    cJSON_AddStringToObject(j, "role", cl->writer[0] && !strcmp(cl->rep[i].addr, cl->writer)
+                                       ? "engine" : "replica");
     cJSON_AddStringToObject(j, "addr", cl->rep[i].addr);
     cJSON_AddItemToArray(ms, j);
   }
@@ -593,21 +598,22 @@ static int cmd_up(struct cluster *cl)
     else if (m == w)
       printf("  %-6s %-16s pid %-7d writer\n", m->name, m->addr, (int)m->pid);
     else if (i == cl->n - 1)
-      printf("  %-6s %-16s pid %-7d read replica (the writer is %s)\n", m->name, m->addr,
-             (int)m->pid, w->name);
+      printf("  %-6s %-16s pid %-7d read replica (the writer is %s; auralog sql --replica 1)\n",
+             m->name, m->addr, (int)m->pid, w->name);
     else if (i == 0)
       printf("  %-6s %-16s pid %d%s\n", m->name, m->addr, (int)m->pid,
              cl->failover ? " (fails over to a replica when the writer is lost)" : "");
     else
       printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
   }
+  int nth = w != engine;         /* `sql --replica K` counts the replicas in this order */
   for (int i = 0; i < cl->nrep; i++)
     if (&cl->rep[i] == w)
       printf("  %-6s %-16s pid %-7d writer (promoted)\n", cl->rep[i].name, cl->rep[i].addr,
              (int)cl->rep[i].pid);
     else
       printf("  %-6s %-16s pid %-7d read replica (auralog sql --replica %d)\n",
-             cl->rep[i].name, cl->rep[i].addr, (int)cl->rep[i].pid, i + 1);
+             cl->rep[i].name, cl->rep[i].addr, (int)cl->rep[i].pid, ++nth);
   char dash[64];
   dashboard_addr(cl, dash, sizeof dash);
   printf("dashboard: http://%s/\n", dash);

@@ -21,17 +21,18 @@
  * loaded (the old writer is fenced, nothing acknowledged is lost); the old
  * writer coming back alive after a writer-stop refuses to serve (fenced by
  * the newer epoch, never a stale answer); a promotion interrupted halfway
- * (the chosen replica killed at once: another is promoted, from the epoch
- * it may have taken); and the coordinator handing one epoch to one of two
+ * (the chosen replica killed at once: another is promoted), and one that
+ * crashes in its recovery (nodes slowed, the replica killed once it holds
+ * the new epoch: the next is promoted from that epoch); and the coordinator handing one epoch to one of two
  * promotions from the same epoch (F1).
  *
- * How each can fail (checked by breaking it): an OpenVolume that ignores
- * if_epoch (coord/failover.c fo_open_check returning 0) fails
- * test_one_epoch_for_two_promotions; a promoted replica that skips the
- * recovery's adoption (BUG_NO_ADOPT) or a detector that promotes without
- * a new epoch loses ledger rows in the campaign; a WRITER_LOST_MS raised
- * to 30000 fails the bound; a fenced engine that kept serving reads fails
- * test_old_writer_back_is_fenced.
+ * How each can fail (each checked by breaking it): fo_open_check
+ * (coord/failover.c) that grants any epoch fails
+ * test_one_epoch_for_two_promotions; a writer that ignores the newer epoch
+ * its lease probe names (probe.c never fencing) answers from its old cache
+ * and fails test_old_writer_back_is_fenced; a detector that never promotes
+ * fails the campaign's bound (BOUND_MS, from WRITER_LOST_MS); a promotion
+ * that loses records fails the ledger (check_ledger).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -515,6 +516,81 @@ static void test_interrupted_promotion(void **state)
   up();
 }
 
+/* A promotion that crashes in its recovery (failover.c F4): every node
+ * answers 300 ms late, so the promoted replica's recovery takes seconds;
+ * it is killed once it holds the new epoch, before it serves. The next
+ * replica is promoted from that epoch, and nothing acknowledged is lost. */
+static void test_promotion_crashes_in_recovery(void **state)
+{
+  (void)state;
+  static const char *nodes[] = {"A1", "A2", "B1", "B2", "C1", "C2"};
+  char why[256], cmd[64];
+  load_start();
+  usleep(400000);
+  for (int i = 0; i < 6; i++) {
+    snprintf(cmd, sizeof cmd, "slow %s 300", nodes[i]);
+    fault(cmd);
+  }
+  uint64_t epoch = writer_epoch();
+  fault("writer-crash");
+  unsigned long long t0 = now_ms();
+  char took[ADDR_MAX_LEN + 1] = "";
+  uint64_t took_epoch = 0;
+  while (!took[0] && now_ms() - t0 < 20000) {
+    Env *w = fo_writer(coord, "main", why, sizeof why);
+    if (w && w->writer->epoch > epoch) {
+      snprintf(took, sizeof took, "%s", w->writer->addr);
+      took_epoch = w->writer->epoch;
+    }
+    wire_free(w);
+    if (!took[0])
+      usleep(5000);
+  }
+  assert_true(took[0] != 0);
+  int port = atoi(strrchr(took, ':') + 1);
+  char name[16];
+  if (port == base + ENGINE_PORT_OFFSET)
+    snprintf(name, sizeof name, "engine");
+  else
+    snprintf(name, sizeof name, "R%d", port - base - REPLICA_PORT_OFFSET + 1);
+  /* Still recovering: the engine listens only once its volume is open. */
+  struct rpc r;
+  int serving = rpc_open(&r, took, 200, why, sizeof why) == 0;
+  if (serving)
+    rpc_close(&r);
+  stop_member(name, SIGKILL);
+  print_message("killed %s (%s) at epoch %llu, %s, %llu ms after the crash\n", name, took,
+                (unsigned long long)took_epoch, serving ? "already serving" : "in its recovery",
+                now_ms() - t0);
+  for (int i = 0; i < 6; i++) {
+    snprintf(cmd, sizeof cmd, "slow %s 0", nodes[i]);
+    fault(cmd);
+  }
+  char addr[ADDR_MAX_LEN + 1] = "";
+  int served = 0;
+  while (!served && now_ms() - t0 < 40000) {
+    Env *w = fo_writer(coord, "main", why, sizeof why);
+    int newer = w && w->writer->epoch > took_epoch;
+    if (w)
+      snprintf(addr, sizeof addr, "%s", w->writer->addr);
+    wire_free(w);
+    if (newer && rpc_open(&r, addr, 500, why, sizeof why) == 0) {
+      char o[256];
+      served = run(&r, "SELECT count(*) FROM ledger", o, sizeof o) == 0;
+      rpc_close(&r);
+    }
+    if (!served)
+      usleep(100000);
+  }
+  if (!served)
+    fail_msg("no replica took over from epoch %llu within 40 s", (unsigned long long)took_epoch);
+  print_message("%s took over %llu ms after the crash\n", addr, now_ms() - t0);
+  usleep(300000);
+  load_stop();
+  assert_int_equal(check_ledger("promotion crashed in recovery"), 0);
+  up();
+}
+
 /* F1: two promotions from the same epoch; the coordinator gives the next
  * epoch to one only. On a volume of its own (no writer serves it). */
 static void test_one_epoch_for_two_promotions(void **state)
@@ -564,6 +640,7 @@ int main(void)
     cmocka_unit_test(test_manual_failover),
     cmocka_unit_test(test_old_writer_back_is_fenced),
     cmocka_unit_test(test_interrupted_promotion),
+    cmocka_unit_test(test_promotion_crashes_in_recovery),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
