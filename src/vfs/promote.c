@@ -99,6 +99,11 @@ static void become_writer(uint64_t if_epoch)
           "(the cache is dropped: recovery works from storage)", E.volume,
           (unsigned long long)if_epoch);
   fflush(NULL);
+  /* Nothing of the replica's survives the exec (P1): not its connections
+   * to the nodes and the writer, nor descriptors inherited at its start. */
+  long maxfd = sysconf(_SC_OPEN_MAX);
+  for (long f = 3; f < (maxfd > 0 && maxfd < 65536 ? maxfd : 65536); f++)
+    fcntl((int)f, F_SETFD, FD_CLOEXEC);
   execv("/proc/self/exe", args);
   logwarn("promote: cannot exec the engine: %s", strerror(errno));
 }
