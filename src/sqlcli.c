@@ -237,7 +237,15 @@ int sql_main(int argc, char **argv)
     die("sql: give the SQL as one argument (quote it)");
   struct rpc r;
   char why[256];
-  if (rpc_open(&r, engine, 2000, why, sizeof why) != 0)
+  /* A writer just promoted is named from the moment it takes its epoch and
+   * listens once its recovery is done: give it a moment. */
+  int rc0 = rpc_open(&r, engine, 2000, why, sizeof why);
+  for (unsigned long long t0 = now_ms(); rc0 != 0 && engine == waddr && now_ms() - t0 < 3000;) {
+    usleep(100000);
+    if (fo_writer_addr(addr_coord(NULL), "main", waddr, sizeof waddr, fwhy, sizeof fwhy) == 0)
+      rc0 = rpc_open(&r, engine, 2000, why, sizeof why);
+  }
+  if (rc0 != 0)
     die("sql: %s%s", why,
         rpc_key_trouble(why) ? "" : " (is the engine running? try: auralog cluster up)");
   int rc = optind < argc ? run(&r, argv[optind]) : shell(&r);
