@@ -316,7 +316,10 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
   tk.sig = (ProtobufCBinaryData){sizeof sig, sig};
   Auralog__Volume r = *v;
   r.ticket = &tk;
-  r.lease_left_ms = fo_opened(co, v);
+  /* failover.c F3: a promotion (conditional open) waits out the previous
+   * writer's lease; a restart in place does not (as before failover). */
+  uint32_t left = fo_opened(co, v);
+  r.lease_left_ms = ov->if_epoch ? left : 0;
   reply_volume(co, c, req, &r);
 }
 
