@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "failover.h"
 #include "lib/addr.h"
 #include "lib/log.h"
@@ -69,7 +70,8 @@ static void usage(FILE *f)
     "writer stops probing its read lease for %d ms (auralog fault\n"
     "writer-crash, writer-stop).\n"
     "\n"
-    "  --to ADDR      the replica to promote (default: the one furthest ahead)\n"
+    "  --to R         the replica to promote: its SQL address, or its name in\n"
+    "                 the local cluster (R1, engine); default: the one furthest ahead\n"
     "  --volume NAME  the volume (default main)\n"
     "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n",
     WRITER_LOST_MS, COORD_ADDR_DEFAULT);
@@ -94,7 +96,23 @@ int failover_main(int argc, char **argv)
   if (optind < argc)
     die("failover: unexpected argument '%s' (see auralog failover --help)", argv[optind]);
   coord = addr_coord(coord);
-  char why[512];
+  char why[512], toaddr[ADDR_MAX_LEN + 1];
+  if (to[0] && strchr(to, ':') == NULL) {
+    /* A member's name (R1, engine): its address in the local cluster. */
+    static struct cluster cl;
+    if (cluster_find(&cl, NULL, 0, -1, -1, 0) <= 0)
+      die("failover: --to %s: a member's name needs the local cluster", to);
+    const struct member *m = NULL;
+    if (strcmp(to, cl.m[cl.n - 1].name) == 0)
+      m = &cl.m[cl.n - 1];
+    for (int i = 0; i < cl.nrep && m == NULL; i++)
+      if (strcmp(to, cl.rep[i].name) == 0)
+        m = &cl.rep[i];
+    if (m == NULL)
+      die("failover: --to %s: no such member (engine, R1..R%d)", to, cl.nrep);
+    snprintf(toaddr, sizeof toaddr, "%s", m->addr);
+    to = toaddr;
+  }
   unsigned long long t0 = now_ms();
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__Failover f = AURALOG__FAILOVER__INIT;
