@@ -31,8 +31,9 @@
  * test_one_epoch_for_two_promotions; a writer that ignores the newer epoch
  * its lease probe names (probe.c never fencing) answers from its old cache
  * and fails test_old_writer_back_is_fenced; a detector that never promotes
- * fails the campaign's bound (BOUND_MS, from WRITER_LOST_MS); a promotion
- * that loses records fails the ledger (check_ledger).
+ * fails the campaign's bound (BOUND_MS, from WRITER_LOST_MS). The ledger
+ * (check_ledger) fails on any acknowledged row missing; recovery itself was
+ * not broken on purpose here (it_crash and it_safety do that).
  */
 #include <setjmp.h>
 #include <stdarg.h>
