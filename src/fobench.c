@@ -42,6 +42,7 @@
 
 static struct {
   char self[PATH_MAX], dir[PATH_MAX], coord[64];
+  int own_dir;                /* made here: removed at the end (a --dir is kept) */
   pthread_t th;
   volatile int stop;
   char old[ADDR_MAX_LEN + 1], cur[ADDR_MAX_LEN + 1];
@@ -118,7 +119,7 @@ static void cleanup(void)
     sh("%s cluster down --dir %s > /dev/null 2>&1", F.dir, "");
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", F.dir);
-    if (system(cmd) != 0)
+    if (F.own_dir && system(cmd) != 0)
       logwarn("bench: cannot remove %s", F.dir);
   }
 }
@@ -170,7 +171,8 @@ static void usage(FILE *f)
     "  --rounds N      failovers (default 10)\n"
     "  --replicas N    read replicas (default 2; at least 1)\n"
     "  --base-port N   the cluster's ports (default 7900)\n"
-    "  --dir DIR       its directory (default a new one under /tmp, removed after)\n"
+    "  --dir DIR       its directory (default a new one under /tmp, removed after;\n"
+    "                  a DIR given is kept, its cluster stopped)\n"
     "  --json          one JSON object: conditions and figures\n",
     WRITER_LOST_MS, READ_LEASE_MS);
 }
@@ -205,7 +207,7 @@ int failover_bench_main(int argc, char **argv)
   if (dir)
     snprintf(F.dir, sizeof F.dir, "%s", dir);
   else
-    snprintf(F.dir, sizeof F.dir, "/tmp/auralog-bench-failover-%d", (int)getpid());
+    F.own_dir = snprintf(F.dir, sizeof F.dir, "/tmp/auralog-bench-failover-%d", (int)getpid()) > 0;
   snprintf(F.coord, sizeof F.coord, "127.0.0.1:%d", base);
   atexit(cleanup);
   char opt[64], keyp[PATH_MAX + 16];
