@@ -684,6 +684,24 @@ static int cmd_down(struct cluster *cl)
   return 0;
 }
 
+/* What the coordinator says of the engine or replica m: the writer's
+ * report names its address (after a failover, a former replica's), and
+ * lists its replicas. */
+static void db_state(const Env *rep, const struct member *m, char *out, size_t n)
+{
+  const Auralog__EngineStat *e = rep && rep->status->engine ? rep->status->engine : NULL;
+  out[0] = 0;
+  if (e && strcmp(e->addr, m->addr) == 0)
+    snprintf(out, n, "serving volume main, epoch %llu, vdl %llu", (unsigned long long)e->epoch,
+             (unsigned long long)e->vdl);
+  for (size_t j = 0; e && j < e->n_replicas; j++)
+    if (strcmp(e->replicas[j]->addr, m->addr) == 0)
+      snprintf(out, n, "replica: applied vdl %llu, lag %llu lsn, %llu ms",
+               (unsigned long long)e->replicas[j]->applied,
+               (unsigned long long)e->replicas[j]->lag_lsn,
+               (unsigned long long)e->replicas[j]->lag_ms);
+}
+
 static int cmd_status(struct cluster *cl)
 {
   char why[320];
@@ -696,24 +714,16 @@ static int cmd_status(struct cluster *cl)
     for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
       if (strcmp(rep->status->nodes[j]->id, m->name) == 0)
         seen = rep->status->nodes[j]->up ? "registered, up" : "shown down";
-    char eng[96] = "";
-    if (i == cl->n - 1 && rep && rep->status->engine)
-      snprintf(eng, sizeof eng, "serving volume main, epoch %llu, vdl %llu",
-               (unsigned long long)rep->status->engine->epoch,
-               (unsigned long long)rep->status->engine->vdl);
+    char eng[128] = "";
+    if (i == cl->n - 1)
+      db_state(rep, m, eng, sizeof eng);
     printf("  %-6s %-16s %-8s %s\n", m->name, m->addr, pid ? "running" : "stopped",
            i == 0 && rep ? "answering" : i == cl->n - 1 ? eng : seen);
   }
   for (int i = 0; i < cl->nrep; i++) {
     const struct member *m = &cl->rep[i];
-    char st[128] = "";
-    const Auralog__EngineStat *e = rep && rep->status->engine ? rep->status->engine : NULL;
-    for (size_t j = 0; e && j < e->n_replicas; j++)
-      if (strcmp(e->replicas[j]->addr, m->addr) == 0)
-        snprintf(st, sizeof st, "replica: applied vdl %llu, lag %llu lsn, %llu ms",
-                 (unsigned long long)e->replicas[j]->applied,
-                 (unsigned long long)e->replicas[j]->lag_lsn,
-                 (unsigned long long)e->replicas[j]->lag_ms);
+    char st[128];
+    db_state(rep, m, st, sizeof st);
     printf("  %-6s %-16s %-8s %s\n", m->name, m->addr,
            cluster_running(cl, m) ? "running" : "stopped", st);
   }
