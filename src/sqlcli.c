@@ -14,7 +14,10 @@
  * statement in flight) has an unknown outcome: it may have committed (a
  * new writer's recovery keeps a commit that reached a write quorum) or
  * not. The client says so and exits with status 3, so that a script can
- * tell "failed" (1) from "unknown" (3) and check before retrying.
+ * tell "failed" (1) from "unknown" (3) and check before retrying. A
+ * request that could not even be sent whole did not run (failed). The
+ * shell, after a statement the writer left unanswered or refused as
+ * fenced, asks the coordinator again and goes on with the new writer.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -45,7 +48,8 @@ static int unknown_outcome(const char *why)
 }
 
 /* Run sql on the engine; print rows or the error. Returns 0 on success,
- * -1 on failure, -2 if the outcome is unknown (said on stderr). */
+ * -1 on failure (-3: the engine was fenced, nothing ran), -2 if the
+ * outcome is unknown (said on stderr). */
 static int run(struct rpc *r, const char *sql)
 {
   char why[512];
@@ -55,6 +59,11 @@ static int run(struct rpc *r, const char *sql)
   req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
   req.query = &q;
   Env *rep = rpc_call(r, &req, SQL_TIMEOUT_MS, why, sizeof why);
+  if (rep == NULL && strstr(why, "cannot send")) {
+    /* Not even sent whole (the connection was gone): nothing ran. */
+    errmsg("engine: %s: the statement did not run", why);
+    return -3;
+  }
   if (rep == NULL) {
     errmsg("engine: %s: the statement's outcome is unknown (it was sent, no answer came: if "
            "it committed and reached a write quorum the next writer keeps it; check before "
@@ -78,7 +87,8 @@ static int run(struct rpc *r, const char *sql)
   }
   fflush(stdout);
   wire_free(rep);
-  return rc == -2 ? -2 : rc ? -1 : 0;
+  /* -3: refused by a writer that a newer one fenced (nothing ran). */
+  return rc == -2 ? -2 : rc && strstr(why, "fenced by epoch") ? -3 : rc ? -1 : 0;
 }
 
 /* The engine closes a connection silent for IDLE_MS (net.c): a shell left
@@ -95,6 +105,27 @@ static void fresh(struct rpc *r, unsigned long long *last)
   if (rpc_open(r, addr, 2000, why, sizeof why) != 0)
     die("sql: %s", why);
   *last = now_ms();
+}
+
+static int follow;             /* the writer came from the coordinator: follow it */
+
+/* The shell's statement had no answer (the writer went away): find the
+ * writer the coordinator names now (after a failover, another) for the
+ * next statement, for up to WRITER_OPEN_MS + WRITER_LOST_MS. */
+static void refollow(struct rpc *r)
+{
+  char addr[ADDR_MAX_LEN + 1], why[256];
+  rpc_close(r);
+  unsigned long long t0 = now_ms();
+  while (now_ms() - t0 < WRITER_OPEN_MS + WRITER_LOST_MS) {
+    if (fo_writer_addr(addr_coord(NULL), "main", addr, sizeof addr, why, sizeof why) == 0 &&
+        rpc_open(r, addr, 1000, why, sizeof why) == 0) {
+      errmsg("-- connected to the writer at %s", addr);
+      return;
+    }
+    usleep(200000);
+  }
+  die("sql: no writer answers (%s)", why);
 }
 
 static int shell(struct rpc *r)
@@ -131,6 +162,8 @@ static int shell(struct rpc *r)
     if (sqlite3_complete(buf)) {
       fresh(r, &last);
       int rc = run(r, buf);
+      if ((rc == -2 || rc == -3) && follow)
+        refollow(r);             /* the writer went away, or was fenced: another writes */
       failed |= rc == -2 ? 2 : rc != 0;
       last = now_ms();
       len = 0;
@@ -230,7 +263,10 @@ int sql_main(int argc, char **argv)
   char waddr[ADDR_MAX_LEN + 1], fwhy[256];
   if ((engine == NULL || !*engine) &&
       fo_writer_addr(addr_coord(NULL), "main", waddr, sizeof waddr, fwhy, sizeof fwhy) == 0)
+  {
     engine = waddr;            /* the writer the coordinator names (failover) */
+    follow = 1;
+  }
   if (engine == NULL || !*engine)
     engine = ENGINE_ADDR_DEFAULT;
   if (optind + 1 < argc)
