@@ -88,6 +88,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   (void)state;
+  cluster_stop();               /* and its directory, unless AURALOG_KEEP */
   return 0;
 }
 
