@@ -30,18 +30,18 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthrea
 GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/proc.c src/lib/hist.c src/lib/kmap.c \
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
-            src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/segstats.c src/coord/hold.c src/coord/main.c src/coord/http.c \
-            src/cluster.c src/fault.c src/status.c src/sqlcli.c src/lab.c src/viz.c src/viz_sim.c \
+            src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/failover.c src/coord/segstats.c src/coord/hold.c src/coord/main.c src/coord/http.c \
+            src/cluster.c src/fault.c src/failover.c src/fobench.c src/status.c src/sqlcli.c src/lab.c src/viz.c src/viz_sim.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/vcore.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/pagelsn.c src/vfs/report.c src/vfs/open.c \
-            src/vfs/vfs.c src/vfs/journal.c src/vfs/vfsreg.c src/vfs/engine.c src/vfs/worker.c src/vfs/sandbox.c src/vfs/probe.c src/vfs/lease.c src/vfs/countvfs.c src/vfs/stages.c src/vfs/rapply.c src/vfs/rvol.c src/vfs/feed.c src/vfs/replica.c \
+            src/vfs/vfs.c src/vfs/journal.c src/vfs/vfsreg.c src/vfs/engine.c src/vfs/worker.c src/vfs/sandbox.c src/vfs/probe.c src/vfs/lease.c src/vfs/countvfs.c src/vfs/stages.c src/vfs/rapply.c src/vfs/rvol.c src/vfs/feed.c src/vfs/replica.c src/vfs/promote.c \
             src/bench/common.c src/bench/limit.c src/bench/breakdown.c src/bench/bench.c src/bench/report.c src/bench/workload.c src/bench/append.c src/bench/recovery.c src/bench/recsys.c src/bench/replicas.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o \
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := log wire record segment placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply
-INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread
+UNIT := log wire record segment placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply failover
+INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 
@@ -127,13 +127,14 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
 
 # The long campaigns: 10,000 simulator seeds (one process per core), then
-# 500 crash points on real processes, then the storage test's long runs
+# 500 crash points on real processes, 200 failovers, then the storage test's long runs
 # (a 10-minute write workload, a volume the engine fills to 1,000 PGs).
 SIM_SEEDS ?= 10000
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/auralog
+torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_STORAGE_SECONDS=600 AURALOG_STORAGE_FILL_PGS=1000 \
 	  $(B)/tests/it_storage
 

@@ -19,6 +19,14 @@
  * read-only SQL on base + REPLICA_PORT_OFFSET + i, following the engine;
  * they start after it.
  *
+ * Failover (`up --failover`; coord/failover.c): the coordinator promotes a
+ * replica when the writer is lost, so any of the engine and R1..RN may be
+ * the writer; the coordinator says which (cluster_find_writer), and `up`
+ * starts the others as its replicas. After `fault writer-crash`, `up`
+ * waits for the promotion (if a replica runs) and brings the old writer
+ * back as a replica; an old writer still running (writer-stop, a manual
+ * failover: fenced) is replaced by a replica.
+ *
  * `up` starts whichever member is not running and leaves running ones
  * alone, so after a crash it is also the restart. `down` stops exactly
  * the processes whose pid files it wrote: a process counts as ours only if
@@ -49,6 +57,7 @@
 #include "status.h"
 
 #include "cluster.h"
+#include "failover.h"
 
 static const char *node_names[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
@@ -204,6 +213,7 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   cJSON *r = cJSON_GetObjectItem(o, "replicas");
   cl->nrep = cJSON_IsNumber(r) && r->valueint >= 0 && r->valueint <= REPLICAS_MAX ? r->valueint
                                                                                   : 1;
+  cl->failover = cJSON_IsTrue(cJSON_GetObjectItem(o, "failover"));
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -224,6 +234,8 @@ static int write_conf(const struct cluster *cl)
   if (cl->pg_pages > 0)
     cJSON_AddNumberToObject(o, "engine_pg_pages", cl->pg_pages);
   cJSON_AddNumberToObject(o, "replicas", cl->nrep);
+  cJSON_AddBoolToObject(o, "failover", cl->failover);
+  cJSON_AddStringToObject(o, "writer", cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr);
   char dash[64], url[80];
   dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
@@ -232,7 +244,11 @@ static int write_conf(const struct cluster *cl)
   for (int i = 0; i < cl->n; i++) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", cl->m[i].name);
-    cJSON_AddStringToObject(j, "role", i == 0 ? "coord" : i == cl->n - 1 ? "engine" : "node");
+    /* After a failover the engine may be a replica, and a replica the
+     * writer (role "engine"): `sql --replica K` counts the replicas. */
+    const char *writer = cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr;
+    cJSON_AddStringToObject(j, "role", i == 0 ? "coord" : i < cl->n - 1 ? "node"
+                                       : strcmp(cl->m[i].addr, writer) ? "replica" : "engine");
     if (i)
       cJSON_AddStringToObject(j, "az", cl->m[i].az);
     cJSON_AddStringToObject(j, "addr", cl->m[i].addr);
@@ -241,7 +257,8 @@ static int write_conf(const struct cluster *cl)
   for (int i = 0; i < cl->nrep; i++) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", cl->rep[i].name);
-    cJSON_AddStringToObject(j, "role", "replica");
+    cJSON_AddStringToObject(j, "role", cl->writer[0] && !strcmp(cl->rep[i].addr, cl->writer)
+                                       ? "engine" : "replica");
     cJSON_AddStringToObject(j, "addr", cl->rep[i].addr);
     cJSON_AddItemToArray(ms, j);
   }
@@ -278,7 +295,7 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
   snprintf(id, sizeof id, "%s", m->name);
   dashboard_addr(cl, http, sizeof http);
   char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data,
-                        "--http", http, "--key", key, NULL};
+                        "--http", http, "--key", key, cl->failover ? "--failover" : NULL, NULL};
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
   snprintf(cache, sizeof cache, "%d", cl->cache);
@@ -300,13 +317,17 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
     engine_argv[na++] = pg_pages;
   }
   engine_argv[na] = NULL;
-  int engine = m == &cl->m[cl->n - 1];
-  int replica = m >= cl->rep && m < cl->rep + REPLICAS_MAX;
+  /* The engine and the replicas serve SQL; the one the coordinator names
+   * writes, the others follow it (failover). */
+  const char *writer = cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr;
+  int db = m == &cl->m[cl->n - 1] || (m >= cl->rep && m < cl->rep + REPLICAS_MAX);
+  int engine = db && strcmp(m->addr, writer) == 0;
+  int replica = db && !engine;
   if (replica) {
     /* A read replica: the engine's options, less the volume's creation. */
     engine_argv[1] = "replica";
     engine_argv[10] = "--engine";
-    engine_argv[11] = (char *)cl->m[cl->n - 1].addr;
+    engine_argv[11] = (char *)writer;
     na = 12;
     if (cl->cache > 0) {
       engine_argv[na++] = "--cache";
@@ -414,6 +435,74 @@ static int wait_nodes(struct cluster *cl, char *why, size_t n)
   return -1;
 }
 
+struct member *cluster_db_member(struct cluster *cl, const char *addr)
+{
+  if (strcmp(cl->m[cl->n - 1].addr, addr) == 0)
+    return &cl->m[cl->n - 1];
+  for (int i = 0; i < cl->nrep; i++)
+    if (strcmp(cl->rep[i].addr, addr) == 0)
+      return &cl->rep[i];
+  return NULL;
+}
+
+void cluster_find_writer(struct cluster *cl)
+{
+  char addr[ADDR_MAX_LEN + 1], why[256];
+  if (fo_writer_addr(cl->m[0].addr, "main", addr, sizeof addr, why, sizeof why) == 0 &&
+      cluster_db_member(cl, addr))
+    snprintf(cl->writer, sizeof cl->writer, "%s", addr);
+  else
+    snprintf(cl->writer, sizeof cl->writer, "%s", cl->m[cl->n - 1].addr);
+}
+
+/* Does pid run `auralog engine` (a writer, perhaps fenced), not a replica? */
+static int runs_engine(pid_t pid)
+{
+  char p[64], buf[4096];
+  snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
+  int fd = open(p, O_RDONLY);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = 0;
+  const char *a1 = buf + strlen(buf) + 1;
+  return a1 < buf + n && strcmp(a1, "engine") == 0;
+}
+
+/* The writer is down and a replica runs: with --failover the coordinator
+ * promotes one within WRITER_LOST_MS + a beat; wait for it (and for it to
+ * listen), rather than start a second writer beside it. 1 if a replica
+ * took over (cl->writer is it), 0 if none did in time. */
+static int wait_promotion(struct cluster *cl, const char *old)
+{
+  char why[256];
+  unsigned long long deadline = now_ms() + WRITER_LOST_MS + PROMOTE_MS + WRITER_OPEN_MS;
+  printf("the writer %s is down: waiting for the coordinator to promote a replica\n", old);
+  fflush(stdout);
+  while (now_ms() < deadline) {
+    char addr[ADDR_MAX_LEN + 1];
+    struct member *m;
+    if (fo_writer_addr(cl->m[0].addr, "main", addr, sizeof addr, why, sizeof why) == 0 &&
+        strcmp(addr, old) != 0 && (m = cluster_db_member(cl, addr)) != NULL &&
+        (m->pid = cluster_running(cl, m)) != 0 && runs_engine(m->pid)) {
+      struct rpc r;
+      if (rpc_open(&r, addr, 500, why, sizeof why) == 0) {
+        rpc_close(&r);
+        snprintf(cl->writer, sizeof cl->writer, "%s", addr);
+        printf("%s (%s) promoted to writer\n", m->name, addr);
+        return 1;
+      }
+    }
+    usleep(100000);
+  }
+  printf("no replica was promoted within %d ms: restarting the writer in place\n",
+         WRITER_LOST_MS + PROMOTE_MS + WRITER_OPEN_MS);
+  return 0;
+}
+
 static int cmd_up(struct cluster *cl)
 {
   char self[PATH_MAX], why[512];
@@ -450,20 +539,47 @@ static int cmd_up(struct cluster *cl)
   }
   if (wait_nodes(cl, why, sizeof why) != 0)
     die("cluster: %s", why);
-  /* The engine last: opening the volume is a recovery, which needs a read
-   * quorum of every protection group. */
+  /* The writer last: opening the volume is a recovery, which needs a read
+   * quorum of every protection group. The coordinator says which member
+   * writes (the engine until a failover). */
   int engine_started = 0;
-  if ((engine->pid = cluster_running(cl, engine)) == 0) {
+  cluster_find_writer(cl);
+  struct member *w = cluster_db_member(cl, cl->writer);
+  for (int i = -1; i < cl->nrep; i++) {    /* a writer-stop's: let it run again */
+    struct member *m = i < 0 ? engine : &cl->rep[i];
+    if ((m->pid = cluster_running(cl, m)) != 0)
+      kill(m->pid, SIGCONT);
+  }
+  if (w->pid == 0 || !runs_engine(w->pid)) {
+    int replica_runs = 0;
+    for (int i = -1; i < cl->nrep; i++) {
+      struct member *m = i < 0 ? engine : &cl->rep[i];
+      replica_runs |= m != w && m->pid && !runs_engine(m->pid);
+    }
+    if (w->pid == 0 && cl->failover && replica_runs && wait_promotion(cl, w->addr))
+      w = cluster_db_member(cl, cl->writer);
+  }
+  if ((w->pid = cluster_running(cl, w)) == 0) {
     engine_started = 1;
-    if (cluster_spawn(cl, engine, self) < 0)
-      die("cluster: cannot start the engine: %s", strerror(errno));
+    if (cluster_spawn(cl, w, self) < 0)
+      die("cluster: cannot start the writer %s: %s", w->name, strerror(errno));
     started++;
-    if (cluster_wait_listening(cl, engine, why, sizeof why) != 0)
+    if (cluster_wait_listening(cl, w, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
-  for (int i = 0; i < cl->nrep; i++) {
-    struct member *m = &cl->rep[i];
-    if ((m->pid = cluster_running(cl, m)) != 0)
+  for (int i = -1; i < cl->nrep; i++) {
+    struct member *m = i < 0 ? engine : &cl->rep[i];
+    if (m == w)
+      continue;
+    if ((m->pid = cluster_running(cl, m)) != 0 && runs_engine(m->pid)) {
+      /* An old writer (fenced by the newer epoch, failover.c F2): it comes
+       * back as a replica of the new one. */
+      cluster_stop_member(cl, m, SIGKILL);
+      printf("stopped the old writer %s: it starts again as a replica of %s\n", m->name,
+             w->addr);
+      m->pid = 0;
+    }
+    if (m->pid)
       continue;
     if (cluster_spawn(cl, m, self) < 0)
       die("cluster: cannot start replica %s: %s", m->name, strerror(errno));
@@ -471,21 +587,33 @@ static int cmd_up(struct cluster *cl)
     if (cluster_wait_listening(cl, m, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
+  write_conf(cl);
   printf("auralog cluster in %s (%s)\n", cl->dir,
          started ? "started what was not running" : "already running");
   for (int i = 0; i < cl->n; i++) {
     const struct member *m = &cl->m[i];
-    if (i == cl->n - 1 && cl->cache > 0)
-      printf("  %-6s %-16s pid %-7d cache %d pages%s\n", m->name, m->addr, (int)m->pid,
+    if (m == w && cl->cache > 0)
+      printf("  %-6s %-16s pid %-7d writer, cache %d pages%s\n", m->name, m->addr, (int)m->pid,
              cl->cache, engine_started ? "" : " from its next start");
-    else if (i == 0 || i == cl->n - 1)
-      printf("  %-6s %-16s pid %d\n", m->name, m->addr, (int)m->pid);
+    else if (m == w)
+      printf("  %-6s %-16s pid %-7d writer\n", m->name, m->addr, (int)m->pid);
+    else if (i == cl->n - 1)
+      printf("  %-6s %-16s pid %-7d read replica (the writer is %s; auralog sql --replica 1)\n",
+             m->name, m->addr, (int)m->pid, w->name);
+    else if (i == 0)
+      printf("  %-6s %-16s pid %d%s\n", m->name, m->addr, (int)m->pid,
+             cl->failover ? " (fails over to a replica when the writer is lost)" : "");
     else
       printf("  %-6s %-16s pid %-7d AZ %s\n", m->name, m->addr, (int)m->pid, m->az);
   }
+  int nth = w != engine;         /* `sql --replica K` counts the replicas in this order */
   for (int i = 0; i < cl->nrep; i++)
-    printf("  %-6s %-16s pid %-7d read replica (auralog sql --replica %d)\n", cl->rep[i].name,
-           cl->rep[i].addr, (int)cl->rep[i].pid, i + 1);
+    if (&cl->rep[i] == w)
+      printf("  %-6s %-16s pid %-7d writer (promoted)\n", cl->rep[i].name, cl->rep[i].addr,
+             (int)cl->rep[i].pid);
+    else
+      printf("  %-6s %-16s pid %-7d read replica (auralog sql --replica %d)\n",
+             cl->rep[i].name, cl->rep[i].addr, (int)cl->rep[i].pid, ++nth);
   char dash[64];
   dashboard_addr(cl, dash, sizeof dash);
   printf("dashboard: http://%s/\n", dash);
@@ -556,6 +684,24 @@ static int cmd_down(struct cluster *cl)
   return 0;
 }
 
+/* What the coordinator says of the engine or replica m: the writer's
+ * report names its address (after a failover, a former replica's), and
+ * lists its replicas. */
+static void db_state(const Env *rep, const struct member *m, char *out, size_t n)
+{
+  const Auralog__EngineStat *e = rep && rep->status->engine ? rep->status->engine : NULL;
+  out[0] = 0;
+  if (e && strcmp(e->addr, m->addr) == 0)
+    snprintf(out, n, "serving volume main, epoch %llu, vdl %llu", (unsigned long long)e->epoch,
+             (unsigned long long)e->vdl);
+  for (size_t j = 0; e && j < e->n_replicas; j++)
+    if (strcmp(e->replicas[j]->addr, m->addr) == 0)
+      snprintf(out, n, "replica: applied vdl %llu, lag %llu lsn, %llu ms",
+               (unsigned long long)e->replicas[j]->applied,
+               (unsigned long long)e->replicas[j]->lag_lsn,
+               (unsigned long long)e->replicas[j]->lag_ms);
+}
+
 static int cmd_status(struct cluster *cl)
 {
   char why[320];
@@ -568,24 +714,16 @@ static int cmd_status(struct cluster *cl)
     for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
       if (strcmp(rep->status->nodes[j]->id, m->name) == 0)
         seen = rep->status->nodes[j]->up ? "registered, up" : "shown down";
-    char eng[96] = "";
-    if (i == cl->n - 1 && rep && rep->status->engine)
-      snprintf(eng, sizeof eng, "serving volume main, epoch %llu, vdl %llu",
-               (unsigned long long)rep->status->engine->epoch,
-               (unsigned long long)rep->status->engine->vdl);
+    char eng[128] = "";
+    if (i == cl->n - 1)
+      db_state(rep, m, eng, sizeof eng);
     printf("  %-6s %-16s %-8s %s\n", m->name, m->addr, pid ? "running" : "stopped",
            i == 0 && rep ? "answering" : i == cl->n - 1 ? eng : seen);
   }
   for (int i = 0; i < cl->nrep; i++) {
     const struct member *m = &cl->rep[i];
-    char st[128] = "";
-    const Auralog__EngineStat *e = rep && rep->status->engine ? rep->status->engine : NULL;
-    for (size_t j = 0; e && j < e->n_replicas; j++)
-      if (strcmp(e->replicas[j]->addr, m->addr) == 0)
-        snprintf(st, sizeof st, "replica: applied vdl %llu, lag %llu lsn, %llu ms",
-                 (unsigned long long)e->replicas[j]->applied,
-                 (unsigned long long)e->replicas[j]->lag_lsn,
-                 (unsigned long long)e->replicas[j]->lag_ms);
+    char st[128];
+    db_state(rep, m, st, sizeof st);
     printf("  %-6s %-16s %-8s %s\n", m->name, m->addr,
            cluster_running(cl, m) ? "running" : "stopped", st);
   }
@@ -649,7 +787,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
     "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
-    "                 [--replicas N] [--key FILE]\n"
+    "                 [--replicas N] [--failover] [--key FILE]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -686,9 +824,14 @@ static void usage(FILE *f)
     "  --replicas N     up: read replicas (`auralog replica`, paper §4.2.4) on\n"
     "                   ports N+%d.., each following the engine (default 1, at\n"
     "                   most %d; 0: none); kept in cluster.json like --cache;\n"
-    "                   `auralog sql --replica K` asks the K-th\n",
+    "                   `auralog sql --replica K` asks the K-th\n"
+    "  --failover       up: the coordinator promotes a replica to writer when the\n"
+    "                   writer stops probing its lease for %d ms (`auralog\n"
+    "                   fault writer-crash`); kept in cluster.json; takes effect\n"
+    "                   when the coordinator starts. Without it, a lost writer\n"
+    "                   waits for `up` to restart it in place (or `auralog failover`)\n",
     ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX,
-    REPLICA_PORT_OFFSET, REPLICAS_MAX);
+    REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS);
 }
 
 int cluster_main(int argc, char **argv)
@@ -697,9 +840,9 @@ int cluster_main(int argc, char **argv)
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
     {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
     {"pg-pages", required_argument, 0, 'g'}, {"replicas", required_argument, 0, 'r'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"failover", no_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
-  int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, o;
+  int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, failover = 0, o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -740,6 +883,7 @@ int cluster_main(int argc, char **argv)
       replicas = (int)v;
       break;
     }
+    case 'F': failover = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -778,6 +922,8 @@ int cluster_main(int argc, char **argv)
     return -rc;
   if (pg_pages)
     cl.pg_pages = pg_pages;
+  if (failover)
+    cl.failover = 1;
   if (replicas >= 0) {
     cl.nrep = replicas;
     layout(&cl);

@@ -37,6 +37,12 @@ struct cluster {
    * base + REPLICA_PORT_OFFSET + i, following the engine. */
   struct member rep[REPLICAS_MAX];
   int nrep;
+  /* Failover (`up --failover`, kept in cluster.json): the coordinator
+   * promotes a replica when the writer is lost. writer: the SQL address of
+   * the member that writes (the coordinator says; "" before: the engine);
+   * the others start as its replicas. */
+  int failover;
+  char writer[ADDR_MAX_LEN + 1];
 };
 
 /* Find the cluster in dir (NULL: $AURALOG_DIR or ~/.auralog), creating the
@@ -51,6 +57,11 @@ pid_t cluster_running(const struct cluster *cl, const struct member *m);
 pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self);
 /* Wait until m listens (or its process is gone). 0, or -1 with why. */
 int cluster_wait_listening(struct cluster *cl, struct member *m, char *why, size_t n);
+/* The member serving SQL at addr (the engine or a replica), or NULL. */
+struct member *cluster_db_member(struct cluster *cl, const char *addr);
+/* Ask the coordinator who writes volume main; set cl->writer to that
+ * member's address if it is one of ours, else to the engine's. */
+void cluster_find_writer(struct cluster *cl);
 /* Send m sig and wait until it is gone; its pid, or 0 if it was not running. */
 pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig);
 

@@ -3,7 +3,9 @@
  * them back: kill an AZ's nodes, a node or the engine (their data stays),
  * start them again, or ask the coordinator for a fault the processes play
  * themselves (a partition, a slow node). The cluster's layout is
- * cluster.h's.
+ * cluster.h's. writer-crash and writer-stop take out whichever member
+ * writes now (the coordinator says: after a failover, a former replica),
+ * for the coordinator to detect and fail over (coord/failover.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "failover.h"
 #include "lib/log.h"
 #include "roles.h"
 #include "rpc.h"
@@ -84,6 +87,12 @@ static void fault_usage(FILE *f)
     "  node-start ID     start it again\n"
     "  engine-crash      kill the engine (SIGKILL); `auralog cluster up`\n"
     "                    restarts it and it recovers\n"
+    "  writer-crash      kill the member that writes now (SIGKILL); with\n"
+    "                    `cluster up --failover` the coordinator promotes a\n"
+    "                    replica; `cluster up` brings this one back as a replica\n"
+    "  writer-stop       freeze the writer (SIGSTOP): alive, silent; its read\n"
+    "                    lease runs out, a replica is promoted, and when it runs\n"
+    "                    again (`cluster up` continues it) it is fenced\n"
     "  partition A|B|C   the AZ's nodes stay up but are cut off from the\n"
     "                    engine and from the other AZs\n"
     "  heal              end every partition\n"
@@ -144,6 +153,23 @@ int fault_main(int argc, char **argv)
     if (nargs != 0)
       die("fault: engine-crash takes no argument");
     crash(&cl, &cl.m[cl.n - 1]);
+  } else if (!strcmp(act, "writer-crash") || !strcmp(act, "writer-stop")) {
+    if (nargs != 0)
+      die("fault: %s takes no argument", act);
+    cluster_find_writer(&cl);
+    struct member *w = cluster_db_member(&cl, cl.writer);
+    pid_t pid = w ? cluster_running(&cl, w) : 0;
+    if (pid == 0)
+      die("fault: the writer (%s) is not running", cl.writer);
+    if (act[7] == 'c') {
+      cluster_stop_member(&cl, w, SIGKILL);
+      printf("crashed the writer %s (%s, pid %d)\n", w->name, w->addr, (int)pid);
+    } else {
+      if (kill(pid, SIGSTOP) != 0)
+        die("fault: cannot stop %s: %s", w->name, strerror(errno));
+      printf("stopped the writer %s (%s, pid %d): alive and silent\n", w->name, w->addr,
+             (int)pid);
+    }
   } else if (!strcmp(act, "partition")) {
     if (!az || nargs != 1)
       die("fault: partition needs an AZ: A, B or C");

@@ -21,6 +21,7 @@ static const struct cmd cmds[] = {
   {"sql", sql_main, "run SQL on the engine (no SQL: an interactive shell)"},
   {"lab", lab_main, "the course labs: lab list, lab run N, lab check N"},
   {"fault", fault_main, "take out an AZ, a node, the engine; partition; slow a node"},
+  {"failover", failover_main, "promote a read replica to writer (the coordinator fences the old one)"},
   {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
   {"viz", viz_main, "draw the cluster, its segments and log tail (graphviz)"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
@@ -93,6 +94,9 @@ int main(int argc, char **argv)
   }
   if (take_key(&argc, argv) != 0)
     return 2;
+  /* `bench failover` is failover's own (fobench.c), beside src/bench. */
+  if (!strcmp(name, "bench") && argc > 2 && !strcmp(argv[2], "failover"))
+    return failover_bench_main(argc - 2, argv + 2);
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmds[i].name, name) == 0)
       return cmds[i].fn(argc - 1, argv + 1);

@@ -55,6 +55,15 @@
 #define ENGINE_STAT_MS  200     /* engine -> coordinator report period */
 #define ENGINE_HOLD_MS  3000    /* an engine that reported this lately holds its volume */
 #define READ_LEASE_MS   2000    /* a writer serves only this long after the coordinator last confirmed its epoch (vfs/lease.h) */
+/* Failover (coord/failover.c): the detection bound. A writer whose lease
+ * probes (every ENGINE_STAT_MS) stop for WRITER_LOST_MS is lost, and the
+ * coordinator (run with --failover) promotes a replica. It must exceed the
+ * read lease: the lost writer's lease, counted from a probe's send, has
+ * then run out before any new epoch exists (invariant F3). */
+#define WRITER_LOST_MS  2500
+#define WRITER_OPEN_MS  6000    /* a writer that just took its epoch has this long to recover and probe first */
+#define PROMOTE_MS      3000    /* a replica chosen for promotion that has not opened as writer by then is passed over */
+_Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must run out before failover");
 #define STATEMENT_TIMEOUT_MS 5000 /* a client's request still running after this is interrupted (engine --statement-timeout; 0: never) */
 #define PROGRESS_OPS    1000    /* SQLite VM instructions between two looks at that deadline */
 #define LOCK_WAIT_MS    5000    /* without that deadline, a wait for another connection's lock gives up after this */

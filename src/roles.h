@@ -14,6 +14,8 @@ int engine_main(int argc, char **argv);
 int replica_main(int argc, char **argv);
 int sql_main(int argc, char **argv);
 int fault_main(int argc, char **argv);
+int failover_main(int argc, char **argv);
+int failover_bench_main(int argc, char **argv);
 int viz_main(int argc, char **argv);
 int lab_main(int argc, char **argv);
 int sim_main(int argc, char **argv);

@@ -6,6 +6,18 @@
  * the engine answered, which it does once the commit is durable
  * (vdl >= commit LSN). Without SQL, reads statements from standard input:
  * an interactive shell on a terminal, a script otherwise.
+ *
+ * Finding the writer: without --engine (or $AURALOG_ENGINE), the
+ * coordinator says who writes the volume now, so after a failover the
+ * client follows the new writer (coord/failover.c). A statement whose
+ * answer never came (the writer crashed, or was fenced, with the
+ * statement in flight) has an unknown outcome: it may have committed (a
+ * new writer's recovery keeps a commit that reached a write quorum) or
+ * not. The client says so and exits with status 3, so that a script can
+ * tell "failed" (1) from "unknown" (3) and check before retrying. A
+ * request that could not even be sent whole did not run (failed). The
+ * shell, after a statement the writer left unanswered or refused as
+ * fenced, asks the coordinator again and goes on with the new writer.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -17,6 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "failover.h"
+#include "lib/addr.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
@@ -26,7 +40,16 @@
 
 static int show_lsn;
 
-/* Run sql on the engine; print rows or the error. Returns 0 on success. */
+/* An answer that says its commit's outcome is unknown (vfs/engine.c
+ * not_durable: shipped, neither acknowledged nor refused)? */
+static int unknown_outcome(const char *why)
+{
+  return strstr(why, "not durable") != NULL;
+}
+
+/* Run sql on the engine; print rows or the error. Returns 0 on success,
+ * -1 on failure (-3: the engine was fenced, nothing ran), -2 if the
+ * outcome is unknown (said on stderr). */
 static int run(struct rpc *r, const char *sql)
 {
   char why[512];
@@ -36,13 +59,22 @@ static int run(struct rpc *r, const char *sql)
   req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
   req.query = &q;
   Env *rep = rpc_call(r, &req, SQL_TIMEOUT_MS, why, sizeof why);
+  if (rep == NULL && strstr(why, "cannot send")) {
+    /* Not even sent whole (the connection was gone): nothing ran. */
+    errmsg("engine: %s: the statement did not run", why);
+    return -3;
+  }
   if (rep == NULL) {
-    errmsg("engine: %s", why);
-    return -1;
+    errmsg("engine: %s: the statement's outcome is unknown (it was sent, no answer came: if "
+           "it committed and reached a write quorum the next writer keeps it; check before "
+           "retrying)", why);
+    return -2;
   }
   int rc = rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why);
   if (rc != 0) {
-    errmsg("%s", why);
+    errmsg("%s%s", why, unknown_outcome(why) ? " (outcome unknown)" : "");
+    if (unknown_outcome(why))
+      rc = -2;
   } else {
     const Auralog__Rows *rows = rep->rows;
     for (size_t i = 0; i < rows->n_rows; i++) {
@@ -55,7 +87,8 @@ static int run(struct rpc *r, const char *sql)
   }
   fflush(stdout);
   wire_free(rep);
-  return rc ? -1 : 0;
+  /* -3: refused by a writer that a newer one fenced (nothing ran). */
+  return rc == -2 ? -2 : rc && strstr(why, "fenced by epoch") ? -3 : rc ? -1 : 0;
 }
 
 /* The engine closes a connection silent for IDLE_MS (net.c): a shell left
@@ -72,6 +105,27 @@ static void fresh(struct rpc *r, unsigned long long *last)
   if (rpc_open(r, addr, 2000, why, sizeof why) != 0)
     die("sql: %s", why);
   *last = now_ms();
+}
+
+static int follow;             /* the writer came from the coordinator: follow it */
+
+/* The shell's statement had no answer (the writer went away): find the
+ * writer the coordinator names now (after a failover, another) for the
+ * next statement, for up to WRITER_OPEN_MS + WRITER_LOST_MS. */
+static void refollow(struct rpc *r)
+{
+  char addr[ADDR_MAX_LEN + 1], why[256];
+  rpc_close(r);
+  unsigned long long t0 = now_ms();
+  while (now_ms() - t0 < WRITER_OPEN_MS + WRITER_LOST_MS) {
+    if (fo_writer_addr(addr_coord(NULL), "main", addr, sizeof addr, why, sizeof why) == 0 &&
+        rpc_open(r, addr, 1000, why, sizeof why) == 0) {
+      errmsg("-- connected to the writer at %s", addr);
+      return;
+    }
+    usleep(200000);
+  }
+  die("sql: no writer answers (%s)", why);
 }
 
 static int shell(struct rpc *r)
@@ -107,14 +161,19 @@ static int shell(struct rpc *r)
     len += n;
     if (sqlite3_complete(buf)) {
       fresh(r, &last);
-      failed |= run(r, buf) != 0;
+      int rc = run(r, buf);
+      if ((rc == -2 || rc == -3) && follow)
+        refollow(r);             /* the writer went away, or was fenced: another writes */
+      failed |= rc == -2 ? 2 : rc != 0;
       last = now_ms();
       len = 0;
       buf[0] = 0;
     }
   }
-  if (len && strspn(buf, " \t\r\n") != len)
-    failed |= run(r, buf) != 0;   /* a last statement without ';' */
+  if (len && strspn(buf, " \t\r\n") != len) {
+    int rc = run(r, buf);         /* a last statement without ';' */
+    failed |= rc == -2 ? 2 : rc != 0;
+  }
   free(buf);
   return failed;
 }
@@ -162,8 +221,13 @@ static void usage(FILE *f)
     "  --replica [N]  ask read replica N (default 1) of the cluster in\n"
     "                 $AURALOG_DIR instead (`cluster up --replicas`): reads only,\n"
     "                 as of its read point (auralog status shows its lag)\n"
-    "  --lsn          after a write, print the LSN at which it became durable\n",
-    ENGINE_ADDR_DEFAULT);
+    "  --lsn          after a write, print the LSN at which it became durable\n"
+    "\n"
+    "Without --engine, the coordinator ($AURALOG_COORD or %s) names the\n"
+    "writer of volume main (after a failover, a former replica). Exit status:\n"
+    "0 done (a write durable), 1 failed, 3 outcome unknown (the writer went\n"
+    "away or was fenced with the statement in flight: it may have committed).\n",
+    ENGINE_ADDR_DEFAULT, COORD_ADDR_DEFAULT);
 }
 
 int sql_main(int argc, char **argv)
@@ -196,16 +260,31 @@ int sql_main(int argc, char **argv)
     replica_addr(replica, raddr, sizeof raddr);
     engine = raddr;
   }
+  char waddr[ADDR_MAX_LEN + 1], fwhy[256];
+  if ((engine == NULL || !*engine) &&
+      fo_writer_addr(addr_coord(NULL), "main", waddr, sizeof waddr, fwhy, sizeof fwhy) == 0)
+  {
+    engine = waddr;            /* the writer the coordinator names (failover) */
+    follow = 1;
+  }
   if (engine == NULL || !*engine)
     engine = ENGINE_ADDR_DEFAULT;
   if (optind + 1 < argc)
     die("sql: give the SQL as one argument (quote it)");
   struct rpc r;
   char why[256];
-  if (rpc_open(&r, engine, 2000, why, sizeof why) != 0)
+  /* A writer just promoted is named from the moment it takes its epoch and
+   * listens once its recovery is done: give it a moment. */
+  int rc0 = rpc_open(&r, engine, 2000, why, sizeof why);
+  for (unsigned long long t0 = now_ms(); rc0 != 0 && engine == waddr && now_ms() - t0 < 3000;) {
+    usleep(100000);
+    if (fo_writer_addr(addr_coord(NULL), "main", waddr, sizeof waddr, fwhy, sizeof fwhy) == 0)
+      rc0 = rpc_open(&r, engine, 2000, why, sizeof why);
+  }
+  if (rc0 != 0)
     die("sql: %s%s", why,
         rpc_key_trouble(why) ? "" : " (is the engine running? try: auralog cluster up)");
-  int rc = optind < argc ? run(&r, argv[optind]) != 0 : shell(&r);
+  int rc = optind < argc ? run(&r, argv[optind]) : shell(&r);
   rpc_close(&r);
-  return rc ? 1 : 0;
+  return rc == -2 || rc == 2 || rc == 3 ? 3 : rc ? 1 : 0;
 }

@@ -401,11 +401,14 @@ int wire_check(const Env *e, char *why, size_t whylen)
     if (e->open_volume->pg_pages > PG_PAGES_MAX)
       return bad(why, whylen, "%u pages per protection group: at most %d",
                  e->open_volume->pg_pages, PG_PAGES_MAX);
-    return ERR_NONE;
+    if (e->open_volume->addr[0] && !addr_ok(e->open_volume->addr))
+      return bad(why, whylen, "a writer's address must be host:port");
+    return epoch_in(e->open_volume->if_epoch, "open volume if_epoch", why, whylen);
   case AURALOG__ENVELOPE__BODY_VOLUME: {
     const Auralog__Volume *v = e->volume;
     if (!wire_name_ok(v->name) || !page_size_ok(v->page_size) || v->n_pgs > MAX_PGS ||
-        (v->n_pgs && (v->pg_pages == 0 || v->pg_pages > PG_PAGES_MAX)))
+        (v->n_pgs && (v->pg_pages == 0 || v->pg_pages > PG_PAGES_MAX)) ||
+        (v->writer[0] && !addr_ok(v->writer)))
       return bad(why, whylen, "malformed volume description");
     for (size_t i = 0; i < v->n_pgs; i++) {
       if (v->pgs[i]->n_segments != NCOPIES)
@@ -578,6 +581,25 @@ int wire_check(const Env *e, char *why, size_t whylen)
       return bad(why, whylen, "replica ack holder of %zu bytes",
                  strlen(e->replica_ack->holder));
     return lsn_in(e->replica_ack->min_read_point, "replica ack read point", why, whylen);
+  case AURALOG__ENVELOPE__BODY_REPLICA_BEAT:
+    if (!wire_name_ok(e->replica_beat->volume) || !addr_ok(e->replica_beat->addr))
+      return bad(why, whylen, "replica beat with a bad volume name or address");
+    TRY(epoch_in(e->replica_beat->epoch, "replica beat epoch", why, whylen));
+    return lsn_in(e->replica_beat->applied, "replica beat applied", why, whylen);
+  case AURALOG__ENVELOPE__BODY_WRITER:
+    if (!wire_name_ok(e->writer->volume) || (e->writer->addr[0] && !addr_ok(e->writer->addr)) ||
+        (e->writer->promoting[0] && !addr_ok(e->writer->promoting)))
+      return bad(why, whylen, "writer answer with a bad volume name or address");
+    TRY(epoch_in(e->writer->epoch, "writer epoch", why, whylen));
+    return epoch_in(e->writer->if_epoch, "writer promotion epoch", why, whylen);
+  case AURALOG__ENVELOPE__BODY_WRITER_REQ:
+    if (!wire_name_ok(e->writer_req->volume))
+      return bad(why, whylen, "bad volume name");
+    return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_FAILOVER:
+    if (!wire_name_ok(e->failover->volume) || (e->failover->to[0] && !addr_ok(e->failover->to)))
+      return bad(why, whylen, "failover with a bad volume name or replica address");
+    return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_GOSSIP_PUSH: {
     const Auralog__GossipPush *g = e->gossip_push;
     if (g->n_records > BATCH_MAX)

@@ -274,6 +274,7 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
     base.page_size = ov->page_size ? ov->page_size : PAGE_SIZE_DEFAULT;
     base.pg_pages = ov->pg_pages ? ov->pg_pages : PG_PAGES;   /* the PG size, for good */
     base.epoch = ov->writer ? 1 : 0;
+    base.writer = ov->writer ? ov->addr : "";
     if ((base.id = meta_next_volume_id(&co->meta, why, sizeof why)) == 0 ||
         (v = vol_grow(co, NULL, &base, 1, why, sizeof why)) == NULL) {
       io_error(co->io, c, req, ERR_UNAVAILABLE, why);
@@ -283,9 +284,16 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
             (unsigned long long)v->id, v->page_size, v->pg_pages);
   } else if (ov->writer) {
     /* A new writer: a new epoch, durable before anyone hears of it, so no
-     * two writers ever hold the same one (§4.3). */
+     * two writers ever hold the same one (§4.3); with its address, so that
+     * clients find it (failover.c F1: a promotion's open is conditional). */
+    if (fo_open_check(co, *slot, ov, why, sizeof why) != 0) {
+      logwarn("%s", why);
+      io_error(co->io, c, req, ERR_STALE_EPOCH, why);
+      return;
+    }
     Auralog__Volume tmp = **slot;
     tmp.epoch++;
+    tmp.writer = ov->addr;
     if ((v = vol_store(co, slot, &tmp, why, sizeof why)) == NULL) {
       io_error(co->io, c, req, ERR_INTERNAL, why);
       return;
@@ -308,6 +316,10 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
   tk.sig = (ProtobufCBinaryData){sizeof sig, sig};
   Auralog__Volume r = *v;
   r.ticket = &tk;
+  /* failover.c F3: a promotion (conditional open) waits out the previous
+   * writer's lease; a restart in place does not (as before failover). */
+  uint32_t left = fo_opened(co, v);
+  r.lease_left_ms = ov->if_epoch ? left : 0;
   reply_volume(co, c, req, &r);
 }
 
@@ -361,6 +373,8 @@ static void on_lease_probe(struct coord *co, struct ep *c, uint64_t req,
   h.page_size = (*slot)->page_size;
   h.pg_pages = (*slot)->pg_pages;
   h.epoch = (*slot)->epoch;
+  h.writer = (*slot)->writer;
+  fo_probe(co, *slot, probe->epoch);   /* the writer is alive (failover.c) */
   reply_volume(co, c, req, &h);
 }
 
@@ -473,6 +487,7 @@ void coord_tick(struct coord *co)
     if (n->info->up && now - n->last_seen > NODE_DOWN_MS)
       set_up(n, 0, "no heartbeat");
   }
+  fo_tick(co);
 }
 
 /* ---- lab faults ---------------------------------------------------------- */
@@ -735,6 +750,8 @@ void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
   case AURALOG__ENVELOPE__BODY_ERROR:
     break;                  /* never answer an error with an error */
   default:
+    if (fo_on_msg(co, c, env))
+      break;
     io_error(co->io, c, env->req, ERR_BAD_MSG, "the coordinator does not serve this request");
   }
 }
@@ -766,6 +783,7 @@ void coord_free(struct coord *co)
     if (co->engines[i].st)
       auralog__engine_stat__free_unpacked(co->engines[i].st, NULL);
   }
+  fo_free(co);
   free(co->nodes);
   free(co->vols);
   free(co->engines);

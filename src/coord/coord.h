@@ -41,8 +41,12 @@ struct ereport {
   unsigned long long hold_at;
 };
 
+struct fo;
+
 struct coord {
   const struct io *io;
+  int failover;                /* promote a replica when the writer is lost (--failover) */
+  struct fo *fo;               /* failover.c's state (NULL until first needed) */
   struct auth_signer signer;   /* signs epoch tickets (auth.h); set by the driver */
   struct ereport *engines;     /* engines[i] reports on vols[i] */
   struct meta meta;            /* opened by the driver before coord_init */
@@ -64,6 +68,20 @@ void coord_on_down(struct coord *co, struct ep *c);
 void coord_tick(struct coord *co);
 void coord_free(struct coord *co);
 char *coord_http_status(void *co, const char *volume);
+
+/* failover.c (failover's rules are there): a writer's OpenVolume with
+ * if_epoch is refused (-1, why) unless the volume is at that epoch;
+ * fo_opened after a writer took its epoch returns how long the previous
+ * writer's read lease may still run (ms); fo_probe: a lease probe naming
+ * epoch; fo_on_msg answers ReplicaBeat, WriterReq and Failover (1) or
+ * returns 0; fo_tick detects a lost writer and chooses a replica. */
+int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__OpenVolume *ov,
+                  char *why, size_t whylen);
+uint32_t fo_opened(struct coord *co, const Auralog__Volume *v);
+void fo_probe(struct coord *co, const Auralog__Volume *v, uint64_t epoch);
+int fo_on_msg(struct coord *co, struct ep *c, const Env *env);
+void fo_tick(struct coord *co);
+void fo_free(struct coord *co);
 
 /* segstats.c: take a heartbeat's segment stats into n->stats (a delta
  * merged by (volume, pg), a whole one in place of all). */

@@ -56,7 +56,7 @@ static void on_tick(uv_timer_t *t)
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog coord [--listen ADDR] [--data DIR] [--http ADDR|off]\n"
+    "usage: auralog coord [--listen ADDR] [--data DIR] [--http ADDR|off] [--failover]\n"
     "\n"
     "Run the coordinator (the control plane): it keeps volumes, protection\n"
     "groups, segment placement (2 per AZ on 6 distinct nodes) and writer\n"
@@ -65,22 +65,27 @@ static void usage(FILE *f)
     "  --listen ADDR  address to serve on (default $AURALOG_COORD or %s)\n"
     "  --data DIR     where the metadata lives (default ./coord)\n"
     "  --http ADDR    serve the live dashboard there (default: the --listen\n"
-    "                 host, its port + %d); off: no dashboard\n",
-    COORD_ADDR_DEFAULT, HTTP_PORT_OFFSET);
+    "                 host, its port + %d); off: no dashboard\n"
+    "  --failover     when a volume's writer stops probing its read lease for\n"
+    "                 %d ms, promote its replica furthest ahead to writer\n"
+    "                 (without it, only `auralog failover` promotes one)\n",
+    COORD_ADDR_DEFAULT, HTTP_PORT_OFFSET, WRITER_LOST_MS);
 }
 
 int coord_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"listen", required_argument, 0, 'l'}, {"data", required_argument, 0, 'd'},
-    {"http", required_argument, 0, 'H'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"http", required_argument, 0, 'H'}, {"failover", no_argument, 0, 'F'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *listen = NULL, *data = "./coord", *http = NULL;
-  int o;
+  int o, failover = 0;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'l': listen = optarg; break;
     case 'd': data = optarg; break;
     case 'H': http = optarg; break;
+    case 'F': failover = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -115,6 +120,7 @@ int coord_main(int argc, char **argv)
   netio_init(&d.ni, d.loop, &d.co, on_msg, NULL, on_down);
   if (coord_init(&d.co, &d.ni.io, why, sizeof why) != 0)
     die("coord: %s", why);
+  d.co.failover = failover;
   if (netio_listen(&d.ni, listen, why, sizeof why) != 0)
     die("coord: %s", why);
   /* A dashboard that cannot listen fails the start, as --listen does: a

@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "lib/addr.h"
 #include "keyfile.h"
@@ -425,7 +426,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
     "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
-    "                      [--statement-timeout MS] [--pg-pages N]\n"
+    "                      [--statement-timeout MS] [--pg-pages N] [--if-epoch N]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "                      [--statement-timeout MS]\n"
     "\n"
@@ -457,6 +458,9 @@ static void usage(FILE *f)
     "                 (default %d, 1 to %d; an existing volume keeps its own):\n"
     "                 a volume holds at most %d PGs, so 64 GiB of 4 KiB pages\n"
     "                 takes --pg-pages 4096\n"
+    "  --if-epoch N   a promotion (failover): take the volume's next epoch only\n"
+    "                 if it is still N, else exit; a replica the coordinator\n"
+    "                 promotes becomes `auralog engine ... --if-epoch N`\n"
     "\n"
     "Clients' SQL runs in a sandbox: ATTACH, DETACH, VACUUM INTO and\n"
     "load_extension() are refused (they reach files and code on the engine's\n"
@@ -482,10 +486,11 @@ int engine_main(int argc, char **argv)
     {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
     {"reads", required_argument, 0, 'r'}, {"cache", required_argument, 0, 'C'},
     {"statement-timeout", required_argument, 0, 'T'}, {"pg-pages", required_argument, 0, 'P'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"if-epoch", required_argument, 0, 'I'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   const char *reads = NULL;
   long cache = 0, pg_pages = 0;
+  unsigned long long if_epoch = 0;
   int o;
   E.timeout_ms = STATEMENT_TIMEOUT_MS;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -530,12 +535,21 @@ int engine_main(int argc, char **argv)
             optarg);
       break;
     }
+    case 'I': {
+      char *end;
+      if_epoch = strtoull(optarg, &end, 10);
+      if (end == optarg || *end || if_epoch == 0 || if_epoch >= EPOCH_MAX)
+        die("engine: --if-epoch is an epoch, not '%s'", optarg);
+      break;
+    }
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
   if (optind < argc)
     die("engine: unexpected argument '%s' (see auralog engine --help)", argv[optind]);
+  if (if_epoch && E.baseline)
+    die("engine: --if-epoch is for a volume, not for --baseline");
   if (cache && E.baseline)
     die("engine: --cache is for a volume, not for --baseline");
   if (pg_pages && E.baseline)
@@ -572,6 +586,8 @@ int engine_main(int argc, char **argv)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&cache_pages=%ld", cache);
     if (pg_pages)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&pg_pages=%ld", pg_pages);
+    if (if_epoch)
+      snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&if_epoch=%llu", if_epoch);
     if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
       die("engine: cannot register the auralog VFS");
     auralog_vfs_ship_pages(E.ship_pages);
@@ -592,7 +608,19 @@ int engine_main(int argc, char **argv)
             E.ship_pages ? "; shipping whole pages (a baseline)" : "");
     E.epoch = st.epoch;
     E.page_size = vol_page_size(E.vol);
+    /* failover.c F3: after a manual failover the old writer may still hold
+     * a read lease: no commit is acknowledged here until it has run out,
+     * so no client reads there what a commit here has changed. */
+    if (st.serve_after_ms > now_ms()) {
+      unsigned long long wait = st.serve_after_ms - now_ms();
+      loginfo("waiting %llu ms for the previous writer's read lease to run out", wait);
+      struct timespec ts = {(time_t)(wait / 1000), (long)(wait % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
     lease_start(t0);
+    if (if_epoch)
+      loginfo("promoted: writer of volume %s at epoch %llu (from %llu), serving on %s", volume,
+              (unsigned long long)st.epoch, if_epoch, listen);
   }
   return engine_serve(listen);
 }

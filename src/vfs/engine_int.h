@@ -122,6 +122,15 @@ void feed_tick(void);
  * clock), as hist_json; for SELECT auralog_stats() and `auralog bench`. */
 cJSON *feed_lag_json(void);
 
+/* promote.c, a replica's side of failover (coord/failover.c): its beats
+ * to the coordinator, following a writer that moved, and its promotion
+ * (the process becomes `auralog engine`). promote_start(addr) before the
+ * loop; promote_tick on every replica tick. replica.c: the writer moved
+ * (E.writer is the new one): subscribe there. */
+void promote_start(const char *addr);
+void promote_tick(void);
+void replica_writer_moved(void);
+
 /* probe.c: the first lease, before serving (t0: before vol_open asked the
  * coordinator for the epoch). Then every ENGINE_STAT_MS, on the loop,
  * on_probe_tick renews it (and reconnects). */

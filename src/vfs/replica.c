@@ -19,6 +19,9 @@
  * stream that broke (rvol.h R4: subscribe again, start over from storage).
  * The writer never waits for it (feed.c R5); it reports its read point,
  * lag and minimum read point through the writer (status, the PGMRPL).
+ * It also beats to the coordinator (vfs/promote.c), which tells it when
+ * the writer moved (follow the new one) or that it is the new writer
+ * (failover: it becomes `auralog engine`).
  */
 #include <getopt.h>
 #include <limits.h>
@@ -157,9 +160,21 @@ static void on_applied(void *arg)
   uv_async_send(&R.applied);     /* called on the apply thread */
 }
 
+/* promote.c: the coordinator names another writer (a failover): drop the
+ * stream from the old one and subscribe to the new one at once. */
+void replica_writer_moved(void)
+{
+  R.retry_at = now_ms();
+  if (R.w)
+    conn_close(R.w);             /* on_writer_close: the next stream starts over (R4) */
+  else
+    connect_writer();
+}
+
 static void on_tick(uv_timer_t *t)
 {
   (void)t;
+  promote_tick();                /* beat to the coordinator; follow or become the writer */
   connect_writer();
   send_ack();                    /* the writer hears from it while idle too */
 }
@@ -279,6 +294,7 @@ int replica_main(int argc, char **argv)
   if (!key_auth_off() && key_get(why, sizeof why) == NULL)
     die("replica: %s", why);
   snprintf(R.addr, sizeof R.addr, "%s", listen);
+  promote_start(listen);
   E.coord = coord;
   E.writer = writer;
   E.reads_immediate = 1;         /* nothing it serves waits: it is all at or below a VDL */

@@ -58,7 +58,11 @@ static int open_main(struct afile *f, const char *name, char *why, size_t whylen
   }
   /* Opening the volume is a recovery: keep reg_mu so no one else opens
    * the same volume meanwhile. */
-  struct volume *vol = vol_open(coord, name, engine_addr, (uint32_t)pgp, why, whylen);
+  /* if_epoch=N: a replica's promotion (vfs/promote.c), conditional on the
+   * lost writer's epoch (coord/failover.c F1). */
+  sqlite3_int64 ife = sqlite3_uri_int64(name, "if_epoch", 0);
+  struct volume *vol = vol_open_if(coord, name, engine_addr, (uint32_t)pgp,
+                                   ife > 0 ? (uint64_t)ife : 0, why, whylen);
   if (vol == NULL) {
     pthread_mutex_unlock(&reg_mu);
     return -1;

@@ -160,8 +160,8 @@ static void teardown(struct volume *v)
 /* One attempt: a new epoch, recovery. *unavailable: it failed only for
  * lack of segments (a quorum), so another attempt may succeed. */
 static struct volume *open_once(const char *coord, const char *name,
-                                const char *engine_addr, uint32_t pg_pages, int *unavailable,
-                                char *why, size_t whylen)
+                                const char *engine_addr, uint32_t pg_pages, uint64_t if_epoch,
+                                uint64_t *took, int *unavailable, char *why, size_t whylen)
 {
   *unavailable = 0;
   Env req = AURALOG__ENVELOPE__INIT;
@@ -179,12 +179,16 @@ static struct volume *open_once(const char *coord, const char *name,
   ov.pg_pages = pg_pages;
   ov.writer = 1;
   ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, signer.pk};
+  ov.addr = (char *)(engine_addr ? engine_addr : "");
+  ov.if_epoch = if_epoch;
   req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
   req.open_volume = &ov;
   Env *rep = vol_coord_call(coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
   if (rep == NULL)
     return NULL;
+  unsigned long long answered = now_ms();
   const Auralog__Volume *vd = rep->volume;
+  *took = vd->epoch;
   if (vd->pg_pages == 0 || vd->n_pgs == 0) {
     snprintf(why, whylen, "coordinator: volume %s has no protection group", name);
     wire_free(rep);
@@ -199,6 +203,8 @@ static struct volume *open_once(const char *coord, const char *name,
   v->epoch = vd->epoch;
   v->page_size = vd->page_size;
   v->pg_pages = vd->pg_pages;
+  if (vd->lease_left_ms)
+    v->st.serve_after_ms = answered + vd->lease_left_ms;
   pthread_mutex_init(&v->drv->mu, NULL);
   pthread_cond_init(&v->drv->cond, NULL);
   vol_adopt(v, vd);
@@ -264,11 +270,23 @@ static struct volume *open_once(const char *coord, const char *name,
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
                         uint32_t pg_pages, char *why, size_t whylen)
 {
+  return vol_open_if(coord, name, engine_addr, pg_pages, 0, why, whylen);
+}
+
+/* A promotion's retry is conditional on the epoch its last attempt took:
+ * if another writer took a newer one meanwhile, this one gives up rather
+ * than fence it (coord/failover.c F1). */
+struct volume *vol_open_if(const char *coord, const char *name, const char *engine_addr,
+                           uint32_t pg_pages, uint64_t if_epoch, char *why, size_t whylen)
+{
   unsigned long long give_up = now_ms() + RECOVERY_RETRY_MS;
   for (;;) {
     int unavailable;
-    struct volume *v = open_once(coord, name, engine_addr, pg_pages, &unavailable, why,
-                                 whylen);
+    uint64_t took = 0;
+    struct volume *v = open_once(coord, name, engine_addr, pg_pages, if_epoch, &took,
+                                 &unavailable, why, whylen);
+    if (if_epoch && took)
+      if_epoch = took;
     if (v || !unavailable || now_ms() + 500 > give_up)
       return v;
     logwarn_rl("volume %s: %s; trying again in 500 ms", name, why);

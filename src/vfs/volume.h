@@ -55,6 +55,10 @@ struct vol_stats {
   uint64_t net_bytes_out, net_msgs_out, net_bytes_in, net_msgs_in;
   uint64_t recovery_ms;
   uint64_t trunc_from, trunc_to;   /* the truncation this open wrote */
+  /* now_ms() before which the previous writer's read lease may still run
+   * (the coordinator said how long, failover.c F3): a promoted writer
+   * serves only after it (0: no wait). */
+  uint64_t serve_after_ms;
   uint64_t refusing;         /* segments that refused the last 3+ Appends (not fenced) */
   /* Page replies the end-to-end check refused (vfs/pagelsn.h): a segment
    * answered an older (or newer) page than the writer knows it to be;
@@ -70,6 +74,12 @@ struct vol_stats {
  * one-line reason on failure. */
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
                         uint32_t pg_pages, char *why, size_t whylen);
+
+/* The same, as a promotion (coord/failover.c F1): the coordinator gives
+ * the next epoch only if the volume's is still if_epoch (0: any), else
+ * the open fails at once (ERR_STALE_EPOCH's text in why). */
+struct volume *vol_open_if(const char *coord, const char *name, const char *engine_addr,
+                           uint32_t pg_pages, uint64_t if_epoch, char *why, size_t whylen);
 
 /* Wait (up to the commit deadline) for what was shipped to be durable,
  * tell the segments the final VDL, and stop. */

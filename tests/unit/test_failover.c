@@ -1,0 +1,244 @@
+/*
+ * Unit: the coordinator's failover rules (coord/failover.c F1, F3, F4), on
+ * the coordinator core with a fake io and a clock the test moves: the
+ * detection bound to the millisecond, the replica chosen, one promotion
+ * at a time, a chosen replica passed over, a fresh writer's longer bound,
+ * one epoch to one of two promotions, the previous writer's lease left to
+ * a promotion only, and nothing promoted without --failover.
+ *
+ * How each can fail: promote at >= rather than > the bound, or count a
+ * fenced writer's probe as alive, and detection_is_exact fails; drop the
+ * if_epoch check and one_epoch_for_two_promotions fails; choose a second
+ * replica while one is promoting and one_promotion_at_a_time fails.
+ */
+#include "cores_fix.h"
+
+#define BEAT AURALOG__ENVELOPE__BODY_WRITER
+
+/* The writer's lease probe (vfs/probe.c): a Volume naming its epoch. */
+static void probe(struct cfix *x, struct ep *c, uint64_t epoch)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Volume v = AURALOG__VOLUME__INIT;
+  v.name = "v";
+  v.page_size = PSIZE;
+  v.epoch = epoch;
+  env.req = 70;
+  env.body_case = VOLUME;
+  env.volume = &v;
+  DELIVER(coord_on_msg, x->co, c, &env);
+  take(&x->f, c, VOLUME);
+}
+
+/* A replica's beat; the answer's promote (and *from: its if_epoch). */
+static int beat(struct cfix *x, struct ep *c, const char *addr, uint64_t applied, uint64_t *from)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__ReplicaBeat b = AURALOG__REPLICA_BEAT__INIT;
+  b.volume = "v";
+  b.addr = (char *)addr;
+  b.applied = applied;
+  env.req = 71;
+  env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_BEAT;
+  env.replica_beat = &b;
+  DELIVER(coord_on_msg, x->co, c, &env);
+  const Auralog__Writer *w = take(&x->f, c, BEAT)->writer;
+  if (from)
+    *from = w->if_epoch;
+  return w->promote;
+}
+
+/* A writer's open at addr (if_epoch 0: unconditional): the answer. */
+static const Env *open_at(struct cfix *x, struct ep *c, const char *addr, uint64_t if_epoch,
+                          int create)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = "v";
+  ov.create = create;
+  ov.writer = 1;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, writer_key.pk};
+  ov.page_size = PSIZE;
+  ov.addr = (char *)addr;
+  ov.if_epoch = if_epoch;
+  env.req = 72;
+  env.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  env.open_volume = &ov;
+  DELIVER(coord_on_msg, x->co, c, &env);
+  return count(&x->f, c, ERROR) ? take(&x->f, c, ERROR) : take(&x->f, c, VOLUME);
+}
+
+struct fo_fix {
+  struct cfix c;
+  struct ep *w, *r1, *r2;
+};
+
+/* A coordinator with --failover, volume v opened by writer w:1 (epoch 1)
+ * which has probed, replicas r1:1 (applied 5) and r2:1 (applied 9). */
+static void fo_setup(struct fo_fix *x, int failover)
+{
+  coord_setup(&x->c, 1);
+  x->c.co->failover = failover;
+  x->w = ep_new(&x->c.f, "w:1");
+  x->r1 = ep_new(&x->c.f, "r1:1");
+  x->r2 = ep_new(&x->c.f, "r2:1");
+  const Env *v = open_at(&x->c, x->w, "w:1", 0, 1);
+  assert_int_equal(v->body_case, VOLUME);
+  assert_int_equal(v->volume->epoch, 1);
+  assert_string_equal(v->volume->writer, "w:1");
+  assert_int_equal(v->volume->lease_left_ms, 0);   /* unconditional: no wait */
+  probe(&x->c, x->w, 1);
+}
+
+/* Move the clock to t, the replicas beat, the coordinator ticks; then
+ * which replica the next beats promote (0 none, 1 r1, 2 r2). */
+static int at(struct fo_fix *x, uint64_t t)
+{
+  uint64_t from;
+  x->c.f.now = t;
+  beat(&x->c, x->r1, "r1:1", 5, NULL);
+  beat(&x->c, x->r2, "r2:1", 9, NULL);
+  coord_tick(x->c.co);
+  int p1 = beat(&x->c, x->r1, "r1:1", 5, &from), p2 = beat(&x->c, x->r2, "r2:1", 9, &from);
+  assert_false(p1 && p2);
+  return p1 ? 1 : p2 ? 2 : 0;
+}
+
+static void detection_is_exact(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  uint64_t t0 = x.c.f.now;
+  assert_int_equal(at(&x, t0 + WRITER_LOST_MS / 2), 0);
+  /* A fenced writer's probe (an older epoch) proves nothing; the writer's
+   * own does. */
+  x.c.f.now = t0 + WRITER_LOST_MS / 2;
+  probe(&x.c, x.w, 1);
+  uint64_t t1 = x.c.f.now;
+  assert_int_equal(at(&x, t1 + WRITER_LOST_MS), 0);
+  /* Lost one ms past the bound: the replica furthest ahead (r2). */
+  assert_int_equal(at(&x, t1 + WRITER_LOST_MS + 1), 2);
+  uint64_t from = 0;
+  assert_true(beat(&x.c, x.r2, "r2:1", 9, &from));
+  assert_int_equal(from, 1);
+  coord_teardown(&x.c);
+}
+
+static void one_promotion_at_a_time(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  uint64_t t0 = x.c.f.now;
+  assert_int_equal(at(&x, t0 + WRITER_LOST_MS + 1), 2);
+  /* A manual failover meanwhile is refused: one is under way. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Failover f = AURALOG__FAILOVER__INIT;
+  f.volume = "v";
+  f.to = "r1:1";
+  env.req = 73;
+  env.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
+  env.failover = &f;
+  DELIVER(coord_on_msg, x.c.co, x.r1, &env);
+  assert_int_equal(take(&x.c.f, x.r1, ERROR)->error->code, ERR_UNAVAILABLE);
+  /* Still r2 until PROMOTE_MS; past it (r2 never opened) r1. */
+  assert_int_equal(at(&x, t0 + WRITER_LOST_MS + 1 + PROMOTE_MS), 2);
+  assert_int_equal(at(&x, t0 + WRITER_LOST_MS + 2 + PROMOTE_MS), 1);
+  coord_teardown(&x.c);
+}
+
+static void one_epoch_for_two_promotions(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  uint64_t t0 = x.c.f.now;
+  assert_int_equal(at(&x, t0 + WRITER_LOST_MS + 1), 2);
+  const Env *v = open_at(&x.c, x.r2, "r2:1", 1, 0);
+  assert_int_equal(v->body_case, VOLUME);
+  assert_int_equal(v->volume->epoch, 2);
+  assert_string_equal(v->volume->writer, "r2:1");
+  /* The lost writer's lease ran out before (F3): nothing to wait. */
+  assert_int_equal(v->volume->lease_left_ms, 0);
+  /* Another promotion from epoch 1 is refused, nothing changed. */
+  const Env *e = open_at(&x.c, x.r1, "r1:1", 1, 0);
+  assert_int_equal(e->body_case, ERROR);
+  assert_int_equal(e->error->code, ERR_STALE_EPOCH);
+  probe(&x.c, x.r2, 2);
+  uint64_t from;
+  assert_false(beat(&x.c, x.r1, "r1:1", 5, &from));
+  assert_int_equal(from, 0);
+  coord_teardown(&x.c);
+}
+
+/* A writer that just took its epoch recovers before it probes: it has
+ * WRITER_OPEN_MS; then it is lost like any (a promotion that crashed in
+ * its recovery), and the next is promoted from its epoch. */
+static void a_fresh_writer_has_longer(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  uint64_t t0 = x.c.f.now;
+  assert_int_equal(at(&x, t0 + WRITER_LOST_MS + 1), 2);
+  assert_int_equal(open_at(&x.c, x.r2, "r2:1", 1, 0)->volume->epoch, 2);
+  uint64_t t1 = x.c.f.now;
+  assert_int_equal(at(&x, t1 + WRITER_LOST_MS + 1), 0);
+  assert_int_equal(at(&x, t1 + WRITER_OPEN_MS), 0);
+  assert_int_equal(at(&x, t1 + WRITER_OPEN_MS + 1), 1);
+  uint64_t from;
+  assert_true(beat(&x.c, x.r1, "r1:1", 5, &from));
+  assert_int_equal(from, 2);
+  coord_teardown(&x.c);
+}
+
+/* F3: a manual failover, the writer alive: the promoted writer is told
+ * how much of the old one's lease may be left. */
+static void a_manual_failover_waits_out_the_lease(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  at(&x, x.c.f.now + 100);
+  probe(&x.c, x.w, 1);
+  uint64_t t1 = x.c.f.now;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Failover f = AURALOG__FAILOVER__INIT;
+  f.volume = "v";
+  f.to = "r1:1";
+  env.req = 74;
+  env.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
+  env.failover = &f;
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  assert_string_equal(take(&x.c.f, x.w, BEAT)->writer->promoting, "r1:1");
+  x.c.f.now = t1 + 300;
+  const Env *v = open_at(&x.c, x.r1, "r1:1", 1, 0);
+  assert_int_equal(v->volume->epoch, 2);
+  assert_int_equal(v->volume->lease_left_ms, READ_LEASE_MS - 300);
+  coord_teardown(&x.c);
+}
+
+static void nothing_without_failover(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 0);
+  assert_int_equal(at(&x, x.c.f.now + 10 * WRITER_OPEN_MS), 0);
+  coord_teardown(&x.c);
+}
+
+int main(void)
+{
+  log_quiet(2);
+  keys();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(detection_is_exact),
+    cmocka_unit_test(one_promotion_at_a_time),
+    cmocka_unit_test(one_epoch_for_two_promotions),
+    cmocka_unit_test(a_fresh_writer_has_longer),
+    cmocka_unit_test(a_manual_failover_waits_out_the_lease),
+    cmocka_unit_test(nothing_without_failover),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
