@@ -27,6 +27,11 @@ pid_t proc_spawn(const char *path, char *const argv[], const char *log, int new_
   dup2(out, 2);
   close(in);
   close(out);
+  /* Nothing else of the caller's: a member started from a shell, a test
+   * or `cluster up` would otherwise hold the caller's pipes and sockets
+   * open (a pipe a test reads never reached its end) for its whole life. */
+  for (int fd = 3; fd < 1024; fd++)
+    close(fd);
   unsetenv("AURALOG_COORD");
   execv(path, argv);
   _exit(127);
