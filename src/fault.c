@@ -170,6 +170,10 @@ int fault_main(int argc, char **argv)
       printf("stopped the writer %s (%s, pid %d): alive and silent\n", w->name, w->addr,
              (int)pid);
     }
+    if (!cl.failover)
+      printf("this cluster was started without --failover: no replica is promoted by "
+             "itself; `auralog failover` promotes one, `auralog cluster up` restarts "
+             "the writer in place\n");
   } else if (!strcmp(act, "partition")) {
     if (!az || nargs != 1)
       die("fault: partition needs an AZ: A, B or C");
