@@ -131,19 +131,30 @@ static int gone(pid_t pid)
   return (state == 'Z' || state == 'X') && threads(pid) <= 1;
 }
 
-/* Is pid a live process of this cluster's member m? */
-static int ours(const struct member *m, pid_t pid)
+/* pid's command line into buf (NUL-separated, NUL-terminated): its
+ * length, or 0 if it cannot be read. */
+static ssize_t cmdline(pid_t pid, char *buf, size_t len)
 {
-  char p[64], buf[8192];
+  char p[64];
   snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
   int fd = open(p, O_RDONLY);
   if (fd < 0)
     return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
+  ssize_t n = read(fd, buf, len - 1);
   close(fd);
   if (n <= 0)
     return 0;
   buf[n] = 0;
+  return n;
+}
+
+/* Is pid a live process of this cluster's member m? */
+static int ours(const struct member *m, pid_t pid)
+{
+  char p[64], buf[8192];
+  ssize_t n = cmdline(pid, buf, sizeof buf);
+  if (n == 0)
+    return 0;
   /* argv is NUL-separated: look for the exact tag argument. */
   for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
     if (strcmp(buf + i, m->tag) == 0) {
@@ -458,16 +469,10 @@ void cluster_find_writer(struct cluster *cl)
 /* Does pid run `auralog engine` (a writer, perhaps fenced), not a replica? */
 static int runs_engine(pid_t pid)
 {
-  char p[64], buf[4096];
-  snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
-  int fd = open(p, O_RDONLY);
-  if (fd < 0)
+  char buf[4096];
+  ssize_t n = cmdline(pid, buf, sizeof buf);
+  if (n == 0)
     return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = 0;
   const char *a1 = buf + strlen(buf) + 1;
   return a1 < buf + n && strcmp(a1, "engine") == 0;
 }

@@ -478,6 +478,27 @@ static void usage(FILE *f)
     PG_PAGES, PG_PAGES_MAX, MAX_PGS, ENGINE_READERS);
 }
 
+/* --cache and --statement-timeout, as `auralog engine` and `auralog
+ * replica` both take them (who: the command, for the message). */
+long engine_opt_cache(const char *who, const char *arg)
+{
+  char *end;
+  long cache = strtol(arg, &end, 10);
+  if (end == arg || *end || cache < 8 || cache > 1000000)
+    die("%s: --cache is a number of pages from 8 to 1000000, not '%s'", who, arg);
+  return cache;
+}
+
+int engine_opt_timeout(const char *who, const char *arg)
+{
+  char *end;
+  long ms = strtol(arg, &end, 10);
+  if (end == arg || *end || ms < 0 || ms > 86400000)
+    die("%s: --statement-timeout is a number of ms from 0 (never) to 86400000, not '%s'",
+        who, arg);
+  return (int)ms;
+}
+
 int engine_main(int argc, char **argv)
 {
   static struct option opts[] = {
@@ -511,22 +532,8 @@ int engine_main(int argc, char **argv)
       reads = optarg;
       E.reads_immediate = strcmp(optarg, "immediate") == 0;
       break;
-    case 'C': {
-      char *end;
-      cache = strtol(optarg, &end, 10);
-      if (end == optarg || *end || cache < 8 || cache > 1000000)
-        die("engine: --cache is a number of pages from 8 to 1000000, not '%s'", optarg);
-      break;
-    }
-    case 'T': {
-      char *end;
-      long ms = strtol(optarg, &end, 10);
-      if (end == optarg || *end || ms < 0 || ms > 86400000)
-        die("engine: --statement-timeout is a number of ms from 0 (never) to 86400000, "
-            "not '%s'", optarg);
-      E.timeout_ms = (int)ms;
-      break;
-    }
+    case 'C': cache = engine_opt_cache("engine", optarg); break;
+    case 'T': E.timeout_ms = engine_opt_timeout("engine", optarg); break;
     case 'P': {
       char *end;
       pg_pages = strtol(optarg, &end, 10);

@@ -137,4 +137,9 @@ void replica_writer_moved(void);
 void lease_start(unsigned long long t0);
 void on_probe_tick(uv_timer_t *t);
 
+/* engine.c: the options `auralog engine` and `auralog replica` share
+ * (die with a one-line reason on a bad value). */
+long engine_opt_cache(const char *who, const char *arg);
+int engine_opt_timeout(const char *who, const char *arg);
+
 #endif

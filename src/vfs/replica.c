@@ -252,22 +252,8 @@ int replica_main(int argc, char **argv)
     case 'l': listen = optarg; break;
     case 'c': coord = optarg; break;
     case 'e': writer = optarg; break;
-    case 'C': {
-      char *end;
-      cache = strtol(optarg, &end, 10);
-      if (end == optarg || *end || cache < 8 || cache > 1000000)
-        die("replica: --cache is a number of pages from 8 to 1000000, not '%s'", optarg);
-      break;
-    }
-    case 'T': {
-      char *end;
-      long ms = strtol(optarg, &end, 10);
-      if (end == optarg || *end || ms < 0 || ms > 86400000)
-        die("replica: --statement-timeout is a number of ms from 0 (never) to 86400000, "
-            "not '%s'", optarg);
-      E.timeout_ms = (int)ms;
-      break;
-    }
+    case 'C': cache = engine_opt_cache("replica", optarg); break;
+    case 'T': E.timeout_ms = engine_opt_timeout("replica", optarg); break;
     case 'M':
     case 'A':
       read_age_opt(o, optarg, &max_age, &warn);

@@ -142,6 +142,25 @@ Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t why
 }
 
 /* Stop the I/O thread and free v. */
+/* Start v's driver: its loop (the network, the waiters' wake-up, the
+ * VOL_TICK_MS tick, the first report after `ticks` more) and the I/O
+ * thread that runs it. The writer's volume and a replica's reader both. */
+static void drv_start(struct volume *v, unsigned ticks)
+{
+  uv_loop_init(&v->drv->loop);
+  netio_init(&v->drv->ni, &v->drv->loop, v, drv_msg, drv_up, drv_down);
+  v->io = &v->drv->ni.io;
+  v->notify = wake_waiters;
+  v->notify_arg = v;
+  uv_async_init(&v->drv->loop, &v->drv->wake, on_wake);
+  v->drv->wake.data = v;
+  uv_timer_init(&v->drv->loop, &v->drv->tick);
+  v->drv->tick.data = v;
+  uv_timer_start(&v->drv->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
+  v->drv->ticks = ticks;
+  pthread_create(&v->drv->thread, NULL, io_main, v);
+}
+
 static void teardown(struct volume *v)
 {
   pthread_mutex_lock(&v->drv->mu);
@@ -212,18 +231,7 @@ static struct volume *open_once(const char *coord, const char *name,
   if (vd->ticket)
     vol_set_ticket(v, vd->ticket->sig.data, vd->ticket->sig.len);
   wire_free(rep);
-  uv_loop_init(&v->drv->loop);
-  netio_init(&v->drv->ni, &v->drv->loop, v, drv_msg, drv_up, drv_down);
-  v->io = &v->drv->ni.io;
-  v->notify = wake_waiters;
-  v->notify_arg = v;
-  uv_async_init(&v->drv->loop, &v->drv->wake, on_wake);
-  v->drv->wake.data = v;
-  uv_timer_init(&v->drv->loop, &v->drv->tick);
-  v->drv->tick.data = v;
-  uv_timer_start(&v->drv->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
-  v->drv->ticks = ENGINE_STAT_MS / VOL_TICK_MS - 1;   /* report at the first tick */
-  pthread_create(&v->drv->thread, NULL, io_main, v);
+  drv_start(v, ENGINE_STAT_MS / VOL_TICK_MS - 1);   /* report at the first tick */
   uv_async_send(&v->drv->wake);
   /* Recovery runs on the I/O thread (on_wake starts it); wait for it. */
   int rc;
@@ -674,17 +682,7 @@ struct volume *vol_open_reader(const char *coord, const char *name, char *why, s
   pthread_cond_init(&v->drv->cond, NULL);
   vol_adopt(v, vd);
   wire_free(rep);
-  uv_loop_init(&v->drv->loop);
-  netio_init(&v->drv->ni, &v->drv->loop, v, drv_msg, drv_up, drv_down);
-  v->io = &v->drv->ni.io;
-  v->notify = wake_waiters;
-  v->notify_arg = v;
-  uv_async_init(&v->drv->loop, &v->drv->wake, on_wake);
-  v->drv->wake.data = v;
-  uv_timer_init(&v->drv->loop, &v->drv->tick);
-  v->drv->tick.data = v;
-  uv_timer_start(&v->drv->tick, on_tick, VOL_TICK_MS, VOL_TICK_MS);
-  pthread_create(&v->drv->thread, NULL, io_main, v);
+  drv_start(v, 0);
   uv_async_send(&v->drv->wake);
   return v;
 }
