@@ -32,6 +32,9 @@
  * the processes whose pid files it wrote: a process counts as ours only if
  * its command line names this cluster's data directory, so a recycled pid
  * is never killed.
+ *
+ * Files: this one is the layout, cluster.json and the commands; members.c
+ * starts, watches and stops the member processes.
  */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -61,14 +64,14 @@
 
 static const char *node_names[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
-static void path(char *out, size_t n, const struct cluster *cl, const char *a,
-                 const char *b, const char *c)
+void cluster_path(char *out, size_t n, const struct cluster *cl, const char *a,
+                  const char *b, const char *c)
 {
   snprintf(out, n, "%s/%s%s%s", cl->dir, a, b, c);
 }
 
 /* The coordinator's dashboard, "127.0.0.1:PORT". */
-static void dashboard_addr(const struct cluster *cl, char *out, size_t n)
+void cluster_dashboard_addr(const struct cluster *cl, char *out, size_t n)
 {
   snprintf(out, n, "127.0.0.1:%d", cl->base + HTTP_PORT_OFFSET);
 }
@@ -83,8 +86,8 @@ static void layout(struct cluster *cl)
     snprintf(m->az, sizeof m->az, "%s", node ? (char[]){node_names[i - 1][0], 0} : "");
     m->port = engine ? cl->base + ENGINE_PORT_OFFSET : cl->base + i;
     snprintf(m->addr, sizeof m->addr, "127.0.0.1:%d", m->port);
-    char data[sizeof m->data];   /* not straight into *cl: path() reads cl->dir */
-    path(data, sizeof data, cl, "data/", m->name, "");
+    char data[sizeof m->data];   /* not straight into *cl: cluster_path() reads cl->dir */
+    cluster_path(data, sizeof data, cl, "data/", m->name, "");
     memcpy(m->data, data, sizeof data);
     m->tag = engine ? m->addr : m->data;
   }
@@ -97,92 +100,6 @@ static void layout(struct cluster *cl)
     m->data[0] = 0;
     m->tag = m->addr;          /* its --listen: no other member names it */
   }
-}
-
-/* Threads of pid still listed in /proc (0 if it is gone). */
-static int threads(pid_t pid)
-{
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(p);
-  if (d == NULL)
-    return 0;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
-/* Has pid exited, files closed: reaped, or a zombie with no thread left
- * but its leader? */
-static int gone(pid_t pid)
-{
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
-    return 1;
-  char state = '?';
-  if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-    state = '?';
-  fclose(f);
-  return (state == 'Z' || state == 'X') && threads(pid) <= 1;
-}
-
-/* pid's command line into buf (NUL-separated, NUL-terminated): its
- * length, or 0 if it cannot be read. */
-static ssize_t cmdline(pid_t pid, char *buf, size_t len)
-{
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
-  int fd = open(p, O_RDONLY);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, len - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = 0;
-  return n;
-}
-
-/* Is pid a live process of this cluster's member m? */
-static int ours(const struct member *m, pid_t pid)
-{
-  char p[64], buf[8192];
-  ssize_t n = cmdline(pid, buf, sizeof buf);
-  if (n == 0)
-    return 0;
-  /* argv is NUL-separated: look for the exact tag argument. */
-  for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
-    if (strcmp(buf + i, m->tag) == 0) {
-      snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-      FILE *f = fopen(p, "r");
-      char state = '?';
-      if (f) {
-        if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-          state = '?';
-        fclose(f);
-      }
-      return state != 'Z';
-    }
-  return 0;
-}
-
-pid_t cluster_running(const struct cluster *cl, const struct member *m)
-{
-  char p[PATH_MAX];
-  path(p, sizeof p, cl, "run/", m->name, ".pid");
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
-    return 0;
-  int pid = 0;
-  if (fscanf(f, "%d", &pid) != 1)
-    pid = 0;
-  fclose(f);
-  return pid > 0 && ours(m, pid) ? pid : 0;
 }
 
 static int mkdirs(const struct cluster *cl)
@@ -205,7 +122,7 @@ static int mkdirs(const struct cluster *cl)
 static int read_conf(struct cluster *cl, int *cache, int *timeout)
 {
   char p[PATH_MAX], buf[4096];
-  path(p, sizeof p, cl, "cluster.json", "", "");
+  cluster_path(p, sizeof p, cl, "cluster.json", "", "");
   *cache = 0;
   *timeout = -1;
   FILE *f = fopen(p, "r");
@@ -248,7 +165,7 @@ static int write_conf(const struct cluster *cl)
   cJSON_AddBoolToObject(o, "failover", cl->failover);
   cJSON_AddStringToObject(o, "writer", cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr);
   char dash[64], url[80];
-  dashboard_addr(cl, dash, sizeof dash);
+  cluster_dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
   cJSON_AddStringToObject(o, "dashboard", url);
   cJSON *ms = cJSON_AddArrayToObject(o, "members");
@@ -276,8 +193,8 @@ static int write_conf(const struct cluster *cl)
   char *s = cJSON_Print(o);
   cJSON_Delete(o);
   char p[PATH_MAX], tmp[PATH_MAX];
-  path(p, sizeof p, cl, "cluster.json", "", "");
-  path(tmp, sizeof tmp, cl, "cluster.json.tmp", "", "");
+  cluster_path(p, sizeof p, cl, "cluster.json", "", "");
+  cluster_path(tmp, sizeof tmp, cl, "cluster.json.tmp", "", "");
   FILE *f = fopen(tmp, "w");
   int rc = -1;
   if (f) {
@@ -290,128 +207,6 @@ static int write_conf(const struct cluster *cl)
   if (rc != 0)
     errmsg("cluster: cannot write %s: %s", p, strerror(errno));
   return rc;
-}
-
-/* Start member m in the background: a new session, stdin from /dev/null,
- * stdout and stderr appended to its log. */
-pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self)
-{
-  char logp[PATH_MAX], pidp[PATH_MAX], coord[64], id[8], http[64], cache[16], timeout[16];
-  char pg_pages[16];
-  char key[PATH_MAX + 16];
-  key_path(key, sizeof key);
-  path(logp, sizeof logp, cl, "log/", m->name, ".log");
-  path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
-  snprintf(coord, sizeof coord, "%s", cl->m[0].addr);
-  snprintf(id, sizeof id, "%s", m->name);
-  dashboard_addr(cl, http, sizeof http);
-  char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data,
-                        "--http", http, "--key", key, cl->failover ? "--failover" : NULL, NULL};
-  char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
-                       m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
-  snprintf(cache, sizeof cache, "%d", cl->cache);
-  snprintf(timeout, sizeof timeout, "%d", cl->timeout);
-  snprintf(pg_pages, sizeof pg_pages, "%d", cl->pg_pages);
-  char *engine_argv[20] = {(char *)self, "engine", "--key", key, "--volume", "main",
-                           "--listen", m->addr, "--coord", coord};
-  int na = 10;
-  if (cl->cache > 0) {
-    engine_argv[na++] = "--cache";
-    engine_argv[na++] = cache;
-  }
-  if (cl->timeout >= 0) {
-    engine_argv[na++] = "--statement-timeout";
-    engine_argv[na++] = timeout;
-  }
-  if (cl->pg_pages > 0) {
-    engine_argv[na++] = "--pg-pages";
-    engine_argv[na++] = pg_pages;
-  }
-  engine_argv[na] = NULL;
-  /* The engine and the replicas serve SQL; the one the coordinator names
-   * writes, the others follow it (failover). */
-  const char *writer = cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr;
-  int db = m == &cl->m[cl->n - 1] || (m >= cl->rep && m < cl->rep + REPLICAS_MAX);
-  int engine = db && strcmp(m->addr, writer) == 0;
-  int replica = db && !engine;
-  if (replica) {
-    /* A read replica: the engine's options, less the volume's creation. */
-    engine_argv[1] = "replica";
-    engine_argv[10] = "--engine";
-    engine_argv[11] = (char *)writer;
-    na = 12;
-    if (cl->cache > 0) {
-      engine_argv[na++] = "--cache";
-      engine_argv[na++] = cache;
-    }
-    if (cl->timeout >= 0) {
-      engine_argv[na++] = "--statement-timeout";
-      engine_argv[na++] = timeout;
-    }
-    engine_argv[na] = NULL;
-  }
-  pid_t pid = proc_spawn(self, engine || replica ? engine_argv
-                               : m->az[0] ? node_argv : coord_argv, logp, 1);
-  if (pid < 0)
-    return -1;
-  FILE *f = fopen(pidp, "w");
-  if (f) {
-    fprintf(f, "%d\n", (int)pid);
-    fclose(f);
-  }
-  m->pid = pid;
-  return pid;
-}
-
-/* Last line of a member's log, for error messages. */
-static void last_log_line(const struct cluster *cl, const struct member *m,
-                          char *out, size_t n)
-{
-  char p[PATH_MAX], line[256];
-  path(p, sizeof p, cl, "log/", m->name, ".log");
-  snprintf(out, n, "see its log in %.200s/log", cl->dir);
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
-    return;
-  while (fgets(line, sizeof line, f))
-    if (line[0] != '\n')
-      snprintf(out, n, "%s", line);
-  fclose(f);
-  out[strcspn(out, "\n")] = 0;
-}
-
-/* Did a member we just started exit already? */
-static int died(const struct cluster *cl, struct member *m, char *why, size_t n)
-{
-  int st;
-  if (m->pid > 0 && waitpid(m->pid, &st, WNOHANG) == m->pid) {
-    char line[256];
-    last_log_line(cl, m, line, sizeof line);
-    snprintf(why, n, "%s exited at start: %s", m->name, line);
-    return 1;
-  }
-  return 0;
-}
-
-/* Wait until member m accepts connections (the engine only listens once
- * its volume is recovered). */
-int cluster_wait_listening(struct cluster *cl, struct member *m, char *why, size_t n)
-{
-  unsigned long long deadline = now_ms() + CLUSTER_WAIT_MS;
-  while (now_ms() < deadline) {
-    struct rpc r;
-    char err[200];
-    if (rpc_open(&r, m->addr, 500, err, sizeof err) == 0) {
-      rpc_close(&r);
-      return 0;
-    }
-    if (died(cl, m, why, n))
-      return -1;
-    usleep(50000);
-  }
-  snprintf(why, n, "%s did not start listening on %s (see %.200s/log/%s.log)", m->name,
-           m->addr, cl->dir, m->name);
-  return -1;
 }
 
 /* Wait until the coordinator shows every node of the cluster up. */
@@ -430,7 +225,7 @@ static int wait_nodes(struct cluster *cl, char *why, size_t n)
       if (!up) {
         size_t len = strlen(missing);
         snprintf(missing + len, sizeof missing - len, " %s", cl->m[i].name);
-        if (died(cl, &cl->m[i], why, n)) {
+        if (cluster_died(cl, &cl->m[i], why, n)) {
           wire_free(rep);
           return -1;
         }
@@ -470,7 +265,7 @@ void cluster_find_writer(struct cluster *cl)
 static int runs_engine(pid_t pid)
 {
   char buf[4096];
-  ssize_t n = cmdline(pid, buf, sizeof buf);
+  ssize_t n = cluster_cmdline(pid, buf, sizeof buf);
   if (n == 0)
     return 0;
   const char *a1 = buf + strlen(buf) + 1;
@@ -620,7 +415,7 @@ static int cmd_up(struct cluster *cl)
       printf("  %-6s %-16s pid %-7d read replica (auralog sql --replica %d)\n",
              cl->rep[i].name, cl->rep[i].addr, (int)cl->rep[i].pid, ++nth);
   char dash[64];
-  dashboard_addr(cl, dash, sizeof dash);
+  cluster_dashboard_addr(cl, dash, sizeof dash);
   printf("dashboard: http://%s/\n", dash);
   if (strcmp(cl->m[0].addr, COORD_ADDR_DEFAULT) == 0)
     printf("logs in %s/log; try: auralog status, auralog sql\n", cl->dir);
@@ -628,36 +423,6 @@ static int cmd_up(struct cluster *cl)
     printf("logs in %s/log; try: auralog status --coord %s, auralog sql --engine %s\n",
            cl->dir, cl->m[0].addr, engine->addr);
   return 0;
-}
-
-/* Stop member m if it runs: sig, then SIGKILL if it lingers. Returns its
- * pid, or 0 if it was not running. */
-pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig)
-{
-  char pidp[PATH_MAX];
-  path(pidp, sizeof pidp, cl, "run/", m->name, ".pid");
-  pid_t pid = cluster_running(cl, m);
-  if (pid) {
-    kill(pid, sig);
-    unsigned long long deadline = now_ms() + 3000;
-    while (ours(m, pid) && now_ms() < deadline)
-      usleep(10000);
-    if (ours(m, pid)) {
-      kill(pid, SIGKILL);
-      while (ours(m, pid))
-        usleep(10000);
-    }
-    /* A dying process loses its command line (ours() says no) before it
-     * has closed its files: a killed engine may still hold its listening
-     * socket for a moment, and a query or a new engine would meet it.
-     * Its files are closed once the leader is a zombie and no other thread
-     * is left. (Bounded: the pid could be reused once it is reaped.) */
-    deadline = now_ms() + 3000;
-    while (!gone(pid) && now_ms() < deadline)
-      usleep(1000);
-  }
-  unlink(pidp);
-  return pid;
 }
 
 static int cmd_down(struct cluster *cl)

@@ -51,7 +51,7 @@ struct cluster {
  * so), or dies with a reason. */
 int cluster_find(struct cluster *cl, const char *dir, int base, int cache, int timeout,
                  int create);
-/* The member's pid if it runs (a process of this cluster), else 0. */
+/* members.c: the member's pid if it runs (a process of this cluster), else 0. */
 pid_t cluster_running(const struct cluster *cl, const struct member *m);
 /* Start member m (self: the auralog binary); its pid file and log. */
 pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self);
@@ -64,5 +64,17 @@ struct member *cluster_db_member(struct cluster *cl, const char *addr);
 void cluster_find_writer(struct cluster *cl);
 /* Send m sig and wait until it is gone; its pid, or 0 if it was not running. */
 pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig);
+
+/* cluster.c: DIR/a b c, the cluster's path; the coordinator's dashboard
+ * address. */
+void cluster_path(char *out, size_t n, const struct cluster *cl, const char *a,
+                  const char *b, const char *c);
+void cluster_dashboard_addr(const struct cluster *cl, char *out, size_t n);
+/* members.c: pid's command line into buf (NUL-separated, NUL-terminated):
+ * its length, or 0 if it cannot be read. */
+ssize_t cluster_cmdline(pid_t pid, char *buf, size_t len);
+/* members.c: did m, just started, exit already? 1 and why (its log's last
+ * line), else 0. */
+int cluster_died(const struct cluster *cl, struct member *m, char *why, size_t n);
 
 #endif
