@@ -31,6 +31,7 @@ struct simnode {
 enum { W_DOWN, W_OPENING, W_RECOVERING, W_SERVING, W_FAILED };
 
 struct wtx;                  /* a transaction in flight (workload.c) */
+struct simreplica;           /* the read replica (replica.c) */
 
 struct simwriter {
   struct world *w;
@@ -90,6 +91,8 @@ struct world {
   size_t nissued;
   uint64_t max_epoch;        /* the newest epoch a writer recovered in */
   uint64_t max_epoch_vdl;    /* ... and the VDL it recovered */
+  Auralog__Volume *vdesc;     /* the volume as the coordinator last described it */
+  struct simreplica *rep;    /* NULL: no replica in this run */
   /* The run. */
   struct sim_result rs;      /* what world_run hands back */
   struct sim_result *res;    /* &rs */
@@ -123,6 +126,16 @@ void writer_crash(struct simwriter *wr);
 void writer_kick(struct simwriter *wr);
 void writer_free_timers(struct world *w);
 void writer_poke_at(struct simwriter *wr, uint64_t t);
+
+/* replica.c */
+void replica_new(struct world *w);
+void replica_free(struct world *w);
+void replica_volume_ready(struct world *w);
+void replica_writer_event(struct simwriter *wr);
+void replica_writer_gone(struct simwriter *wr);
+void replica_crash(struct world *w);
+void replica_restart(struct world *w);
+void replica_cut(struct world *w, int on);
 
 /* workload.c */
 void workload_step(struct simwriter *wr);
