@@ -409,6 +409,26 @@ static void unlink_read(struct simreplica *rep, struct readreq *r)
     *pp = r->next;
 }
 
+/* A read refused: did a node's GC pass its need (the point was no
+ * longer held), or did it while the writer's PGMRPL held it? */
+static void refused(struct simreplica *rep, const struct readreq *r)
+{
+  struct world *w = rep->w;
+  w->res->replica_refused++;
+  int passed = 0;
+  for (int i = 0; i < SIM_NODES; i++) {
+    struct node *n = w->nodes[i].n;
+    for (size_t k = 0; n && k < n->nsegs; k++)
+      passed |= n->segs[k]->pg == r->pg && n->segs[k]->gc_lsn > r->need;
+  }
+  if (!passed)
+    return;
+  w->res->replica_gc_refused++;
+  if (rep->stream && rep->src && rep->src->v && rep->src->v->replica_floor &&
+      rep->src->v->replica_floor <= r->rp)
+    w->res->replica_gc_held++;
+}
+
 /* Storage reads that finished (or gave up): against the shadow. */
 static void reads_check(struct simreplica *rep)
 {
@@ -424,10 +444,10 @@ static void reads_check(struct simreplica *rep)
     if (!r->done) {
       /* Refused everywhere so far: given up (the core frees it). */
       r->abandoned = 1;
-      w->res->replica_refused++;
+      refused(rep, r);
       world_hash(w, "rgiveup", r->page_no, r->rp);
     } else if (r->rc != 0) {
-      w->res->replica_refused++;
+      refused(rep, r);
       unlink_read(rep, r);
       free(r);
     } else {

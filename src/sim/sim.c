@@ -250,7 +250,7 @@ struct tally {
   uint64_t faults[F_NKINDS];
   uint64_t bg[6];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups */
   uint64_t hl_ckpt, hl_replays, hl_replayed, hl_torn, hl_damaged, hl_deaths;
-  uint64_t rep_starts, rep_reads, rep_cache, rep_refused, rep_applied;
+  uint64_t rep_starts, rep_reads, rep_cache, rep_refused, rep_applied, rep_gc, rep_gc_held;
 };
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
@@ -288,6 +288,8 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->rep_cache += r.replica_cache_reads;
     t->rep_refused += r.replica_refused;
     t->rep_applied += r.replica_applied;
+    t->rep_gc += r.replica_gc_refused;
+    t->rep_gc_held += r.replica_gc_held;
     if (!many)
       print_result(stdout, &o, &r);
     if (r.violations) {
@@ -479,9 +481,11 @@ int sim_main(int argc, char **argv)
            (unsigned long long)t.hl_damaged);
     if (t.rep_starts)
       printf("replica: %llu streams, %llu reads checked (%llu from its cache), %llu storage "
-             "reads refused, %llu records applied\n", (unsigned long long)t.rep_starts,
+             "reads refused (%llu below a node's GC point, %llu of them while the PGMRPL "
+             "held it), %llu records applied\n", (unsigned long long)t.rep_starts,
              (unsigned long long)t.rep_reads, (unsigned long long)t.rep_cache,
-             (unsigned long long)t.rep_refused, (unsigned long long)t.rep_applied);
+             (unsigned long long)t.rep_refused, (unsigned long long)t.rep_gc,
+             (unsigned long long)t.rep_gc_held, (unsigned long long)t.rep_applied);
   }
   if (o.trace && o.trace != stdout)
     fclose(o.trace);

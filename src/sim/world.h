@@ -105,7 +105,9 @@ struct sim_result {
   /* The read replica (replica.c), in runs that have one. */
   uint64_t replica_reads;    /* its reads checked against the shadow ... */
   uint64_t replica_cache_reads; /* ... of them from its cache */
-  uint64_t replica_refused;  /* storage reads refused (or given up): never wrong */
+  uint64_t replica_refused;  /* storage reads refused (or given up): never wrong ... */
+  uint64_t replica_gc_refused; /* ... of them below a node's GC point ... */
+  uint64_t replica_gc_held;  /* ... while the writer's PGMRPL held the point (R6 broken?) */
   uint64_t replica_starts, replica_refused_feeds, replica_applied, replica_holds;
   /* The nodes' background work (node/bg.c), over every node life. */
   uint64_t bg_coalesced, bg_gc_records, bg_scrubbed, bg_damage, bg_repaired, bg_catchups;
