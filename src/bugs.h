@@ -22,6 +22,8 @@
  *   replica-past-vdl   a read replica moves its read point to the newest
  *                    record that arrived, past the VDL told and maybe
  *                    inside an MTR (vfs/rapply.c ra_target: R1, R2 broken)
+ *   no-replica-floor   the writer's PGMRPL leaves out its replicas' read
+ *                    points (vcore.c vol_pgmrpl): node GC passes them (R6)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
@@ -29,7 +31,7 @@
 enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
   BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
-  BUG_REPLICA_PAST_VDL, BUG_N
+  BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_N
 };
 
 extern unsigned planted_bugs;

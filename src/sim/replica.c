@@ -34,6 +34,8 @@
  *   - R1: the read point is never above the highest VDL the stream told;
  *   - R2: it is always the stream's start or the CPL of an MTR whose
  *     records all arrived;
+ *   - R6: while the newest writer's PGMRPL holds the read point, no
+ *     segment's GC point passes the replica's need (check_gc);
  *   - a storage read may be refused (a node's GC passed a point no longer
  *     held, a newer epoch, nodes down): counted, never answered wrong.
  *
@@ -84,6 +86,7 @@ struct simreplica {
   /* The replica's side. */
   struct rapply ra;
   struct volume *v;           /* its reader core (NULL while down) */
+  uint64_t taken;             /* the stream whose start it took */
   uint64_t start, vdl_told, got_next;   /* this stream's, as arrived (R1, R2) */
   uint64_t *cpls;             /* CPLs arrived above the read point */
   size_t ncpls, capcpls;
@@ -372,6 +375,7 @@ static void deliver(void *arg)
   if (m->kind == RM_START) {
     Auralog__ReplicaStart *s = auralog__replica_start__unpack(NULL, m->len, m->buf);
     take_start(rep, s);
+    rep->taken = m->stream;
     auralog__replica_start__free_unpacked(s, NULL);
   } else {
     Auralog__ReplicaFeed *f = auralog__replica_feed__unpack(NULL, m->len, m->buf);
@@ -490,6 +494,39 @@ static void read_one(struct simreplica *rep)
   vcore_wake(rep->v);
 }
 
+/* R6 (vfs/feed.c): once the replica reads at a point of its live stream,
+ * heard from, the newest writer's PGMRPL holds that point (its floor is at
+ * or below it), and no segment frees a record the replica may still need:
+ * every GC point is at or below ra_need. */
+static void check_gc(struct simreplica *rep)
+{
+  struct world *w = rep->w;
+  struct rapply *ra = &rep->ra;
+  struct simwriter *wr = rep->src;
+  if (!rep->stream || rep->taken != rep->stream || !ra->serving || ra->rp == 0 ||
+      wr == NULL || wr->v == NULL || wr->epoch != w->max_issued ||
+      sim_now(w->clock) - rep->w_heard > SIM_REPLICA_GONE_MS / 2)
+    return;
+  if (wr->v->replica_floor == 0 || wr->v->replica_floor > ra->rp) {
+    violation(w, "the writer's PGMRPL does not hold the replica's read point %llu (its "
+              "floor: %llu): R6", (unsigned long long)ra->rp,
+              (unsigned long long)wr->v->replica_floor);
+    return;
+  }
+  for (int i = 0; i < SIM_NODES && !w->stop; i++) {
+    struct node *n = w->nodes[i].n;
+    for (size_t k = 0; n && k < n->nsegs; k++) {
+      const struct segment *s = n->segs[k];
+      if (s->pg < SIM_PGS && s->gc_lsn > ra_need(ra, s->pg))
+        violation(w, "node %s pg %u: GC point %llu is above the replica's need %llu at its "
+                  "read point %llu, which the writer's PGMRPL holds (floor %llu): R6",
+                  w->nodes[i].id, s->pg, (unsigned long long)s->gc_lsn,
+                  (unsigned long long)ra_need(ra, s->pg), (unsigned long long)ra->rp,
+                  (unsigned long long)wr->v->replica_floor);
+    }
+  }
+}
+
 /* ---- the host ------------------------------------------------------------------- */
 
 static void r_msg(void *arg, struct ep *e, const Env *env)
@@ -546,6 +583,7 @@ static void r_tick(void *arg)
     read_one(rep);
   }
   advance(rep);
+  check_gc(rep);
   if (rep->stream && rep->ra.serving)
     send_msg(rep, RM_ACK, NULL, 0, rep->ra.rp);   /* heard from */
   sim_after(w->clock, REP_TICK_MS, r_tick, t);

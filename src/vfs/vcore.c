@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "lib/log.h"
 #include "param.h"
 #include "record.h"
@@ -158,7 +159,7 @@ Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *
 uint64_t vol_pgmrpl(const struct volume *v)
 {
   uint64_t p = v->q.vdl;
-  if (v->replica_floor && v->replica_floor < p)
+  if (v->replica_floor && v->replica_floor < p && !PLANTED(BUG_NO_REPLICA_FLOOR))
     p = v->replica_floor;
   for (const struct readreq *r = v->reads; r; r = r->next)
     if (r->rp < p)

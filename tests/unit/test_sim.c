@@ -226,10 +226,11 @@ static void every_planted_bug_is_caught(void **state)
     struct sim_result r = {0};
     for (seed = 1; seed <= BUG_SEEDS; seed++) {
       /* no-page-check shows only when a node serves stale pages. */
-      /* replica-past-vdl needs a replica in the world. */
-      struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK     ? fault("stale-read")
-                                     : b == BUG_REPLICA_PAST_VDL ? F_ALL | F_REPLICAS
-                                                                 : ALL_FAULTS,
+      /* The replica's bugs need a replica in the world. */
+      int rep = b == BUG_REPLICA_PAST_VDL || b == BUG_NO_REPLICA_FLOOR;
+      struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK ? fault("stale-read")
+                                     : rep                  ? F_ALL | F_REPLICAS
+                                                            : ALL_FAULTS,
                                1u << b);
       run(&o, &r);
       if (r.violations)
