@@ -584,8 +584,11 @@ static void r_tick(void *arg)
   }
   advance(rep);
   check_gc(rep);
-  if (rep->stream && rep->ra.serving)
-    send_msg(rep, RM_ACK, NULL, 0, rep->ra.rp);   /* heard from */
+  /* Heard from: its point, once it reads at one of this stream's (before,
+   * the stream's start holds the writer's PGMRPL: an older point acked
+   * now would let it drop below what GC already passed). */
+  if (rep->stream && rep->taken == rep->stream && rep->ra.serving)
+    send_msg(rep, RM_ACK, NULL, 0, rep->ra.rp);
   sim_after(w->clock, REP_TICK_MS, r_tick, t);
 }
 
