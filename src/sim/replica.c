@@ -573,12 +573,14 @@ static void r_tick(void *arg)
   reads_check(rep);
   /* A long reader now and then: it holds the read point (and, through
    * the acks, the writer's PGMRPL) for up to a few seconds. */
-  if (rep->ra.serving && now >= rep->hold_until && rng_uniform(&rep->rng, 40) == 0) {
+  int settling = w->healed && now >= w->heal_at + SIM_HEAL_MS;
+  if (rep->ra.serving && now >= rep->hold_until && rng_uniform(&rep->rng, 40) == 0 &&
+      !settling) {
     rep->hold_until = now + rng_range(&rep->rng, 200, 3000);
     w->res->replica_holds++;
     world_hash(w, "rhold", rep->ra.rp, rep->hold_until);
   }
-  if (now >= rep->next_read && !w->healed) {
+  if (now >= rep->next_read) {
     rep->next_read = now + 1 + rng_uniform(&rep->rng, 2 * SIM_READ_MS);
     read_one(rep);
   }
@@ -649,6 +651,24 @@ static void core_free(struct simreplica *rep)
   vcore_free(rep->v);
   free(rep->v);
   rep->v = NULL;
+}
+
+/* At the end (check_end): once the writer stopped committing and the
+ * heal settled, the replica follows it again and has caught up: its read
+ * point is the writer's VDL. */
+void replica_end(struct world *w)
+{
+  struct simreplica *rep = w->rep;
+  struct simwriter *wr = serving_writer(w);
+  if (rep == NULL || wr == NULL || w->stop)
+    return;
+  if (!rep->up || !rep->stream || rep->taken != rep->stream || !rep->ra.serving ||
+      rep->ra.rp != wr->v->q.vdl)
+    violation(w, "liveness: the replica did not catch up with writer %d within %d ms "
+              "after the heal settled (%s, read point %llu, the writer's VDL %llu)", wr->i,
+              SIM_SETTLE_MS, !rep->up ? "down" : !rep->stream ? "no stream"
+                             : rep->taken != rep->stream ? "no start yet" : "serving",
+              (unsigned long long)rep->ra.rp, (unsigned long long)wr->v->q.vdl);
 }
 
 void replica_crash(struct world *w)

@@ -136,6 +136,7 @@ void replica_writer_gone(struct simwriter *wr);
 void replica_crash(struct world *w);
 void replica_restart(struct world *w);
 void replica_cut(struct world *w, int on);
+void replica_end(struct world *w);
 
 /* workload.c */
 void workload_step(struct simwriter *wr);
