@@ -196,7 +196,7 @@ static void subscribe(void *arg)
     return;
   }
   Auralog__ReplicaStart s;
-  Auralog__PgLast *tails[SIM_PGS + 1];
+  Auralog__PgLast *tails[MAX_PGS];
   Auralog__TruncRange tr;
   vcore_feed_start(wr->v, &s, tails, &tr);
   rep->stream = ++rep->nstreams;
