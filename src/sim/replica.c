@@ -82,6 +82,8 @@ struct simreplica {
   uint64_t told;              /* the VDL last sent */
   uint64_t w_start, w_acked, w_heard;  /* the writer's view: start, last ack, when */
   int cut;                    /* the stream-cut fault holds it down */
+  int silent;                 /* the replica-silent fault: its acks are lost */
+  uint64_t lapsed;            /* a stream whose floor the writer let go a while */
   int retry;                  /* a subscription is scheduled */
   /* The replica's side. */
   struct rapply ra;
@@ -120,6 +122,8 @@ static void deliver(void *arg);
 
 static void send_msg(struct simreplica *rep, int kind, uint8_t *buf, size_t len, uint64_t rp)
 {
+  if (kind == RM_ACK && rep->silent)
+    return;                     /* lost on the way */
   struct rmsg *m = malloc(sizeof *m);
   *m = (struct rmsg){rep, rep->stream, kind, buf, len, rp};
   uint64_t *last = kind == RM_ACK ? &rep->back_at : &rep->out_at;
@@ -249,6 +253,11 @@ void replica_writer_event(struct simwriter *wr)
   uint64_t mrp = rep->w_acked ? rep->w_acked : rep->w_start;
   int heard = sim_now(wr->w->clock) - rep->w_heard <= SIM_REPLICA_GONE_MS;
   wr->v->replica_floor = heard ? mrp : 0;
+  if (!heard && rep->lapsed != rep->stream) {
+    rep->lapsed = rep->stream;  /* GC may pass its point from now on (R6 no more) */
+    wr->w->res->replica_lapses++;
+    world_hash(wr->w, "rlapse", rep->stream, 0);
+  }
 }
 
 /* The writer dies (writer_crash): its stream with it. */
@@ -428,8 +437,10 @@ static void refused(struct simreplica *rep, const struct readreq *r)
   if (!passed)
     return;
   w->res->replica_gc_refused++;
-  if (rep->stream && rep->src && rep->src->v && rep->src->v->replica_floor &&
-      rep->src->v->replica_floor <= r->rp)
+  if (rep->stream && rep->lapsed == rep->stream)
+    w->res->replica_gc_lapsed++;
+  else if (rep->stream && rep->src && rep->src->v && rep->src->v->replica_floor &&
+           rep->src->v->replica_floor <= r->rp)
     w->res->replica_gc_held++;
 }
 
@@ -503,7 +514,8 @@ static void check_gc(struct simreplica *rep)
   struct world *w = rep->w;
   struct rapply *ra = &rep->ra;
   struct simwriter *wr = rep->src;
-  if (!rep->stream || rep->taken != rep->stream || !ra->serving || ra->rp == 0 ||
+  if (!rep->stream || rep->taken != rep->stream || rep->lapsed == rep->stream ||
+      !ra->serving || ra->rp == 0 ||
       wr == NULL || wr->v == NULL || wr->epoch != w->max_issued ||
       sim_now(w->clock) - rep->w_heard > SIM_REPLICA_GONE_MS / 2)
     return;
@@ -586,11 +598,11 @@ static void r_tick(void *arg)
   }
   advance(rep);
   check_gc(rep);
-  /* Heard from: its point, once it reads at one of this stream's (before,
-   * the stream's start holds the writer's PGMRPL: an older point acked
-   * now would let it drop below what GC already passed). */
-  if (rep->stream && rep->taken == rep->stream && rep->ra.serving)
-    send_msg(rep, RM_ACK, NULL, 0, rep->ra.rp);
+  /* Heard from: its point, or this stream's start until it has one (an
+   * older point, from before the stream, acked now would pull the
+   * writer's floor below what GC passed while no stream held it). */
+  if (rep->stream && rep->taken == rep->stream)
+    send_msg(rep, RM_ACK, NULL, 0, rep->ra.serving ? rep->ra.rp : rep->start);
   sim_after(w->clock, REP_TICK_MS, r_tick, t);
 }
 
@@ -693,6 +705,12 @@ void replica_restart(struct world *w)
     return;
   rep_start(rep);
   core_new(rep);
+}
+
+void replica_silent(struct world *w, int on)
+{
+  if (w->rep)
+    w->rep->silent = on;
 }
 
 void replica_cut(struct world *w, int on)

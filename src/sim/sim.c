@@ -204,11 +204,12 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
           (unsigned long long)r->hash);
   if (r->replica_starts)
     fprintf(f, "  replica: %llu streams, %llu reads checked (%llu from its cache), %llu "
-            "refused, %llu records applied, %llu feeds refused, %llu long readers\n",
+            "refused, %llu records applied, %llu feeds refused, %llu long readers, %llu "
+            "floors let go\n",
             (unsigned long long)r->replica_starts, (unsigned long long)r->replica_reads,
             (unsigned long long)r->replica_cache_reads, (unsigned long long)r->replica_refused,
             (unsigned long long)r->replica_applied, (unsigned long long)r->replica_refused_feeds,
-            (unsigned long long)r->replica_holds);
+            (unsigned long long)r->replica_holds, (unsigned long long)r->replica_lapses);
   if (r->violations)
     fprintf(f, "  %s\n", r->first);
 }
@@ -251,6 +252,7 @@ struct tally {
   uint64_t bg[6];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups */
   uint64_t hl_ckpt, hl_replays, hl_replayed, hl_torn, hl_damaged, hl_deaths;
   uint64_t rep_starts, rep_reads, rep_cache, rep_refused, rep_applied, rep_gc, rep_gc_held;
+  uint64_t rep_gc_lapsed;
 };
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
@@ -290,6 +292,7 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->rep_applied += r.replica_applied;
     t->rep_gc += r.replica_gc_refused;
     t->rep_gc_held += r.replica_gc_held;
+    t->rep_gc_lapsed += r.replica_gc_lapsed;
     if (!many)
       print_result(stdout, &o, &r);
     if (r.violations) {
@@ -481,11 +484,13 @@ int sim_main(int argc, char **argv)
            (unsigned long long)t.hl_damaged);
     if (t.rep_starts)
       printf("replica: %llu streams, %llu reads checked (%llu from its cache), %llu storage "
-             "reads refused (%llu below a node's GC point, %llu of them while the PGMRPL "
-             "held it), %llu records applied\n", (unsigned long long)t.rep_starts,
+             "reads refused (%llu below a node's GC point: %llu after the writer let its "
+             "floor go while it was silent, %llu while the PGMRPL held it), %llu records "
+             "applied\n", (unsigned long long)t.rep_starts,
              (unsigned long long)t.rep_reads, (unsigned long long)t.rep_cache,
              (unsigned long long)t.rep_refused, (unsigned long long)t.rep_gc,
-             (unsigned long long)t.rep_gc_held, (unsigned long long)t.rep_applied);
+             (unsigned long long)t.rep_gc_lapsed, (unsigned long long)t.rep_gc_held,
+             (unsigned long long)t.rep_applied);
   }
   if (o.trace && o.trace != stdout)
     fclose(o.trace);

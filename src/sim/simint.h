@@ -137,6 +137,7 @@ void replica_crash(struct world *w);
 void replica_restart(struct world *w);
 void replica_cut(struct world *w, int on);
 void replica_end(struct world *w);
+void replica_silent(struct world *w, int on);
 
 /* workload.c */
 void workload_step(struct simwriter *wr);

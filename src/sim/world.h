@@ -58,7 +58,7 @@ enum {
   F_ENGINE_CRASH, F_NODE_CRASH, F_AZ_DOWN, F_AZ1_DOWN, F_PARTITION, F_PAIR_CUT,
   F_SLOW, F_RECOVERY_CRASH, F_CORRUPT, F_SECOND_WRITER, F_DROP, F_DUP, F_REORDER,
   F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
-  F_STREAM_CUT, F_NKINDS
+  F_STREAM_CUT, F_REPLICA_SILENT, F_NKINDS
 };
 extern const char *const fault_names[F_NKINDS];
 /* `all`, the default: every kind but stale-read, which is asked for by
@@ -66,7 +66,7 @@ extern const char *const fault_names[F_NKINDS];
  * cannot know to be old (vfs/pagelsn.h says which): a node-side check
  * (scrub) is what closes that, not yet the simulated node's. Leaving it
  * out of `all` also keeps every older seed's schedule as it was. */
-#define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT))
+#define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT) | (1u << F_REPLICA_SILENT))
 #define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS)
 /* A read replica (replica.c) is in the world only in runs that allow its
  * faults (--faults replicas: all of `all` and them): its host's draws and
@@ -108,7 +108,9 @@ struct sim_result {
   uint64_t replica_refused;  /* storage reads refused (or given up): never wrong ... */
   uint64_t replica_gc_refused; /* ... of them below a node's GC point ... */
   uint64_t replica_gc_held;  /* ... while the writer's PGMRPL held the point (R6 broken?) */
+  uint64_t replica_gc_lapsed; /* ... in a stream whose floor the writer once let go */
   uint64_t replica_starts, replica_refused_feeds, replica_applied, replica_holds;
+  uint64_t replica_lapses;   /* streams whose writer stopped hearing the replica */
   /* The nodes' background work (node/bg.c), over every node life. */
   uint64_t bg_coalesced, bg_gc_records, bg_scrubbed, bg_damage, bg_repaired, bg_catchups;
   /* The nodes' hot logs (node/hotlog.h). */

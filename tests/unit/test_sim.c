@@ -246,7 +246,8 @@ static void every_planted_bug_is_caught(void **state)
 /* A read replica in the world (replica.c): its reads, from its cache and
  * from storage at ra_need, equal the shadow's page at its read point in
  * every seed; some storage reads meet a node whose GC passed a read point
- * no longer held (after a stream cut or crash) and are refused, none
+ * no longer held (after a stream cut, a crash, or a silence past
+ * SIM_REPLICA_GONE_MS) and are refused, none
  * while the writer's PGMRPL held it; a run with it replays bit for bit;
  * and a run without --faults replicas has no replica at all (so older
  * seeds' runs are what they were). */
@@ -254,7 +255,7 @@ static void a_replica_reads_what_the_shadow_says(void **state)
 {
   (void)state;
   uint64_t reads = 0, cache = 0, refused = 0, gc = 0, held = 0, applied = 0, starts = 0;
-  uint64_t faults[2] = {0, 0};
+  uint64_t faults[3] = {0, 0, 0}, lapses = 0;
   int seeds_with_reads = 0;
   const int n = 40;
   for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
@@ -274,18 +275,22 @@ static void a_replica_reads_what_the_shadow_says(void **state)
     starts += r.replica_starts;
     faults[0] += r.faults[F_REPLICA_CRASH];
     faults[1] += r.faults[F_STREAM_CUT];
+    faults[2] += r.faults[F_REPLICA_SILENT];
+    lapses += r.replica_lapses;
   }
   printf("# %d seeds with a replica: %llu streams, %llu reads checked (%llu from its cache), "
          "%llu records applied, %llu storage reads refused (%llu below a GC point, %llu "
-         "while held); %llu replica crashes, %llu stream cuts\n", n,
+         "while held); %llu replica crashes, %llu stream cuts, %llu silences (%llu floors let "
+         "go)\n", n,
          (unsigned long long)starts, (unsigned long long)reads, (unsigned long long)cache,
          (unsigned long long)applied, (unsigned long long)refused, (unsigned long long)gc,
          (unsigned long long)held, (unsigned long long)faults[0],
-         (unsigned long long)faults[1]);
+         (unsigned long long)faults[1], (unsigned long long)faults[2],
+         (unsigned long long)lapses);
   assert_int_equal(seeds_with_reads, n);
   assert_true(cache > 0 && cache < reads);
   assert_true(applied > reads && starts > (uint64_t)n);
-  assert_true(faults[0] > 0 && faults[1] > 0);
+  assert_true(faults[0] > 0 && faults[1] > 0 && faults[2] > 0 && lapses > 0);
   assert_true(gc > 0);
   assert_int_equal(held, 0);
   /* Bit for bit, with the replica. */
