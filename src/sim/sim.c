@@ -54,7 +54,7 @@ static void usage(FILE *f)
     "  --faults LIST    fault kinds, comma-separated, or all, replicas or none\n"
     "                   (default all: every kind but stale-read, asked for by name,\n"
     "                   and the replica's; replicas: all, and a read replica with\n"
-    "                   replica-crash and stream-cut):\n"
+    "                   replica-crash, stream-cut and replica-silent):\n"
     "                   ",
     SIM_TIME_MS);
   for (int k = 0; k < F_NKINDS; k++)
