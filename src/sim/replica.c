@@ -2,31 +2,21 @@
  * replica.c: a read replica in the simulator (paper §4.2.4), driving the
  * same apply rule the real replica does (vfs/rapply.h).
  *
- * The replica host has two halves, as vfs/rvol.c and vfs/feed.c do:
+ * The stream with its writer (a ReplicaStart, then every record shipped
+ * and the VDL, in order; acks back) is rstream.c's. Here, the replica:
  *
- *   the stream  The serving writer answers a subscription with a
- *               ReplicaStart built by its core (vcore_feed_start), then
- *               sends every record of every MTR it ships (vcore_feed_mtr,
- *               through v->on_rec) and its VDL as it advances. Messages
- *               go as on a TCP stream: in order, each after a few ms,
- *               none lost while the stream lasts. A writer crash, a
- *               replica crash or the stream-cut fault breaks it; the
- *               replica subscribes again (after the cut heals) and
- *               starts over: a new start, its cache dropped. A feed the
- *               rule refuses (ra_feed -1) does the same.
- *   the reader  Its own volume core in reader mode (v->reader: its
- *               writer's epoch and truncation, no writes) on the
- *               simulated network, for pages it does not cache: a read at
- *               the read point with need = ra_need(pg), as rvol_read_page
- *               does. Pages read may be kept in its cache, where
- *               ra_advance applies the stream's records to them.
- *
- * The replica acknowledges its read point to the writer (over the stream,
- * after a delay); the writer folds it into its PGMRPL (replica_floor, as
- * feed.c's publish does) while the replica was heard within
- * SIM_REPLICA_GONE_MS; before the first ack, the stream's start holds it.
- * A simulated long reader holds the read point for a while now and then
- * (R3: the point does not move while it or a storage read holds it).
+ *   the apply  replica_take_start, replica_take_feed: ra_start and
+ *              ra_feed, as rvol.c does (a refused feed: start over);
+ *              replica_advance moves the read point to ra_target and
+ *              applies records to the pages it caches (ra_advance),
+ *              unless a reader holds the point (R3: a simulated long
+ *              reader now and then, or a storage read in flight).
+ *   the reads  now and then a page at the read point: from its cache, or
+ *              through its own volume core in reader mode (v->reader: its
+ *              writer's epoch and truncation, no writes) on the simulated
+ *              network, with need = ra_need(pg) as rvol_read_page does;
+ *              a page read may be kept in the cache.
+ *   the host   start, crash (cache, stream and core lost), restart.
  *
  * Checks (check.c lists them with the rest):
  *   - every replica read, from the cache or from storage, equals the
@@ -34,8 +24,10 @@
  *   - R1: the read point is never above the highest VDL the stream told;
  *   - R2: it is always the stream's start or the CPL of an MTR whose
  *     records all arrived;
- *   - R6: while the newest writer's PGMRPL holds the read point, no
- *     segment's GC point passes the replica's need (check_gc);
+ *   - R6: while the newest writer's PGMRPL holds the read point (heard
+ *     from, never let go in this stream), no segment's GC point passes
+ *     the replica's need (check_gc);
+ *   - at the end, it has caught up with its writer (replica_end);
  *   - a storage read may be refused (a node's GC passed a point no longer
  *     held, a newer epoch, nodes down): counted, never answered wrong.
  *
@@ -52,58 +44,7 @@
 
 #define REP_ADDR      "r1:1"
 #define REP_TICK_MS   50        /* its timer: reads, acks, the long reader */
-#define REP_DELAY_MS  8         /* a stream message takes 1 .. this */
-#define REP_RETRY_MS  200       /* it subscribes again after a broken stream */
 #define REP_READ_MS   400       /* a storage read not answered by then is refused */
-#define REP_NPAGES    (SIM_PGS * SIM_PAGES)
-
-enum { RM_START, RM_FEED, RM_ACK };
-
-/* A message on the stream (either way). */
-struct rmsg {
-  struct simreplica *rep;
-  uint64_t stream;
-  int kind;
-  uint8_t *buf;               /* RM_START, RM_FEED: a packed ReplicaStart, ReplicaFeed */
-  size_t len;
-  uint64_t rp;                /* RM_ACK: the read point */
-};
-
-struct simreplica {
-  struct world *w;
-  struct rng rng;
-  struct simhost *h;
-  int up;
-  unsigned gen;               /* +1 per crash: stale timers check it */
-  /* The stream; the writer's side. */
-  uint64_t stream, nstreams;  /* the live one (0: none) */
-  struct simwriter *src;      /* its writer */
-  uint64_t out_at, back_at;   /* the last message's arrival, each way (ordered) */
-  uint64_t told;              /* the VDL last sent */
-  uint64_t w_start, w_acked, w_heard;  /* the writer's view: start, last ack, when */
-  int cut;                    /* the stream-cut fault holds it down */
-  int silent;                 /* the replica-silent fault: its acks are lost */
-  uint64_t lapsed;            /* a stream whose floor the writer let go a while */
-  int retry;                  /* a subscription is scheduled */
-  /* The replica's side. */
-  struct rapply ra;
-  struct volume *v;           /* its reader core (NULL while down) */
-  uint64_t taken;             /* the stream whose start it took */
-  uint64_t start, vdl_told, got_next;   /* this stream's, as arrived (R1, R2) */
-  uint64_t *cpls;             /* CPLs arrived above the read point */
-  size_t ncpls, capcpls;
-  int cached[REP_NPAGES];
-  uint8_t cache[REP_NPAGES][SIM_PAGE_SIZE];
-  uint64_t hold_until;        /* the long reader holds the read point until then */
-  uint64_t next_read;
-  struct rread {
-    struct readreq *r;
-    uint8_t *buf;
-    int k;
-    uint64_t since;
-  } rd[2];
-  size_t nrd;
-};
 
 static uint32_t page_of(int k)
 {
@@ -114,158 +55,6 @@ static int slot_of(uint32_t page_no)
 {
   uint32_t pg = page_no / PG_PAGES, i = page_no % PG_PAGES;
   return pg < SIM_PGS && i < SIM_PAGES ? (int)(pg * SIM_PAGES + i) : -1;
-}
-
-/* ---- the stream --------------------------------------------------------------- */
-
-static void deliver(void *arg);
-
-static void send_msg(struct simreplica *rep, int kind, uint8_t *buf, size_t len, uint64_t rp)
-{
-  if (kind == RM_ACK && rep->silent)
-    return;                     /* lost on the way */
-  struct rmsg *m = malloc(sizeof *m);
-  *m = (struct rmsg){rep, rep->stream, kind, buf, len, rp};
-  uint64_t *last = kind == RM_ACK ? &rep->back_at : &rep->out_at;
-  uint64_t at = sim_now(rep->w->clock) + 1 + rng_uniform(&rep->rng, REP_DELAY_MS);
-  if (at < *last)
-    at = *last;                 /* a stream: in order */
-  *last = at;
-  sim_at(rep->w->clock, at, deliver, m);
-}
-
-static void send_feed(struct simreplica *rep, const Rec *r, uint64_t vdl)
-{
-  Auralog__ReplicaFeed f = AURALOG__REPLICA_FEED__INIT;
-  Rec *recs[1] = {(Rec *)r};
-  f.records = recs;
-  f.n_records = r ? 1 : 0;
-  f.vdl = vdl;
-  size_t len = auralog__replica_feed__get_packed_size(&f);
-  uint8_t *buf = malloc(len ? len : 1);
-  auralog__replica_feed__pack(&f, buf);
-  send_msg(rep, RM_FEED, buf, len, 0);
-}
-
-/* vcore_feed_mtr's on_rec: the serving writer shipped record r. */
-static void on_rec(void *arg, const Rec *r)
-{
-  struct simreplica *rep = arg;
-  if (rep->stream)
-    send_feed(rep, r, rep->told);
-}
-
-static void retry_later(struct simreplica *rep);
-
-/* The stream ends: the writer forgets the replica (and its floor). */
-static void stream_break(struct simreplica *rep, const char *why)
-{
-  if (rep->stream == 0)
-    return;
-  struct world *w = rep->w;
-  world_trace(w, "replica: stream %llu breaks: %s", (unsigned long long)rep->stream, why);
-  world_hash(w, "rbreak", rep->stream, 0);
-  if (rep->src && rep->src->v) {
-    rep->src->v->on_rec = NULL;
-    rep->src->v->replica_floor = 0;
-  }
-  rep->stream = 0;
-  rep->src = NULL;
-  retry_later(rep);
-}
-
-static struct simwriter *serving_writer(struct world *w)
-{
-  struct simwriter *best = NULL;
-  for (int i = 0; i < SIM_WRITERS; i++) {
-    struct simwriter *wr = &w->wr[i];
-    if (wr->state == W_SERVING && wr->v && !wr->v->fenced &&
-        (best == NULL || wr->epoch > best->epoch))
-      best = wr;
-  }
-  return best;
-}
-
-/* Subscribe to the serving writer: it answers a ReplicaStart. */
-static void subscribe(void *arg)
-{
-  struct simreplica *rep = arg;
-  struct world *w = rep->w;
-  rep->retry = 0;
-  if (!rep->up || rep->stream || w->stop)
-    return;
-  struct simwriter *wr = serving_writer(w);
-  if (wr == NULL || rep->cut) {
-    retry_later(rep);
-    return;
-  }
-  Auralog__ReplicaStart s;
-  Auralog__PgLast *tails[MAX_PGS];
-  Auralog__TruncRange tr;
-  vcore_feed_start(wr->v, &s, tails, &tr);
-  rep->stream = ++rep->nstreams;
-  rep->src = wr;
-  rep->told = s.vdl;
-  rep->w_start = s.start;
-  rep->w_acked = 0;
-  rep->w_heard = sim_now(w->clock);
-  wr->v->on_rec = on_rec;
-  wr->v->on_rec_arg = rep;
-  wr->v->replica_floor = s.start;
-  size_t len = auralog__replica_start__get_packed_size(&s);
-  uint8_t *buf = malloc(len ? len : 1);
-  auralog__replica_start__pack(&s, buf);
-  for (size_t i = 0; i < s.n_tails; i++)
-    free(tails[i]);
-  send_msg(rep, RM_START, buf, len, 0);
-  world_trace(w, "replica: stream %llu from writer %d (epoch %llu): start %llu, from %llu, "
-              "vdl %llu", (unsigned long long)rep->stream, wr->i,
-              (unsigned long long)wr->epoch, (unsigned long long)s.start,
-              (unsigned long long)s.from, (unsigned long long)s.vdl);
-  world_hash(w, "rsub", s.start, s.from);
-  w->res->replica_starts++;
-}
-
-static void retry_later(struct simreplica *rep)
-{
-  if (rep->retry || !rep->up)
-    return;
-  rep->retry = 1;
-  sim_after(rep->w->clock, REP_RETRY_MS, subscribe, rep);
-}
-
-/* The writer's side, after each of its events: its VDL goes out as it
- * advances, a writer that stopped serving ends the stream, and the
- * replica's read point bounds its PGMRPL while heard (feed.c publish). */
-void replica_writer_event(struct simwriter *wr)
-{
-  struct simreplica *rep = wr->w->rep;
-  if (rep == NULL || rep->src != wr || rep->stream == 0)
-    return;
-  if (wr->state != W_SERVING || wr->v == NULL || wr->v->fenced) {
-    stream_break(rep, "its writer stopped serving");
-    return;
-  }
-  if (wr->v->q.vdl > rep->told) {
-    rep->told = wr->v->q.vdl;
-    send_feed(rep, NULL, rep->told);
-  }
-  uint64_t mrp = rep->w_acked ? rep->w_acked : rep->w_start;
-  int heard = sim_now(wr->w->clock) - rep->w_heard <= SIM_REPLICA_GONE_MS;
-  wr->v->replica_floor = heard ? mrp : 0;
-  if (!heard && rep->lapsed != rep->stream) {
-    rep->lapsed = rep->stream;  /* GC may pass its point from now on (R6 no more) */
-    wr->w->res->replica_lapses++;
-    world_hash(wr->w, "rlapse", rep->stream, 0);
-  }
-}
-
-/* The writer dies (writer_crash): its stream with it. */
-void replica_writer_gone(struct simwriter *wr)
-{
-  struct simreplica *rep = wr->w->rep;
-  if (rep && rep->src == wr)
-    stream_break(rep, "its writer crashed");
 }
 
 /* ---- the replica's side --------------------------------------------------------- */
@@ -286,7 +75,7 @@ static void drop_cache(struct simreplica *rep)
 
 /* Move the read point as far as the rule allows, unless a reader holds
  * it (R3); then check R1 and R2, and tell the writer. */
-static void advance(struct simreplica *rep)
+void replica_advance(struct simreplica *rep)
 {
   struct world *w = rep->w;
   struct rapply *ra = &rep->ra;
@@ -316,10 +105,10 @@ static void advance(struct simreplica *rep)
     if (rep->cpls[i] > ra->rp)
       rep->cpls[j++] = rep->cpls[i];
   rep->ncpls = j;
-  send_msg(rep, RM_ACK, NULL, 0, ra->rp);
+  rstream_ack(rep, ra->rp);
 }
 
-static void take_start(struct simreplica *rep, const Auralog__ReplicaStart *s)
+void replica_take_start(struct simreplica *rep, const Auralog__ReplicaStart *s)
 {
   drop_cache(rep);
   ra_start(&rep->ra, s);
@@ -342,7 +131,7 @@ static void take_start(struct simreplica *rep, const Auralog__ReplicaStart *s)
   }
 }
 
-static void take_feed(struct simreplica *rep, const Auralog__ReplicaFeed *f)
+void replica_take_feed(struct simreplica *rep, const Auralog__ReplicaFeed *f)
 {
   struct world *w = rep->w;
   char why[200];
@@ -363,38 +152,8 @@ static void take_feed(struct simreplica *rep, const Auralog__ReplicaFeed *f)
   if (ra_feed(&rep->ra, f->records, f->n_records, f->vdl, why, sizeof why) != 0) {
     world_trace(w, "replica: feed refused: %s; starting over", why);
     w->res->replica_refused_feeds++;
-    stream_break(rep, why);
+    rstream_break(rep, why);
   }
-}
-
-static void deliver(void *arg)
-{
-  struct rmsg *m = arg;
-  struct simreplica *rep = m->rep;
-  struct world *w = rep->w;
-  if (m->stream != rep->stream || !rep->up || w->stop)
-    goto out;                   /* a broken stream's: never arrives */
-  if (m->kind == RM_ACK) {
-    rep->w_acked = m->rp;
-    rep->w_heard = sim_now(w->clock);
-    if (rep->src)
-      replica_writer_event(rep->src);
-    goto out;
-  }
-  if (m->kind == RM_START) {
-    Auralog__ReplicaStart *s = auralog__replica_start__unpack(NULL, m->len, m->buf);
-    take_start(rep, s);
-    rep->taken = m->stream;
-    auralog__replica_start__free_unpacked(s, NULL);
-  } else {
-    Auralog__ReplicaFeed *f = auralog__replica_feed__unpack(NULL, m->len, m->buf);
-    take_feed(rep, f);
-    auralog__replica_feed__free_unpacked(f, NULL);
-  }
-  advance(rep);
-out:
-  free(m->buf);
-  free(m);
 }
 
 /* ---- reads ---------------------------------------------------------------------- */
@@ -479,7 +238,7 @@ static void reads_check(struct simreplica *rep)
     rep->rd[i] = rep->rd[--rep->nrd];
   }
   if (rep->nrd == 0)
-    advance(rep);
+    replica_advance(rep);
 }
 
 static void read_one(struct simreplica *rep)
@@ -596,13 +355,13 @@ static void r_tick(void *arg)
     rep->next_read = now + 1 + rng_uniform(&rep->rng, 2 * SIM_READ_MS);
     read_one(rep);
   }
-  advance(rep);
+  replica_advance(rep);
   check_gc(rep);
   /* Heard from: its point, or this stream's start until it has one (an
    * older point, from before the stream, acked now would pull the
    * writer's floor below what GC passed while no stream held it). */
   if (rep->stream && rep->taken == rep->stream)
-    send_msg(rep, RM_ACK, NULL, 0, rep->ra.serving ? rep->ra.rp : rep->start);
+    rstream_ack(rep, rep->ra.serving ? rep->ra.rp : rep->start);
   sim_after(w->clock, REP_TICK_MS, r_tick, t);
 }
 
@@ -626,7 +385,7 @@ static void rep_start(struct simreplica *rep)
   struct rtimer *t = malloc(sizeof *t);
   *t = (struct rtimer){rep, rep->gen};
   sim_after(w->clock, 1 + rng_uniform(&rep->rng, REP_TICK_MS), r_tick, t);
-  retry_later(rep);
+  rstream_retry(rep);
 }
 
 /* The reader core, as vol_open_reader sets it up, from the volume's
@@ -671,7 +430,7 @@ static void core_free(struct simreplica *rep)
 void replica_end(struct world *w)
 {
   struct simreplica *rep = w->rep;
-  struct simwriter *wr = serving_writer(w);
+  struct simwriter *wr = rstream_serving_writer(w);
   if (rep == NULL || wr == NULL || w->stop)
     return;
   if (!rep->up || !rep->stream || rep->taken != rep->stream || !rep->ra.serving ||
@@ -690,7 +449,7 @@ void replica_crash(struct world *w)
     return;
   world_trace(w, "replica crashes");
   world_hash(w, "rcrash", rep->gen, 0);
-  stream_break(rep, "the replica crashed");
+  rstream_break(rep, "the replica crashed");
   simnet_crash(rep->h);
   core_free(rep);
   ra_free(&rep->ra);
@@ -720,7 +479,7 @@ void replica_cut(struct world *w, int on)
     return;
   rep->cut = on;
   if (on)
-    stream_break(rep, "the stream was cut");
+    rstream_break(rep, "the stream was cut");
 }
 
 /* The first writer serves: the volume exists; the replica starts. */
@@ -754,30 +513,13 @@ static int free_arg(void *arg, void *ctx)
   return 1;
 }
 
-static int keep_arg(void *arg, void *ctx)
-{
-  (void)arg;
-  (void)ctx;
-  return 1;
-}
-
-static int free_msg(void *arg, void *ctx)
-{
-  (void)ctx;
-  struct rmsg *m = arg;
-  free(m->buf);
-  free(m);
-  return 1;
-}
-
 void replica_free(struct world *w)
 {
   struct simreplica *rep = w->rep;
   if (rep == NULL)
     return;
   sim_cancel_fn(w->clock, r_tick, free_arg, NULL);
-  sim_cancel_fn(w->clock, deliver, free_msg, NULL);
-  sim_cancel_fn(w->clock, subscribe, keep_arg, NULL);
+  rstream_free(w);
   core_free(rep);
   ra_free(&rep->ra);
   free(rep->cpls);

@@ -15,6 +15,9 @@
  *              the shadow model of what every page must hold
  *   check.c    the invariants of DESIGN.md §4, after every event and at
  *              the end
+ *   replica.c  a read replica (--faults replicas): the real replica's
+ *              apply rule, its cache and storage reads, checked against
+ *              the shadow model; rstream.c its stream with the writer
  *   nemesis.c  the faults a seed mixes in, and the final heal
  *   sim.c      `auralog sim`: seeds, summary, replay line, trace, shrink
  *
