@@ -19,13 +19,19 @@
  *   stale-version    a node reading a page whose version is damaged or
  *                    missing builds it from its records alone, as if the
  *                    page had no version (node/store_pages.c)
+ *   replica-past-vdl   a read replica moves its read point to the newest
+ *                    record that arrived, past the VDL told and maybe
+ *                    inside an MTR (vfs/rapply.c ra_target: R1, R2 broken)
+ *   no-replica-floor   the writer's PGMRPL leaves out its replicas' read
+ *                    points (vcore.c vol_pgmrpl): node GC passes them (R6)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
 
 enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
-  BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION, BUG_N
+  BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
+  BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_N
 };
 
 extern unsigned planted_bugs;

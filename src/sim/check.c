@@ -16,8 +16,15 @@
  *   6. no segment's SCL above its stored  check_end (and after every node
  *      chain; convergence after the heal  restart): the chain of backlinks
  *                                         from the SCL down is all there
+ *   replica reads equal the shadow      replica.c check_page (from its
+ *   at the replica's read point         cache or from storage at ra_need)
+ *   R1, R2: the replica's point never   replica.c advance
+ *   above a VDL told, never in an MTR
+ *   R6: node GC never passes a point    replica.c check_gc
+ *   the writer's PGMRPL holds
  *   liveness: commits resume within SIM_HEAL_MS of the final heal, and
- *   every segment catches up with its PG within SIM_SETTLE_MS after.
+ *   every segment catches up with its PG within SIM_SETTLE_MS after (and
+ *   the read replica, if any, with its writer: replica_end).
  * The first violation stops the run; its line is the seed's verdict.
  */
 #include <stdarg.h>
@@ -167,6 +174,7 @@ void check_end(struct world *w)
   if (!w->stop && (w->sweep < SIM_PGS * SIM_PAGES || (wr && wr->nreads)))
     violation(w, "liveness: the final reads of every page did not finish within %d ms "
               "(%d of %d started)", SIM_SETTLE_MS, w->sweep, SIM_PGS * SIM_PAGES);
+  replica_end(w);
   for (size_t i = 0; i < w->ntxs; i++)
     w->res->tx_truncated += w->txs[i].state == TX_TRUNCATED;
 }

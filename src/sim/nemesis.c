@@ -55,6 +55,20 @@
  *                    truncation) keeps K's commits; then everyone is back
  *                    and the old truncation spreads by gossip: it must not
  *                    cut what the newer epoch kept (rule T)
+ *   replica-crash    the read replica (replica.c) dies, its cache and stream
+ *                    with it; it restarts after the duration and subscribes
+ *                    again
+ *   stream-cut       the writer-replica stream breaks and cannot be made
+ *                    again for the duration; the replica keeps serving reads
+ *                    at its old read point meanwhile, which the writer's
+ *                    PGMRPL no longer holds: node GC may pass it, and such
+ *                    a read must be refused, never answered wrong
+ *   replica-silent   the replica's acks stop reaching its writer for the
+ *                    duration (the stream stays up): past
+ *                    SIM_REPLICA_GONE_MS the writer's PGMRPL lets it go
+ *                    (feed.c), node GC may pass its point, and its reads
+ *                    there must be refused, never answered wrong
+ *   (These three only in runs with a replica: --faults replicas, world.h.)
  *
  * The paper's fault model (§2.1): at most an AZ and one more node are
  * unavailable at once. A fault that would take more is skipped, unless
@@ -73,7 +87,8 @@
 const char *const fault_names[F_NKINDS] = {
   "engine-crash", "node-crash", "az-down", "az1-down", "partition", "pair-cut", "slow",
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
-  "split-write", "stale-trunc", "coord-crash", "stale-read",
+  "split-write", "stale-trunc", "coord-crash", "stale-read", "replica-crash", "stream-cut",
+  "replica-silent",
 };
 
 /* Would taking the nodes in mask down (besides those down now) leave the
@@ -264,6 +279,9 @@ static void start(struct act *a)
   case F_COORD_CRASH: coord_crash(w); break;
   case F_DUP: nc->dup_ppm = 20000; break;
   case F_REORDER: nc->reorder = 1; break;
+  case F_REPLICA_CRASH: replica_crash(w); break;
+  case F_STREAM_CUT: replica_cut(w, 1); break;
+  case F_REPLICA_SILENT: replica_silent(w, 1); break;
   }
   later(a, e->dur, 1);
 }
@@ -303,6 +321,9 @@ static void heal(struct act *a)
   case F_COORD_CRASH: coord_restart(w); break;
   case F_DUP: nc->dup_ppm = 0; break;
   case F_REORDER: nc->reorder = 0; break;
+  case F_REPLICA_CRASH: replica_restart(w); break;
+  case F_STREAM_CUT: replica_cut(w, 0); break;
+  case F_REPLICA_SILENT: replica_silent(w, 0); break;
   default: break;
   }
   free(a);
@@ -479,6 +500,9 @@ void nemesis_heal_all(struct world *w)
     if (w->nodes[i].n)
       w->nodes[i].n->stale = 0;
   }
+  replica_cut(w, 0);
+  replica_silent(w, 0);
+  replica_restart(w);
   if (current(w) == NULL) {
     for (int i = 0; i < SIM_WRITERS; i++)
       if (w->wr[i].state == W_FAILED)

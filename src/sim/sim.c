@@ -51,8 +51,10 @@ static void usage(FILE *f)
     "  --seeds A..B     run seeds A to B; print failures and a summary\n"
     "  --time MS        virtual time of faults before the final heal (default %d)\n"
     "  --steps N        stop after N events (a partial run: no end checks)\n"
-    "  --faults LIST    fault kinds, comma-separated, or all or none (default all;\n"
-    "                   all is every kind but stale-read, asked for by name):\n"
+    "  --faults LIST    fault kinds, comma-separated, or all, replicas or none\n"
+    "                   (default all: every kind but stale-read, asked for by name,\n"
+    "                   and the replica's; replicas: all, and a read replica with\n"
+    "                   replica-crash, stream-cut and replica-silent):\n"
     "                   ",
     SIM_TIME_MS);
   for (int k = 0; k < F_NKINDS; k++)
@@ -75,6 +77,10 @@ static int parse_faults(const char *s, uint32_t *out)
 {
   if (!strcmp(s, "all")) {
     *out = F_ALL;
+    return 0;
+  }
+  if (!strcmp(s, "replicas")) {      /* all, and a read replica with its faults */
+    *out = F_ALL | F_REPLICAS;
     return 0;
   }
   *out = 0;
@@ -140,6 +146,10 @@ static void print_faults_opt(FILE *f, uint32_t faults)
   if (faults == F_ALL)
     return;
   fprintf(f, " --faults ");
+  if (faults == (F_ALL | F_REPLICAS)) {
+    fprintf(f, "replicas");
+    return;
+  }
   if (faults == 0) {
     fprintf(f, "none");
     return;
@@ -192,6 +202,14 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
           (unsigned long long)r->reads_checked, (unsigned long long)r->recoveries,
           (unsigned long long)r->recoveries_interrupted, (unsigned long long)r->msgs,
           (unsigned long long)r->hash);
+  if (r->replica_starts)
+    fprintf(f, "  replica: %llu streams, %llu reads checked (%llu from its cache), %llu "
+            "refused, %llu records applied, %llu feeds refused, %llu long readers, %llu "
+            "floors let go\n",
+            (unsigned long long)r->replica_starts, (unsigned long long)r->replica_reads,
+            (unsigned long long)r->replica_cache_reads, (unsigned long long)r->replica_refused,
+            (unsigned long long)r->replica_applied, (unsigned long long)r->replica_refused_feeds,
+            (unsigned long long)r->replica_holds, (unsigned long long)r->replica_lapses);
   if (r->violations)
     fprintf(f, "  %s\n", r->first);
 }
@@ -233,6 +251,8 @@ struct tally {
   uint64_t faults[F_NKINDS];
   uint64_t bg[6];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups */
   uint64_t hl_ckpt, hl_replays, hl_replayed, hl_torn, hl_damaged, hl_deaths;
+  uint64_t rep_starts, rep_reads, rep_cache, rep_refused, rep_applied, rep_gc, rep_gc_held;
+  uint64_t rep_gc_lapsed;
 };
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
@@ -265,6 +285,14 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->hl_torn += r.hl_torn;
     t->hl_damaged += r.hl_damaged;
     t->hl_deaths += r.hl_commit_deaths;
+    t->rep_starts += r.replica_starts;
+    t->rep_reads += r.replica_reads;
+    t->rep_cache += r.replica_cache_reads;
+    t->rep_refused += r.replica_refused;
+    t->rep_applied += r.replica_applied;
+    t->rep_gc += r.replica_gc_refused;
+    t->rep_gc_held += r.replica_gc_held;
+    t->rep_gc_lapsed += r.replica_gc_lapsed;
     if (!many)
       print_result(stdout, &o, &r);
     if (r.violations) {
@@ -454,6 +482,15 @@ int sim_main(int argc, char **argv)
            (unsigned long long)t.hl_replays, (unsigned long long)t.hl_replayed,
            (unsigned long long)t.hl_deaths, (unsigned long long)t.hl_torn,
            (unsigned long long)t.hl_damaged);
+    if (t.rep_starts)
+      printf("replica: %llu streams, %llu reads checked (%llu from its cache), %llu storage "
+             "reads refused (%llu below a node's GC point: %llu after the writer let its "
+             "floor go while it was silent, %llu while the PGMRPL held it), %llu records "
+             "applied\n", (unsigned long long)t.rep_starts,
+             (unsigned long long)t.rep_reads, (unsigned long long)t.rep_cache,
+             (unsigned long long)t.rep_refused, (unsigned long long)t.rep_gc,
+             (unsigned long long)t.rep_gc_lapsed, (unsigned long long)t.rep_gc_held,
+             (unsigned long long)t.rep_applied);
   }
   if (o.trace && o.trace != stdout)
     fclose(o.trace);

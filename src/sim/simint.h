@@ -10,6 +10,7 @@
 #include "node/node.h"
 #include "sim/hfile.h"
 #include "sim/world.h"
+#include "vfs/rapply.h"
 #include "vfs/volume_int.h"
 
 /* A storage node host: its disk outlives its core (a crash loses only the
@@ -31,6 +32,7 @@ struct simnode {
 enum { W_DOWN, W_OPENING, W_RECOVERING, W_SERVING, W_FAILED };
 
 struct wtx;                  /* a transaction in flight (workload.c) */
+struct simreplica;           /* the read replica (replica.c) */
 
 struct simwriter {
   struct world *w;
@@ -90,6 +92,8 @@ struct world {
   size_t nissued;
   uint64_t max_epoch;        /* the newest epoch a writer recovered in */
   uint64_t max_epoch_vdl;    /* ... and the VDL it recovered */
+  Auralog__Volume *vdesc;     /* the volume as the coordinator last described it */
+  struct simreplica *rep;    /* NULL: no replica in this run */
   /* The run. */
   struct sim_result rs;      /* what world_run hands back */
   struct sim_result *res;    /* &rs */
@@ -105,6 +109,55 @@ struct world {
   uint64_t traced_vdl[SIM_WRITERS], traced_scl[SIM_NODES][SIM_PGS];
   int active[F_NKINDS];
 };
+
+/* The read replica (replica.c), and its stream with the writer (rstream.c). */
+#define REP_NPAGES (SIM_PGS * SIM_PAGES)
+struct simreplica {
+  struct world *w;
+  struct rng rng;
+  struct simhost *h;
+  int up;
+  unsigned gen;               /* +1 per crash: stale timers check it */
+  /* The stream; the writer's side. */
+  uint64_t stream, nstreams;  /* the live one (0: none) */
+  struct simwriter *src;      /* its writer */
+  uint64_t out_at, back_at;   /* the last message's arrival, each way (ordered) */
+  uint64_t told;              /* the VDL last sent */
+  uint64_t w_start, w_acked, w_heard;  /* the writer's view: start, last ack, when */
+  int cut;                    /* the stream-cut fault holds it down */
+  int silent;                 /* the replica-silent fault: its acks are lost */
+  uint64_t lapsed;            /* a stream whose floor the writer let go a while */
+  int retry;                  /* a subscription is scheduled */
+  /* The replica's side. */
+  struct rapply ra;
+  struct volume *v;           /* its reader core (NULL while down) */
+  uint64_t taken;             /* the stream whose start it took */
+  uint64_t start, vdl_told, got_next;   /* this stream's, as arrived (R1, R2) */
+  uint64_t *cpls;             /* CPLs arrived above the read point */
+  size_t ncpls, capcpls;
+  int cached[REP_NPAGES];
+  uint8_t cache[REP_NPAGES][SIM_PAGE_SIZE];
+  uint64_t hold_until;        /* the long reader holds the read point until then */
+  uint64_t next_read;
+  struct rread {
+    struct readreq *r;
+    uint8_t *buf;
+    int k;
+    uint64_t since;
+  } rd[2];
+  size_t nrd;
+};
+
+/* replica.c: the replica's side */
+void replica_take_start(struct simreplica *rep, const Auralog__ReplicaStart *s);
+void replica_take_feed(struct simreplica *rep, const Auralog__ReplicaFeed *f);
+void replica_advance(struct simreplica *rep);
+/* rstream.c */
+void rstream_ack(struct simreplica *rep, uint64_t rp);
+void rstream_break(struct simreplica *rep, const char *why);
+void rstream_retry(struct simreplica *rep);
+struct simwriter *rstream_serving_writer(struct world *w);
+void rstream_free(struct world *w);
 
 /* world.c */
 void world_hash(struct world *w, const char *tag, uint64_t a, uint64_t b);
@@ -123,6 +176,18 @@ void writer_crash(struct simwriter *wr);
 void writer_kick(struct simwriter *wr);
 void writer_free_timers(struct world *w);
 void writer_poke_at(struct simwriter *wr, uint64_t t);
+
+/* replica.c */
+void replica_new(struct world *w);
+void replica_free(struct world *w);
+void replica_volume_ready(struct world *w);
+void replica_writer_event(struct simwriter *wr);
+void replica_writer_gone(struct simwriter *wr);
+void replica_crash(struct world *w);
+void replica_restart(struct world *w);
+void replica_cut(struct world *w, int on);
+void replica_end(struct world *w);
+void replica_silent(struct world *w, int on);
 
 /* workload.c */
 void workload_step(struct simwriter *wr);

@@ -102,6 +102,7 @@ static void ship(struct simwriter *wr)
     mp[j].nranges = page_diff(before, after, SIM_PAGE_SIZE, rg[j], SIM_PAGE_SIZE / 2 + 1);
   }
   t.cpl = vcore_ship(v, mp, n);
+  vcore_feed_mtr(v, mp, n, t.cpl);   /* the read replica's stream (replica.c), as vol_ship */
   /* A writer that a newer epoch superseded ships into the void: nothing
    * it ships now can become durable (its recovery never saw it). */
   if (wr->epoch < w->max_epoch)

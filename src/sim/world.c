@@ -374,6 +374,7 @@ struct world *world_new(const struct sim_opts *o)
     wr->i = i;
     snprintf(wr->addr, sizeof wr->addr, "w%d:1", i + 1);
   }
+  replica_new(w);
   return w;
 }
 
@@ -423,6 +424,7 @@ void world_free(struct world *w)
   sim_cancel_fn(w->clock, node_timer, free_arg, NULL);
   writer_free_timers(w);
   nemesis_free(w);
+  replica_free(w);
   for (int i = 0; i < SIM_WRITERS; i++)
     writer_crash(&w->wr[i]);
   for (int i = 0; i < SIM_NODES; i++) {
@@ -448,6 +450,8 @@ void world_free(struct world *w)
   }
   disk_free(w->coord_disk);
   workload_free(w);
+  if (w->vdesc)
+    auralog__volume__free_unpacked(w->vdesc, NULL);
   free(w->sched);
   free(w);
 }

@@ -15,6 +15,9 @@
  *              the shadow model of what every page must hold
  *   check.c    the invariants of DESIGN.md §4, after every event and at
  *              the end
+ *   replica.c  a read replica (--faults replicas): the real replica's
+ *              apply rule, its cache and storage reads, checked against
+ *              the shadow model; rstream.c its stream with the writer
  *   nemesis.c  the faults a seed mixes in, and the final heal
  *   sim.c      `auralog sim`: seeds, summary, replay line, trace, shrink
  *
@@ -47,6 +50,8 @@
                                   * point and catch up by page versions (node/bg.c) */
 #define SIM_SHIP_MS    25       /* a serving writer ships a transaction about this often */
 #define SIM_READ_MS    60       /* ... and starts a page read about this often */
+#define SIM_REPLICA_GONE_MS 1000 /* a replica silent this long no longer holds the
+                                  * PGMRPL (REPLICA_GONE_MS: 10 s) */
 #define SIM_INFLIGHT   8        /* transactions a writer keeps in flight */
 #define SIM_HOTLOG_CKPT  (24u << 10) /* a node checkpoints its hot log past this (small: often) */
 #define SIM_HOTLOG_CHUNK (8u << 10)  /* ... preallocated this much at a time */
@@ -55,7 +60,8 @@
 enum {
   F_ENGINE_CRASH, F_NODE_CRASH, F_AZ_DOWN, F_AZ1_DOWN, F_PARTITION, F_PAIR_CUT,
   F_SLOW, F_RECOVERY_CRASH, F_CORRUPT, F_SECOND_WRITER, F_DROP, F_DUP, F_REORDER,
-  F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_NKINDS
+  F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
+  F_STREAM_CUT, F_REPLICA_SILENT, F_NKINDS
 };
 extern const char *const fault_names[F_NKINDS];
 /* `all`, the default: every kind but stale-read, which is asked for by
@@ -63,7 +69,11 @@ extern const char *const fault_names[F_NKINDS];
  * cannot know to be old (vfs/pagelsn.h says which): a node-side check
  * (scrub) is what closes that, not yet the simulated node's. Leaving it
  * out of `all` also keeps every older seed's schedule as it was. */
-#define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ))
+#define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT) | (1u << F_REPLICA_SILENT))
+#define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS)
+/* A read replica (replica.c) is in the world only in runs that allow its
+ * faults (--faults replicas: all of `all` and them): its host's draws and
+ * messages would change every older seed's run. */
 
 struct sim_opts {
   uint64_t seed;
@@ -95,6 +105,15 @@ struct sim_result {
   uint64_t recoveries, recoveries_interrupted;
   uint64_t faults[F_NKINDS];
   uint64_t msgs;
+  /* The read replica (replica.c), in runs that have one. */
+  uint64_t replica_reads;    /* its reads checked against the shadow ... */
+  uint64_t replica_cache_reads; /* ... of them from its cache */
+  uint64_t replica_refused;  /* storage reads refused (or given up): never wrong ... */
+  uint64_t replica_gc_refused; /* ... of them below a node's GC point ... */
+  uint64_t replica_gc_held;  /* ... while the writer's PGMRPL held the point (R6 broken?) */
+  uint64_t replica_gc_lapsed; /* ... in a stream whose floor the writer once let go */
+  uint64_t replica_starts, replica_refused_feeds, replica_applied, replica_holds;
+  uint64_t replica_lapses;   /* streams whose writer stopped hearing the replica */
   /* The nodes' background work (node/bg.c), over every node life. */
   uint64_t bg_coalesced, bg_gc_records, bg_scrubbed, bg_damage, bg_repaired, bg_catchups;
   /* The nodes' hot logs (node/hotlog.h). */

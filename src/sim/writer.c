@@ -28,7 +28,7 @@
 static void reopen_later(struct simwriter *wr);
 
 /* Look at the core after an event (the driver's waiters, in volume.c). */
-static void after_event(struct simwriter *wr)
+static void after_event_core(struct simwriter *wr)
 {
   struct world *w = wr->w;
   struct volume *v = wr->v;
@@ -58,6 +58,7 @@ static void after_event(struct simwriter *wr)
                 (unsigned long long)v->st.trunc_to);
     world_hash(w, "serve", wr->epoch, v->q.vdl);
     workload_recovered(wr, v->q.vdl);
+    replica_volume_ready(w);
   }
   if (wr->state != W_SERVING)
     return;
@@ -71,6 +72,12 @@ static void after_event(struct simwriter *wr)
   }
   workload_acked(wr);
   workload_step(wr);
+}
+
+static void after_event(struct simwriter *wr)
+{
+  after_event_core(wr);
+  replica_writer_event(wr);      /* its stream: the VDL, the end, the floor */
 }
 
 /* ---- the host's events ------------------------------------------------------ */
@@ -135,6 +142,14 @@ static void open_reply(struct simwriter *wr, const Env *env)
   v->signer = wr->signer;
   vol_set_ticket(v, wr->tk_sig, wr->tk_len);
   vol_adopt(v, vd);
+  /* The description, for the read replica's core (replica.c). */
+  if (w->vdesc)
+    auralog__volume__free_unpacked(w->vdesc, NULL);
+  size_t len = auralog__volume__get_packed_size(vd);
+  uint8_t *buf = malloc(len ? len : 1);
+  auralog__volume__pack(vd, buf);
+  w->vdesc = auralog__volume__unpack(NULL, len, buf);
+  free(buf);
   wr->v = v;
   wr->state = W_RECOVERING;
   world_trace(w, "writer %d: epoch %llu recovers %zu pgs", wr->i,
@@ -313,6 +328,7 @@ void writer_crash(struct simwriter *wr)
   if (wr->h)
     simnet_crash(wr->h);
   workload_crashed(wr);
+  replica_writer_gone(wr);
   if (wr->v) {
     vcore_free(wr->v);
     free(wr->v);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "param.h"
 #include "vfs/rapply.h"
 
@@ -135,6 +136,8 @@ uint64_t ra_target(const struct rapply *ra)
   uint64_t t = ra->serving ? ra->rp : ra->start;
   /* The last CPL at or below the VDL among the records here: every record
    * before it has arrived (the stream has no gap), so its MTR is whole. */
+  if (PLANTED(BUG_REPLICA_PAST_VDL) && ra->n > ra->head)
+    return ra->q[ra->n - 1]->lsn;
   for (size_t i = ra->head; i < ra->n && ra->q[i]->lsn <= ra->vdl; i++)
     if (ra->q[i]->flags & REC_CPL)
       t = ra->q[i]->lsn;

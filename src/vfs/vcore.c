@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "lib/log.h"
 #include "param.h"
 #include "record.h"
@@ -158,7 +159,7 @@ Auralog__TruncRange *vol_own_trunc(const struct volume *v, Auralog__TruncRange *
 uint64_t vol_pgmrpl(const struct volume *v)
 {
   uint64_t p = v->q.vdl;
-  if (v->replica_floor && v->replica_floor < p)
+  if (v->replica_floor && v->replica_floor < p && !PLANTED(BUG_NO_REPLICA_FLOOR))
     p = v->replica_floor;
   for (const struct readreq *r = v->reads; r; r = r->next)
     if (r->rp < p)
@@ -619,4 +620,56 @@ void vcore_free(struct volume *v)
   v->pgs = NULL;
   v->nodes = NULL;
   v->npgs = v->nnodes = 0;
+}
+
+/* ---- the read replicas' stream (paper §4.2.4; vfs/feed.c drives it) ------- */
+
+/* The records of the MTR vcore_ship just gave LSNs (cpl - n + 1 .. cpl,
+ * one per page, in pages' order), in LSN order, to v->on_rec (if set).
+ * The caller holds whatever hands out LSNs, so the stream has no gap. */
+void vcore_feed_mtr(struct volume *v, const struct mtr_page *pages, size_t n, uint64_t cpl)
+{
+  if (v->on_rec == NULL)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    struct pgout *g = &v->pgs[pages[i].page_no / v->pg_pages];
+    uint64_t lsn = cpl - (n - 1 - i);
+    size_t k = g->n;
+    while (k > g->head && g->recs[k - 1]->r.lsn > lsn)
+      k--;
+    if (k > g->head && g->recs[k - 1]->r.lsn == lsn)
+      v->on_rec(v->on_rec_arg, &g->recs[k - 1]->r);
+  }
+}
+
+/* A replica's ReplicaStart now (rapply.h): start, from, each PG's tail
+ * (tails[] filled with malloc'd entries, MAX_PGS room; the caller frees
+ * them), the writer's truncation (in tr), VDL and geometry. */
+void vcore_feed_start(const struct volume *v, Auralog__ReplicaStart *s,
+                      Auralog__PgLast **tails, Auralog__TruncRange *tr)
+{
+  auralog__replica_start__init(s);
+  s->volume_id = v->id;
+  s->epoch = v->epoch;
+  /* Every MTR shipped so far ends at or below last_cpl, and none has a
+   * record in (last_cpl, next_lsn): the stream starts at next_lsn. */
+  s->start = v->last_cpl > v->q.vdl ? v->last_cpl : v->q.vdl;
+  s->from = v->q.next_lsn;
+  if (s->from <= s->start)
+    s->from = s->start + 1;
+  s->vdl = v->q.vdl;
+  s->page_size = v->page_size;
+  s->pg_pages = v->pg_pages;
+  size_t nt = 0;
+  for (size_t p = 0; p < v->npgs && nt < MAX_PGS; p++)
+    if (v->pgs[p].tail) {
+      tails[nt] = malloc(sizeof *tails[nt]);
+      auralog__pg_last__init(tails[nt]);
+      tails[nt]->pg = (uint32_t)p;
+      tails[nt]->lsn = v->pgs[p].tail;
+      nt++;
+    }
+  s->tails = tails;
+  s->n_tails = nt;
+  s->trunc = vol_own_trunc(v, tr);
 }

@@ -513,20 +513,7 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
   }
   uint64_t cpl = vcore_ship(v, pages, n);
   v->cpl_t[v->ncpls - 1].cut_us = now_us();   /* stage timings, before the I/O thread can send */
-  if (v->on_rec) {
-    /* The read replicas' stream (vfs/feed.c): this MTR's records, in LSN
-     * order (cpl - n + 1 .. cpl, one per page, in pages' order), taken
-     * under the lock that hands out LSNs, so the stream has no gap. */
-    for (size_t i = 0; i < n; i++) {
-      struct pgout *g = &v->pgs[pages[i].page_no / v->pg_pages];
-      uint64_t lsn = cpl - (n - 1 - i);
-      size_t k = g->n;
-      while (k > g->head && g->recs[k - 1]->r.lsn > lsn)
-        k--;
-      if (k > g->head && g->recs[k - 1]->r.lsn == lsn)
-        v->on_rec(v->on_rec_arg, &g->recs[k - 1]->r);
-    }
-  }
+  vcore_feed_mtr(v, pages, n, cpl);    /* the read replicas' stream (vfs/feed.c) */
   pthread_mutex_unlock(&v->drv->mu);
   uv_async_send(&v->drv->wake);
   return cpl;
@@ -733,30 +720,7 @@ int vol_feed_start(struct volume *v, Auralog__ReplicaStart *s, Auralog__PgLast *
     pthread_mutex_unlock(&v->drv->mu);
     return -1;
   }
-  auralog__replica_start__init(s);
-  s->volume_id = v->id;
-  s->epoch = v->epoch;
-  /* Every MTR shipped so far ends at or below last_cpl, and none has a
-   * record in (last_cpl, next_lsn): the stream starts at next_lsn. */
-  s->start = v->last_cpl > v->q.vdl ? v->last_cpl : v->q.vdl;
-  s->from = v->q.next_lsn;
-  if (s->from <= s->start)
-    s->from = s->start + 1;
-  s->vdl = v->q.vdl;
-  s->page_size = v->page_size;
-  s->pg_pages = v->pg_pages;
-  size_t nt = 0;
-  for (size_t p = 0; p < v->npgs && nt < MAX_PGS; p++)
-    if (v->pgs[p].tail) {
-      tails[nt] = malloc(sizeof *tails[nt]);
-      auralog__pg_last__init(tails[nt]);
-      tails[nt]->pg = (uint32_t)p;
-      tails[nt]->lsn = v->pgs[p].tail;
-      nt++;
-    }
-  s->tails = tails;
-  s->n_tails = nt;
-  s->trunc = vol_own_trunc(v, tr);
+  vcore_feed_start(v, s, tails, tr);
   pthread_mutex_unlock(&v->drv->mu);
   return 0;
 }

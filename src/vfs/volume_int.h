@@ -226,6 +226,12 @@ uint64_t vol_pgmrpl(const struct volume *v);
  * (returns the CPL); why commit lsn is not durable yet. */
 int vcore_ship_refusal(const struct volume *v, size_t n, char *why, size_t whylen);
 uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n);
+/* The read replicas' stream (vfs/feed.c, and the simulator's replica):
+ * the records of the MTR just shipped to v->on_rec, in LSN order; and a
+ * ReplicaStart as of now (tails: MAX_PGS room, entries malloc'd). */
+void vcore_feed_mtr(struct volume *v, const struct mtr_page *pages, size_t n, uint64_t cpl);
+void vcore_feed_start(const struct volume *v, Auralog__ReplicaStart *s,
+                      Auralog__PgLast **tails, Auralog__TruncRange *tr);
 void vcore_stalled(struct volume *v, uint64_t lsn, int waited_ms, char *why, size_t whylen);
 
 /* read.c: queue a read of page_no into out (NULL: a zero page, never

@@ -6,7 +6,9 @@
  * schedules that pass on this code and fail with the bug each one found;
  * every planted bug (bugs.h) is caught within a few hundred seeds, so the
  * simulator can never quietly stop finding anything; and --shrink keeps a
- * failing schedule failing.
+ * failing schedule failing. With a read replica (--faults replicas),
+ * its reads are checked against the shadow model in every run, and a
+ * replica that reads past its VDL is caught.
  *
  * AURALOG_SIM_SEEDS sets how many clean seeds to run (default 200).
  */
@@ -224,7 +226,11 @@ static void every_planted_bug_is_caught(void **state)
     struct sim_result r = {0};
     for (seed = 1; seed <= BUG_SEEDS; seed++) {
       /* no-page-check shows only when a node serves stale pages. */
-      struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK ? fault("stale-read") : ALL_FAULTS,
+      /* The replica's bugs need a replica in the world. */
+      int rep = b == BUG_REPLICA_PAST_VDL || b == BUG_NO_REPLICA_FLOOR;
+      struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK ? fault("stale-read")
+                                     : rep                  ? F_ALL | F_REPLICAS
+                                                            : ALL_FAULTS,
                                1u << b);
       run(&o, &r);
       if (r.violations)
@@ -235,6 +241,68 @@ static void every_planted_bug_is_caught(void **state)
     printf("# bug %s: caught by seed %llu: %s\n", bug_names[b], (unsigned long long)seed,
            r.first);
   }
+}
+
+/* A read replica in the world (replica.c): its reads, from its cache and
+ * from storage at ra_need, equal the shadow's page at its read point in
+ * every seed; some storage reads meet a node whose GC passed a read point
+ * no longer held (after a stream cut, a crash, or a silence past
+ * SIM_REPLICA_GONE_MS) and are refused, none
+ * while the writer's PGMRPL held it; a run with it replays bit for bit;
+ * and a run without --faults replicas has no replica at all (so older
+ * seeds' runs are what they were). */
+static void a_replica_reads_what_the_shadow_says(void **state)
+{
+  (void)state;
+  uint64_t reads = 0, cache = 0, refused = 0, gc = 0, held = 0, applied = 0, starts = 0;
+  uint64_t faults[3] = {0, 0, 0}, lapses = 0;
+  int seeds_with_reads = 0;
+  const int n = 40;
+  for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+    struct sim_opts o = opts(seed, F_ALL | F_REPLICAS, 0);
+    struct sim_result r;
+    run(&o, &r);
+    if (r.violations)
+      fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --faults replicas)",
+               (unsigned long long)seed, r.first, (unsigned long long)seed);
+    seeds_with_reads += r.replica_reads > 10;
+    reads += r.replica_reads;
+    cache += r.replica_cache_reads;
+    refused += r.replica_refused;
+    gc += r.replica_gc_refused;
+    held += r.replica_gc_held;
+    applied += r.replica_applied;
+    starts += r.replica_starts;
+    faults[0] += r.faults[F_REPLICA_CRASH];
+    faults[1] += r.faults[F_STREAM_CUT];
+    faults[2] += r.faults[F_REPLICA_SILENT];
+    lapses += r.replica_lapses;
+  }
+  printf("# %d seeds with a replica: %llu streams, %llu reads checked (%llu from its cache), "
+         "%llu records applied, %llu storage reads refused (%llu below a GC point, %llu "
+         "while held); %llu replica crashes, %llu stream cuts, %llu silences (%llu floors let "
+         "go)\n", n,
+         (unsigned long long)starts, (unsigned long long)reads, (unsigned long long)cache,
+         (unsigned long long)applied, (unsigned long long)refused, (unsigned long long)gc,
+         (unsigned long long)held, (unsigned long long)faults[0],
+         (unsigned long long)faults[1], (unsigned long long)faults[2],
+         (unsigned long long)lapses);
+  assert_int_equal(seeds_with_reads, n);
+  assert_true(cache > 0 && cache < reads);
+  assert_true(applied > reads && starts > (uint64_t)n);
+  assert_true(faults[0] > 0 && faults[1] > 0 && faults[2] > 0 && lapses > 0);
+  assert_true(gc > 0);
+  assert_int_equal(held, 0);
+  /* Bit for bit, with the replica. */
+  struct sim_opts o = opts(5, F_ALL | F_REPLICAS, 0);
+  struct sim_result a, b;
+  run(&o, &a);
+  run(&o, &b);
+  assert_true(a.hash == b.hash && a.steps == b.steps && a.replica_reads == b.replica_reads);
+  /* Without: no replica at all. */
+  o.faults = F_ALL;
+  run(&o, &a);
+  assert_int_equal(a.replica_starts + a.replica_reads, 0);
 }
 
 static void shrink_keeps_the_failure(void **state)
@@ -266,6 +334,7 @@ int main(void)
     cmocka_unit_test(seeds_that_once_failed_pass),
     cmocka_unit_test(beyond_the_model_nothing_is_lost_and_commits_resume),
     cmocka_unit_test(the_safety_scenarios_replay),
+    cmocka_unit_test(a_replica_reads_what_the_shadow_says),
     cmocka_unit_test(every_planted_bug_is_caught),
     cmocka_unit_test(shrink_keeps_the_failure),
   };
