@@ -199,6 +199,13 @@ static void deliver(void *arg)
   if (m->stream != rep->stream || !rep->up || w->stop)
     goto out;                   /* a broken stream's: never arrives */
   if (m->kind == RM_ACK) {
+    if (rep->lapsed == rep->stream ||
+        sim_now(w->clock) - rep->w_heard > SIM_REPLICA_GONE_MS) {
+      /* feed.c feed_ack: heard again after the writer let its floor go
+       * (GC may have passed its read point): it starts over. */
+      rstream_break(rep, "heard again after its floor was let go");
+      goto out;
+    }
     rep->w_acked = m->rp;
     rep->w_heard = sim_now(w->clock);
     if (rep->src)

@@ -20,7 +20,8 @@
  *     REPLICA_GONE_MS into the PGMRPL it sends the segments (vcore.c), so
  *     node GC never frees a version a replica may still read (invariant
  *     R6; a replica silent longer has its reads below the GC point refused
- *     by the segments, never answered wrong, and starts over); status
+ *     by the segments, never answered wrong, and when it is heard again it
+ *     is dropped, so that it starts over: feed_ack); status
  *     shows each replica (report.c).
  *
  * The writer never waits for a replica (invariant R5): sending only
@@ -243,6 +244,18 @@ void feed_ack(struct conn *c, const Env *env)
   if (s == NULL)
     return;                   /* not subscribed (any more): nothing to note */
   const Auralog__ReplicaAck *a = env->replica_ack;
+  unsigned long long silent = now_ms() - s->heard;
+  if (s->acked && silent > REPLICA_GONE_MS) {
+    /* R6's other half: silent this long, its read point stopped holding
+     * the PGMRPL (publish), so GC may have passed it, and its reads there
+     * would be refused for as long as it stays. It starts over from
+     * storage instead (rvol.h R4), at a point GC keeps. */
+    logwarn("replica %s was silent for %llu ms: its read point no longer held GC; "
+            "dropped (it will subscribe again and start from storage)", s->addr, silent);
+    conn_close(c);
+    feed_closed(c);
+    return;
+  }
   s->applied = a->applied;
   s->min_rp = a->min_read_point;
   s->resyncs = a->resyncs;
