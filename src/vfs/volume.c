@@ -142,6 +142,29 @@ Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t why
 }
 
 /* Stop the I/O thread and free v. */
+/* A volume (and its driver's state) as the coordinator's description in
+ * rep says: NULL with why (rep freed) if it has no PG. The writer's open
+ * and a replica's reader both start here. */
+static struct volume *vol_alloc(const char *name, const char *coord, Env *rep, char *why,
+                                size_t whylen)
+{
+  const Auralog__Volume *vd = rep->volume;
+  if (vd->pg_pages == 0 || vd->n_pgs == 0) {
+    snprintf(why, whylen, "coordinator: volume %s has no protection group", name);
+    wire_free(rep);
+    return NULL;
+  }
+  struct volume *v = calloc(1, sizeof *v);
+  v->drv = calloc(1, sizeof *v->drv);
+  snprintf(v->name, sizeof v->name, "%s", name);
+  snprintf(v->coord, sizeof v->coord, "%s", coord);
+  v->id = vd->id;
+  v->epoch = vd->epoch;
+  v->page_size = vd->page_size;
+  v->pg_pages = vd->pg_pages;
+  return v;
+}
+
 /* Start v's driver: its loop (the network, the waiters' wake-up, the
  * VOL_TICK_MS tick, the first report after `ticks` more) and the I/O
  * thread that runs it. The writer's volume and a replica's reader both. */
@@ -208,20 +231,10 @@ static struct volume *open_once(const char *coord, const char *name,
   unsigned long long answered = now_ms();
   const Auralog__Volume *vd = rep->volume;
   *took = vd->epoch;
-  if (vd->pg_pages == 0 || vd->n_pgs == 0) {
-    snprintf(why, whylen, "coordinator: volume %s has no protection group", name);
-    wire_free(rep);
+  struct volume *v = vol_alloc(name, coord, rep, why, whylen);
+  if (v == NULL)
     return NULL;
-  }
-  struct volume *v = calloc(1, sizeof *v);
-  v->drv = calloc(1, sizeof *v->drv);
-  snprintf(v->name, sizeof v->name, "%s", name);
-  snprintf(v->coord, sizeof v->coord, "%s", coord);
   snprintf(v->engine_addr, sizeof v->engine_addr, "%s", engine_addr ? engine_addr : "");
-  v->id = vd->id;
-  v->epoch = vd->epoch;
-  v->page_size = vd->page_size;
-  v->pg_pages = vd->pg_pages;
   if (vd->lease_left_ms)
     v->st.serve_after_ms = answered + vd->lease_left_ms;
   pthread_mutex_init(&v->drv->mu, NULL);
@@ -650,19 +663,9 @@ struct volume *vol_open_reader(const char *coord, const char *name, char *why, s
   if (rep == NULL)
     return NULL;
   const Auralog__Volume *vd = rep->volume;
-  if (vd->pg_pages == 0 || vd->n_pgs == 0) {
-    snprintf(why, whylen, "coordinator: volume %s has no protection group", name);
-    wire_free(rep);
+  struct volume *v = vol_alloc(name, coord, rep, why, whylen);
+  if (v == NULL)
     return NULL;
-  }
-  struct volume *v = calloc(1, sizeof *v);
-  v->drv = calloc(1, sizeof *v->drv);
-  snprintf(v->name, sizeof v->name, "%s", name);
-  snprintf(v->coord, sizeof v->coord, "%s", coord);
-  v->id = vd->id;
-  v->epoch = vd->epoch;
-  v->page_size = vd->page_size;
-  v->pg_pages = vd->pg_pages;
   v->reader = 1;
   v->opened = 1;                  /* no recovery: the writer's is the volume's */
   pthread_mutex_init(&v->drv->mu, NULL);
