@@ -19,8 +19,8 @@
  * read-only SQL on base + REPLICA_PORT_OFFSET + i, following the engine;
  * they start after it.
  *
- * Failover (`up --failover`; coord/failover.c): the coordinator promotes a
- * replica when the writer is lost, so any of the engine and R1..RN may be
+ * Failover (on unless `up --no-failover`; coord/failover.c): the
+ * coordinator promotes a replica when the writer is lost, so any of the engine and R1..RN may be
  * the writer; the coordinator says which (cluster_find_writer), and `up`
  * starts the others as its replicas. After `fault writer-crash`, `up`
  * waits for the promotion (if a replica runs) and brings the old writer
@@ -141,7 +141,10 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   cJSON *r = cJSON_GetObjectItem(o, "replicas");
   cl->nrep = cJSON_IsNumber(r) && r->valueint >= 0 && r->valueint <= REPLICAS_MAX ? r->valueint
                                                                                   : 1;
-  cl->failover = cJSON_IsTrue(cJSON_GetObjectItem(o, "failover"));
+  /* Failover is on unless the cluster was made without it (a cluster.json
+   * from before it was the default says false, and keeps that). */
+  cJSON *fo = cJSON_GetObjectItem(o, "failover");
+  cl->failover = fo == NULL || cJSON_IsTrue(fo);
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -417,11 +420,16 @@ static int cmd_up(struct cluster *cl)
   char dash[64];
   cluster_dashboard_addr(cl, dash, sizeof dash);
   printf("dashboard: http://%s/\n", dash);
-  if (strcmp(cl->m[0].addr, COORD_ADDR_DEFAULT) == 0)
+  /* Every command finds this cluster by its directory (cluster.json): the
+   * one they look in by themselves, or --dir. */
+  char seen[PATH_MAX] = "", dflt[PATH_MAX];
+  const char *env = getenv("AURALOG_DIR"), *home = getenv("HOME");
+  snprintf(dflt, sizeof dflt, "%s/.auralog", home && *home ? home : "/tmp");
+  if (realpath(env && *env ? env : dflt, seen) != NULL && strcmp(seen, cl->dir) == 0)
     printf("logs in %s/log; try: auralog status, auralog sql\n", cl->dir);
   else
-    printf("logs in %s/log; try: auralog status --coord %s, auralog sql --engine %s\n",
-           cl->dir, cl->m[0].addr, engine->addr);
+    printf("logs in %s/log; try: auralog status --dir %s, auralog sql --dir %s\n",
+           cl->dir, cl->dir, cl->dir);
   return 0;
 }
 
@@ -533,8 +541,10 @@ int cluster_find(struct cluster *cl, const char *dir, int base, int cache,
   memcpy(cl->dir, real, strlen(real) + 1);
   key_use_dir(cl->dir);
   int conf_cache, conf_timeout, conf = read_conf(cl, &conf_cache, &conf_timeout);
-  if (!conf)
-    cl->nrep = 1;              /* a new cluster: one read replica */
+  if (!conf) {
+    cl->nrep = 1;              /* a new cluster: one read replica, */
+    cl->failover = 1;          /* ... promoted when the writer is lost */
+  }
   cl->base = base ? base : conf ? conf : 7400;
   cl->cache = cache >= 0 ? cache : conf_cache;
   cl->timeout = timeout >= 0 ? timeout : conf_timeout;
@@ -557,7 +567,7 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
     "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
-    "                 [--replicas N] [--failover] [--key FILE]\n"
+    "                 [--replicas N] [--failover|--no-failover] [--key FILE]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C, and the engine serving volume main.\n"
@@ -597,9 +607,11 @@ static void usage(FILE *f)
     "                   `auralog sql --replica K` asks the K-th\n"
     "  --failover       up: the coordinator promotes a replica to writer when the\n"
     "                   writer stops probing its lease for %d ms (`auralog\n"
-    "                   fault writer-crash`); kept in cluster.json; takes effect\n"
-    "                   when the coordinator starts. Without it, a lost writer\n"
-    "                   waits for `up` to restart it in place (or `auralog failover`)\n",
+    "                   fault writer-crash`): the default; kept in cluster.json;\n"
+    "                   takes effect when the coordinator starts\n"
+    "  --no-failover    up: a lost writer waits for `up` to restart it in place\n"
+    "                   (or for `auralog failover`); a replica is promoted only\n"
+    "                   when asked\n",
     ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX,
     REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS);
 }
@@ -610,9 +622,10 @@ int cluster_main(int argc, char **argv)
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
     {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
     {"pg-pages", required_argument, 0, 'g'}, {"replicas", required_argument, 0, 'r'},
-    {"failover", no_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"failover", no_argument, 0, 'F'}, {"no-failover", no_argument, 0, 'N'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
-  int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, failover = 0, o;
+  int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, failover = -1, o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -654,6 +667,7 @@ int cluster_main(int argc, char **argv)
       break;
     }
     case 'F': failover = 1; break;
+    case 'N': failover = 0; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -692,8 +706,14 @@ int cluster_main(int argc, char **argv)
     return -rc;
   if (pg_pages)
     cl.pg_pages = pg_pages;
-  if (failover)
-    cl.failover = 1;
+  if (failover >= 0 && strcmp(cmd, "up"))
+    die("cluster: --%s is an option of `cluster up`", failover ? "failover" : "no-failover");
+  if (failover >= 0 && failover != cl.failover && cl.m[0].pid == 0 &&
+      (cl.m[0].pid = cluster_running(&cl, &cl.m[0])) != 0)
+    printf("the coordinator runs: failover is %s from its next start (cluster down, then up)\n",
+           failover ? "on" : "off");
+  if (failover >= 0)
+    cl.failover = failover;
   if (replicas >= 0) {
     cl.nrep = replicas;
     layout(&cl);

@@ -57,7 +57,7 @@ int fo_writer_addr(const char *coord, const char *volume, char *out, size_t len,
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog failover [--to REPLICA] [--volume NAME] [--coord ADDR]\n"
+    "usage: auralog failover [--to REPLICA] [--volume NAME] [--dir DIR | --coord ADDR]\n"
     "\n"
     "Promote a read replica to writer now (paper §4.3; Aurora fails over to a\n"
     "replica): the coordinator chooses REPLICA (its SQL address), or the\n"
@@ -66,14 +66,15 @@ static void usage(FILE *f)
     "epoch; `auralog cluster up` brings it back as a replica. `auralog sql`\n"
     "finds the new writer through the coordinator.\n"
     "\n"
-    "Run with --failover, the coordinator also does this by itself when the\n"
-    "writer stops probing its read lease for %d ms (auralog fault\n"
-    "writer-crash, writer-stop).\n"
+    "The coordinator also does this by itself when the writer stops probing\n"
+    "its read lease for %d ms (auralog fault writer-crash, writer-stop),\n"
+    "unless the cluster was started with `cluster up --no-failover`.\n"
     "\n"
     "  --to R         the replica to promote: its SQL address, or its name in\n"
     "                 the local cluster (R1, engine); default: the one furthest ahead\n"
     "  --volume NAME  the volume (default main)\n"
-    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n",
+    "  --dir DIR      the cluster in DIR (default $AURALOG_DIR or ~/.auralog)\n"
+    "  --coord ADDR   coordinator (default $AURALOG_COORD, or the cluster's, or %s)\n",
     WRITER_LOST_MS, COORD_ADDR_DEFAULT);
 }
 
@@ -81,7 +82,8 @@ int failover_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"to", required_argument, 0, 't'}, {"volume", required_argument, 0, 'v'},
-    {"coord", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"coord", required_argument, 0, 'c'}, {"dir", required_argument, 0, 'd'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *to = "", *volume = "main", *coord = NULL;
   int o;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -89,6 +91,7 @@ int failover_main(int argc, char **argv)
     case 't': to = optarg; break;
     case 'v': volume = optarg; break;
     case 'c': coord = optarg; break;
+    case 'd': setenv("AURALOG_DIR", optarg, 1); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }

@@ -85,11 +85,13 @@ static void fault_usage(FILE *f)
     "  az-up A|B|C       start them again\n"
     "  node-stop ID      kill one node (A1 A2 B1 B2 C1 C2)\n"
     "  node-start ID     start it again\n"
-    "  engine-crash      kill the engine (SIGKILL); `auralog cluster up`\n"
-    "                    restarts it and it recovers\n"
-    "  writer-crash      kill the member that writes now (SIGKILL); with\n"
-    "                    `cluster up --failover` the coordinator promotes a\n"
-    "                    replica; `cluster up` brings this one back as a replica\n"
+    "  engine-crash      kill the engine process (SIGKILL); `auralog cluster up`\n"
+    "                    restarts it; if it was the writer, it or the replica\n"
+    "                    promoted in its place recovers the volume\n"
+    "  writer-crash      kill the member that writes now (SIGKILL); the\n"
+    "                    coordinator promotes a replica (unless the cluster was\n"
+    "                    started with --no-failover); `cluster up` brings this\n"
+    "                    one back as a replica\n"
     "  writer-stop       freeze the writer (SIGSTOP): alive, silent; its read\n"
     "                    lease runs out, a replica is promoted, and when it runs\n"
     "                    again (`cluster up` continues it) it is fenced\n"
@@ -171,7 +173,7 @@ int fault_main(int argc, char **argv)
              (int)pid);
     }
     if (!cl.failover)
-      printf("this cluster was started without --failover: no replica is promoted by "
+      printf("this cluster was started with --no-failover: no replica is promoted by "
              "itself; `auralog failover` promotes one, `auralog cluster up` restarts "
              "the writer in place\n");
   } else if (!strcmp(act, "partition")) {

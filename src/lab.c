@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "failover.h"
 #include "keyfile.h"
 #include "lib/log.h"
 #include "param.h"
@@ -39,6 +40,16 @@ struct labctx {
   cJSON *status;               /* status --json of volume main */
   int failed;
 };
+
+/* The member that writes now: after a failover (on by default) a former
+ * replica, not the engine cluster.json names. The coordinator says; if it
+ * cannot, the engine stays. */
+static void find_writer(struct labctx *x)
+{
+  char addr[ADDR_MAX_LEN + 1], why[256];
+  if (fo_writer_addr(x->coord, "main", addr, sizeof addr, why, sizeof why) == 0 && addr[0])
+    snprintf(x->engine, sizeof x->engine, "%s", addr);
+}
 
 /* ---- what a check can ask ------------------------------------------------ */
 
@@ -263,6 +274,7 @@ static int retarget(struct labctx *x)
   if (cJSON_IsString(c) && cJSON_IsString(e)) {
     snprintf(x->coord, sizeof x->coord, "%s", c->valuestring);
     snprintf(x->engine, sizeof x->engine, "%s", e->valuestring);
+    find_writer(x);
     Env *rep = status_fetch(x->coord, "main", why, sizeof why);
     if (rep) {
       char *js = status_json(rep->status);
@@ -379,6 +391,7 @@ static int load(struct labctx *x, const char *dir)
   snprintf(x->coord, sizeof x->coord, "%s", c->valuestring);
   snprintf(x->engine, sizeof x->engine, "%s", e->valuestring);
   cJSON_Delete(o);
+  find_writer(x);
   snprintf(p, sizeof p, "%s/labs", x->dir);
   mkdir(p, 0755);
   return 0;

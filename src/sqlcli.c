@@ -211,19 +211,22 @@ static void replica_addr(int n, char *out, size_t len)
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog sql [--engine ADDR] [--replica [N]] [--lsn] [SQL]\n"
+    "usage: auralog sql [--dir DIR] [--engine ADDR] [--replica [N]] [--lsn] [SQL]\n"
     "\n"
     "Run SQL on the engine and print rows as a|b. Without SQL, read\n"
     "statements from standard input (an interactive shell on a terminal).\n"
     "A write returns only once its commit is durable (vdl >= commit LSN).\n"
     "\n"
     "  --engine ADDR  the engine (default $AURALOG_ENGINE or %s)\n"
-    "  --replica [N]  ask read replica N (default 1) of the cluster in\n"
-    "                 $AURALOG_DIR instead (`cluster up --replicas`): reads only,\n"
-    "                 as of its read point (auralog status shows its lag)\n"
+    "  --dir DIR      the cluster in DIR (default $AURALOG_DIR or ~/.auralog):\n"
+    "                 its cluster.json names the coordinator and the replicas\n"
+    "  --replica [N]  ask read replica N (default 1) of the cluster instead\n"
+    "                 (`cluster up --replicas`): reads only, as of its read\n"
+    "                 point (auralog status shows its lag)\n"
     "  --lsn          after a write, print the LSN at which it became durable\n"
     "\n"
-    "Without --engine, the coordinator ($AURALOG_COORD or %s) names the\n"
+    "Without --engine, the coordinator ($AURALOG_COORD, or the cluster's, or\n"
+    "%s) names the\n"
     "writer of volume main (after a failover, a former replica). Exit status:\n"
     "0 done (a write durable), 1 failed, 3 outcome unknown (the writer went\n"
     "away or was fenced with the statement in flight: it may have committed).\n",
@@ -234,7 +237,8 @@ int sql_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"engine", required_argument, 0, 'e'}, {"lsn", no_argument, 0, 'n'},
-    {"replica", no_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"replica", no_argument, 0, 'r'}, {"dir", required_argument, 0, 'd'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *engine = getenv("AURALOG_ENGINE");
   int o, replica = 0, engine_given = 0;
   char raddr[ADDR_MAX_LEN + 1];
@@ -252,6 +256,7 @@ int sql_main(int argc, char **argv)
       }
       break;
     case 'n': show_lsn = 1; break;
+    case 'd': setenv("AURALOG_DIR", optarg, 1); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }

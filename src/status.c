@@ -119,6 +119,7 @@ static int engine_up(const Auralog__Status *st)
 }
 
 static void read_hold_json(const Auralog__Status *st, cJSON *o);
+static void failover_json(const Auralog__Status *st, cJSON *o);
 
 char *status_json(const Auralog__Status *st)
 {
@@ -185,6 +186,7 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddItemToArray(reps, j);
   }
   read_hold_json(st, o);
+  failover_json(st, o);
   cJSON *tr = cJSON_AddArrayToObject(o, "truncations");
   for (size_t i = 0; i < v->n_truncs; i++) {
     cJSON *j = cJSON_CreateObject();
@@ -402,6 +404,65 @@ static void read_hold_table(const Auralog__Status *st, FILE *f)
           h.grow_bytes / 1048576.0);
 }
 
+/* The coordinator's view of the writer and its failovers
+ * (coord/failover.c): how long the writer has been silent against the
+ * bound that makes it lost, a promotion under way, the last failover. */
+static void failover_json(const Auralog__Status *st, cJSON *o)
+{
+  const Auralog__FailoverStat *fs = st->failover;
+  if (fs == NULL)
+    return;
+  cJSON *j = cJSON_AddObjectToObject(o, "failover");
+  cJSON_AddBoolToObject(j, "on", fs->on);
+  cJSON_AddStringToObject(j, "writer", st->volume->writer);
+  cJSON_AddNumberToObject(j, "writer_silent_ms", (double)fs->silent_ms);
+  cJSON_AddNumberToObject(j, "lost_after_ms", (double)fs->bound_ms);
+  cJSON_AddBoolToObject(j, "writer_lost", st->volume->writer[0] && fs->silent_ms > fs->bound_ms);
+  cJSON_AddNumberToObject(j, "candidates", fs->candidates);
+  cJSON_AddStringToObject(j, "promoting", fs->promoting);
+  cJSON_AddNumberToObject(j, "promoting_ms", (double)fs->promoting_ms);
+  cJSON_AddNumberToObject(j, "failovers", fs->failovers);
+  cJSON *l = cJSON_AddObjectToObject(j, "last");
+  if (fs->failovers) {
+    cJSON_AddStringToObject(l, "from", fs->last_from);
+    cJSON_AddNumberToObject(l, "from_epoch", (double)fs->last_from_epoch);
+    cJSON_AddStringToObject(l, "to", fs->last_to);
+    cJSON_AddNumberToObject(l, "epoch", (double)fs->last_epoch);
+    cJSON_AddStringToObject(l, "by", fs->last_asked ? "asked" : "detector");
+    cJSON_AddNumberToObject(l, "ago_ms", (double)fs->last_ago_ms);
+    cJSON_AddNumberToObject(l, "detect_ms", (double)fs->last_detect_ms);
+    cJSON_AddNumberToObject(l, "took_ms", (double)fs->last_took_ms);
+  }
+}
+
+static void failover_table(const Auralog__Status *st, FILE *f)
+{
+  const Auralog__FailoverStat *fs = st->failover;
+  const Auralog__Volume *v = st->volume;
+  if (fs == NULL || v->writer[0] == 0)
+    return;
+  fprintf(f, "failover %s: writer %s heard %.1f s ago (lost after %.1f s); %u replica%s "
+          "could take over\n", fs->on ? "on" : "off (--no-failover)", v->writer,
+          fs->silent_ms / 1000.0, fs->bound_ms / 1000.0, fs->candidates,
+          fs->candidates == 1 ? "" : "s");
+  if (fs->promoting[0])
+    fprintf(f, "  promoting replica %s from epoch %llu (chosen %.1f s ago)\n", fs->promoting,
+            (unsigned long long)fs->from_epoch, fs->promoting_ms / 1000.0);
+  else if (fs->silent_ms > fs->bound_ms)
+    fprintf(f, "  the writer is lost: %s\n",
+            !fs->on ? "`auralog failover` promotes a replica, `auralog cluster up` restarts it"
+            : fs->candidates ? "a replica is chosen at the coordinator's next tick"
+                             : "no replica to promote (`auralog cluster up` restarts it)");
+  if (fs->failovers)
+    fprintf(f, "  last failover %.1f s ago (%s): %s (epoch %llu) -> %s (epoch %llu); "
+            "chosen %.1f s and epoch %llu taken %.1f s after the old writer's last "
+            "sign of life; %u since the coordinator started\n",
+            fs->last_ago_ms / 1000.0, fs->last_asked ? "asked by auralog failover" : "detected",
+            fs->last_from, (unsigned long long)fs->last_from_epoch, fs->last_to,
+            (unsigned long long)fs->last_epoch, fs->last_detect_ms / 1000.0,
+            (unsigned long long)fs->last_epoch, fs->last_took_ms / 1000.0, fs->failovers);
+}
+
 void status_table(const Auralog__Status *st, FILE *f)
 {
   const Auralog__Volume *v = st->volume;
@@ -439,6 +500,7 @@ void status_table(const Auralog__Status *st, FILE *f)
               r->max_read_age_ms, r->read_age_action);
   }
   read_hold_table(st, f);
+  failover_table(st, f);
   if (e && e->stale_pages)
     fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
             "from node %s (see the engine's log)\n", (unsigned long long)e->stale_pages,
@@ -491,7 +553,7 @@ static void on_int(int sig)
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog status [--json] [--watch] [--volume NAME] [--coord ADDR]\n"
+    "usage: auralog status [--json] [--watch] [--volume NAME] [--dir DIR | --coord ADDR]\n"
     "\n"
     "Show the volume, its protection groups with each segment's SCL, and\n"
     "which nodes are up, as the coordinator sees them.\n"
@@ -499,7 +561,9 @@ static void usage(FILE *f)
     "  --json         one JSON object (the fields labs and checks read)\n"
     "  --watch        redraw about once a second until Ctrl-C\n"
     "  --volume NAME  volume to show (default main)\n"
-    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n",
+    "  --dir DIR      the cluster in DIR (its cluster.json names the coordinator;\n"
+    "                 default $AURALOG_DIR or ~/.auralog)\n"
+    "  --coord ADDR   coordinator (default $AURALOG_COORD, or the cluster's, or %s)\n",
     COORD_ADDR_DEFAULT);
 }
 
@@ -508,7 +572,7 @@ int status_main(int argc, char **argv)
   static struct option opts[] = {
     {"json", no_argument, 0, 'j'}, {"watch", no_argument, 0, 'w'},
     {"volume", required_argument, 0, 'v'}, {"coord", required_argument, 0, 'c'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"dir", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
   int json = 0, watch = 0, o;
   const char *volume = "main", *coord = NULL;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -517,6 +581,7 @@ int status_main(int argc, char **argv)
     case 'w': watch = 1; break;
     case 'v': volume = optarg; break;
     case 'c': coord = optarg; break;
+    case 'd': setenv("AURALOG_DIR", optarg, 1); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }

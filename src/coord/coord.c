@@ -641,6 +641,7 @@ static void on_drop_volume(struct coord *co, struct ep *c, uint64_t req,
 struct status_view {
   Auralog__Status st;
   Auralog__Volume empty;       /* stands in for a volume not created yet */
+  Auralog__FailoverStat fo;
 };
 
 static void status_build(struct coord *co, const char *name, struct status_view *sv)
@@ -681,6 +682,11 @@ static void status_build(struct coord *co, const char *name, struct status_view 
     st->engine = co->engines[slot - co->vols].st;
     st->engine_age_ms = now - co->engines[slot - co->vols].at;
     hold_status(co, (size_t)(slot - co->vols), st, now);
+  }
+  auralog__failover_stat__init(&sv->fo);
+  if (slot) {
+    fo_status(co, *slot, &sv->fo);
+    st->failover = &sv->fo;
   }
 }
 

@@ -81,6 +81,7 @@ uint32_t fo_opened(struct coord *co, const Auralog__Volume *v);
 void fo_probe(struct coord *co, const Auralog__Volume *v, uint64_t epoch);
 int fo_on_msg(struct coord *co, struct ep *c, const Env *env);
 void fo_tick(struct coord *co);
+void fo_status(struct coord *co, const Auralog__Volume *v, Auralog__FailoverStat *fs);
 void fo_free(struct coord *co);
 
 /* segstats.c: take a heartbeat's segment stats into n->stats (a delta

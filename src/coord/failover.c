@@ -18,7 +18,8 @@
  * Interface (coord.h): fo_open_check / fo_opened around a writer's
  * OpenVolume, fo_probe on a lease probe, fo_on_msg for ReplicaBeat,
  * WriterReq and Failover (all answered with Writer), fo_tick every
- * coordinator tick.
+ * coordinator tick, fo_status for status (the writer's silence, a
+ * promotion under way, the last failover and how long it took).
  *
  * Invariants (each is checked by tests/integration/test_failover.c):
  *  F1 One epoch, one writer. An OpenVolume with if_epoch takes the next
@@ -79,6 +80,19 @@ struct fo_vol {
   uint64_t from_epoch;
   unsigned long long chosen_at;
   unsigned long long warned;
+  /* The promotion under way: whom it replaces, the replaced writer's last
+   * sign of life, and who chose it. Kept as `last` when it takes its
+   * epoch, for status (fo_status). */
+  char from_writer[ADDR_MAX_LEN + 1];
+  unsigned long long lost_heard;
+  int asked;
+  struct {
+    char to[ADDR_MAX_LEN + 1], from[ADDR_MAX_LEN + 1];
+    uint64_t from_epoch, epoch;
+    unsigned long long at, detect_ms, took_ms;
+    int asked;
+  } last;
+  unsigned failovers;
   struct fo_vol *next;
 };
 
@@ -154,6 +168,17 @@ uint32_t fo_opened(struct coord *co, const Auralog__Volume *v)
     loginfo("volume %s: %s took epoch %llu%s", v->name, v->writer[0] ? v->writer : "a writer",
             (unsigned long long)v->epoch,
             strcmp(f->promoting, v->writer) ? " (not the replica chosen)" : ": promoted");
+  if (f->promoting[0] && strcmp(f->promoting, v->writer) == 0) {
+    f->failovers++;
+    snprintf(f->last.to, sizeof f->last.to, "%s", v->writer);
+    snprintf(f->last.from, sizeof f->last.from, "%s", f->from_writer);
+    f->last.from_epoch = f->from_epoch;
+    f->last.epoch = v->epoch;
+    f->last.at = now;
+    f->last.detect_ms = f->chosen_at - f->lost_heard;
+    f->last.took_ms = now - f->lost_heard;
+    f->last.asked = f->asked;
+  }
   f->promoting[0] = 0;         /* the epoch moved: that promotion is over */
   return left;
 }
@@ -188,11 +213,14 @@ static struct fo_rep *choose(struct coord *co, struct fo_vol *f, const Auralog__
 }
 
 static void promote(struct coord *co, struct fo_vol *f, const Auralog__Volume *v,
-                    const struct fo_rep *r, const char *how)
+                    const struct fo_rep *r, const char *how, int asked)
 {
   snprintf(f->promoting, sizeof f->promoting, "%s", r->addr);
+  snprintf(f->from_writer, sizeof f->from_writer, "%s", v->writer);
   f->from_epoch = v->epoch;
   f->chosen_at = io_now(co->io);
+  f->lost_heard = f->heard;
+  f->asked = asked;
   loginfo("volume %s: %s; promoting replica %s (applied %llu) from epoch %llu", v->name, how,
           r->addr, (unsigned long long)r->applied, (unsigned long long)v->epoch);
 }
@@ -223,7 +251,7 @@ void fo_tick(struct coord *co)
              v->writer, (unsigned long long)v->epoch, now - f->heard);
     struct fo_rep *r = choose(co, f, v, NULL);
     if (r)
-      promote(co, f, v, r, how);
+      promote(co, f, v, r, how, 0);
     else if (now - f->warned > 10000) {
       logwarn("volume %s: %s; no replica to promote", v->name, how);
       f->warned = now;
@@ -314,7 +342,7 @@ static void on_failover(struct coord *co, struct ep *c, uint64_t req, const Aura
   char how[200];
   snprintf(how, sizeof how, "failover asked (writer %s, epoch %llu)", v->writer,
            (unsigned long long)v->epoch);
-  promote(co, f, v, r, how);
+  promote(co, f, v, r, how, 1);
   answer(co, c, req, f, v, NULL);
 }
 
@@ -338,6 +366,30 @@ int fo_on_msg(struct coord *co, struct ep *c, const Env *env)
   default:
     return 0;
   }
+}
+
+void fo_status(struct coord *co, const Auralog__Volume *v, Auralog__FailoverStat *fs)
+{
+  struct fo_vol *f = fvol(co, v->name);
+  unsigned long long now = io_now(co->io);
+  fs->on = co->failover;
+  fs->silent_ms = v->writer[0] ? now - f->heard : 0;
+  fs->bound_ms = bound(f);
+  for (size_t i = 0; i < f->nreps; i++)
+    fs->candidates += now - f->reps[i].heard <= WRITER_LOST_MS &&
+                      strcmp(f->reps[i].addr, v->writer) != 0;
+  fs->promoting = f->promoting;
+  fs->promoting_ms = f->promoting[0] ? now - f->chosen_at : 0;
+  fs->from_epoch = f->promoting[0] ? f->from_epoch : 0;
+  fs->failovers = f->failovers;
+  fs->last_to = f->last.to;
+  fs->last_from = f->last.from;
+  fs->last_from_epoch = f->last.from_epoch;
+  fs->last_epoch = f->last.epoch;
+  fs->last_ago_ms = f->failovers ? now - f->last.at : 0;
+  fs->last_detect_ms = f->last.detect_ms;
+  fs->last_took_ms = f->last.took_ms;
+  fs->last_asked = f->last.asked;
 }
 
 void fo_free(struct coord *co)

@@ -2,6 +2,8 @@
  * addr.c: address parsing (see addr.h).
  */
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,37 @@ int addr_match(const char *served, const char *dialed)
          (a.sin_addr.s_addr == htonl(INADDR_ANY) || a.sin_addr.s_addr == b.sin_addr.s_addr);
 }
 
+/* The "coord" that DIR/cluster.json names, DIR being $AURALOG_DIR or
+ * ~/.auralog (DESIGN.md §6: `cluster up --dir DIR` writes it, and every
+ * command finds the cluster by it). NULL if there is none. */
+static const char *conf_coord(void)
+{
+  static char addr[ADDR_MAX_LEN + 1];
+  char p[PATH_MAX], buf[8192];
+  const char *dir = getenv("AURALOG_DIR"), *home = getenv("HOME");
+  if (dir && *dir)
+    snprintf(p, sizeof p, "%s/cluster.json", dir);
+  else if (home && *home)
+    snprintf(p, sizeof p, "%s/.auralog/cluster.json", home);
+  else
+    return NULL;
+  FILE *f = fopen(p, "r");
+  if (f == NULL)
+    return NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  cJSON *o = cJSON_Parse(buf);
+  cJSON *c = cJSON_GetObjectItem(o, "coord");
+  const char *r = NULL;
+  if (cJSON_IsString(c) && strlen(c->valuestring) <= ADDR_MAX_LEN) {
+    snprintf(addr, sizeof addr, "%s", c->valuestring);
+    r = addr;
+  }
+  cJSON_Delete(o);
+  return r;
+}
+
 const char *addr_coord(const char *opt)
 {
   if (opt && *opt)
@@ -54,5 +87,6 @@ const char *addr_coord(const char *opt)
   const char *env = getenv("AURALOG_COORD");
   if (env && *env)
     return env;
-  return COORD_ADDR_DEFAULT;
+  const char *conf = conf_coord();
+  return conf ? conf : COORD_ADDR_DEFAULT;
 }

@@ -15,6 +15,7 @@ int addr_parse(const char *s, struct sockaddr_in *sa, char *why, size_t whylen);
 int addr_match(const char *served, const char *dialed);
 
 /* The coordinator address: opt if given, else $AURALOG_COORD, else the
+ * one the cluster.json of $AURALOG_DIR (or ~/.auralog) names, else the
  * default 127.0.0.1:7400. */
 const char *addr_coord(const char *opt);
 

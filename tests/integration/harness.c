@@ -129,7 +129,21 @@ int free_block(int seed)
   return PORT_FIRST + (seed % PORT_BLOCKS) * PORT_BLOCK;
 }
 
+static int start(const char *name, const char *extra);
+
 int cluster_start_with(const char *name, const char *extra)
+{
+  char ex[512];
+  snprintf(ex, sizeof ex, "%s%s", extra, strstr(extra, "--failover") ? "" : " --no-failover");
+  return start(name, ex);
+}
+
+int cluster_start_as_user(const char *name, const char *extra)
+{
+  return start(name, extra);
+}
+
+static int start(const char *name, const char *extra)
 {
   bin = getenv("AURALOG_BIN");
   if (bin == NULL)

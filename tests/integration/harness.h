@@ -27,8 +27,14 @@ extern char out[OUT_SIZE];     /* what the last sql() printed */
 int free_block(int seed);
 
 int cluster_start(const char *name);
-/* The same, with more `cluster up` options (" --statement-timeout 0"). */
+/* The same, with more `cluster up` options (" --statement-timeout 0").
+ * Both start it with --no-failover unless extra says --failover: a test
+ * that crashes the engine and restarts it in place (`fault engine-crash`,
+ * `cluster up`) is about recovery, and must not race a promotion.
+ * cluster_start_as_user passes extra alone: the defaults a user gets
+ * (failover on). */
 int cluster_start_with(const char *name, const char *extra);
+int cluster_start_as_user(const char *name, const char *extra);
 /* Stop it and remove the directory (unless AURALOG_KEEP is set). */
 void cluster_stop(void);
 

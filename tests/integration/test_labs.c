@@ -22,7 +22,7 @@
 static int setup(void **state)
 {
   (void)state;
-  return cluster_start("labs");
+  return cluster_start_as_user("labs", "");   /* as a student gets it: failover on */
 }
 
 static int teardown(void **state)
