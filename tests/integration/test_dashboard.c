@@ -181,7 +181,7 @@ static long long status_vdl(void)
 static int setup(void **state)
 {
   (void)state;
-  if (cluster_start("dashboard") != 0)
+  if (cluster_start_with("dashboard", " --failover") != 0)
     return -1;
   http_port = base + HTTP_PORT_OFFSET;
   return 0;
@@ -543,6 +543,51 @@ static void a_stopped_node_is_marked_down(void **state)
   wait_node_state("A1", "up", 5000);
 }
 
+/* The text the page put in the element with this id ("" if none). */
+static const char *dom_text(const char *id)
+{
+  static char text[1024];
+  char key[64];
+  snprintf(key, sizeof key, "id=\"%s\"", id);
+  text[0] = 0;
+  const char *p = strstr(out, key), *gt = p ? strchr(p, '>') : NULL, *lt = gt ? strchr(gt, '<') : NULL;
+  if (lt && lt - gt - 1 < (long)sizeof text)
+    snprintf(text, sizeof text, "%.*s", (int)(lt - gt - 1), gt + 1);
+  return text;
+}
+
+/* The writer crashes; the page shows it heard from, then (once the
+ * coordinator promoted the replica) the failover done: from whom to whom. */
+static void the_page_shows_a_failover(void **state)
+{
+  (void)state;
+  dump_dom();
+  if (strstr(dom_text("failover"), "writer heard") == NULL)
+    fail_msg("before the crash the page's failover panel says '%s'", dom_text("failover"));
+  assert_non_null(strstr(dom_text("failover-last"), "none yet"));
+  fault("writer-crash");
+  int done = 0;
+  for (int i = 0; i < 100 && !done; i++) {
+    cJSON *o = status("main");
+    cJSON *f = cJSON_GetObjectItem(o, "failover");
+    done = f && cJSON_GetObjectItem(f, "failovers")->valuedouble >= 1 &&
+           !cJSON_GetObjectItem(f, "promoting")->valuestring[0];
+    cJSON_Delete(o);
+    if (!done)
+      usleep(100000);
+  }
+  if (!done)
+    fail_msg("no replica was promoted within 10 s of the writer's crash");
+  dump_dom();
+  char last[1024];
+  snprintf(last, sizeof last, "%s", dom_text("failover-last"));
+  print_message("the page's failover panel: %s | %s\n", dom_text("failover"), last);
+  if (strstr(last, "1 done") == NULL || strstr(last, "→") == NULL)
+    fail_msg("after the failover the page says '%s'", last);
+  char o2[4096];
+  assert_int_equal(sh(o2, sizeof o2, "%s cluster up --dir %s 2>&1", bin, dir), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -553,6 +598,7 @@ int main(void)
     cmocka_unit_test(a_client_that_never_reads_is_dropped_early),
     cmocka_unit_test(the_page_shows_six_nodes_and_the_vdl_rises),
     cmocka_unit_test(a_stopped_node_is_marked_down),
+    cmocka_unit_test(the_page_shows_a_failover),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests_name("integration: dashboard", tests, setup, teardown);
