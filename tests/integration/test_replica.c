@@ -37,6 +37,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -491,6 +492,76 @@ static void test_follows_a_new_writer(void **state)
   assert_non_null(strstr(o, "\"resyncs\":1"));
 }
 
+/* A replica frozen (SIGSTOP) past REPLICA_GONE_MS no longer holds the
+ * PGMRPL (feed.c: the writer lets its floor go, so GC goes on); run again,
+ * it is dropped, subscribes again and starts over from storage, and soon
+ * reads what the writer committed while it was frozen. */
+static void test_a_silent_replica_starts_over(void **state)
+{
+  (void)state;
+  static char o[1 << 20];
+  pid_t pid = pid_of("R1");
+  assert_true(pid > 0);
+  run_ok(&R, "SELECT auralog_stats()", o, sizeof o, NULL);
+  const char *rs = strstr(o, "\"resyncs\":");
+  assert_non_null(rs);
+  int resyncs = atoi(rs + 10);
+  assert_int_equal(kill(pid, SIGSTOP), 0);
+  unsigned long long t0 = now_ms();
+  uint64_t lsn = 0;
+  int i = 0, freed = 0;
+  while (now_ms() - t0 < REPLICA_GONE_MS + 2500) {
+    char q[128];
+    snprintf(q, sizeof q, "INSERT INTO acct VALUES(%d, %d, NULL)", 870000 + i, i);
+    run_ok(&W, q, o, sizeof o, &lsn);
+    i++;
+    cJSON *st = status("main");
+    double pgmrpl = cJSON_GetObjectItem(st, "pgmrpl")->valuedouble;
+    double vdl = cJSON_GetObjectItem(st, "vdl")->valuedouble;
+    cJSON_Delete(st);
+    if (now_ms() - t0 > REPLICA_GONE_MS + 1500 && pgmrpl + 50 >= vdl)
+      freed = 1;
+    usleep(200000);
+  }
+  if (!freed)
+    fail_msg("the PGMRPL stayed where the frozen replica held it for %d ms", REPLICA_GONE_MS);
+  assert_int_equal(kill(pid, SIGCONT), 0);
+  /* Heard again, it is dropped and subscribes again (a new start). */
+  unsigned long long t1 = now_ms();
+  int now_resyncs = resyncs;
+  while (now_resyncs == resyncs && now_ms() - t1 < 5000) {
+    usleep(50000);
+    run_ok(&R, "SELECT auralog_stats()", o, sizeof o, NULL);
+    rs = strstr(o, "\"resyncs\":");
+    assert_non_null(rs);
+    now_resyncs = atoi(rs + 10);
+  }
+  if (now_resyncs != resyncs + 1)
+    fail_msg("5 s after it ran again the replica has started over %d times, not once",
+             now_resyncs - resyncs);
+  unsigned long long t2 = now_ms();
+  /* Then it follows the writer from the new start: the writer's commits
+   * while it was frozen, and one made now. */
+  char q[128], want[64];
+  snprintf(q, sizeof q, "INSERT INTO acct VALUES(%d, %d, NULL)", 870000 + i, i);
+  run_ok(&W, q, o, sizeof o, &lsn);
+  snprintf(want, sizeof want, "%d|%d\n", i + 1, i);
+  int ok = 0;
+  while (!ok && now_ms() - t2 < 5000) {
+    ok = run(&R, "SELECT count(*), (SELECT bal FROM acct WHERE id = (SELECT max(id) FROM acct "
+                 "WHERE id BETWEEN 870000 AND 879999)) FROM acct WHERE id BETWEEN 870000 AND "
+                 "879999", o, sizeof o, NULL) == 0 && strcmp(o, want) == 0;
+    if (!ok)
+      usleep(20000);
+  }
+  if (!ok)
+    fail_msg("5 s after it started over the replica shows '%s', not the writer's '%s' (LSN "
+             "%llu)", o, want, (unsigned long long)lsn);
+  print_message("the replica, frozen %d ms, started over %llu ms after it ran again and read "
+                "the writer's next commit %llu ms after that\n", REPLICA_GONE_MS + 2500,
+                t2 - t1, now_ms() - t2);
+}
+
 static int teardown(void **state)
 {
   (void)state;
@@ -510,6 +581,7 @@ int main(void)
     cmocka_unit_test(test_a_scan_sees_one_read_point),
     cmocka_unit_test(test_pgmrpl_holds_for_a_replica_reader),
     cmocka_unit_test(test_follows_a_new_writer),
+    cmocka_unit_test(test_a_silent_replica_starts_over),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
