@@ -61,6 +61,11 @@
 #define MAXID 2000000
 static uint8_t acked[MAXID];          /* 1: the writer acknowledged the row's commit */
 static uint8_t unknown[MAXID];        /* 1: its outcome is unknown (in flight at a crash) */
+/* The answers of the last refused commits (id, text): a refused row found
+ * present says which answer was wrong. */
+#define NREFUSED 64
+static struct { int id; char why[300]; } refused[NREFUSED];
+static int nrefused;
 
 /* The client (load thread). */
 static struct {
@@ -182,6 +187,10 @@ static void *load_main(void *arg)
       if (rc == -2) {
         unknown[id] = 1;
         L.nunknown++;
+      } else {
+        refused[nrefused % NREFUSED].id = id;
+        snprintf(refused[nrefused % NREFUSED].why, sizeof refused[0].why, "%.299s", o);
+        nrefused++;
       }
       L.next++;
       connect_writer(&r, &open);
@@ -245,7 +254,11 @@ static int check_ledger(const char *when)
       /* Not acknowledged and not in flight: an error answer that was not
        * an unknown outcome (refused before it ran). Allowed only if the
        * answer said the outcome was unknown. */
-      print_message("%s: row %d is present, but its commit was refused\n", when, i);
+      const char *why = "(answer not kept)";
+      for (int k = 0; k < NREFUSED; k++)
+        if (refused[k].id == i && refused[k].why[0])
+          why = refused[k].why;
+      print_message("%s: row %d is present, but its commit was refused: %s\n", when, i, why);
       lost++;
     }
   if (open)
@@ -714,5 +727,8 @@ int main(void)
     cmocka_unit_test(test_promotion_crashes_in_recovery),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
+  /* AURALOG_TEST_FILTER=pattern (cmocka's) runs only the tests it names. */
+  if (getenv("AURALOG_TEST_FILTER"))
+    cmocka_set_test_filter(getenv("AURALOG_TEST_FILTER"));
   return cmocka_run_group_tests(tests, setup, teardown);
 }
