@@ -531,7 +531,8 @@ int cluster_find(struct cluster *cl, const char *dir, int base, int cache,
   char real[PATH_MAX];
   if (realpath(dir, real) == NULL) {
     if (errno == ENOENT && !create) {
-      printf("no cluster in %s\n", dir);
+      errmsg("no cluster in %s (no such directory; start one: auralog cluster up --dir %s)",
+             dir, dir);
       return 0;
     }
     die("cluster: %s: %s", dir, strerror(errno));
@@ -541,6 +542,12 @@ int cluster_find(struct cluster *cl, const char *dir, int base, int cache,
   memcpy(cl->dir, real, strlen(real) + 1);
   key_use_dir(cl->dir);
   int conf_cache, conf_timeout, conf = read_conf(cl, &conf_cache, &conf_timeout);
+  if (!conf && !create) {
+    /* DESIGN.md §6: a command that finds no cluster says where it looked. */
+    errmsg("no cluster in %s (no cluster.json there; start one: auralog cluster up --dir %s)",
+           cl->dir, cl->dir);
+    return 0;
+  }
   if (!conf) {
     cl->nrep = 1;              /* a new cluster: one read replica, */
     cl->failover = 1;          /* ... promoted when the writer is lost */
@@ -703,7 +710,7 @@ int cluster_main(int argc, char **argv)
   static struct cluster cl;
   int rc = cluster_find(&cl, dir, base, cache, timeout, strcmp(cmd, "up") == 0);
   if (rc <= 0)
-    return -rc;
+    return strcmp(cmd, "down") ? 1 : 0;     /* down: nothing to stop */
   if (pg_pages)
     cl.pg_pages = pg_pages;
   if (failover >= 0 && strcmp(cmd, "up"))

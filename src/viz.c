@@ -576,7 +576,7 @@ static int render(const char *dot, const char *fmt, char **data, unsigned *len,
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog viz [--format dot|svg|png] [-o FILE] [--volume NAME] [--coord ADDR]\n"
+    "usage: auralog viz [--format dot|svg|png] [-o FILE] [--volume NAME] [--dir DIR | --coord ADDR]\n"
     "       auralog viz --sim-trace FILE [--from MS] [--to MS] [--format F] [-o FILE]\n"
     "\n"
     "Draw the running cluster with graphviz: the AZs and their nodes, each\n"
@@ -589,7 +589,8 @@ static void usage(FILE *f)
     "  -o FILE        write to FILE; without --format, its extension\n"
     "                 (.dot/.gv, .svg, .png) picks the format\n"
     "  --volume NAME  volume to draw (default main)\n"
-    "  --coord ADDR   coordinator (default $AURALOG_COORD or %s)\n"
+    "  --dir DIR      the cluster in DIR (default $AURALOG_DIR or ~/.auralog)\n"
+    "  --coord ADDR   coordinator (default $AURALOG_COORD, or the cluster's, or %s)\n"
     "  --sim-trace FILE  instead, draw a trace of `auralog sim --trace` as a\n"
     "                 timeline: faults, writer and node lanes by AZ, recoveries,\n"
     "                 VDL and SCLs, the violation; --from/--to MS pick the window\n"
@@ -616,7 +617,8 @@ int viz_main(int argc, char **argv)
     {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
     {"volume", required_argument, 0, 'v'}, {"coord", required_argument, 0, 'c'},
     {"sim-trace", required_argument, 0, 's'}, {"from", required_argument, 0, 'F'},
-    {"to", required_argument, 0, 'T'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"to", required_argument, 0, 'T'}, {"dir", required_argument, 0, 'd'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *fmt = NULL, *file = NULL, *volume = "main", *coord = NULL, *trace = NULL;
   long long win[2] = {-1, -1};
   char *end;
@@ -630,6 +632,7 @@ int viz_main(int argc, char **argv)
     case 'o': file = optarg; break;
     case 'v': volume = optarg; break;
     case 'c': coord = optarg; break;
+    case 'd': setenv("AURALOG_DIR", optarg, 1); break;
     case 's': trace = optarg; break;
     case 'F': case 'T':
       win[o == 'T'] = strtoll(optarg, &end, 10);

@@ -492,6 +492,38 @@ static void commands_fail_with_one_clear_line(void **state)
   }
 }
 
+/* Tried as a new user would, with the cluster on other ports than the
+ * defaults: status, sql, viz and fault find it by its directory (--dir or
+ * $AURALOG_DIR: its cluster.json names the coordinator), no --coord; a
+ * directory with no cluster is one clear line and a non-zero exit. */
+static void commands_find_the_cluster_by_its_directory(void **state)
+{
+  (void)state;
+  char out[8192], empty[300];
+  const char *noenv = "env -u AURALOG_COORD -u AURALOG_ENGINE -u AURALOG_DIR";
+  assert_int_equal(sh(out, sizeof out, "%s %s status --dir %s 2>&1", noenv, bin, dir), 0);
+  assert_non_null(strstr(out, "volume main"));
+  assert_int_equal(sh(out, sizeof out, "%s AURALOG_DIR=%s %s status --json 2>&1", noenv, dir,
+                      bin), 0);
+  assert_non_null(strstr(out, "\"volume\""));
+  assert_int_equal(sh(out, sizeof out, "%s %s sql --dir %s 'SELECT 6*7' 2>&1", noenv, bin,
+                      dir), 0);
+  assert_string_equal(out, "42\n");
+  assert_int_equal(sh(out, sizeof out, "%s %s viz --dir %s 2>&1", noenv, bin, dir), 0);
+  assert_non_null(strstr(out, "digraph"));
+  snprintf(empty, sizeof empty, "%s-empty", dir);
+  sh(NULL, 0, "mkdir -p %s", empty);
+  for (const char *const *c = (const char *const[]){"fault --dir %s engine-crash",
+       "cluster status --dir %s", "failover --dir %s --to R1", NULL}; *c; c++) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, *c, empty);
+    int rc = sh(out, sizeof out, "%s %s %s 2>&1", noenv, bin, cmd);
+    if (rc == 0 || strstr(out, "no cluster in") == NULL || strchr(out, '\n') != strrchr(out, '\n'))
+      fail_msg("`auralog %s` with no cluster there: exit %d, '%s'", cmd, rc, out);
+  }
+  sh(NULL, 0, "rmdir %s", empty);
+}
+
 static void cluster_down_leaves_no_process(void **state)
 {
   (void)state;
@@ -523,6 +555,7 @@ int main(void)
     cmocka_unit_test(silent_node_is_shown_down_then_up),
     cmocka_unit_test(garbage_closes_only_that_connection),
     cmocka_unit_test(commands_fail_with_one_clear_line),
+    cmocka_unit_test(commands_find_the_cluster_by_its_directory),
     cmocka_unit_test(cluster_down_leaves_no_process),
   };
   return cmocka_run_group_tests_name("integration: local cluster", tests, setup, teardown);
