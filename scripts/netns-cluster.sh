@@ -5,10 +5,18 @@
 # namespace. Taking out an AZ cuts its link, as a network failure would,
 # while its processes keep running.
 #
-#   netns-cluster.sh up [DIR]        start it (root: namespaces need it)
-#   netns-cluster.sh cut A|B|C       cut an AZ's link
-#   netns-cluster.sh restore A|B|C   mend it
-#   netns-cluster.sh down [DIR]      stop everything, remove the namespaces
+#   netns-cluster.sh up [DIR]          start it (root: namespaces need it)
+#   netns-cluster.sh cut A|B|C [DIR]   cut an AZ's link
+#   netns-cluster.sh restore A|B|C [DIR]   mend it
+#   netns-cluster.sh down [DIR]        stop it, remove what its `up` made
+#
+# Several at once (two students on one machine, or a student and `make
+# test`): every name comes from DIR (default /tmp/auralog-netns). The
+# namespaces, bridge and links are alg<ID>-..., ID six hex digits of
+# DIR's path's hash, and the subnet is 10.77.N.0/24 with N the first one
+# no other netns cluster holds; `up` writes them to DIR/netns.env and
+# `down` removes only those. Tools find the cluster by DIR/cluster.json
+# (auralog status --dir DIR, or AURALOG_DIR=DIR).
 #
 # On real VMs the recipe is the same without namespaces: make the key once
 # (`auralog cluster key --dir D` prints D/cluster.key), copy it to every VM
@@ -21,16 +29,26 @@
 # the key too: export AURALOG_KEY=KEY. The key is taken from $AURALOG_KEY
 # if set (a lab passes its cluster's), else DIR/cluster.key.
 #
-# Addresses: 10.77.0.0/24, only inside the namespaces and bridge this
-# script makes. AURALOG (default build/auralog) is the binary.
+# AURALOG (default build/auralog) is the binary.
 set -euo pipefail
 cmd=${1:-}
 bin=$(readlink -f "${AURALOG:-build/auralog}")
-net=10.77.0
-br=alg-br0
-ctl=$net.1
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+# The names of the cluster in $dir: ID from its path (IFNAMSIZ allows 15
+# characters: alg<ID>br, alg<ID>a are 11).
+names() {
+  id=$(printf '%s' "$dir" | sha1sum | cut -c1-6)
+  br=alg${id}br
+}
+# Read what `up` chose (the subnet), or fail with a line saying so.
+load() {
+  names
+  [ -f "$dir/netns.env" ] || { echo "netns-cluster.sh: no netns cluster in $dir (up first)" >&2; exit 1; }
+  . "$dir/netns.env"
+  ctl=$net.1
+}
 need_root() {
   [ "$(id -u)" -eq 0 ] || { echo "netns-cluster.sh: network namespaces need root (sudo)" >&2; exit 1; }
 }
@@ -46,11 +64,25 @@ start() {   # name, command...: run in the background, pid file, log
 case "$cmd" in
 up)
   need_root
-  dir=$(readlink -f "${2:-/tmp/auralog-netns}")
+  dir=$(readlink -m "${2:-/tmp/auralog-netns}")
+  names
   if ip link show $br > /dev/null 2>&1; then
-    echo "netns-cluster.sh: $br exists: a netns cluster is up already (down first)" >&2; exit 1
+    echo "netns-cluster.sh: $br exists: the netns cluster in $dir is up already (down first)" >&2
+    exit 1
   fi
   mkdir -p "$dir/log" "$dir/run" "$dir/data"
+  # The first 10.77.N.0/24 no interface on this machine holds (another
+  # netns cluster's bridge holds 10.77.N.1). Two `up`s at once choose one
+  # after the other: the lock is held until the bridge has its address.
+  exec 9> /run/lock/auralog-netns.lock
+  flock 9
+  net=
+  for n in $(seq 0 254); do
+    ip -o -4 addr show | grep -q " 10\.77\.$n\." || { net=10.77.$n; break; }
+  done
+  [ -n "$net" ] || { echo "netns-cluster.sh: every 10.77.N.0/24 is in use" >&2; exit 1; }
+  ctl=$net.1
+  printf 'net=%s\n' "$net" > "$dir/netns.env"
   # The cluster key: $AURALOG_KEY if given (a lab passes its cluster's),
   # else DIR/cluster.key, made once. On real machines this one file is
   # what you copy to each (mode 0600).
@@ -59,12 +91,13 @@ up)
   ip link add $br type bridge
   ip addr add $ctl/24 dev $br
   ip link set $br up
+  flock -u 9
   i=1
   for az in A B C; do
-    ns=alg-$(lower $az); i=$((i + 10))
+    ns=alg$id-$(lower $az); i=$((i + 10))
     ip netns add $ns
-    ip link add alg-$(lower $az) type veth peer name eth0 netns $ns
-    ip link set alg-$(lower $az) master $br up
+    ip link add alg$id$(lower $az) type veth peer name eth0 netns $ns
+    ip link set alg$id$(lower $az) master $br up
     ip -n $ns link set lo up
     ip -n $ns addr add $net.$i/24 dev eth0
     ip -n $ns link set eth0 up
@@ -73,14 +106,14 @@ up)
   sleep 0.3
   i=1
   for az in A B C; do
-    ns=alg-$(lower $az); i=$((i + 10))
+    ns=alg$id-$(lower $az); i=$((i + 10))
     for k in 1 2; do
       start $az$k ip netns exec $ns "$bin" node --az $az --id $az$k --listen $net.$i:740$k \
         --coord $ctl:7400 --data "$dir/data/$az$k"
     done
   done
   for t in $(seq 1 100); do   # all six registered?
-    [ "$(AURALOG_COORD=$ctl:7400 "$bin" status --json | grep -o '"state":"up"' | wc -l)" -ge 6 ] && break
+    [ "$(AURALOG_COORD=$ctl:7400 "$bin" status --json 2>/dev/null | grep -o '"state":"up"' | wc -l)" -ge 6 ] && break
     sleep 0.1
   done
   start engine "$bin" engine --listen $ctl:7500 --coord $ctl:7400
@@ -91,26 +124,33 @@ up)
   printf '{"coord": "%s:7400", "engine": "%s:7500", "netns": true}\n' $ctl $ctl > "$dir/cluster.json"
   echo "netns cluster up in $dir: AZ A at $net.11, B at $net.21, C at $net.31 (2 nodes each)"
   echo "cluster key: $key (every member and tool needs it: export AURALOG_KEY=$key)"
-  echo "coordinator $ctl:7400, engine $ctl:7500:"
-  echo "  export AURALOG_COORD=$ctl:7400 AURALOG_ENGINE=$ctl:7500 AURALOG_KEY=$key"
+  echo "coordinator $ctl:7400, engine $ctl:7500; tools find it by its directory:"
+  echo "  export AURALOG_DIR=$dir AURALOG_KEY=$key"
   ;;
 cut|restore)
   need_root; az_ok "${2:-}"
-  ip link set alg-$(lower "$2") "$([ "$cmd" = cut ] && echo down || echo up)"
+  dir=$(readlink -m "${3:-/tmp/auralog-netns}")
+  load
+  ip link set alg$id$(lower "$2") "$([ "$cmd" = cut ] && echo down || echo up)"
   echo "AZ $2: link $([ "$cmd" = cut ] && echo cut || echo restored)"
   ;;
 down)
   need_root
-  dir=$(readlink -f "${2:-/tmp/auralog-netns}")
+  dir=$(readlink -m "${2:-/tmp/auralog-netns}")
+  names
   for p in "$dir"/run/*.pid; do
     [ -f "$p" ] || continue
     kill "$(cat "$p")" 2> /dev/null || true
     rm -f "$p"
   done
   sleep 0.3
-  for az in a b c; do ip netns del alg-$az 2> /dev/null || true; done
+  # Only what this directory's `up` made: its own names.
+  # The links first (deleting a namespace frees its veth pair only later).
+  for az in a b c; do ip link del alg$id$az 2> /dev/null || true; done
+  for az in a b c; do ip netns del alg$id-$az 2> /dev/null || true; done
   ip link del $br 2> /dev/null || true
-  echo "netns cluster down"
+  rm -f "$dir/netns.env"
+  echo "netns cluster in $dir down"
   ;;
 *) usage ;;
 esac
