@@ -21,6 +21,8 @@
 #include "harness.h"
 #include "keyfile.h"
 #include "param.h"
+#include "rpc.h"
+#include "wire.h"
 
 const char *bin;
 char dir[256];
@@ -322,4 +324,36 @@ void assert_no_sanitizer_reports(void)
   if (sh(out, sizeof out, "grep -l -E 'runtime error|AddressSanitizer|LeakSanitizer' "
          "%s/log/*.log", dir) == 0)
     fail_msg("sanitizer reports in: %s", out);
+}
+
+int rpc_sql(struct rpc *r, const char *text, char *o, size_t n, int timeout_ms, uint64_t *lsn)
+{
+  char why[512];
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Query q = AURALOG__QUERY__INIT;
+  q.sql = (char *)text;
+  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
+  req.query = &q;
+  Env *rep = rpc_call(r, &req, timeout_ms, why, sizeof why);
+  if (rep == NULL) {
+    snprintf(o, n, "%s", why);
+    return -2;
+  }
+  if (rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why) != 0) {
+    snprintf(o, n, "%s", why);
+    wire_free(rep);
+    return -1;
+  }
+  size_t k = 0;
+  o[0] = 0;
+  for (size_t i = 0; i < rep->rows->n_rows; i++) {
+    for (size_t j = 0; j < rep->rows->rows[i]->n_values; j++)
+      k += (size_t)snprintf(o + k, k < n ? n - k : 0, "%s%s", j ? "|" : "",
+                            rep->rows->rows[i]->values[j]->text);
+    k += (size_t)snprintf(o + k, k < n ? n - k : 0, "\n");
+  }
+  if (lsn)
+    *lsn = rep->rows->commit_lsn;
+  wire_free(rep);
+  return 0;
 }

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 extern const char *bin;        /* build/auralog (AURALOG_BIN) */
@@ -73,5 +74,12 @@ void wait_node_state(const char *node, const char *want, int ms);
 int live_cluster_processes(void);
 /* Fail the test if any member's log holds a sanitizer report. */
 void assert_no_sanitizer_reports(void);
+
+/* One SQL request on an open connection to an engine or replica (rpc.h):
+ * 0 with its rows as a|b lines in o (and *lsn, if given, its commit LSN),
+ * -1 with the error answer in o, -2 with no answer (o: why; a commit's
+ * outcome is then unknown). */
+struct rpc;
+int rpc_sql(struct rpc *r, const char *text, char *o, size_t n, int timeout_ms, uint64_t *lsn);
 
 #endif

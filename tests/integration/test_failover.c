@@ -113,32 +113,8 @@ static int run(struct rpc *r, const char *text, char *o, size_t n)
 
 static int run_for(struct rpc *r, const char *text, char *o, size_t n, int timeout_ms)
 {
-  char why[512];
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Query q = AURALOG__QUERY__INIT;
-  q.sql = (char *)text;
-  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
-  req.query = &q;
-  Env *rep = rpc_call(r, &req, timeout_ms, why, sizeof why);
-  if (rep == NULL) {
-    snprintf(o, n, "%s", why);
-    return -2;
-  }
-  if (rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why) != 0) {
-    snprintf(o, n, "%s", why);
-    wire_free(rep);
-    return strstr(why, "not durable") ? -2 : -1;
-  }
-  size_t k = 0;
-  o[0] = 0;
-  for (size_t i = 0; i < rep->rows->n_rows; i++) {
-    for (size_t j = 0; j < rep->rows->rows[i]->n_values; j++)
-      k += (size_t)snprintf(o + k, k < n ? n - k : 0, "%s%s", j ? "|" : "",
-                            rep->rows->rows[i]->values[j]->text);
-    k += (size_t)snprintf(o + k, k < n ? n - k : 0, "\n");
-  }
-  wire_free(rep);
-  return 0;
+  int rc = rpc_sql(r, text, o, n, timeout_ms, NULL);
+  return rc == -1 && strstr(o, "not durable") ? -2 : rc;
 }
 
 /* Connect r to the writer the coordinator names now. 0 or -1. */

@@ -61,34 +61,7 @@ static size_t ncommits;
  * -1 and the error in o. */
 static int run(struct rpc *r, const char *text, char *o, size_t n, uint64_t *lsn)
 {
-  char why[512];
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Query q = AURALOG__QUERY__INIT;
-  q.sql = (char *)text;
-  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
-  req.query = &q;
-  Env *rep = rpc_call(r, &req, 30000, why, sizeof why);
-  if (rep == NULL) {
-    snprintf(o, n, "%s", why);
-    return -1;
-  }
-  if (rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why) != 0) {
-    snprintf(o, n, "%s", why);
-    wire_free(rep);
-    return -1;
-  }
-  size_t k = 0;
-  o[0] = 0;
-  for (size_t i = 0; i < rep->rows->n_rows; i++) {
-    for (size_t j = 0; j < rep->rows->rows[i]->n_values; j++)
-      k += (size_t)snprintf(o + k, k < n ? n - k : 0, "%s%s", j ? "|" : "",
-                            rep->rows->rows[i]->values[j]->text);
-    k += (size_t)snprintf(o + k, k < n ? n - k : 0, "\n");
-  }
-  if (lsn)
-    *lsn = rep->rows->commit_lsn;
-  wire_free(rep);
-  return 0;
+  return rpc_sql(r, text, o, n, 30000, lsn) == 0 ? 0 : -1;
 }
 
 static void run_ok(struct rpc *r, const char *text, char *o, size_t n, uint64_t *lsn)
