@@ -10,7 +10,10 @@ echo "== auralog cluster up --dir $dir"
 "$bin" cluster up --dir "$dir"
 conf="$dir/cluster.json"
 get() { sed -n "s/.*\"$1\":[[:space:]]*\"\([^\"]*\)\".*/\1/p" "$conf"; }
-export AURALOG_COORD=$(get coord) AURALOG_ENGINE=$(get engine)
+# Every command finds the cluster by its directory (cluster.json), and sql
+# the writer through the coordinator (after a failover, a former replica).
+export AURALOG_DIR="$dir"
+unset AURALOG_COORD AURALOG_ENGINE
 
 field() { "$bin" status --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
 
