@@ -187,6 +187,7 @@ char *status_json(const Auralog__Status *st)
   }
   read_hold_json(st, o);
   failover_json(st, o);
+  status_log_json(st, o);
   cJSON *tr = cJSON_AddArrayToObject(o, "truncations");
   for (size_t i = 0; i < v->n_truncs; i++) {
     cJSON *j = cJSON_CreateObject();
@@ -256,6 +257,11 @@ char *status_json(const Auralog__Status *st)
       cJSON_AddNumberToObject(js, "versions", (double)ss->images);
       cJSON_AddNumberToObject(js, "oldest_version", (double)ss->oldest_image);
       cJSON_AddNumberToObject(js, "damaged", (double)ss->damaged);
+      /* The highest LSN it holds: above its SCL, a hole (records missing
+       * below ones it has; gossip fills it, §3.3), and its epoch (§4.3). */
+      cJSON_AddNumberToObject(js, "max_lsn", (double)ss->max_lsn);
+      cJSON_AddBoolToObject(js, "hole", ss->max_lsn > ss->scl);
+      cJSON_AddNumberToObject(js, "epoch", (double)ss->epoch);
       const Auralog__NodeInfo *sn = node_of(st, seg->node);
       cJSON_AddStringToObject(js, "state", state_of(sn));
       cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
@@ -501,6 +507,7 @@ void status_table(const Auralog__Status *st, FILE *f)
   }
   read_hold_table(st, f);
   failover_table(st, f);
+  status_log_table(st, f);
   if (e && e->stale_pages)
     fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
             "from node %s (see the engine's log)\n", (unsigned long long)e->stale_pages,
@@ -525,7 +532,8 @@ void status_table(const Auralog__Status *st, FILE *f)
   }
   storage_table(st, f);
   if (v->n_pgs)
-    fprintf(f, "pgs    segment SCLs (node:scl, * = down, ~ = partitioned)\n");
+    fprintf(f, "pgs    segment SCLs (node:scl, ^N = holds records up to N above a hole, "
+            "@eN = at an older epoch N, * = down, ~ = partitioned)\n");
   struct statix *ix = statix_build(st);
   for (size_t p = 0; p < v->n_pgs; p++) {
     const Auralog__Pg *pg = v->pgs[p];
@@ -534,9 +542,13 @@ void status_table(const Auralog__Status *st, FILE *f)
     for (size_t s = 0; s < pg->n_segments; s++) {
       const Auralog__Segment *seg = pg->segments[s];
       const Auralog__NodeInfo *n = node_of(st, seg->node);
-      fprintf(f, "  %s:%llu%s", seg->node,
-              (unsigned long long)scl_of(st, ix, seg->node, pg->pg),
-              !(n && n->up) ? "*" : n->partitioned ? "~" : "");
+      const Auralog__SegStat *ss = stat_of(st, ix, seg->node, pg->pg);
+      fprintf(f, "  %s:%llu", seg->node, (unsigned long long)(ss ? ss->scl : 0));
+      if (ss && ss->max_lsn > ss->scl)
+        fprintf(f, "^%llu", (unsigned long long)ss->max_lsn);    /* a hole below */
+      if (ss && ss->epoch && ss->epoch < v->epoch)
+        fprintf(f, "@e%llu", (unsigned long long)ss->epoch);     /* an older epoch */
+      fprintf(f, "%s", !(n && n->up) ? "*" : n->partitioned ? "~" : "");
     }
     fputc('\n', f);
   }

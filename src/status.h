@@ -17,4 +17,11 @@ char *status_json(const Auralog__Status *st);
 /* A compact table for people. */
 void status_table(const Auralog__Status *st, FILE *f);
 
+/* status_log.c, for the two above: the log's edge (the LAL window, the
+ * records short of a write quorum and who acknowledged each) and fenced
+ * engines still running. */
+struct cJSON;
+void status_log_json(const Auralog__Status *st, struct cJSON *o);
+void status_log_table(const Auralog__Status *st, FILE *f);
+
 #endif

@@ -546,9 +546,23 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   if (slot == NULL)
     return;
   struct ereport *r = &co->engines[slot - co->vols];
+  if (es->epoch < (*slot)->epoch && es->epoch > 0) {
+    /* A fenced engine still running: status names it (its stats are not
+     * the volume's). The newest report first; one line per address. */
+    size_t k = 0;
+    while (k < FENCED_SHOWN - 1 && r->fenced[k].addr[0] && strcmp(r->fenced[k].addr, es->addr))
+      k++;
+    memmove(&r->fenced[1], &r->fenced[0], k * sizeof r->fenced[0]);
+    snprintf(r->fenced[0].addr, sizeof r->fenced[0].addr, "%s", es->addr);
+    r->fenced[0].epoch = es->epoch;
+    r->fenced[0].at = io_now(co->io);
+    return;
+  }
   if (es->epoch != (*slot)->epoch)
-    return;                 /* a fenced engine (status shows the writer), or
-                               an epoch never issued: not the writer's */
+    return;                 /* an epoch never issued: not the writer's */
+  for (size_t k = 0; k < FENCED_SHOWN; k++)   /* it runs again as the writer */
+    if (strcmp(r->fenced[k].addr, es->addr) == 0)
+      r->fenced[k].addr[0] = 0;
   /* Keep a copy: the envelope is freed after this call. */
   size_t len = auralog__engine_stat__get_packed_size(es);
   uint8_t *buf = malloc(len + 1);
@@ -682,6 +696,22 @@ static void status_build(struct coord *co, const char *name, struct status_view 
     st->engine = co->engines[slot - co->vols].st;
     st->engine_age_ms = now - co->engines[slot - co->vols].at;
     hold_status(co, (size_t)(slot - co->vols), st, now);
+  }
+  if (slot) {
+    struct ereport *r = &co->engines[slot - co->vols];
+    size_t nf = 0;
+    for (size_t k = 0; k < FENCED_SHOWN; k++) {
+      if (!r->fenced[k].addr[0] || now - r->fenced[k].at > FENCED_FORGET_MS)
+        continue;
+      auralog__fenced_engine__init(&r->fout[nf]);
+      r->fout[nf].addr = r->fenced[k].addr;
+      r->fout[nf].epoch = r->fenced[k].epoch;
+      r->fout[nf].age_ms = now - r->fenced[k].at;
+      r->foutp[nf] = &r->fout[nf];
+      nf++;
+    }
+    st->fenced = r->foutp;
+    st->n_fenced = nf;
   }
   auralog__failover_stat__init(&sv->fo);
   if (slot) {

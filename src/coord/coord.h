@@ -20,6 +20,7 @@
 #include "coord/meta.h"
 #include "auth.h"
 #include "io.h"
+#include "param.h"
 
 struct cnode {
   Auralog__NodeInfo *info;     /* id, az, addr (durable); up, last_seen_ms,
@@ -39,6 +40,14 @@ struct ereport {
    * totals then (hold.c). */
   uint64_t hold_pgmrpl, hold_recs, hold_vers, hold_bytes;
   unsigned long long hold_at;
+  /* Engines of an older epoch that still report (fenced writers, §4.3),
+   * newest first: status shows them. */
+  struct {
+    char addr[ADDR_MAX_LEN + 1];
+    uint64_t epoch;
+    unsigned long long at;
+  } fenced[FENCED_SHOWN];
+  Auralog__FencedEngine fout[FENCED_SHOWN], *foutp[FENCED_SHOWN];
 };
 
 struct fo;

@@ -153,3 +153,8 @@ size_t q_pending(const struct quorum *q)
 {
   return q->n;
 }
+
+const struct qrec *q_pending_at(const struct quorum *q, size_t i)
+{
+  return &q->q[(q->head + i) % q->cap];
+}

@@ -71,5 +71,7 @@ int q_ack_upto(struct quorum *q, uint32_t pg, int slot, uint64_t scl);
 
 /* Records handed out and not yet below the VCL. */
 size_t q_pending(const struct quorum *q);
+/* The i-th oldest of them (i < q_pending): its PG, LSN and acks so far. */
+const struct qrec *q_pending_at(const struct quorum *q, size_t i);
 
 #endif

@@ -126,6 +126,21 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.net_msgs_in = st.net_msgs_in;
   es.tail = v->drv->tail_outp;
   es.n_tail = ntail;
+  /* The oldest records still short of a write quorum, and who has them. */
+  pthread_mutex_lock(&v->drv->mu);
+  size_t np = q_pending(&v->q) < PENDING_SHOWN ? q_pending(&v->q) : PENDING_SHOWN;
+  for (size_t i = 0; i < np; i++) {
+    const struct qrec *r = q_pending_at(&v->q, i);
+    Auralog__PendingRec *p = &v->drv->pend_out[i];
+    auralog__pending_rec__init(p);
+    p->pg = r->pg;
+    p->lsn = r->lsn;
+    p->acks = r->acks;
+    v->drv->pend_outp[i] = p;
+  }
+  pthread_mutex_unlock(&v->drv->mu);
+  es.pending_recs = v->drv->pend_outp;
+  es.n_pending_recs = np;
   /* Read replicas and the volume's PGMRPL (vfs/feed.c): min over the
    * writer's own read point (the VDL, or an older read in flight) and every
    * replica's. The report is packed on this thread, under the lock. */

@@ -35,6 +35,8 @@ struct vdrv {
   Auralog__TailRec tail_out[TAIL_MAX];
   Auralog__TailRec *tail_outp[TAIL_MAX];
   char stale_node[ADDR_MAX_LEN + 1];   /* the report's stale_node */
+  Auralog__PendingRec pend_out[PENDING_SHOWN];   /* the report's pending_recs */
+  Auralog__PendingRec *pend_outp[PENDING_SHOWN];
   /* The read replicas the engine feeds (vol_set_replicas, under mu), for
    * the report. */
   Auralog__ReplicaStat rstat[REPLICAS_MAX];

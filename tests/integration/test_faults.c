@@ -121,6 +121,31 @@ static void az_plus_one_down_commits_fail_cleanly_reads_work(void **state)
    * durable (durable reads, the engine's default), and fails in time. */
   assert_int_not_equal(sql("select count(*) from f where i < 1000;"), 0);
   assert_non_null(strstr(out, "not durable yet"));
+  /* Status names who holds the stalled commit's records: 3 of 6, none of
+   * them a node that is down. */
+  cJSON *o = NULL, *pr = NULL;
+  for (int t = 0; t < 30; t++) {
+    cJSON_Delete(o);
+    o = status("main");
+    pr = cJSON_GetObjectItem(o, "pending_records");
+    if (cJSON_GetArraySize(pr) > 0)
+      break;
+    usleep(100000);
+  }
+  assert_true(cJSON_GetArraySize(pr) > 0);
+  cJSON *r = cJSON_GetArrayItem(pr, 0), *n;
+  assert_int_equal((int)cJSON_GetObjectItem(r, "acks")->valuedouble, 3);
+  cJSON_ArrayForEach(n, cJSON_GetObjectItem(r, "acked_by")) {
+    const char *id = n->valuestring;
+    if (!strcmp(id, "A1") || id[0] == 'B')
+      fail_msg("status says %s, which is down, acknowledged lsn %.0f", id,
+               cJSON_GetObjectItem(r, "lsn")->valuedouble);
+  }
+  cJSON *w = cJSON_GetObjectItem(o, "lal_window");
+  assert_true(cJSON_GetObjectItem(w, "used")->valuedouble >= 1);
+  cJSON_Delete(o);
+  assert_int_equal(sh(out, sizeof out, "%s status --coord %s", bin, coord), 0);
+  assert_non_null(strstr(out, "waiting for a write quorum"));
 }
 
 static void nodes_return_writes_resume_and_gossip_catches_up(void **state)
@@ -189,6 +214,18 @@ static void a_second_engine_fences_the_first(void **state)
   assert_int_equal(sh_in("insert into f values(500); select count(*) from f;", out, sizeof out,
                          "%s sql --engine %s", bin, e2), 0);
   assert_string_equal(out, "138\n");
+  /* Status shows the first engine as fenced while it still runs. */
+  int shown = 0;
+  for (int t = 0; t < 30 && !shown; t++) {
+    cJSON *o = status("main"), *fe;
+    cJSON_ArrayForEach(fe, cJSON_GetObjectItem(o, "fenced_engines"))
+      shown |= strcmp(cJSON_GetObjectItem(fe, "addr")->valuestring, engine) == 0;
+    cJSON_Delete(o);
+    if (!shown)
+      usleep(100000);
+  }
+  if (!shown)
+    fail_msg("status does not show the fenced engine %s", engine);
   /* Back to the cluster's own engine: stop both, let `cluster up` start it. */
   sh(NULL, 0, "kill $(cat %s/run/engine2.pid)", dir);
   stop_member("engine", SIGTERM);

@@ -1,0 +1,106 @@
+/*
+ * status_log.c: the edge of the log as status shows it (paper §4.1, §4.3).
+ *
+ * The LAL window: the writer hands out LSNs only up to the VDL plus the
+ * LSN allocation limit (LAL), so a storage tier that falls behind stops
+ * the writer instead of letting it run away; status shows how much of the
+ * window is in use. The records above the VCL: each waits for 4 of its
+ * PG's 6 segments, and status names the ones that acknowledged it, so a
+ * student sees which segment (or AZ) a stalled commit waits for. Fenced
+ * engines: a writer of an older epoch still running (a newer writer
+ * opened the volume, §4.3) reports to the coordinator, which shows it
+ * here and nowhere else (its numbers are not the volume's).
+ *
+ * Interface (status.h): status_log_json adds "lal_window",
+ * "pending_records" and "fenced_engines" to the status object;
+ * status_log_table prints the same for people.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "status.h"
+
+/* The segments of pg that acks names ("A1 B2 C1"), into buf. */
+static const char *acked_by(const Auralog__Status *st, uint32_t pg, uint32_t acks, char *buf,
+                            size_t n)
+{
+  const Auralog__Volume *v = st->volume;
+  size_t k = 0;
+  buf[0] = 0;
+  for (size_t p = 0; p < v->n_pgs; p++) {
+    if (v->pgs[p]->pg != pg)
+      continue;
+    for (size_t s = 0; s < v->pgs[p]->n_segments && s < 32; s++)
+      if (acks & (1u << s))
+        k += (size_t)snprintf(buf + k, k < n ? n - k : 0, "%s%s", k ? " " : "",
+                              v->pgs[p]->segments[s]->node);
+  }
+  return buf;
+}
+
+static int popcount(uint32_t x)
+{
+  int c = 0;
+  for (; x; x &= x - 1)
+    c++;
+  return c;
+}
+
+void status_log_json(const Auralog__Status *st, cJSON *o)
+{
+  const Auralog__EngineStat *e = st->engine;
+  cJSON *w = cJSON_AddObjectToObject(o, "lal_window");
+  uint64_t used = e && e->next_lsn > e->vdl + 1 ? e->next_lsn - 1 - e->vdl : 0;
+  cJSON_AddNumberToObject(w, "from_vdl", e ? (double)e->vdl : 0);
+  cJSON_AddNumberToObject(w, "used", (double)used);
+  cJSON_AddNumberToObject(w, "lal", e ? (double)e->lal : 0);
+  cJSON *pr = cJSON_AddArrayToObject(o, "pending_records");
+  char names[256];
+  for (size_t i = 0; e && i < e->n_pending_recs; i++) {
+    const Auralog__PendingRec *r = e->pending_recs[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "lsn", (double)r->lsn);
+    cJSON_AddNumberToObject(j, "pg", r->pg);
+    cJSON_AddNumberToObject(j, "acks", popcount(r->acks));
+    cJSON *by = cJSON_AddArrayToObject(j, "acked_by");
+    acked_by(st, r->pg, r->acks, names, sizeof names);
+    for (char *t = strtok(names, " "); t; t = strtok(NULL, " "))
+      cJSON_AddItemToArray(by, cJSON_CreateString(t));
+    cJSON_AddItemToArray(pr, j);
+  }
+  cJSON *fe = cJSON_AddArrayToObject(o, "fenced_engines");
+  for (size_t i = 0; i < st->n_fenced; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "addr", st->fenced[i]->addr);
+    cJSON_AddNumberToObject(j, "epoch", (double)st->fenced[i]->epoch);
+    cJSON_AddNumberToObject(j, "age_ms", (double)st->fenced[i]->age_ms);
+    cJSON_AddItemToArray(fe, j);
+  }
+}
+
+void status_log_table(const Auralog__Status *st, FILE *f)
+{
+  const Auralog__EngineStat *e = st->engine;
+  if (e && e->next_lsn > e->vdl + 1) {
+    uint64_t used = e->next_lsn - 1 - e->vdl;
+    fprintf(f, "log    %llu LSNs handed out above the vdl, of a window of %llu (LAL)%s\n",
+            (unsigned long long)used, (unsigned long long)e->lal,
+            used * 10 >= e->lal * 9 ? ": nearly full, the writer will wait" : "");
+  }
+  char names[256];
+  for (size_t i = 0; e && i < e->n_pending_recs; i++) {
+    const Auralog__PendingRec *r = e->pending_recs[i];
+    if (i == 0)
+      fprintf(f, "       waiting for a write quorum (4 of 6)%s:\n",
+              e->pending > e->n_pending_recs ? ", the oldest" : "");
+    fprintf(f, "         lsn %llu  pg %u  acked by %d: %s\n", (unsigned long long)r->lsn, r->pg,
+            popcount(r->acks), r->acks ? acked_by(st, r->pg, r->acks, names, sizeof names)
+                                       : "none");
+  }
+  for (size_t i = 0; i < st->n_fenced; i++)
+    fprintf(f, "fenced engine %s (epoch %llu, the volume's is %llu) still runs; its writes "
+            "are refused (last heard %.1f s ago)\n", st->fenced[i]->addr,
+            (unsigned long long)st->fenced[i]->epoch, (unsigned long long)st->volume->epoch,
+            st->fenced[i]->age_ms / 1000.0);
+}
