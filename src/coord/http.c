@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord/history.h"
 #include "coord/http.h"
 #include "lib/addr.h"
 #include "lib/log.h"
@@ -321,8 +322,12 @@ static void route(struct hconn *c, int close)
     char *json = c->srv->status(c->srv->data, vol);
     respond(c, 200, "application/json", NULL, json, strlen(json), close);
     free(json);
+  } else if (plen == 13 && memcmp(path, "/history.json", 13) == 0) {
+    char *json = dash_history_json();
+    respond(c, 200, "application/json", NULL, json, strlen(json), close);
+    free(json);
   } else {
-    respond_text(c, 404, NULL, "the dashboard serves / and /status.json", close);
+    respond_text(c, 404, NULL, "the dashboard serves /, /status.json and /history.json", close);
   }
 }
 
@@ -511,6 +516,7 @@ int http_listen(uv_loop_t *loop, const char *addr, http_status_fn status, void *
     uv_close((uv_handle_t *)&srv->tcp, NULL);
     return -1;
   }
+  dash_history_start(loop, status, data);
   return 0;
 }
 

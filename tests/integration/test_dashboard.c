@@ -543,6 +543,34 @@ static void a_stopped_node_is_marked_down(void **state)
   wait_node_state("A1", "up", 5000);
 }
 
+/* A1 was down a while ago and is up again: the coordinator's history has
+ * the period, and a page opened now (a fresh load) shades it in A1's lane
+ * though the page never saw A1 down itself. */
+static void a_page_opened_late_shows_the_last_minutes(void **state)
+{
+  (void)state;
+  assert_true(http_get("/history.json") > 0);
+  assert_int_equal(status_code(), 200);
+  cJSON *h = cJSON_Parse(body()), *smp;
+  assert_non_null(h);
+  int n = 0, a1_down = 0;
+  cJSON_ArrayForEach(smp, cJSON_GetObjectItem(h, "samples")) {
+    n++;
+    cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(smp, "nodes"), "A1");
+    a1_down |= cJSON_IsString(st) && strcmp(st->valuestring, "down") == 0;
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(smp, "age_ms")));
+  }
+  cJSON_Delete(h);
+  print_message("the coordinator's history: %d samples, A1 down in some: %s\n", n,
+                a1_down ? "yes" : "no");
+  assert_true(n >= 5);
+  assert_true(a1_down);
+  assert_string_equal(node_state("A1"), "up");
+  dump_dom();
+  assert_string_equal(dom_node_state("A1"), "up");
+  assert_non_null(strstr(out, "class=\"fault-band\" data-node=\"A1\" data-kind=\"down\""));
+}
+
 /* The text the page put in the element with this id ("" if none). */
 static const char *dom_text(const char *id)
 {
@@ -598,6 +626,7 @@ int main(void)
     cmocka_unit_test(a_client_that_never_reads_is_dropped_early),
     cmocka_unit_test(the_page_shows_six_nodes_and_the_vdl_rises),
     cmocka_unit_test(a_stopped_node_is_marked_down),
+    cmocka_unit_test(a_page_opened_late_shows_the_last_minutes),
     cmocka_unit_test(the_page_shows_a_failover),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
