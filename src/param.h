@@ -88,7 +88,8 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define HISTORY_PGS     8       /* ... with the SCLs of the first 8 PGs */
 #define FENCED_SHOWN    4       /* fenced engines still reporting, shown by status ... */
 #define FENCED_FORGET_MS 10000  /* ... until silent this long (stopped) */
-#define PENDING_SHOWN   16      /* records above the VCL reported, with their acks (oldest) */
+#define PENDING_SHOWN   16
+#define VIZ_PENDING     4       /* ... of which `auralog viz` draws these */      /* records above the VCL reported, with their acks (oldest) */
 
 /* The coordinator's dashboard (src/coord/http.c). */
 #define HTTP_PORT_OFFSET 80         /* dashboard port = coordinator port + this */

@@ -125,6 +125,15 @@ static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg,
   return 0;
 }
 
+/* What node's segment of pg reported (NULL if nothing yet). */
+static const Auralog__SegStat *seg_of(const Auralog__Status *st, const char *node, uint32_t pg)
+{
+  for (size_t i = 0; i < st->n_segs && i < st->n_seg_nodes; i++)
+    if (st->segs[i]->pg == pg && st->seg_nodes[i] && strcmp(st->seg_nodes[i], node) == 0)
+      return st->segs[i];
+  return NULL;
+}
+
 /* The best SCL any segment of pg reports: a segment below it is behind
  * its peers (it missed records and catches up by gossip, §3.3). */
 static uint64_t best_scl(const Auralog__Status *st, const Auralog__Pg *pg)
@@ -173,8 +182,32 @@ static void draw_engine(struct sb *b, const Auralog__Status *st, const Auralog__
       "<td bgcolor=\"" C_VCL "\"><font color=\"white\"><b>VCL %llu</b></font></td>"
       "<td>next LSN %llu</td></tr>\n", (ull)e->vdl, (ull)e->vcl, (ull)e->next_lsn);
   sbf(b, "    <tr><td colspan=\"3\"><font point-size=\"9\">%llu commits, %llu records "
-      "pending, LAL %llu%s</font></td></tr>\n", (ull)e->commits, (ull)e->pending,
+      "pending, LAL window %llu of %llu used%s</font></td></tr>\n", (ull)e->commits,
+      (ull)e->pending, (ull)(e->next_lsn > e->vdl + 1 ? e->next_lsn - 1 - e->vdl : 0),
       (ull)e->lal, e->epoch != v->epoch ? ", an older epoch than the volume's" : "");
+  /* The oldest records short of a write quorum, and who acknowledged them:
+   * the segments a stalled commit waits for are the others (§4.1). */
+  for (size_t i = 0; i < e->n_pending_recs && i < VIZ_PENDING; i++) {
+    const Auralog__PendingRec *r = e->pending_recs[i];
+    sbf(b, "    <tr><td colspan=\"3\" align=\"left\"><font point-size=\"9\">lsn %llu (pg %u) "
+        "acked by", (ull)r->lsn, r->pg);
+    int k = 0;
+    for (size_t p = 0; p < v->n_pgs; p++)
+      for (size_t sg = 0; v->pgs[p]->pg == r->pg && sg < v->pgs[p]->n_segments; sg++)
+        if (r->acks & (1u << sg)) {
+          sbf(b, " ");
+          sb_html(b, v->pgs[p]->segments[sg]->node);
+          k++;
+        }
+    sbf(b, "%s: %d of %d</font></td></tr>\n", k ? "" : " none", k, VW);
+  }
+  for (size_t i = 0; i < st->n_fenced; i++) {
+    sbf(b, "    <tr><td colspan=\"3\" align=\"left\" bgcolor=\"" C_DOWN "\"><font "
+        "point-size=\"9\">fenced engine ");
+    sb_html(b, st->fenced[i]->addr);
+    sbf(b, " (epoch %llu) still runs; storage refuses its writes</font></td></tr>\n",
+        (ull)st->fenced[i]->epoch);
+  }
   /* Read replicas (§4.2.4): fed the writer's redo, adding no storage
    * writes; each one's applied VDL and lag, and the PGMRPL. */
   for (size_t i = 0; i < e->n_replicas; i++) {
@@ -261,10 +294,19 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
       int behind = known && scl < best_scl(st, pg);
       sbf(b, "      <tr><td align=\"left\"%s>pg %u</td>", behind ? " bgcolor=\"" C_BEHIND "\"" : "",
           pg->pg);
-      if (known)
-        sbf(b, "<td align=\"right\"%s>SCL <b>%llu</b></td></tr>\n",
-            behind ? " bgcolor=\"" C_BEHIND "\"" : "", (ull)scl);
-      else
+      const Auralog__SegStat *ss = seg_of(st, n->id, pg->pg);
+      if (known) {
+        /* Above the SCL it may hold later records (a hole below them, which
+         * gossip fills, §3.3); an epoch older than the volume's: it has not
+         * heard from the newest writer yet (§4.3). */
+        sbf(b, "<td align=\"right\"%s>SCL <b>%llu</b>", behind ? " bgcolor=\"" C_BEHIND "\"" : "",
+            (ull)scl);
+        if (ss && ss->max_lsn > scl)
+          sbf(b, " (hole, holds to %llu)", (ull)ss->max_lsn);
+        if (ss && ss->epoch && ss->epoch < v->epoch)
+          sbf(b, " epoch %llu", (ull)ss->epoch);
+        sbf(b, "</td></tr>\n");
+      } else
         sbf(b, "<td align=\"right\">SCL ?</td></tr>\n");
       rows++;
     }

@@ -28,6 +28,8 @@
 #include "viz.h"
 
 /* ---- a synthetic status --------------------------------------------------- */
+/* (see log_edge_is_drawn for the pending records, a hole, an old epoch and
+ * a fenced engine) */
 
 static const char *ids[6] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
@@ -408,6 +410,35 @@ static void odd_text_and_stray_tail(void **state)
 
 /* A volume with many PGs: strips for the ones with recent records first,
  * a note for the rest. */
+/* The log's edge: a segment holding records above a hole, one at an older
+ * epoch, a pending record and who acked it, and a fenced engine. */
+static void log_edge_is_drawn(void **state)
+{
+  (void)state;
+  static struct sample s;
+  sample(&s);
+  s.ss[0].max_lsn = VDL + 5;              /* A1 of pg 0: holds 10000135 above a hole */
+  s.ss[4].epoch = 2;                      /* C1 of pg 0: has not heard epoch 3 */
+  Auralog__PendingRec pr = AURALOG__PENDING_REC__INIT, *prp = &pr;
+  pr.pg = 0;
+  pr.lsn = VCL + 1;
+  pr.acks = (1u << 0) | (1u << 2) | (1u << 5);   /* A1 B1 C2 */
+  s.e.pending_recs = &prp;
+  s.e.n_pending_recs = 1;
+  Auralog__FencedEngine fe = AURALOG__FENCED_ENGINE__INIT, *fep = &fe;
+  fe.addr = "127.0.0.1:7501";
+  fe.epoch = 2;
+  s.st.fenced = &fep;
+  s.st.n_fenced = 1;
+  char *dot = viz_dot(&s.st);
+  assert_non_null(strstr(dot, "(hole, holds to 10000135)"));
+  assert_non_null(strstr(dot, "epoch 2</td>"));
+  assert_non_null(strstr(dot, "lsn 10000134 (pg 0) acked by A1 B1 C2: 3 of 4"));
+  assert_non_null(strstr(dot, "fenced engine 127.0.0.1:7501 (epoch 2)"));
+  assert_non_null(strstr(dot, "LAL window 5 of 10000000 used"));
+  free(dot);
+}
+
 static void many_pgs_are_summarised(void **state)
 {
   (void)state;
@@ -442,6 +473,7 @@ int main(void)
     cmocka_unit_test(shows_vdl_vcl_and_scls),
     cmocka_unit_test(down_partitioned_slow_are_marked),
     cmocka_unit_test(truncation_range_and_epoch),
+    cmocka_unit_test(log_edge_is_drawn),
     cmocka_unit_test(strip_orders_records_and_flags),
     cmocka_unit_test(vdl_equal_vcl_is_one_flag),
     cmocka_unit_test(no_engine_no_pgs_still_draws),
