@@ -543,6 +543,8 @@ static void a_stopped_node_is_marked_down(void **state)
   wait_node_state("A1", "up", 5000);
 }
 
+static const char *dom_text(const char *id);
+
 /* A1 was down a while ago and is up again: the coordinator's history has
  * the period, and a page opened now (a fresh load) shades it in A1's lane
  * though the page never saw A1 down itself. */
@@ -569,6 +571,10 @@ static void a_page_opened_late_shows_the_last_minutes(void **state)
   dump_dom();
   assert_string_equal(dom_node_state("A1"), "up");
   assert_non_null(strstr(out, "class=\"fault-band\" data-node=\"A1\" data-kind=\"down\""));
+  /* The log's edge: the LAL window, and what waits for a quorum (nothing). */
+  if (strstr(dom_text("log-edge"), "LAL") == NULL ||
+      strstr(dom_text("log-pending"), "nothing waits") == NULL)
+    fail_msg("the log-edge panel shows '%s'", dom_text("log-edge"));
 }
 
 /* The text the page put in the element with this id ("" if none). */
