@@ -547,10 +547,16 @@ static const char *dom_text(const char *id);
 
 /* A1 was down a while ago and is up again: the coordinator's history has
  * the period, and a page opened now (a fresh load) shades it in A1's lane
- * though the page never saw A1 down itself. */
+ * though the page never saw A1 down itself. (Down for 2.5 s: at least two
+ * of the coordinator's samples, a second apart, see it.) */
 static void a_page_opened_late_shows_the_last_minutes(void **state)
 {
   (void)state;
+  fault("node-stop A1");
+  wait_node_state("A1", "down", 3000);
+  usleep(2500000);
+  fault("node-start A1");
+  wait_node_state("A1", "up", 5000);
   assert_true(http_get("/history.json") > 0);
   assert_int_equal(status_code(), 200);
   cJSON *h = cJSON_Parse(body()), *smp;
