@@ -242,10 +242,19 @@ static int sim_range(struct grader *g, const struct impl_sim *s)
   char what[256];
   snprintf(what, sizeof what, "sim seeds %u..%u, %s%s", s->first, s->last,
            s->faults ? "faults " : "all faults", s->faults ? s->faults : "");
+  /* AURALOG_GRADE_SEEDS=K: only the first K seeds of each range. For
+   * the tests of the grader itself (a quick check of its plumbing); a
+   * grade is always of the whole range. */
+  unsigned last = s->last;
+  const char *cap = getenv("AURALOG_GRADE_SEEDS");
+  if (cap && atoi(cap) > 0 && s->first + (unsigned)atoi(cap) - 1 < last) {
+    last = s->first + (unsigned)atoi(cap) - 1;
+    printf("(AURALOG_GRADE_SEEDS=%s: seeds %u..%u only, not a grade)\n", cap, s->first, last);
+  }
   double t0 = now_s();
   unsigned bad = 0;
   int rc = 0;
-  for (unsigned seed = s->first; seed <= s->last; seed++) {
+  for (unsigned seed = s->first; seed <= last; seed++) {
     char *argv[16];
     int k = 0;
     argv[k++] = sim;
