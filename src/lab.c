@@ -26,6 +26,7 @@
 
 #include "failover.h"
 #include "keyfile.h"
+#include "lab/impl.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
@@ -401,6 +402,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog lab list | run N | check N   [--dir DIR] [--answers FILE]\n"
+    "       auralog lab handout N DIR | grade N   (implement labs, 10 and up)\n"
     "\n"
     "The course labs (handouts in labs/labNN-*/README.md).\n"
     "  list      the labs\n"
@@ -408,6 +410,10 @@ static void usage(FILE *f)
     "            also writes reference answers)\n"
     "  check N   inspect the cluster and the answers; exit 0 only when the\n"
     "            lab's outcome is there\n"
+    "  handout N DIR  write a student's tree for implement lab N: its core's\n"
+    "            bodies are stubs (auralog lab handout --help)\n"
+    "  grade N   build this tree, run lab N's unit tests and simulator seeds,\n"
+    "            print points and a score (auralog lab grade --help)\n"
     "\n"
     "  --dir DIR       the cluster (default $AURALOG_DIR or ~/.auralog)\n"
     "  --answers FILE  default DIR/labs/labNN-answers.txt, lines 'key: value'\n");
@@ -420,6 +426,11 @@ int lab_main(int argc, char **argv)
     {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL, *answers = NULL;
   int o;
+  /* The implement labs (lab/impl.h) have their own options. */
+  if (argc > 1 && strcmp(argv[1], "handout") == 0)
+    return lab_handout_main(argc - 1, argv + 1);
+  if (argc > 1 && strcmp(argv[1], "grade") == 0)
+    return lab_grade_main(argc - 1, argv + 1);
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -437,6 +448,7 @@ int lab_main(int argc, char **argv)
     for (int i = 0; i < NLABS; i++)
       printf("%d  %-22s %s\n", i + 1, lab_table[i].folder, lab_table[i].title);
     printf("handouts: %s/<folder>/README.md\n", ldir);
+    impl_list(stdout);
     return 0;
   }
   if (strcmp(cmd, "run") && strcmp(cmd, "check"))

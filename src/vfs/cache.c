@@ -124,6 +124,17 @@ void pm_del(struct pagemap *m, uint32_t page_no)
 
 size_t pm_evict(struct pagemap *m, size_t limit, uint64_t vdl)
 {
+  /* LAB 13 BEGIN: the eviction rule (§4.2.3). Evict pages until at most
+   * limit are left, choosing by a clock over m->e from m->hand: a page
+   * with its used bit set loses the bit and stays (a second chance). A
+   * page whose lsn is above vdl must never go: storage could not give
+   * that version back yet. Stop when nothing more may go. Return how
+   * many went (pm_del removes one; it moves entries, mind the hand).
+   * stub: (void)m;
+   * stub: (void)limit;
+   * stub: (void)vdl;
+   * stub: return 0;
+   */
   if (m->n <= limit)
     return 0;
   /* Choose the victims first, then delete them: deleting moves entries,
@@ -153,6 +164,7 @@ size_t pm_evict(struct pagemap *m, size_t limit, uint64_t vdl)
   free(victims);
   free(marked);
   return found;
+  /* LAB 13 END */
 }
 
 static int by_page(const void *a, const void *b)

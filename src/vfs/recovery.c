@@ -40,6 +40,23 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
                      struct rmeta *recs, size_t n, const struct trunc *tr, size_t ntr,
                      uint64_t *tails)
 {
+  /* LAB 15 BEGIN: the provable VDL (§4.3). From the records a read
+   * quorum of every PG's segments returned (recs: several copies of one
+   * LSN may come; the one of the highest epoch counts), follow each PG's
+   * chain of backlinks up from start[pg], skipping what a truncation in
+   * tr cuts; then walk the chain of CPLs (prev_cpl) up from hint while
+   * each MTR is whole: every PG's last record of it (mtr_pg, mtr_last) is
+   * on its chain. Mark adopt on the chained records at or below the VDL,
+   * set tails[pg] to each PG's last of them (start[pg] if none), and
+   * return the VDL. The helpers above may help.
+   * stub: (void)by_lsn;
+   * stub: (void)by_prev_cpl;
+   * stub: (void)find;
+   * stub: (void)recs; (void)n; (void)tr; (void)ntr;
+   * stub: for (size_t k = 0; tails && k < npgs; k++)
+   * stub:   tails[k] = start[k];
+   * stub: return hint;
+   */
   if (n)
     qsort(recs, n, sizeof *recs, by_lsn);
   /* on[i]: recs[i] counts (first copy of its LSN, above the hint, in a
@@ -108,4 +125,5 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
   free(reach);
   free(on);
   return vdl;
+  /* LAB 15 END */
 }

@@ -1,0 +1,463 @@
+/*
+ * grade.c: `auralog lab grade N`: points for implement lab N, as xv6's
+ * `make grade` gives them (see impl.h for the labs, impl.c for the tests).
+ *
+ * In the tree this binary was built in (or --src), it
+ *   1. builds what it runs (make build/auralog and the lab's unit test
+ *      binaries; --no-build when `make grade` has just done it), so a
+ *      grade is always of the code as it is now;
+ *   2. runs each unit test binary once with cmocka's TAP output and gives
+ *      each listed test its points if it printed "ok";
+ *   3. runs each simulator range a seed at a time with that tree's
+ *      binary, stopping at the first seed that breaks an invariant (or
+ *      crashes, or runs past its time): the points need every seed. For
+ *      the failing seed it prints the command that replays it and draws
+ *      the run (`auralog viz --sim-trace`: the log, the VDL and SCLs, the
+ *      faults, in the seconds before the violation) into the run
+ *      directory, build/grade/labNN/ unless --out;
+ *   4. prints "Score: got/total" and exits 0 only with full points.
+ * `lab grade all` does every lab and prints a total of totals.
+ *
+ * --bug NAME plants a bug (src/bugs.h) in the simulator runs: a check
+ * that the grader takes points away (tests/integration/test_grade.c).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bugs.h"
+#include "lab/impl.h"
+#include "lib/log.h"
+
+#define UNIT_LIMIT_S 120       /* one unit test binary */
+#define SEED_LIMIT_S 60        /* one simulator seed (a good one takes < 1 s) */
+
+struct grader {
+  char root[PATH_MAX];
+  char out[PATH_MAX + 32];     /* the run directory */
+  const char *bug;
+  int verbose;
+};
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run argv in dir with stdout and stderr to the file log; wait at most
+ * limit seconds (then kill it). Returns its exit status, 128 + signal if
+ * a signal ended it, or -1 if it ran past the limit. */
+static int run(const char *dir, char *const argv[], const char *log, int limit, int tap)
+{
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0)
+    die("lab grade: fork: %s", strerror(errno));
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || chdir(dir) != 0)
+      _exit(126);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    setpgid(0, 0);          /* killed as a group if it hangs */
+    if (tap)
+      setenv("CMOCKA_MESSAGE_OUTPUT", "TAP", 1);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  double until = now_s() + limit;
+  int status;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      break;
+    if (r < 0 && errno != EINTR)
+      return -1;
+    if (now_s() > until) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    usleep(2000);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The last lines of a file, indented, to show why something failed. */
+static void tail(const char *path, int lines)
+{
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return;
+  char *ring[64] = {0}, buf[1024];
+  int n = 0;
+  if (lines > 64)
+    lines = 64;
+  while (fgets(buf, sizeof buf, f)) {
+    free(ring[n % lines]);
+    ring[n % lines] = strdup(buf);
+    n++;
+  }
+  fclose(f);
+  for (int i = n > lines ? n - lines : 0; i < n; i++) {
+    printf("    | %s", ring[i % lines]);
+    free(ring[i % lines]);
+  }
+}
+
+/* make build/auralog and the unit tests of labs l[0..nl). */
+static int build(struct grader *g, const struct impl_lab *l, size_t nl)
+{
+  char *argv[32];
+  int k = 0;
+  char bins[16][64];
+  int nb = 0;
+  argv[k++] = "/usr/bin/make";
+  argv[k++] = "--no-print-directory";
+  argv[k++] = "-j2";
+  argv[k++] = "build/auralog";
+  for (size_t i = 0; i < nl; i++)
+    for (const struct impl_test *u = l[i].tests; u->name && nb < 16; u++) {
+      char b[64];
+      snprintf(b, sizeof b, "build/tests/unit_%s", u->bin);
+      int seen = 0;
+      for (int j = 0; j < nb; j++)
+        seen |= strcmp(bins[j], b) == 0;
+      if (!seen) {
+        snprintf(bins[nb], sizeof bins[nb], "%s", b);
+        argv[k++] = bins[nb++];
+      }
+    }
+  argv[k] = NULL;
+  char log[PATH_MAX + 64];
+  snprintf(log, sizeof log, "%s/make.log", g->out);
+  printf("make: building the tree (%s)\n", log);
+  int rc = run(g->root, argv, log, 1800, 0);
+  if (rc != 0) {
+    printf("make: FAIL: the tree does not build; the end of %s:\n", log);
+    tail(log, 20);
+  }
+  return rc;
+}
+
+/* Points from one unit test binary: each listed test that printed "ok". */
+static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
+{
+  char path[PATH_MAX + 64], log[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/build/tests/unit_%s", g->root, bin);
+  snprintf(log, sizeof log, "%s/unit_%s.log", g->out, bin);
+  char *argv[] = {path, NULL};
+  double t0 = now_s();
+  int rc = run(g->root, argv, log, UNIT_LIMIT_S, 1);
+  double dt = now_s() - t0;
+  const char *how = rc == -1 ? "ran past its time" : rc >= 128 ? "crashed" : NULL;
+  printf("unit_%s (%.1fs)%s%s\n", bin, dt, how ? ": " : "", how ? how : "");
+  int got = 0;
+  for (const struct impl_test *u = l->tests; u->name; u++) {
+    if (strcmp(u->bin, bin) != 0)
+      continue;
+    FILE *f = fopen(log, "r");
+    char line[1024], *at;
+    int ok = 0, seen = 0;
+    while (f && fgets(line, sizeof line, f)) {
+      /* "ok 3 - name" or "not ok 3 - name" */
+      if ((at = strstr(line, " - ")) == NULL || strncmp(at + 3, u->name, strlen(u->name)) ||
+          (at[3 + strlen(u->name)] != '\n' && at[3 + strlen(u->name)] != 0))
+        continue;
+      seen = 1;
+      ok = strncmp(line, "ok ", 3) == 0;
+    }
+    if (f)
+      fclose(f);
+    printf("  %-56s %s %2d/%d\n", u->name, ok ? "OK  " : seen ? "FAIL" : "MISSING",
+           ok ? u->points : 0, u->points);
+    got += ok ? u->points : 0;
+  }
+  if (got == 0 || g->verbose) {
+    printf("  (its output: %s)\n", log);
+  }
+  return got;
+}
+
+/* Draw the failing seed's trace (written by auralog sim in the run dir). */
+static void draw(struct grader *g, const char *sim, unsigned long long seed)
+{
+  char trace[PATH_MAX + 64], svg[PATH_MAX + 64], log[PATH_MAX + 64];
+  snprintf(trace, sizeof trace, "%s/sim-seed-%llu.trace", g->out, seed);
+  snprintf(svg, sizeof svg, "%s/sim-seed-%llu.svg", g->out, seed);
+  snprintf(log, sizeof log, "%s/viz.log", g->out);
+  if (access(trace, R_OK) != 0) {
+    printf("      (no trace of it was written: %s)\n", trace);
+    return;
+  }
+  char *argv[] = {(char *)sim, "viz", "--sim-trace", trace, "-o", svg, NULL};
+  if (run(g->out, argv, log, 120, 0) == 0)
+    printf("      drawing: %s (the log, VDL, SCLs and faults before the violation)\n"
+           "      trace:   %s\n", svg, trace);
+  else
+    printf("      trace: %s (drawing it failed, see %s)\n", trace, log);
+}
+
+/* The replay line from a seed's output, with the tree's binary. */
+static int replay_of(const char *log, char *out, size_t n, char *verdict, size_t vn)
+{
+  FILE *f = fopen(log, "r");
+  char line[2048];
+  int found = 0;
+  verdict[0] = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (strncmp(line, "  replay: ", 10) == 0 && !found) {
+      snprintf(out, n, "%s", line + 10);
+      found = 1;
+    } else if (strncmp(line, "  ", 2) == 0 && !verdict[0] && !found &&
+               strncmp(line, "  replica:", 10) != 0) {
+      snprintf(verdict, vn, "%s", line + 2);   /* the violation */
+    }
+  }
+  if (f)
+    fclose(f);
+  return found;
+}
+
+static int sim_range(struct grader *g, const struct impl_sim *s)
+{
+  char sim[PATH_MAX + 64], log[PATH_MAX + 64], seedarg[32];
+  snprintf(sim, sizeof sim, "%s/build/auralog", g->root);
+  snprintf(log, sizeof log, "%s/sim.log", g->out);
+  char what[256];
+  snprintf(what, sizeof what, "sim seeds %u..%u, %s%s", s->first, s->last,
+           s->faults ? "faults " : "all faults", s->faults ? s->faults : "");
+  /* AURALOG_GRADE_SEEDS=K: only the first K seeds of each range. For
+   * the tests of the grader itself (a quick check of its plumbing); a
+   * grade is always of the whole range. */
+  unsigned last = s->last;
+  const char *cap = getenv("AURALOG_GRADE_SEEDS");
+  if (cap && atoi(cap) > 0 && s->first + (unsigned)atoi(cap) - 1 < last) {
+    last = s->first + (unsigned)atoi(cap) - 1;
+    printf("(AURALOG_GRADE_SEEDS=%s: seeds %u..%u only, not a grade)\n", cap, s->first, last);
+  }
+  double t0 = now_s();
+  unsigned bad = 0;
+  int rc = 0;
+  for (unsigned seed = s->first; seed <= last; seed++) {
+    char *argv[16];
+    int k = 0;
+    argv[k++] = sim;
+    argv[k++] = "sim";
+    argv[k++] = "--seed";
+    snprintf(seedarg, sizeof seedarg, "%u", seed);
+    argv[k++] = seedarg;
+    if (s->faults) {
+      argv[k++] = "--faults";
+      argv[k++] = (char *)s->faults;
+    }
+    if (g->bug) {
+      argv[k++] = "--bug";
+      argv[k++] = (char *)g->bug;
+    }
+    argv[k] = NULL;
+    rc = run(g->out, argv, log, SEED_LIMIT_S, 0);
+    if (rc != 0) {
+      bad = seed;
+      break;
+    }
+  }
+  double dt = now_s() - t0;
+  printf("%-58s %s %2d/%d (%.1fs)\n", what, bad ? "FAIL" : "OK  ", bad ? 0 : s->points,
+         s->points, dt);
+  if (!bad)
+    return s->points;
+  char replay[2048], verdict[2048];
+  if (replay_of(log, replay, sizeof replay, verdict, sizeof verdict)) {
+    printf("      seed %u: %s\n", bad, verdict[0] ? verdict : "(see the log)");
+    printf("      replay: cd %s && build/%s\n", g->root, replay);
+  } else {
+    printf("      seed %u: %s\n", bad,
+           rc == -1 ? "ran past its time" : rc >= 128 ? "crashed" : "failed");
+    printf("      replay: cd %s && build/auralog sim --seed %u%s%s%s%s\n", g->root, bad,
+           s->faults ? " --faults " : "", s->faults ? s->faults : "",
+           g->bug ? " --bug " : "", g->bug ? g->bug : "");
+    tail(log, 5);
+    if (rc != 1) {
+      /* It died or hung before it could write its trace: write it again,
+       * up to the point it reached, a step budget at a time. */
+      char trace[PATH_MAX + 64];
+      snprintf(trace, sizeof trace, "%s/sim-seed-%u.trace", g->out, bad);
+      char *argv[16];
+      int k = 0;
+      argv[k++] = sim;
+      argv[k++] = "sim";
+      argv[k++] = "--seed";
+      argv[k++] = seedarg;
+      argv[k++] = "--trace";
+      argv[k++] = trace;
+      if (s->faults) {
+        argv[k++] = "--faults";
+        argv[k++] = (char *)s->faults;
+      }
+      if (g->bug) {
+        argv[k++] = "--bug";
+        argv[k++] = (char *)g->bug;
+      }
+      argv[k] = NULL;
+      char tlog[PATH_MAX + 64];
+      snprintf(tlog, sizeof tlog, "%s/trace.log", g->out);
+      run(g->out, argv, tlog, 20, 0);
+    }
+  }
+  printf("      log: %s\n", log);
+  draw(g, sim, bad);
+  return 0;
+}
+
+/* Empty the run directory of an earlier grade's files. */
+static void fresh_dir(const char *dir)
+{
+  char p[PATH_MAX + 300];
+  snprintf(p, sizeof p, "%s", dir);
+  for (char *s = p + 1; *s; s++)
+    if (*s == '/') {
+      *s = 0;
+      mkdir(p, 0755);
+      *s = '/';
+    }
+  mkdir(p, 0755);
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') {
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      unlink(p);
+    }
+  if (d)
+    closedir(d);
+}
+
+/* Grade one lab; returns its points (*total: what it could have been). */
+static int grade_lab(struct grader *g, const struct impl_lab *l, const char *outopt,
+                     int nobuild, int *total)
+{
+  if (outopt)
+    snprintf(g->out, sizeof g->out, "%s", outopt);
+  else
+    snprintf(g->out, sizeof g->out, "%s/build/grade/lab%02d", g->root, l->n);
+  fresh_dir(g->out);
+  *total = impl_points(l);
+  printf("== lab %d (%s): %s, paper %s, in %s\n", l->n, l->name, l->title, l->paper,
+         l->files);
+  if (!nobuild && build(g, l, 1) != 0) {
+    printf("Score: 0/%d\n", *total);
+    return 0;
+  }
+  int got = 0;
+  const char *done[16];
+  int nd = 0;
+  for (const struct impl_test *u = l->tests; u->name; u++) {
+    int seen = 0;
+    for (int i = 0; i < nd; i++)
+      seen |= strcmp(done[i], u->bin) == 0;
+    if (seen || nd == 16)
+      continue;
+    done[nd++] = u->bin;
+    got += unit_bin(g, l, u->bin);
+  }
+  for (const struct impl_sim *s = l->sims; s->points; s++)
+    got += sim_range(g, s);
+  if (!l->sims[0].points)
+    printf("(no simulator seeds: the simulator's writers have no buffer cache)\n");
+  printf("Score: %d/%d\n", got, *total);
+  return got;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+    "usage: auralog lab grade N|all [--src TREE] [--out DIR] [--no-build] [--bug NAME] [-v]\n"
+    "\n"
+    "Grade implement lab N (see auralog lab list) in a source tree, xv6\n"
+    "style: build it, run the lab's unit tests and a fixed range of\n"
+    "simulator seeds, print the points of each and 'Score: got/total'.\n"
+    "A failing seed prints the command that replays it, and its run is\n"
+    "drawn (an SVG of the log, VDL, SCLs and faults before the violation)\n"
+    "into the run directory. Exit 0 only with full points.\n"
+    "\n"
+    "  --src TREE   the tree (default: the one this binary was built in)\n"
+    "  --out DIR    the run directory (default TREE/build/grade/labNN)\n"
+    "  --no-build   do not run make first (make grade has)\n"
+    "  --bug NAME   plant a bug in the simulator runs (auralog sim --help)\n"
+    "  -v           say where every output is\n");
+}
+
+int lab_grade_main(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"src", required_argument, 0, 's'}, {"out", required_argument, 0, 'o'},
+    {"no-build", no_argument, 0, 'n'}, {"bug", required_argument, 0, 'b'},
+    {"help", no_argument, 0, 'h'}, {0}};
+  static struct grader g;
+  const char *src = NULL, *outopt = NULL;
+  int nobuild = 0, o;
+  optind = 1;
+  while ((o = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+    switch (o) {
+    case 's': src = optarg; break;
+    case 'o': outopt = optarg; break;
+    case 'n': nobuild = 1; break;
+    case 'b':
+      if (bug_by_name(optarg) < 0)
+        die("lab grade: no planted bug '%s' (see auralog sim --help)", optarg);
+      g.bug = optarg;
+      break;
+    case 'v': g.verbose = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (argc - optind != 1)
+    die("lab grade: say which lab: auralog lab grade N (or all)");
+  if (impl_root(src, g.root, sizeof g.root) != 0)
+    die("lab grade: %s", g.root);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const char *which = argv[optind];
+  if (strcmp(which, "all") != 0) {
+    const struct impl_lab *l = impl_find(which);
+    if (l == NULL)
+      die("lab grade: no implement lab '%s' (see auralog lab list)", which);
+    int total, got = grade_lab(&g, l, outopt, nobuild, &total);
+    return got == total ? 0 : 1;
+  }
+  if (outopt)
+    die("lab grade all: --out is for one lab (each lab has its own run directory)");
+  snprintf(g.out, sizeof g.out, "%s/build/grade", g.root);
+  fresh_dir(g.out);
+  if (!nobuild && build(&g, impl_labs, impl_nlabs) != 0)
+    return 1;
+  int got = 0, total = 0;
+  char line[64 * 16] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < impl_nlabs; i++) {
+    int t, p = grade_lab(&g, &impl_labs[i], NULL, 1, &t);
+    got += p;
+    total += t;
+    len += (size_t)snprintf(line + len, sizeof line - len, "%slab %d %d/%d", i ? ", " : "",
+                            impl_labs[i].n, p, t);
+    printf("\n");
+  }
+  printf("%s\nTotal: %d/%d\n", line, got, total);
+  return got == total ? 0 : 1;
+}
