@@ -72,7 +72,10 @@ static int scan(const char *path, const uint8_t key[32], cJSON *arr, int *bad,
       continue;
     uint8_t mac[JOURNAL_MAC_BYTES];
     if (!line_ok(key, prev, line, mac)) {
+      /* In its place, so a reader knows where: {"kind":"bad"}. */
       ++*bad;
+      if (arr)
+        cJSON_AddItemToArray(arr, cJSON_Parse("{\"kind\":\"bad\"}"));
       continue;
     }
     memcpy(prev, mac, sizeof mac);

@@ -17,7 +17,9 @@
  *   journal_open    append to path, continuing its chain
  *   journal_append  one line (fields: `"a":1,"b":"x"`, or "")
  *   journal_read    every line of path as cJSON objects, oldest first;
- *                   *bad counts lines that fail their MAC (and are left out)
+ *                   *bad counts lines that fail their MAC: each stands in
+ *                   the array as {"kind":"bad"}, and the chain goes on
+ *                   from the last good line
  */
 #ifndef AURALOG_JOURNAL_H
 #define AURALOG_JOURNAL_H

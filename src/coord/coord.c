@@ -92,6 +92,7 @@ static void set_up(struct coord *co, struct cnode *n, int up, const char *why)
   if (n->info->up != up) {
     loginfo("node %s (AZ %s) %s%s%s", n->info->id, n->info->az, up ? "up" : "down",
             why ? ": " : "", why ? why : "");
+    jn_sample_all(co);
     jn_event(co, "node", "\"node\":\"%s\",\"az\":\"%s\",\"up\":%s,\"why\":\"%s\"",
              n->info->id, n->info->az, up ? "true" : "false", why ? why : "heartbeat");
   }
@@ -380,6 +381,8 @@ static void on_lease_probe(struct coord *co, struct ep *c, uint64_t req,
   h.epoch = (*slot)->epoch;
   h.writer = (*slot)->writer;
   fo_probe(co, *slot, probe->epoch);   /* the writer is alive (failover.c) */
+  if (probe->epoch && probe->epoch < (*slot)->epoch)
+    jn_fenced(co, *slot, probe->writer ? probe->writer : "", probe->epoch);
   reply_volume(co, c, req, &h);
 }
 
@@ -539,6 +542,8 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
       send_faults(co, co->nodes[i]);
     }
   }
+  if (hit)
+    jn_sample_all(co);
   if (hit)
     jn_event(co, "fault", "\"action\":\"%s\",\"az\":\"%s\",\"node\":\"%s\",\"n\":%u",
              f->action, f->az, f->node, f->ms);

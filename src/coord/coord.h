@@ -99,6 +99,8 @@ void coord_merge_stats(struct cnode *n, const Auralog__Heartbeat *hb);
 void jn_event(struct coord *co, const char *kind, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 void jn_start(struct coord *co);
+void jn_sample_all(struct coord *co);
+void jn_fenced(struct coord *co, const Auralog__Volume *v, const char *addr, uint64_t epoch);
 void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__EngineStat *es);
 int jn_fault_note(struct coord *co, const Auralog__Fault *f);
 void jn_tick(struct coord *co);

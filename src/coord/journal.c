@@ -38,7 +38,7 @@
 
 #define JN_SAMPLE_MS 1000      /* engine samples at most this often */
 #define JN_STALL_MS  1000      /* pending and the VDL still: a stall */
-#define JN_BEHIND_MS 2000      /* a segment this far behind its peers is behind */
+#define JN_BEHIND_MS 1000      /* a segment this far behind its peers is behind */
 
 struct jvol {
   char name[64];
@@ -134,6 +134,39 @@ static void sample(struct coord *co, struct jvol *jv, const Auralog__EngineStat 
   jv->sample_commits = es->commits;
 }
 
+/* Before a fault or a node's change: each writer's commits as of now, if
+ * they moved since its last sample, so a lab sees which commits came
+ * before and which after (samples are otherwise a second apart). */
+void jn_sample_all(struct coord *co)
+{
+  if (co->note == NULL)
+    return;
+  for (size_t k = 0; k < co->nvols; k++) {
+    const struct ereport *r = &co->engines[k];
+    struct jvol *jv = jvol(co, co->vols[k]->name);
+    if (r->st && r->st->epoch == jv->epoch && r->st->commits != jv->sample_commits)
+      sample(co, jv, r->st, io_now(co->io));
+  }
+}
+
+/* A writer of an older epoch still running: its report, or its read
+ * lease probe (vfs/lease.h), names an epoch the volume has left. Once
+ * per (address, epoch). */
+void jn_fenced(struct coord *co, const Auralog__Volume *v, const char *addr, uint64_t epoch)
+{
+  if (co->note == NULL)
+    return;
+  struct jvol *jv = jvol(co, v->name);
+  char who[sizeof jv->fenced];
+  snprintf(who, sizeof who, "%s %llu", addr, (unsigned long long)epoch);
+  if (strcmp(who, jv->fenced) == 0)
+    return;
+  snprintf(jv->fenced, sizeof jv->fenced, "%s", who);
+  jn_event(co, "fenced", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
+           "\"current\":%llu,\"writer\":\"%s\"", v->name, addr, (unsigned long long)epoch,
+           (unsigned long long)v->epoch, v->writer);
+}
+
 /* Every report of an engine on a volume, before coord.c's epoch filter. */
 void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__EngineStat *es)
 {
@@ -142,14 +175,7 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
   uint64_t now = io_now(co->io);
   struct jvol *jv = jvol(co, es->volume);
   if (es->epoch < v->epoch) {
-    char who[sizeof jv->fenced];
-    snprintf(who, sizeof who, "%s %llu", es->addr, (unsigned long long)es->epoch);
-    if (strcmp(who, jv->fenced) != 0) {
-      snprintf(jv->fenced, sizeof jv->fenced, "%s", who);
-      jn_event(co, "fenced", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
-               "\"current\":%llu,\"writer\":\"%s\"", es->volume, es->addr,
-               (unsigned long long)es->epoch, (unsigned long long)v->epoch, v->writer);
-    }
+    jn_fenced(co, v, es->addr, es->epoch);
     return;
   }
   if (es->epoch != v->epoch)
@@ -193,6 +219,7 @@ int jn_fault_note(struct coord *co, const Auralog__Fault *f)
 {
   if (!wire_fault_note(f->action))
     return 0;
+  jn_sample_all(co);
   if (!strcmp(f->action, "engine-crash") || !strcmp(f->action, "writer-crash")) {
     /* What the crash interrupts: the writer's last report. */
     for (size_t k = 0; co->note && k < co->nvols; k++) {
