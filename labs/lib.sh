@@ -1,6 +1,7 @@
 # labs/lib.sh: what every lab's run.sh shares. `auralog lab run N` sets
-# AURALOG (the binary), AURALOG_DIR, AURALOG_COORD, AURALOG_ENGINE and
-# ANSWERS (where the reference answers go).
+# AURALOG (the binary), AURALOG_DIR, AURALOG_COORD and AURALOG_ENGINE.
+# No script holds answers: `lab run` computes the reference answers from
+# the demo's history in the cluster's journal (src/lab/check.c).
 set -euo pipefail
 auralog() { "$AURALOG" "$@"; }
 # A number from `auralog status --json`: the first "NAME": number in it.
@@ -8,3 +9,8 @@ auralog() { "$AURALOG" "$@"; }
 # names (commits). sed reads to the end, so no SIGPIPE under pipefail.
 field() { auralog status --json | grep -o "\"$1\": *[0-9]*" | sed -n '1s/.*: *//p'; }
 step() { printf '\n$ %s\n' "$*"; }
+# Run by hand (not by `lab run`): the writer is whoever the coordinator says.
+if [ -z "${AURALOG_ENGINE:-}" ]; then
+  AURALOG_ENGINE=$(auralog status --json | grep -o '"writer": *"[^"]*"' | head -1 | sed 's/.*"\([^"]*\)"$/\1/')
+  export AURALOG_ENGINE
+fi

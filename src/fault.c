@@ -74,6 +74,23 @@ static int coord_fault(struct cluster *cl, const char *action, const char *az,
   return 0;
 }
 
+/* Tell the coordinator what this command does itself (a kill, a start),
+ * for the cluster's event journal (coord/journal.c): best effort, a
+ * coordinator that is down misses it. */
+static void coord_note(struct cluster *cl, const char *action, const char *az,
+                       const char *node)
+{
+  char why[256];
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Fault f = AURALOG__FAULT__INIT;
+  f.action = (char *)action;
+  f.az = (char *)az;
+  f.node = (char *)node;
+  req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
+  req.fault = &f;
+  wire_free(rpc_once(cl->m[0].addr, &req, RPC_TIMEOUT_MS, why, sizeof why));
+}
+
 static void fault_usage(FILE *f)
 {
   fprintf(f,
@@ -136,6 +153,7 @@ int fault_main(int argc, char **argv)
   if (!strcmp(act, "az-down") || !strcmp(act, "az-up")) {
     if (!az || nargs != 1)
       die("fault: %s needs an AZ: A, B or C", act);
+    coord_note(&cl, act, arg, "");
     for (int i = 1; i < cl.n - 1; i++)
       if (cl.m[i].az[0] == arg[0]) {
         if (act[3] == 'd')
@@ -147,6 +165,7 @@ int fault_main(int argc, char **argv)
     struct member *m = arg ? member(&cl, arg) : NULL;
     if (m == NULL || !m->az[0] || nargs != 1)
       die("fault: %s needs a node id (A1 A2 B1 B2 C1 C2), not '%s'", act, arg ? arg : "");
+    coord_note(&cl, act, m->az, m->name);
     if (act[6] == 't' && act[7] == 'o')
       crash(&cl, m);
     else
@@ -154,6 +173,7 @@ int fault_main(int argc, char **argv)
   } else if (!strcmp(act, "engine-crash")) {
     if (nargs != 0)
       die("fault: engine-crash takes no argument");
+    coord_note(&cl, act, "", "engine");
     crash(&cl, &cl.m[cl.n - 1]);
   } else if (!strcmp(act, "writer-crash") || !strcmp(act, "writer-stop")) {
     if (nargs != 0)
@@ -163,6 +183,7 @@ int fault_main(int argc, char **argv)
     pid_t pid = w ? cluster_running(&cl, w) : 0;
     if (pid == 0)
       die("fault: the writer (%s) is not running", cl.writer);
+    coord_note(&cl, act, "", w->name);
     if (act[7] == 'c') {
       cluster_stop_member(&cl, w, SIGKILL);
       printf("crashed the writer %s (%s, pid %d)\n", w->name, w->addr, (int)pid);

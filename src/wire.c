@@ -346,6 +346,19 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
   return ERR_NONE;
 }
 
+/* The Fault actions that only note what the CLI did (a kill, a start) or
+ * mark a lab's steps, for the coordinator's journal (coord/journal.c). */
+int wire_fault_note(const char *action)
+{
+  static const char *notes[] = {"az-down", "az-up", "node-stop", "node-start", "engine-crash",
+                                "writer-crash", "writer-stop", "lab-start", "lab-demo",
+                                "lab-demo-end", "lab-check"};
+  for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
+    if (strcmp(notes[i], action) == 0)
+      return 1;
+  return 0;
+}
+
 int wire_check(const Env *e, char *why, size_t whylen)
 {
   TRY(check_known(&e->base, &auralog__envelope__descriptor, why, whylen));
@@ -505,6 +518,13 @@ int wire_check(const Env *e, char *why, size_t whylen)
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_FAULT: {
     const Auralog__Fault *f = e->fault;
+    if (wire_fault_note(f->action)) {
+      /* A CLI's note or a lab mark, for the journal: names it may quote. */
+      if ((f->az[0] && !az_ok(f->az)) || (f->node[0] && !wire_name_ok(f->node)) ||
+          f->ms > 1000)
+        return bad(why, whylen, "a fault note names an AZ, a member and a lab number");
+      return ERR_NONE;
+    }
     if (strcmp(f->action, "partition") && strcmp(f->action, "heal") && strcmp(f->action, "slow") &&
         strcmp(f->action, "stale"))
       return bad(why, whylen, "unknown fault '%s'", f->action);

@@ -67,6 +67,8 @@ Env *wire_copy(const Env *env);
  * (ERR_OUT_OF_RANGE), and each message's own rules. Returns ERR_NONE, or
  * an ERR_* code with a one-line reason in why. */
 int wire_check(const Env *env, char *why, size_t whylen);
+/* A Fault action that is only a note for the journal (az-down, lab-start...). */
+int wire_fault_note(const char *action);
 
 /* Node and volume names: 1..NAME_MAX_LEN of [A-Za-z0-9_.-]. */
 int wire_name_ok(const char *s);

@@ -22,9 +22,5 @@ step "scripts/netns-cluster.sh restore B $nsdir"
 "$ns" restore B "$nsdir"
 sleep 2.5                        # B comes back and catches up by gossip
 auralog status | tail -2
-cat > "$ANSWERS" <<ANS
-writes_during_cut: yes, 4 of 6 segments still acknowledged
-b_state_during_cut: $state
-ANS
-echo "reference answers written to $ANSWERS (the netns cluster keeps running:"
-echo "  scripts/netns-cluster.sh down $nsdir   stops it)"
+echo "the netns cluster keeps running: scripts/netns-cluster.sh down $nsdir stops it"
+echo "b_state_during_cut: $state"

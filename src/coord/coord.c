@@ -87,11 +87,15 @@ void coord_vol_add(void *arg, Auralog__Volume *v)
   co->vols[co->nvols++] = v;
 }
 
-static void set_up(struct cnode *n, int up, const char *why)
+static void set_up(struct coord *co, struct cnode *n, int up, const char *why)
 {
-  if (n->info->up != up)
+  if (n->info->up != up) {
     loginfo("node %s (AZ %s) %s%s%s", n->info->id, n->info->az, up ? "up" : "down",
             why ? ": " : "", why ? why : "");
+    jn_sample_all(co);
+    jn_event(co, "node", "\"node\":\"%s\",\"az\":\"%s\",\"up\":%s,\"why\":\"%s\"",
+             n->info->id, n->info->az, up ? "true" : "false", why ? why : "heartbeat");
+  }
   n->info->up = up;
 }
 
@@ -299,6 +303,8 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
       return;
     }
     loginfo("volume %s: writer epoch %llu", v->name, (unsigned long long)v->epoch);
+    jn_event(co, "epoch", "\"volume\":\"%s\",\"epoch\":%llu,\"writer\":\"%s\",\"promotion\":%s",
+             v->name, (unsigned long long)v->epoch, v->writer, ov->if_epoch ? "true" : "false");
   } else {
     v = *slot;
   }
@@ -375,6 +381,8 @@ static void on_lease_probe(struct coord *co, struct ep *c, uint64_t req,
   h.epoch = (*slot)->epoch;
   h.writer = (*slot)->writer;
   fo_probe(co, *slot, probe->epoch);   /* the writer is alive (failover.c) */
+  if (probe->epoch && probe->epoch < (*slot)->epoch)
+    jn_fenced(co, *slot, probe->writer ? probe->writer : "", probe->epoch);
   reply_volume(co, c, req, &h);
 }
 
@@ -437,7 +445,7 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
   }
   n->conn = c;                /* a newer connection of the same node wins */
   n->last_seen = io_now(co->io);
-  set_up(n, 1, "registered");
+  set_up(co, n, 1, "registered");
   send_assign(co, n, req);
   send_faults(co, n);
 }
@@ -456,7 +464,7 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
   if (n == NULL || strcmp(n->info->id, hb->id) != 0)
     return;                 /* heartbeat before Register: ignore */
   n->last_seen = io_now(co->io);
-  set_up(n, 1, NULL);
+  set_up(co, n, 1, NULL);
   coord_merge_stats(n, hb);
   /* The latest counters win: they are cumulative (since the node started). */
   n->info->commits = hb->commits;
@@ -485,9 +493,10 @@ void coord_tick(struct coord *co)
   for (size_t i = 0; i < co->nnodes; i++) {
     struct cnode *n = co->nodes[i];
     if (n->info->up && now - n->last_seen > NODE_DOWN_MS)
-      set_up(n, 0, "no heartbeat");
+      set_up(co, n, 0, "no heartbeat");
   }
   fo_tick(co);
+  jn_tick(co);
 }
 
 /* ---- lab faults ---------------------------------------------------------- */
@@ -506,6 +515,11 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
 {
   char why[160];
   int hit = 0;
+  /* What the CLI did itself (a kill, a start) or a lab mark: the journal's. */
+  if (jn_fault_note(co, f)) {
+    reply_ok(co, c, req);
+    return;
+  }
   for (size_t i = 0; i < co->nnodes; i++) {
     Auralog__NodeInfo *in = co->nodes[i]->info;
     int was_p = in->partitioned;
@@ -528,6 +542,11 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
       send_faults(co, co->nodes[i]);
     }
   }
+  if (hit)
+    jn_sample_all(co);
+  if (hit)
+    jn_event(co, "fault", "\"action\":\"%s\",\"az\":\"%s\",\"node\":\"%s\",\"n\":%u",
+             f->action, f->az, f->node, f->ms);
   if (hit == 0 && strcmp(f->action, "heal") != 0) {
     snprintf(why, sizeof why, "no such node%s %s", f->node[0] ? "" : "s in AZ",
              f->node[0] ? f->node : f->az);
@@ -546,6 +565,7 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   if (slot == NULL)
     return;
   struct ereport *r = &co->engines[slot - co->vols];
+  jn_engine(co, *slot, es);
   if (es->epoch < (*slot)->epoch && es->epoch > 0) {
     /* A fenced engine still running: status names it (its stats are not
      * the volume's). The newest report first; one line per address. */
@@ -604,10 +624,14 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   tmp.n_truncs = v->n_truncs + 1;
   if (vol_store(co, slot, &tmp, why, sizeof why) == NULL)
     logwarn_rl("%s", why);    /* every report until it is stored: rate-limited */
-  else
+  else {
     loginfo("volume %s: epoch %llu truncated (%llu, %llu]", es->volume,
             (unsigned long long)t->epoch, (unsigned long long)t->from,
             (unsigned long long)t->to);
+    jn_event(co, "trunc", "\"volume\":\"%s\",\"epoch\":%llu,\"from\":%llu,\"to\":%llu",
+             es->volume, (unsigned long long)t->epoch, (unsigned long long)t->from,
+             (unsigned long long)t->to);
+  }
   free(tr);
 }
 
@@ -797,7 +821,7 @@ void coord_on_down(struct coord *co, struct ep *c)
   struct cnode *n = node_of(co, c);
   if (n) {
     n->conn = NULL;
-    set_up(n, 0, "connection closed");
+    set_up(co, n, 0, "connection closed");
   }
 }
 
@@ -820,6 +844,7 @@ void coord_free(struct coord *co)
       auralog__engine_stat__free_unpacked(co->engines[i].st, NULL);
   }
   fo_free(co);
+  jn_free(co);
   free(co->nodes);
   free(co->vols);
   free(co->engines);

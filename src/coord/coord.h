@@ -51,6 +51,7 @@ struct ereport {
 };
 
 struct fo;
+struct cjn;
 
 struct coord {
   const struct io *io;
@@ -63,6 +64,12 @@ struct coord {
   size_t nnodes;
   Auralog__Volume **vols;
   size_t nvols;
+  /* The cluster's event journal (coord/journal.c): note appends one line
+   * (kind, JSON fields); NULL, as in the simulator: nothing is recorded,
+   * nothing tracked for it. */
+  void (*note)(void *ctx, const char *kind, const char *fields);
+  void *note_ctx;
+  struct cjn *jn;
 };
 
 /* hold.c: note engines[i]'s report (what the PGMRPL holds back); put it
@@ -96,6 +103,17 @@ void fo_free(struct coord *co);
 /* segstats.c: take a heartbeat's segment stats into n->stats (a delta
  * merged by (volume, pg), a whole one in place of all). */
 void coord_merge_stats(struct cnode *n, const Auralog__Heartbeat *hb);
+
+/* journal.c: the event journal's lines (see there for each kind). */
+void jn_event(struct coord *co, const char *kind, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+void jn_start(struct coord *co);
+void jn_sample_all(struct coord *co);
+void jn_fenced(struct coord *co, const Auralog__Volume *v, const char *addr, uint64_t epoch);
+void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__EngineStat *es);
+int jn_fault_note(struct coord *co, const Auralog__Fault *f);
+void jn_tick(struct coord *co);
+void jn_free(struct coord *co);
 
 /* meta_load's callbacks (the core owns what they are given). */
 void coord_node_add(void *co, Auralog__NodeInfo *info);

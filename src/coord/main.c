@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coord/coord.h"
 #include "coord/http.h"
+#include "journal.h"
 #include "lib/addr.h"
 #include "keyfile.h"
 #include "lib/log.h"
@@ -26,7 +28,17 @@ struct driver {
   uv_loop_t *loop;
   uv_timer_t tick;
   uv_signal_t sigterm, sigint;
+  struct journal jn;
 };
+
+/* The core's journal lines, stamped with the wall clock (coord/journal.c). */
+static void on_note(void *ctx, const char *kind, const char *fields)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  journal_append(ctx, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, kind,
+                 fields);
+}
 
 static void on_msg(void *core, struct ep *e, const Env *env)
 {
@@ -121,6 +133,19 @@ int coord_main(int argc, char **argv)
   if (coord_init(&d.co, &d.ni.io, why, sizeof why) != 0)
     die("coord: %s", why);
   d.co.failover = failover;
+  {
+    /* The event journal, MAC'd with the cluster key (journal.h); without
+     * a key (AURALOG_AUTH=off) a zero key: lines still chain. */
+    char jp[PATH_MAX + 32];
+    static struct auth_key zero;
+    const struct auth_key *k = key_auth_off() ? NULL : key_get(why, sizeof why);
+    snprintf(jp, sizeof jp, "%s/journal.jsonl", data);
+    if (journal_open(&d.jn, jp, k ? k : &zero, why, sizeof why) != 0)
+      die("coord: %s", why);
+    d.co.note = on_note;
+    d.co.note_ctx = &d.jn;
+    jn_start(&d.co);
+  }
   if (netio_listen(&d.ni, listen, why, sizeof why) != 0)
     die("coord: %s", why);
   /* A dashboard that cannot listen fails the start, as --listen does: a

@@ -1,9 +1,14 @@
 /*
- * Integration: the course labs, as an instructor runs them: for every lab,
- * `auralog lab run N` (the lab's steps on a real cluster) and then
- * `auralog lab check N`, which must pass. A check of a lab not done yet
- * must fail and say what is missing. Lab 6 puts each AZ in a network
- * namespace of its own and needs root.
+ * Integration: the course labs, as a student does them and as one might
+ * try to fool them. Honest: `auralog lab start N`, the handout's steps
+ * (the lab's run.sh, run by hand: not the demo), answers worked out from
+ * what the steps printed, then `auralog lab check N`, which must pass.
+ * Fooling attempts, each of which must fail: nonsense answers with no
+ * fault ever injected; the instructor's demo (`lab run N`) and its
+ * reference answers copied in; answers copied from the handout; a forged
+ * gossip line in a node's log, and a journal line pasted in by hand. A
+ * check of a lab not done yet fails and says what is missing. Lab 6 puts
+ * each AZ in a network namespace of its own and needs root.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,25 +49,90 @@ static void a_lab_not_done_does_not_pass(void **state)
   assert_non_null(strstr(out, "lab05-fencing"));
 }
 
-static void run_and_check(int n)
+static const char *folder[] = {"", "lab01-write-path", "lab02-quorums",
+                               "lab03-crash-recovery", "lab04-gossip", "lab05-fencing"};
+
+static int check(int n)
 {
-  int rc = sh(out, OUT_SIZE, "%s lab run %d --dir %s 2>&1", bin, n, dir);
+  return sh(out, OUT_SIZE, "%s lab check %d --dir %s 2>&1", bin, n, dir);
+}
+
+static void answers(int n, const char *text)
+{
+  char path[600];
+  snprintf(path, sizeof path, "%s/labs/lab%02d-answers.txt", dir, n);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* A student does lab n: starts it, follows the steps (run.sh, by hand),
+ * and works out the answers from what the steps printed (answer: a shell
+ * snippet; $O is the steps' output, $F the answers file). */
+static void student(int n, const char *answer)
+{
+  if (sh(out, OUT_SIZE, "%s lab start %d --dir %s 2>&1", bin, n, dir) != 0)
+    fail_msg("lab start %d:\n%s", n, out);
+  int rc = sh(out, OUT_SIZE,
+              "export AURALOG=%s AURALOG_DIR=%s; unset AURALOG_ENGINE AURALOG_COORD; "
+              "bash labs/%s/run.sh > %s/lab%02d.out 2>&1", bin, dir, folder[n], dir, n);
+  if (rc != 0) {
+    sh(out, OUT_SIZE, "tail -30 %s/lab%02d.out", dir, n);
+    fail_msg("lab %d's steps failed:\n%s", n, out);
+  }
+  rc = sh(out, OUT_SIZE, "export AURALOG_DIR=%s O=%s/lab%02d.out F=%s/labs/lab%02d-answers.txt; "
+          "st() { %s status --json; }; %s", dir, dir, n, dir, n, bin, answer);
   if (rc != 0)
-    fail_msg("lab run %d failed:\n%s", n, out);
-  rc = sh(out, OUT_SIZE, "%s lab check %d --dir %s 2>&1", bin, n, dir);
-  if (rc != 0)
-    fail_msg("lab check %d failed:\n%s", n, out);
+    fail_msg("lab %d's answers:\n%s", n, out);
+  if (check(n) != 0) {
+    printf("lab check %d failed:\n%s\n", n, out);   /* whole: fail_msg cuts it short */
+    sh(out, OUT_SIZE, "grep -v '\"kind\":\"node\"' %s/data/coord/journal.jsonl | "
+       "sed 's/,.mac.*//' | tail -25", dir);
+    printf("the journal's end:\n%s\n", out);
+    sh(out, OUT_SIZE, "cat %s/labs/lab%02d-answers.txt", dir, n);
+    fail_msg("lab check %d failed; answers:\n%s", n, out);
+  }
   assert_non_null(strstr(out, "passed"));
 }
 
-static void lab1_write_path(void **state) { (void)state; run_and_check(1); }
-static void lab2_quorums(void **state) { (void)state; run_and_check(2); }
-static void lab3_crash_recovery(void **state) { (void)state; run_and_check(3); }
-static void lab4_gossip(void **state) { (void)state; run_and_check(4); }
+static void lab1_write_path(void **state)
+{
+  (void)state;
+  student(1, "sed -n 's/^per one-row update: \\([0-9]*\\) records, \\([0-9]*\\) bytes.*/"
+             "records_per_update: \\1\\nbytes_per_txn: \\2/p' $O > $F && "
+             "echo 'page_every_commit: 1' >> $F");
+}
+
+static void lab2_quorums(void **state)
+{
+  (void)state;
+  student(2, "printf 'write_loss: 2\\nread_loss: 3\\ncopies_left_2of3: 1\\nacks_per_commit: 4\\n'"
+             " > $F && sed -n 's/.*; \\([0-9]*\\) records* wait.*/stall_records: \\1/p' $O | "
+             "head -1 >> $F");
+}
+
+static void lab3_crash_recovery(void **state)
+{
+  (void)state;
+  student(3, "echo \"epoch: $(st | grep -o '\"epoch\": *[0-9]*' | head -1 | grep -o '[0-9]*$')\""
+             " > $F && echo \"truncated_from: $(st | grep -o '\"from\": *[0-9]*' | tail -1 | "
+             "grep -o '[0-9]*$')\" >> $F && echo 'lost_acknowledged: 0' >> $F");
+}
+
+static void lab4_gossip(void **state)
+{
+  (void)state;
+  student(4, "echo \"scl_behind: $(grep -o 'C1:[0-9]*~' $O | head -1 | tr -dc 0-9 | cut -c2-)\" > $F && "
+             "printf 'who_resends: peers\\nscl_meaning: hole\\n' >> $F");
+}
+
 static void lab5_fencing(void **state)
 {
   (void)state;
-  run_and_check(5);
+  student(5, "sed -n 's/.*fenced by epoch \\([0-9]*\\) (writer has epoch \\([0-9]*\\)).*/"
+             "fenced_by: \\1\\nold_epoch: \\2/p' $O | head -2 > $F && "
+             "echo 'who_refuses: nodes' >> $F");
   /* The lab's second engine is gone once the lab is done. */
   char pat[128];
   /* [e]: the pattern must not match the shell that runs pgrep */
@@ -70,6 +140,90 @@ static void lab5_fencing(void **state)
   for (int i = 0; i < 50 && sh(NULL, 0, "pgrep -f '%s' > /dev/null", pat) == 0; i++)
     usleep(100000);
   assert_int_not_equal(sh(NULL, 0, "pgrep -f '%s' > /dev/null", pat), 0);
+}
+
+/* Nonsense answers on a cluster where no fault was ever injected (the
+ * issue's own examples): every check fails, on the steps and the answers. */
+static void nonsense_without_faults_fails(void **state)
+{
+  (void)state;
+  sql("create table lab01(id integer primary key, name text, n int);");
+  for (int i = 1; i <= 20; i++) {
+    char q[96];
+    snprintf(q, sizeof q, "insert into lab01 values(%d, 'x', 0);", i);
+    sql(q);
+  }
+  assert_int_equal(sh(out, OUT_SIZE, "%s lab start 1 --dir %s && %s lab start 3 --dir %s && "
+                      "%s lab start 4 --dir %s", bin, dir, bin, dir, bin, dir), 0);
+  answers(1, "bytes_per_txn: 1000\nrecords_per_update: 2\npage_every_commit: page 1\n");
+  assert_int_not_equal(check(1), 0);
+  assert_non_null(strstr(out, "[missing] bytes_per_txn"));
+  assert_non_null(strstr(out, "[missing] page_every_commit"));
+  assert_non_null(strstr(out, "labs/lab01-answers.txt"));    /* the path it read */
+  answers(3, "epoch: 2\ntruncated_from: 100\nlost_acknowledged: yes, nothing was safe\n");
+  assert_int_not_equal(check(3), 0);
+  assert_non_null(strstr(out, "[missing] the writer was crashed"));
+  assert_non_null(strstr(out, "[missing] lost_acknowledged"));
+  answers(4, "scl_behind: 0\nwho_resends: peers\nscl_meaning: whole pages are missing\n");
+  assert_int_not_equal(check(4), 0);
+  assert_non_null(strstr(out, "[missing] an AZ was partitioned"));
+  assert_non_null(strstr(out, "[missing] scl_meaning"));
+}
+
+/* The instructor's demo run by a student: it never touches the student's
+ * answers file, its reference answers go where it is told, and copied in
+ * they do not pass: the steps happened in a demo, not in the lab. */
+static void demo_then_check_fails(void **state)
+{
+  (void)state;
+  assert_int_equal(sh(out, OUT_SIZE, "%s lab start 2 --dir %s", bin, dir), 0);
+  answers(2, "mine\n");
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s lab run 2 --dir %s --answers %s/labs/lab02-answers.txt"
+                          " 2>&1", bin, dir, dir), 0);
+  assert_non_null(strstr(out, "student's answers file"));
+  int rc = sh(out, OUT_SIZE, "%s lab run 2 --dir %s --answers %s/ref02.txt 2>&1", bin, dir, dir);
+  if (rc != 0)
+    fail_msg("lab run 2:\n%s", out);
+  assert_int_equal(sh(out, OUT_SIZE, "cat %s/labs/lab02-answers.txt", dir), 0);
+  assert_string_equal(out, "mine\n");
+  assert_int_equal(sh(out, OUT_SIZE, "grep -c . %s/ref02.txt", dir), 0);   /* answers written */
+  assert_int_equal(sh(NULL, 0, "cp %s/ref02.txt %s/labs/lab02-answers.txt", dir, dir), 0);
+  assert_int_not_equal(check(2), 0);
+  assert_non_null(strstr(out, "[missing] an AZ was down"));
+  assert_non_null(strstr(out, "[missing] with an AZ and one more node down"));
+  /* No run.sh holds answers any more. */
+  assert_int_not_equal(sh(NULL, 0, "grep -l 'ANSWERS\\|write_loss\\|who_resends' labs/*/run.sh"),
+                       0);
+}
+
+/* Answers copied from the handouts' examples, with nothing done. */
+static void handout_answers_fail(void **state)
+{
+  (void)state;
+  assert_int_equal(sh(out, OUT_SIZE, "%s lab start 5 --dir %s", bin, dir), 0);
+  /* lab 5's handout shows "fenced by epoch N (writer has epoch N-1)" */
+  answers(5, "fenced_by: n\nold_epoch: n-1\nwho_refuses: nodes\n");
+  assert_int_not_equal(check(5), 0);
+  assert_non_null(strstr(out, "[missing] a second writer"));
+  assert_non_null(strstr(out, "[missing] fenced_by"));
+}
+
+/* Lab 4 after an honest run: a new start, a gossip line forged in a node's
+ * log (the old check read it) and a journal line pasted in again: it
+ * fails, on the steps and on the journal's MAC. */
+static void forged_gossip_fails(void **state)
+{
+  (void)state;
+  assert_int_equal(sh(out, OUT_SIZE, "%s lab start 4 --dir %s", bin, dir), 0);
+  assert_int_equal(sh(NULL, 0, "echo '12:00:00.000 node info: gossip: pulled 50 records from A1'"
+                      " | tee -a %s/log/C1.log >> %s/log/C2.log", dir, dir), 0);
+  assert_int_not_equal(check(4), 0);
+  assert_non_null(strstr(out, "[missing] they caught up after the heal"));
+  assert_int_equal(sh(NULL, 0, "grep '\"kind\":\"caughtup\"' %s/data/coord/journal.jsonl | "
+                      "tail -2 >> %s/data/coord/journal.jsonl", dir, dir), 0);
+  assert_int_not_equal(check(4), 0);
+  assert_non_null(strstr(out, "[missing] every line of the lab's history carries"));
+  assert_non_null(strstr(out, "[missing] they caught up after the heal"));
 }
 
 /* Lab 6 builds network namespaces: it needs root. Where that is not
@@ -83,6 +237,7 @@ static void lab6_across_machines(void **state)
     skip();
   }
   int rc = sh(out, OUT_SIZE, "%s lab run 6 --dir %s 2>&1", bin, dir);
+  answers(6, "writes_during_cut: yes\nb_state_during_cut: down\n");
   char *run = strdup(out);
   int crc = rc == 0 ? sh(out, OUT_SIZE, "%s lab check 6 --dir %s 2>&1", bin, dir) : -1;
   sh(NULL, 0, "scripts/netns-cluster.sh down %s/netns", dir);
@@ -94,30 +249,20 @@ static void lab6_across_machines(void **state)
   assert_non_null(strstr(out, "passed"));
 }
 
-static void wrong_answers_do_not_pass(void **state)
-{
-  (void)state;
-  char path[600];
-  snprintf(path, sizeof path, "%s/labs/lab02-answers.txt", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs("write_loss: 3\nread_loss: 3\ncopies_left_2of3: 1\nslow_node: luck\n", f);
-  fclose(f);
-  assert_int_not_equal(sh(out, OUT_SIZE, "%s lab check 2 --dir %s 2>&1", bin, dir), 0);
-  assert_non_null(strstr(out, "[missing] write_loss"));
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_lab_not_done_does_not_pass),
+    cmocka_unit_test(nonsense_without_faults_fails),
+    cmocka_unit_test(handout_answers_fail),
+    cmocka_unit_test(demo_then_check_fails),
     cmocka_unit_test(lab1_write_path),
     cmocka_unit_test(lab2_quorums),
     cmocka_unit_test(lab3_crash_recovery),
     cmocka_unit_test(lab4_gossip),
+    cmocka_unit_test(forged_gossip_fails),
     cmocka_unit_test(lab5_fencing),
     cmocka_unit_test(lab6_across_machines),
-    cmocka_unit_test(wrong_answers_do_not_pass),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests_name("integration: labs", tests, setup, teardown);

@@ -1,0 +1,73 @@
+/*
+ * lab/lab.h: what `auralog lab` (lab.c) shares with the labs' checks
+ * (lab/check.c) and the history they read (lab/history.c).
+ *
+ * A check grades from two sources: the cluster as it is now (status, SQL)
+ * and what happened, read from the cluster's event journal (journal.h),
+ * which the coordinator writes and MACs. A lab's history is the journal
+ * since its last `auralog lab start N` mark, minus every `lab run` demo.
+ */
+#ifndef AURALOG_LAB_H
+#define AURALOG_LAB_H
+
+#include <limits.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "param.h"
+
+struct labctx {
+  char dir[PATH_MAX];          /* the cluster directory */
+  char coord[ADDR_MAX_LEN + 1];
+  char engine[ADDR_MAX_LEN + 1];
+  char answers[PATH_MAX + 128];
+  cJSON *status;               /* status --json of volume main */
+  int failed;
+  FILE *ref;                   /* lab run: reference answers go here (not the student's file) */
+  /* The history (lab/history.c). */
+  cJSON *journal;              /* every good line, oldest first */
+  int jbad;                    /* lines that failed their MAC */
+  cJSON **ev;                  /* the lab's window: events in order */
+  size_t nev;
+  char *win;                   /* win[i]: journal event i is in the window */
+  long start;                  /* index in journal of the window's first event (-1: none) */
+};
+
+/* lab.c */
+void find_writer(struct labctx *x);
+
+/* check.c: the labs */
+void ok(struct labctx *x, int good, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void check1(struct labctx *x);
+void check2(struct labctx *x);
+void check3(struct labctx *x);
+void check4(struct labctx *x);
+void check5(struct labctx *x);
+void check6(struct labctx *x);
+
+/* history.c */
+int hist_load(struct labctx *x, int lab, int demo);
+void hist_free(struct labctx *x);
+int is(const cJSON *e, const char *kind);
+double fnum(const cJSON *e, const char *key);
+const char *fstr(const cJSON *e, const char *key);
+/* The journal's event at index i (all of it, for replaying state). */
+cJSON *hist_at(struct labctx *x, long i);
+long hist_len(struct labctx *x);
+/* Index in the journal of window event e. */
+long hist_index(struct labctx *x, const cJSON *e);
+/* The nodes' state, replayed event by event (down[az][k]: node "A1" is [0][0]). */
+struct nodes {
+  int down[3][2];
+  int part[3];
+};
+void nodes_apply(struct nodes *s, const cJSON *e);
+char nodes_az_down(const struct nodes *s);     /* an AZ with both nodes down, or 0 */
+int nodes_ndown(const struct nodes *s);
+/* The copies, Vw, Vr the coordinator started with (the journal's start). */
+int hist_quorum(struct labctx *x, int *copies, int *vw, int *vr);
+/* Tell the coordinator of a lab mark (lab-start, lab-demo, lab-demo-end). */
+int hist_mark(struct labctx *x, const char *action, int lab, char *why, size_t n);
+
+#endif
