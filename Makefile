@@ -123,8 +123,9 @@ unit: $(UNIT_BIN)
 # are not built with sanitizers: integration tests always use build/'s.
 integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	@[ "$(B)" = build ] || $(MAKE) --no-print-directory SAN= build/auralog.so
-	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; \
-	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; done
+	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; s=$$(date +%s); \
+	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; \
+	  echo "== $$t: $$(( $$(date +%s) - s )) s"; done
 
 # The long campaigns: 10,000 simulator seeds (one process per core), then
 # 500 crash points on real processes, 200 failovers, then the storage test's long runs
