@@ -74,6 +74,8 @@
 #define SIM_PROMOTE_WAIT_MS 3000    /* ... and waits this long for a promotion before it
                                      * restarts a lost writer in place (cluster.c waits
                                      * WRITER_LOST_MS + PROMOTE_MS + WRITER_OPEN_MS) */
+#define SIM_EXEC_MS 300             /* a promoted replica's writer opens 1..this later (the
+                                     * exec, the engine's start: promote.c) */
 
 int sfo_on(const struct world *w)
 {
@@ -93,11 +95,18 @@ static struct simwriter *other_engine(struct world *w, const struct simwriter *w
 }
 
 /* writer_start's hook: on the replica's host, a writer restarted by a
- * fault (not a promotion) comes back as the replica. 1: it did. */
+ * fault (not a promotion) comes back as the replica; a host the replica
+ * runs on starts no writer. 1: no writer starts. */
 int sfo_start_as_replica(struct simwriter *wr)
 {
   struct world *w = wr->w;
-  if (!sfo_on(w) || wr->i == 1 || wr->if_epoch || sfo_writer_slot(w) == wr->i)
+  if (!sfo_on(w) || wr->i == 1)
+    return 0;
+  /* The replica runs there (the host came back as it while a promotion
+   * that another writer superseded waited to try again): it stays. */
+  if (w->rep->up && w->rep->slot == wr->i)
+    return 1;
+  if (wr->if_epoch || sfo_writer_slot(w) == wr->i)
     return 0;
   world_trace(w, "writer %d's host is the replica's now: it starts as the replica", wr->i);
   if (w->rep->up == 0) {
@@ -105,6 +114,17 @@ int sfo_start_as_replica(struct simwriter *wr)
     w->res->fo_as_replica += w->rep->up;
   }
   return 1;
+}
+
+/* One process per host: the replica and a writer never share one. */
+void sfo_check(struct world *w)
+{
+  if (!sfo_on(w) || !w->rep->up)
+    return;
+  const struct simwriter *wr = &w->wr[w->rep->slot];
+  if (wr->state != W_DOWN)
+    violation(w, "host %s runs the replica and writer %d (state %d) at once", wr->addr,
+              wr->i, wr->state);
 }
 
 /* ---- the operator ----------------------------------------------------------- */
@@ -478,11 +498,13 @@ int sfo_replica_msg(struct simreplica *rep, struct ep *e, const Env *env)
   if (e == NULL || e != rep->coord)
     return 0;
   if (env->body_case == AURALOG__ENVELOPE__BODY_WRITER && env->writer->promote &&
-      env->writer->if_epoch) {
-    /* Not inside the host's own delivery: its process ends. */
+      env->writer->if_epoch && !rep->promoting) {
+    /* Not inside the host's own delivery: its process ends, and the
+     * writer's opens after the exec and the engine's start. */
     struct ptimer *t = malloc(sizeof *t);
     *t = (struct ptimer){rep, rep->gen, env->writer->if_epoch};
-    sim_after(rep->w->clock, 0, promote_now, t);
+    rep->promoting = 1;
+    sim_after(rep->w->clock, 1 + rng_uniform(&rep->rng, SIM_EXEC_MS), promote_now, t);
   }
   return 1;
 }

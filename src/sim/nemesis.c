@@ -311,8 +311,10 @@ static void start(struct act *a)
     later(a, 1000 + e->dur, 1);
     return;
   case F_WRITER_STOP:
-    if ((a->wr = current(w)) == NULL || a->wr->stopped)
+    if ((a->wr = current(w)) == NULL || a->wr->stopped) {
+      a->wr = NULL;            /* already paused: its own fault resumes it */
       break;
+    }
     sfo_stop(a->wr, 1);
     later(a, 1000 + e->dur, 1);
     return;

@@ -16,7 +16,13 @@
  *              writer's epoch and truncation, no writes) on the simulated
  *              network, with need = ra_need(pg) as rvol_read_page does;
  *              a page read may be kept in the cache.
- *   the host   start, crash (cache, stream and core lost), restart.
+ *   the host   start, crash (cache, stream and core lost), restart; on
+ *              the engine host that is not the writer's (r1 first, w1
+ *              after a failover: failover.c decides), once nothing else
+ *              runs there.
+ *   failover   it beats the coordinator with its read point every
+ *              ENGINE_STAT_MS; promoted, it ends, and a writer starts on
+ *              its host (failover.c: the beats, the promotion).
  *
  * Checks (check.c lists them with the rest):
  *   - every replica read, from the cache or from storage, equals the
@@ -33,7 +39,9 @@
  *
  * The replica draws from its own generator (seeded from the run's seed),
  * and exists only in runs that allow its fault kinds (world.h F_REPLICAS),
- * so the schedules of runs without it are what they were.
+ * so the schedules of runs without it are what they were. One replica:
+ * after a promotion the old writer's host comes back as it (as `cluster
+ * up` does), so there is one for the next failover.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -388,6 +396,7 @@ static void rep_start(struct simreplica *rep, int slot)
   rep->started = 1;
   rep->coord = NULL;
   rep->beat_at = 0;
+  rep->promoting = 0;
   rep->up = 1;
   rep->gen++;
   ra_init(&rep->ra);

@@ -65,6 +65,7 @@ struct simwriter {
   uint64_t if_epoch;         /* its open is conditional on this epoch (a promotion) */
   uint64_t promoted_from;    /* this life is a promotion from that epoch (0: not) */
   uint64_t open_sent;        /* when its OpenVolume left */
+  uint64_t asked_at;         /* ... or its last request to the coordinator (0: none) */
   uint64_t serve_after;      /* it serves from then on (the old writer's lease) */
   struct lease lease;        /* its read lease (vfs/lease.h) */
   struct ep *probe;          /* its lease probes' connection to the coordinator */
@@ -137,6 +138,7 @@ struct simreplica {
   unsigned gen;               /* +1 per crash: stale timers check it */
   struct ep *coord;           /* its beats' connection (failover.c) */
   uint64_t beat_at;
+  int promoting;              /* told to open as writer: it is on its way */
   /* The stream; the writer's side. */
   uint64_t stream, nstreams;  /* the live one (0: none) */
   struct simwriter *src;      /* its writer */
@@ -230,6 +232,7 @@ void sfo_ask_failover(struct world *w);
 void sfo_cluster_up(struct world *w);
 void sfo_free(struct world *w);
 void sfo_stop(struct simwriter *wr, int on);
+void sfo_check(struct world *w);
 
 /* workload.c */
 void workload_step(struct simwriter *wr);

@@ -26,6 +26,7 @@
 #define REOPEN_MS 500            /* a failed open is tried again after this */
 
 static void reopen_later(struct simwriter *wr);
+static void open_failed(struct simwriter *wr);
 
 /* It serves: the workload may go on (after a promotion, only once the
  * old writer's lease may have run out: failover.c F3). */
@@ -55,12 +56,7 @@ static void after_event_core(struct simwriter *wr)
       world_trace(w, "writer %d: recovery in epoch %llu failed: %s", wr->i,
                   (unsigned long long)wr->epoch, why);
       world_hash(w, "rcvfail", wr->epoch, 0);
-      /* A promotion tries again on the epoch it took (vol_open_if). */
-      uint64_t ife = wr->if_epoch, from = wr->promoted_from;
-      writer_crash(wr);
-      wr->if_epoch = ife;
-      wr->promoted_from = from;
-      reopen_later(wr);
+      open_failed(wr);        /* a promotion: on the epoch it took */
       return;
     }
     v->opened = 1;
@@ -110,6 +106,17 @@ static void after_event(struct simwriter *wr)
 
 /* ---- the host's events ------------------------------------------------------ */
 
+/* The open failed: it tries again later, a promotion on the same
+ * condition (vol_open_if). */
+static void open_failed(struct simwriter *wr)
+{
+  uint64_t ife = wr->if_epoch, from = wr->promoted_from;
+  writer_crash(wr);
+  wr->if_epoch = ife;
+  wr->promoted_from = from;
+  reopen_later(wr);
+}
+
 static void open_reply(struct simwriter *wr, const Env *env)
 {
   struct world *w = wr->w;
@@ -118,18 +125,13 @@ static void open_reply(struct simwriter *wr, const Env *env)
                                                                      : "unexpected answer";
     world_trace(w, "writer %d: coordinator: %s", wr->i, msg);
     /* A promotion refused (F1: the epoch moved on) is over: the process
-     * exits, and its host is the replica's again. Any other error: it
-     * tries again, on the same condition. */
-    uint64_t ife = wr->if_epoch, from = wr->promoted_from;
-    if (ife && env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+     * exits, and its host is the replica's again. */
+    if (wr->if_epoch && env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
         env->error->code == ERR_STALE_EPOCH) {
       sfo_refused(wr, msg);
-      ife = from = 0;
+      wr->if_epoch = wr->promoted_from = 0;
     }
-    writer_crash(wr);
-    wr->if_epoch = ife;
-    wr->promoted_from = from;
-    reopen_later(wr);
+    open_failed(wr);
     return;
   }
   const Auralog__Volume *vd = env->volume;
@@ -163,6 +165,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
       req.grow_volume = &g;
       io_send(simhost_io(wr->h), wr->coord, &req);
       wr->asked = 1;
+      wr->asked_at = sim_now(w->clock);
       return;
     }
   }
@@ -230,7 +233,7 @@ static void w_up(void *arg, struct ep *e)
     if (sfo_on(wr->w)) {       /* failover.c: who writes, and a promotion's condition */
       ov.addr = wr->addr;
       ov.if_epoch = wr->if_epoch;
-      wr->open_sent = sim_now(wr->w->clock);
+      wr->open_sent = wr->asked_at = sim_now(wr->w->clock);
     }
     uint8_t seed[32];
     sim_key_seed(wr->w, "writer", (uint64_t)wr->i << 32 | wr->opens++, seed);
@@ -281,6 +284,14 @@ static void w_tick(void *arg)
   if (wr->gen != t->gen || wr->state == W_DOWN) {
     free(t);
     return;
+  }
+  /* An answer that never comes (lost on a connection that stays up):
+   * the request times out, as vol_coord_call's does (failover runs: the
+   * others' schedules are what they were). */
+  if (wr->state == W_OPENING && !wr->stopped && sfo_on(wr->w) && wr->asked_at &&
+      sim_now(wr->w->clock) - wr->asked_at > RPC_TIMEOUT_MS) {
+    world_trace(wr->w, "writer %d: the coordinator did not answer its open", wr->i);
+    open_failed(wr);
   }
   if (wr->v && !wr->stopped) {  /* a paused process has no timers */
     vcore_tick(wr->v);
@@ -396,6 +407,7 @@ void writer_crash(struct simwriter *wr)
   /* failover.c's: a crash ends a promotion (a restart is in place), a
    * pause, the lease probes' conn. */
   wr->probe = NULL;
+  wr->asked_at = 0;
   wr->stopped = 0;
   wr->if_epoch = wr->promoted_from = 0;
   wr->serve_after = 0;
