@@ -44,7 +44,9 @@ static void usage(FILE *f)
     "simulated network and disks, faults mixed in by the seed, and the\n"
     "invariants (no acknowledged commit lost, no partial transaction, VDL\n"
     "monotonic, old writers fenced, every page read right, segments whole\n"
-    "and converged, commits resume after the heal) checked throughout.\n"
+    "and converged, commits resume after the heal; with a replica, its reads\n"
+    "right, and across a failover one writer per epoch and old writers fenced)\n"
+    "checked throughout.\n"
     "The same seed gives the same run, bit for bit (the trace hash).\n"
     "\n"
     "  --seed N         run seed N (default 1)\n"
@@ -54,7 +56,10 @@ static void usage(FILE *f)
     "  --faults LIST    fault kinds, comma-separated, or all, replicas or none\n"
     "                   (default all: every kind but stale-read, asked for by name,\n"
     "                   and the replica's; replicas: all, and a read replica with\n"
-    "                   replica-crash, stream-cut and replica-silent):\n"
+    "                   replica-crash, stream-cut and replica-silent, and failover:\n"
+    "                   the coordinator promotes the replica when the writer is lost,\n"
+    "                   with writer-lost, writer-stop, manual-failover, promote-crash;\n"
+    "                   any of these seven alone brings the replica and failover):\n"
     "                   ",
     SIM_TIME_MS);
   for (int k = 0; k < F_NKINDS; k++)
