@@ -24,6 +24,11 @@
  *                    inside an MTR (vfs/rapply.c ra_target: R1, R2 broken)
  *   no-replica-floor   the writer's PGMRPL leaves out its replicas' read
  *                    points (vcore.c vol_pgmrpl): node GC passes them (R6)
+ *   promote-no-if-epoch  the coordinator takes a promotion's conditional
+ *                    open (OpenVolume.if_epoch) whatever the volume's epoch
+ *                    is now (coord/failover.c fo_open_check): a promotion
+ *                    racing a restart in place, or another promotion, opens
+ *                    a second writer for one lost one (F1)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
@@ -31,7 +36,7 @@
 enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
   BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
-  BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_N
+  BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_PROMOTE_NO_IF_EPOCH, BUG_N
 };
 
 extern unsigned planted_bugs;

@@ -52,13 +52,15 @@
  *     engine: vfs/promote.c). Furthest ahead is chosen only because it is
  *     the one most likely alive and connected.
  *
- * No I/O of its own: answers through co->io; the simulator runs it too
- * (it starts no replicas there, so nothing is promoted).
+ * No I/O of its own: answers through co->io; the simulator runs it too,
+ * with --failover in its runs with a replica (src/sim/failover.c: lease
+ * probes, beats, promotions, and the checks of F1-F3 on every seed).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "coord/coord.h"
 #include "lib/log.h"
 #include "param.h"
@@ -143,7 +145,7 @@ int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__Ope
 {
   (void)co;
   /* F1: a conditional open takes the next epoch only from the one named. */
-  if (ov->if_epoch && ov->if_epoch != v->epoch) {
+  if (ov->if_epoch && ov->if_epoch != v->epoch && !PLANTED(BUG_PROMOTE_NO_IF_EPOCH)) {
     snprintf(why, whylen, "promotion from epoch %llu refused: volume %s is at epoch %llu "
              "(writer %s)", (unsigned long long)ov->if_epoch, v->name,
              (unsigned long long)v->epoch, v->writer[0] ? v->writer : "unknown");

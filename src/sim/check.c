@@ -22,6 +22,15 @@
  *   above a VDL told, never in an MTR
  *   R6: node GC never passes a point    replica.c check_gc
  *   the writer's PGMRPL holds
+ *   failover (coord/failover.c):        failover.c sfo_opened (F1: a
+ *   one epoch, one writer; no stale     promotion from E takes E+1 or
+ *   read across a failover              nothing), check_step (no two
+ *                                       writers serve one epoch),
+ *                                       sfo_serving (F3: no older writer
+ *                                       alive holds a read lease when a
+ *                                       promoted one serves); F2, acked
+ *                                       commits across a failover: as
+ *                                       for every recovery, above
  *   liveness: commits resume within SIM_HEAL_MS of the final heal, and
  *   every segment catches up with its PG within SIM_SETTLE_MS after (and
  *   the read replica, if any, with its writer: replica_end).
@@ -97,6 +106,14 @@ void check_step(struct world *w)
                 "writer's last change to it (the engine refused it)", wr->i,
                 (unsigned long long)wr->epoch);
   }
+  /* One epoch, one writer (F1): two writers never serve in one epoch. */
+  for (int i = 0; i < SIM_WRITERS && !w->stop; i++)
+    for (int j = i + 1; j < SIM_WRITERS; j++)
+      if (w->wr[i].state == W_SERVING && w->wr[j].state == W_SERVING &&
+          w->wr[i].epoch == w->wr[j].epoch)
+        violation(w, "writers %d and %d both serve epoch %llu", i, j,
+                  (unsigned long long)w->wr[i].epoch);
+  sfo_check(w);              /* one process per host (failover.c) */
   if (!w->healed || w->stop)
     return;
   uint64_t now = sim_now(w->clock);

@@ -68,7 +68,27 @@
  *                    SIM_REPLICA_GONE_MS the writer's PGMRPL lets it go
  *                    (feed.c), node GC may pass its point, and its reads
  *                    there must be refused, never answered wrong
- *   (These three only in runs with a replica: --faults replicas, world.h.)
+ *   writer-lost      the writer dies and its host stays down for 1-7 s, long
+ *                    enough, often, for the coordinator's detector
+ *                    (WRITER_LOST_MS) to promote the replica; then the
+ *                    operator's `cluster up` (failover.c) brings the host
+ *                    back: as the writer in place if no promotion took an
+ *                    epoch (after a wait for one: the race F1 settles), as
+ *                    the replica if one did
+ *   writer-stop      the writer's process pauses for 1-7 s (nothing in or
+ *                    out, no timer) and resumes with all it had: a newer
+ *                    writer may exist by then, which must fence it (F2)
+ *   manual-failover  `auralog failover` at a random moment, the writer
+ *                    alive or not; half the time the operator also
+ *                    restarts the writer in place a moment later, racing
+ *                    the promotion for the next epoch (F1: exactly one of
+ *                    the two opens gets it)
+ *   promote-crash    a failover is asked, and the promoted writer dies in a
+ *                    round of its recovery (F4: a promotion interrupted
+ *                    halfway is only a lost writer: the detector, the
+ *                    replica or a restart in place takes over)
+ *   (These seven only in runs with a replica: --faults replicas, world.h;
+ *   so is failover.)
  *
  * The paper's fault model (§2.1): at most an AZ and one more node are
  * unavailable at once. A fault that would take more is skipped, unless
@@ -88,7 +108,7 @@ const char *const fault_names[F_NKINDS] = {
   "engine-crash", "node-crash", "az-down", "az1-down", "partition", "pair-cut", "slow",
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
   "split-write", "stale-trunc", "coord-crash", "stale-read", "replica-crash", "stream-cut",
-  "replica-silent",
+  "replica-silent", "writer-lost", "writer-stop", "manual-failover", "promote-crash",
 };
 
 /* Would taking the nodes in mask down (besides those down now) leave the
@@ -269,7 +289,8 @@ static void start(struct act *a)
     simnet_slow(w->nodes[node].h, SLOW_MS / 4 + (uint32_t)(e->target2 % SLOW_MS));
     break;
   case F_SECOND_WRITER:
-    for (int i = 0; i < SIM_WRITERS; i++)
+    /* w1 or w2 (with failover, w2: w1 and r1 are failover.c's) */
+    for (int i = sfo_on(w) ? 1 : 0; i < 2; i++)
       if (w->wr[i].state == W_DOWN && current(w) != NULL) {
         writer_start(&w->wr[i]);
         break;
@@ -282,6 +303,34 @@ static void start(struct act *a)
   case F_REPLICA_CRASH: replica_crash(w); break;
   case F_STREAM_CUT: replica_cut(w, 1); break;
   case F_REPLICA_SILENT: replica_silent(w, 1); break;
+  case F_WRITER_LOST:
+    if ((a->wr = current(w)) == NULL)
+      break;
+    writer_crash(a->wr);
+    a->wr->held = 1;            /* no restart but the operator's, at the heal */
+    later(a, 1000 + e->dur, 1);
+    return;
+  case F_WRITER_STOP:
+    if ((a->wr = current(w)) == NULL || a->wr->stopped) {
+      a->wr = NULL;            /* already paused: its own fault resumes it */
+      break;
+    }
+    sfo_stop(a->wr, 1);
+    later(a, 1000 + e->dur, 1);
+    return;
+  case F_MANUAL_FAILOVER:
+    sfo_ask_failover(w);
+    if (e->target2 % 2 && (a->wr = &w->wr[sfo_writer_slot(w)])->state == W_SERVING) {
+      later(a, (uint64_t)e->target2 % 400, 30);   /* ... and a restart in place */
+      return;
+    }
+    a->wr = NULL;
+    break;
+  case F_PROMOTE_CRASH:
+    sfo_ask_failover(w);
+    a->since = sim_now(w->clock);
+    later(a, 1, 31);
+    return;
   }
   later(a, e->dur, 1);
 }
@@ -324,6 +373,16 @@ static void heal(struct act *a)
   case F_REPLICA_CRASH: replica_restart(w); break;
   case F_STREAM_CUT: replica_cut(w, 0); break;
   case F_REPLICA_SILENT: replica_silent(w, 0); break;
+  case F_WRITER_LOST: case F_PROMOTE_CRASH:
+    if (a->wr)
+      a->wr->held = 0;
+    sfo_cluster_up(w);
+    break;
+  case F_WRITER_STOP:
+    if (a->wr)
+      sfo_stop(a->wr, 0);      /* resumes: fenced, if a newer writer exists (F2) */
+    break;
+  case F_MANUAL_FAILOVER: sfo_cluster_up(w); break;
   default: break;
   }
   free(a);
@@ -418,6 +477,32 @@ static void act_run(void *arg)
     }
     break;
   }
+  case 30:                   /* manual-failover: the writer restarts in place, racing */
+    if (a->wr->state != W_DOWN && !a->wr->held && !a->wr->stopped) {
+      writer_crash(a->wr);
+      writer_start(a->wr);     /* the replica, if the promotion already took the epoch */
+    }
+    later(a, a->ev.dur, 1);
+    break;
+  case 31: {                 /* promote-crash: the promoted writer dies in round r */
+    struct simwriter *p = NULL;
+    for (int i = 0; i < SIM_WRITERS; i++)
+      if (a->w->wr[i].promoted_from && (a->w->wr[i].state == W_WAITING ||
+          (a->w->wr[i].state == W_RECOVERING &&
+           rcv_round(a->w->wr[i].v->rcv) >= 1 + a->ev.target2 % 3)))
+        p = &a->w->wr[i];
+    if (p) {
+      writer_crash(p);
+      p->held = 1;
+      a->wr = p;
+      later(a, a->ev.dur, 1);
+    } else if (sim_now(a->w->clock) - a->since > 6000) {
+      free(a);                 /* no promotion came */
+    } else {
+      later(a, 1, 31);
+    }
+    break;
+  }
   case 22: {                 /* cut short; K back, the truncation's holders down */
     writer_crash(a->wr);
     nodes_give(a, 1);
@@ -502,6 +587,15 @@ void nemesis_heal_all(struct world *w)
   }
   replica_cut(w, 0);
   replica_silent(w, 0);
+  if (sfo_on(w)) {            /* failover.c: every host back in its role */
+    for (int i = 0; i < SIM_WRITERS; i++) {
+      w->wr[i].held = 0;
+      if (w->wr[i].stopped)
+        sfo_stop(&w->wr[i], 0);
+    }
+    sfo_cluster_up(w);
+    return;
+  }
   replica_restart(w);
   if (current(w) == NULL) {
     for (int i = 0; i < SIM_WRITERS; i++)

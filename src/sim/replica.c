@@ -16,7 +16,13 @@
  *              writer's epoch and truncation, no writes) on the simulated
  *              network, with need = ra_need(pg) as rvol_read_page does;
  *              a page read may be kept in the cache.
- *   the host   start, crash (cache, stream and core lost), restart.
+ *   the host   start, crash (cache, stream and core lost), restart; on
+ *              the engine host that is not the writer's (r1 first, w1
+ *              after a failover: failover.c decides), once nothing else
+ *              runs there.
+ *   failover   it beats the coordinator with its read point every
+ *              ENGINE_STAT_MS; promoted, it ends, and a writer starts on
+ *              its host (failover.c: the beats, the promotion).
  *
  * Checks (check.c lists them with the rest):
  *   - every replica read, from the cache or from storage, equals the
@@ -33,7 +39,9 @@
  *
  * The replica draws from its own generator (seeded from the run's seed),
  * and exists only in runs that allow its fault kinds (world.h F_REPLICAS),
- * so the schedules of runs without it are what they were.
+ * so the schedules of runs without it are what they were. One replica:
+ * after a promotion the old writer's host comes back as it (as `cluster
+ * up` does), so there is one for the next failover.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +50,6 @@
 #include "sim/simint.h"
 #include "vfs/rapply.h"
 
-#define REP_ADDR      "r1:1"
 #define REP_TICK_MS   50        /* its timer: reads, acks, the long reader */
 #define REP_READ_MS   400       /* a storage read not answered by then is refused */
 
@@ -303,6 +310,8 @@ static void check_gc(struct simreplica *rep)
 static void r_msg(void *arg, struct ep *e, const Env *env)
 {
   struct simreplica *rep = arg;
+  if (sfo_replica_msg(rep, e, env))
+    return;
   if (rep->v) {
     vcore_on_msg(rep->v, e, env);
     reads_check(rep);
@@ -312,6 +321,8 @@ static void r_msg(void *arg, struct ep *e, const Env *env)
 static void r_up(void *arg, struct ep *e)
 {
   struct simreplica *rep = arg;
+  if (sfo_replica_up(rep, e))
+    return;
   if (rep->v)
     vcore_on_up(rep->v, e);
 }
@@ -319,6 +330,8 @@ static void r_up(void *arg, struct ep *e)
 static void r_down(void *arg, struct ep *e)
 {
   struct simreplica *rep = arg;
+  if (sfo_replica_down(rep, e))
+    return;
   if (rep->v) {
     vcore_on_down(rep->v, e);
     vcore_wake(rep->v);
@@ -362,19 +375,28 @@ static void r_tick(void *arg)
    * writer's floor below what GC passed while no stream held it). */
   if (rep->stream && rep->taken == rep->stream)
     rstream_ack(rep, rep->ra.serving ? rep->ra.rp : rep->start);
+  sfo_replica_tick(rep);         /* its beats to the coordinator (failover.c) */
   sim_after(w->clock, REP_TICK_MS, r_tick, t);
 }
 
-/* The replica process starts (at the run's start, or after a crash):
+/* The replica process starts (at the run's start, or after a crash) on
+ * the engine host of w->wr[slot] (r1 first; failover.c says which):
  * an empty cache, no stream yet. */
-static void rep_start(struct simreplica *rep)
+static void rep_start(struct simreplica *rep, int slot)
 {
   struct world *w = rep->w;
+  struct simwriter *host = &w->wr[slot];
   struct simhost_cb cb = {.arg = rep, .on_msg = r_msg, .on_up = r_up, .on_down = r_down};
-  if (rep->h == NULL)
-    rep->h = simnet_add(w->net, REP_ADDR, "", &cb);
+  if (host->h == NULL)
+    host->h = simnet_add(w->net, host->addr, "", &cb);
   else
-    simnet_restart(rep->h, &cb);
+    simnet_restart(host->h, &cb);
+  rep->h = host->h;
+  rep->slot = slot;
+  rep->started = 1;
+  rep->coord = NULL;
+  rep->beat_at = 0;
+  rep->promoting = 0;
   rep->up = 1;
   rep->gen++;
   ra_init(&rep->ra);
@@ -455,14 +477,21 @@ void replica_crash(struct world *w)
   ra_free(&rep->ra);
   rep->up = 0;
   rep->gen++;
+  rep->coord = NULL;
 }
 
+/* The replica starts again, on the engine host that is not the writer's,
+ * if nothing runs there (an old writer there makes way first: failover.c)
+ * and no fault holds it down. */
 void replica_restart(struct world *w)
 {
   struct simreplica *rep = w->rep;
   if (rep == NULL || rep->up || w->vdesc == NULL)
     return;
-  rep_start(rep);
+  int slot = sfo_writer_slot(w) == 0 ? 2 : 0;
+  if (w->wr[slot].state != W_DOWN || w->wr[slot].held)
+    return;
+  rep_start(rep, slot);
   core_new(rep);
 }
 
@@ -486,10 +515,9 @@ void replica_cut(struct world *w, int on)
 void replica_volume_ready(struct world *w)
 {
   struct simreplica *rep = w->rep;
-  if (rep == NULL || rep->h || w->vdesc == NULL)
+  if (rep == NULL || rep->started || w->vdesc == NULL)
     return;
-  rep_start(rep);
-  core_new(rep);
+  replica_restart(w);
 }
 
 void replica_new(struct world *w)

@@ -102,7 +102,7 @@ struct simwriter *rstream_serving_writer(struct world *w)
   struct simwriter *best = NULL;
   for (int i = 0; i < SIM_WRITERS; i++) {
     struct simwriter *wr = &w->wr[i];
-    if (wr->state == W_SERVING && wr->v && !wr->v->fenced &&
+    if (wr->state == W_SERVING && wr->v && !wr->v->fenced && !wr->stopped &&
         (best == NULL || wr->epoch > best->epoch))
       best = wr;
   }

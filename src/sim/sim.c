@@ -44,7 +44,9 @@ static void usage(FILE *f)
     "simulated network and disks, faults mixed in by the seed, and the\n"
     "invariants (no acknowledged commit lost, no partial transaction, VDL\n"
     "monotonic, old writers fenced, every page read right, segments whole\n"
-    "and converged, commits resume after the heal) checked throughout.\n"
+    "and converged, commits resume after the heal; with a replica, its reads\n"
+    "right, and across a failover one writer per epoch and old writers fenced)\n"
+    "checked throughout.\n"
     "The same seed gives the same run, bit for bit (the trace hash).\n"
     "\n"
     "  --seed N         run seed N (default 1)\n"
@@ -54,7 +56,10 @@ static void usage(FILE *f)
     "  --faults LIST    fault kinds, comma-separated, or all, replicas or none\n"
     "                   (default all: every kind but stale-read, asked for by name,\n"
     "                   and the replica's; replicas: all, and a read replica with\n"
-    "                   replica-crash, stream-cut and replica-silent):\n"
+    "                   replica-crash, stream-cut and replica-silent, and failover:\n"
+    "                   the coordinator promotes the replica when the writer is lost,\n"
+    "                   with writer-lost, writer-stop, manual-failover, promote-crash;\n"
+    "                   any of these seven alone brings the replica and failover):\n"
     "                   ",
     SIM_TIME_MS);
   for (int k = 0; k < F_NKINDS; k++)
@@ -210,6 +215,14 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             (unsigned long long)r->replica_cache_reads, (unsigned long long)r->replica_refused,
             (unsigned long long)r->replica_applied, (unsigned long long)r->replica_refused_feeds,
             (unsigned long long)r->replica_holds, (unsigned long long)r->replica_lapses);
+  if (r->fo_promotions || r->fo_manual || r->fo_fenced)
+    fprintf(f, "  failover: %llu promotions (%llu took an epoch, %llu refused: it had moved "
+            "on), %llu promoted writers served, %llu manual, %llu writers fenced, %llu old "
+            "writers' hosts back as the replica\n",
+            (unsigned long long)r->fo_promotions, (unsigned long long)r->fo_promoted,
+            (unsigned long long)r->fo_refused, (unsigned long long)r->fo_promoted_served,
+            (unsigned long long)r->fo_manual, (unsigned long long)r->fo_fenced,
+            (unsigned long long)r->fo_as_replica);
   if (r->violations)
     fprintf(f, "  %s\n", r->first);
 }
@@ -253,6 +266,8 @@ struct tally {
   uint64_t hl_ckpt, hl_replays, hl_replayed, hl_torn, hl_damaged, hl_deaths;
   uint64_t rep_starts, rep_reads, rep_cache, rep_refused, rep_applied, rep_gc, rep_gc_held;
   uint64_t rep_gc_lapsed;
+  uint64_t fo[7];            /* promotions, took an epoch, refused, served, manual, fenced,
+                              * back as the replica */
 };
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
@@ -293,6 +308,10 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->rep_gc += r.replica_gc_refused;
     t->rep_gc_held += r.replica_gc_held;
     t->rep_gc_lapsed += r.replica_gc_lapsed;
+    uint64_t fo[7] = {r.fo_promotions, r.fo_promoted, r.fo_refused, r.fo_promoted_served,
+                      r.fo_manual, r.fo_fenced, r.fo_as_replica};
+    for (int k = 0; k < 7; k++)
+      t->fo[k] += fo[k];
     if (!many)
       print_result(stdout, &o, &r);
     if (r.violations) {
@@ -491,6 +510,14 @@ int sim_main(int argc, char **argv)
              (unsigned long long)t.rep_refused, (unsigned long long)t.rep_gc,
              (unsigned long long)t.rep_gc_lapsed, (unsigned long long)t.rep_gc_held,
              (unsigned long long)t.rep_applied);
+    if (t.fo[0] || t.fo[4])
+      printf("failover: %llu promotions (%llu took an epoch, %llu refused: it had moved on), "
+             "%llu promoted writers served, %llu manual failovers chosen, %llu writers fenced, "
+             "%llu old writers' hosts back as the replica\n",
+             (unsigned long long)t.fo[0], (unsigned long long)t.fo[1],
+             (unsigned long long)t.fo[2], (unsigned long long)t.fo[3],
+             (unsigned long long)t.fo[4], (unsigned long long)t.fo[5],
+             (unsigned long long)t.fo[6]);
   }
   if (o.trace && o.trace != stdout)
     fclose(o.trace);

@@ -10,6 +10,7 @@
 #include "node/node.h"
 #include "sim/hfile.h"
 #include "sim/world.h"
+#include "vfs/lease.h"
 #include "vfs/rapply.h"
 #include "vfs/volume_int.h"
 
@@ -28,8 +29,9 @@ struct simnode {
   int down_by;               /* bit per fault holding it down */
 };
 
-/* A writer host (writer.c). */
-enum { W_DOWN, W_OPENING, W_RECOVERING, W_SERVING, W_FAILED };
+/* A writer host (writer.c). W_WAITING: recovered, waiting out the read
+ * lease of the writer it took over from (a promotion: failover.c F3). */
+enum { W_DOWN, W_OPENING, W_RECOVERING, W_SERVING, W_FAILED, W_WAITING };
 
 struct wtx;                  /* a transaction in flight (workload.c) */
 struct simreplica;           /* the read replica (replica.c) */
@@ -59,6 +61,17 @@ struct simwriter {
     uint8_t *buf;
   } reads[4];
   size_t nreads;
+  /* Failover (failover.c), in runs with a replica. */
+  uint64_t if_epoch;         /* its open is conditional on this epoch (a promotion) */
+  uint64_t promoted_from;    /* this life is a promotion from that epoch (0: not) */
+  uint64_t open_sent;        /* when its OpenVolume left */
+  uint64_t asked_at;         /* ... or its last request to the coordinator (0: none) */
+  uint64_t serve_after;      /* it serves from then on (the old writer's lease) */
+  struct lease lease;        /* its read lease (vfs/lease.h) */
+  struct ep *probe;          /* its lease probes' connection to the coordinator */
+  uint64_t probe_at, probe_seq;
+  int held;                  /* a fault holds its host down: nothing starts it */
+  int stopped;               /* writer-stop: the process is paused */
 };
 
 /* A transaction the workload shipped (the shadow model, workload.c). */
@@ -93,7 +106,10 @@ struct world {
   uint64_t max_epoch;        /* the newest epoch a writer recovered in */
   uint64_t max_epoch_vdl;    /* ... and the VDL it recovered */
   Auralog__Volume *vdesc;     /* the volume as the coordinator last described it */
-  struct simreplica *rep;    /* NULL: no replica in this run */
+  struct simreplica *rep;    /* NULL: no replica in this run (and no failover) */
+  struct simhost *op_h;      /* the operator's host: `auralog failover` (failover.c) */
+  struct ep *op_ep;
+  uint64_t fo_wait_until;    /* the operator waits for a promotion until then (0: not) */
   /* The run. */
   struct sim_result rs;      /* what world_run hands back */
   struct sim_result *res;    /* &rs */
@@ -115,9 +131,14 @@ struct world {
 struct simreplica {
   struct world *w;
   struct rng rng;
-  struct simhost *h;
+  struct simhost *h;          /* its host's: w->wr[slot].h (failover.c) */
+  int slot;                   /* the engine host it runs on: w->wr[0]'s or w->wr[2]'s */
+  int started;                /* the first writer served: it exists */
   int up;
   unsigned gen;               /* +1 per crash: stale timers check it */
+  struct ep *coord;           /* its beats' connection (failover.c) */
+  uint64_t beat_at;
+  int promoting;              /* told to open as writer: it is on its way */
   /* The stream; the writer's side. */
   uint64_t stream, nstreams;  /* the live one (0: none) */
   struct simwriter *src;      /* its writer */
@@ -188,6 +209,30 @@ void replica_restart(struct world *w);
 void replica_cut(struct world *w, int on);
 void replica_end(struct world *w);
 void replica_silent(struct world *w, int on);
+
+/* failover.c, sfo_ (all no-ops in runs without a replica) */
+int sfo_on(const struct world *w);
+int sfo_writer_slot(struct world *w);
+int sfo_start_as_replica(struct simwriter *wr);
+void sfo_opened(struct simwriter *wr, const Auralog__Volume *vd);
+void sfo_recovered(struct simwriter *wr);
+void sfo_serving(struct simwriter *wr);
+void sfo_fenced(struct simwriter *wr);
+void sfo_refused(struct simwriter *wr, const char *why);
+int sfo_lease_ok(struct simwriter *wr);
+void sfo_writer_tick(struct simwriter *wr);
+int sfo_writer_msg(struct simwriter *wr, struct ep *e, const Env *env);
+int sfo_writer_up(struct simwriter *wr, struct ep *e);
+int sfo_writer_down(struct simwriter *wr, struct ep *e);
+void sfo_replica_tick(struct simreplica *rep);
+int sfo_replica_msg(struct simreplica *rep, struct ep *e, const Env *env);
+int sfo_replica_up(struct simreplica *rep, struct ep *e);
+int sfo_replica_down(struct simreplica *rep, struct ep *e);
+void sfo_ask_failover(struct world *w);
+void sfo_cluster_up(struct world *w);
+void sfo_free(struct world *w);
+void sfo_stop(struct simwriter *wr, int on);
+void sfo_check(struct world *w);
 
 /* workload.c */
 void workload_step(struct simwriter *wr);

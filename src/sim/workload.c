@@ -180,6 +180,10 @@ void workload_step(struct simwriter *wr)
   /* After the final heal and its grace period, nothing new: settle, and
    * read every page once more (invariant 4, on the final state). */
   if (w->healed && now >= w->heal_at + SIM_HEAL_MS) {
+    if (!sfo_lease_ok(wr)) {   /* reads wait for a read lease (failover.c) */
+      writer_poke_at(wr, now + 10);
+      return;
+    }
     while (w->sweep < SIM_PGS * SIM_PAGES && read_start(wr, w->sweep))
       w->sweep++;
     if (wr->nreads)
@@ -192,7 +196,9 @@ void workload_step(struct simwriter *wr)
   }
   if (now >= wr->next_read) {
     wr->next_read = now + 1 + rng_uniform(&w->rng, 2 * SIM_READ_MS);
-    read_start(wr, (int)rng_uniform(&w->rng, SIM_PGS * SIM_PAGES));
+    int k = (int)rng_uniform(&w->rng, SIM_PGS * SIM_PAGES);
+    if (sfo_lease_ok(wr))      /* only under a valid read lease (failover.c) */
+      read_start(wr, k);
   }
   /* Come back for the next one (a writer with SIM_INFLIGHT in flight waits
    * for an ack instead, which is an event of its own). */

@@ -316,6 +316,7 @@ void coord_restart(struct world *w)
   uint8_t seed[32];
   sim_key_seed(w, "coordinator", 0, seed);
   auth_signer_seed(&w->co->signer, seed);
+  w->co->failover = sfo_on(w);   /* failover.c */
   if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
       coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)
     violation(w, "the coordinator cannot restart: %s", why);
@@ -372,9 +373,14 @@ struct world *world_new(const struct sim_opts *o)
     struct simwriter *wr = &w->wr[i];
     wr->w = w;
     wr->i = i;
-    snprintf(wr->addr, sizeof wr->addr, "w%d:1", i + 1);
+    /* w1, w2; the third is the replica's host (failover.c) */
+    if (i == 2)
+      snprintf(wr->addr, sizeof wr->addr, "r1:1");
+    else
+      snprintf(wr->addr, sizeof wr->addr, "w%d:1", i + 1);
   }
   replica_new(w);
+  w->co->failover = sfo_on(w);   /* with a replica, failover (failover.c) */
   return w;
 }
 
@@ -424,6 +430,7 @@ void world_free(struct world *w)
   sim_cancel_fn(w->clock, node_timer, free_arg, NULL);
   writer_free_timers(w);
   nemesis_free(w);
+  sfo_free(w);
   replica_free(w);
   for (int i = 0; i < SIM_WRITERS; i++)
     writer_crash(&w->wr[i]);

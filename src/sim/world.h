@@ -1,9 +1,11 @@
 /*
  * world.h: a whole auralog cluster in one process, under the simulator
- * (DESIGN.md §3): six storage nodes in three AZs, the coordinator, and
- * up to two writers, each the same core the real processes run (node.h,
- * coord.h, volume_int.h), on a simulated network (net.h) and simulated
- * disks (disk.h), driven by one seeded PRNG and a virtual clock (clock.h).
+ * (DESIGN.md §3): six storage nodes in three AZs, the coordinator, the
+ * writer (and, as faults, a second one), and in runs with --faults
+ * replicas a read replica that failover may promote; each the same core
+ * the real processes run (node.h, coord.h, volume_int.h), on a simulated
+ * network (net.h) and simulated disks (disk.h), driven by one seeded PRNG
+ * and a virtual clock (clock.h).
  *
  * What the simulator adds around the cores, and nothing protocol-level:
  *   world.c    hosts: start, crash and restart nodes and the coordinator,
@@ -18,6 +20,9 @@
  *   replica.c  a read replica (--faults replicas): the real replica's
  *              apply rule, its cache and storage reads, checked against
  *              the shadow model; rstream.c its stream with the writer
+ *   failover.c failover (coord/failover.c F1-F5), in the runs with a
+ *              replica: the writer's lease probes, the replica's beats,
+ *              its promotion to writer, the hosts' roles after one
  *   nemesis.c  the faults a seed mixes in, and the final heal
  *   sim.c      `auralog sim`: seeds, summary, replay line, trace, shrink
  *
@@ -37,7 +42,9 @@
 #include "sim/rng.h"
 
 #define SIM_NODES      6        /* storage nodes: two per AZ */
-#define SIM_WRITERS    2        /* the writer and, as a fault, a second one */
+#define SIM_WRITERS    3        /* the writer, as a fault a second one (w2), and the
+                                  * writer a promoted replica becomes (on the replica's
+                                  * host, r1: failover.c) */
 #define SIM_PGS        3        /* protection groups the workload spreads over */
 #define SIM_PAGES      6        /* pages it writes in each PG */
 #define SIM_PAGE_SIZE  512      /* bytes per page (the smallest SQLite page) */
@@ -61,7 +68,8 @@ enum {
   F_ENGINE_CRASH, F_NODE_CRASH, F_AZ_DOWN, F_AZ1_DOWN, F_PARTITION, F_PAIR_CUT,
   F_SLOW, F_RECOVERY_CRASH, F_CORRUPT, F_SECOND_WRITER, F_DROP, F_DUP, F_REORDER,
   F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
-  F_STREAM_CUT, F_REPLICA_SILENT, F_NKINDS
+  F_STREAM_CUT, F_REPLICA_SILENT, F_WRITER_LOST, F_WRITER_STOP, F_MANUAL_FAILOVER,
+  F_PROMOTE_CRASH, F_NKINDS
 };
 extern const char *const fault_names[F_NKINDS];
 /* `all`, the default: every kind but stale-read, which is asked for by
@@ -69,11 +77,15 @@ extern const char *const fault_names[F_NKINDS];
  * cannot know to be old (vfs/pagelsn.h says which): a node-side check
  * (scrub) is what closes that, not yet the simulated node's. Leaving it
  * out of `all` also keeps every older seed's schedule as it was. */
-#define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT) | (1u << F_REPLICA_SILENT))
+#define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT) | (1u << F_REPLICA_SILENT) | \
+                    (1u << F_WRITER_LOST) | (1u << F_WRITER_STOP) | \
+                    (1u << F_MANUAL_FAILOVER) | (1u << F_PROMOTE_CRASH))
 #define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS)
 /* A read replica (replica.c) is in the world only in runs that allow its
  * faults (--faults replicas: all of `all` and them): its host's draws and
- * messages would change every older seed's run. */
+ * messages would change every older seed's run. So is failover (the
+ * coordinator's --failover, the writer's lease probes: failover.c): on in
+ * exactly the runs with a replica. */
 
 struct sim_opts {
   uint64_t seed;
@@ -114,6 +126,14 @@ struct sim_result {
   uint64_t replica_gc_lapsed; /* ... in a stream whose floor the writer once let go */
   uint64_t replica_starts, replica_refused_feeds, replica_applied, replica_holds;
   uint64_t replica_lapses;   /* streams whose writer stopped hearing the replica */
+  /* Failover (failover.c), in runs with a replica. */
+  uint64_t fo_promotions;    /* promote answers a replica acted on ... */
+  uint64_t fo_promoted;      /* ... promotions that took an epoch ... */
+  uint64_t fo_refused;       /* ... and that were refused: the epoch moved on (F1) */
+  uint64_t fo_promoted_served; /* promoted writers that served */
+  uint64_t fo_fenced;        /* older writers fenced by a newer one (F2) */
+  uint64_t fo_manual;        /* Failover requests the coordinator answered with a choice */
+  uint64_t fo_as_replica;    /* old writers' hosts that came back as the replica */
   /* The nodes' background work (node/bg.c), over every node life. */
   uint64_t bg_coalesced, bg_gc_records, bg_scrubbed, bg_damage, bg_repaired, bg_catchups;
   /* The nodes' hot logs (node/hotlog.h). */

@@ -26,13 +26,24 @@
 #define REOPEN_MS 500            /* a failed open is tried again after this */
 
 static void reopen_later(struct simwriter *wr);
+static void open_failed(struct simwriter *wr);
+
+/* It serves: the workload may go on (after a promotion, only once the
+ * old writer's lease may have run out: failover.c F3). */
+static void serve(struct simwriter *wr)
+{
+  wr->state = W_SERVING;
+  wr->if_epoch = 0;          /* open: a promotion's condition is spent */
+  sfo_serving(wr);
+  replica_volume_ready(wr->w);
+}
 
 /* Look at the core after an event (the driver's waiters, in volume.c). */
 static void after_event_core(struct simwriter *wr)
 {
   struct world *w = wr->w;
   struct volume *v = wr->v;
-  if (v == NULL)
+  if (v == NULL || wr->stopped)
     return;
   if (wr->state == W_RECOVERING) {
     char why[256];
@@ -45,8 +56,7 @@ static void after_event_core(struct simwriter *wr)
       world_trace(w, "writer %d: recovery in epoch %llu failed: %s", wr->i,
                   (unsigned long long)wr->epoch, why);
       world_hash(w, "rcvfail", wr->epoch, 0);
-      writer_crash(wr);
-      reopen_later(wr);
+      open_failed(wr);        /* a promotion: on the epoch it took */
       return;
     }
     v->opened = 1;
@@ -58,9 +68,22 @@ static void after_event_core(struct simwriter *wr)
                 (unsigned long long)v->st.trunc_to);
     world_hash(w, "serve", wr->epoch, v->q.vdl);
     workload_recovered(wr, v->q.vdl);
-    replica_volume_ready(w);
+    sfo_recovered(wr);
+    if (sim_now(w->clock) < wr->serve_after) {
+      world_trace(w, "writer %d waits %llu ms for the old writer's lease to run out", wr->i,
+                  (unsigned long long)(wr->serve_after - sim_now(w->clock)));
+      wr->state = W_WAITING;
+      writer_poke_at(wr, wr->serve_after);
+    } else {
+      serve(wr);
+    }
   }
-  if (wr->state != W_SERVING)
+  if (wr->state == W_WAITING && !v->fenced) {
+    if (sim_now(w->clock) < wr->serve_after)
+      return;
+    serve(wr);
+  }
+  if (wr->state != W_SERVING && wr->state != W_WAITING)
     return;
   if (v->fenced) {
     world_trace(w, "writer %d (epoch %llu) fenced: %s", wr->i,
@@ -68,6 +91,7 @@ static void after_event_core(struct simwriter *wr)
     world_hash(w, "fenced", wr->epoch, 0);
     workload_acked(wr);
     wr->state = W_FAILED;
+    sfo_fenced(wr);
     return;
   }
   workload_acked(wr);
@@ -82,15 +106,32 @@ static void after_event(struct simwriter *wr)
 
 /* ---- the host's events ------------------------------------------------------ */
 
+/* The open failed: it tries again later, a promotion on the same
+ * condition (vol_open_if). */
+static void open_failed(struct simwriter *wr)
+{
+  uint64_t ife = wr->if_epoch, from = wr->promoted_from;
+  writer_crash(wr);
+  wr->if_epoch = ife;
+  wr->promoted_from = from;
+  reopen_later(wr);
+}
+
 static void open_reply(struct simwriter *wr, const Env *env)
 {
   struct world *w = wr->w;
   if (env->body_case != AURALOG__ENVELOPE__BODY_VOLUME) {
-    world_trace(w, "writer %d: coordinator: %s", wr->i,
-                env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
-                                                                 : "unexpected answer");
-    writer_crash(wr);
-    reopen_later(wr);
+    const char *msg = env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
+                                                                     : "unexpected answer";
+    world_trace(w, "writer %d: coordinator: %s", wr->i, msg);
+    /* A promotion refused (F1: the epoch moved on) is over: the process
+     * exits, and its host is the replica's again. */
+    if (wr->if_epoch && env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+        env->error->code == ERR_STALE_EPOCH) {
+      sfo_refused(wr, msg);
+      wr->if_epoch = wr->promoted_from = 0;
+    }
+    open_failed(wr);
     return;
   }
   const Auralog__Volume *vd = env->volume;
@@ -113,6 +154,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
     w->issued[w->nissued++] = vd->epoch;
     if (vd->epoch > w->max_issued)
       w->max_issued = vd->epoch;
+    sfo_opened(wr, vd);
     if (vd->n_pgs < SIM_PGS) {
       Env req = AURALOG__ENVELOPE__INIT;
       Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
@@ -123,6 +165,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
       req.grow_volume = &g;
       io_send(simhost_io(wr->h), wr->coord, &req);
       wr->asked = 1;
+      wr->asked_at = sim_now(w->clock);
       return;
     }
   }
@@ -162,6 +205,10 @@ static void open_reply(struct simwriter *wr, const Env *env)
 static void w_msg(void *arg, struct ep *e, const Env *env)
 {
   struct simwriter *wr = arg;
+  if (sfo_writer_msg(wr, e, env)) {
+    after_event(wr);
+    return;
+  }
   if (wr->state == W_OPENING) {
     if (e == wr->coord)
       open_reply(wr, env);
@@ -183,6 +230,11 @@ static void w_up(void *arg, struct ep *e)
     ov.create = 1;
     ov.writer = 1;
     ov.page_size = SIM_PAGE_SIZE;
+    if (sfo_on(wr->w)) {       /* failover.c: who writes, and a promotion's condition */
+      ov.addr = wr->addr;
+      ov.if_epoch = wr->if_epoch;
+      wr->open_sent = wr->asked_at = sim_now(wr->w->clock);
+    }
     uint8_t seed[32];
     sim_key_seed(wr->w, "writer", (uint64_t)wr->i << 32 | wr->opens++, seed);
     auth_signer_seed(&wr->signer, seed);
@@ -194,6 +246,8 @@ static void w_up(void *arg, struct ep *e)
     io_send(simhost_io(wr->h), e, &req);
     return;
   }
+  if (sfo_writer_up(wr, e))
+    return;
   if (wr->v) {
     vcore_on_up(wr->v, e);
     after_event(wr);
@@ -209,6 +263,8 @@ static void w_down(void *arg, struct ep *e)
     reopen_later(wr);
     return;
   }
+  if (sfo_writer_down(wr, e))
+    return;
   if (wr->v) {
     vcore_on_down(wr->v, e);
     vcore_wake(wr->v);
@@ -229,10 +285,20 @@ static void w_tick(void *arg)
     free(t);
     return;
   }
-  if (wr->v) {
+  /* An answer that never comes (lost on a connection that stays up):
+   * the request times out, as vol_coord_call's does (failover runs: the
+   * others' schedules are what they were). */
+  if (wr->state == W_OPENING && !wr->stopped && sfo_on(wr->w) && wr->asked_at &&
+      sim_now(wr->w->clock) - wr->asked_at > RPC_TIMEOUT_MS) {
+    world_trace(wr->w, "writer %d: the coordinator did not answer its open", wr->i);
+    open_failed(wr);
+  }
+  if (wr->v && !wr->stopped) {  /* a paused process has no timers */
     vcore_tick(wr->v);
     after_event(wr);
   }
+  if (wr->gen == t->gen)
+    sfo_writer_tick(wr);
   sim_after(wr->w->clock, VOL_TICK_MS, w_tick, t);
 }
 
@@ -241,7 +307,7 @@ static void w_tick(void *arg)
 void writer_start(struct simwriter *wr)
 {
   struct world *w = wr->w;
-  if (wr->state != W_DOWN)
+  if (wr->state != W_DOWN || wr->held || sfo_start_as_replica(wr))
     return;
   struct simhost_cb cb = {.arg = wr, .on_msg = w_msg, .on_up = w_up, .on_down = w_down};
   if (wr->h == NULL)
@@ -338,6 +404,13 @@ void writer_crash(struct simwriter *wr)
   wr->state = W_DOWN;
   wr->gen++;
   wr->poke_at = 0;
+  /* failover.c's: a crash ends a promotion (a restart is in place), a
+   * pause, the lease probes' conn. */
+  wr->probe = NULL;
+  wr->asked_at = 0;
+  wr->stopped = 0;
+  wr->if_epoch = wr->promoted_from = 0;
+  wr->serve_after = 0;
 }
 
 /* The workload queued work in the core: send it (the driver's async wake). */

@@ -8,7 +8,10 @@
  * simulator can never quietly stop finding anything; and --shrink keeps a
  * failing schedule failing. With a read replica (--faults replicas),
  * its reads are checked against the shadow model in every run, and a
- * replica that reads past its VDL is caught.
+ * replica that reads past its VDL is caught. Those runs have failover
+ * (sim/failover.c): promotions happen, old writers are fenced, nothing
+ * acknowledged is lost, and a promotion that opens from an epoch the
+ * volume has left (promote-no-if-epoch) is caught.
  *
  * AURALOG_SIM_SEEDS sets how many clean seeds to run (default 200).
  */
@@ -20,8 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bugs.h"
+#include "roles.h"
 #include "lib/log.h"
 #include "sim/world.h"
 
@@ -34,14 +41,29 @@ static struct sim_opts opts(uint64_t seed, uint32_t faults, unsigned bugs)
                            .bugs = bugs};
 }
 
-static uint32_t fault(const char *name)
+static uint32_t fault1(const char *name, size_t len)
 {
   for (int k = 0; k < F_NKINDS; k++)
-    if (strcmp(fault_names[k], name) == 0)
+    if (strlen(fault_names[k]) == len && strncmp(fault_names[k], name, len) == 0)
       return 1u << k;
-  fail_msg("no fault kind %s", name);
+  fail_msg("no fault kind %.*s", (int)len, name);
   return 0;
 }
+
+/* A comma-separated list of fault kinds, as --faults takes it. */
+static uint32_t fault(const char *list)
+{
+  uint32_t f = 0;
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, ",");
+    f |= fault1(p, n);
+    p += n + (p[n] == ',');
+  }
+  return f;
+}
+
+/* The failover faults alone (with them: a replica, and failover). */
+#define FAILOVER_FAULTS "writer-lost,writer-stop,manual-failover,promote-crash"
 
 static void run(const struct sim_opts *o, struct sim_result *r)
 {
@@ -136,6 +158,13 @@ static const struct {
    * last one freed, above the PGMRPL when a read in flight was older; the
    * segments refused the Append for it (vcore.c send_append). */
   {23191, "node A2 pg 2: the segment did not converge (pgmrpl_tail refused)", NULL},
+  /* Failover (sim/failover.c), both in the simulator's hosts: a promoted
+   * writer's retry started on a host the replica had taken meanwhile (two
+   * processes on one host: a use-after-free); a writer paused while
+   * opening lost its OpenVolume on a connection that stayed up and waited
+   * for ever (the open now times out, as vol_coord_call's does). */
+  {1901, "host r1 ran the replica and a writer at once", FAILOVER_FAULTS},
+  {228, "liveness: an open waited for ever", FAILOVER_FAULTS},
 };
 
 static void seeds_that_once_failed_pass(void **state)
@@ -187,6 +216,8 @@ static const struct {
   {"a new writer reuses LSNs a crashed one handed out", "split-write", "no-trunc", 1},
   {"a node serves pages without their newest record, and the writer believes it",
    "stale-read", "no-page-check", 1},
+  {"a promotion racing a restart in place opens a second writer for one lost one (F1)",
+   "manual-failover", "promote-no-if-epoch", 4},
 };
 
 static void the_safety_scenarios_replay(void **state)
@@ -227,10 +258,12 @@ static void every_planted_bug_is_caught(void **state)
     for (seed = 1; seed <= BUG_SEEDS; seed++) {
       /* no-page-check shows only when a node serves stale pages. */
       /* The replica's bugs need a replica in the world. */
+      /* promote-no-if-epoch needs a promotion racing another open. */
       int rep = b == BUG_REPLICA_PAST_VDL || b == BUG_NO_REPLICA_FLOOR;
-      struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK ? fault("stale-read")
-                                     : rep                  ? F_ALL | F_REPLICAS
-                                                            : ALL_FAULTS,
+      struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK        ? fault("stale-read")
+                                     : b == BUG_PROMOTE_NO_IF_EPOCH ? fault("manual-failover")
+                                     : rep                          ? F_ALL | F_REPLICAS
+                                                                    : ALL_FAULTS,
                                1u << b);
       run(&o, &r);
       if (r.violations)
@@ -299,10 +332,110 @@ static void a_replica_reads_what_the_shadow_says(void **state)
   run(&o, &a);
   run(&o, &b);
   assert_true(a.hash == b.hash && a.steps == b.steps && a.replica_reads == b.replica_reads);
-  /* Without: no replica at all. */
+  /* Without: no replica at all, and no failover. */
   o.faults = F_ALL;
   run(&o, &a);
   assert_int_equal(a.replica_starts + a.replica_reads, 0);
+  assert_int_equal(a.fo_promotions + a.fo_manual + a.fo_fenced, 0);
+}
+
+/* Failover (sim/failover.c), with its faults alone: the coordinator's
+ * detector and `auralog failover` promote the replica, whose writer opens
+ * conditionally (F1: the next epoch or none; some promotions lose the race
+ * to a restart in place and are refused), serves only once the old
+ * writer's lease ran out (F3), and keeps every acknowledged commit; old
+ * writers are fenced (F2) and their hosts come back as the replica; and
+ * the default seeds' runs, which have no replica, are what they were (a
+ * few trace hashes, from before failover was in the simulator). */
+static void failover_promotes_and_loses_nothing(void **state)
+{
+  (void)state;
+  uint64_t prom = 0, took = 0, served = 0, manual = 0, fenced = 0, back = 0, acked = 0;
+  const int n = 30;
+  for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+    struct sim_opts o = opts(seed, fault(FAILOVER_FAULTS), 0);
+    struct sim_result r;
+    run(&o, &r);
+    if (r.violations)
+      fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --faults %s)",
+               (unsigned long long)seed, r.first, (unsigned long long)seed, FAILOVER_FAULTS);
+    prom += r.fo_promotions;
+    took += r.fo_promoted;
+    served += r.fo_promoted_served;
+    manual += r.fo_manual;
+    fenced += r.fo_fenced;
+    back += r.fo_as_replica;
+    acked += r.tx_acked;
+  }
+  printf("# %d seeds of failover: %llu promotions (%llu took an epoch, %llu served), %llu "
+         "manual, %llu old writers fenced, %llu hosts back as the replica, %llu commits "
+         "acknowledged, none lost\n", n, (unsigned long long)prom, (unsigned long long)took,
+         (unsigned long long)served, (unsigned long long)manual, (unsigned long long)fenced,
+         (unsigned long long)back, (unsigned long long)acked);
+  assert_true(prom > (uint64_t)n && took > (uint64_t)n / 2 && served > (uint64_t)n / 2);
+  assert_true(manual > 0 && fenced > 0 && back > 0);
+  /* Runs without a replica: as before failover (auralog sim --seed N). */
+  static const struct {
+    uint64_t seed, hash;
+  } before[] = {{1, 0x13f938563128bd71ull}, {2, 0x7c18bdae9187b3aaull}, {3, 0x01bc6065f0a6b80bull}};
+  for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
+    struct sim_opts o = opts(before[i].seed, ALL_FAULTS, 0);
+    struct sim_result r;
+    run(&o, &r);
+    assert_true(r.hash == before[i].hash);
+  }
+}
+
+/* The command line: `auralog sim --seed 4 --faults manual-failover --bug
+ * promote-no-if-epoch` exits 1 and prints the line that replays it (and
+ * writes its trace); without the bug, the same seed exits 0. */
+static int sim_cli(const char *bug, char *out, size_t n)
+{
+  char dir[] = "/tmp/simcli-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[64];
+  snprintf(path, sizeof path, "%s/out", dir);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || chdir(dir) != 0 || dup2(fd, 1) < 0)
+      _exit(99);
+    char *argv[] = {"sim", "--seed", "4", "--faults", "manual-failover", "--bug",
+                    (char *)bug, NULL};
+    _exit(sim_main(bug ? 7 : 5, argv));
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  FILE *f = fopen(path, "r");
+  size_t got = f ? fread(out, 1, n - 1, f) : 0;
+  out[got] = 0;
+  if (f)
+    fclose(f);
+  char trace[80];
+  snprintf(trace, sizeof trace, "%s/sim-seed-4.trace", dir);
+  int traced = access(trace, F_OK) == 0;
+  unlink(trace);
+  unlink(path);
+  rmdir(dir);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(traced, bug != NULL);
+  return WEXITSTATUS(status);
+}
+
+static void the_command_prints_a_failover_bugs_replay_line(void **state)
+{
+  (void)state;
+  char out[4096];
+  assert_int_equal(sim_cli("promote-no-if-epoch", out, sizeof out), 1);
+  assert_non_null(strstr(out, "VIOLATION"));
+  assert_non_null(strstr(out, "(F1: one epoch, one writer)"));
+  assert_non_null(strstr(out, "replay: auralog sim --seed 4 --faults manual-failover "
+                              "--bug promote-no-if-epoch\n"));
+  assert_int_equal(sim_cli(NULL, out, sizeof out), 0);
+  assert_non_null(strstr(out, "seed 4: ok"));
+  assert_non_null(strstr(out, "  failover: "));
 }
 
 static void shrink_keeps_the_failure(void **state)
@@ -335,6 +468,8 @@ int main(void)
     cmocka_unit_test(beyond_the_model_nothing_is_lost_and_commits_resume),
     cmocka_unit_test(the_safety_scenarios_replay),
     cmocka_unit_test(a_replica_reads_what_the_shadow_says),
+    cmocka_unit_test(failover_promotes_and_loses_nothing),
+    cmocka_unit_test(the_command_prints_a_failover_bugs_replay_line),
     cmocka_unit_test(every_planted_bug_is_caught),
     cmocka_unit_test(shrink_keeps_the_failure),
   };
