@@ -54,12 +54,7 @@ static struct {
 static int query(struct rpc *r, const char *sql, int timeout_ms)
 {
   char why[512];
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Query q = AURALOG__QUERY__INIT;
-  q.sql = (char *)sql;
-  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
-  req.query = &q;
-  Env *rep = rpc_call(r, &req, timeout_ms, why, sizeof why);
+  Env *rep = rpc_query(r, sql, timeout_ms, why, sizeof why);
   if (rep == NULL)
     return -2;
   int rc = rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why) ? -1 : 0;

@@ -306,3 +306,27 @@ int rpc_key_trouble(const char *why)
   return strstr(why, "cluster key") || strstr(why, "not a member") ||
          strstr(why, "answered for") || strstr(why, "not authorized");
 }
+
+Env *rpc_query(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Query q = AURALOG__QUERY__INIT;
+  q.sql = (char *)sql;
+  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
+  req.query = &q;
+  return rpc_call(r, &req, timeout_ms, why, whylen);
+}
+
+size_t rows_text(const Auralog__Rows *rows, char *out, size_t n)
+{
+  size_t k = 0;
+  if (n)
+    out[0] = 0;
+  for (size_t i = 0; i < rows->n_rows; i++) {
+    for (size_t j = 0; j < rows->rows[i]->n_values; j++)
+      k += (size_t)snprintf(out + k, k < n ? n - k : 0, "%s%s", j ? "|" : "",
+                            rows->rows[i]->values[j]->text);
+    k += (size_t)snprintf(out + k, k < n ? n - k : 0, "\n");
+  }
+  return k;
+}

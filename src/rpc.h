@@ -56,4 +56,13 @@ int rpc_key_trouble(const char *why);
 /* One call on a fresh connection: open, call, close. */
 Env *rpc_once(const char *addr, Env *req, int timeout_ms, char *why, size_t whylen);
 
+/* One SQL request on r (an engine or a replica): the reply (free with
+ * wire_free: Rows, or an Error), or NULL with why if none came (for a
+ * write, an unknown outcome). */
+Env *rpc_query(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t whylen);
+
+/* rows as "a|b" lines, each ending in a newline, into out (cut at n);
+ * returns the length it would have. */
+size_t rows_text(const Auralog__Rows *rows, char *out, size_t n);
+
 #endif

@@ -53,12 +53,7 @@ static int unknown_outcome(const char *why)
 static int run(struct rpc *r, const char *sql)
 {
   char why[512];
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Query q = AURALOG__QUERY__INIT;
-  q.sql = (char *)sql;
-  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
-  req.query = &q;
-  Env *rep = rpc_call(r, &req, SQL_TIMEOUT_MS, why, sizeof why);
+  Env *rep = rpc_query(r, sql, SQL_TIMEOUT_MS, why, sizeof why);
   if (rep == NULL && strstr(why, "cannot send")) {
     /* Not even sent whole (the connection was gone): nothing ran. */
     errmsg("engine: %s: the statement did not run", why);

@@ -329,12 +329,7 @@ void assert_no_sanitizer_reports(void)
 int rpc_sql(struct rpc *r, const char *text, char *o, size_t n, int timeout_ms, uint64_t *lsn)
 {
   char why[512];
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Query q = AURALOG__QUERY__INIT;
-  q.sql = (char *)text;
-  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
-  req.query = &q;
-  Env *rep = rpc_call(r, &req, timeout_ms, why, sizeof why);
+  Env *rep = rpc_query(r, text, timeout_ms, why, sizeof why);
   if (rep == NULL) {
     snprintf(o, n, "%s", why);
     return -2;
@@ -344,14 +339,7 @@ int rpc_sql(struct rpc *r, const char *text, char *o, size_t n, int timeout_ms, 
     wire_free(rep);
     return -1;
   }
-  size_t k = 0;
-  o[0] = 0;
-  for (size_t i = 0; i < rep->rows->n_rows; i++) {
-    for (size_t j = 0; j < rep->rows->rows[i]->n_values; j++)
-      k += (size_t)snprintf(o + k, k < n ? n - k : 0, "%s%s", j ? "|" : "",
-                            rep->rows->rows[i]->values[j]->text);
-    k += (size_t)snprintf(o + k, k < n ? n - k : 0, "\n");
-  }
+  rows_text(rep->rows, o, n);
   if (lsn)
     *lsn = rep->rows->commit_lsn;
   wire_free(rep);
