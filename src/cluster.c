@@ -93,7 +93,7 @@ static void layout(struct cluster *cl)
   }
   for (int i = 0; i < cl->nrep; i++) {
     struct member *m = &cl->rep[i];
-    snprintf(m->name, sizeof m->name, "R%d", i + 1);
+    snprintf(m->name, sizeof m->name, "R%d", (i + 1) % 100);   /* i < REPLICAS_MAX */
     m->az[0] = 0;
     m->port = cl->base + REPLICA_PORT_OFFSET + i;
     snprintf(m->addr, sizeof m->addr, "127.0.0.1:%d", m->port);

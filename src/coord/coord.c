@@ -286,6 +286,9 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
     }
     loginfo("volume %s created (id %llu, page size %u, %u pages per PG)", v->name,
             (unsigned long long)v->id, v->page_size, v->pg_pages);
+    if (ov->writer)            /* its first writer: epoch 1, in the history too */
+      jn_event(co, "epoch", "\"volume\":\"%s\",\"epoch\":%llu,\"writer\":\"%s\","
+               "\"promotion\":false", v->name, (unsigned long long)v->epoch, v->writer);
   } else if (ov->writer) {
     /* A new writer: a new epoch, durable before anyone hears of it, so no
      * two writers ever hold the same one (§4.3); with its address, so that

@@ -414,11 +414,18 @@ void check5(struct labctx *x)
     if (is(hist_at(x, i), "epoch")) {
       snprintf(prev, sizeof prev, "%s", fstr(hist_at(x, i), "writer"));
       prev_epoch = fnum(hist_at(x, i), "epoch");
+    } else if (is(hist_at(x, i), "engine") && fnum(hist_at(x, i), "epoch") >= prev_epoch) {
+      /* a journal begun after the writer opened: its reports name it */
+      snprintf(prev, sizeof prev, "%s", fstr(hist_at(x, i), "addr"));
+      prev_epoch = fnum(hist_at(x, i), "epoch");
     }
   int second = 0, fenced = 0;
   for (size_t i = 0; i < x->nev; i++) {
     const cJSON *e = x->ev[i];
-    if (is(e, "epoch") && !second && prev[0] && strcmp(fstr(e, "writer"), prev) != 0) {
+    /* The second writer is started by hand: a promotion later (the
+     * coordinator replacing a writer that went away) is not it. */
+    if (is(e, "epoch") && !second && prev[0] && strcmp(fstr(e, "writer"), prev) != 0 &&
+        !cJSON_IsTrue(cJSON_GetObjectItem(e, "promotion"))) {
       second = 1;
       new_epoch = fnum(e, "epoch");
       old_epoch = prev_epoch;

@@ -81,7 +81,10 @@ int hist_load(struct labctx *x, int lab, int demo)
   long from = -1, to = n;
   for (long i = 0; i < n; i++) {
     cJSON *e = hist_at(x, i);
-    cJSON_ReplaceItemInObject(e, "seq", cJSON_CreateNumber((double)i));
+    if (cJSON_GetObjectItem(e, "seq"))
+      cJSON_ReplaceItemInObject(e, "seq", cJSON_CreateNumber((double)i));
+    else
+      cJSON_AddNumberToObject(e, "seq", (double)i);
     if (!demo && mark(e, "lab-start", lab))
       from = i;
     if (demo && mark(e, "lab-demo", lab))
