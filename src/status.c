@@ -277,6 +277,48 @@ char *status_json(const Auralog__Status *st)
   return out;
 }
 
+/* The dashboard's sample of st (its record(); coord/history.c keeps them):
+ * the watermarks, the epoch, the engine's and each node's state, and the
+ * SCLs of the first npgs PGs. Cheap at any number of PGs: one pass over
+ * the segments' stats, no full status object. */
+char *status_sample_json(const Auralog__Status *st, size_t npgs)
+{
+  const Auralog__Volume *v = st->volume;
+  const Auralog__EngineStat *e = st->engine;
+  cJSON *s = cJSON_CreateObject();
+  cJSON_AddBoolToObject(s, "ok", 1);
+  if (e && e->addr && e->addr[0]) {
+    cJSON_AddNumberToObject(s, "vdl", (double)e->vdl);
+    cJSON_AddNumberToObject(s, "vcl", (double)e->vcl);
+  }
+  cJSON_AddNumberToObject(s, "epoch", (double)v->epoch);
+  cJSON_AddNumberToObject(s, "commits", e ? (double)e->commits : 0);
+  cJSON_AddStringToObject(s, "engine", engine_up(st) ? "up" : "down");
+  cJSON_AddNumberToObject(s, "ntruncs", (double)v->n_truncs);
+  cJSON *nodes = cJSON_AddObjectToObject(s, "nodes");
+  for (size_t i = 0; i < st->n_nodes; i++) {
+    const Auralog__NodeInfo *n = st->nodes[i];
+    cJSON_AddStringToObject(nodes, n->id, !n->up ? "down" : n->partitioned ? "partitioned"
+                                          : n->slow_ms ? "slow" : "up");
+  }
+  /* The first npgs PGs by position in the volume (as the page lists them). */
+  uint32_t last = 0;
+  for (size_t p = 0; p < v->n_pgs && p < npgs; p++)
+    last = v->pgs[p]->pg > last ? v->pgs[p]->pg : last;
+  cJSON *scl = cJSON_AddObjectToObject(s, "scl");
+  for (size_t k = 0; k < st->n_segs && k < st->n_seg_nodes && v->n_pgs; k++) {
+    const Auralog__SegStat *ss = st->segs[k];
+    if (ss->pg > last || ss->scl == 0)
+      continue;              /* nothing yet: nothing to draw (as the page does) */
+    char key[64];
+    snprintf(key, sizeof key, "%s/%u", st->seg_nodes[k], ss->pg);
+    cJSON_AddNumberToObject(scl, key, (double)ss->scl);
+  }
+  char *out = cJSON_PrintUnformatted(s);
+  cJSON_Delete(s);
+  return out;
+}
+
 /* Each node's storage (paper §3.3, Figure 4): what its segments hold, how
  * much of it waits to be coalesced, the GC point against the PGMRPL, and
  * damage found and repaired. One line per node, whatever the PG count. */

@@ -14,6 +14,9 @@ Env *status_fetch(const char *coord, const char *volume, char *why, size_t whyle
 /* The contract's JSON object (DESIGN.md §6), as a malloc'd string. */
 char *status_json(const Auralog__Status *st);
 
+/* The dashboard history's sample (coord/history.c): small at any size. */
+char *status_sample_json(const Auralog__Status *st, size_t npgs);
+
 /* A compact table for people. */
 void status_table(const Auralog__Status *st, FILE *f);
 

@@ -767,6 +767,17 @@ static void on_status(struct coord *co, struct ep *c, uint64_t req,
   status_done(&sv);
 }
 
+/* The dashboard history's sample of volume main (coord/history.c); NULL
+ * while the volume does not exist. */
+char *coord_http_sample(void *data)
+{
+  struct status_view sv;
+  status_build(data, "main", &sv);
+  char *json = sv.st.exists ? status_sample_json(&sv.st, HISTORY_PGS) : NULL;
+  status_done(&sv);
+  return json;
+}
+
 /* The dashboard's /status.json: the object `auralog status --json` prints,
  * made by the same function from the same Status message. */
 char *coord_http_status(void *data, const char *volume)

@@ -84,6 +84,7 @@ void coord_on_down(struct coord *co, struct ep *c);
 void coord_tick(struct coord *co);
 void coord_free(struct coord *co);
 char *coord_http_status(void *co, const char *volume);
+char *coord_http_sample(void *co);
 
 /* failover.c (failover's rules are there): a writer's OpenVolume with
  * if_epoch is refused (-1, why) unless the volume is at that epoch;

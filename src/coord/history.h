@@ -9,8 +9,8 @@
 
 #include "coord/http.h"
 
-/* Sample status(data, "main") every HISTORY_EVERY_MS on loop. */
-void dash_history_start(uv_loop_t *loop, http_status_fn status, void *data);
+/* Take sample(data) every HISTORY_EVERY_MS on loop. */
+void dash_history_start(uv_loop_t *loop, http_sample_fn sample, void *data);
 
 /* {"every_ms": N, "samples": [{"age_ms": N, "ok": true, "vdl": ...}, ...]},
  * oldest first; a malloc'd string. */

@@ -490,8 +490,8 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- listening ------------------------------------------------------------- */
 
-int http_listen(uv_loop_t *loop, const char *addr, http_status_fn status, void *data,
-                char *why, size_t whylen)
+int http_listen(uv_loop_t *loop, const char *addr, http_status_fn status,
+                http_sample_fn sample, void *data, char *why, size_t whylen)
 {
   struct sockaddr_in sa;
   if (addr_parse(addr, &sa, why, whylen) != 0)
@@ -516,7 +516,7 @@ int http_listen(uv_loop_t *loop, const char *addr, http_status_fn status, void *
     uv_close((uv_handle_t *)&srv->tcp, NULL);
     return -1;
   }
-  dash_history_start(loop, status, data);
+  dash_history_start(loop, sample, data);
   return 0;
 }
 

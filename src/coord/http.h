@@ -25,11 +25,14 @@
 
 /* The status of volume as JSON (a malloc'd string the server frees). */
 typedef char *(*http_status_fn)(void *data, const char *volume);
+/* The dashboard history's sample of volume main, as JSON (malloc'd; NULL
+ * if there is nothing to sample). */
+typedef char *(*http_sample_fn)(void *data);
 
 /* Serve the dashboard on addr ("host:port"). Returns 0, or -1 with a
  * reason in why. */
-int http_listen(uv_loop_t *loop, const char *addr, http_status_fn status, void *data,
-                char *why, size_t whylen);
+int http_listen(uv_loop_t *loop, const char *addr, http_status_fn status,
+                http_sample_fn sample, void *data, char *why, size_t whylen);
 
 /* The default dashboard address for a coordinator listening on coord:
  * the same host, port + HTTP_PORT_OFFSET. Returns 0, or -1 with a reason. */

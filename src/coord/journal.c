@@ -34,11 +34,14 @@
 #include <string.h>
 
 #include "coord/coord.h"
+#include "lib/kmap.h"
 #include "param.h"
 
 #define JN_SAMPLE_MS 1000      /* engine samples at most this often */
 #define JN_STALL_MS  1000      /* pending and the VDL still: a stall */
 #define JN_BEHIND_MS 1000      /* a segment this far behind its peers is behind */
+#define JN_SCAN_MS   250       /* ... looked for this often (every segment of every volume:
+                                * not at every tick, a volume may have thousands of PGs) */
 
 struct jvol {
   char name[64];
@@ -67,9 +70,14 @@ struct cjn {
   struct jvol *vols;
   size_t nvols;
   struct jpg *pgs;
-  size_t npgs;
+  size_t npgs, cap_pgs;
   struct jseg *segs;
-  size_t nsegs;
+  size_t nsegs, cap_segs;      /* both grow by doubling: a volume of thousands of PGs */
+  /* (volume, pg) -> pgs[i], and (node's hash and volume, pg) -> segs[i]:
+   * jn_tick looks up every segment every heartbeat, so a volume of
+   * thousands of PGs must not make that quadratic. */
+  struct kmap pmap, smap;
+  uint64_t scanned;            /* when jn_tick last looked at the segments */
 };
 
 void jn_event(struct coord *co, const char *kind, const char *fmt, ...)
@@ -246,28 +254,51 @@ int jn_fault_note(struct coord *co, const Auralog__Fault *f)
 
 static struct jpg *jpg(struct cjn *j, uint64_t vol, uint32_t pg)
 {
-  for (size_t i = 0; i < j->npgs; i++)
-    if (j->pgs[i].vol == vol && j->pgs[i].pg == pg)
-      return &j->pgs[i];
-  j->pgs = realloc(j->pgs, (j->npgs + 1) * sizeof *j->pgs);
-  struct jpg *p = &j->pgs[j->npgs++];
+  uint32_t k = kmap_get(&j->pmap, vol, pg);
+  if (k != KMAP_NONE)
+    return &j->pgs[k];
+  if (j->npgs == j->cap_pgs) {
+    j->cap_pgs = j->cap_pgs ? 2 * j->cap_pgs : 64;
+    j->pgs = realloc(j->pgs, j->cap_pgs * sizeof *j->pgs);
+  }
+  struct jpg *p = &j->pgs[j->npgs];
   memset(p, 0, sizeof *p);
   p->vol = vol;
   p->pg = pg;
+  kmap_put(&j->pmap, vol, pg, (uint32_t)j->npgs++);
   return p;
+}
+
+/* FNV-1a of a node's id: with the volume id, the key of its segments. */
+static uint64_t node_key(const char *node, uint64_t vol)
+{
+  uint32_t h = 2166136261u;
+  for (const char *c = node; *c; c++)
+    h = (h ^ (uint8_t)*c) * 16777619u;
+  return (uint64_t)h << 32 | (vol & 0xffffffffu);
 }
 
 static struct jseg *jseg(struct cjn *j, const char *node, uint64_t vol, uint32_t pg)
 {
-  for (size_t i = 0; i < j->nsegs; i++)
+  uint64_t a = node_key(node, vol);
+  uint32_t k = kmap_get(&j->smap, a, pg);
+  if (k != KMAP_NONE && j->segs[k].vol == vol && !strcmp(j->segs[k].node, node))
+    return &j->segs[k];
+  for (size_t i = 0; k != KMAP_NONE && i < j->nsegs; i++)   /* a hash collision */
     if (j->segs[i].vol == vol && j->segs[i].pg == pg && !strcmp(j->segs[i].node, node))
       return &j->segs[i];
-  j->segs = realloc(j->segs, (j->nsegs + 1) * sizeof *j->segs);
-  struct jseg *s = &j->segs[j->nsegs++];
+  if (j->nsegs == j->cap_segs) {
+    j->cap_segs = j->cap_segs ? 2 * j->cap_segs : 64;
+    j->segs = realloc(j->segs, j->cap_segs * sizeof *j->segs);
+  }
+  struct jseg *s = &j->segs[j->nsegs];
   memset(s, 0, sizeof *s);
   snprintf(s->node, sizeof s->node, "%s", node);
   s->vol = vol;
   s->pg = pg;
+  if (k == KMAP_NONE)
+    kmap_put(&j->smap, a, pg, (uint32_t)j->nsegs);
+  j->nsegs++;
   return s;
 }
 
@@ -280,6 +311,9 @@ void jn_tick(struct coord *co)
     return;
   struct cjn *j = jn_state(co);
   uint64_t now = io_now(co->io);
+  if (now - j->scanned < JN_SCAN_MS)
+    return;
+  j->scanned = now;
   for (size_t i = 0; i < j->npgs; i++)
     j->pgs[i].max = 0;
   for (size_t i = 0; i < co->nnodes; i++)
@@ -338,6 +372,8 @@ void jn_free(struct coord *co)
   free(co->jn->vols);
   free(co->jn->pgs);
   free(co->jn->segs);
+  kmap_free(&co->jn->pmap);
+  kmap_free(&co->jn->smap);
   free(co->jn);
   co->jn = NULL;
 }

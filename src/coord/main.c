@@ -151,7 +151,7 @@ int coord_main(int argc, char **argv)
   /* A dashboard that cannot listen fails the start, as --listen does: a
    * page silently missing would leave the student guessing. */
   if (strcmp(http, "off") != 0 &&
-      http_listen(d.loop, http, coord_http_status, &d.co, why, sizeof why) != 0)
+      http_listen(d.loop, http, coord_http_status, coord_http_sample, &d.co, why, sizeof why) != 0)
     die("coord: %s (--http off runs without it)", why);
   uv_timer_init(d.loop, &d.tick);
   d.tick.data = &d;
