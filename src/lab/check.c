@@ -514,6 +514,7 @@ static void l6_replay(struct labctx *x, struct l6 *r)
   for (long i = 0; i < first; i++)
     nodes_apply(&s, hist_at(x, i));
   double c = -1, epoch = -1, at_cut = -1;
+  int in_cut = 0;
   for (size_t i = 0; i < x->nev; i++) {
     const cJSON *e = x->ev[i];
     if (is(e, "engine")) {
@@ -523,13 +524,12 @@ static void l6_replay(struct labctx *x, struct l6 *r)
       c = fnum(e, "commits");
       continue;
     }
-    int was = s.down[1][0] && s.down[1][1];
     nodes_apply(&s, e);
-    int now = s.down[1][0] && s.down[1][1];
-    if (!was && now) {
-      r->cut = 1;
+    if (!in_cut && s.down[1][0] && s.down[1][1]) {
+      r->cut = in_cut = 1;
       at_cut = c;
-    } else if (was && !s.down[1][0] && !s.down[1][1] && r->cut) {
+    } else if (in_cut && !s.down[1][0] && !s.down[1][1]) {
+      in_cut = 0;
       r->back = 1;
       if (at_cut >= 0 && c - at_cut > r->during)
         r->during = c - at_cut;
