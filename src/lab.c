@@ -13,7 +13,8 @@
  * the instructor's demo, marked as such in the journal (it never counts
  * as a student's work); it writes the reference answers, computed from
  * the demo's own history, to --answers FILE or prints them, and never
- * touches the student's answers file.
+ * touches the student's answers file. Each check leaves a run directory
+ * (lab/rundir.c) with what it read and printed.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -149,7 +150,10 @@ static void usage(FILE *f)
     "  start N   begin lab N: what happens from now on is its history\n"
     "  check N   grade lab N from its history (the cluster's journal since\n"
     "            `lab start N`) and the answers; exit 0 only when the lab's\n"
-    "            outcome is there\n"
+    "            outcome is there. Each check keeps what it read and said in\n"
+    "            DIR/labs/runs/labNN-TIME/ (DIR/labs/runs/latest: the last):\n"
+    "            report.txt, journal.jsonl (the lines since the start mark),\n"
+    "            answers.txt, cluster.svg, timeline.svg, logs/ (their tails)\n"
     "  run N     the instructor's demo: do lab N's steps on the local cluster\n"
     "            (marked as a demo: it never counts for a student's check);\n"
     "            the reference answers, from the demo's history, go to\n"
@@ -266,7 +270,13 @@ int lab_main(int argc, char **argv)
            "   with `auralog lab start %d` and does the steps.\n", n, n);
     return 0;
   }
-  char why[320];
+  char why[320], run[PATH_MAX + 96], rep[PATH_MAX + 128];
+  /* The run directory: what this check read and said (lab/rundir.c). */
+  struct rd_tee tee = {-1, -1};
+  if (rd_make(&x, n, run, sizeof run) != 0)
+    die("lab: cannot make a run directory in %s/labs/runs: %s", x.dir, strerror(errno));
+  snprintf(rep, sizeof rep, "%s/report.txt", run);
+  rd_tee(&tee, rep);
   fetch_status(&x);
   printf("lab %d check: %s\n", n, l->title);
   printf("  answers read from %s%s\n", x.answers,
@@ -278,8 +288,11 @@ int lab_main(int argc, char **argv)
   hist_mark(&x, "lab-check", n, why, sizeof why);
   hist_load(&x, n, 0);
   l->check(&x);
+  printf(x.failed ? "lab %d: not yet (see the [missing] lines)\n" : "lab %d: passed\n", n);
+  rd_write(&x, n, run);
   hist_free(&x);
   cJSON_Delete(x.status);
-  printf(x.failed ? "lab %d: not yet (see the [missing] lines)\n" : "lab %d: passed\n", n);
+  printf("run directory: %s (report, journal, answers, drawing, timeline, logs)\n", run);
+  rd_untee(&tee);
   return x.failed ? 1 : 0;
 }

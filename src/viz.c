@@ -588,8 +588,8 @@ static int gv_errf(char *msg)
  * process: graphviz 2.42's pango plugin keeps a pointer into the first
  * context's fonts, so a second context in the same process reads freed
  * memory. */
-static int render(const char *dot, const char *fmt, char **data, unsigned *len,
-                  char *why, size_t whylen)
+int viz_render(const char *dot, const char *fmt, char **data, unsigned *len,
+               char *why, size_t whylen)
 {
   agseterr(AGERR);
   agseterrf(gv_errf);
@@ -724,7 +724,7 @@ int viz_main(int argc, char **argv)
   char *data = dot, *rendered = NULL;
   unsigned len = (unsigned)strlen(dot);
   if (strcmp(fmt, "dot") != 0) {
-    if (render(dot, fmt, &rendered, &len, why, sizeof why) != 0) {
+    if (viz_render(dot, fmt, &rendered, &len, why, sizeof why) != 0) {
       free(dot);
       die("viz: %s", why);
     }

@@ -14,10 +14,11 @@ auralog status | sed -n 3,6p
 auralog sql "drop table if exists lab06; create table lab06(step text, i int);"
 step "scripts/netns-cluster.sh cut B $nsdir"
 "$ns" cut B "$nsdir"
-for i in $(seq 1 20); do echo "insert into lab06 values('cut', $i);"; done | auralog sql
 sleep 1.5                        # the coordinator misses B's heartbeats
 auralog status | sed -n 3,6p
 state=$(auralog status --json | grep -o '"id":"B1","az":"B","addr":"[^"]*","state":"[a-z]*"' | sed 's/.*"state":"//; s/"//')
+for i in $(seq 1 20); do echo "insert into lab06 values('cut', $i);"; done | auralog sql
+sleep 0.5                        # the writer reports its commits to the coordinator
 step "scripts/netns-cluster.sh restore B $nsdir"
 "$ns" restore B "$nsdir"
 sleep 2.5                        # B comes back and catches up by gossip

@@ -16,6 +16,8 @@
  *      faults, in the seconds before the violation) into the run
  *      directory, build/grade/labNN/ unless --out;
  *   4. prints "Score: got/total" and exits 0 only with full points.
+ * All it prints for a lab is kept in the run directory's report.txt, and
+ * build/grade/latest points at the last lab's directory.
  * `lab grade all` does every lab and prints a total of totals.
  *
  * --bug NAME plants a bug (src/bugs.h) in the simulator runs: a check
@@ -37,6 +39,7 @@
 
 #include "bugs.h"
 #include "lab/impl.h"
+#include "lab/lab.h"
 #include "lib/log.h"
 
 #define UNIT_LIMIT_S 120       /* one unit test binary */
@@ -348,15 +351,35 @@ static void fresh_dir(const char *dir)
     closedir(d);
 }
 
-/* Grade one lab; returns its points (*total: what it could have been). */
+static int grade_one(struct grader *g, const struct impl_lab *l, int nobuild, int *total);
+
+/* Grade one lab; returns its points (*total: what it could have been).
+ * What it prints is also its run directory's report.txt (lab/rundir.c),
+ * and build/grade/latest names the last lab graded there. */
 static int grade_lab(struct grader *g, const struct impl_lab *l, const char *outopt,
                      int nobuild, int *total)
 {
+  char rep[PATH_MAX + 64], name[16], parent[PATH_MAX + 32];
+  struct rd_tee tee = {-1, -1};
   if (outopt)
     snprintf(g->out, sizeof g->out, "%s", outopt);
   else
     snprintf(g->out, sizeof g->out, "%s/build/grade/lab%02d", g->root, l->n);
   fresh_dir(g->out);
+  snprintf(rep, sizeof rep, "%s/report.txt", g->out);
+  rd_tee(&tee, rep);
+  int got = grade_one(g, l, nobuild, total);
+  rd_untee(&tee);
+  if (!outopt) {
+    snprintf(parent, sizeof parent, "%s/build/grade", g->root);
+    snprintf(name, sizeof name, "lab%02d", l->n);
+    rd_latest(parent, name);
+  }
+  return got;
+}
+
+static int grade_one(struct grader *g, const struct impl_lab *l, int nobuild, int *total)
+{
   *total = impl_points(l);
   printf("== lab %d (%s): %s, paper %s, in %s\n", l->n, l->name, l->title, l->paper,
          l->files);
@@ -394,7 +417,8 @@ static void usage(FILE *f)
     "simulator seeds, print the points of each and 'Score: got/total'.\n"
     "A failing seed prints the command that replays it, and its run is\n"
     "drawn (an SVG of the log, VDL, SCLs and faults before the violation)\n"
-    "into the run directory. Exit 0 only with full points.\n"
+    "into the run directory, with report.txt (what was printed);\n"
+    "build/grade/latest names the last lab graded. Exit 0 only with full points.\n"
     "\n"
     "  --src TREE   the tree (default: the one this binary was built in)\n"
     "  --out DIR    the run directory (default TREE/build/grade/labNN)\n"

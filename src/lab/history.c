@@ -68,6 +68,10 @@ int hist_load(struct labctx *x, int lab, int demo)
   const struct auth_key *k = key_get(why, sizeof why);
   static struct auth_key zero;
   snprintf(p, sizeof p, "%s/data/coord/journal.jsonl", x->dir);
+  snprintf(x->jpath, sizeof x->jpath, "%s", p);
+  x->xfrom = -1;
+  x->tstart = -1;
+  x->demo = demo;
   int bad;
   x->journal = journal_read(p, k ? k : &zero, &bad, why, sizeof why);
   x->jbad = 0;                         /* only those in the lab's window count */
@@ -94,7 +98,8 @@ int hist_load(struct labctx *x, int lab, int demo)
   }
   if (from < 0)
     return 0;
-  x->start = from;
+  x->start = x->xfrom = from;
+  x->tstart = fnum(hist_at(x, from), "t");
   int in_demo = 0;
   x->win = calloc((size_t)n + 1, 1);
   for (long i = from + 1; i < to; i++) {
@@ -108,6 +113,58 @@ int hist_load(struct labctx *x, int lab, int demo)
     else if (!in_demo)
       x->ev[x->nev++] = e, x->win[i] = 1;
   }
+  return 0;
+}
+
+/* Lab 6's history is in another coordinator's journal (the namespace
+ * cluster's, which its script starts after `lab start 6`): the main
+ * journal still says when the lab began and which spans were demos, and
+ * path's events are in the window when their time is. Both coordinators
+ * run on this machine, on one clock. Replaces the loaded history. */
+int hist_follow(struct labctx *x, const char *path)
+{
+  char why[PATH_MAX + 160];
+  double t0 = x->start >= 0 ? fnum(hist_at(x, x->start), "t") : -1, ex[32][2];
+  int nex = 0, open = 0, jbad = x->jbad;
+  for (long i = x->start + 1; x->start >= 0 && !x->demo && i < hist_len(x); i++) {
+    cJSON *e = hist_at(x, i);
+    if (mark(e, "lab-demo", -1) && !open && nex < 32)
+      ex[nex][0] = fnum(e, "t"), ex[nex][1] = 1e300, open = 1;
+    else if (mark(e, "lab-demo-end", -1) && open)
+      ex[nex++][1] = fnum(e, "t"), open = 0;
+  }
+  nex += open;
+  hist_free(x);
+  const struct auth_key *k = key_get(why, sizeof why);
+  static struct auth_key zero;
+  snprintf(x->jpath, sizeof x->jpath, "%s", path);
+  int bad;
+  x->journal = journal_read(path, k ? k : &zero, &bad, why, sizeof why);
+  x->jbad = jbad;
+  x->nev = 0;
+  x->start = x->xfrom = -1;
+  if (x->journal == NULL || t0 < 0)
+    return -1;
+  long n = hist_len(x), first = n;
+  x->ev = calloc((size_t)n + 1, sizeof *x->ev);
+  x->win = calloc((size_t)n + 1, 1);
+  for (long i = 0; i < n; i++) {
+    cJSON *e = hist_at(x, i);
+    double t = fnum(e, "t");
+    cJSON_ReplaceItemInObject(e, "seq", cJSON_CreateNumber((double)i));
+    if ((t >= 0 && t <= t0) || (t < 0 && first == n))
+      continue;                /* before the lab began (a bad line: before the first after) */
+    first = i < first ? i : first;
+    int in_demo = 0;
+    for (int d = 0; d < nex; d++)
+      in_demo |= t >= ex[d][0] && t <= ex[d][1];
+    if (is(e, "bad"))
+      x->jbad++;
+    else if (!in_demo)
+      x->ev[x->nev++] = e, x->win[i] = 1;
+  }
+  x->xfrom = first < n ? first : -1;
+  x->start = first - 1;        /* the last event before the lab (sample_pairs' base) */
   return 0;
 }
 

@@ -6,12 +6,14 @@
  * and what happened, read from the cluster's event journal (journal.h),
  * which the coordinator writes and MACs. A lab's history is the journal
  * since its last `auralog lab start N` mark, minus every `lab run` demo.
+ * What a check read and said is kept in a run directory (lab/rundir.c).
  */
 #ifndef AURALOG_LAB_H
 #define AURALOG_LAB_H
 
 #include <limits.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -31,7 +33,11 @@ struct labctx {
   cJSON **ev;                  /* the lab's window: events in order */
   size_t nev;
   char *win;                   /* win[i]: journal event i is in the window */
-  long start;                  /* index in journal of the window's first event (-1: none) */
+  long start;                  /* index in journal of the lab-start mark (-1: none) */
+  char jpath[PATH_MAX + 64];   /* the journal read */
+  double tstart;               /* wall ms of the lab-start (or demo) mark; -1: none */
+  int demo;                    /* the window is a `lab run` demo's */
+  long xfrom;                  /* the run directory's excerpt: lines from this index on */
 };
 
 /* lab.c */
@@ -49,6 +55,8 @@ void check6(struct labctx *x);
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);
 void hist_free(struct labctx *x);
+/* Lab 6: the window's span, in another coordinator's journal at path. */
+int hist_follow(struct labctx *x, const char *path);
 int is(const cJSON *e, const char *kind);
 double fnum(const cJSON *e, const char *key);
 const char *fstr(const cJSON *e, const char *key);
@@ -69,5 +77,17 @@ int nodes_ndown(const struct nodes *s);
 int hist_quorum(struct labctx *x, int *copies, int *vw, int *vr);
 /* Tell the coordinator of a lab mark (lab-start, lab-demo, lab-demo-end). */
 int hist_mark(struct labctx *x, const char *action, int lab, char *why, size_t n);
+
+/* The run directory of a check (rundir.c) and its timeline (timeline.c). */
+struct rd_tee {
+  pid_t pid;
+  int saved;
+};
+int rd_tee(struct rd_tee *t, const char *path);
+void rd_untee(struct rd_tee *t);
+void rd_latest(const char *parent, const char *name);
+int rd_make(struct labctx *x, int lab, char *out, size_t n);
+void rd_write(struct labctx *x, int lab, const char *run);
+int timeline_svg(struct labctx *x, const char *path, const char *title);
 
 #endif
