@@ -54,11 +54,10 @@ static void start(struct cluster *cl, struct member *m, const char *self)
   printf("started %s (pid %d)\n", m->name, (int)m->pid);
 }
 
-/* A fault the processes play themselves: tell the coordinator. */
-static int coord_fault(struct cluster *cl, const char *action, const char *az,
-                       const char *node, unsigned ms)
+/* Send the coordinator a Fault message; its answer (NULL, why: none). */
+static Env *fault_msg(struct cluster *cl, const char *action, const char *az, const char *node,
+                      unsigned ms, char *why, size_t whylen)
 {
-  char why[256];
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__Fault f = AURALOG__FAULT__INIT;
   f.action = (char *)action;
@@ -67,7 +66,15 @@ static int coord_fault(struct cluster *cl, const char *action, const char *az,
   f.ms = ms;
   req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
   req.fault = &f;
-  Env *rep = rpc_once(cl->m[0].addr, &req, RPC_TIMEOUT_MS, why, sizeof why);
+  return rpc_once(cl->m[0].addr, &req, RPC_TIMEOUT_MS, why, whylen);
+}
+
+/* A fault the processes play themselves: tell the coordinator. */
+static int coord_fault(struct cluster *cl, const char *action, const char *az,
+                       const char *node, unsigned ms)
+{
+  char why[256];
+  Env *rep = fault_msg(cl, action, az, node, ms, why, sizeof why);
   if (rep == NULL || rpc_expect(rep, AURALOG__ENVELOPE__BODY_OK, why, sizeof why) != 0)
     die("fault: coordinator: %s", why);
   wire_free(rep);
@@ -81,14 +88,7 @@ static void coord_note(struct cluster *cl, const char *action, const char *az,
                        const char *node)
 {
   char why[256];
-  Env req = AURALOG__ENVELOPE__INIT;
-  Auralog__Fault f = AURALOG__FAULT__INIT;
-  f.action = (char *)action;
-  f.az = (char *)az;
-  f.node = (char *)node;
-  req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
-  req.fault = &f;
-  wire_free(rpc_once(cl->m[0].addr, &req, RPC_TIMEOUT_MS, why, sizeof why));
+  wire_free(fault_msg(cl, action, az, node, 0, why, sizeof why));
 }
 
 static void fault_usage(FILE *f)

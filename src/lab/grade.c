@@ -237,6 +237,31 @@ static int replay_of(const char *log, char *out, size_t n, char *verdict, size_t
   return found;
 }
 
+/* The argv of `auralog sim --seed SEED [--trace TRACE] [--faults F] [--bug B]`
+ * for range s (argv holds 16). */
+static void sim_argv(char **argv, char *sim, char *seedarg, char *trace, const struct grader *g,
+                     const struct impl_sim *s)
+{
+  int k = 0;
+  argv[k++] = sim;
+  argv[k++] = "sim";
+  argv[k++] = "--seed";
+  argv[k++] = seedarg;
+  if (trace) {
+    argv[k++] = "--trace";
+    argv[k++] = trace;
+  }
+  if (s->faults) {
+    argv[k++] = "--faults";
+    argv[k++] = (char *)s->faults;
+  }
+  if (g->bug) {
+    argv[k++] = "--bug";
+    argv[k++] = (char *)g->bug;
+  }
+  argv[k] = NULL;
+}
+
 static int sim_range(struct grader *g, const struct impl_sim *s)
 {
   char sim[PATH_MAX + 64], log[PATH_MAX + 64], seedarg[32];
@@ -259,21 +284,8 @@ static int sim_range(struct grader *g, const struct impl_sim *s)
   int rc = 0;
   for (unsigned seed = s->first; seed <= last; seed++) {
     char *argv[16];
-    int k = 0;
-    argv[k++] = sim;
-    argv[k++] = "sim";
-    argv[k++] = "--seed";
     snprintf(seedarg, sizeof seedarg, "%u", seed);
-    argv[k++] = seedarg;
-    if (s->faults) {
-      argv[k++] = "--faults";
-      argv[k++] = (char *)s->faults;
-    }
-    if (g->bug) {
-      argv[k++] = "--bug";
-      argv[k++] = (char *)g->bug;
-    }
-    argv[k] = NULL;
+    sim_argv(argv, sim, seedarg, NULL, g, s);
     rc = run(g->out, argv, log, SEED_LIMIT_S, 0);
     if (rc != 0) {
       bad = seed;
@@ -302,22 +314,7 @@ static int sim_range(struct grader *g, const struct impl_sim *s)
       char trace[PATH_MAX + 64];
       snprintf(trace, sizeof trace, "%s/sim-seed-%u.trace", g->out, bad);
       char *argv[16];
-      int k = 0;
-      argv[k++] = sim;
-      argv[k++] = "sim";
-      argv[k++] = "--seed";
-      argv[k++] = seedarg;
-      argv[k++] = "--trace";
-      argv[k++] = trace;
-      if (s->faults) {
-        argv[k++] = "--faults";
-        argv[k++] = (char *)s->faults;
-      }
-      if (g->bug) {
-        argv[k++] = "--bug";
-        argv[k++] = (char *)g->bug;
-      }
-      argv[k] = NULL;
+      sim_argv(argv, sim, seedarg, trace, g, s);
       char tlog[PATH_MAX + 64];
       snprintf(tlog, sizeof tlog, "%s/trace.log", g->out);
       run(g->out, argv, tlog, 20, 0);
