@@ -140,7 +140,7 @@ torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests
 	  $(B)/tests/it_storage
 
 # The implement labs (labs/README.md): `make grade` grades every one,
-# `make grade LAB=12` one. Always in build/ (the grader runs build/auralog).
+# `make grade LAB=22` one. Always in build/ (the grader runs build/auralog).
 GRADE_UNIT := diff segment quorum cache gossip recovery
 grade:
 	@$(MAKE) --no-print-directory SAN= build/auralog $(patsubst %,build/tests/unit_%,$(GRADE_UNIT))

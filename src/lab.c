@@ -143,7 +143,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog lab list | start N | run N | check N   [--dir DIR] [--answers FILE]\n"
-    "       auralog lab handout N DIR | grade N   (implement labs, 10 and up)\n"
+    "       auralog lab handout N DIR | grade N   (implement labs, 20 and up)\n"
     "\n"
     "The course labs (handouts in labs/labNN-*/README.md).\n"
     "  list      the labs\n"

@@ -11,7 +11,7 @@
  *     failing seed replays exactly. A focused range stresses the faults
  *     the lab's core exists for.
  * Only tests that a stub fails are listed: a fresh handout earns 0.
- * Lab 13's core, the buffer cache, is the SQLite VFS's (vfs/vfs.c), which
+ * Lab 23's core, the buffer cache, is the SQLite VFS's (vfs/vfs.c), which
  * the simulator's writers do not run: it has unit tests only.
  */
 #include <limits.h>
@@ -95,17 +95,17 @@ static const struct impl_sim recovery_sims[] = {
   {1, 100, NULL, 15}, END_SIMS};
 
 const struct impl_lab impl_labs[] = {
-  {10, "diff", "the page diff: redo as byte ranges", "§3.1", "src/vfs/diff.c",
+  {20, "diff", "the page diff: redo as byte ranges", "§3.1", "src/vfs/diff.c",
    diff_tests, diff_sims},
-  {11, "scl", "the segment's SCL from backlinks", "§4.2.1", "src/node/segment.c",
+  {21, "scl", "the segment's SCL from backlinks", "§4.2.1", "src/node/segment.c",
    scl_tests, scl_sims},
-  {12, "vdl", "the VCL, the VDL and the LAL", "§4.1, §4.2.1", "src/vfs/quorum.c",
+  {22, "vdl", "the VCL, the VDL and the LAL", "§4.1, §4.2.1", "src/vfs/quorum.c",
    vdl_tests, vdl_sims},
-  {13, "evict", "the buffer cache's eviction rule", "§4.2.3", "src/vfs/cache.c",
+  {23, "evict", "the buffer cache's eviction rule", "§4.2.3", "src/vfs/cache.c",
    evict_tests, evict_sims},
-  {14, "gossip", "merging a PG peer's gossip", "§3.3", "src/node/gossip.c",
+  {24, "gossip", "merging a PG peer's gossip", "§3.3", "src/node/gossip.c",
    gossip_tests, gossip_sims},
-  {15, "recovery", "the provable VDL and the truncation", "§4.3",
+  {25, "recovery", "the provable VDL and the truncation", "§4.3",
    "src/vfs/recovery.c, src/vfs/open.c", recovery_tests, recovery_sims},
 };
 const size_t impl_nlabs = sizeof impl_labs / sizeof *impl_labs;

@@ -5,23 +5,23 @@
  * The implement labs have the student write the bodies of the pure cores
  * that the paper's ideas live in, the way MIT 6.5840 and xv6 labs do:
  *
- *   10 diff      the page diff                       §3.1    vfs/diff.c
- *   11 scl       the SCL from backlinks              §4.2.1  node/segment.c
- *   12 vdl       the VCL, the VDL and the LAL        §4.1    vfs/quorum.c
- *   13 evict     the buffer cache's eviction rule    §4.2.3  vfs/cache.c
- *   14 gossip    merging a PG peer's gossip          §3.3    node/gossip.c
- *   15 recovery  the provable VDL, the truncation    §4.3    vfs/recovery.c, open.c
+ *   20 diff      the page diff                       §3.1    vfs/diff.c
+ *   21 scl       the SCL from backlinks              §4.2.1  node/segment.c
+ *   22 vdl       the VCL, the VDL and the LAL        §4.1    vfs/quorum.c
+ *   23 evict     the buffer cache's eviction rule    §4.2.3  vfs/cache.c
+ *   24 gossip    merging a PG peer's gossip          §3.3    node/gossip.c
+ *   25 recovery  the provable VDL, the truncation    §4.3    vfs/recovery.c, open.c
  *
- * They are numbered from 10 so that one number names one lab, whichever
- * kind (observe labs may grow up to 9).
+ * They are numbered from 20 so that one number names one lab, whichever
+ * kind (observe labs may grow up to 19).
  *
  * In the source, each body a student writes sits between two comments:
  *
- *     /+ LAB 11 BEGIN: what to write, and why.
+ *     /+ LAB 21 BEGIN: what to write, and why.
  *      + stub: return s->scl;
  *      +/
  *     ... the reference code ...
- *     /+ LAB 11 END +/
+ *     /+ LAB 21 END +/
  *
  * (with '*' for '+'). The `stub:` lines are the code a handout puts in
  * place of the body: it compiles and is wrong. In the reference tree the

@@ -111,7 +111,7 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
       g->peer_gc[k] = gp->gc_lsn;
       g->peer_at[k] = io_now(n->io);
     }
-  /* LAB 14 BEGIN: the gossip merge (§3.3). Merge a peer's push into
+  /* LAB 24 BEGIN: the gossip merge (§3.3). Merge a peer's push into
    * segment s: its truncations (gp->truncs, node_truncate_pb) and then
    * its records (gp->records, node_stage: the path a writer's batch
    * takes, which skips duplicates and what s refuses). Why in that
@@ -137,7 +137,7 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
     loginfo("gossip: volume %llu pg %u: %u records from %s (it is complete to %llu)",
             (unsigned long long)s->volume_id, s->pg, added, p->id,
             (unsigned long long)gp->scl);
-  /* LAB 14 END */
+  /* LAB 24 END */
 }
 
 static struct peer *peer_of(struct node *n, struct ep *c)

@@ -156,7 +156,7 @@ void seg_rechain(struct segment *s, uint64_t base)
 
 uint64_t seg_add(struct segment *s, uint64_t lsn, uint64_t prev)
 {
-  /* LAB 11 BEGIN: the SCL from backlinks (§4.2.1). Record lsn, whose
+  /* LAB 21 BEGIN: the SCL from backlinks (§4.2.1). Record lsn, whose
    * backlink is prev, is now durable: hold it in pend[] (sorted by lsn,
    * no duplicates, nothing at or below scl; keep max_lsn), then move scl
    * up the chain as far as it has no hole, dropping from pend[] what scl
@@ -192,5 +192,5 @@ uint64_t seg_add(struct segment *s, uint64_t lsn, uint64_t prev)
     s->npend -= k;
   }
   return s->scl;
-  /* LAB 11 END */
+  /* LAB 21 END */
 }

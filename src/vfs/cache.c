@@ -124,7 +124,7 @@ void pm_del(struct pagemap *m, uint32_t page_no)
 
 size_t pm_evict(struct pagemap *m, size_t limit, uint64_t vdl)
 {
-  /* LAB 13 BEGIN: the eviction rule (§4.2.3). Evict pages until at most
+  /* LAB 23 BEGIN: the eviction rule (§4.2.3). Evict pages until at most
    * limit are left, choosing by a clock over m->e from m->hand: a page
    * with its used bit set loses the bit and stays (a second chance). A
    * page whose lsn is above vdl must never go: storage could not give
@@ -164,7 +164,7 @@ size_t pm_evict(struct pagemap *m, size_t limit, uint64_t vdl)
   free(victims);
   free(marked);
   return found;
-  /* LAB 13 END */
+  /* LAB 23 END */
 }
 
 static int by_page(const void *a, const void *b)

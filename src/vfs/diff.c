@@ -120,7 +120,7 @@ static inline void word(struct scan *s, size_t base, uint64_t x)
 size_t page_diff(const uint8_t *before, const uint8_t *after, uint32_t size,
                  struct drange *out, size_t max)
 {
-  /* LAB 10 BEGIN: the page diff (§3.1). Find the byte ranges where after
+  /* LAB 20 BEGIN: the page diff (§3.1). Find the byte ranges where after
    * differs from before (NULL: a zero page), sorted and disjoint, merging
    * two changes fewer than DIFF_MERGE_GAP unchanged bytes apart into one
    * range (adjacent changes are always one). Write the first max ranges
@@ -157,7 +157,7 @@ size_t page_diff(const uint8_t *before, const uint8_t *after, uint32_t size,
   if (s.end != 0)
     emit(&s);               /* close the last range */
   return s.count;
-  /* LAB 10 END */
+  /* LAB 20 END */
 }
 
 size_t diff_bytes(const struct drange *r, size_t n)

@@ -451,7 +451,7 @@ static void finish(struct rcv *c);
 static void adopt_ask(struct rcv *c)
 {
   struct volume *v = c->v;
-  /* LAB 15 BEGIN: the truncation range (§4.3). Set c->to, the end of
+  /* LAB 25 BEGIN: the truncation range (§4.3). Set c->to, the end of
    * the range (c->vdl, c->to] every segment will drop records of older
    * epochs from: every LSN the last writer may have handed out. That is
    * up to LAL past the VDL, or past the end of an earlier truncation
@@ -460,7 +460,7 @@ static void adopt_ask(struct rcv *c)
    */
   uint64_t base = c->vdl > c->trunc_to ? c->vdl : c->trunc_to;
   c->to = c->clean || PLANTED(BUG_NO_TRUNC) ? c->vdl : base + LAL;
-  /* LAB 15 END */
+  /* LAB 25 END */
   for (size_t i = 0; i < c->nr; i++)
     if (PLANTED(BUG_NO_ADOPT))
       c->rm[i].adopt = 0;

@@ -56,7 +56,7 @@ void q_free(struct quorum *q)
 
 int q_can_alloc(const struct quorum *q, size_t n)
 {
-  /* LAB 12 BEGIN: the LAL (§4.2.1). May n more LSNs be handed out?
+  /* LAB 22 BEGIN: the LAL (§4.2.1). May n more LSNs be handed out?
    * Only while the last of them, next_lsn + n - 1, stays within lal of
    * the VDL (or of floor, the end of the last truncation, if higher).
    * Mind n == 0 and unsigned arithmetic.
@@ -67,7 +67,7 @@ int q_can_alloc(const struct quorum *q, size_t n)
   /* next_lsn + n - 1 <= base + lal, written so that n == 0 cannot wrap. */
   uint64_t base = q->vdl > q->floor ? q->vdl : q->floor;
   return q->next_lsn + n <= base + q->lal + 1;
-  /* LAB 12 END */
+  /* LAB 22 END */
 }
 
 /* Double the ring. A full ring wraps at cap: its records are [head, cap)
@@ -113,7 +113,7 @@ static struct qrec *q_find(struct quorum *q, uint64_t lsn)
  * (and, at a CPL, the VDL) up to it. Returns 1 if the VDL moved. */
 static int q_advance(struct quorum *q)
 {
-  /* LAB 12 BEGIN: the VCL and the VDL (§4.1). Pop records off the head
+  /* LAB 22 BEGIN: the VCL and the VDL (§4.1). Pop records off the head
    * of the ring while the head has its write quorum (vw of its acks
    * bits): the VCL becomes each popped LSN, the VDL each popped CPL.
    * Keep the ring's invariants (head, n; head = 0 once empty). Return 1
@@ -135,7 +135,7 @@ static int q_advance(struct quorum *q)
   if (q->n == 0)
     q->head = 0;            /* keeps the ring unwrapped while it can be */
   return q->vdl != old_vdl;
-  /* LAB 12 END */
+  /* LAB 22 END */
 }
 
 int q_ack(struct quorum *q, uint32_t pg, int slot, uint64_t lsn)

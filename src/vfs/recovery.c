@@ -40,7 +40,7 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
                      struct rmeta *recs, size_t n, const struct trunc *tr, size_t ntr,
                      uint64_t *tails)
 {
-  /* LAB 15 BEGIN: the provable VDL (§4.3). From the records a read
+  /* LAB 25 BEGIN: the provable VDL (§4.3). From the records a read
    * quorum of every PG's segments returned (recs: several copies of one
    * LSN may come; the one of the highest epoch counts), follow each PG's
    * chain of backlinks up from start[pg], skipping what a truncation in
@@ -125,5 +125,5 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
   free(reach);
   free(on);
   return vdl;
-  /* LAB 15 END */
+  /* LAB 25 END */
 }

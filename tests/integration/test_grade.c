@@ -6,12 +6,12 @@
  *    warning (only the files the handout changed are recompiled: the
  *    reference build/ is copied in, and a handout keeps the times of the
  *    files it copies as they are);
- *  - one handout (lab 11) builds whole and `make grade LAB=11` gives it
+ *  - one handout (lab 21) builds whole and `make grade LAB=21` gives it
  *    0 points, every test failing, with a replay command;
  *  - the reference tree grades full, every lab (the first seeds of each
  *    range only, AURALOG_GRADE_SEEDS, to keep this test short; `make
  *    grade` runs them all);
- *  - a bug planted in recovery (--bug vdl-from-hint) loses lab 15's
+ *  - a bug planted in recovery (--bug vdl-from-hint) loses lab 25's
  *    simulator points but not its unit tests', and the grader prints the
  *    failing seed's replay command and draws its run.
  * About 40 s on two cores.
@@ -73,7 +73,7 @@ static void handout(int n)
 static void every_handout_compiles_without_a_warning(void **state)
 {
   (void)state;
-  for (int n = 10; n <= 15; n++) {
+  for (int n = 20; n <= 25; n++) {
     handout(n);
     int rc = sh(out, OUT_SIZE, "cd %s/%d && " NOMAKE "make --no-print-directory -j2 build/libauralog.a 2>&1",
                 work, n);
@@ -89,18 +89,18 @@ static void a_fresh_handout_builds_and_grades_zero(void **state)
   (void)state;
   struct stat st;
   char p[256];
-  snprintf(p, sizeof p, "%s/11/Makefile", work);
+  snprintf(p, sizeof p, "%s/21/Makefile", work);
   if (stat(p, &st) != 0)
-    handout(11);
-  int rc = sh(out, OUT_SIZE, "cd %s/11 && " NOMAKE "make --no-print-directory -j2 2>&1 && "
-              NOMAKE "make --no-print-directory grade LAB=11 2>&1", work);
+    handout(21);
+  int rc = sh(out, OUT_SIZE, "cd %s/21 && " NOMAKE "make --no-print-directory -j2 2>&1 && "
+              NOMAKE "make --no-print-directory grade LAB=21 2>&1", work);
   printf("%s", strstr(out, "== lab") ? strstr(out, "== lab") : out);
   assert_int_not_equal(rc, 0);                     /* not full points */
   assert_non_null(strstr(out, "Score: 0/60"));
   assert_null(strstr(out, " OK "));
   assert_non_null(strstr(out, "replay: cd "));
   assert_non_null(strstr(out, "build/auralog sim --seed "));
-  snprintf(p, sizeof p, "%s/11/build/auralog", work);
+  snprintf(p, sizeof p, "%s/21/build/auralog", work);
   assert_int_equal(stat(p, &st), 0);
 }
 
@@ -109,7 +109,7 @@ static void the_reference_grades_full(void **state)
   (void)state;
   int rc = sh(out, OUT_SIZE, "cd %s && AURALOG_GRADE_SEEDS=10 %s lab grade all --no-build 2>&1",
               root, self);
-  const char *total = strstr(out, "\nlab 10 ");
+  const char *total = strstr(out, "\nlab 20 ");
   printf("# %s", total ? total : out);
   if (rc != 0)
     fail_msg("%s", out);
@@ -120,7 +120,7 @@ static void the_reference_grades_full(void **state)
 static void a_planted_bug_loses_the_labs_simulator_points(void **state)
 {
   (void)state;
-  int rc = sh(out, OUT_SIZE, "%s lab grade 15 --no-build --bug vdl-from-hint --out %s/bug 2>&1",
+  int rc = sh(out, OUT_SIZE, "%s lab grade 25 --no-build --bug vdl-from-hint --out %s/bug 2>&1",
               self, work);
   printf("%s", out);
   assert_int_equal(rc, 1);

@@ -1,7 +1,7 @@
 /*
  * test_gossip.c: a storage node merging what a PG peer's gossip brings
  * (node/gossip.c on_push; paper §3.3, Figure 4 step 4), with the node's
- * core driven by its events (cores_fix.h). Implement lab 14 grades these.
+ * core driven by its events (cores_fix.h). Implement lab 24 grades these.
  *
  *  - a segment with a hole in its chain pulls from a peer, and the records
  *    pushed back fill it: its SCL goes up past the hole;
