@@ -175,7 +175,7 @@ static void draw_engine(struct sb *b, const Auralog__Status *st, const Auralog__
   sbf(b, "  engine [ordering=out %s label=<<table border=\"0\" cellspacing=\"2\" cellpadding=\"3\">\n",
       up ? "style=\"filled,bold\" fillcolor=\"#f0f0ff\""
          : "style=\"filled,dashed\" fillcolor=\"" C_DOWN "\" color=\"" C_DOWN_LINE "\"");
-  sbf(b, "    <tr><td colspan=\"3\"><b>engine</b> ");
+  sbf(b, "    <tr><td colspan=\"3\"><b>engine</b>&#160;");
   sb_html(b, e->addr);
   sbf(b, "  (%s, epoch %llu)</td></tr>\n", up ? "up" : "<b>DOWN</b>: last report", (ull)e->epoch);
   sbf(b, "    <tr><td bgcolor=\"" C_VDL "\"><font color=\"white\"><b>VDL %llu</b></font></td>"
@@ -376,7 +376,7 @@ static void draw_strip(struct sb *b, const Auralog__Status *st, const Auralog__V
   qsort(ev, n, sizeof *ev, ev_cmp);
 
   sbf(b, "  pg%u [shape=plaintext label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"3\" "
-      "cellpadding=\"4\">\n    <tr><td border=\"0\" align=\"left\"><b>pg %u</b> log tail<br/>"
+      "cellpadding=\"4\">\n    <tr><td border=\"0\" align=\"left\"><b>pg %u</b>&#160;log tail<br/>"
       "<font point-size=\"9\">pages %u..%u</font></td>", pg->pg, pg->pg, pg->first_page,
       pg->first_page + (pg->npages ? pg->npages - 1 : 0));
   if (nrec && lo > 1)

@@ -145,12 +145,12 @@ static void legend(struct tl *g)
     {"#d62728", "node down"}, {"#e6b800", "segment behind its peers"},
     {"#ff7f0e", "writer stalled (no write quorum)"}, {"#1f77b4", "new epoch"},
     {"#9467bd", "truncation"}, {"#555", "mark or fault"}};
-  double y = yat(NLANES) + 34;
+  double y = yat(NLANES) + 34, x = TL_LEFT;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    double x = TL_LEFT + (double)i * 150;
     fprintf(g->f, "<rect x='%.1f' y='%.1f' width='12' height='10' fill='%s'/>"
             "<text x='%.1f' y='%.1f' font-size='10'>%s</text>\n", x, y, keys[i].color,
             x + 16, y + 9, keys[i].what);
+    x += 16 + 6.0 * (double)strlen(keys[i].what) + 18;   /* ~6 px a character at 10 px */
   }
 }
 
@@ -212,7 +212,7 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
       minc = minc < 0 || c < minc ? c : minc;
     }
   }
-  double px = -1, py = -1;
+  double px = -1, py = -1, pepoch = -1;
   char label[128];
   for (size_t i = 0; i < x->nev; i++) {
     const cJSON *e = x->ev[i];
@@ -263,6 +263,11 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
       double cx = xat(&g, t);
       double cy = yat(LANE_COMMITS) + TL_LANE - 3 -
                   (fnum(e, "commits") - minc) / (maxc - minc) * (TL_LANE - 6);
+      /* Each writer counts its own commits from 0: a new epoch starts a
+       * new line rather than drawing a fall from the old writer's count. */
+      if (fnum(e, "epoch") != pepoch)
+        px = -1;
+      pepoch = fnum(e, "epoch");
       if (px >= 0)
         fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#2ca02c'/>\n",
                 px, py, cx, cy);
