@@ -44,6 +44,11 @@ UNIT := log wire record segment gossip placement diff quorum recovery cache viz 
 INTEG := cluster engine faults labs dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
+# make test runs integration binaries TEST_JOBS at a time (default 2;
+# scripts/run-integration.sh), the longest first so that the two lanes
+# end together.
+INTEG_SLOW := failover storage replica labs bench crash
+INTEG_RUN := $(patsubst %,$(B)/tests/it_%,$(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG)))
 
 .PHONY: all test unit integration demo clean deps torture grade
 all: $(B)/auralog $(B)/auralog.so
@@ -123,9 +128,8 @@ unit: $(UNIT_BIN)
 # are not built with sanitizers: integration tests always use build/'s.
 integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	@[ "$(B)" = build ] || $(MAKE) --no-print-directory SAN= build/auralog.so
-	@set -e; for t in $(INTEG_BIN); do echo "== $$t"; s=$$(date +%s); \
-	  AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog $$t; \
-	  echo "== $$t: $$(( $$(date +%s) - s )) s"; done
+	@AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog \
+	  bash scripts/run-integration.sh $(B)/test-logs $(INTEG_RUN)
 
 # The long campaigns: 10,000 simulator seeds (one process per core), then
 # 500 crash points on real processes, 200 failovers, then the storage test's long runs

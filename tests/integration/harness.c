@@ -9,6 +9,9 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -117,16 +120,42 @@ static int port_free(int p)
 #define PORT_BLOCK  128
 #define PORT_BLOCKS ((32768 - PORT_FIRST) / PORT_BLOCK)
 
+/* Claim block b for this process until it exits: an flock on a file named
+ * after it. `make test` runs two test binaries at once
+ * (scripts/run-integration.sh): both may look at the same free block
+ * before either's cluster binds it, and the lock, not the ports, decides.
+ * The descriptor stays open (close-on-exec, so the cluster's processes do
+ * not inherit it); one process's later call gets a block of its own too,
+ * since a second open of the file is a second lock. */
+static int claim_block(int b)
+{
+  char p[64];
+  snprintf(p, sizeof p, "/tmp/auralog-it-ports-%d.lock", b);
+  int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return INT_MAX;            /* no lock to be had: the ports alone decide */
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 int free_block(int seed)
 {
   for (int t = 0; t < PORT_BLOCKS; t++) {
     int b = PORT_FIRST + ((seed + t) % PORT_BLOCKS) * PORT_BLOCK;
+    int lock = claim_block(b);
+    if (lock < 0)
+      continue;
     int ok = port_free(b + HTTP_PORT_OFFSET) && port_free(b + ENGINE_PORT_OFFSET) &&
              port_free(b + REPLICA_PORT_OFFSET);    /* `cluster up` starts replica R1 there */
     for (int i = 0; i <= NCOPIES && ok; i++)
       ok = port_free(b + i);
     if (ok)
-      return b;
+      return b;                /* (the lock stays held until we exit) */
+    if (lock != INT_MAX)
+      close(lock);
   }
   return PORT_FIRST + (seed % PORT_BLOCKS) * PORT_BLOCK;
 }
