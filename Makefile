@@ -47,6 +47,7 @@ INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 # make test runs integration binaries TEST_JOBS at a time (default 2;
 # scripts/run-integration.sh), the longest first so that the two lanes
 # end together.
+TEST_JOBS ?= 2
 INTEG_SLOW := failover storage replica labs bench crash
 INTEG_RUN := $(patsubst %,$(B)/tests/it_%,$(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG)))
 
@@ -128,7 +129,7 @@ unit: $(UNIT_BIN)
 # are not built with sanitizers: integration tests always use build/'s.
 integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	@[ "$(B)" = build ] || $(MAKE) --no-print-directory SAN= build/auralog.so
-	@AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog \
+	@AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_SO=$(CURDIR)/build/auralog TEST_JOBS=$(TEST_JOBS) \
 	  bash scripts/run-integration.sh $(B)/test-logs $(INTEG_RUN)
 
 # The long campaigns: 10,000 simulator seeds (one process per core), then
