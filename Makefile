@@ -34,7 +34,7 @@ CORE_SRC := src/wire.c src/auth.c src/keyfile.c src/journal.c src/record.c src/b
             src/cluster.c src/members.c src/fault.c src/failover.c src/fobench.c src/status.c src/status_log.c src/sqlcli.c src/lab.c src/lab/history.c src/lab/check.c src/lab/rundir.c src/lab/timeline.c src/lab/impl.c src/lab/handout.c src/lab/grade.c src/viz.c src/viz_sim.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/vcore.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/pagelsn.c src/vfs/report.c src/vfs/open.c \
             src/vfs/vfs.c src/vfs/journal.c src/vfs/vfsreg.c src/vfs/engine.c src/vfs/worker.c src/vfs/sandbox.c src/vfs/probe.c src/vfs/lease.c src/vfs/countvfs.c src/vfs/stages.c src/vfs/rapply.c src/vfs/rvol.c src/vfs/feed.c src/vfs/replica.c src/vfs/promote.c \
-            src/bench/common.c src/bench/limit.c src/bench/breakdown.c src/bench/bench.c src/bench/report.c src/bench/workload.c src/bench/append.c src/bench/recovery.c src/bench/recsys.c src/bench/replicas.c
+            src/bench/common.c src/bench/limit.c src/bench/breakdown.c src/bench/bench.c src/bench/report.c src/bench/group.c src/bench/note.c src/bench/workload.c src/bench/append.c src/bench/recovery.c src/bench/recsys.c src/bench/replicas.c
 MAIN_SRC := src/main.c
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o \
             $(B)/obj/gen/dashboard.o
