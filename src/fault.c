@@ -54,19 +54,25 @@ static void start(struct cluster *cl, struct member *m, const char *self)
   printf("started %s (pid %d)\n", m->name, (int)m->pid);
 }
 
-/* Send the coordinator a Fault message; its answer (NULL, why: none). */
+/* Send the coordinator at coord a Fault message (a fault it plays, or a
+ * note for its journal: rpc.h); its answer (NULL, why: none). */
+Env *fault_send(const char *coord, const Auralog__Fault *f, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
+  req.fault = (Auralog__Fault *)f;
+  return rpc_once(coord, &req, RPC_TIMEOUT_MS, why, whylen);
+}
+
 static Env *fault_msg(struct cluster *cl, const char *action, const char *az, const char *node,
                       unsigned ms, char *why, size_t whylen)
 {
-  Env req = AURALOG__ENVELOPE__INIT;
   Auralog__Fault f = AURALOG__FAULT__INIT;
   f.action = (char *)action;
   f.az = (char *)az;
   f.node = (char *)node;
   f.ms = ms;
-  req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
-  req.fault = &f;
-  return rpc_once(cl->m[0].addr, &req, RPC_TIMEOUT_MS, why, whylen);
+  return fault_send(cl->m[0].addr, &f, why, whylen);
 }
 
 /* A fault the processes play themselves: tell the coordinator. */

@@ -56,6 +56,10 @@ int rpc_key_trouble(const char *why);
 /* One call on a fresh connection: open, call, close. */
 Env *rpc_once(const char *addr, Env *req, int timeout_ms, char *why, size_t whylen);
 
+/* One Fault message to the coordinator at coord (fault.c): a fault it
+ * plays, or a note for its journal (a CLI's kill, a bench result). */
+Env *fault_send(const char *coord, const Auralog__Fault *f, char *why, size_t whylen);
+
 /* One SQL request on r (an engine or a replica): the reply (free with
  * wire_free: Rows, or an Error), or NULL with why if none came (for a
  * write, an unknown outcome). */

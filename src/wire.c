@@ -148,6 +148,43 @@ static int addr_ok(const char *s)
   return n > 0 && n <= ADDR_MAX_LEN && strchr(s, ':') != NULL;
 }
 
+/* Free text the journal quotes as it is (a bench note's conditions):
+ * printable ASCII without '"' or '\\', at most max bytes. */
+static int text_ok(const char *s, size_t max)
+{
+  size_t n = s ? strlen(s) : 0;
+  if (n > max)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\')
+      return 0;
+  return 1;
+}
+
+/* A measured figure: finite, not negative, not absurd. */
+static int figure_ok(double v)
+{
+  return v >= 0 && v < 1e9;        /* false for NaN */
+}
+
+/* A bench note (lab 10): names, counts and figures the journal can quote. */
+static int check_bench_note(const Auralog__BenchNote *b, char *why, size_t whylen)
+{
+  if (b == NULL)
+    return bad(why, whylen, "a bench note without its result");
+  if (!wire_name_ok(b->workload) || !wire_name_ok(b->system) || !text_ok(b->reads, 16) ||
+      !text_ok(b->cpu, 96) || !text_ok(b->kernel, 64) || !text_ok(b->filesystem, 32))
+    return bad(why, whylen, "a bench note with a bad name or condition");
+  if (b->clients < 1 || b->clients > 4096 || b->group < 1 || b->group > 4096 ||
+      b->group_ms > 600000 || b->duration_s > 86400 || b->warmup_s > 86400 ||
+      b->tables > 4096 || b->cores > 65536)
+    return bad(why, whylen, "a bench note with a count out of range");
+  if (!figure_ok(b->tx_per_s) || !figure_ok(b->p50_ms) || !figure_ok(b->p99_ms) ||
+      !figure_ok(b->mean_group))
+    return bad(why, whylen, "a bench note with a figure out of range");
+  return ERR_NONE;
+}
+
 static int page_size_ok(uint32_t ps)
 {
   return ps >= 512 && ps <= PAGE_SIZE_MAX && (ps & (ps - 1)) == 0;
@@ -352,7 +389,7 @@ int wire_fault_note(const char *action)
 {
   static const char *notes[] = {"az-down", "az-up", "node-stop", "node-start", "engine-crash",
                                 "writer-crash", "writer-stop", "lab-start", "lab-demo",
-                                "lab-demo-end", "lab-check"};
+                                "lab-demo-end", "lab-check", "bench"};
   for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
     if (strcmp(notes[i], action) == 0)
       return 1;
@@ -518,6 +555,10 @@ int wire_check(const Env *e, char *why, size_t whylen)
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_FAULT: {
     const Auralog__Fault *f = e->fault;
+    if (!strcmp(f->action, "bench"))
+      return check_bench_note(f->bench, why, whylen);
+    if (f->bench)
+      return bad(why, whylen, "a bench result in a '%s' fault", f->action);
     if (wire_fault_note(f->action)) {
       /* A CLI's note or a lab mark, for the journal: names it may quote. */
       if ((f->az[0] && !az_ok(f->az)) || (f->node[0] && !wire_name_ok(f->node)) ||

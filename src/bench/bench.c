@@ -86,6 +86,8 @@ struct run {
   pthread_mutex_t mu;
   struct hist h;             /* merged by the clients as they finish */
   struct hist rh;            /* ... of the read-only transactions */
+  struct hist sqlh;          /* ... of the SQL transactions, with --group */
+  struct gc gc;              /* application group commit (group.c) */
   char err[300];             /* the first error */
 };
 
@@ -99,9 +101,10 @@ static void *client_main(void *arg)
 {
   struct client *c = arg;
   struct run *run = c->run;
-  static _Thread_local struct hist h, rh;
+  static _Thread_local struct hist h, rh, sqlh;
   memset(&h, 0, sizeof h);
   memset(&rh, 0, sizeof rh);
+  memset(&sqlh, 0, sizeof sqlh);
   char *sql = malloc(WL_SQL_MAX), why[300];
   uint64_t s = run->o->wl.seed * 1000003 + (uint64_t)c->id * 7777 + 1;
   double last_recv = 0;      /* the previous reply's arrival (the engine's down hop) */
@@ -119,11 +122,19 @@ static void *client_main(void *arg)
     int ro = wl_tx(&run->o->wl, &s, sql);
     int measuring = run->phase == 1;
     double t0 = bench_now_us();
-    Env *rep = bench_sql_timed(&r, sql, (uint64_t)t0, (uint64_t)last_recv, TX_TIMEOUT, why,
-                               sizeof why);
-    last_recv = bench_now_us();
-    double us = last_recv - t0;
-    if (rep == NULL) {
+    int rc = 0;
+    if (run->o->group > 1) {
+      /* One logical transaction: submitted now, done when its group commits. */
+      rc = gc_submit(&run->gc, &r, sql, &last_recv, measuring ? &sqlh : NULL, why, sizeof why);
+    } else {
+      Env *rep = bench_sql_timed(&r, sql, (uint64_t)t0, (uint64_t)last_recv, TX_TIMEOUT, why,
+                                 sizeof why);
+      last_recv = bench_now_us();
+      rc = rep ? 0 : -1;
+      wire_free(rep);
+    }
+    double us = bench_now_us() - t0;
+    if (rc != 0) {
       run->errors++;
       pthread_mutex_lock(&run->mu);
       if (!run->err[0])
@@ -136,7 +147,6 @@ static void *client_main(void *arg)
       }
       continue;
     }
-    wire_free(rep);
     run->tx++;
     /* Only transactions that started and ended inside the window count. */
     if (measuring && run->phase == 1) {
@@ -150,6 +160,7 @@ static void *client_main(void *arg)
   pthread_mutex_lock(&run->mu);
   hist_merge(&run->h, &h);
   hist_merge(&run->rh, &rh);
+  hist_merge(&run->sqlh, &sqlh);
   pthread_mutex_unlock(&run->mu);
   free(sql);
   return NULL;
@@ -289,9 +300,11 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   res->load_s = (bench_now_us() - t0) / 1e6;
   /* Write back every dirty page in the machine (the load's, and an earlier
    * system's), so that no system pays for another's writeback in its
-   * fsyncs; then let the load's last counts reach the coordinator. */
+   * fsyncs; then let the load's last counts reach the coordinator (a
+   * SQLite baseline has no nodes: its counters are its engine's). */
   sync();
-  usleep(2 * HEARTBEAT_MS * 1000);
+  if (ON_CLUSTER(y->i))
+    usleep(2 * HEARTBEAT_MS * 1000);
   struct snap s0, s1;
   if (snapshot(y, &r, &s0, why, sizeof why) != 0)
     goto fail;
@@ -304,6 +317,7 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   run.o = o;
   run.addr = y->addr;
   pthread_mutex_init(&run.mu, NULL);
+  gc_init(&run.gc, o->group, o->group_ms);
   struct client *cs = calloc((size_t)o->clients, sizeof *cs);
   for (int i = 0; i < o->clients; i++) {
     cs[i] = (struct client){&run, i, 0};
@@ -344,13 +358,17 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   free(cs);
   if (isatty(2))
     fprintf(stderr, "\r\033[K");
-  usleep(2 * HEARTBEAT_MS * 1000);
+  if (ON_CLUSTER(y->i))
+    usleep(2 * HEARTBEAT_MS * 1000);
   if (snapshot(y, &r, &s1, why, sizeof why) != 0)
     goto fail;
 
   double secs = (mend - mstart) / 1e6;
   res->h = run.h;
   res->rh = run.rh;
+  res->sqlh = o->group > 1 ? run.sqlh : run.h;
+  res->mean_group = run.gc.sql_tx ? (double)run.gc.logical / (double)run.gc.sql_tx : 1;
+  gc_free(&run.gc);
   res->errors = run.errors;
   res->tx_all = run.tx;
   res->tx_s = (double)run.measured / secs;
@@ -396,6 +414,7 @@ static void usage(FILE *f)
     "usage: auralog bench [WORKLOAD] [--clients N] [--duration S] [--warmup S]\n"
     "                     [--tables T] [--rows R] [--seed N] [--systems LIST]\n"
     "                     [--json] [--dir DIR] [--base-port PORT] [--reads MODE]\n"
+    "                     [--group N [--group-timeout MS]] [--no-limit] [--no-note]\n"
     "       auralog bench recovery --help\n"
     "       auralog bench append --help\n"
     "       auralog bench replicas --help\n"
@@ -408,7 +427,8 @@ static void usage(FILE *f)
     "round, loopback round trip, measured first on the same disk) with auralog's\n"
     "p50 as a multiple of it, and where one auralog commit's time goes, stage\n"
     "by stage, from the engine's timestamps.\n"
-    "It starts a private cluster (and stops it); your own cluster is untouched.\n"
+    "It starts a private cluster (and stops it); your own cluster's volume is\n"
+    "untouched, and its journal gets the results (--no-note: not).\n"
     "\n"
     "WORKLOAD: write-only (default: 2 UPDATEs, 1 DELETE, 1 INSERT per\n"
     "          transaction), insert, read-only, oltp (reads and writes),\n"
@@ -429,6 +449,18 @@ static void usage(FILE *f)
     "  --base-port N   the private cluster's coordinator port (default 7600)\n"
     "  --reads MODE    the auralog engines' reads: durable (default: a reply waits\n"
     "                  until everything it saw is durable) or immediate\n"
+    "  --group N       application group commit in the clients (default 1: off):\n"
+    "                  a leader runs the operations of up to N concurrent logical\n"
+    "                  transactions in one SQL transaction, its followers wait\n"
+    "                  for its commit; tx/s and latency count logical ones, from\n"
+    "                  submission to their group's commit\n"
+    "  --group-timeout MS  a leader waits at most this long for followers\n"
+    "                  (default 5)\n"
+    "  --no-limit      do not measure the machine's limit first (saves 3 s)\n"
+    "  --no-note       do not note the results in your cluster's journal (by\n"
+    "                  default each system's result and the conditions go to\n"
+    "                  the coordinator of the cluster in $AURALOG_DIR or\n"
+    "                  ~/.auralog, if one runs: lab 10 reads them there)\n"
     "\n"
     "What each figure means and how to read it honestly: bench/README.md.\n");
 }
@@ -457,10 +489,13 @@ int bench_main(int argc, char **argv)
     {"rows", required_argument, 0, 'r'}, {"seed", required_argument, 0, 's'},
     {"systems", required_argument, 0, 'S'}, {"json", no_argument, 0, 'j'},
     {"dir", required_argument, 0, 'D'}, {"base-port", required_argument, 0, 'p'},
-    {"reads", required_argument, 0, 'R'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"reads", required_argument, 0, 'R'}, {"help", no_argument, 0, 'h'},
+    {"group", required_argument, 0, 'g'}, {"group-timeout", required_argument, 0, 'G'},
+    {"no-limit", no_argument, 0, 'L'}, {"no-note", no_argument, 0, 'N'}, {0}};
   static struct opts o;
   o = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
-                    .warmup = 2, .sys = {1, 1, 1, 1, 1, 1}, .base = 7600, .reads = "durable"};
+                    .warmup = 2, .sys = {1, 1, 1, 1, 1, 1}, .base = 7600, .reads = "durable",
+                    .group = 1, .group_ms = 5};
   int opt;
   while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
     switch (opt) {
@@ -500,6 +535,10 @@ int bench_main(int argc, char **argv)
       break;
     case 'D': snprintf(o.dir, sizeof o.dir, "%s", optarg); break;
     case 'p': o.base = parse_int("--base-port", optarg, 1024, 65000 - ENGINE_PORT_OFFSET - 2); break;
+    case 'g': o.group = parse_int("--group", optarg, 1, 256); break;
+    case 'G': o.group_ms = parse_int("--group-timeout", optarg, 0, 10000); break;
+    case 'L': o.no_limit = 1; break;
+    case 'N': o.no_note = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -541,7 +580,9 @@ int bench_main(int argc, char **argv)
   /* One key for everything this run starts (the private cluster's, kept
    * in it), unless the caller brought one: the baselines' engines listen
    * like any member. */
-  if (!getenv("AURALOG_KEY") || !*getenv("AURALOG_KEY")) {
+  static char caller_key[1200];          /* the user's cluster's key, if the caller named one */
+  snprintf(caller_key, sizeof caller_key, "%s", getenv("AURALOG_KEY") ? getenv("AURALOG_KEY") : "");
+  if (!caller_key[0]) {
     char kp[1200], kwhy[1300];
     snprintf(kp, sizeof kp, "%s/cluster", o.dir);
     if (bench_mkdirs(kp) != 0)
@@ -555,10 +596,14 @@ int bench_main(int argc, char **argv)
   report_conditions(&o, cond);
 
   /* The machine's own limit, before anything of ours runs (limit.c). */
-  fprintf(stderr, "measuring this machine's limit in %s/limit (3 x %.1f s)\n", o.dir,
-          LIMIT_MS / 1000.0);
-  if (bench_limit(o.dir, &lim) != 0)
-    fprintf(stderr, "the machine's limit: not measured: %s\n", lim.err);
+  if (o.no_limit) {
+    snprintf(lim.err, sizeof lim.err, "not measured (--no-limit)");
+  } else {
+    fprintf(stderr, "measuring this machine's limit in %s/limit (3 x %.1f s)\n", o.dir,
+            LIMIT_MS / 1000.0);
+    if (bench_limit(o.dir, &lim) != 0)
+      fprintf(stderr, "the machine's limit: not measured: %s\n", lim.err);
+  }
 
   /* The private cluster, for the auralog systems. */
   static struct sys ys[NSYS];
@@ -607,6 +652,8 @@ int bench_main(int argc, char **argv)
   unsetenv("AURALOG_AUTH");
   if (interrupted)
     die("bench: interrupted; the private cluster is stopped");
+  if (!o.no_note)
+    bench_note(&o, rs, cond, caller_key[0] ? caller_key : NULL);
 
   if (o.json) {
     cJSON *out = cJSON_CreateObject();

@@ -5,6 +5,7 @@
 #ifndef AURALOG_BENCH_INT_H
 #define AURALOG_BENCH_INT_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "bench/bench.h"
@@ -23,6 +24,9 @@ struct opts {
   int sys[NSYS];             /* which systems run */
   int json, base;
   const char *reads;         /* the auralog engines' --reads: durable or immediate */
+  int group, group_ms;       /* application group commit (group.c): 1 is off */
+  int no_limit;              /* --no-limit: skip the machine's limit */
+  int no_note;               /* --no-note: tell no cluster's journal (note.c) */
   char dir[1024];
 };
 
@@ -40,7 +44,35 @@ struct result {
   double fsyncs_engine, fsyncs_nodes, disk_bytes, cpu_engine_ms, cpu_nodes_ms;
   double load_s;
   struct breakdown bd;       /* where a commit's time went (a cluster system) */
+  /* Group commit: logical transactions per SQL one, and the SQL
+   * transactions' own round trips (what the engine's stages time). */
+  double mean_group;
+  struct hist sqlh;
 };
+
+/* Application group commit among one run's clients (group.c). */
+struct group;
+struct gc {
+  int size, timeout_ms;
+  pthread_mutex_t mu;
+  pthread_cond_t joined, finished;
+  struct group *open;        /* the group followers may join now, or NULL */
+  uint64_t sql_tx, logical;  /* SQL transactions sent, logical ones in them */
+};
+void gc_init(struct gc *g, int size, int timeout_ms);
+void gc_free(struct gc *g);
+/* Run one logical transaction (sql, as wl_tx wrote it) in a group, as its
+ * leader (on r) or a follower; returns once its group committed: 0, -1
+ * refused, -2 no answer (why says). sqlh (or NULL): where a leader adds
+ * its SQL transactions' round trips. */
+int gc_submit(struct gc *g, struct rpc *r, const char *sql, double *last_recv,
+              struct hist *sqlh, char *why, size_t n);
+
+/* Tell the coordinator of the user's cluster ($AURALOG_DIR or ~/.auralog)
+ * what each system did, for its journal (note.c). caller_key: the key
+ * this process had before the bench made its own (NULL: none). */
+void bench_note(const struct opts *o, const struct result *rs, cJSON *cond,
+                const char *caller_key);
 
 
 /* The machine's limit on one commit, measured before the systems (limit.c). */

@@ -466,6 +466,51 @@ static void test_check_unknown_field_nested(void **state)
   assert_non_null(strstr(why, "auralog.TruncRange"));
 }
 
+/* A bench note (lab 10): its figures and conditions go into the journal
+ * as they are, so quotes, backslashes and absurd figures are refused. */
+static void test_check_bench_note(void **state)
+{
+  (void)state;
+  Auralog__BenchNote b = AURALOG__BENCH_NOTE__INIT;
+  Auralog__Fault f = AURALOG__FAULT__INIT;
+  Env env = AURALOG__ENVELOPE__INIT;
+  env.body_case = AURALOG__ENVELOPE__BODY_FAULT;
+  env.fault = &f;
+  f.action = "bench";
+  f.az = "";
+  f.node = "";
+  check_is(&env, ERR_BAD_MSG);             /* no result */
+  f.bench = &b;
+  b.workload = "write-only";
+  b.system = "sqlite-wal-full";
+  b.clients = 8;
+  b.group = 5;
+  b.tx_per_s = 2000;
+  b.cpu = "Intel(R) Xeon(R) CPU @ 2.20GHz";
+  b.kernel = "Linux 6.1 x86_64";
+  b.filesystem = "ext4";
+  b.reads = "durable";
+  check_is(&env, ERR_NONE);
+  b.cpu = "x\",\"kind\":\"forged";            /* would break out of the JSON string */
+  check_is(&env, ERR_BAD_MSG);
+  b.cpu = "ok";
+  b.tx_per_s = -1;
+  check_is(&env, ERR_BAD_MSG);
+  b.tx_per_s = 0.0 / 0.0;
+  check_is(&env, ERR_BAD_MSG);
+  b.tx_per_s = 10;
+  b.group = 0;
+  check_is(&env, ERR_BAD_MSG);
+  b.group = 1;
+  b.system = "sqlite wal";
+  check_is(&env, ERR_BAD_MSG);
+  b.system = "auralog";
+  check_is(&env, ERR_NONE);
+  f.action = "slow";                       /* a result in another fault */
+  f.node = "A1";
+  check_is(&env, ERR_BAD_MSG);
+}
+
 static void test_name_ok(void **state)
 {
   (void)state;
@@ -487,6 +532,7 @@ int main(void)
     cmocka_unit_test(test_check_no_body),
     cmocka_unit_test(test_check_unknown_field_zero),
     cmocka_unit_test(test_check_unknown_field_nested),
+    cmocka_unit_test(test_check_bench_note),
     cmocka_unit_test(test_name_ok),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
