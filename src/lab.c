@@ -199,7 +199,7 @@ int lab_main(int argc, char **argv)
   if (strcmp(cmd, "list") == 0) {
     for (int i = 0; i < NLABS; i++)
       if (lab_table[i].folder)
-        printf("%d  %-22s %s\n", i + 1, lab_table[i].folder, lab_table[i].title);
+        printf("%-2d %-22s %s\n", i + 1, lab_table[i].folder, lab_table[i].title);
     printf("handouts: %s/<folder>/README.md\n", ldir);
     impl_list(stdout);
     return 0;

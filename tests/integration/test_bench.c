@@ -61,7 +61,7 @@ static int setup(void **state)
   snprintf(dir, sizeof dir, "%s", bdir);
   snprintf(engine, sizeof engine, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET + 1);
   snprintf(args, sizeof args, "--duration 1 --warmup 0 --tables 2 --rows 500 --clients 4 "
-           "--dir %s --base-port %d", bdir, base);
+           "--dir %s --base-port %d --no-note", bdir, base);
   return 0;
 }
 
