@@ -89,8 +89,12 @@ static void labs_dir(char *out, size_t n)
     if (slash) {
       *slash = 0;
       snprintf(out, n, "%s/../labs", self);   /* build/auralog -> labs/ */
-      if (stat(out, &sb) == 0)
+      char real[PATH_MAX];
+      if (stat(out, &sb) == 0) {
+        if (realpath(out, real))             /* shown to students: no "build/.." */
+          snprintf(out, n, "%s", real);
         return;
+      }
     }
   }
   snprintf(out, n, "labs");
