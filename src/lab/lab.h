@@ -51,6 +51,15 @@ void check3(struct labctx *x);
 void check4(struct labctx *x);
 void check5(struct labctx *x);
 void check6(struct labctx *x);
+/* The history is readable, MAC'd and begun with `lab start N`: 1 if so. */
+int started(struct labctx *x, int lab);
+/* Answers: a number in [lo, hi] (ref: the measured value), a word of choices. */
+void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
+              const char *what);
+void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
+               const char *what);
+/* check_segment.c: lab 8, inside a segment (a hole and its fill, GC at the PGMRPL) */
+void check8(struct labctx *x);
 
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);
