@@ -31,11 +31,11 @@ sleep 1
 step "40 rows, one transaction each"
 rows 21 60
 sleep 1.5
-step "auralog status | grep -A7 '^pgmrpl'"
-auralog status | grep -A7 '^pgmrpl'
+step "auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'"
+auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'
 wait "$reader"                   # the reader commits: its read point goes
 step "auralog sql \"insert into lab08 values(61, 'after the reader');\""
 auralog sql "insert into lab08 values(61, 'after the reader');"
 sleep 2.5                        # the segments hear the new PGMRPL; GC runs every second
-step "auralog status | grep -A7 '^pgmrpl'"
-auralog status | grep -A7 '^pgmrpl'
+step "auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'"
+auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'
