@@ -434,49 +434,57 @@ static void hole_scan(struct coord *co, struct cnode *n, const Auralog__SegStat 
  * costs what one does. The nodes' counters are node-wide (every segment). */
 static void gc_sample(struct coord *co, struct cjn *j, uint64_t now)
 {
-  if (now - j->gc_at < JN_SAMPLE_MS)
+  if (now - j->gc_at < JN_SAMPLE_MS || co->nvols == 0)
     return;
+  j->gc_at = now;
+  struct acc {
+    uint64_t gmin, gmax, recs, vers;
+    int nseg;
+  } *a = calloc(co->nvols, sizeof *a);
+  uint64_t coal = 0, gcr = 0, gcv = 0;
+  /* One pass over every segment's stats; pg 0's (a few per volume) find
+   * their volume. */
+  for (size_t i = 0; i < co->nnodes; i++) {
+    const struct cnode *n = co->nodes[i];
+    coal += n->info->coalesced;
+    gcr += n->info->gc_records;
+    gcv += n->info->gc_images;
+    for (size_t q = 0; q < n->nstats; q++) {
+      const Auralog__SegStat *s = &n->stats[q];
+      if (s->pg != 0)
+        continue;
+      for (size_t k = 0; k < co->nvols; k++)
+        if (co->vols[k]->id == s->volume_id) {
+          struct acc *c = &a[k];
+          c->gmin = c->nseg == 0 || s->gc_lsn < c->gmin ? s->gc_lsn : c->gmin;
+          c->gmax = s->gc_lsn > c->gmax ? s->gc_lsn : c->gmax;
+          c->recs += s->records;
+          c->vers += s->images;
+          c->nseg++;
+          break;
+        }
+    }
+  }
   for (size_t k = 0; k < co->nvols; k++) {
     const Auralog__EngineStat *es = co->engines[k].st;
-    if (es == NULL || es->epoch != co->vols[k]->epoch)
-      continue;
-    uint64_t vol = co->vols[k]->id, gmin = UINT64_MAX, gmax = 0, recs = 0, vers = 0;
-    uint64_t coal = 0, gcr = 0, gcv = 0;
-    int nseg = 0;
-    for (size_t i = 0; i < co->nnodes; i++) {
-      const struct cnode *n = co->nodes[i];
-      coal += n->info->coalesced;
-      gcr += n->info->gc_records;
-      gcv += n->info->gc_images;
-      for (size_t q = 0; q < n->nstats; q++) {
-        const Auralog__SegStat *s = &n->stats[q];
-        if (s->volume_id != vol || s->pg != 0)
-          continue;
-        nseg++;
-        gmin = s->gc_lsn < gmin ? s->gc_lsn : gmin;
-        gmax = s->gc_lsn > gmax ? s->gc_lsn : gmax;
-        recs += s->records;
-        vers += s->images;
-      }
-    }
-    if (nseg == 0)
+    if (es == NULL || es->epoch != co->vols[k]->epoch || a[k].nseg == 0)
       continue;
     char f[512];
     snprintf(f, sizeof f, "\"volume_id\":%llu,\"pg\":0,\"epoch\":%llu,\"vdl\":%llu,"
              "\"pgmrpl\":%llu,\"gc_min\":%llu,\"gc_max\":%llu,\"records\":%llu,"
              "\"versions\":%llu,\"coalesced\":%llu,\"gc_records\":%llu,\"gc_versions\":%llu",
-             (unsigned long long)vol, (unsigned long long)es->epoch,
+             (unsigned long long)co->vols[k]->id, (unsigned long long)es->epoch,
              (unsigned long long)es->vdl, (unsigned long long)es->pgmrpl,
-             (unsigned long long)gmin, (unsigned long long)gmax, (unsigned long long)recs,
-             (unsigned long long)vers, (unsigned long long)coal, (unsigned long long)gcr,
-             (unsigned long long)gcv);
+             (unsigned long long)a[k].gmin, (unsigned long long)a[k].gmax,
+             (unsigned long long)a[k].recs, (unsigned long long)a[k].vers,
+             (unsigned long long)coal, (unsigned long long)gcr, (unsigned long long)gcv);
     struct jvol *jv = jvol(co, co->vols[k]->name);
     if (strcmp(f, jv->gc_last) == 0)
       continue;                     /* nothing moved */
     snprintf(jv->gc_last, sizeof jv->gc_last, "%s", f);
     jn_event(co, "gc", "%s", f);
   }
-  j->gc_at = now;
+  free(a);
 }
 
 void jn_free(struct coord *co)
