@@ -267,7 +267,8 @@ char *status_json(const Auralog__Status *st)
       cJSON_AddStringToObject(js, "state", state_of(sn));
       cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
                                             : sn && sn->slow_ms ? "slow"
-                                            : sn && sn->stale ? "stale" : "");
+                                            : sn && sn->stale ? "stale"
+                                            : sn && sn->no_gossip ? "no-gossip" : "");
       cJSON_AddItemToArray(segs, js);
     }
     cJSON_AddItemToArray(pgs, jp);

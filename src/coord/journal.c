@@ -470,10 +470,10 @@ static void gc_sample(struct coord *co, struct cjn *j, uint64_t now)
     if (es == NULL || es->epoch != co->vols[k]->epoch || a[k].nseg == 0)
       continue;
     char f[512];
-    snprintf(f, sizeof f, "\"volume_id\":%llu,\"pg\":0,\"epoch\":%llu,\"vdl\":%llu,"
+    snprintf(f, sizeof f, "\"volume\":\"%s\",\"volume_id\":%llu,\"pg\":0,\"epoch\":%llu,\"vdl\":%llu,"
              "\"pgmrpl\":%llu,\"gc_min\":%llu,\"gc_max\":%llu,\"records\":%llu,"
              "\"versions\":%llu,\"coalesced\":%llu,\"gc_records\":%llu,\"gc_versions\":%llu",
-             (unsigned long long)co->vols[k]->id, (unsigned long long)es->epoch,
+             co->vols[k]->name, (unsigned long long)co->vols[k]->id, (unsigned long long)es->epoch,
              (unsigned long long)es->vdl, (unsigned long long)es->pgmrpl,
              (unsigned long long)a[k].gmin, (unsigned long long)a[k].gmax,
              (unsigned long long)a[k].recs, (unsigned long long)a[k].vers,

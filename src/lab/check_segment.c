@@ -68,15 +68,14 @@ static void find_hold(struct labctx *x, struct l8gc *g)
 {
   memset(g, 0, sizeof *g);
   g->held = g->after_lo = -1;
-  double p = -1, t0 = 0, c0 = -1, gcm = 0, vol = -1;
+  double p = -1, t0 = 0, c0 = -1, gcm = 0;
   const cJSON *last = NULL;
+  const cJSON *vol = cJSON_GetObjectItem(x->status, "volume");   /* main */
   for (size_t i = 0; i < x->nev; i++) {
     const cJSON *e = x->ev[i];
     if (!is(e, "gc"))
       continue;
-    if (vol < 0)
-      vol = fnum(e, "volume_id");
-    if (fnum(e, "volume_id") != vol)
+    if (!cJSON_IsString(vol) || strcmp(fstr(e, "volume"), vol->valuestring) != 0)
       continue;
     double pm = fnum(e, "pgmrpl"), vdl = fnum(e, "vdl");
     if (g->held >= 0 && pm > g->held) {   /* after the (chosen) hold */
