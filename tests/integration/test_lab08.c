@@ -70,6 +70,15 @@ static void nonsense_without_steps_fails(void **state)
   assert_non_null(strstr(out, "[missing] scl_hole"));
   assert_non_null(strstr(out, "[missing] pgmrpl_held"));
   assert_non_null(strstr(out, "lab 8: not yet"));
+  /* The lab's faults take a node and a count, or on|off; nothing else. */
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s fault drop C1 0 --dir %s 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "1..1000"));
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s fault drop X9 1 --dir %s 2>&1", bin, dir), 0);
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s fault gossip C1 maybe --dir %s 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "on or off"));
+  assert_int_equal(sh(out, OUT_SIZE, "%s fault --help", bin), 0);
+  assert_non_null(strstr(out, "drop ID N"));
+  assert_non_null(strstr(out, "gossip ID on|off"));
 }
 
 /* The student: start, the steps by hand, answers from what they printed
