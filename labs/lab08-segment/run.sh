@@ -11,7 +11,7 @@ step auralog fault drop C1 1
 auralog fault drop C1 1
 step "auralog sql \"insert into lab08 values(0, 'lost on C1');\""
 auralog sql "insert into lab08 values(0, 'lost on C1');"
-sleep 2                          # the writer stops waiting for C1's answer
+sleep 1.5                        # the writer stops waiting for C1's answer (1 s)
 step "20 rows, one transaction each"
 rows 1 20
 sleep 1.5                        # the coordinator sees C1's hole for a while
@@ -19,7 +19,7 @@ step "auralog status | grep 'pg 0 '"
 auralog status | grep 'pg 0 '
 step auralog fault gossip C1 on
 auralog fault gossip C1 on
-sleep 1.5
+sleep 1
 step "auralog status | grep 'pg 0 '"
 auralog status | grep 'pg 0 '
 
@@ -36,6 +36,6 @@ auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p
 wait "$reader"                   # the reader commits: its read point goes
 step "auralog sql \"insert into lab08 values(61, 'after the reader');\""
 auralog sql "insert into lab08 values(61, 'after the reader');"
-sleep 2.5                        # the segments hear the new PGMRPL; GC runs every second
+sleep 2                          # the segments hear the new PGMRPL; GC runs every second
 step "auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'"
 auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'
