@@ -2,7 +2,7 @@
  * fault.c: `auralog fault`: take parts of a local cluster out and bring
  * them back: kill an AZ's nodes, a node or the engine (their data stays),
  * start them again, or ask the coordinator for a fault the processes play
- * themselves (a partition, a slow node). The cluster's layout is
+ * themselves (a partition, a slow node, lost Appends, gossip off). The cluster's layout is
  * cluster.h's. writer-crash and writer-stop take out whichever member
  * writes now (the coordinator says: after a failover, a former replica),
  * for the coordinator to detect and fail over (coord/failover.c).
@@ -125,6 +125,14 @@ static void fault_usage(FILE *f)
     "  stale ID on|off   the node serves every page without its newest record,\n"
     "                    with no error (a disk that silently lost records); the\n"
     "                    engine must refuse those pages (status: stale_pages)\n"
+    "  drop ID N         the node loses the next N Appends with records the\n"
+    "                    engine sends it (1..1000), as a network would: no\n"
+    "                    answer; the others make the quorum, so the writer never\n"
+    "                    sends those records again and the node's segments hold\n"
+    "                    later records above a hole until gossip fills it\n"
+    "  gossip ID on|off  off: the node neither asks its PG peers for records nor\n"
+    "                    answers them, so a hole stays open (status: ^N); on:\n"
+    "                    it gossips again\n"
     "\n"
     "  --dir DIR   the cluster (default $AURALOG_DIR or ~/.auralog)\n");
 }
@@ -235,6 +243,22 @@ int fault_main(int argc, char **argv)
     coord_fault(&cl, "stale", "", arg, sw[1] == 'n');
     printf(sw[1] == 'n' ? "node %s serves pages without their newest record\n"
                         : "node %s serves pages as stored again\n", arg);
+  } else if (!strcmp(act, "drop")) {
+    char *end = NULL;
+    long cnt = nargs == 2 ? strtol(argv[optind + 2], &end, 10) : -1;
+    struct member *m = arg ? member(&cl, arg) : NULL;
+    if (nargs != 2 || m == NULL || !m->az[0] || *end || cnt < 1 || cnt > 1000)
+      die("fault: drop needs a node id and 1..1000 Appends");
+    coord_fault(&cl, "drop", "", arg, (unsigned)cnt);
+    printf("node %s loses the next %ld Append%s with records\n", arg, cnt, cnt == 1 ? "" : "s");
+  } else if (!strcmp(act, "gossip")) {
+    const char *sw = nargs == 2 ? argv[optind + 2] : "";
+    struct member *m = arg ? member(&cl, arg) : NULL;
+    if (nargs != 2 || m == NULL || !m->az[0] || (strcmp(sw, "on") && strcmp(sw, "off")))
+      die("fault: gossip needs a node id and on or off");
+    coord_fault(&cl, "gossip", "", arg, sw[1] == 'n');
+    printf(sw[1] == 'n' ? "node %s gossips with its PG peers again\n"
+                        : "node %s neither asks its PG peers nor answers them\n", arg);
   } else {
     die("fault: unknown action '%s' (see auralog fault --help)", act);
   }

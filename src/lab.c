@@ -63,6 +63,7 @@ static const struct lab lab_table[] = {
   {"lab04-gossip", "gossip and catch-up after a partition", check4},
   {"lab05-fencing", "epochs: a second writer fences the first", check5},
   {"lab06-across-machines", "across machines: an AZ per network namespace", check6},
+  [7] = {"lab08-segment", "inside a segment: a hole, its gossip fill, coalescing and GC", check8},
   /* Lab N is entry N - 1: a number not yet taken (a lab of another branch) has no folder. */
   [9] = {"lab10-measure", "measuring honestly: a benchmark claim, application group commit",
          check10},

@@ -207,6 +207,7 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddBoolToObject(j, "partitioned", n->partitioned);
     cJSON_AddNumberToObject(j, "slow_ms", n->slow_ms);
     cJSON_AddBoolToObject(j, "stale", n->stale);
+    cJSON_AddBoolToObject(j, "no_gossip", n->no_gossip);
     /* The node's counters from its last heartbeat, cumulative since it
      * started (a restarted node starts again from 0). */
     cJSON_AddNumberToObject(j, "commits", (double)n->commits);
@@ -266,7 +267,8 @@ char *status_json(const Auralog__Status *st)
       cJSON_AddStringToObject(js, "state", state_of(sn));
       cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
                                             : sn && sn->slow_ms ? "slow"
-                                            : sn && sn->stale ? "stale" : "");
+                                            : sn && sn->stale ? "stale"
+                                            : sn && sn->no_gossip ? "no-gossip" : "");
       cJSON_AddItemToArray(segs, js);
     }
     cJSON_AddItemToArray(pgs, jp);
@@ -566,10 +568,11 @@ void status_table(const Auralog__Status *st, FILE *f)
     fprintf(f, "  AZ %c:", 'A' + z);
     for (size_t i = 0; i < st->n_nodes; i++)
       if (st->nodes[i]->az[0] == 'A' + z)
-        fprintf(f, "  %s %s (%s%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
+        fprintf(f, "  %s %s (%s%s%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
                 state_of(st->nodes[i]), st->nodes[i]->partitioned ? ", partitioned" : "",
                 st->nodes[i]->slow_ms ? ", slow" : "",
-                st->nodes[i]->stale ? ", serves stale pages" : "");
+                st->nodes[i]->stale ? ", serves stale pages" : "",
+                st->nodes[i]->no_gossip ? ", gossip off" : "");
     fputc('\n', f);
   }
   storage_table(st, f);

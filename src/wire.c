@@ -567,7 +567,7 @@ int wire_check(const Env *e, char *why, size_t whylen)
       return ERR_NONE;
     }
     if (strcmp(f->action, "partition") && strcmp(f->action, "heal") && strcmp(f->action, "slow") &&
-        strcmp(f->action, "stale"))
+        strcmp(f->action, "stale") && strcmp(f->action, "drop") && strcmp(f->action, "gossip"))
       return bad(why, whylen, "unknown fault '%s'", f->action);
     if (!strcmp(f->action, "partition") && !az_ok(f->az))
       return bad(why, whylen, "partition needs an AZ: A, B or C");
@@ -575,6 +575,10 @@ int wire_check(const Env *e, char *why, size_t whylen)
       return bad(why, whylen, "slow needs a node id and 0..60000 ms");
     if (!strcmp(f->action, "stale") && (!wire_name_ok(f->node) || f->ms > 1))
       return bad(why, whylen, "stale needs a node id and 1 (on) or 0 (off)");
+    if (!strcmp(f->action, "gossip") && (!wire_name_ok(f->node) || f->ms > 1))
+      return bad(why, whylen, "gossip needs a node id and 1 (on) or 0 (off)");
+    if (!strcmp(f->action, "drop") && (!wire_name_ok(f->node) || f->ms < 1 || f->ms > 1000))
+      return bad(why, whylen, "drop needs a node id and 1..1000 Appends");
     return ERR_NONE;
   }
   case AURALOG__ENVELOPE__BODY_GOSSIP_PULL:

@@ -143,8 +143,10 @@ static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
   free(peers);
 }
 
-/* Tell node n which faults to play (lab partitions, slow nodes, stale pages). */
-static void send_faults(struct coord *co, struct cnode *n)
+/* Tell node n which faults to play (lab partitions, slow nodes, stale
+ * pages, gossip off), and drop: Appends it must lose from now on (a
+ * one-shot, not a state: 0 leaves the node's count alone). */
+static void send_faults(struct coord *co, struct cnode *n, uint32_t drop)
 {
   if (n->conn == NULL)
     return;
@@ -153,6 +155,8 @@ static void send_faults(struct coord *co, struct cnode *n)
   nf.partitioned = n->info->partitioned;
   nf.slow_ms = n->info->slow_ms;
   nf.stale = n->info->stale;
+  nf.no_gossip = n->info->no_gossip;
+  nf.drop = drop;
   env.body_case = AURALOG__ENVELOPE__BODY_NODE_FAULTS;
   env.node_faults = &nf;
   io_send(co->io, n->conn, &env);
@@ -439,6 +443,7 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
       copy->partitioned = n->info->partitioned;
       copy->slow_ms = n->info->slow_ms;
       copy->stale = n->info->stale;
+      copy->no_gossip = n->info->no_gossip;
       auralog__node_info__free_unpacked(n->info, NULL);
       n->info = copy;
     } else {
@@ -450,7 +455,7 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
   n->last_seen = io_now(co->io);
   set_up(co, n, 1, "registered");
   send_assign(co, n, req);
-  send_faults(co, n);
+  send_faults(co, n, 0);
 }
 
 static struct cnode *node_of(struct coord *co, struct ep *c)
@@ -527,7 +532,8 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
     Auralog__NodeInfo *in = co->nodes[i]->info;
     int was_p = in->partitioned;
     uint32_t was_s = in->slow_ms;
-    int was_st = in->stale;
+    int was_st = in->stale, was_g = in->no_gossip;
+    uint32_t drop = 0;
     if (!strcmp(f->action, "partition") && !strcmp(in->az, f->az))
       in->partitioned = 1;
     else if (!strcmp(f->action, "heal"))
@@ -536,13 +542,21 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
       in->slow_ms = f->ms;
     else if (!strcmp(f->action, "stale") && !strcmp(in->id, f->node))
       in->stale = f->ms != 0;
+    else if (!strcmp(f->action, "gossip") && !strcmp(in->id, f->node))
+      in->no_gossip = f->ms == 0;
+    else if (!strcmp(f->action, "drop") && !strcmp(in->id, f->node))
+      drop = f->ms;
     else
       continue;
     hit++;
-    if (in->partitioned != was_p || in->slow_ms != was_s || in->stale != was_st) {
-      loginfo("node %s: %s%s%s", in->id, in->partitioned ? "partitioned" : "not partitioned",
-              in->slow_ms ? ", slow" : "", in->stale ? ", serves stale pages" : "");
-      send_faults(co, co->nodes[i]);
+    if (in->partitioned != was_p || in->slow_ms != was_s || in->stale != was_st ||
+        in->no_gossip != was_g || drop) {
+      loginfo("node %s: %s%s%s%s", in->id, in->partitioned ? "partitioned" : "not partitioned",
+              in->slow_ms ? ", slow" : "", in->stale ? ", serves stale pages" : "",
+              in->no_gossip ? ", gossip off" : "");
+      if (drop)
+        loginfo("node %s: loses the next %u Appends", in->id, drop);
+      send_faults(co, co->nodes[i], drop);
     }
   }
   if (hit)

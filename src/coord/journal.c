@@ -28,6 +28,14 @@
  *             workload, system, clients, application group size, tx/s,
  *             p50/p99 and the run's conditions (lab 10: a benchmark claim
  *             is graded from what was measured, not from what is said)
+ *   hole      a segment held records above a missing one (max_lsn > scl)
+ *             for JN_HOLE_MS: its SCL stops below them (§4.2.1); filled
+ *             when it closed, with the gossip its node did meanwhile (§3.3
+ *             step 4: its PG peers sent what the writer never resends)
+ *   gc        pg 0 of each volume: the writer's PGMRPL and VDL, its
+ *             segments' GC points, records and page versions, the nodes'
+ *             coalesced / gc_records / gc_versions counters (§3.3 steps
+ *             5-8, §4.2.3); on change only, at most every JN_SAMPLE_MS
  *
  * Everything here runs only when the driver gave a journal (co->note):
  * the simulator gives none, so its runs are unchanged. Sans-I/O: lines go
@@ -45,6 +53,7 @@
 #define JN_SAMPLE_MS 1000      /* engine samples at most this often */
 #define JN_STALL_MS  1000      /* pending and the VDL still: a stall */
 #define JN_BEHIND_MS 1000      /* a segment this far behind its peers is behind */
+#define JN_HOLE_MS   500       /* a hole open this long is journaled (gossip fills most sooner) */
 #define JN_SCAN_MS   250       /* ... looked for this often (every segment of every volume:
                                 * not at every tick, a volume may have thousands of PGs) */
 
@@ -54,6 +63,7 @@ struct jvol {
   int stalled;
   uint64_t stall_at;
   char fenced[ADDR_MAX_LEN + 24];   /* the last fenced report noted: "addr epoch" */
+  char gc_last[512];                /* the last gc sample's fields: sampled on change only */
 };
 
 struct jpg {
@@ -69,6 +79,10 @@ struct jseg {
   uint32_t pg;
   int behind;
   uint64_t from, since, gossip;
+  /* A hole (max_lsn > scl): since when (0: none), journaled yet, the
+   * SCL it held and the node's gossip count when it opened. */
+  uint64_t hole_at, hole_scl, hole_gossip;
+  int hole_noted;
 };
 
 struct cjn {
@@ -83,6 +97,7 @@ struct cjn {
    * thousands of PGs must not make that quadratic. */
   struct kmap pmap, smap;
   uint64_t scanned;            /* when jn_tick last looked at the segments */
+  uint64_t gc_at;              /* the last gc samples */
 };
 
 void jn_event(struct coord *co, const char *kind, const char *fmt, ...)
@@ -321,6 +336,10 @@ static struct jseg *jseg(struct cjn *j, const char *node, uint64_t vol, uint32_t
   return s;
 }
 
+static void hole_scan(struct coord *co, struct cnode *n, const Auralog__SegStat *s,
+                      struct jseg *g, uint64_t now);
+static void gc_sample(struct coord *co, struct cjn *j, uint64_t now);
+
 /* Every HEARTBEAT_MS. A segment is behind when its SCL is below the
  * highest SCL of its PG as it was JN_BEHIND_MS to twice that ago (a
  * healthy segment is never that far back: its acks are milliseconds). */
@@ -358,6 +377,7 @@ void jn_tick(struct coord *co)
       if (p->nref < 2)
         continue;
       struct jseg *g = jseg(j, n->info->id, s->volume_id, s->pg);
+      hole_scan(co, n, s, g, now);
       int behind = s->scl < p->ref_prev;
       if (behind && !g->behind) {
         g->behind = 1;
@@ -382,6 +402,108 @@ void jn_tick(struct coord *co)
       }
     }
   }
+  gc_sample(co, j, now);
+}
+
+/* ---- holes and their fill ------------------------------------------------- */
+
+/* A segment's hole, seen at each scan: a record missing below records it
+ * holds, so its SCL (§4.2.1) stops there. Journaled once it has been open
+ * JN_HOLE_MS (a healthy node's holes close within a gossip round), and
+ * when it closes. */
+static void hole_scan(struct coord *co, struct cnode *n, const Auralog__SegStat *s,
+                      struct jseg *g, uint64_t now)
+{
+  int has = s->max_lsn > s->scl;
+  if (has && g->hole_at == 0) {
+    g->hole_at = now;
+    g->hole_scl = s->scl;
+    g->hole_gossip = n->info->gossip_msgs;
+  } else if (has && s->scl != g->hole_scl && !g->hole_noted) {
+    g->hole_scl = s->scl;           /* part of it filled: the SCL it holds now */
+  }
+  if (has && !g->hole_noted && now - g->hole_at >= JN_HOLE_MS) {
+    g->hole_noted = 1;
+    jn_event(co, "hole", "\"node\":\"%s\",\"az\":\"%s\",\"volume_id\":%llu,\"pg\":%u,"
+             "\"scl\":%llu,\"max_lsn\":%llu,\"ms\":%llu,\"gossip_off\":%s", n->info->id,
+             n->info->az, (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->scl,
+             (unsigned long long)s->max_lsn, (unsigned long long)(now - g->hole_at),
+             n->info->no_gossip ? "true" : "false");
+  }
+  if (!has && g->hole_at) {
+    if (g->hole_noted)
+      jn_event(co, "filled", "\"node\":\"%s\",\"az\":\"%s\",\"volume_id\":%llu,\"pg\":%u,"
+               "\"from\":%llu,\"scl\":%llu,\"ms\":%llu,\"gossip_msgs\":%llu", n->info->id,
+               n->info->az, (unsigned long long)s->volume_id, s->pg,
+               (unsigned long long)g->hole_scl, (unsigned long long)s->scl,
+               (unsigned long long)(now - g->hole_at),
+               (unsigned long long)(n->info->gossip_msgs >= g->hole_gossip
+                                                ? n->info->gossip_msgs - g->hole_gossip
+                                                : n->info->gossip_msgs));
+    g->hole_at = 0;
+    g->hole_noted = 0;
+  }
+}
+
+/* ---- coalescing and GC, sampled on pg 0 -------------------------------------- */
+
+/* Each volume's pg 0 as its segments last reported it, with the writer's
+ * PGMRPL: a line when anything moved, at most every JN_SAMPLE_MS. One PG
+ * stands for all (the lab reads pg 0), so a volume of thousands of PGs
+ * costs what one does. The nodes' counters are node-wide (every segment). */
+static void gc_sample(struct coord *co, struct cjn *j, uint64_t now)
+{
+  if (now - j->gc_at < JN_SAMPLE_MS || co->nvols == 0)
+    return;
+  j->gc_at = now;
+  struct acc {
+    uint64_t gmin, gmax, recs, vers;
+    int nseg;
+  } *a = calloc(co->nvols, sizeof *a);
+  uint64_t coal = 0, gcr = 0, gcv = 0;
+  /* One pass over every segment's stats; pg 0's (a few per volume) find
+   * their volume. */
+  for (size_t i = 0; i < co->nnodes; i++) {
+    const struct cnode *n = co->nodes[i];
+    coal += n->info->coalesced;
+    gcr += n->info->gc_records;
+    gcv += n->info->gc_images;
+    for (size_t q = 0; q < n->nstats; q++) {
+      const Auralog__SegStat *s = &n->stats[q];
+      if (s->pg != 0)
+        continue;
+      for (size_t k = 0; k < co->nvols; k++)
+        if (co->vols[k]->id == s->volume_id) {
+          struct acc *c = &a[k];
+          c->gmin = c->nseg == 0 || s->gc_lsn < c->gmin ? s->gc_lsn : c->gmin;
+          c->gmax = s->gc_lsn > c->gmax ? s->gc_lsn : c->gmax;
+          c->recs += s->records;
+          c->vers += s->images;
+          c->nseg++;
+          break;
+        }
+    }
+  }
+  for (size_t k = 0; k < co->nvols; k++) {
+    const Auralog__EngineStat *es = co->engines[k].st;
+    if (es == NULL || es->epoch != co->vols[k]->epoch || a[k].nseg == 0)
+      continue;
+    char f[512];
+    snprintf(f, sizeof f, "\"volume\":\"%s\",\"volume_id\":%llu,\"pg\":0,\"epoch\":%llu,\"vdl\":%llu,"
+             "\"pgmrpl\":%llu,\"gc_min\":%llu,\"gc_max\":%llu,\"records\":%llu,"
+             "\"versions\":%llu,\"coalesced\":%llu,\"gc_records\":%llu,\"gc_versions\":%llu",
+             co->vols[k]->name, (unsigned long long)co->vols[k]->id, (unsigned long long)es->epoch,
+             (unsigned long long)es->vdl, (unsigned long long)es->pgmrpl,
+             (unsigned long long)a[k].gmin, (unsigned long long)a[k].gmax,
+             (unsigned long long)a[k].recs, (unsigned long long)a[k].vers,
+             (unsigned long long)coal, (unsigned long long)gcr, (unsigned long long)gcv);
+    struct jvol *jv = jvol(co, co->vols[k]->name);
+    if (strcmp(f, jv->gc_last) == 0)
+      continue;                     /* nothing moved */
+    snprintf(jv->gc_last, sizeof jv->gc_last, "%s", f);
+    jn_event(co, "gc", "%s", f);
+  }
+  free(a);
 }
 
 void jn_free(struct coord *co)

@@ -51,13 +51,15 @@ void check3(struct labctx *x);
 void check4(struct labctx *x);
 void check5(struct labctx *x);
 void check6(struct labctx *x);
-/* ... what the checks share (check.c): the lab's start mark is there;
- * a numeric answer in [lo, hi] (ref: the value measured); a word of choices */
+/* The history is readable, MAC'd and begun with `lab start N`: 1 if so. */
 int started(struct labctx *x, int lab);
+/* Answers: a number in [lo, hi] (ref: the measured value), a word of choices. */
 void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
               const char *what);
 void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
                const char *what);
+/* check_segment.c: lab 8, inside a segment (a hole and its fill, GC at the PGMRPL) */
+void check8(struct labctx *x);
 /* check_measure.c: lab 10, a benchmark claim and application group commit */
 void check10(struct labctx *x);
 

@@ -7,7 +7,8 @@
  * Time runs left to right, from the `lab start N` mark to the last event
  * the check read. One lane per node (A1..C2): a red bar while the
  * coordinator had it down, a yellow one while its segment was behind its
- * PG's peers (ending where it caught up by gossip). Above them, a lane of
+ * PG's peers (ending where it caught up by gossip), a cyan one while it
+ * held records above a hole (ending where gossip filled it). Above them, a lane of
  * marks (the lab's start and check, faults injected and healed, engine
  * crashes) and a lane for the writer: new epochs, recoveries'
  * truncations, stalls (orange, until the VDL moved again), fenced
@@ -144,13 +145,17 @@ static void legend(struct tl *g)
   static const struct { const char *color, *what; } keys[] = {
     {"#d62728", "node down"}, {"#e6b800", "segment behind its peers"},
     {"#ff7f0e", "writer stalled (no write quorum)"}, {"#1f77b4", "new epoch"},
-    {"#9467bd", "truncation"}, {"#555", "mark or fault"}};
+    {"#9467bd", "truncation"}, {"#555", "mark or fault"},
+    {"#17becf", "segment holds records above a hole"}};
   double y = yat(NLANES) + 34, x = TL_LEFT;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    double w = 16 + 6.0 * (double)strlen(keys[i].what) + 18;   /* ~6 px a character at 10 px */
+    if (x > TL_LEFT && x + w > TL_LEFT + TL_WIDTH)
+      x = TL_LEFT, y += 14;                                     /* a row more */
     fprintf(g->f, "<rect x='%.1f' y='%.1f' width='12' height='10' fill='%s'/>"
             "<text x='%.1f' y='%.1f' font-size='10'>%s</text>\n", x, y, keys[i].color,
             x + 16, y + 9, keys[i].what);
-    x += 16 + 6.0 * (double)strlen(keys[i].what) + 18;   /* ~6 px a character at 10 px */
+    x += w;
   }
 }
 
@@ -160,6 +165,10 @@ static void fault_label(const cJSON *e, char *out, size_t n)
   const char *a = fstr(e, "action");
   if (!strncmp(a, "lab-", 4))
     snprintf(out, n, "%s %.0f", a, fnum(e, "n"));
+  else if (!strcmp(a, "gossip") || !strcmp(a, "stale"))
+    snprintf(out, n, "%s %s %s", a, fstr(e, "node"), fnum(e, "n") ? "on" : "off");
+  else if (!strcmp(a, "drop"))
+    snprintf(out, n, "drop %s %.0f", fstr(e, "node"), fnum(e, "n"));
   else if (fstr(e, "node")[0])
     snprintf(out, n, "%s %s", a, fstr(e, "node"));
   else if (fstr(e, "az")[0])
@@ -200,10 +209,10 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
   long first = x->nev ? hist_index(x, x->ev[0]) : hist_len(x);
   for (long i = 0; i < first; i++)
     nodes_apply(&s, hist_at(x, i));
-  double down_at[6], behind_at[6], stall_at = -1, maxc = -1, minc = -1;
+  double down_at[6], behind_at[6], hole_at[6], stall_at = -1, maxc = -1, minc = -1;
   for (int k = 0; k < 6; k++) {
     down_at[k] = s.down[k / 2][k % 2] ? g.t0 : -1;
-    behind_at[k] = -1;
+    behind_at[k] = hole_at[k] = -1;
   }
   for (size_t i = 0; i < x->nev; i++) {
     double c = fnum(x->ev[i], "commits");
@@ -237,6 +246,16 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
                fnum(e, "gossip_msgs"));
       bar(&g, nl, a, t, "#e6b800", 1, label);
       behind_at[nl - LANE_NODE0] = -1;
+    } else if (is(e, "hole") && nl >= 0) {
+      if (hole_at[nl - LANE_NODE0] < 0)
+        hole_at[nl - LANE_NODE0] = t - fnum(e, "ms");    /* it opened ms before */
+    } else if (is(e, "filled") && nl >= 0) {
+      double a = hole_at[nl - LANE_NODE0] >= 0 ? hole_at[nl - LANE_NODE0] : t;
+      snprintf(label, sizeof label, "%s pg %.0f: a hole above scl %.0f, filled to %.0f by "
+               "gossip (%.0f messages)", fstr(e, "node"), fnum(e, "pg"), fnum(e, "from"),
+               fnum(e, "scl"), fnum(e, "gossip_msgs"));
+      bar(&g, nl, a < g.t0 ? g.t0 : a, t, "#17becf", 0, label);
+      hole_at[nl - LANE_NODE0] = -1;
     } else if (is(e, "fault")) {
       fault_label(e, label, sizeof label);
       tick(&g, LANE_MARKS, t, "#555", label, e);
@@ -280,6 +299,9 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
       bar(&g, LANE_NODE0 + k, down_at[k], g.t1, "#d62728", 0, "down (still, at the check)");
     if (behind_at[k] >= 0)
       bar(&g, LANE_NODE0 + k, behind_at[k], g.t1, "#e6b800", 1, "behind (still, at the check)");
+    if (hole_at[k] >= 0)
+      bar(&g, LANE_NODE0 + k, hole_at[k] < g.t0 ? g.t0 : hole_at[k], g.t1, "#17becf", 0,
+          "a hole (still open, at the check)");
   }
   if (stall_at >= 0)
     bar(&g, LANE_WRITER, stall_at, g.t1, "#ff7f0e", 1, "stalled (still, at the check)");

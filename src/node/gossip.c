@@ -21,7 +21,8 @@
  * compares); the segment lookups are hashes (n->segidx, n->gsidx).
  *
  * Peers come from the coordinator's Assign: every segment of the PGs this
- * node hosts. A partitioned node (a lab fault) gossips only within its AZ.
+ * node hosts. A partitioned node (a lab fault) gossips only within its AZ;
+ * one with gossip off (another) not at all.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +44,13 @@ int gossip_send(struct node *n, struct ep *c, const Env *env)
   return rc;
 }
 
+/* Can this node gossip with a peer in az? Not across a partition, and
+ * not at all while the lab fault `gossip ID off` holds (then a hole stays
+ * open: nothing else fills it). */
 int gossip_reachable(const struct node *n, const char *az)
 {
+  if (n->no_gossip)
+    return 0;
   return !n->partitioned || strcmp(az, n->az) == 0;
 }
 

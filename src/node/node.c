@@ -26,7 +26,10 @@
  * holes from PG peers (step 4) is node/gossip.c; truncations and a
  * recovering writer's questions are node/trunc.c. Lab faults set through
  * the coordinator are played here: a partitioned node drops the engine's
- * requests, a slow one answers them late.
+ * requests, a slow one answers them late, one told to drop N loses the
+ * next N Appends that carry records (their segments then hold records
+ * above a hole, for gossip to fill), one with gossip off neither asks its
+ * PG peers nor answers them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,13 +473,20 @@ static void on_assign(struct node *n, const Auralog__Assign *as)
 
 static void on_faults(struct node *n, const Auralog__NodeFaults *f)
 {
-  if (f->partitioned != n->partitioned || f->slow_ms != n->slow_ms || f->stale != n->stale)
-    loginfo("lab fault: %s, %s%s", f->partitioned ? "partitioned from the engine and "
+  if (f->partitioned != n->partitioned || f->slow_ms != n->slow_ms || f->stale != n->stale ||
+      f->no_gossip != n->no_gossip)
+    loginfo("lab fault: %s, %s%s%s", f->partitioned ? "partitioned from the engine and "
             "other AZs" : "not partitioned", f->slow_ms ? "slow" : "not slow",
-            f->stale ? ", serves pages without their newest record" : "");
+            f->stale ? ", serves pages without their newest record" : "",
+            f->no_gossip ? ", gossip off" : "");
   n->partitioned = f->partitioned;
   n->slow_ms = f->slow_ms;
   n->stale = f->stale;
+  n->no_gossip = f->no_gossip;
+  if (f->drop) {
+    loginfo("lab fault: the next %u Appends with records are lost", f->drop);
+    n->drop = f->drop;
+  }
 }
 
 void node_on_msg(struct node *n, struct ep *c, const Env *env)
@@ -491,6 +501,19 @@ void node_on_msg(struct node *n, struct ep *c, const Env *env)
        env->body_case == AURALOG__ENVELOPE__BODY_SEG_QUERY ||
        env->body_case == AURALOG__ENVELOPE__BODY_TRUNCATE))
     return;
+  /* The lab fault drop: this Append is lost on the way (no answer). The
+   * writer's quorum goes on with the other five; once the records are
+   * durable it never sends them again, so the segment holds the later
+   * ones above a hole (max_lsn > scl) until its PG peers fill it. */
+  if (n->drop > 0 && c != n->coord_conn && env->body_case == AURALOG__ENVELOPE__BODY_APPEND &&
+      env->append->n_records > 0) {
+    n->drop--;
+    loginfo("lab fault: lost an Append of volume %llu pg %u (%zu records, lsn %llu..%llu)",
+            (unsigned long long)env->append->volume_id, env->append->pg,
+            env->append->n_records, (unsigned long long)env->append->records[0]->lsn,
+            (unsigned long long)env->append->records[env->append->n_records - 1]->lsn);
+    return;
+  }
   switch (env->body_case) {
   case AURALOG__ENVELOPE__BODY_APPEND:
     on_append(n, c, env->req, env->append);

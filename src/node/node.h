@@ -109,6 +109,8 @@ struct node {
   int partitioned;           /* cut off from the engine and other AZs */
   uint32_t slow_ms;          /* answer the engine this much late */
   int stale;                 /* serve pages without their newest record (node.c on_read_page) */
+  uint32_t drop;             /* lose this many more Appends with records (node.c node_on_msg) */
+  int no_gossip;             /* neither ask PG peers nor answer them (gossip.c) */
   /* Gossip. */
   struct peer *peers;
   size_t npeers;
