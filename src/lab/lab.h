@@ -51,6 +51,16 @@ void check3(struct labctx *x);
 void check4(struct labctx *x);
 void check5(struct labctx *x);
 void check6(struct labctx *x);
+/* ... and what the labs in files of their own share with check.c: the
+ * history's start (its ok lines), SQL on x->engine, graded answers. */
+int started(struct labctx *x, int lab);
+int query(struct labctx *x, const char *sql, char *out, size_t n);
+void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
+              const char *what);
+void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
+               const char *what);
+/* check_replicas.c */
+void check9(struct labctx *x);
 
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);
