@@ -58,9 +58,10 @@ static void l9_replay(struct labctx *x, struct l9 *r)
   const cJSON *hold = NULL, *release = NULL;
   for (size_t i = 0; i < x->nev; i++) {
     const cJSON *e = x->ev[i];
-    if (is(e, "engine") && !r->crash) {
-      /* Before the crash: the lab's own writes, and the replica applying
-       * them (a new writer's LSNs would be past base_vdl anyway). */
+    if (is(e, "engine")) {
+      /* The lab's own writes, and a replica applying them; a new writer
+       * (after a failover) counts from its own start: its LSNs begin
+       * past the old VDL. */
       if (r->base_epoch >= 0 && fnum(e, "epoch") != r->base_epoch)
         r->base_vdl = r->base_commits = 0, r->base_epoch = fnum(e, "epoch");
       if (fnum(e, "replicas") >= 1 && fnum(e, "commits") > r->base_commits &&
