@@ -52,6 +52,7 @@ struct ereport {
 
 struct fo;
 struct cjn;
+struct jrep;
 
 struct coord {
   const struct io *io;
@@ -70,6 +71,7 @@ struct coord {
   void (*note)(void *ctx, const char *kind, const char *fields);
   void *note_ctx;
   struct cjn *jn;
+  struct jrep *jr;             /* ... of replicas, holds, failovers (coord/jreplica.c) */
 };
 
 /* hold.c: note engines[i]'s report (what the PGMRPL holds back); put it
@@ -115,6 +117,14 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
 int jn_fault_note(struct coord *co, const Auralog__Fault *f);
 void jn_tick(struct coord *co);
 void jn_free(struct coord *co);
+/* jreplica.c: the journal's replicas, PGMRPL holds, GC and failovers. */
+void jr_fields(const Auralog__EngineStat *es, char *out, size_t n);
+void jr_engine(struct coord *co, const Auralog__Volume *v, const Auralog__EngineStat *es);
+void jr_tick(struct coord *co);
+void jr_failover(struct coord *co, const char *volume, const char *from, const char *to,
+                 uint64_t from_epoch, uint64_t epoch, int asked, unsigned long long detect_ms,
+                 unsigned long long took_ms);
+void jr_free(struct coord *co);
 
 /* meta_load's callbacks (the core owns what they are given). */
 void coord_node_add(void *co, Auralog__NodeInfo *info);

@@ -180,6 +180,8 @@ uint32_t fo_opened(struct coord *co, const Auralog__Volume *v)
     f->last.detect_ms = f->chosen_at - f->lost_heard;
     f->last.took_ms = now - f->lost_heard;
     f->last.asked = f->asked;
+    jr_failover(co, v->name, f->last.from, f->last.to, f->last.from_epoch, f->last.epoch,
+                f->last.asked, f->last.detect_ms, f->last.took_ms);   /* in the journal */
   }
   f->promoting[0] = 0;         /* the epoch moved: that promotion is over */
   return left;

@@ -36,6 +36,10 @@
  *             segments' GC points, records and page versions, the nodes'
  *             coalesced / gc_records / gc_versions counters (§3.3 steps
  *             5-8, §4.2.3); on change only, at most every JN_SAMPLE_MS
+ *   hold, release, gc, failover   read replicas and failovers: a PGMRPL
+ *             held below the VDL and let go, node GC passing it again, a
+ *             promoted replica's epoch (coord/jreplica.c, which also adds
+ *             the replicas' read points and lag to each engine sample)
  *
  * Everything here runs only when the driver gave a journal (co->note):
  * the simulator gives none, so its runs are unchanged. Sans-I/O: lines go
@@ -152,12 +156,14 @@ static void down_list(struct coord *co, char *out, size_t n)
 static void sample(struct coord *co, struct jvol *jv, const Auralog__EngineStat *es,
                    uint64_t now)
 {
+  char reps[200];
+  jr_fields(es, reps, sizeof reps);
   jn_event(co, "engine", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,\"vdl\":%llu,"
            "\"vcl\":%llu,\"commits\":%llu,\"records\":%llu,\"redo_bytes\":%llu,"
-           "\"pending\":%llu", es->volume, es->addr, (unsigned long long)es->epoch,
+           "\"pending\":%llu%s", es->volume, es->addr, (unsigned long long)es->epoch,
            (unsigned long long)es->vdl, (unsigned long long)es->vcl,
            (unsigned long long)es->commits, (unsigned long long)es->records,
-           (unsigned long long)es->redo_bytes, (unsigned long long)es->pending);
+           (unsigned long long)es->redo_bytes, (unsigned long long)es->pending, reps);
   jv->sample_at = now;
   jv->sample_commits = es->commits;
 }
@@ -208,6 +214,7 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
   }
   if (es->epoch != v->epoch)
     return;
+  jr_engine(co, v, es);
   if (es->epoch != jv->epoch) {          /* a new writer: start over */
     jv->epoch = es->epoch;
     jv->vdl = es->vdl;
@@ -347,6 +354,7 @@ void jn_tick(struct coord *co)
 {
   if (co->note == NULL)
     return;
+  jr_tick(co);
   struct cjn *j = jn_state(co);
   uint64_t now = io_now(co->io);
   if (now - j->scanned < JN_SCAN_MS)
@@ -508,6 +516,7 @@ static void gc_sample(struct coord *co, struct cjn *j, uint64_t now)
 
 void jn_free(struct coord *co)
 {
+  jr_free(co);
   if (co->jn == NULL)
     return;
   free(co->jn->vols);

@@ -36,7 +36,7 @@ void ok(struct labctx *x, int good, const char *fmt, ...)
 }
 
 /* Run SQL on the engine; the rows as "a|b\n" text in out. 0 on success. */
-static int query(struct labctx *x, const char *sql, char *out, size_t n)
+int query(struct labctx *x, const char *sql, char *out, size_t n)
 {
   char why[256];
   Env req = AURALOG__ENVELOPE__INIT;

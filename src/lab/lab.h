@@ -51,15 +51,18 @@ void check3(struct labctx *x);
 void check4(struct labctx *x);
 void check5(struct labctx *x);
 void check6(struct labctx *x);
-/* The history is readable, MAC'd and begun with `lab start N`: 1 if so. */
+/* ... and what the labs in files of their own share with check.c: the
+ * history's start (its ok lines), SQL on x->engine, graded answers. */
 int started(struct labctx *x, int lab);
-/* Answers: a number in [lo, hi] (ref: the measured value), a word of choices. */
+int query(struct labctx *x, const char *sql, char *out, size_t n);
 void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
               const char *what);
 void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
                const char *what);
 /* check_segment.c: lab 8, inside a segment (a hole and its fill, GC at the PGMRPL) */
 void check8(struct labctx *x);
+/* check_replicas.c: lab 9, read replicas (lag, a reader holding GC, failover) */
+void check9(struct labctx *x);
 /* check_measure.c: lab 10, a benchmark claim and application group commit */
 void check10(struct labctx *x);
 

@@ -12,7 +12,9 @@
  * marks (the lab's start and check, faults injected and healed, engine
  * crashes) and a lane for the writer: new epochs, recoveries'
  * truncations, stalls (orange, until the VDL moved again), fenced
- * writers. Below, the writer's commits as sampled, a line going up.
+ * writers, the PGMRPL held by a reader (teal, until it moved again),
+ * node GC passing it again, failovers. Below, the writer's commits as
+ * sampled, a line going up.
  *
  * Drawn by hand, not by graphviz: a time axis is a few rectangles and
  * lines, and graphviz can only lay a drawing out once per process
@@ -146,7 +148,7 @@ static void legend(struct tl *g)
     {"#d62728", "node down"}, {"#e6b800", "segment behind its peers"},
     {"#ff7f0e", "writer stalled (no write quorum)"}, {"#1f77b4", "new epoch"},
     {"#9467bd", "truncation"}, {"#555", "mark or fault"},
-    {"#17becf", "segment holds records above a hole"}};
+    {"#17becf", "segment holds records above a hole"}, {"#bcbd22", "PGMRPL held"}};
   double y = yat(NLANES) + 34, x = TL_LEFT;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     double w = 16 + 6.0 * (double)strlen(keys[i].what) + 18;   /* ~6 px a character at 10 px */
@@ -209,7 +211,7 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
   long first = x->nev ? hist_index(x, x->ev[0]) : hist_len(x);
   for (long i = 0; i < first; i++)
     nodes_apply(&s, hist_at(x, i));
-  double down_at[6], behind_at[6], hole_at[6], stall_at = -1, maxc = -1, minc = -1;
+  double down_at[6], behind_at[6], hole_at[6], stall_at = -1, hold_at = -1, maxc = -1, minc = -1;
   for (int k = 0; k < 6; k++) {
     down_at[k] = s.down[k / 2][k % 2] ? g.t0 : -1;
     behind_at[k] = hole_at[k] = -1;
@@ -278,6 +280,22 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
                fnum(e, "from"));
       bar(&g, LANE_WRITER, stall_at, t, "#ff7f0e", 1, label);
       stall_at = -1;
+    } else if (is(e, "hold")) {
+      if (hold_at < 0)
+        hold_at = t - fnum(e, "ms");     /* it stood still since then */
+    } else if (is(e, "release") && hold_at >= 0) {
+      snprintf(label, sizeof label, "PGMRPL held at %.0f for %.0f ms: %+.0f records kept",
+               fnum(e, "from"), fnum(e, "ms"), fnum(e, "growth_records"));
+      bar(&g, LANE_WRITER, hold_at, t, "#bcbd22", 1, label);
+      hold_at = -1;
+    } else if (is(e, "gcpassed")) {
+      snprintf(label, sizeof label, "gc point %.0f past %.0f", fnum(e, "gc_lsn"),
+               fnum(e, "held"));
+      tick(&g, LANE_WRITER, t, "#bcbd22", label, e);
+    } else if (is(e, "failover")) {
+      snprintf(label, sizeof label, "failover to epoch %.0f (%.0f ms)", fnum(e, "epoch"),
+               fnum(e, "took_ms"));
+      tick(&g, LANE_MARKS, t, "#1f77b4", label, e);   /* the writer's lane has its epoch */
     } else if (is(e, "engine") && maxc > minc) {
       double cx = xat(&g, t);
       double cy = yat(LANE_COMMITS) + TL_LANE - 3 -
@@ -305,6 +323,8 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
   }
   if (stall_at >= 0)
     bar(&g, LANE_WRITER, stall_at, g.t1, "#ff7f0e", 1, "stalled (still, at the check)");
+  if (hold_at >= 0)
+    bar(&g, LANE_WRITER, hold_at, g.t1, "#bcbd22", 1, "PGMRPL held (still, at the check)");
   if (maxc >= 0) {
     fprintf(f, "<text x='%d' y='%.1f' font-size='9' fill='#2ca02c'>%.0f .. %.0f commits</text>\n",
             TL_LEFT + TL_WIDTH + 2, yat(LANE_COMMITS) + 16, minc, maxc);
