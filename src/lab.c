@@ -30,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "lib/conf.h"
 #include "failover.h"
 #include "keyfile.h"
 #include "lab/impl.h"
@@ -105,29 +106,18 @@ static void labs_dir(char *out, size_t n)
 /* Read the cluster's addresses from DIR/cluster.json. */
 static int load(struct labctx *x, const char *dir)
 {
-  char dflt[PATH_MAX], p[PATH_MAX + 32], buf[4096];
-  if (dir == NULL)
-    dir = getenv("AURALOG_DIR");
-  if (dir == NULL || !*dir) {
-    snprintf(dflt, sizeof dflt, "%s/.auralog", getenv("HOME") ? getenv("HOME") : "/tmp");
-    dir = dflt;
-  }
-  if (realpath(dir, x->dir) == NULL)
-    die("lab: no cluster in %s (start one: auralog cluster up)", dir);
+  char d[PATH_MAX], p[PATH_MAX + 32];
+  conf_dir(dir, d, sizeof d);
+  if (realpath(d, x->dir) == NULL)
+    die("lab: no cluster in %s (start one: auralog cluster up)", d);
   key_use_dir(x->dir);
   snprintf(p, sizeof p, "%s/cluster.json", x->dir);
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
+  cJSON *o = conf_load(x->dir);
+  if (o == NULL)
     die("lab: no cluster in %s (start one: auralog cluster up)", x->dir);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  cJSON *o = cJSON_Parse(buf);
-  cJSON *c = cJSON_GetObjectItem(o, "coord"), *e = cJSON_GetObjectItem(o, "engine");
-  if (!cJSON_IsString(c) || !cJSON_IsString(e))
+  if (conf_str(o, "coord", x->coord, sizeof x->coord) != 0 ||
+      conf_str(o, "engine", x->engine, sizeof x->engine) != 0)
     die("lab: %s is not a cluster description", p);
-  snprintf(x->coord, sizeof x->coord, "%s", c->valuestring);
-  snprintf(x->engine, sizeof x->engine, "%s", e->valuestring);
   cJSON_Delete(o);
   find_writer(x);
   snprintf(p, sizeof p, "%s/labs", x->dir);

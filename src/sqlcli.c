@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/conf.h"
 #include "failover.h"
 #include "lib/addr.h"
 #include "lib/log.h"
@@ -177,22 +178,12 @@ static int shell(struct rpc *r)
  * in $AURALOG_DIR (or ~/.auralog), else the default ports. */
 static void replica_addr(int n, char *out, size_t len)
 {
-  char p[PATH_MAX], buf[16384];
-  const char *dir = getenv("AURALOG_DIR"), *home = getenv("HOME");
-  if (dir && *dir)
-    snprintf(p, sizeof p, "%s/cluster.json", dir);
-  else
-    snprintf(p, sizeof p, "%s/.auralog/cluster.json", home && *home ? home : "/tmp");
   int port = 0;
   sscanf(strrchr(REPLICA_ADDR_DEFAULT, ':') + 1, "%d", &port);
   snprintf(out, len, "127.0.0.1:%d", port + n - 1);
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
+  cJSON *o = conf_load(NULL), *m;
+  if (o == NULL)
     return;
-  size_t k = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[k] = 0;
-  cJSON *o = cJSON_Parse(buf), *m;
   int seen = 0;
   cJSON_ArrayForEach(m, cJSON_GetObjectItem(o, "members")) {
     cJSON *role = cJSON_GetObjectItem(m, "role"), *addr = cJSON_GetObjectItem(m, "addr");

@@ -3,6 +3,7 @@
  * benchmarks (see bench.h).
  */
 #define _GNU_SOURCE         /* nftw */
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "lib/conf.h"
 #include "bench/bench.h"
 #include "lib/log.h"
 #include "lib/proc.h"
@@ -43,11 +45,9 @@ const char *bench_self(void)
 
 void bench_dir(char *out, size_t n, const char *name)
 {
-  const char *d = getenv("AURALOG_DIR");
-  if (d && *d)
-    snprintf(out, n, "%s/%s", d, name);
-  else
-    snprintf(out, n, "%s/.auralog/%s", getenv("HOME") ? getenv("HOME") : "/tmp", name);
+  char d[PATH_MAX];
+  conf_dir(NULL, d, sizeof d);
+  snprintf(out, n, "%s/%s", d, name);
 }
 
 pid_t bench_start(const char *log, const char *const argv[])

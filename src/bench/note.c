@@ -27,6 +27,7 @@
 
 #include "bench/bench_int.h"
 #include "keyfile.h"
+#include "lib/conf.h"
 
 /* A condition the journal can quote (wire.c's text_ok): printable, no
  * quotes or backslashes, at most n - 1 bytes. */
@@ -40,20 +41,11 @@ static const char *clean(const cJSON *cond, const char *key, char *out, size_t n
   return out;
 }
 
-/* The coordinator's address from dir/cluster.json, or -1. */
-static int coord_of(const char *path, char *coord, size_t n)
+/* The coordinator's address from the user's cluster.json, or -1. */
+static int coord_of(char *coord, size_t n)
 {
-  char buf[4096];
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    return -1;
-  size_t len = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[len] = 0;
-  cJSON *o = cJSON_Parse(buf), *c = cJSON_GetObjectItem(o, "coord");
-  int rc = cJSON_IsString(c) ? 0 : -1;
-  if (rc == 0)
-    snprintf(coord, n, "%s", c->valuestring);
+  cJSON *o = conf_load(NULL);
+  int rc = conf_str(o, "coord", coord, n);
   cJSON_Delete(o);
   return rc;
 }
@@ -63,7 +55,7 @@ void bench_note(const struct opts *o, const struct result *rs, cJSON *cond,
 {
   char cj[1200], kp[1200], coord[ADDR_MAX_LEN + 1], why[400];
   bench_dir(cj, sizeof cj, "cluster.json");
-  if (coord_of(cj, coord, sizeof coord) != 0) {
+  if (coord_of(coord, sizeof coord) != 0) {
     fprintf(stderr, "results not noted in a cluster's journal: no cluster in %s "
             "(lab 10 reads them from a running cluster's journal)\n", cj);
     return;

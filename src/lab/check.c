@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/conf.h"
 #include "lab/lab.h"
 #include "rpc.h"
 #include "status.h"
@@ -474,20 +475,14 @@ static int all_caught_up(struct labctx *x, int *up)
 /* Lab 6 runs on a cluster of its own (DIR/netns): look at that one. */
 static int retarget(struct labctx *x)
 {
-  char p[PATH_MAX + 32], buf[1024], why[320];
-  snprintf(p, sizeof p, "%s/netns/cluster.json", x->dir);
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
+  char p[PATH_MAX + 32], why[320];
+  snprintf(p, sizeof p, "%s/netns", x->dir);
+  cJSON *o = conf_load(p);
+  if (o == NULL)
     return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  cJSON *o = cJSON_Parse(buf);
-  cJSON *c = cJSON_GetObjectItem(o, "coord"), *e = cJSON_GetObjectItem(o, "engine");
   int rc = -1;
-  if (cJSON_IsString(c) && cJSON_IsString(e)) {
-    snprintf(x->coord, sizeof x->coord, "%s", c->valuestring);
-    snprintf(x->engine, sizeof x->engine, "%s", e->valuestring);
+  if (conf_str(o, "coord", x->coord, sizeof x->coord) == 0 &&
+      conf_str(o, "engine", x->engine, sizeof x->engine) == 0) {
     find_writer(x);
     Env *rep = status_fetch(x->coord, "main", why, sizeof why);
     if (rep) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/addr.h"
+#include "lib/conf.h"
 #include "param.h"
 
 int addr_parse(const char *s, struct sockaddr_in *sa, char *why, size_t whylen)
@@ -55,29 +56,10 @@ int addr_match(const char *served, const char *dialed)
 static const char *conf_coord(void)
 {
   static char addr[ADDR_MAX_LEN + 1];
-  char p[PATH_MAX], buf[8192];
-  const char *dir = getenv("AURALOG_DIR"), *home = getenv("HOME");
-  if (dir && *dir)
-    snprintf(p, sizeof p, "%s/cluster.json", dir);
-  else if (home && *home)
-    snprintf(p, sizeof p, "%s/.auralog/cluster.json", home);
-  else
-    return NULL;
-  FILE *f = fopen(p, "r");
-  if (f == NULL)
-    return NULL;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  cJSON *o = cJSON_Parse(buf);
-  cJSON *c = cJSON_GetObjectItem(o, "coord");
-  const char *r = NULL;
-  if (cJSON_IsString(c) && strlen(c->valuestring) <= ADDR_MAX_LEN) {
-    snprintf(addr, sizeof addr, "%s", c->valuestring);
-    r = addr;
-  }
+  cJSON *o = conf_load(NULL);
+  int rc = conf_str(o, "coord", addr, sizeof addr);
   cJSON_Delete(o);
-  return r;
+  return rc == 0 ? addr : NULL;
 }
 
 const char *addr_coord(const char *opt)
