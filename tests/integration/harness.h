@@ -39,6 +39,12 @@ int cluster_start_as_user(const char *name, const char *extra);
 /* Stop it and remove the directory (unless AURALOG_KEEP is set). */
 void cluster_stop(void);
 
+/* Labs, as a student does them: `auralog lab check N` on this test's
+ * cluster (its exit status; what it printed in out), and lab N's answers
+ * file (DIR/labs/labNN-answers.txt) written with text. */
+int lab_check(int n);
+void lab_answers(int n, const char *text);
+
 /* Run a shell command; return its exit status; output in out if given. */
 int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Same, with stdin from a string. */

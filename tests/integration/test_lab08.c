@@ -34,29 +34,14 @@ static int teardown(void **state)
   return 0;
 }
 
-static int check(void)
-{
-  return sh(out, OUT_SIZE, "%s lab check 8 --dir %s 2>&1", bin, dir);
-}
-
-static void answers(const char *text)
-{
-  char path[600];
-  snprintf(path, sizeof path, "%s/labs/lab08-answers.txt", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
 /* Nonsense answers on a cluster where nothing was done since the start. */
 static void nonsense_without_steps_fails(void **state)
 {
   (void)state;
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 8 --dir %s", bin, dir), 0);
-  answers("scl_hole: 0\nmax_lsn_hole: 100\nwho_fills: engine\npgmrpl_held: 7\n"
+  lab_answers(8, "scl_hole: 0\nmax_lsn_hole: 100\nwho_fills: engine\npgmrpl_held: 7\n"
           "pgmrpl_after: 9\ngc_limit: the vdl, surely\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(8), 0);
   assert_non_null(strstr(out, "[missing] a node lost Appends"));
   assert_non_null(strstr(out, "[missing] its segment held records above a hole"));
   assert_non_null(strstr(out, "[missing] a reader held the PGMRPL"));
@@ -64,9 +49,9 @@ static void nonsense_without_steps_fails(void **state)
   assert_non_null(strstr(out, "[missing] gc_limit"));
   assert_non_null(strstr(out, "[ok] the cluster is restored"));
   /* The handout's letters and its one-word answers, nothing done. */
-  answers("scl_hole: S\nmax_lsn_hole: M\nwho_fills: peers\npgmrpl_held: P\n"
+  lab_answers(8, "scl_hole: S\nmax_lsn_hole: M\nwho_fills: peers\npgmrpl_held: P\n"
           "pgmrpl_after: P\ngc_limit: pgmrpl\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(8), 0);
   assert_non_null(strstr(out, "[missing] scl_hole"));
   assert_non_null(strstr(out, "[missing] pgmrpl_held"));
   assert_non_null(strstr(out, "lab 8: not yet"));
@@ -103,7 +88,7 @@ static void lab8_as_a_student(void **state)
           "$(echo $p | cut -d' ' -f1) $(echo $p | cut -d' ' -f2) >> $F && cat $F", dir, dir);
   if (rc != 0)
     fail_msg("lab 8's answers:\n%s", out);
-  if (check() != 0) {
+  if (lab_check(8) != 0) {
     printf("lab check 8 failed:\n%s\n", out);
     sh(out, OUT_SIZE, "grep -v '\"kind\":\"node\"\\|\"kind\":\"engine\"' %s/data/coord/journal.jsonl"
        " | sed 's/,.mac.*//' | tail -25; cat %s/lab08.out; cat %s/labs/lab08-answers.txt",
@@ -129,7 +114,7 @@ static void demo_then_check_fails(void **state)
     fail_msg("lab run 8:\n%s", out);
   assert_int_equal(sh(out, OUT_SIZE, "grep -c '^pgmrpl_held: [0-9]' %s/ref08.txt", dir), 0);
   assert_int_equal(sh(NULL, 0, "cp %s/ref08.txt %s/labs/lab08-answers.txt", dir, dir), 0);
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(8), 0);
   assert_non_null(strstr(out, "[missing] a node lost Appends"));
   assert_non_null(strstr(out, "[missing] a reader held the PGMRPL"));
 }

@@ -40,21 +40,6 @@ static int teardown(void **state)
   return 0;
 }
 
-static int check(void)
-{
-  return sh(out, OUT_SIZE, "%s lab check 9 --dir %s 2>&1", bin, dir);
-}
-
-static void answers(const char *text)
-{
-  char path[600];
-  snprintf(path, sizeof path, "%s/labs/lab09-answers.txt", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
 static void must_say(const char *what)
 {
   if (strstr(out, what) == NULL)
@@ -69,9 +54,9 @@ static void nonsense_without_steps_fails(void **state)
   sql("create table if not exists lab09(id integer primary key, step text, at integer);");
   sql("insert into lab09(step) values('x');");
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 9 --dir %s", bin, dir), 0);
-  answers("replica_applies: all of them\npgmrpl_held: 0\nholds_gc: the vacuum\n"
+  lab_answers(9, "replica_applies: all of them\npgmrpl_held: 0\nholds_gc: the vacuum\n"
           "epoch_after: 2\nfailover_ms: 2500\nwho_promotes: replica\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(9), 0);
   must_say("[missing] a read transaction on a replica held the PGMRPL");
   must_say("[missing] the writer was crashed");
   must_say("[missing] the coordinator found it lost");
@@ -91,9 +76,9 @@ static void handout_answers_fail(void **state)
 {
   (void)state;
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 9 --dir %s", bin, dir), 0);
-  answers("replica_applies: vdl\npgmrpl_held: P\nholds_gc: pgmrpl\nepoch_after: E+1\n"
+  lab_answers(9, "replica_applies: vdl\npgmrpl_held: P\nholds_gc: pgmrpl\nepoch_after: E+1\n"
           "failover_ms: Y\nwho_promotes: coordinator\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(9), 0);
   must_say("[missing] the writer committed and a replica applied");
   must_say("[missing] node GC passed the old read point");
   must_say("[missing] pgmrpl_held");
@@ -133,7 +118,7 @@ static void demo_then_check_fails(void **state)
   assert_string_equal(out, "3\n");     /* its numbers, measured in its own span */
   cluster_whole();
   assert_int_equal(sh(NULL, 0, "cp %s/ref09.txt %s/labs/lab09-answers.txt", dir, dir), 0);
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(9), 0);
   must_say("[missing] a read transaction on a replica held the PGMRPL");
   must_say("[missing] the writer was crashed");
   must_say("[missing] pgmrpl_held");
@@ -163,7 +148,7 @@ static void student_passes(void **state)
   if (rc != 0 || strstr(out, "pgmrpl_held: ") == NULL || strstr(out, "epoch_after: ") == NULL ||
       strstr(out, "failover_ms: ") == NULL)
     fail_msg("lab 9's answers from the steps' output:\n%s", out);
-  if (check() != 0) {
+  if (lab_check(9) != 0) {
     printf("lab check 9 failed:\n%s\n", out);
     sh(out, OUT_SIZE, "grep -v '\"kind\":\"node\"' %s/data/coord/journal.jsonl | "
        "sed 's/,.mac.*//' | tail -25; cat %s/labs/lab09-answers.txt", dir, dir);

@@ -46,21 +46,6 @@ static int teardown(void **state)
   return 0;
 }
 
-static int check(void)
-{
-  return sh(out, OUT_SIZE, "%s lab check 10 --dir %s 2>&1", bin, dir);
-}
-
-static void answers(const char *text)
-{
-  char path[600];
-  snprintf(path, sizeof path, "%s/labs/lab10-answers.txt", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
 static void start(void)
 {
   if (sh(out, OUT_SIZE, "%s lab start 10 --dir %s 2>&1", bin, dir) != 0)
@@ -84,10 +69,10 @@ static void nonsense_without_runs_fails(void **state)
 {
   (void)state;
   start();
-  answers("fair_baseline: sqlite-memory\nratio_fair_pct: 500\nratio_strawman_pct: lots\n"
+  lab_answers(10, "fair_baseline: sqlite-memory\nratio_fair_pct: 500\nratio_strawman_pct: lots\n"
           "claim_clients: 1000\ngroup_speedup_pct: 999\nbest_group: 64\n"
           "group_trades: nothing, it is free\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(10), 0);
   assert_non_null(strstr(out, "[missing] `auralog bench` runs were noted"));
   assert_non_null(strstr(out, "[missing] a comparison"));
   assert_non_null(strstr(out, "[missing] fair_baseline"));
@@ -102,9 +87,9 @@ static void handout_answers_fail(void **state)
 {
   (void)state;
   start();
-  answers("fair_baseline: sqlite-wal-full\nratio_fair_pct: 62\nratio_strawman_pct: 250\n"
+  lab_answers(10, "fair_baseline: sqlite-wal-full\nratio_fair_pct: 62\nratio_strawman_pct: 250\n"
           "claim_clients: 8\ngroup_speedup_pct: 150\nbest_group: 5\ngroup_trades: latency\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(10), 0);
   assert_non_null(strstr(out, "[missing] a comparison"));
   assert_non_null(strstr(out, "[missing] ratio_fair_pct"));
   assert_non_null(strstr(out, "[missing] claim_clients"));
@@ -135,7 +120,7 @@ static void honest_student_passes(void **state)
               student_answers);
   if (rc != 0)
     fail_msg("lab 10's answers:\n%s", out);
-  if (check() != 0) {
+  if (lab_check(10) != 0) {
     printf("lab check 10 failed:\n%s\n", out);
     sh(out, OUT_SIZE, "grep -E 'tx/s|1.00x|clients' %s/lab10.out; cat %s/labs/lab10-answers.txt",
        dir, dir);
@@ -158,7 +143,7 @@ static void pasted_bench_lines_fail(void **state)
   assert_int_equal(sh(NULL, 0, "grep '\"kind\":\"bench\"' %s/data/coord/journal.jsonl > "
                       "%s/bench.lines && cat %s/bench.lines >> %s/data/coord/journal.jsonl",
                       dir, dir, dir, dir), 0);
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(10), 0);
   assert_non_null(strstr(out, "[missing] every line of the lab's history carries"));
   assert_non_null(strstr(out, "[missing] a comparison"));
 }
@@ -177,7 +162,7 @@ static void demo_then_check_fails(void **state)
   assert_non_null(strstr(out, "results noted in the journal"));
   assert_int_equal(sh(out, OUT_SIZE, "grep -c 'ratio_fair_pct: [0-9]' %s/ref10.txt", dir), 0);
   assert_int_equal(sh(NULL, 0, "cp %s/ref10.txt %s/labs/lab10-answers.txt", dir, dir), 0);
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(10), 0);
   assert_non_null(strstr(out, "[missing] `auralog bench` runs were noted"));
   assert_non_null(strstr(out, "[missing] ratio_fair_pct"));
   /* No file of the lab holds answers. */

@@ -53,21 +53,6 @@ static const char *folder[] = {"", "lab01-write-path", "lab02-quorums",
                                "lab03-crash-recovery", "lab04-gossip", "lab05-fencing",
                                "lab06-across-machines"};
 
-static int check(int n)
-{
-  return sh(out, OUT_SIZE, "%s lab check %d --dir %s 2>&1", bin, n, dir);
-}
-
-static void answers(int n, const char *text)
-{
-  char path[600];
-  snprintf(path, sizeof path, "%s/labs/lab%02d-answers.txt", dir, n);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
 /* After a check of lab n that passed (its output in out): the run
  * directory it names holds what it read and said, and runs/latest is it. */
 static void run_dir_kept(int n)
@@ -110,7 +95,7 @@ static void student(int n, const char *answer)
           "st() { %s status --json; }; %s", dir, dir, n, dir, n, bin, answer);
   if (rc != 0)
     fail_msg("lab %d's answers:\n%s", n, out);
-  if (check(n) != 0) {
+  if (lab_check(n) != 0) {
     printf("lab check %d failed:\n%s\n", n, out);   /* whole: fail_msg cuts it short */
     sh(out, OUT_SIZE, "grep -v '\"kind\":\"node\"' %s/data/coord/journal.jsonl | "
        "sed 's/,.mac.*//' | tail -25", dir);
@@ -181,17 +166,17 @@ static void nonsense_without_faults_fails(void **state)
   }
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 1 --dir %s && %s lab start 3 --dir %s && "
                       "%s lab start 4 --dir %s", bin, dir, bin, dir, bin, dir), 0);
-  answers(1, "bytes_per_txn: 1000\nrecords_per_update: 2\npage_every_commit: page 1\n");
-  assert_int_not_equal(check(1), 0);
+  lab_answers(1, "bytes_per_txn: 1000\nrecords_per_update: 2\npage_every_commit: page 1\n");
+  assert_int_not_equal(lab_check(1), 0);
   assert_non_null(strstr(out, "[missing] bytes_per_txn"));
   assert_non_null(strstr(out, "[missing] page_every_commit"));
   assert_non_null(strstr(out, "labs/lab01-answers.txt"));    /* the path it read */
-  answers(3, "epoch: 2\ntruncated_from: 100\nlost_acknowledged: yes, nothing was safe\n");
-  assert_int_not_equal(check(3), 0);
+  lab_answers(3, "epoch: 2\ntruncated_from: 100\nlost_acknowledged: yes, nothing was safe\n");
+  assert_int_not_equal(lab_check(3), 0);
   assert_non_null(strstr(out, "[missing] the writer was crashed"));
   assert_non_null(strstr(out, "[missing] lost_acknowledged"));
-  answers(4, "scl_behind: 0\nwho_resends: peers\nscl_meaning: whole pages are missing\n");
-  assert_int_not_equal(check(4), 0);
+  lab_answers(4, "scl_behind: 0\nwho_resends: peers\nscl_meaning: whole pages are missing\n");
+  assert_int_not_equal(lab_check(4), 0);
   assert_non_null(strstr(out, "[missing] an AZ was partitioned"));
   assert_non_null(strstr(out, "[missing] scl_meaning"));
 }
@@ -203,7 +188,7 @@ static void demo_then_check_fails(void **state)
 {
   (void)state;
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 2 --dir %s", bin, dir), 0);
-  answers(2, "mine\n");
+  lab_answers(2, "mine\n");
   assert_int_not_equal(sh(out, OUT_SIZE, "%s lab run 2 --dir %s --answers %s/labs/lab02-answers.txt"
                           " 2>&1", bin, dir, dir), 0);
   assert_non_null(strstr(out, "student's answers file"));
@@ -214,7 +199,7 @@ static void demo_then_check_fails(void **state)
   assert_string_equal(out, "mine\n");
   assert_int_equal(sh(out, OUT_SIZE, "grep -c . %s/ref02.txt", dir), 0);   /* answers written */
   assert_int_equal(sh(NULL, 0, "cp %s/ref02.txt %s/labs/lab02-answers.txt", dir, dir), 0);
-  assert_int_not_equal(check(2), 0);
+  assert_int_not_equal(lab_check(2), 0);
   assert_non_null(strstr(out, "[missing] an AZ was down"));
   assert_non_null(strstr(out, "[missing] with an AZ and one more node down"));
   /* No run.sh holds answers any more. */
@@ -228,8 +213,8 @@ static void handout_answers_fail(void **state)
   (void)state;
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 5 --dir %s", bin, dir), 0);
   /* lab 5's handout shows "fenced by epoch N (writer has epoch N-1)" */
-  answers(5, "fenced_by: n\nold_epoch: n-1\nwho_refuses: nodes\n");
-  assert_int_not_equal(check(5), 0);
+  lab_answers(5, "fenced_by: n\nold_epoch: n-1\nwho_refuses: nodes\n");
+  assert_int_not_equal(lab_check(5), 0);
   assert_non_null(strstr(out, "[missing] a second writer"));
   assert_non_null(strstr(out, "[missing] fenced_by"));
 }
@@ -243,11 +228,11 @@ static void forged_gossip_fails(void **state)
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 4 --dir %s", bin, dir), 0);
   assert_int_equal(sh(NULL, 0, "echo '12:00:00.000 node info: gossip: pulled 50 records from A1'"
                       " | tee -a %s/log/C1.log >> %s/log/C2.log", dir, dir), 0);
-  assert_int_not_equal(check(4), 0);
+  assert_int_not_equal(lab_check(4), 0);
   assert_non_null(strstr(out, "[missing] they caught up after the heal"));
   assert_int_equal(sh(NULL, 0, "grep '\"kind\":\"caughtup\"' %s/data/coord/journal.jsonl | "
                       "tail -2 >> %s/data/coord/journal.jsonl", dir, dir), 0);
-  assert_int_not_equal(check(4), 0);
+  assert_int_not_equal(lab_check(4), 0);
   assert_non_null(strstr(out, "[missing] every line of the lab's history carries"));
   assert_non_null(strstr(out, "[missing] they caught up after the heal"));
 }
