@@ -389,3 +389,20 @@ void lab_answers(int n, const char *text)
   fputs(text, f);
   fclose(f);
 }
+
+void lab_start(int n)
+{
+  if (sh(out, OUT_SIZE, "%s lab start %d --dir %s 2>&1", bin, n, dir) != 0)
+    fail_msg("lab start %d:\n%s", n, out);
+}
+
+void lab_steps(int n, const char *folder, const char *env)
+{
+  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s %s; unset AURALOG_ENGINE "
+              "AURALOG_COORD; bash labs/%s/run.sh > %s/lab%02d.out 2>&1", bin, dir, env, folder,
+              dir, n);
+  if (rc != 0) {
+    sh(out, OUT_SIZE, "tail -40 %s/lab%02d.out", dir, n);
+    fail_msg("lab %d's steps failed:\n%s", n, out);
+  }
+}

@@ -44,6 +44,11 @@ void cluster_stop(void);
  * file (DIR/labs/labNN-answers.txt) written with text. */
 int lab_check(int n);
 void lab_answers(int n, const char *text);
+/* `auralog lab start N`; then the handout's steps by hand (labs/FOLDER/
+ * run.sh, with env, e.g. "X=1", before it; the output in DIR/labNN.out):
+ * the test fails, showing the output's tail, if either fails. */
+void lab_start(int n);
+void lab_steps(int n, const char *folder, const char *env);
 
 /* Run a shell command; return its exit status; output in out if given. */
 int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -71,15 +71,9 @@ static void nonsense_without_steps_fails(void **state)
 static void lab8_as_a_student(void **state)
 {
   (void)state;
-  if (sh(out, OUT_SIZE, "%s lab start 8 --dir %s 2>&1", bin, dir) != 0)
-    fail_msg("lab start 8:\n%s", out);
-  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s; unset AURALOG_ENGINE AURALOG_COORD; "
-              "bash labs/lab08-segment/run.sh > %s/lab08.out 2>&1", bin, dir, dir);
-  if (rc != 0) {
-    sh(out, OUT_SIZE, "tail -30 %s/lab08.out", dir);
-    fail_msg("lab 8's steps failed:\n%s", out);
-  }
-  rc = sh(out, OUT_SIZE, "O=%s/lab08.out F=%s/labs/lab08-answers.txt; "
+  lab_start(8);
+  lab_steps(8, "lab08-segment", "");
+  int rc = sh(out, OUT_SIZE, "O=%s/lab08.out F=%s/labs/lab08-answers.txt; "
           "h=$(grep -o 'C1:[0-9]*\\^[0-9]*' $O | head -1); "
           "p=$(sed -n 's/^pgmrpl \\([0-9]*\\) .*/\\1/p' $O); "
           "printf 'scl_hole: %%s\\nmax_lsn_hole: %%s\\nwho_fills: peers\\n' "

@@ -130,15 +130,9 @@ static void demo_then_check_fails(void **state)
 static void student_passes(void **state)
 {
   (void)state;
-  if (sh(out, OUT_SIZE, "%s lab start 9 --dir %s 2>&1", bin, dir) != 0)
-    fail_msg("lab start 9:\n%s", out);
-  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s; unset AURALOG_ENGINE "
-              "AURALOG_COORD; bash labs/lab09-replicas/run.sh > %s/lab09.out 2>&1", bin, dir, dir);
-  if (rc != 0) {
-    sh(out, OUT_SIZE, "tail -40 %s/lab09.out", dir);
-    fail_msg("lab 9's steps failed:\n%s", out);
-  }
-  rc = sh(out, OUT_SIZE, "O=%s/lab09.out; F=%s/labs/lab09-answers.txt; {"
+  lab_start(9);
+  lab_steps(9, "lab09-replicas", "");
+  int rc = sh(out, OUT_SIZE, "O=%s/lab09.out; F=%s/labs/lab09-answers.txt; {"
           " echo replica_applies: vdl; echo holds_gc: pgmrpl; echo who_promotes: coordinator;"
           " sed -n 's/^oldest read point \\([0-9]*\\) .*/pgmrpl_held: \\1/p' $O | head -1;"
           " sed -n 's/.*) -> [^ ]* (epoch \\([0-9]*\\)); chosen.*/epoch_after: \\1/p' $O;"

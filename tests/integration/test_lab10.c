@@ -46,29 +46,19 @@ static int teardown(void **state)
   return 0;
 }
 
-static void start(void)
-{
-  if (sh(out, OUT_SIZE, "%s lab start 10 --dir %s 2>&1", bin, dir) != 0)
-    fail_msg("lab start 10:\n%s", out);
-}
-
 /* The handout's steps, by hand; env: the test's settings for run.sh. */
 static void steps(const char *env)
 {
-  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s AURALOG_BENCH_PORT=%d %s; "
-              "unset AURALOG_ENGINE AURALOG_COORD; bash labs/lab10-measure/run.sh > "
-              "%s/lab10.out 2>&1", bin, dir, bench_port, env, dir);
-  if (rc != 0) {
-    sh(out, OUT_SIZE, "tail -30 %s/lab10.out", dir);
-    fail_msg("lab 10's steps failed:\n%s", out);
-  }
+  char e[256];
+  snprintf(e, sizeof e, "AURALOG_BENCH_PORT=%d %s", bench_port, env);
+  lab_steps(10, "lab10-measure", e);
 }
 
 /* Nonsense, with no bench ever run: the steps and the answers fail. */
 static void nonsense_without_runs_fails(void **state)
 {
   (void)state;
-  start();
+  lab_start(10);
   lab_answers(10, "fair_baseline: sqlite-memory\nratio_fair_pct: 500\nratio_strawman_pct: lots\n"
           "claim_clients: 1000\ngroup_speedup_pct: 999\nbest_group: 64\n"
           "group_trades: nothing, it is free\n");
@@ -86,7 +76,7 @@ static void nonsense_without_runs_fails(void **state)
 static void handout_answers_fail(void **state)
 {
   (void)state;
-  start();
+  lab_start(10);
   lab_answers(10, "fair_baseline: sqlite-wal-full\nratio_fair_pct: 62\nratio_strawman_pct: 250\n"
           "claim_clients: 8\ngroup_speedup_pct: 150\nbest_group: 5\ngroup_trades: latency\n");
   assert_int_not_equal(lab_check(10), 0);
@@ -114,7 +104,7 @@ static const char *student_answers =
 static void honest_student_passes(void **state)
 {
   (void)state;
-  start();
+  lab_start(10);
   steps("LAB10_GROUPS=5");
   int rc = sh(out, OUT_SIZE, "export O=%s/lab10.out F=%s/labs/lab10-answers.txt; %s", dir, dir,
               student_answers);
@@ -139,7 +129,7 @@ static void honest_student_passes(void **state)
 static void pasted_bench_lines_fail(void **state)
 {
   (void)state;
-  start();
+  lab_start(10);
   assert_int_equal(sh(NULL, 0, "grep '\"kind\":\"bench\"' %s/data/coord/journal.jsonl > "
                       "%s/bench.lines && cat %s/bench.lines >> %s/data/coord/journal.jsonl",
                       dir, dir, dir, dir), 0);
@@ -154,7 +144,7 @@ static void pasted_bench_lines_fail(void **state)
 static void demo_then_check_fails(void **state)
 {
   (void)state;
-  start();
+  lab_start(10);
   int rc = sh(out, OUT_SIZE, "AURALOG_BENCH_PORT=%d LAB10_DURATION=1 LAB10_GROUPS= "
               "%s lab run 10 --dir %s --answers %s/ref10.txt 2>&1", bench_port, bin, dir, dir);
   if (rc != 0)

@@ -82,16 +82,9 @@ static void run_dir_kept(int n)
  * snippet; $O is the steps' output, $F the answers file). */
 static void student(int n, const char *answer)
 {
-  if (sh(out, OUT_SIZE, "%s lab start %d --dir %s 2>&1", bin, n, dir) != 0)
-    fail_msg("lab start %d:\n%s", n, out);
-  int rc = sh(out, OUT_SIZE,
-              "export AURALOG=%s AURALOG_DIR=%s; unset AURALOG_ENGINE AURALOG_COORD; "
-              "bash labs/%s/run.sh > %s/lab%02d.out 2>&1", bin, dir, folder[n], dir, n);
-  if (rc != 0) {
-    sh(out, OUT_SIZE, "tail -30 %s/lab%02d.out", dir, n);
-    fail_msg("lab %d's steps failed:\n%s", n, out);
-  }
-  rc = sh(out, OUT_SIZE, "export AURALOG_DIR=%s O=%s/lab%02d.out F=%s/labs/lab%02d-answers.txt; "
+  lab_start(n);
+  lab_steps(n, folder[n], "");
+  int rc = sh(out, OUT_SIZE, "export AURALOG_DIR=%s O=%s/lab%02d.out F=%s/labs/lab%02d-answers.txt; "
           "st() { %s status --json; }; %s", dir, dir, n, dir, n, bin, answer);
   if (rc != 0)
     fail_msg("lab %d's answers:\n%s", n, out);
