@@ -3,6 +3,11 @@
 # No script holds answers: `lab run` computes the reference answers from
 # the demo's history in the cluster's journal (src/lab/check.c).
 set -euo pipefail
+# Run by hand: the auralog on PATH, else the one built beside labs/.
+if [ -z "${AURALOG:-}" ]; then
+  AURALOG=$(command -v auralog || echo "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/auralog")
+  export AURALOG
+fi
 auralog() { "$AURALOG" "$@"; }
 # A number from `auralog status --json`: the first "NAME": number in it.
 # The volume's own fields come before the nodes', whose counters share some

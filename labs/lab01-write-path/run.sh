@@ -4,9 +4,9 @@
 step 'auralog sql "create table lab01(...)" and 100 one-row transactions'
 auralog sql "drop table if exists lab01; create table lab01(id integer primary key, name text, n int);"
 for i in $(seq 1 100); do echo "insert into lab01 values($i, 'row-$i', 0);"; done | auralog sql
+sleep 0.5                       # the engine reports every 200 ms: status shows the last report
 step auralog status
 auralog status | head -2
-sleep 0.5                       # the engine reports every 200 ms
 c0=$(field commits); b0=$(field redo_bytes); r0=$(field records)
 step '50 transactions that each update one small row'
 for i in $(seq 1 50); do echo "update lab01 set n = n + 1 where id = $i;"; done | auralog sql
