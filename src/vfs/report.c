@@ -154,6 +154,9 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.replicas = v->drv->routp;
   es.n_replicas = v->drv->nrstat;
   es.pgmrpl = vol_pgmrpl(v);
+  es.reads_immediate = v->reads_immediate;
+  es.dirty_reads = v->dirty_reads;
+  es.dirty_lsn = v->dirty_lsn;
   pthread_mutex_unlock(&v->drv->mu);
   *trout = tr;
   if (st.trunc_to > st.trunc_from) {

@@ -311,6 +311,12 @@ static int run_sql(struct job *j, int reader)
    * Immediate: a commit's reply waits for it, anything else goes now. */
   j->wait_lsn = E.reads_immediate || E.vol == NULL ? (errtext ? 0 : lsn)
                                                    : (lsn > seen ? lsn : seen);
+  /* Immediate: a read's reply goes out now; if what it could see is above
+   * the VDL, the volume counts it (its reports, the journal's dirtyread:
+   * lab 7). An upper bound, as seen is: a commit shipped while the read
+   * ran may be counted though the read's snapshot missed it. */
+  if (E.vol && E.reads_immediate && !errtext && lsn == 0)
+    vol_dirty_read(E.vol, vol_last_cpl(E.vol));
   env.req = j->req;
   if (errtext) {
     err.code = ERR_BAD_MSG;
