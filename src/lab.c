@@ -63,6 +63,7 @@ static const struct lab lab_table[] = {
   {"lab04-gossip", "gossip and catch-up after a partition", check4},
   {"lab05-fencing", "epochs: a second writer fences the first", check5},
   {"lab06-across-machines", "across machines: an AZ per network namespace", check6},
+  {"lab07-reads", "what a reader sees: immediate reads, a fenced writer's lease", check7},
 };
 #define NLABS ((int)(sizeof lab_table / sizeof lab_table[0]))
 

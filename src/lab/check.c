@@ -36,7 +36,7 @@ void ok(struct labctx *x, int good, const char *fmt, ...)
 }
 
 /* Run SQL on the engine; the rows as "a|b\n" text in out. 0 on success. */
-static int query(struct labctx *x, const char *sql, char *out, size_t n)
+int query(struct labctx *x, const char *sql, char *out, size_t n)
 {
   char why[256];
   Env req = AURALOG__ENVELOPE__INIT;
@@ -61,7 +61,7 @@ static int query(struct labctx *x, const char *sql, char *out, size_t n)
 }
 
 /* A number from SQL (the first column of the first row), or -1. */
-static long long sql_num(struct labctx *x, const char *sql)
+long long sql_num(struct labctx *x, const char *sql)
 {
   char out[256];
   if (query(x, sql, out, sizeof out) != 0 || !isdigit((unsigned char)out[0]))
@@ -106,7 +106,7 @@ static const char *answer(struct labctx *x, const char *key)
 
 /* A numeric answer in [lo, hi] (the measured value is ref). The whole
  * answer must be the number: "2 or 3" is not 2. */
-static void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
+void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
                      const char *what)
 {
   if (x->ref) {
@@ -125,7 +125,7 @@ static void want_num(struct labctx *x, const char *key, double lo, double hi, do
 }
 
 /* A choice: exactly one of the words in choices ("a|b|c"), and it must be want. */
-static void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
+void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
                       const char *what)
 {
   if (x->ref) {
@@ -139,7 +139,7 @@ static void want_word(struct labctx *x, const char *key, const char *want, const
 
 /* ---- history ---------------------------------------------------------------- */
 
-static int started(struct labctx *x, int lab)
+int started(struct labctx *x, int lab)
 {
   ok(x, x->journal != NULL, "the cluster's journal is readable (%s/data/coord/journal.jsonl)",
      x->dir);

@@ -51,6 +51,17 @@ void check3(struct labctx *x);
 void check4(struct labctx *x);
 void check5(struct labctx *x);
 void check6(struct labctx *x);
+/* check.c's helpers, for the checks in files of their own (check_*.c):
+ * the history's start and MACs; SQL on the writer; answers. */
+int started(struct labctx *x, int lab);
+int query(struct labctx *x, const char *sql, char *out, size_t n);
+long long sql_num(struct labctx *x, const char *sql);
+void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
+              const char *what);
+void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
+               const char *what);
+/* check_reads.c */
+void check7(struct labctx *x);
 
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);
