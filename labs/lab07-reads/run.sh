@@ -48,6 +48,8 @@ step "auralog sql --engine $second \"select count(*) from lab07;\"   # immediate
 auralog sql --engine "$second" "select count(*) from lab07;"
 sleep 2                                   # the coordinator records the stall
 echo "after 2 s: the insert is $(state $w)"
+step 'auralog status   # the writer counts the replies that showed data above its VDL'
+auralog status | grep '^reads' || true
 
 step 'kill -9 %1   # the second writer crashes: row 5 was never acknowledged'
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true
