@@ -34,8 +34,17 @@ step "auralog engine --listen $second --reads immediate &   # a second writer"
 "$AURALOG" engine --listen "$second" --reads immediate > "$AURALOG_DIR/log/engine-lab07.log" 2>&1 &
 pid=$!
 until auralog sql --engine "$second" "select 1" > /dev/null 2>&1; do sleep 0.1; done
-step "auralog sql --engine $first \"select count(*) from lab07;\"   # the first writer"
-auralog sql --engine "$first" "select count(*) from lab07;" 2>&1 || true
+step "auralog sql --engine $first \"select count(*) from lab07;\"   # the first writer, until it refuses"
+# Until its next lease probe it has not heard of the new epoch, and may
+# still answer (within its lease); then it refuses, for good.
+for i in $(seq 100); do
+  if msg=$(auralog sql --engine "$first" "select count(*) from lab07;" 2>&1); then
+    echo "answered: $msg"
+  else
+    echo "$msg"; break
+  fi
+  sleep 0.05
+done
 
 step 'auralog fault az-down B; auralog fault az-down C'
 auralog fault az-down B; auralog fault az-down C
