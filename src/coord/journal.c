@@ -20,7 +20,10 @@
  *   dirtyread the writer (`--reads immediate`) answered reads with data
  *             above its VDL: commits not yet durable, which a crash could
  *             take away (§4.2.3 reads at the read point; lab 7); once per
- *             report that counted more, with the highest commit LSN seen
+ *             report that counted more, with the highest commit LSN seen;
+ *   heldread  while stalled, the writer (`--reads durable`) held back
+ *             replies to reads that saw commits above its VDL: they wait
+ *             for it (once per report that counted more)
  *   stall     the writer holds records short of a write quorum and its VDL
  *             has not moved for JN_STALL_MS; unstall when it moves again
  *   fenced    an engine reported with an epoch older than the volume's:
@@ -52,6 +55,7 @@ struct jvol {
   char name[64];
   uint64_t epoch, vdl, vdl_at, sample_at, sample_commits, commit_at, commits, pending;
   uint64_t dirty;              /* the writer's dirty reads as of its last report */
+  uint64_t held;               /* its held reads when the VDL last moved, or as last noted */
   int stalled;
   uint64_t stall_at;
   char fenced[ADDR_MAX_LEN + 24];   /* the last fenced report noted: "addr epoch" */
@@ -208,6 +212,7 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     jv->stalled = 0;
     jv->commit_at = now;
     jv->dirty = 0;
+    jv->held = es->held_reads;
     sample(co, jv, es, now);
   }
   if (es->dirty_reads > jv->dirty) {
@@ -230,6 +235,7 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     jv->stalled = 0;
     jv->vdl = es->vdl;
     jv->vdl_at = now;
+    jv->held = es->held_reads;
   } else if (es->pending > 0 && !jv->stalled && now - jv->vdl_at >= JN_STALL_MS) {
     char down[256];
     down_list(co, down, sizeof down);
@@ -238,6 +244,14 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     jn_event(co, "stall", "\"volume\":\"%s\",\"epoch\":%llu,\"vdl\":%llu,\"pending\":%llu,"
              "\"down\":\"%s\"", es->volume, (unsigned long long)es->epoch,
              (unsigned long long)es->vdl, (unsigned long long)es->pending, down);
+  }
+  /* Reads held back since the VDL stopped: only during a stall (a read
+   * beside a commit in flight is held for milliseconds all the time). */
+  if (jv->stalled && es->held_reads > jv->held) {
+    jn_event(co, "heldread", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
+             "\"vdl\":%llu,\"n\":%llu", es->volume, es->addr, (unsigned long long)es->epoch,
+             (unsigned long long)es->vdl, (unsigned long long)(es->held_reads - jv->held));
+    jv->held = es->held_reads;
   }
   if (es->commits != jv->sample_commits && now - jv->sample_at >= JN_SAMPLE_MS)
     sample(co, jv, es, now);

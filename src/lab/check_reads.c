@@ -16,7 +16,8 @@
  * What the lab's history (the coordinator's journal since `lab start 7`)
  * must show, in order, and what the live cluster must hold:
  *  1. a stall under a writer with durable reads (its records short of a
- *     write quorum): its row is there now, kept;
+ *     write quorum), during which it held a read's reply back (a
+ *     `heldread`): the stalled row is there now, kept;
  *  2. a second writer, started by hand (not a promotion), with a new epoch
  *     e2; the first writer, still running, heard of it (a `fenced` line
  *     for its epoch) within its read lease of the new epoch;
@@ -40,6 +41,7 @@ struct l7 {
   double e1;                   /* the writer before the second one */
   char first[ADDR_MAX_LEN + 1];
   int durable_stall;           /* a stall under a durable-reads writer */
+  int held;                    /* ... during which it held a read's reply back */
   const cJSON *second;         /* the second writer's epoch line */
   const cJSON *fenced;         /* the first writer hearing of it */
   const cJSON *dirty;          /* an immediate read above the VDL under e2 */
@@ -87,6 +89,8 @@ static void replay(struct labctx *x, struct l7 *r)
     if (r->second == NULL) {
       if (is(e, "stall") && ep == dur_epoch)
         r->durable_stall = 1;
+      if (is(e, "heldread") && r->durable_stall && ep == dur_epoch)
+        r->held = 1;
       if (is(e, "epoch") && r->durable_stall && r->first[0] &&
           strcmp(fstr(e, "writer"), r->first) != 0 &&
           !cJSON_IsTrue(cJSON_GetObjectItem(e, "promotion"))) {
@@ -126,6 +130,7 @@ void check7(struct labctx *x)
   replay(x, &r);
   double e2 = r.second ? fnum(r.second, "epoch") : -1;
   ok(x, r.durable_stall, "with durable reads, a commit stalled without a write quorum");
+  ok(x, r.held, "meanwhile a read that saw it was held back, not answered");
   long long kept = sql_num(x, "select count(*) from lab07 where step = 'durable';");
   ok(x, kept == 1, "its row is there: an unacknowledged commit may still become durable (%lld)",
      kept);

@@ -458,15 +458,19 @@ uint64_t vol_last_cpl(struct volume *v)
   return cpl;
 }
 
-int vol_dirty_read(struct volume *v, uint64_t seen)
+int vol_read_seen(struct volume *v, uint64_t seen, int immediate)
 {
   uint64_t vdl = vol_vdl(v);
   if (seen <= vdl)
     return 0;
   pthread_mutex_lock(&v->drv->mu);
-  v->dirty_reads++;
-  if (seen > v->dirty_lsn)
-    v->dirty_lsn = seen;
+  if (immediate) {
+    v->dirty_reads++;
+    if (seen > v->dirty_lsn)
+      v->dirty_lsn = seen;
+  } else {
+    v->held_reads++;
+  }
   pthread_mutex_unlock(&v->drv->mu);
   return 1;
 }

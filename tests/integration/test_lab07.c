@@ -73,6 +73,7 @@ static void nonsense_without_steps_fails(void **state)
           "shows_nondurable: both\ndurable_stall_row: lost\nread_refused_by: nodes\n");
   assert_int_not_equal(check(), 0);
   assert_non_null(strstr(out, "[missing] with durable reads, a commit stalled"));
+  assert_non_null(strstr(out, "[missing] meanwhile a read that saw it was held back"));
   assert_non_null(strstr(out, "[missing] a second writer"));
   assert_non_null(strstr(out, "[missing] the second writer (immediate reads) answered a read"));
   assert_non_null(strstr(out, "[missing] its recovery truncated"));
@@ -152,6 +153,7 @@ static void student_passes(void **state)
   if (sh(out, OUT_SIZE, "cd %s && grep -q 'lab 7: passed' report.txt && "
          "head -1 journal.jsonl | grep -q '\"action\":\"lab-start\".*\"n\":7,' && "
          "grep -q '\"kind\":\"dirtyread\"' journal.jsonl && "
+         "grep -q '\"kind\":\"heldread\"' journal.jsonl && "
          "cmp -s answers.txt %s/labs/lab07-answers.txt 2>&1", run, dir) != 0)
     fail_msg("lab check 7's run directory %s lacks something:\n%s", run, out);
   restored();
