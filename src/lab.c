@@ -64,11 +64,10 @@ static const struct lab lab_table[] = {
   {"lab04-gossip", "gossip and catch-up after a partition", check4},
   {"lab05-fencing", "epochs: a second writer fences the first", check5},
   {"lab06-across-machines", "across machines: an AZ per network namespace", check6},
-  /* Lab N is entry N - 1: a number not given to a lab (7, for now) has no folder. */
-  [7] = {"lab08-segment", "inside a segment: a hole, its gossip fill, coalescing and GC", check8},
-  [8] = {"lab09-replicas", "read replicas: lag, a long reader holding GC, failover", check9},
-  [9] = {"lab10-measure", "measuring honestly: a benchmark claim, application group commit",
-         check10},
+  {"lab07-reads", "what a reader sees: immediate reads, a fenced writer's lease", check7},
+  {"lab08-segment", "inside a segment: a hole, its gossip fill, coalescing and GC", check8},
+  {"lab09-replicas", "read replicas: lag, a long reader holding GC, failover", check9},
+  {"lab10-measure", "measuring honestly: a benchmark claim, application group commit", check10},
 };
 #define NLABS ((int)(sizeof lab_table / sizeof lab_table[0]))
 

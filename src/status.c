@@ -156,6 +156,10 @@ char *status_json(const Auralog__Status *st)
    * older page than the writer knows), and the node of the last one. */
   cJSON_AddNumberToObject(o, "stale_pages", (double)e->stale_pages);
   cJSON_AddStringToObject(o, "stale_node", node_by_addr(st, e->stale_node));
+  /* The writer's reads mode (`engine --reads`), and the replies of an
+   * immediate one that showed commits above the VDL (lab 7). */
+  cJSON_AddStringToObject(o, "reads", e->reads_immediate ? "immediate" : "durable");
+  cJSON_AddNumberToObject(o, "dirty_reads", (double)e->dirty_reads);
   cJSON_AddNumberToObject(o, "page_size", v->page_size);
   cJSON *eng = cJSON_AddObjectToObject(o, "engine");
   cJSON_AddStringToObject(eng, "addr", st->engine ? e->addr : "");
@@ -556,6 +560,10 @@ void status_table(const Auralog__Status *st, FILE *f)
     fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
             "from node %s (see the engine's log)\n", (unsigned long long)e->stale_pages,
             e->stale_pages == 1 ? "" : "s", node_by_addr(st, e->stale_node));
+  if (e && e->reads_immediate)
+    fprintf(f, "reads immediate: %llu repl%s showed commits above the VDL (up to lsn %llu), "
+            "which a crash could take away\n", (unsigned long long)e->dirty_reads,
+            e->dirty_reads == 1 ? "y" : "ies", (unsigned long long)e->dirty_lsn);
   if (e && e->refusing)
     fprintf(f, "%llu segment%s refuse the engine's Appends (see the engine's log)\n",
             (unsigned long long)e->refusing, e->refusing == 1 ? "" : "s");

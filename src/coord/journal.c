@@ -15,7 +15,15 @@
  *   epoch     a writer opened the volume with a new epoch (§4.3)
  *   trunc     a recovery's truncation range, as signed by its writer
  *   engine    the writer's report (vdl, vcl, commits, records, redo bytes,
- *             pending), sampled at most every JN_SAMPLE_MS while it commits
+ *             pending, reads mode, dirty reads), sampled at most every
+ *             JN_SAMPLE_MS while it commits
+ *   dirtyread the writer (`--reads immediate`) answered reads with data
+ *             above its VDL: commits not yet durable, which a crash could
+ *             take away (§4.2.3 reads at the read point; lab 7); once per
+ *             report that counted more, with the highest commit LSN seen;
+ *   heldread  while stalled, the writer (`--reads durable`) held back
+ *             replies to reads that saw commits above its VDL: they wait
+ *             for it (once per report that counted more)
  *   stall     the writer holds records short of a write quorum and its VDL
  *             has not moved for JN_STALL_MS; unstall when it moves again
  *   fenced    an engine reported with an epoch older than the volume's:
@@ -64,10 +72,13 @@
 struct jvol {
   char name[64];
   uint64_t epoch, vdl, vdl_at, sample_at, sample_commits, commit_at, commits, pending;
+  uint64_t dirty;              /* the writer's dirty reads as of its last report */
+  uint64_t held;               /* its held reads when the VDL last moved, or as last noted */
   int stalled;
   uint64_t stall_at;
   char fenced[ADDR_MAX_LEN + 24];   /* the last fenced report noted: "addr epoch" */
   char gc_last[512];                /* the last gc sample's fields: sampled on change only */
+  uint64_t fenced_epoch;            /* ... its epoch */
 };
 
 struct jpg {
@@ -160,10 +171,13 @@ static void sample(struct coord *co, struct jvol *jv, const Auralog__EngineStat 
   jr_fields(es, reps, sizeof reps);
   jn_event(co, "engine", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,\"vdl\":%llu,"
            "\"vcl\":%llu,\"commits\":%llu,\"records\":%llu,\"redo_bytes\":%llu,"
-           "\"pending\":%llu%s", es->volume, es->addr, (unsigned long long)es->epoch,
+           "\"pending\":%llu,\"reads\":\"%s\",\"dirty_reads\":%llu%s", es->volume, es->addr,
+           (unsigned long long)es->epoch,
            (unsigned long long)es->vdl, (unsigned long long)es->vcl,
            (unsigned long long)es->commits, (unsigned long long)es->records,
-           (unsigned long long)es->redo_bytes, (unsigned long long)es->pending, reps);
+           (unsigned long long)es->redo_bytes, (unsigned long long)es->pending,
+           es->reads_immediate ? "immediate" : "durable", (unsigned long long)es->dirty_reads,
+           reps);
   jv->sample_at = now;
   jv->sample_commits = es->commits;
 }
@@ -193,8 +207,12 @@ void jn_fenced(struct coord *co, const Auralog__Volume *v, const char *addr, uin
   struct jvol *jv = jvol(co, v->name);
   char who[sizeof jv->fenced];
   snprintf(who, sizeof who, "%s %llu", addr, (unsigned long long)epoch);
-  if (strcmp(who, jv->fenced) == 0)
+  /* A probe names no address, the writer's reports do: alternating, they
+   * would each differ from the last; a nameless one of the epoch last
+   * noted is that writer again. */
+  if (strcmp(who, jv->fenced) == 0 || (!addr[0] && jv->fenced_epoch == epoch))
     return;
+  jv->fenced_epoch = epoch;
   snprintf(jv->fenced, sizeof jv->fenced, "%s", who);
   jn_event(co, "fenced", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
            "\"current\":%llu,\"writer\":\"%s\"", v->name, addr, (unsigned long long)epoch,
@@ -221,7 +239,16 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     jv->vdl_at = now;
     jv->stalled = 0;
     jv->commit_at = now;
+    jv->dirty = 0;
+    jv->held = es->held_reads;
     sample(co, jv, es, now);
+  }
+  if (es->dirty_reads > jv->dirty) {
+    jn_event(co, "dirtyread", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
+             "\"vdl\":%llu,\"seen\":%llu,\"n\":%llu", es->volume, es->addr,
+             (unsigned long long)es->epoch, (unsigned long long)es->vdl,
+             (unsigned long long)es->dirty_lsn, (unsigned long long)(es->dirty_reads - jv->dirty));
+    jv->dirty = es->dirty_reads;
   }
   if (es->commits != jv->commits)
     jv->commit_at = now;
@@ -236,6 +263,7 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     jv->stalled = 0;
     jv->vdl = es->vdl;
     jv->vdl_at = now;
+    jv->held = es->held_reads;
   } else if (es->pending > 0 && !jv->stalled && now - jv->vdl_at >= JN_STALL_MS) {
     char down[256];
     down_list(co, down, sizeof down);
@@ -244,6 +272,14 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     jn_event(co, "stall", "\"volume\":\"%s\",\"epoch\":%llu,\"vdl\":%llu,\"pending\":%llu,"
              "\"down\":\"%s\"", es->volume, (unsigned long long)es->epoch,
              (unsigned long long)es->vdl, (unsigned long long)es->pending, down);
+  }
+  /* Reads held back since the VDL stopped: only during a stall (a read
+   * beside a commit in flight is held for milliseconds all the time). */
+  if (jv->stalled && es->held_reads > jv->held) {
+    jn_event(co, "heldread", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
+             "\"vdl\":%llu,\"n\":%llu", es->volume, es->addr, (unsigned long long)es->epoch,
+             (unsigned long long)es->vdl, (unsigned long long)(es->held_reads - jv->held));
+    jv->held = es->held_reads;
   }
   if (es->commits != jv->sample_commits && now - jv->sample_at >= JN_SAMPLE_MS)
     sample(co, jv, es, now);

@@ -62,7 +62,7 @@ int query(struct labctx *x, const char *sql, char *out, size_t n)
 }
 
 /* A number from SQL (the first column of the first row), or -1. */
-static long long sql_num(struct labctx *x, const char *sql)
+long long sql_num(struct labctx *x, const char *sql)
 {
   char out[256];
   if (query(x, sql, out, sizeof out) != 0 || !isdigit((unsigned char)out[0]))

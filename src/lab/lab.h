@@ -51,14 +51,17 @@ void check3(struct labctx *x);
 void check4(struct labctx *x);
 void check5(struct labctx *x);
 void check6(struct labctx *x);
-/* ... and what the labs in files of their own share with check.c: the
- * history's start (its ok lines), SQL on x->engine, graded answers. */
+/* check.c's helpers, for the checks in files of their own (check_*.c):
+ * the history's start and MACs; SQL on the writer; answers. */
 int started(struct labctx *x, int lab);
 int query(struct labctx *x, const char *sql, char *out, size_t n);
+long long sql_num(struct labctx *x, const char *sql);
 void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
               const char *what);
 void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
                const char *what);
+/* check_reads.c: lab 7, what a reader sees (immediate reads, a fenced writer) */
+void check7(struct labctx *x);
 /* check_segment.c: lab 8, inside a segment (a hole and its fill, GC at the PGMRPL) */
 void check8(struct labctx *x);
 /* check_replicas.c: lab 9, read replicas (lag, a reader holding GC, failover) */

@@ -598,6 +598,7 @@ int engine_main(int argc, char **argv)
     if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
       die("engine: cannot register the auralog VFS");
     auralog_vfs_ship_pages(E.ship_pages);
+    vol_reads_default(E.reads_immediate);
     unsigned long long t0 = now_ms();
     if ((E.root = open_db()) == NULL)
       die("engine: cannot open volume %s (see the log above)", volume);

@@ -154,6 +154,10 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.replicas = v->drv->routp;
   es.n_replicas = v->drv->nrstat;
   es.pgmrpl = vol_pgmrpl(v);
+  es.reads_immediate = v->reads_immediate;
+  es.dirty_reads = v->dirty_reads;
+  es.dirty_lsn = v->dirty_lsn;
+  es.held_reads = v->held_reads;
   pthread_mutex_unlock(&v->drv->mu);
   *trout = tr;
   if (st.trunc_to > st.trunc_from) {

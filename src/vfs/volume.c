@@ -145,6 +145,15 @@ Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t why
 /* A volume (and its driver's state) as the coordinator's description in
  * rep says: NULL with why (rep freed) if it has no PG. The writer's open
  * and a replica's reader both start here. */
+/* The engine server's reads mode, for the volumes this process opens: 1
+ * for --reads immediate (reported: vol_engine_stat). */
+static int reads_default;
+
+void vol_reads_default(int immediate)
+{
+  reads_default = immediate;
+}
+
 static struct volume *vol_alloc(const char *name, const char *coord, Env *rep, char *why,
                                 size_t whylen)
 {
@@ -156,6 +165,7 @@ static struct volume *vol_alloc(const char *name, const char *coord, Env *rep, c
   }
   struct volume *v = calloc(1, sizeof *v);
   v->drv = calloc(1, sizeof *v->drv);
+  v->reads_immediate = reads_default;   /* its first report, sent while it opens, says it */
   snprintf(v->name, sizeof v->name, "%s", name);
   snprintf(v->coord, sizeof v->coord, "%s", coord);
   v->id = vd->id;
@@ -446,6 +456,23 @@ uint64_t vol_last_cpl(struct volume *v)
   uint64_t cpl = v->last_cpl;
   pthread_mutex_unlock(&v->drv->mu);
   return cpl;
+}
+
+int vol_read_seen(struct volume *v, uint64_t seen, int immediate)
+{
+  uint64_t vdl = vol_vdl(v);
+  if (seen <= vdl)
+    return 0;
+  pthread_mutex_lock(&v->drv->mu);
+  if (immediate) {
+    v->dirty_reads++;
+    if (seen > v->dirty_lsn)
+      v->dirty_lsn = seen;
+  } else {
+    v->held_reads++;
+  }
+  pthread_mutex_unlock(&v->drv->mu);
+  return 1;
 }
 
 void vol_fence(struct volume *v, const char *why)

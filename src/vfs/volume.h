@@ -133,6 +133,15 @@ int vol_drop(const char *coord, const char *name, char *why, size_t whylen);
  * snapshot taken now can see every commit up to it, and no other. */
 uint64_t vol_last_cpl(struct volume *v);
 
+/* The engine server's reads mode (--reads immediate: 1), for the reports
+ * of the volumes this process opens from now on. */
+void vol_reads_default(int immediate);
+/* A read's reply (no commit of its own) saw commits up to seen: if that
+ * is above the VDL now, count it, as a dirty read if it goes out now
+ * (immediate: a reply a crash could contradict), else as held (durable:
+ * it waits for the VDL), and return 1. */
+int vol_read_seen(struct volume *v, uint64_t seen, int immediate);
+
 /* Fence the volume for good (a newer writer exists, as the coordinator
  * said): as a node's stale-epoch refusal does, vol_ship and vol_read fail
  * with why from now on and vol_fenced says so. The first reason stays. */

@@ -153,6 +153,11 @@ struct volume {
   struct vnode *nodes;
   size_t nnodes;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
+  /* The engine server's reads mode (vol_reads_default), the replies it
+   * sent with data above the VDL (immediate) or held back until the VDL
+   * covered it (durable) (vol_read_seen; under drv->mu): reported, lab 7. */
+  int reads_immediate;
+  uint64_t dirty_reads, dirty_lsn, held_reads;
   size_t undurable;           /* bytes of redo handed out and not yet durable */
   struct pagelsn plsn;        /* each page's LSN as the writer knows it (vfs/pagelsn.h) */
   uint64_t *cpls;             /* commit LSNs not yet durable, in order */

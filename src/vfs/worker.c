@@ -311,6 +311,13 @@ static int run_sql(struct job *j, int reader)
    * Immediate: a commit's reply waits for it, anything else goes now. */
   j->wait_lsn = E.reads_immediate || E.vol == NULL ? (errtext ? 0 : lsn)
                                                    : (lsn > seen ? lsn : seen);
+  /* A read whose snapshot may hold commits above the VDL: immediate, its
+   * reply goes out now (a dirty read); durable, it waits. The volume
+   * counts both (its reports, the journal's dirtyread and heldread: lab
+   * 7). An upper bound, as seen is: a commit shipped while the read ran
+   * may be counted though the read's snapshot missed it. */
+  if (E.vol && !errtext && lsn == 0)
+    vol_read_seen(E.vol, E.reads_immediate ? vol_last_cpl(E.vol) : seen, E.reads_immediate);
   env.req = j->req;
   if (errtext) {
     err.code = ERR_BAD_MSG;
