@@ -37,27 +37,6 @@ static int teardown(void **state)
   return 0;
 }
 
-static int check(void)
-{
-  return sh(out, OUT_SIZE, "%s lab check 7 --dir %s 2>&1", bin, dir);
-}
-
-static void answers(const char *text)
-{
-  char path[600];
-  snprintf(path, sizeof path, "%s/labs/lab07-answers.txt", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
-static void start(void)
-{
-  if (sh(out, OUT_SIZE, "%s lab start 7 --dir %s 2>&1", bin, dir) != 0)
-    fail_msg("lab start 7:\n%s", out);
-}
-
 /* No `lab start 7`, then a start and nonsense answers with no step done:
  * the check fails on the steps and on the answers. */
 static void nonsense_without_steps_fails(void **state)
@@ -65,13 +44,13 @@ static void nonsense_without_steps_fails(void **state)
   (void)state;
   assert_int_equal(sh(out, OUT_SIZE, "%s lab list", bin), 0);
   assert_non_null(strstr(out, "lab07-reads"));
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(7), 0);
   assert_non_null(strstr(out, "[missing] the lab was begun with `auralog lab start 7`"));
   sql_ok("create table lab07(k int, step text); insert into lab07 values(1, 'before');", NULL);
-  start();
-  answers("immediate_count: 1\ncount_after_recovery: 1\nfenced_by: 2\nlease_ms: 200\n"
+  lab_start(7);
+  lab_answers(7, "immediate_count: 1\ncount_after_recovery: 1\nfenced_by: 2\nlease_ms: 200\n"
           "shows_nondurable: both\ndurable_stall_row: lost\nread_refused_by: nodes\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(7), 0);
   assert_non_null(strstr(out, "[missing] with durable reads, a commit stalled"));
   assert_non_null(strstr(out, "[missing] meanwhile a read that saw it was held back"));
   assert_non_null(strstr(out, "[missing] a second writer"));
@@ -87,11 +66,11 @@ static void nonsense_without_steps_fails(void **state)
 static void handout_answers_fail(void **state)
 {
   (void)state;
-  start();
-  answers("immediate_count: the count\nfenced_by: the newer one\n"
+  lab_start(7);
+  lab_answers(7, "immediate_count: the count\nfenced_by: the newer one\n"
           "shows_nondurable: durable or immediate\ndurable_stall_row: kept or lost\n"
           "read_refused_by: engine, nodes or coordinator\n");
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(7), 0);
   assert_non_null(strstr(out, "[missing] a second writer"));
   assert_non_null(strstr(out, "[missing] immediate_count"));
   assert_non_null(strstr(out, "[missing] shows_nondurable"));
@@ -118,15 +97,9 @@ static void restored(void)
 static void student_passes(void **state)
 {
   (void)state;
-  start();
+  lab_start(7);
+  lab_steps(7, "lab07-reads", "");
   int rc = sh(out, OUT_SIZE,
-              "export AURALOG=%s AURALOG_DIR=%s; unset AURALOG_ENGINE AURALOG_COORD; "
-              "bash labs/lab07-reads/run.sh > %s/lab07.out 2>&1", bin, dir, dir);
-  if (rc != 0) {
-    sh(out, OUT_SIZE, "tail -40 %s/lab07.out", dir);
-    fail_msg("lab 7's steps failed:\n%s", out);
-  }
-  rc = sh(out, OUT_SIZE,
           "O=%s/lab07.out; F=%s/labs/lab07-answers.txt; "
           "{ echo \"immediate_count: $(grep -A1 '# immediate reads' $O | tail -1)\"; "
           "  echo \"count_after_recovery: $(grep -A1 '^\\$ auralog sql \"select count(\\*) "
@@ -136,7 +109,7 @@ static void student_passes(void **state)
           "read_refused_by: engine\\n'; } > $F && cat $F", dir, dir, READ_LEASE_MS);
   if (rc != 0)
     fail_msg("lab 7's answers:\n%s", out);
-  if (check() != 0) {
+  if (lab_check(7) != 0) {
     printf("lab check 7 failed:\n%s\n", out);
     sh(out, OUT_SIZE, "cat %s/lab07.out; grep -v '\"kind\":\"node\"' "
        "%s/data/coord/journal.jsonl | sed 's/,.mac.*//' | tail -40", dir, dir);
@@ -164,8 +137,8 @@ static void student_passes(void **state)
 static void demo_then_check_fails(void **state)
 {
   (void)state;
-  start();
-  answers("mine\n");
+  lab_start(7);
+  lab_answers(7, "mine\n");
   int rc = sh(out, OUT_SIZE, "%s lab run 7 --dir %s --answers %s/ref07.txt 2>&1", bin, dir, dir);
   if (rc != 0)
     fail_msg("lab run 7:\n%s", out);
@@ -174,7 +147,7 @@ static void demo_then_check_fails(void **state)
   assert_int_equal(sh(out, OUT_SIZE, "grep -c . %s/ref07.txt && grep -q "
                       "'^shows_nondurable: immediate$' %s/ref07.txt", dir, dir), 0);
   assert_int_equal(sh(NULL, 0, "cp %s/ref07.txt %s/labs/lab07-answers.txt", dir, dir), 0);
-  assert_int_not_equal(check(), 0);
+  assert_int_not_equal(lab_check(7), 0);
   assert_non_null(strstr(out, "[missing] with durable reads, a commit stalled"));
   assert_non_null(strstr(out, "[missing] a second writer"));
   restored();
