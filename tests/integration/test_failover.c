@@ -11,7 +11,7 @@
  * bound, and the client's first commit on the new writer (and the first
  * read there) is timed from the fault. Then every acknowledged row must be
  * on the new writer (the ledger: none lost), and `cluster up` brings the
- * old writer back as a replica. AURALOG_FAILOVERS rounds (default 10, to keep `make test` short;
+ * old writer back as a replica. AURALOG_FAILOVERS rounds (default 20;
  * `make torture` runs 200); the summary prints the failover times (median
  * and max), the recovery times, commits acknowledged, lost (0) and
  * in flight at the crash (their outcome unknown: the client was told so,
@@ -356,7 +356,7 @@ static void test_campaign(void **state)
 {
   (void)state;
   const char *e = getenv("AURALOG_FAILOVERS");
-  int rounds = e && atoi(e) > 0 ? atoi(e) : 10;
+  int rounds = e && atoi(e) > 0 ? atoi(e) : 20;
   unsigned long long *fo_ms = calloc((size_t)rounds, sizeof *fo_ms);
   unsigned long long *rd_ms = calloc((size_t)rounds, sizeof *rd_ms);
   unsigned long long *rc_ms = calloc((size_t)rounds, sizeof *rc_ms);
