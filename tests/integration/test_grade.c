@@ -31,8 +31,11 @@
 
 #include "harness.h"
 
-/* A make of its own, not a sub-make of the `make test` running this. */
-#define NOMAKE "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "
+/* A make of its own, not a sub-make of the `make test` running this.
+ * The handout builds as a student builds it: not as part of this make
+ * (its flags), and not with the sanitizers of `make test SAN=1` (SAN in the
+ * environment would send it to build-san/). */
+#define NOMAKE "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN "
 
 static char root[PATH_MAX];    /* this tree: the one build/auralog is in */
 static char self[PATH_MAX];    /* that binary */
