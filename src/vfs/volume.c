@@ -142,9 +142,6 @@ Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t why
 }
 
 /* Stop the I/O thread and free v. */
-/* A volume (and its driver's state) as the coordinator's description in
- * rep says: NULL with why (rep freed) if it has no PG. The writer's open
- * and a replica's reader both start here. */
 /* The engine server's reads mode, for the volumes this process opens: 1
  * for --reads immediate (reported: vol_engine_stat). */
 static int reads_default;
@@ -154,6 +151,9 @@ void vol_reads_default(int immediate)
   reads_default = immediate;
 }
 
+/* A volume (and its driver's state) as the coordinator's description in
+ * rep says: NULL with why (rep freed) if it has no PG. The writer's open
+ * and a replica's reader both start here. */
 static struct volume *vol_alloc(const char *name, const char *coord, Env *rep, char *why,
                                 size_t whylen)
 {
