@@ -242,6 +242,71 @@ int auth_id_ok(const uint8_t *pk, size_t pklen, const char *id, const char *az,
   return id_stmt(&m, id, az, addr) == 0 && verify(pk, pklen, &m, sig, siglen);
 }
 
+/* ---- roles ---------------------------------------------------------------- */
+
+void auth_binding(const struct auth_hs *h, uint8_t out[AUTH_BIND_BYTES])
+{
+  crypto_generichash_state st;
+  static const char label[] = "auralog v1 connection binding";
+  crypto_generichash_init(&st, NULL, 0, AUTH_BIND_BYTES);
+  crypto_generichash_update(&st, (const uint8_t *)label, sizeof label);
+  crypto_generichash_update(&st, h->ln, AUTH_NONCE_BYTES);
+  crypto_generichash_update(&st, h->cn, AUTH_NONCE_BYTES);
+  crypto_generichash_update(&st, (const uint8_t *)h->addr, strlen(h->addr) + 1);
+  crypto_generichash_final(&st, out, AUTH_BIND_BYTES);
+}
+
+static void op_stmt(struct stmt *m, const uint8_t bind[AUTH_BIND_BYTES], const uint8_t *msg,
+                    size_t len)
+{
+  uint8_t h[32];
+  crypto_generichash(h, sizeof h, msg, len, NULL, 0);
+  st_label(m, "auralog v1 operator request");
+  st_bytes(m, bind, AUTH_BIND_BYTES);
+  st_bytes(m, h, sizeof h);
+}
+
+void auth_op_sign(const struct auth_signer *op, const uint8_t bind[AUTH_BIND_BYTES],
+                  const uint8_t *msg, size_t len, uint8_t sig[AUTH_SIG_BYTES])
+{
+  struct stmt m;
+  op_stmt(&m, bind, msg, len);
+  sign(op, &m, sig);
+}
+
+int auth_op_ok(const uint8_t *op_pk, const uint8_t bind[AUTH_BIND_BYTES], const uint8_t *msg,
+               size_t len, const uint8_t *sig, size_t siglen)
+{
+  struct stmt m;
+  op_stmt(&m, bind, msg, len);
+  return verify(op_pk, AUTH_PK_BYTES, &m, sig, siglen);
+}
+
+static void writer_stmt(struct stmt *m, const uint8_t bind[AUTH_BIND_BYTES], uint64_t volume,
+                        uint64_t epoch)
+{
+  st_label(m, "auralog v1 writer on this connection");
+  st_bytes(m, bind, AUTH_BIND_BYTES);
+  st_u64(m, volume);
+  st_u64(m, epoch);
+}
+
+void auth_writer_sign(const struct auth_signer *writer, const uint8_t bind[AUTH_BIND_BYTES],
+                      uint64_t volume, uint64_t epoch, uint8_t sig[AUTH_SIG_BYTES])
+{
+  struct stmt m;
+  writer_stmt(&m, bind, volume, epoch);
+  sign(writer, &m, sig);
+}
+
+int auth_writer_ok(const uint8_t *writer_pk, size_t pklen, const uint8_t bind[AUTH_BIND_BYTES],
+                   uint64_t volume, uint64_t epoch, const uint8_t *sig, size_t siglen)
+{
+  struct stmt m;
+  writer_stmt(&m, bind, volume, epoch);
+  return verify(writer_pk, pklen, &m, sig, siglen);
+}
+
 void auth_hex(const uint8_t *in, size_t n, char *out)
 {
   sodium_bin2hex(out, 2 * n + 1, in, n);

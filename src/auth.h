@@ -130,6 +130,35 @@ void auth_id_sign(const struct auth_signer *node, const char *id, const char *az
 int auth_id_ok(const uint8_t *pk, size_t pklen, const char *id, const char *az,
                const char *addr, const uint8_t *sig, size_t siglen);
 
+/* Roles (invariant 9: authority follows roles, not the key alone).
+ *
+ * Every connection has a binding: a hash of its handshake (both nonces and
+ * the listener's address), the same at both ends and at no other
+ * connection. A role proof signs the binding, so a proof seen on one
+ * connection (frames are not encrypted) is worth nothing on another.
+ *
+ *   operator   auth_op_sign / _ok: the operator's signature (its key is
+ *              DIR/operator.key, never given to nodes or replicas) on one
+ *              request, the envelope packed with op_sig empty. The
+ *              coordinator takes a writer-open, a drop, a fault or a
+ *              manual failover only with it (coord/roles.c).
+ *   writer     auth_writer_sign / _ok: the signature of the key an epoch's
+ *              ticket names on (binding, volume, epoch): "the writer of
+ *              epoch E speaks on this connection". The coordinator counts
+ *              lease probes and engine reports as the writer's only with
+ *              it, so no other member can keep a lost writer "alive" or
+ *              report in its name. */
+#define AUTH_BIND_BYTES 32
+void auth_binding(const struct auth_hs *h, uint8_t out[AUTH_BIND_BYTES]);
+void auth_op_sign(const struct auth_signer *op, const uint8_t bind[AUTH_BIND_BYTES],
+                  const uint8_t *msg, size_t len, uint8_t sig[AUTH_SIG_BYTES]);
+int auth_op_ok(const uint8_t *op_pk, const uint8_t bind[AUTH_BIND_BYTES], const uint8_t *msg,
+               size_t len, const uint8_t *sig, size_t siglen);
+void auth_writer_sign(const struct auth_signer *writer, const uint8_t bind[AUTH_BIND_BYTES],
+                      uint64_t volume, uint64_t epoch, uint8_t sig[AUTH_SIG_BYTES]);
+int auth_writer_ok(const uint8_t *writer_pk, size_t pklen, const uint8_t bind[AUTH_BIND_BYTES],
+                   uint64_t volume, uint64_t epoch, const uint8_t *sig, size_t siglen);
+
 /* Hex for logs and key files: out holds 2 * n + 1 bytes. */
 void auth_hex(const uint8_t *in, size_t n, char *out);
 

@@ -328,6 +328,20 @@ static int cmd_up(struct cluster *cl)
   const struct auth_key *k = key_get(why, sizeof why);
   if (k == NULL)
     die("cluster: %s", why);
+  /* The operator's key (coord/roles.c), beside the cluster's: whoever
+   * runs `cluster up` is the operator. The coordinator gets its public
+   * half only. */
+  char opkey[PATH_MAX + 16], oppub[PATH_MAX + 16];
+  snprintf(opkey, sizeof opkey, "%s/operator.key", cl->dir);
+  snprintf(oppub, sizeof oppub, "%s/operator.pub", cl->dir);
+  if (access(opkey, F_OK) != 0) {
+    if (key_create(opkey, why, sizeof why) != 0)
+      die("cluster: %s", why);
+    printf("operator key: %s (new; only its holder opens writers, drops volumes, injects "
+           "faults and forces failovers)\n", opkey);
+  }
+  if (op_pub_write(opkey, oppub, why, sizeof why) != 0)
+    die("cluster: %s", why);
   int started = 0;
   struct member *engine = &cl->m[cl->n - 1];
   for (int i = 0; i < cl->n - 1; i++) {

@@ -91,6 +91,9 @@ struct io {
    * protocol decisions never read (the commit stage timings of `auralog
    * bench`, vcore.c). The simulator has none: nothing is timed there. */
   uint64_t (*now_us)(void *ctx);
+  /* Optional (may be NULL: zeros): ep's binding (auth.h, roles), the same
+   * at both ends of one connection and at no other. Role proofs sign it. */
+  void (*binding)(void *ctx, struct ep *e, uint8_t out[32]);
 };
 
 static inline int io_send(const struct io *io, struct ep *to, const Env *env)
@@ -113,6 +116,15 @@ static inline uint64_t io_now(const struct io *io)
 static inline uint64_t io_now_us(const struct io *io)
 {
   return io->now_us ? io->now_us(io->ctx) : 0;
+}
+
+/* ep's binding (auth.h roles): zeros where the driver has none. */
+static inline void io_binding(const struct io *io, struct ep *e, uint8_t out[32])
+{
+  for (int i = 0; i < 32; i++)
+    out[i] = 0;
+  if (io->binding && e)
+    io->binding(io->ctx, e, out);
 }
 
 /* An Error reply to request req on ep (the endpoint stays open). */

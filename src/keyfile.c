@@ -8,6 +8,13 @@
  * process a command starts inherits it), $AURALOG_KEY, then cluster.key
  * in the cluster's directory (--dir of the command, else $AURALOG_DIR,
  * else ~/.auralog): the one `cluster up` creates.
+ *
+ * The operator's key (operator.key beside cluster.key, the same format:
+ * the seed of an Ed25519 pair) is found the same way ($AURALOG_OPERATOR,
+ * else DIR/operator.key), but only by a process that acts for the
+ * operator (op_use): the commands a person types and the engine they
+ * start. A node, a replica and the coordinator never load it: the
+ * coordinator knows only its public half (DIR/operator.pub).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -159,6 +166,133 @@ int key_signer(const char *path, struct auth_signer *sg, char *why, size_t whyle
     return -1;
   auth_signer_seed(sg, seed.k);
   sodium_memzero(&seed, sizeof seed);
+  return 0;
+}
+
+/* ---- the operator's key --------------------------------------------------- */
+
+static int op_on;
+static struct auth_signer the_op;
+static int have_op;
+static char op_failed[PATH_MAX + 200];
+
+void op_use(int on)
+{
+  pthread_mutex_lock(&mu);
+  op_on = on;
+  have_op = 0;               /* look again: another cluster's, maybe */
+  op_failed[0] = 0;
+  pthread_mutex_unlock(&mu);
+}
+
+void op_path(char *out, size_t n)
+{
+  const char *env = getenv("AURALOG_OPERATOR");
+  if (env && *env) {
+    snprintf(out, n, "%s", env);
+    return;
+  }
+  const char *dir = use_dir[0] ? use_dir : getenv("AURALOG_DIR");
+  if (dir && *dir) {
+    snprintf(out, n, "%s/operator.key", dir);
+    return;
+  }
+  const char *home = getenv("HOME");
+  snprintf(out, n, "%s/.auralog/operator.key", home && *home ? home : "/tmp");
+}
+
+const struct auth_signer *op_get(char *why, size_t whylen)
+{
+  pthread_mutex_lock(&mu);
+  if (!op_on) {
+    pthread_mutex_unlock(&mu);
+    snprintf(why, whylen, "this process does not act as the operator");
+    return NULL;
+  }
+  if (!have_op && !op_failed[0]) {
+    char path[PATH_MAX + 16];
+    struct auth_key seed;
+    op_path(path, sizeof path);
+    if (auth_init() != 0)
+      snprintf(op_failed, sizeof op_failed, "libsodium failed to start");
+    else if (access(path, F_OK) != 0)
+      snprintf(op_failed, sizeof op_failed, "no operator key at %s: only the operator "
+               "(who ran `auralog cluster up`, which makes DIR/operator.key) may do this",
+               path);
+    else if (key_read(path, &seed, op_failed, sizeof op_failed) == 0) {
+      auth_signer_seed(&the_op, seed.k);
+      sodium_memzero(&seed, sizeof seed);
+      have_op = 1;
+    }
+  }
+  const struct auth_signer *s = have_op ? &the_op : NULL;
+  if (s == NULL)
+    snprintf(why, whylen, "%s", op_failed);
+  pthread_mutex_unlock(&mu);
+  return s;
+}
+
+void op_set(const struct auth_signer *s)
+{
+  pthread_mutex_lock(&mu);
+  if (s) {
+    the_op = *s;
+    have_op = op_on = 1;
+  } else {
+    have_op = op_on = 0;
+  }
+  op_failed[0] = 0;
+  pthread_mutex_unlock(&mu);
+}
+
+int op_pub_read(const char *path, uint8_t pk[AUTH_PK_BYTES], char *why, size_t whylen)
+{
+  /* Either the operator's key (its public half is derived) or the
+   * public key alone, 64 hex digits (DIR/operator.pub). */
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    snprintf(why, whylen, "cannot read the operator key %s: %s", path, strerror(errno));
+    return -1;
+  }
+  char buf[130];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  size_t len = strcspn(buf, "\r\n"), got = 0;
+  const char *dot = strrchr(path, '.');
+  if (dot && strcmp(dot, ".pub") == 0) {
+    if (len != 2 * AUTH_PK_BYTES ||
+        sodium_hex2bin(pk, AUTH_PK_BYTES, buf, len, NULL, &got, NULL) != 0 ||
+        got != AUTH_PK_BYTES) {
+      snprintf(why, whylen, "%s is not an operator public key (64 hex digits expected)", path);
+      return -1;
+    }
+    return 0;
+  }
+  struct auth_key seed;
+  struct auth_signer sg;
+  if (key_read(path, &seed, why, whylen) != 0)
+    return -1;
+  auth_signer_seed(&sg, seed.k);
+  memcpy(pk, sg.pk, AUTH_PK_BYTES);
+  sodium_memzero(&seed, sizeof seed);
+  sodium_memzero(&sg, sizeof sg);
+  return 0;
+}
+
+int op_pub_write(const char *key_path, const char *pub_path, char *why, size_t whylen)
+{
+  uint8_t pk[AUTH_PK_BYTES];
+  char hex[2 * AUTH_PK_BYTES + 2];
+  if (op_pub_read(key_path, pk, why, whylen) != 0)
+    return -1;
+  auth_hex(pk, sizeof pk, hex);
+  strcat(hex, "\n");
+  FILE *f = fopen(pub_path, "w");
+  if (f == NULL || fputs(hex, f) < 0 || fclose(f) != 0) {
+    snprintf(why, whylen, "cannot write %s: %s", pub_path, strerror(errno));
+    return -1;
+  }
   return 0;
 }
 

@@ -34,4 +34,18 @@ int key_auth_off(void);
  * ticket key), from the seed kept at path, made there (0600) if none. */
 int key_signer(const char *path, struct auth_signer *sg, char *why, size_t whylen);
 
+/* The operator (auth.h, roles): op_use(1) says this process acts for the
+ * operator (main.c: the commands a person types and the engine; never a
+ * node, a replica or the coordinator). op_get: its signer, loaded once
+ * from $AURALOG_OPERATOR or DIR/operator.key; NULL with a one-line reason
+ * when not allowed or none. op_set: use this one (tests, the simulator;
+ * NULL: none). op_pub_read: the public key from an operator.key or an
+ * operator.pub file; op_pub_write: DIR/operator.pub from DIR/operator.key. */
+void op_use(int on);
+void op_path(char *out, size_t n);
+const struct auth_signer *op_get(char *why, size_t whylen);
+void op_set(const struct auth_signer *s);
+int op_pub_read(const char *path, uint8_t pk[AUTH_PK_BYTES], char *why, size_t whylen);
+int op_pub_write(const char *key_path, const char *pub_path, char *why, size_t whylen);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyfile.h"
 #include "lib/log.h"
 #include "roles.h"
 
@@ -95,6 +96,16 @@ int main(int argc, char **argv)
   if (take_key(&argc, argv) != 0)
     return 2;
   /* `bench failover` is failover's own (fobench.c), beside src/bench. */
+  /* The commands a person types, and the engine they start, act for the
+   * operator (keyfile.h op_use: they sign what only the operator may ask,
+   * with DIR/operator.key); a node, a replica and the coordinator never
+   * load that key (coord/roles.c). A promoted replica's engine turns it
+   * off again (engine.c: --if-epoch). */
+  static const char *const operator_cmds[] = {"cluster", "lab", "fault", "failover", "engine",
+                                              "bench"};
+  for (size_t i = 0; i < sizeof operator_cmds / sizeof *operator_cmds; i++)
+    if (strcmp(name, operator_cmds[i]) == 0)
+      op_use(1);
   if (!strcmp(name, "bench") && argc > 2 && !strcmp(argv[2], "failover"))
     return failover_bench_main(argc - 2, argv + 2);
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

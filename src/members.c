@@ -128,8 +128,15 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
   snprintf(coord, sizeof coord, "%s", cl->m[0].addr);
   snprintf(id, sizeof id, "%s", m->name);
   cluster_dashboard_addr(cl, http, sizeof http);
+  /* The operator's key (coord/roles.c): its public half to the
+   * coordinator, the key itself to the writer it starts; never to a node
+   * or a replica. */
+  char opkey[PATH_MAX + 16], oppub[PATH_MAX + 16];
+  snprintf(opkey, sizeof opkey, "%s/operator.key", cl->dir);
+  snprintf(oppub, sizeof oppub, "%s/operator.pub", cl->dir);
   char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data,
-                        "--http", http, "--key", key, cl->failover ? "--failover" : NULL, NULL};
+                        "--http", http, "--key", key, "--operator", oppub,
+                        cl->failover ? "--failover" : NULL, NULL};
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
   snprintf(cache, sizeof cache, "%d", cl->cache);
@@ -150,6 +157,8 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
     engine_argv[na++] = "--pg-pages";
     engine_argv[na++] = pg_pages;
   }
+  engine_argv[na++] = "--operator";
+  engine_argv[na++] = opkey;
   engine_argv[na] = NULL;
   /* The engine and the replicas serve SQL; the one the coordinator names
    * writes, the others follow it (failover). */

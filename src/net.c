@@ -363,6 +363,7 @@ static int handshake(struct conn *c, const Env *env)
     w.auth_welcome = &wm;
     send_plain(c, &w);
     auth_session(key, 1, &c->hs, &c->sess);
+    auth_binding(&c->hs, c->bind);
     c->auth = AUTH_DONE;
     c->connected = 1;
     return 1;
@@ -407,6 +408,7 @@ static int handshake(struct conn *c, const Env *env)
       return 0;
     }
     auth_session(key, 0, &c->hs, &c->sess);
+    auth_binding(&c->hs, c->bind);
     c->auth = AUTH_DONE;
     c->connected = 1;
     if (c->on_connect)

@@ -65,6 +65,7 @@ struct conn {
   int plain;               /* AURALOG_AUTH=off: no handshake, no tags */
   struct auth_hs hs;       /* the nonces, and the address the listener serves */
   struct auth_sess sess;
+  uint8_t bind[AUTH_BIND_BYTES];  /* the handshake's binding (auth.h roles; zeros: plain) */
   struct listener *lis;    /* the listener that accepted it (NULL: connected) */
   struct conn *lprev, *lnext;  /* the listener's conns, oldest first */
   size_t charged;          /* bytes of in charged to the listener's budget */

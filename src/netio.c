@@ -169,6 +169,12 @@ static uint64_t io_clock_us(void *ctx)
   return now_us();
 }
 
+static void io_binding_(void *ctx, struct ep *e, uint8_t out[32])
+{
+  (void)ctx;
+  memcpy(out, ((struct conn *)e)->bind, AUTH_BIND_BYTES);
+}
+
 static uint64_t io_random(void *ctx)
 {
   (void)ctx;
@@ -190,7 +196,7 @@ void netio_init(struct netio *ni, uv_loop_t *loop, void *core,
     .ctx = ni, .send = io_send_, .send_late = io_send_late, .cork = io_cork_,
     .hold = io_hold, .release = io_release, .connect = io_connect, .close = io_close,
     .count_as = io_count_as, .fatal = io_fatal, .now_ms = io_clock, .random = io_random,
-    .now_us = io_clock_us,
+    .now_us = io_clock_us, .binding = io_binding_,
   };
   uv_idle_init(loop, &ni->later);
   ni->later.data = ni;

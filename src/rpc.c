@@ -16,6 +16,7 @@
 #include "keyfile.h"
 #include "lib/log.h"
 #include "param.h"
+#include "proof.h"
 #include "rpc.h"
 
 static int send_bytes(struct rpc *r, const void *buf, size_t len);
@@ -123,6 +124,7 @@ int rpc_open(struct rpc *r, const char *addr, int timeout_ms, char *why,
       wire_free(e);
       if (ok) {
         auth_session(key, 0, &hs, &r->sess);
+        auth_binding(&hs, r->bind);
         r->authed = 1;
         return 0;
       }
@@ -252,8 +254,18 @@ Env *rpc_recv(struct rpc *r, int timeout_ms, char *why, size_t whylen)
 Env *rpc_call(struct rpc *r, Env *req, int timeout_ms, char *why, size_t whylen)
 {
   req->req = r->next_req++;
+  /* A request only the operator may make goes signed, when this process
+   * acts for the operator (keyfile.h op_use); the coordinator refuses it
+   * otherwise, with the reason (proof.h). */
+  uint8_t sig[AUTH_SIG_BYTES];
+  char owhy[8];
+  ProtobufCBinaryData had = req->op_sig;
+  const struct auth_signer *op;
+  if (had.len == 0 && role_needs_op(req) && (op = op_get(owhy, sizeof owhy)) != NULL)
+    role_op_seal(req, op, r->bind, sig);
   size_t len;
   uint8_t *frame = wire_frame(req, &len);
+  req->op_sig = had;
   if (frame == NULL) {
     snprintf(why, whylen, "request too large");
     return NULL;

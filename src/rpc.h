@@ -19,6 +19,7 @@ struct rpc {
   char addr[128];
   int authed;               /* past the handshake: frames carry tags */
   struct auth_sess sess;
+  uint8_t bind[AUTH_BIND_BYTES];  /* the connection's binding (auth.h roles) */
 };
 
 /* Connect within timeout_ms and prove the cluster key both ways (auth.h;

@@ -399,6 +399,8 @@ int wire_fault_note(const char *action)
 int wire_check(const Env *e, char *why, size_t whylen)
 {
   TRY(check_known(&e->base, &auralog__envelope__descriptor, why, whylen));
+  if ((e->op_sig.len && e->op_sig.len != 64) || (e->writer_sig.len && e->writer_sig.len != 64))
+    return bad(why, whylen, "a role signature must be 64 bytes");
   switch (e->body_case) {
   case AURALOG__ENVELOPE__BODY_ERROR:
     if (e->error->msg && strlen(e->error->msg) > 4096)

@@ -13,7 +13,9 @@
  * Requests:
  *   Register    (node)   -> Assign: the segments this node hosts
  *   Heartbeat   (node)   -> nothing; refreshes liveness, SCLs and counters
- *   OpenVolume  (any)    -> Volume; creates it if asked; a writer gets a new epoch
+ *   OpenVolume  (any)    -> Volume; creates it if asked; a writer (the
+ *                           operator's engine, or the replica promoted:
+ *                           roles.c) gets a new epoch
  *   GrowVolume  (engine) -> Volume with at least npgs PGs; refused, with
  *                           nothing changed, if it would add more than
  *                           GROW_MAX_PGS_PER_REQUEST (OpenVolume's create
@@ -23,8 +25,9 @@
  *                           with its current epoch: the writer's read lease
  *                           probe (vfs/lease.h). Our epoch renews its lease,
  *                           a newer one fences it
- *   DropVolume  (engine) -> Ok; forgets the volume (xDelete of the database)
- *   Fault       (CLI)    -> Ok; partitions an AZ, heals, slows a node: the
+ *   DropVolume  (operator) -> Ok; forgets the volume (roles.c: never under a
+ *                           live writer)
+ *   Fault       (operator) -> Ok; partitions an AZ, heals, slows a node: the
  *                           coordinator tells the nodes (NodeFaults), which
  *                           play the fault themselves
  *   StatusReq   (CLI)    -> Status: the volume, the nodes, per-segment SCLs
@@ -272,17 +275,16 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
     return;
   }
   if (slot == NULL) {
-    if (!ov->create) {
-      snprintf(why, sizeof why, "no volume '%s'", ov->name);
-      io_error(co->io, c, req, ERR_NOT_FOUND, why);
+    if (!coord_create_ok(co, c, req, ov))
       return;
-    }
     Auralog__Volume base = AURALOG__VOLUME__INIT;
     base.name = ov->name;
     base.page_size = ov->page_size ? ov->page_size : PAGE_SIZE_DEFAULT;
     base.pg_pages = ov->pg_pages ? ov->pg_pages : PG_PAGES;   /* the PG size, for good */
     base.epoch = ov->writer ? 1 : 0;
     base.writer = ov->writer ? ov->addr : "";
+    if (ov->writer)
+      base.writer_pk = ov->writer_pk;
     if ((base.id = meta_next_volume_id(&co->meta, why, sizeof why)) == 0 ||
         (v = vol_grow(co, NULL, &base, 1, why, sizeof why)) == NULL) {
       io_error(co->io, c, req, ERR_UNAVAILABLE, why);
@@ -305,6 +307,7 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
     Auralog__Volume tmp = **slot;
     tmp.epoch++;
     tmp.writer = ov->addr;
+    tmp.writer_pk = ov->writer_pk;   /* roles.c R4: its probes are signed with it */
     if ((v = vol_store(co, slot, &tmp, why, sizeof why)) == NULL) {
       io_error(co->io, c, req, ERR_INTERNAL, why);
       return;
@@ -370,9 +373,10 @@ static void on_grow_volume(struct coord *co, struct ep *c, uint64_t req,
  * the writer's own epoch proves no newer writer existed when it was sent.
  * Answered at once, whatever else the coordinator does: a late answer
  * only shortens the lease. */
-static void on_lease_probe(struct coord *co, struct ep *c, uint64_t req,
-                           const Auralog__Volume *probe)
+static void on_lease_probe(struct coord *co, struct ep *c, const Env *env)
 {
+  uint64_t req = env->req;
+  const Auralog__Volume *probe = env->volume;
   char why[256];
   Auralog__Volume **slot = vol_slot(co, probe->name);
   if (slot == NULL) {
@@ -387,7 +391,11 @@ static void on_lease_probe(struct coord *co, struct ep *c, uint64_t req,
   h.pg_pages = (*slot)->pg_pages;
   h.epoch = (*slot)->epoch;
   h.writer = (*slot)->writer;
-  fo_probe(co, *slot, probe->epoch);   /* the writer is alive (failover.c) */
+  h.writer_pk = (*slot)->writer_pk;
+  /* The writer is alive (failover.c), if it is the writer that says so
+   * (roles.c R4). */
+  if (coord_writer(co, c, env, *slot, probe->epoch))
+    fo_probe(co, *slot, probe->epoch);
   if (probe->epoch && probe->epoch < (*slot)->epoch)
     jn_fenced(co, *slot, probe->writer ? probe->writer : "", probe->epoch);
   reply_volume(co, c, req, &h);
@@ -575,13 +583,19 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
 
 /* ---- engines ------------------------------------------------------------- */
 
-static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
+static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
 {
+  const Auralog__EngineStat *es = env->engine_stat;
   char why[256];
   Auralog__Volume **slot = vol_slot(co, es->volume);
   if (slot == NULL)
     return;
   struct ereport *r = &co->engines[slot - co->vols];
+  if (es->epoch == (*slot)->epoch && !coord_writer(co, c, env, *slot, es->epoch)) {
+    logwarn_rl("volume %s: a report of epoch %llu from %s not signed by that epoch's writer: "
+               "ignored", es->volume, (unsigned long long)es->epoch, es->addr);
+    return;                 /* roles.c R4: not the writer's word (nor the journal's) */
+  }
   jn_engine(co, *slot, es);
   if (es->epoch < (*slot)->epoch && es->epoch > 0) {
     /* A fenced engine still running: status names it (its stats are not
@@ -597,6 +611,7 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
   }
   if (es->epoch != (*slot)->epoch)
     return;                 /* an epoch never issued: not the writer's */
+
   for (size_t k = 0; k < FENCED_SHOWN; k++)   /* it runs again as the writer */
     if (strcmp(r->fenced[k].addr, es->addr) == 0)
       r->fenced[k].addr[0] = 0;
@@ -650,42 +665,6 @@ static void on_engine_stat(struct coord *co, const Auralog__EngineStat *es)
              (unsigned long long)t->to);
   }
   free(tr);
-}
-
-static void on_drop_volume(struct coord *co, struct ep *c, uint64_t req,
-                           const Auralog__DropVolume *d)
-{
-  char why[256];
-  Auralog__Volume **slot = vol_slot(co, d->name);
-  if (slot == NULL) {
-    snprintf(why, sizeof why, "no volume '%s'", d->name);
-    io_error(co->io, c, req, ERR_NOT_FOUND, why);
-    return;
-  }
-  /* A writer that reported lately holds the volume: dropping it under a
-   * running engine loses its data for good, so only when forced. */
-  struct ereport *er = &co->engines[slot - co->vols];
-  unsigned long long age = io_now(co->io) - er->at;
-  if (er->st && age < ENGINE_HOLD_MS && !d->force) {
-    snprintf(why, sizeof why, "volume '%s' is held by its writer (engine %s, epoch %llu, "
-             "reported %llu ms ago): stop it first, or drop with force", d->name,
-             er->st->addr, (unsigned long long)er->st->epoch, age);
-    io_error(co->io, c, req, ERR_CONFLICT, why);
-    return;
-  }
-  if (meta_del_volume(&co->meta, d->name, why, sizeof why) != 0) {
-    io_error(co->io, c, req, ERR_INTERNAL, why);
-    return;
-  }
-  size_t i = (size_t)(slot - co->vols);
-  auralog__volume__free_unpacked(co->vols[i], NULL);
-  if (co->engines[i].st)
-    auralog__engine_stat__free_unpacked(co->engines[i].st, NULL);
-  memmove(&co->vols[i], &co->vols[i + 1], (co->nvols - i - 1) * sizeof *co->vols);
-  memmove(&co->engines[i], &co->engines[i + 1], (co->nvols - i - 1) * sizeof *co->engines);
-  co->nvols--;
-  loginfo("volume %s dropped (its segments stay on the nodes)", d->name);
-  reply_ok(co, c, req);
 }
 
 /* ---- status -------------------------------------------------------------- */
@@ -807,6 +786,8 @@ char *coord_http_status(void *data, const char *volume)
 
 void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
 {
+  if (!coord_op(co, c, env))
+    return;                 /* roles.c R1, R2: refused, with the reason */
   switch (env->body_case) {
   case AURALOG__ENVELOPE__BODY_REGISTER:
     on_register(co, c, env->req, env->register_);
@@ -821,16 +802,16 @@ void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
     on_grow_volume(co, c, env->req, env->grow_volume);
     break;
   case AURALOG__ENVELOPE__BODY_ENGINE_STAT:
-    on_engine_stat(co, env->engine_stat);
+    on_engine_stat(co, c, env);
     break;
   case AURALOG__ENVELOPE__BODY_VOLUME:
-    on_lease_probe(co, c, env->req, env->volume);
+    on_lease_probe(co, c, env);
     break;
   case AURALOG__ENVELOPE__BODY_FAULT:
     on_fault(co, c, env->req, env->fault);
     break;
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
-    on_drop_volume(co, c, env->req, env->drop_volume);
+    coord_on_drop(co, c, env->req, env->drop_volume);
     break;
   case AURALOG__ENVELOPE__BODY_STATUS_REQ:
     on_status(co, c, env->req, env->status_req);

@@ -59,6 +59,8 @@ struct coord {
   int failover;                /* promote a replica when the writer is lost (--failover) */
   struct fo *fo;               /* failover.c's state (NULL until first needed) */
   struct auth_signer signer;   /* signs epoch tickets (auth.h); set by the driver */
+  uint8_t op_pk[AUTH_PK_BYTES];  /* the operator's public key (roles.c); set by the driver */
+  int have_op_pk;
   struct ereport *engines;     /* engines[i] reports on vols[i] */
   struct meta meta;            /* opened by the driver before coord_init */
   struct cnode **nodes;
@@ -102,6 +104,18 @@ int fo_on_msg(struct coord *co, struct ep *c, const Env *env);
 void fo_tick(struct coord *co);
 void fo_status(struct coord *co, const Auralog__Volume *v, Auralog__FailoverStat *fs);
 void fo_free(struct coord *co);
+
+/* roles.c (the rules R1-R4 are there): coord_op answers an Error and
+ * returns 0 unless env needs no operator or carries the operator's
+ * signature; coord_writer: does env carry the proof of v's writer of
+ * epoch (R4)? coord_create_ok: may ov create its volume (else an Error
+ * sent, 0)? coord_on_drop: DropVolume (R3). */
+int coord_op(struct coord *co, struct ep *c, const Env *env);
+int coord_writer(struct coord *co, struct ep *c, const Env *env, const Auralog__Volume *v,
+                 uint64_t epoch);
+int coord_create_ok(struct coord *co, struct ep *c, uint64_t req,
+                    const Auralog__OpenVolume *ov);
+void coord_on_drop(struct coord *co, struct ep *c, uint64_t req, const Auralog__DropVolume *d);
 
 /* segstats.c: take a heartbeat's segment stats into n->stats (a delta
  * merged by (volume, pg), a whole one in place of all). */

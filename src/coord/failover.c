@@ -64,11 +64,13 @@
 #include "coord/coord.h"
 #include "lib/log.h"
 #include "param.h"
+#include "proof.h"
 
 struct fo_rep {
   char addr[ADDR_MAX_LEN + 1];
   uint64_t applied, epoch;
   unsigned long long heard;
+  uint8_t pk[AUTH_PK_BYTES];   /* the key it will open with (roles.c R1) */
 };
 
 struct fo_vol {
@@ -143,7 +145,6 @@ static unsigned long long bound(const struct fo_vol *f)
 int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__OpenVolume *ov,
                   char *why, size_t whylen)
 {
-  (void)co;
   /* F1: a conditional open takes the next epoch only from the one named. */
   if (ov->if_epoch && ov->if_epoch != v->epoch && !PLANTED(BUG_PROMOTE_NO_IF_EPOCH)) {
     snprintf(why, whylen, "promotion from epoch %llu refused: volume %s is at epoch %llu "
@@ -151,7 +152,25 @@ int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__Ope
              (unsigned long long)v->epoch, v->writer[0] ? v->writer : "unknown");
     return -1;
   }
-  return 0;
+  if (ov->if_epoch == 0)
+    return 0;                  /* the operator's (roles.c checked it) */
+  /* roles.c R1: a conditional open carries no operator signature; it is
+   * the replica we chose (its address, and the key its beats proved), or
+   * the writer of the current epoch opening again (its retry after a
+   * recovery short of a quorum: the same key its ticket names). */
+  const struct fo_vol *f = fvol(co, v->name);
+  if (v->writer_pk.len == AUTH_PK_BYTES && ov->writer_pk.len == AUTH_PK_BYTES &&
+      memcmp(v->writer_pk.data, ov->writer_pk.data, AUTH_PK_BYTES) == 0)
+    return 0;
+  for (size_t i = 0; f->promoting[0] && i < f->nreps; i++)
+    if (strcmp(f->reps[i].addr, f->promoting) == 0 && strcmp(ov->addr, f->promoting) == 0 &&
+        ov->writer_pk.len == AUTH_PK_BYTES &&
+        memcmp(f->reps[i].pk, ov->writer_pk.data, AUTH_PK_BYTES) == 0)
+      return 0;
+  snprintf(why, whylen, "promotion of %s refused: only the operator, or the replica the "
+           "coordinator chose (%s), takes volume %s's next epoch", ov->addr[0] ? ov->addr : "?",
+           f->promoting[0] ? f->promoting : "none chosen", v->name);
+  return -1;
 }
 
 uint32_t fo_opened(struct coord *co, const Auralog__Volume *v)
@@ -283,8 +302,10 @@ static void answer(struct coord *co, struct ep *c, uint64_t req, struct fo_vol *
   io_send(co->io, c, &env);
 }
 
-static void on_beat(struct coord *co, struct ep *c, uint64_t req, const Auralog__ReplicaBeat *b)
+static void on_beat(struct coord *co, struct ep *c, const Env *env)
 {
+  uint64_t req = env->req;
+  const Auralog__ReplicaBeat *b = env->replica_beat;
   const Auralog__Volume *v = vol_named(co, b->volume);
   if (v == NULL) {
     io_error(co->io, c, req, ERR_NOT_FOUND, "no such volume");
@@ -296,6 +317,23 @@ static void on_beat(struct coord *co, struct ep *c, uint64_t req, const Auralog_
     if (strcmp(f->reps[i].addr, b->addr) == 0)
       r = &f->reps[i];
   unsigned long long now = io_now(co->io);
+  /* The key it will open with, proved on this connection (roles.c R1).
+   * An address keeps its key while it beats: a member cannot take over
+   * a live replica's place in a promotion by beating in its name. */
+  uint8_t bind[AUTH_BIND_BYTES];
+  io_binding(co->io, c, bind);
+  if (b->writer_pk.len != AUTH_PK_BYTES ||
+      !role_writer_ok(b->writer_pk.data, b->writer_pk.len, bind, 0, 0, env)) {
+    io_error(co->io, c, req, ERR_AUTH, "a replica's beat must name and prove its key");
+    return;
+  }
+  if (r && now - r->heard <= WRITER_LOST_MS &&
+      memcmp(r->pk, b->writer_pk.data, AUTH_PK_BYTES) != 0) {
+    logwarn_rl("volume %s: a beat for replica %s with another key while it beats: ignored",
+               b->volume, b->addr);
+    io_error(co->io, c, req, ERR_AUTH, "that replica beats with another key");
+    return;
+  }
   if (r == NULL) {
     /* Full: take the place of the one silent longest. */
     if (f->nreps < REPLICAS_MAX) {
@@ -310,6 +348,7 @@ static void on_beat(struct coord *co, struct ep *c, uint64_t req, const Auralog_
   }
   r->applied = b->applied;
   r->epoch = b->epoch;
+  memcpy(r->pk, b->writer_pk.data, AUTH_PK_BYTES);
   r->heard = now;
   answer(co, c, req, f, v, b->addr);
 }
@@ -354,7 +393,7 @@ int fo_on_msg(struct coord *co, struct ep *c, const Env *env)
 {
   switch (env->body_case) {
   case AURALOG__ENVELOPE__BODY_REPLICA_BEAT:
-    on_beat(co, c, env->req, env->replica_beat);
+    on_beat(co, c, env);
     return 1;
   case AURALOG__ENVELOPE__BODY_WRITER_REQ: {
     const Auralog__Volume *v = vol_named(co, env->writer_req->volume);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coord/coord.h"
 #include "coord/http.h"
@@ -69,6 +70,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog coord [--listen ADDR] [--data DIR] [--http ADDR|off] [--failover]\n"
+    "                     [--operator FILE]\n"
     "\n"
     "Run the coordinator (the control plane): it keeps volumes, protection\n"
     "groups, segment placement (2 per AZ on 6 distinct nodes) and writer\n"
@@ -80,7 +82,11 @@ static void usage(FILE *f)
     "                 host, its port + %d); off: no dashboard\n"
     "  --failover     when a volume's writer stops probing its read lease for\n"
     "                 %d ms, promote its replica furthest ahead to writer\n"
-    "                 (without it, only `auralog failover` promotes one)\n",
+    "                 (without it, only `auralog failover` promotes one)\n"
+    "  --operator FILE  the operator's public key (DIR/operator.pub, made by\n"
+    "                 `cluster up`), kept in --data for later starts: only\n"
+    "                 the operator opens writers, drops volumes, injects\n"
+    "                 faults and forces failovers (src/coord/roles.c)\n",
     COORD_ADDR_DEFAULT, HTTP_PORT_OFFSET, WRITER_LOST_MS);
 }
 
@@ -89,8 +95,8 @@ int coord_main(int argc, char **argv)
   static struct option opts[] = {
     {"listen", required_argument, 0, 'l'}, {"data", required_argument, 0, 'd'},
     {"http", required_argument, 0, 'H'}, {"failover", no_argument, 0, 'F'},
-    {"help", no_argument, 0, 'h'}, {0}};
-  const char *listen = NULL, *data = "./coord", *http = NULL;
+    {"operator", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *listen = NULL, *data = "./coord", *http = NULL, *opf = NULL;
   int o, failover = 0;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
@@ -98,6 +104,7 @@ int coord_main(int argc, char **argv)
     case 'd': data = optarg; break;
     case 'H': http = optarg; break;
     case 'F': failover = 1; break;
+    case 'o': opf = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -127,6 +134,22 @@ int coord_main(int argc, char **argv)
     snprintf(kp, sizeof kp, "%s/signing.key", data);
     if (key_signer(kp, &d.co.signer, why, sizeof why) != 0)
       die("coord: %s", why);
+  }
+  {
+    /* The operator's public key (roles.c): given, it is kept beside the
+     * metadata; else the one kept there; else none (no operator: every
+     * writer-open, drop and fault is refused, with the reason). */
+    char kept[PATH_MAX + 32];
+    snprintf(kept, sizeof kept, "%s/operator.pub", data);
+    if (opf && op_pub_write(opf, kept, why, sizeof why) != 0)
+      die("coord: %s", why);
+    if (access(kept, F_OK) == 0) {
+      if (op_pub_read(kept, d.co.op_pk, why, sizeof why) != 0)
+        die("coord: %s", why);
+      d.co.have_op_pk = 1;
+    } else {
+      logwarn("no operator key (--operator DIR/operator.pub): no writer can open a volume");
+    }
   }
   d.loop = uv_default_loop();
   netio_init(&d.ni, d.loop, &d.co, on_msg, NULL, on_down);

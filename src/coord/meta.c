@@ -135,12 +135,36 @@ int meta_del_volume(struct meta *m, const char *name, char *why, size_t whylen)
     return kv_fail(m, rc, why, whylen, "dropping a volume");
   struct kv_val key = {strlen(name), (void *)name};
   rc = kv_del(m->kv, txn, m->vols, &key);
+  /* Its tombstone, in the same transaction: an open never re-creates a
+   * dropped name by accident (coord/roles.c). */
+  char tk[NAME_MAX_LEN + 16];
+  snprintf(tk, sizeof tk, "dropped:%s", name);
+  struct kv_val tkey = {strlen(tk), tk}, one = {1, "1"};
+  if (rc == 0 || rc == KV_NOTFOUND)
+    rc = kv_put(m->kv, txn, m->ctr, &tkey, &one, 0);
   if (rc != 0 && rc != KV_NOTFOUND) {
     kv_abort(m->kv, txn);
     return kv_fail(m, rc, why, whylen, "dropping a volume");
   }
   rc = kv_commit(m->kv, txn, &wrote);
   return rc ? kv_fail(m, rc, why, whylen, "dropping a volume") : 0;
+}
+
+int meta_dropped(struct meta *m, const char *name, int forget)
+{
+  struct kv_txn *txn;
+  int wrote, rc = kv_begin(m->kv, forget ? 0 : 1, &txn);
+  if (rc != 0)
+    return 0;
+  char tk[NAME_MAX_LEN + 16];
+  snprintf(tk, sizeof tk, "dropped:%s", name);
+  struct kv_val key = {strlen(tk), tk}, val;
+  int dropped = kv_get(m->kv, txn, m->ctr, &key, &val) == 0;
+  if (dropped && forget && kv_del(m->kv, txn, m->ctr, &key) == 0)
+    kv_commit(m->kv, txn, &wrote);
+  else
+    kv_abort(m->kv, txn);
+  return dropped;
 }
 
 uint64_t meta_next_volume_id(struct meta *m, char *why, size_t whylen)

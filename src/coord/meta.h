@@ -37,6 +37,9 @@ Auralog__Volume *meta_put_volume(struct meta *m, const Auralog__Volume *v,
 int meta_del_volume(struct meta *m, const char *name, char *why, size_t whylen);
 
 /* A new volume id, durably taken. 0 on failure. */
+/* Was a volume of this name dropped (and not created again since)?
+ * forget: clear that (it is being created again, on purpose). */
+int meta_dropped(struct meta *m, const char *name, int forget);
 uint64_t meta_next_volume_id(struct meta *m, char *why, size_t whylen);
 
 /* Every stored node / volume, unpacked, handed to fn (which owns it). */

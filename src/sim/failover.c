@@ -65,6 +65,7 @@
 #include <string.h>
 
 #include "param.h"
+#include "proof.h"
 #include "sim/simint.h"
 
 #define COORD_ADDR "coord:1"
@@ -218,6 +219,9 @@ static void op_up(void *arg, struct ep *e)
   req.req = 1;
   req.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
   req.failover = &f;
+  uint8_t sig[AUTH_SIG_BYTES], bind[AUTH_BIND_BYTES];
+  io_binding(simhost_io(w->op_h), e, bind);
+  role_op_seal(&req, &w->op, bind, sig);     /* the operator's (coord/roles.c R2) */
   io_send(simhost_io(w->op_h), e, &req);
 }
 
@@ -279,6 +283,9 @@ static void probe_send(struct simwriter *wr)
   env.req = ++wr->probe_seq;
   env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
   env.volume = &vh;
+  uint8_t sig[AUTH_SIG_BYTES], bind[AUTH_BIND_BYTES];
+  io_binding(simhost_io(wr->h), wr->probe, bind);
+  role_writer_seal(&env, &wr->signer, bind, wr->v->id, wr->epoch, sig);   /* roles.c R4 */
   lease_sent(&wr->lease, env.req, sim_now(wr->w->clock));   /* before it leaves */
   io_send(simhost_io(wr->h), wr->probe, &env);
 }
@@ -421,6 +428,13 @@ void sfo_stop(struct simwriter *wr, int on)
   }
 }
 
+/* The key a replica on engine host slot beats with, and opens with when
+ * promoted (vfs/promote.c passes it to the engine it becomes). */
+void sfo_promote_seed(const struct world *w, int slot, uint8_t seed[32])
+{
+  sim_key_seed(w, "promote", (uint64_t)slot, seed);
+}
+
 /* ---- the replica: beats, promotion ---------------------------------------------- */
 
 struct ptimer {
@@ -457,9 +471,17 @@ static void beat(struct simreplica *rep)
   b.addr = (char *)simhost_addr(rep->h);
   b.applied = rep->ra.serving ? rep->ra.rp : 0;
   b.epoch = rep->v ? rep->v->epoch : 0;
+  /* The key it would write with, proved (coord/roles.c R1). */
+  struct auth_signer k;
+  uint8_t seed[32], sig[AUTH_SIG_BYTES], bind[AUTH_BIND_BYTES];
+  sfo_promote_seed(rep->w, rep->slot, seed);
+  auth_signer_seed(&k, seed);
+  b.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, k.pk};
   env.req = 1;
   env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_BEAT;
   env.replica_beat = &b;
+  io_binding(simhost_io(rep->h), rep->coord, bind);
+  role_writer_seal(&env, &k, bind, 0, 0, sig);
   io_send(simhost_io(rep->h), rep->coord, &env);
 }
 

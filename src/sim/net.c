@@ -46,6 +46,8 @@ struct ep {
   uint64_t floor_t;           /* nothing sent here arrives before this */
   uint64_t fifo_t;            /* the latest arrival of a message sent here */
   uint64_t last_t;            /* the same, also counting reordered ones */
+  uint64_t bind;              /* the connection's binding (auth.h roles): the
+                                 connecting side's id, at both ends */
 };
 
 struct simhost {
@@ -462,8 +464,18 @@ static struct ep *sio_connect(void *ctx, const char *addr)
   struct ep *s = ep_new(target, h->addr, PENDING);
   s->peer = c;
   c->peer = s;
+  c->bind = s->bind = c->id;
   schedule(n, c->floor_t, EV_SYN, c)->from = target;
   return c;
+}
+
+/* A connection's binding: the same at both ends and at no other
+ * connection of this run, as the real handshake's (auth.h). */
+static void sio_binding(void *ctx, struct ep *e, uint8_t out[32])
+{
+  (void)ctx;
+  for (int i = 0; i < 8; i++)
+    out[i] = (uint8_t)(e->bind >> (8 * i));
 }
 
 static void sio_close(void *ctx, struct ep *e)
@@ -565,6 +577,7 @@ struct simhost *simnet_add(struct simnet *n, const char *addr, const char *az,
     .ctx = h, .send = sio_send, .send_late = sio_send_late, .cork = sio_cork,
     .hold = sio_hold, .release = sio_release, .connect = sio_connect, .close = sio_close,
     .count_as = sio_count_as, .fatal = sio_fatal, .now_ms = sio_now, .random = sio_random,
+    .binding = sio_binding,
   };
   n->hosts[n->nhosts++] = h;
   return h;

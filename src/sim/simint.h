@@ -86,6 +86,8 @@ struct txrec {
 };
 
 struct world {
+  struct auth_signer op;       /* the operator's key (coord/roles.c): its engines and
+                                  `auralog failover` sign with it */
   struct sim_opts o;
   struct rng rng;            /* the world's own draws (workload, hosts) */
   struct rng nrng;           /* the nemesis's (a given schedule draws none) */
@@ -257,5 +259,6 @@ void nemesis_free(struct world *w);
  * of the run's seed, drawing nothing from its generators, so that keys
  * change no schedule. */
 void sim_key_seed(const struct world *w, const char *what, uint64_t i, uint8_t seed[32]);
+void sfo_promote_seed(const struct world *w, int slot, uint8_t seed[32]);
 
 #endif

@@ -316,6 +316,8 @@ void coord_restart(struct world *w)
   uint8_t seed[32];
   sim_key_seed(w, "coordinator", 0, seed);
   auth_signer_seed(&w->co->signer, seed);
+  memcpy(w->co->op_pk, w->op.pk, AUTH_PK_BYTES);
+  w->co->have_op_pk = 1;
   w->co->failover = sfo_on(w);   /* failover.c */
   if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
       coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)
@@ -350,6 +352,10 @@ struct world *world_new(const struct sim_opts *o)
     auth_init();
     sim_key_seed(w, "coordinator", 0, seed);
     auth_signer_seed(&w->co->signer, seed);
+    sim_key_seed(w, "operator", 0, seed);
+    auth_signer_seed(&w->op, seed);
+    memcpy(w->co->op_pk, w->op.pk, AUTH_PK_BYTES);
+    w->co->have_op_pk = 1;
   }
   if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
       coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)

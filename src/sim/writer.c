@@ -19,6 +19,7 @@
 
 #include "lib/log.h"
 #include "param.h"
+#include "proof.h"
 #include "sim/simint.h"
 
 #define COORD_ADDR "coord:1"
@@ -235,14 +236,23 @@ static void w_up(void *arg, struct ep *e)
       ov.if_epoch = wr->if_epoch;
       wr->open_sent = wr->asked_at = sim_now(wr->w->clock);
     }
-    uint8_t seed[32];
-    sim_key_seed(wr->w, "writer", (uint64_t)wr->i << 32 | wr->opens++, seed);
+    /* A promotion opens with the key its replica's beats proved
+     * (vfs/promote.c; coord/failover.c gives the epoch only to it); any
+     * other open is the operator's engine, a new key each time. */
+    uint8_t seed[32], sig[AUTH_SIG_BYTES], bind[AUTH_BIND_BYTES];
+    if (ov.if_epoch)
+      sfo_promote_seed(wr->w, wr->i, seed);
+    else
+      sim_key_seed(wr->w, "writer", (uint64_t)wr->i << 32 | wr->opens++, seed);
     auth_signer_seed(&wr->signer, seed);
     wr->tk_len = 0;
     ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, wr->signer.pk};
     req.req = 1;
     req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
     req.open_volume = &ov;
+    io_binding(simhost_io(wr->h), e, bind);
+    if (!ov.if_epoch)
+      role_op_seal(&req, &wr->w->op, bind, sig);
     io_send(simhost_io(wr->h), e, &req);
     return;
   }

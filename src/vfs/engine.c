@@ -427,6 +427,7 @@ static void usage(FILE *f)
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
     "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
     "                      [--statement-timeout MS] [--pg-pages N] [--if-epoch N]\n"
+    "                      [--create] [--operator FILE]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "                      [--statement-timeout MS]\n"
     "\n"
@@ -461,6 +462,11 @@ static void usage(FILE *f)
     "  --if-epoch N   a promotion (failover): take the volume's next epoch only\n"
     "                 if it is still N, else exit; a replica the coordinator\n"
     "                 promotes becomes `auralog engine ... --if-epoch N`\n"
+    "  --create       make the volume even if its name was dropped (a new,\n"
+    "                 empty volume: never done by an open otherwise)\n"
+    "  --operator FILE  the operator's key (default: $AURALOG_OPERATOR, else\n"
+    "                 operator.key beside the cluster key's directory): only\n"
+    "                 the operator's engine takes a writer epoch\n"
     "\n"
     "Clients' SQL runs in a sandbox: ATTACH, DETACH, VACUUM INTO and\n"
     "load_extension() are refused (they reach files and code on the engine's\n"
@@ -507,7 +513,8 @@ int engine_main(int argc, char **argv)
     {"baseline", required_argument, 0, 'b'}, {"file", required_argument, 0, 'f'},
     {"reads", required_argument, 0, 'r'}, {"cache", required_argument, 0, 'C'},
     {"statement-timeout", required_argument, 0, 'T'}, {"pg-pages", required_argument, 0, 'P'},
-    {"if-epoch", required_argument, 0, 'I'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"if-epoch", required_argument, 0, 'I'}, {"create", no_argument, 0, 'N'},
+    {"operator", required_argument, 0, 'O'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   const char *reads = NULL;
   long cache = 0, pg_pages = 0;
@@ -549,12 +556,19 @@ int engine_main(int argc, char **argv)
         die("engine: --if-epoch is an epoch, not '%s'", optarg);
       break;
     }
+    case 'N': vol_recreate_default(1); break;
+    case 'O': setenv("AURALOG_OPERATOR", optarg, 1); break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
   if (optind < argc)
     die("engine: unexpected argument '%s' (see auralog engine --help)", argv[optind]);
+  /* A promotion opens as the replica the coordinator chose, not as the
+   * operator (coord/roles.c R1): a replica is never given the operator's
+   * key, and its engine does not look for one. */
+  if (if_epoch)
+    op_use(0);
   if (if_epoch && E.baseline)
     die("engine: --if-epoch is for a volume, not for --baseline");
   if (cache && E.baseline)

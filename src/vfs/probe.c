@@ -55,6 +55,8 @@ static void probe_send(void)
   env.req = ++E.probe_seq;
   env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
   env.volume = &vh;
+  uint8_t sig[AUTH_SIG_BYTES];      /* coord/roles.c R4: the writer's own probe */
+  vol_writer_seal(E.vol, &env, E.probe->bind, sig);
   unsigned long long at = now_ms();  /* before it leaves: never later */
   if (conn_send(E.probe, &env) == 0) {
     pthread_mutex_lock(&E.lmu);

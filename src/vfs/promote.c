@@ -46,6 +46,7 @@
 #include "lib/log.h"
 #include "net.h"
 #include "param.h"
+#include "proof.h"
 #include "vfs/engine_int.h"
 #include "vfs/rvol.h"
 
@@ -55,6 +56,12 @@ static struct {
   struct conn *c;                  /* to the coordinator */
   unsigned long long retry_at;
   int promoting;
+  /* The key this replica would write with: its beats announce it (and
+   * prove it), the engine it becomes opens with it, and the coordinator
+   * gives the epoch only to the key of the replica it chose
+   * (coord/failover.c fo_open_check). */
+  uint8_t seed[AUTH_SEED_BYTES];
+  struct auth_signer signer;
 } P;
 
 /* Become the writer: exec `auralog engine` (P1-P3 above). Returns only if
@@ -95,6 +102,9 @@ static void become_writer(uint64_t if_epoch)
   args[na++] = "--if-epoch";
   args[na++] = epoch;
   args[na] = NULL;
+  char hex[2 * AUTH_SEED_BYTES + 1];
+  auth_hex(P.seed, sizeof P.seed, hex);
+  setenv("AURALOG_WRITER_SEED", hex, 1);   /* volume.c writer_signer */
   loginfo("promoted by the coordinator: becoming the writer of volume %s from epoch %llu "
           "(the cache is dropped: recovery works from storage)", E.volume,
           (unsigned long long)if_epoch);
@@ -153,9 +163,12 @@ static void beat(void)
   b.addr = P.addr;
   b.applied = st.rp;
   b.epoch = st.epoch;
+  b.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, P.signer.pk};
   env.req = 1;
   env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_BEAT;
   env.replica_beat = &b;
+  uint8_t sig[AUTH_SIG_BYTES];
+  role_writer_seal(&env, &P.signer, P.c->bind, 0, 0, sig);   /* it holds the key */
   conn_send(P.c, &env);
 }
 
@@ -168,6 +181,9 @@ static void on_connected(struct conn *c, int status)
 void promote_start(const char *addr)
 {
   snprintf(P.addr, sizeof P.addr, "%s", addr);
+  auth_init();
+  auth_random(P.seed, sizeof P.seed);
+  auth_signer_seed(&P.signer, P.seed);
 }
 
 void promote_tick(void)

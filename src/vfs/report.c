@@ -40,6 +40,8 @@ void vol_report(struct volume *v)
   Auralog__EngineStat es;
   Auralog__TruncRange tr;
   vol_engine_stat(v, &env, &es, &tr);
+  uint8_t sig[AUTH_SIG_BYTES];      /* the writer's word (coord/roles.c R4) */
+  vol_writer_seal(v, &env, v->drv->coord_conn->bind, sig);
   conn_send(v->drv->coord_conn, &env);
 }
 

@@ -18,11 +18,13 @@
 #include <string.h>
 #include <time.h>
 #include <uv.h>
+#include <sodium.h>
 
 #include "lib/log.h"
 #include "net.h"
 #include "param.h"
 #include "record.h"
+#include "proof.h"
 #include "rpc.h"
 #include "vfs/quorum.h"
 #include "vfs/volume.h"
@@ -145,6 +147,37 @@ Env *vol_coord_call(const char *coord, Env *req, int want, char *why, size_t why
 /* The engine server's reads mode, for the volumes this process opens: 1
  * for --reads immediate (reported: vol_engine_stat). */
 static int reads_default;
+/* engine --create: a dropped name may be made again (coord/roles.c R3). */
+static int recreate_default;
+
+void vol_recreate_default(int on)
+{
+  recreate_default = on;
+}
+
+/* The key pair a promoted replica's engine opens with: the one its beats
+ * announced (vfs/promote.c passes its seed in AURALOG_WRITER_SEED), so the
+ * coordinator knows it for the replica it chose (coord/failover.c).
+ * Anyone else: a new pair, the same for every attempt of one open, so a
+ * retry is recognized as the epoch's own writer's. */
+static int writer_signer(struct auth_signer *s, char *why, size_t whylen)
+{
+  if (auth_init() != 0) {
+    snprintf(why, whylen, "libsodium failed to start");
+    return -1;
+  }
+  const char *hex = getenv("AURALOG_WRITER_SEED");
+  uint8_t seed[AUTH_SEED_BYTES];
+  size_t got = 0;
+  if (hex && *hex && sodium_hex2bin(seed, sizeof seed, hex, strlen(hex), NULL, &got, NULL) == 0 &&
+      got == sizeof seed) {
+    auth_signer_seed(s, seed);
+    sodium_memzero(seed, sizeof seed);
+    return 0;
+  }
+  auth_signer_new(s);
+  return 0;
+}
 
 void vol_reads_default(int immediate)
 {
@@ -213,21 +246,18 @@ static void teardown(struct volume *v)
  * lack of segments (a quorum), so another attempt may succeed. */
 static struct volume *open_once(const char *coord, const char *name,
                                 const char *engine_addr, uint32_t pg_pages, uint64_t if_epoch,
-                                uint64_t *took, int *unavailable, char *why, size_t whylen)
+                                const struct auth_signer *wsigner, uint64_t *took,
+                                int *unavailable, char *why, size_t whylen)
 {
   *unavailable = 0;
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
-  /* A key pair of this writer's own, for this epoch alone: its ticket
-   * names the public half, its truncation carries its signature. */
-  struct auth_signer signer;
-  if (auth_init() != 0) {
-    snprintf(why, whylen, "libsodium failed to start");
-    return NULL;
-  }
-  auth_signer_new(&signer);
+  /* A key pair of this writer's own: its ticket names the public half,
+   * its truncation, probes and reports carry its signature. */
+  struct auth_signer signer = *wsigner;
   ov.name = (char *)name;
   ov.create = 1;
+  ov.recreate = recreate_default;
   ov.pg_pages = pg_pages;
   ov.writer = 1;
   ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, signer.pk};
@@ -279,13 +309,16 @@ static struct volume *open_once(const char *coord, const char *name,
     char err[200];
     struct rpc r;
     size_t len;
+    uint8_t sig[AUTH_SIG_BYTES];
     vol_engine_stat(v, &env, &es, &tr);
-    uint8_t *frame = wire_frame(&env, &len);
-    if (frame && rpc_open(&r, coord, 1000, err, sizeof err) == 0) {
-      rpc_send_raw(&r, frame, len);   /* a report: no answer comes */
+    if (rpc_open(&r, coord, 1000, err, sizeof err) == 0) {
+      vol_writer_seal(v, &env, r.bind, sig);
+      uint8_t *frame = wire_frame(&env, &len);
+      if (frame)
+        rpc_send_raw(&r, frame, len);   /* a report: no answer comes */
+      free(frame);
       rpc_close(&r);
     }
-    free(frame);
   }
   loginfo("volume %s open: epoch %llu, vdl %llu, %zu pg%s, recovery %llu ms%s", name,
           (unsigned long long)v->epoch, (unsigned long long)v->q.vdl, v->npgs,
@@ -311,10 +344,13 @@ struct volume *vol_open_if(const char *coord, const char *name, const char *engi
                            uint32_t pg_pages, uint64_t if_epoch, char *why, size_t whylen)
 {
   unsigned long long give_up = now_ms() + RECOVERY_RETRY_MS;
+  struct auth_signer signer;
+  if (writer_signer(&signer, why, whylen) != 0)
+    return NULL;
   for (;;) {
     int unavailable;
     uint64_t took = 0;
-    struct volume *v = open_once(coord, name, engine_addr, pg_pages, if_epoch, &took,
+    struct volume *v = open_once(coord, name, engine_addr, pg_pages, if_epoch, &signer, &took,
                                  &unavailable, why, whylen);
     if (if_epoch && took)
       if_epoch = took;
@@ -423,6 +459,13 @@ void vol_close(struct volume *v)
       break;
   pthread_mutex_unlock(&v->drv->mu);
   teardown(v);
+}
+
+void vol_writer_seal(struct volume *v, Env *env, const uint8_t bind[AUTH_BIND_BYTES],
+                     uint8_t sig[AUTH_SIG_BYTES])
+{
+  if (v->have_ticket)
+    role_writer_seal(env, &v->signer, bind, v->id, v->epoch, sig);
 }
 
 int vol_drop(const char *coord, const char *name, char *why, size_t whylen)

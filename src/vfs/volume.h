@@ -34,6 +34,7 @@
 #include "param.h"
 #include "vfs/diff.h"
 #include "auralog.pb-c.h"
+#include "auth.h"
 
 struct volume;
 
@@ -72,6 +73,14 @@ struct vol_stats {
  * coordinator's default, PG_PAGES; an existing volume keeps its own).
  * engine_addr is reported in status ("" if none). Returns NULL with a
  * one-line reason on failure. */
+/* Sign env as v's writer on a connection bound by bind (coord/roles.c
+ * R4: lease probes and reports count only so); sig must outlive the send. */
+void vol_writer_seal(struct volume *v, Auralog__Envelope *env, const uint8_t bind[AUTH_BIND_BYTES],
+                     uint8_t sig[AUTH_SIG_BYTES]);
+
+/* engine --create: opens may create a volume whose name was dropped. */
+void vol_recreate_default(int on);
+
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
                         uint32_t pg_pages, char *why, size_t whylen);
 

@@ -210,6 +210,13 @@ static int start(const char *name, const char *extra)
     fprintf(stderr, "cluster up failed:\n%s\n", out);
     return -1;
   }
+  /* The test acts for the operator who ran `cluster up` (its wire-level
+   * writer opens, drops and faults: coord/roles.c); a test that plays a
+   * mere member says so (peer_as_member). */
+  static char opkey[300];
+  snprintf(opkey, sizeof opkey, "%s/operator.key", dir);
+  setenv("AURALOG_OPERATOR", opkey, 1);
+  op_use(1);
   return 0;
 }
 
