@@ -9,6 +9,7 @@
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
+#include "keyfile.h"
 #include "lib/log.h"
 #include "vfs/vfs.h"
 
@@ -19,6 +20,11 @@ int sqlite3_auralog_init(sqlite3 *db, char **err, const sqlite3_api_routines *ap
   (void)db;
   SQLITE_EXTENSION_INIT2(api);
   log_quiet(1);
+  /* Whoever loads the extension opens volumes as their writer: the
+   * operator, holding DIR/operator.key ($AURALOG_OPERATOR, or beside the
+   * cluster key: keyfile.h). Without it the coordinator refuses the open
+   * and says why (coord/roles.c). */
+  op_use(1);
   if (auralog_vfs_register(0, "", 0) != SQLITE_OK) {
     *err = sqlite3_mprintf("auralog: cannot register the VFS");
     return SQLITE_ERROR;

@@ -612,7 +612,24 @@ static void test_disk_one_commit_each(void **state)
   assert_int_equal(ds->lost, lost);
   assert_int_equal(disk_entries(e->disk, "nodes"), 1);
   assert_int_equal(disk_entries(e->disk, "vols"), 0);
-  assert_int_equal(disk_entries(e->disk, "ctr"), 1);
+  assert_int_equal(disk_entries(e->disk, "ctr"), 2);   /* the next id, db's tombstone */
+}
+
+/* A dropped name is remembered (coord/roles.c R3: an open never makes a
+ * new, empty volume of it by accident), across a restart, until it is
+ * created again on purpose. */
+static void test_dropped_name_is_remembered(void **state)
+{
+  struct be *e = *state;
+  put_vol(e, "db", 1, 1, 1);
+  assert_int_equal(meta_dropped(&e->m, "db", 0), 0);
+  del_vol(e, "db");
+  assert_int_equal(meta_dropped(&e->m, "db", 0), 1);
+  assert_int_equal(meta_dropped(&e->m, "other", 0), 0);
+  crash(e);
+  assert_int_equal(meta_dropped(&e->m, "db", 0), 1);
+  assert_int_equal(meta_dropped(&e->m, "db", 1), 1);   /* created again: forget it */
+  assert_int_equal(meta_dropped(&e->m, "db", 0), 0);
 }
 
 /* ---- main --------------------------------------------------------------------- */
@@ -635,6 +652,7 @@ int main(void)
     ON(test_lmdb_writes_old_format, lmdb),
     ON(test_lmdb_open_errors, lmdb),
     ON(test_disk_one_commit_each, mem),
+    ON(test_dropped_name_is_remembered, mem),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

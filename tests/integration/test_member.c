@@ -1,0 +1,261 @@
+/*
+ * Integration: what a member may not do (invariant 9, coord/roles.c), on
+ * real processes. The attacker is this test process holding cluster.key,
+ * as every node, replica and tool does, but not operator.key: it speaks
+ * the wire protocol itself (peer.c), well-formed, with valid MACs. Each
+ * test replays an attack that emptied or took a volume before roles:
+ *
+ *  - a writer-open (OpenVolume writer=1 with its own key) took a signed
+ *    epoch, whose ticket then signed a truncation (0, 2^59]: every
+ *    acknowledged row gone, the volume wedged;
+ *  - a drop with force under the running writer: the next open made a
+ *    new, empty volume of the same name;
+ *  - a conditional open (a promotion's) from a process nobody chose;
+ *  - lease probes with the writer's epoch kept a stopped writer "alive",
+ *    so failover never came.
+ * After each, every acknowledged row is there and a new commit succeeds.
+ * The operator (this process with operator.key) may do what a member may
+ * not, and still never drops a volume under its live writer.
+ *
+ * AURALOG_KEEP=1 keeps the cluster directory (logs) after each test.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "harness.h"
+#include "keyfile.h"
+#include "lib/log.h"
+#include "param.h"
+#include "peer.h"
+
+#define ROWS 30
+
+static int setup_cluster(void **state)
+{
+  (void)state;
+  return cluster_start("member");
+}
+
+static int teardown_cluster(void **state)
+{
+  (void)state;
+  op_use(1);
+  cluster_stop();
+  return 0;
+}
+
+static long rows_in_t(void)
+{
+  sql_ok("select count(*) from t;", NULL);
+  return strtol(out, NULL, 10);
+}
+
+/* ROWS acknowledged rows (each sql exits 0 only once durable). */
+static void fill_t(void)
+{
+  sql_ok("create table if not exists t(i integer primary key, v text);", NULL);
+  char q[128];
+  for (int i = 0; i < ROWS; i++) {
+    snprintf(q, sizeof q, "insert into t(v) values('row %d');", i);
+    sql_ok(q, NULL);
+  }
+}
+
+static uint64_t status_u64(const char *field)
+{
+  cJSON *st = status("main");
+  const cJSON *it = cJSON_GetObjectItem(st, field);
+  uint64_t v = it ? (uint64_t)it->valuedouble : 0;
+  cJSON_Delete(st);
+  return v;
+}
+
+/* The rows are all there and the writer still commits. */
+static void volume_intact(uint64_t epoch)
+{
+  assert_int_equal(status_u64("epoch"), epoch);
+  assert_int_equal(rows_in_t(), ROWS);
+  sql_ok("insert into t(v) values('after');", NULL);
+  assert_int_equal(rows_in_t(), ROWS + 1);
+}
+
+/* One request to the coordinator as a member (no operator signature);
+ * the Error's code, or 0 for any other answer. */
+static uint32_t as_member(Env *req, char *msg, size_t n)
+{
+  char why[256];
+  op_use(0);
+  Env *rep = peer_call(coord, req, 3000, why, sizeof why);
+  op_use(1);
+  assert_non_null(rep);
+  uint32_t code = rep->body_case == AURALOG__ENVELOPE__BODY_ERROR ? rep->error->code : 0;
+  snprintf(msg, n, "%s", code ? rep->error->msg : "");
+  wire_free(rep);
+  return code;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void a_member_gets_no_writer_epoch(void **state)
+{
+  (void)state;
+  fill_t();
+  uint64_t epoch = status_u64("epoch");
+  char msg[300];
+  struct auth_signer me;
+  auth_signer_new(&me);
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = "main";
+  ov.create = 1;
+  ov.writer = 1;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, me.pk};
+  req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  req.open_volume = &ov;
+  /* Before: a signed epoch for this key, and with it a truncation. */
+  assert_int_equal(as_member(&req, msg, sizeof msg), ERR_AUTH);
+  assert_non_null(strstr(msg, "only the operator"));
+  /* A promotion's conditional open, from a replica nobody chose. */
+  ov.if_epoch = epoch;
+  ov.addr = "127.0.0.1:9";
+  assert_int_equal(as_member(&req, msg, sizeof msg), ERR_STALE_EPOCH);
+  assert_non_null(strstr(msg, "refused"));
+  /* A re-creation is the operator's too. */
+  ov.if_epoch = 0;
+  ov.writer = 0;
+  ov.recreate = 1;
+  assert_int_equal(as_member(&req, msg, sizeof msg), ERR_AUTH);
+  volume_intact(epoch);
+}
+
+static void a_member_cannot_drop_and_the_operator_not_under_a_live_writer(void **state)
+{
+  (void)state;
+  fill_t();
+  uint64_t epoch = status_u64("epoch");
+  char msg[300], why[256];
+  Env dr = AURALOG__ENVELOPE__INIT;
+  Auralog__DropVolume dv = AURALOG__DROP_VOLUME__INIT;
+  dv.name = "main";
+  dv.force = 1;               /* before: accepted from any key holder */
+  dr.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
+  dr.drop_volume = &dv;
+  assert_int_equal(as_member(&dr, msg, sizeof msg), ERR_AUTH);
+  assert_non_null(strstr(msg, "only the operator may drop"));
+  /* The operator, with force: still not under the running writer. */
+  Env *rep = peer_call(coord, &dr, 3000, why, sizeof why);
+  assert_non_null(rep);
+  assert_int_equal(rep->body_case, AURALOG__ENVELOPE__BODY_ERROR);
+  assert_int_equal(rep->error->code, ERR_CONFLICT);
+  assert_non_null(strstr(rep->error->msg, "held by its writer"));
+  wire_free(rep);
+  /* Faults and failovers are the operator's too. */
+  Env fr = AURALOG__ENVELOPE__INIT;
+  Auralog__Fault f = AURALOG__FAULT__INIT;
+  f.action = "partition";
+  f.az = "A";
+  fr.body_case = AURALOG__ENVELOPE__BODY_FAULT;
+  fr.fault = &f;
+  assert_int_equal(as_member(&fr, msg, sizeof msg), ERR_AUTH);
+  Env fo = AURALOG__ENVELOPE__INIT;
+  Auralog__Failover fv = AURALOG__FAILOVER__INIT;
+  fv.volume = "main";
+  fo.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
+  fo.failover = &fv;
+  assert_int_equal(as_member(&fo, msg, sizeof msg), ERR_AUTH);
+  assert_string_equal(node_state("A1"), "up");
+  volume_intact(epoch);
+}
+
+static void a_dropped_name_comes_back_only_on_purpose(void **state)
+{
+  (void)state;
+  fill_t();
+  char why[256];
+  /* The writer stops; the operator drops the volume. */
+  stop_member("engine", SIGKILL);
+  Env dr = AURALOG__ENVELOPE__INIT;
+  Auralog__DropVolume dv = AURALOG__DROP_VOLUME__INIT;
+  dv.name = "main";
+  dr.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
+  dr.drop_volume = &dv;
+  Env *rep = NULL;
+  for (int i = 0; i < 100; i++) {   /* until its last report ages (ENGINE_HOLD_MS) */
+    wire_free(rep);
+    rep = peer_call(coord, &dr, 3000, why, sizeof why);
+    assert_non_null(rep);
+    if (rep->body_case != AURALOG__ENVELOPE__BODY_ERROR)
+      break;
+    usleep(100 * 1000);
+  }
+  assert_int_equal(rep->body_case, AURALOG__ENVELOPE__BODY_OK);
+  wire_free(rep);
+  /* An open does not make a new, empty `main` behind everyone's back. */
+  char o[4096];
+  int rc = sh(o, sizeof o, "%s engine --volume main --listen %s --coord %s --operator %s/operator.key "
+              "2>&1", bin, engine, coord, dir);
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(o, "was dropped"));
+  assert_non_null(strstr(o, "--create"));
+}
+
+static void probes_from_a_member_do_not_keep_a_stopped_writer_alive(void **state)
+{
+  (void)state;
+  fill_t();
+  uint64_t epoch = status_u64("epoch");
+  pid_t pid = pid_of("engine");
+  assert_true(pid > 0);
+  assert_int_equal(kill(pid, SIGSTOP), 0);
+  /* Probes naming the writer's epoch, every 100 ms for 2 s: before, each
+   * one renewed the writer's life (failover never came). */
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Volume vh = AURALOG__VOLUME__INIT;
+  vh.name = "main";
+  vh.page_size = 4096;
+  vh.epoch = epoch;
+  req.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
+  req.volume = &vh;
+  char msg[300];
+  for (int i = 0; i < 20; i++) {
+    assert_int_equal(as_member(&req, msg, sizeof msg), 0);   /* answered all the same */
+    usleep(100 * 1000);
+  }
+  cJSON *st = status("main");
+  const cJSON *fo = cJSON_GetObjectItem(st, "failover");
+  assert_non_null(fo);
+  double silent = cJSON_GetObjectItem(fo, "writer_silent_ms")->valuedouble;
+  cJSON_Delete(st);
+  kill(pid, SIGCONT);
+  if (silent < 1500)
+    fail_msg("the writer was stopped 2 s but the coordinator heard it %.0f ms ago", silent);
+  usleep(500 * 1000);
+  volume_intact(epoch);
+}
+
+int main(void)
+{
+  log_quiet(1);
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(a_member_gets_no_writer_epoch, setup_cluster,
+                                    teardown_cluster),
+    cmocka_unit_test_setup_teardown(
+      a_member_cannot_drop_and_the_operator_not_under_a_live_writer, setup_cluster,
+      teardown_cluster),
+    cmocka_unit_test_setup_teardown(a_dropped_name_comes_back_only_on_purpose, setup_cluster,
+                                    teardown_cluster),
+    cmocka_unit_test_setup_teardown(probes_from_a_member_do_not_keep_a_stopped_writer_alive,
+                                    setup_cluster, teardown_cluster),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
