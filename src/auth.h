@@ -22,6 +22,28 @@
  * signature of the writer its ticket names. Nodes bind their registration
  * to a key kept in their data directory, so no one can move a node.
  *
+ * Roles (invariant 9: authority follows roles, not the key alone). What
+ * each can and cannot do (README "Who may do what"; coord/roles.c):
+ *  - a member (the cluster key: every node, replica, tool) connects, reads
+ *    status and pages, gossips; it gets no writer epoch, drops nothing,
+ *    injects no fault, forces no failover, and its lease probes and
+ *    reports for the writer count for nothing;
+ *  - the operator (DIR/operator.key, an Ed25519 seed; the coordinator
+ *    holds only the public half) signs each request only it may make,
+ *    bound to its connection: writer-opens, re-creating a dropped name,
+ *    drops (never under a live writer), faults, failovers;
+ *  - the writer (the key the current epoch's ticket names) signs its
+ *    truncation, and proves itself on each connection for its probes and
+ *    reports; even its truncation is bounded by every node (node/trunc.c):
+ *    never below a VDL a segment heard from an older epoch, never longer
+ *    than the LAL above it;
+ *  - a replica proves its own key in its beats; promoted, it opens with
+ *    that key, and the coordinator gives the epoch only to the replica it
+ *    chose.
+ * Left open, said so: frames are readable on the path; a node answers
+ * for its own segments; a member may pose as a replica of its own address
+ * and be promoted by failover like any replica (then bound as a writer).
+ *
  * Interface:
  *   handshake  the listener sends a challenge (its nonce), the connecting
  *              side answers with its nonce and a proof, the listener

@@ -61,6 +61,10 @@ static int open_main(struct afile *f, const char *name, char *why, size_t whylen
   /* if_epoch=N: a replica's promotion (vfs/promote.c), conditional on the
    * lost writer's epoch (coord/failover.c F1). */
   sqlite3_int64 ife = sqlite3_uri_int64(name, "if_epoch", 0);
+  /* create=1: make the volume even if its name was dropped (a new, empty
+   * one: coord/roles.c R3); the engine's --create sets it for good. */
+  if (sqlite3_uri_boolean(name, "create", 0))
+    vol_recreate_default(1);
   struct volume *vol = vol_open_if(coord, name, engine_addr, (uint32_t)pgp,
                                    ife > 0 ? (uint64_t)ife : 0, why, whylen);
   if (vol == NULL) {
