@@ -152,8 +152,9 @@ int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__Ope
              (unsigned long long)v->epoch, v->writer[0] ? v->writer : "unknown");
     return -1;
   }
-  if (ov->if_epoch == 0)
-    return 0;                  /* the operator's (roles.c checked it) */
+  if (ov->if_epoch == 0 || PLANTED(BUG_PROMOTE_NO_IF_EPOCH))
+    return 0;                  /* the operator's (roles.c checked it); the planted bug
+                                  takes any promotion, as before roles */
   /* roles.c R1: a conditional open carries no operator signature; it is
    * the replica we chose (its address, and the key its beats proved), or
    * the writer of the current epoch opening again (its retry after a
