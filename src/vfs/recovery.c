@@ -127,3 +127,12 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
   return vdl;
   /* LAB 25 END */
 }
+
+size_t recover_lost(uint64_t vdl, const uint64_t *heard, size_t nk, size_t *worst)
+{
+  size_t n = 0;
+  for (size_t k = 0; k < nk; k++)
+    if (heard[k] > vdl && (n++ == 0 || heard[k] > heard[*worst]))
+      *worst = k;
+  return n;
+}
