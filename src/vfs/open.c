@@ -319,13 +319,14 @@ static void state_done(struct rcv *c)
     return fail(c);
   /* The hint: the highest VDL a writer told any segment. A writer's VDL is
    * an LSN it handed out, so it cannot lie above every record held: a hint
-   * that does is not believed (a damaged or hostile segment). */
+   * that does is no point to scan from. Its records are gone (or the segment
+   * is damaged or hostile): unless the scan proves it, the alarm (lost). */
   for (size_t i = 0; i < r1->n; i++) {
     size_t k = r1->seg[i];
     if (!c->live[k])
       continue;
     uint64_t h = r1->rep[i]->seg_info->vdl;
-    if (h > c->max_held)      /* then the alarm, unless the scan proves it */
+    if (h > c->max_held)
       logwarn("recovery: pg %zu: a segment's VDL hint %llu lies above every "
               "record held (%llu); not a point to scan from", k / NCOPIES,
               (unsigned long long)h, (unsigned long long)c->max_held);
