@@ -128,6 +128,9 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
   /* LAB 25 END */
 }
 
+/* INVARIANT (the argument is in recovery.h): within the fault model no
+ * segment heard a VDL above the one recovery proves; one that did is
+ * acknowledged commits gone, and recovery must not truncate there. */
 size_t recover_lost(uint64_t vdl, const uint64_t *heard, size_t nk, size_t *worst)
 {
   size_t n = 0;
