@@ -29,6 +29,11 @@
  *                    is now (coord/failover.c fo_open_check): a promotion
  *                    racing a restart in place, or another promotion, opens
  *                    a second writer for one lost one (F1)
+ *   scan-from-zero   recovery ignores the segments' VDL hints and proves the
+ *                    VDL from the records alone, from LSN 0 (vfs/open.c), as
+ *                    if node GC had freed nothing: it proves less than the
+ *                    segments heard, and the data-loss alarm rings within
+ *                    the fault model
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
@@ -36,7 +41,8 @@
 enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
   BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
-  BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_PROMOTE_NO_IF_EPOCH, BUG_N
+  BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_PROMOTE_NO_IF_EPOCH, BUG_SCAN_FROM_ZERO,
+  BUG_N
 };
 
 extern unsigned planted_bugs;

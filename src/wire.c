@@ -21,7 +21,7 @@
 static const char *errnames[] = {
   "ok", "bad frame", "bad message", "unknown segment", "stale epoch",
   "not complete", "out of range", "bad crc", "conflict", "disk full",
-  "not found", "internal", "unavailable", "not authorized",
+  "not found", "internal", "unavailable", "not authorized", "data loss",
 };
 
 const char *wire_errname(uint32_t code)
@@ -547,6 +547,8 @@ int wire_check(const Env *e, char *why, size_t whylen)
     for (size_t i = 0; i < e->engine_stat->n_replicas; i++)
       if (!addr_ok(e->engine_stat->replicas[i]->addr))
         return bad(why, whylen, "engine report with a bad replica address");
+    if (!text_ok(e->engine_stat->data_loss, 512))
+      return bad(why, whylen, "engine report with a data-loss line that is not plain text");
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
     if (!wire_name_ok(e->drop_volume->name))

@@ -37,6 +37,8 @@ enum {
   ERR_INTERNAL = 11,       /* storage failure: nothing was acknowledged */
   ERR_UNAVAILABLE = 12,    /* cannot do it now (not enough nodes, ...) */
   ERR_AUTH = 13,           /* no cluster key, or a ticket or signature that does not hold */
+  ERR_DATA_LOSS = 14,      /* recovery proved a VDL below one a segment heard: acknowledged
+                            * commits are missing (vfs/open.c); never retried */
 };
 
 const char *wire_errname(uint32_t code);

@@ -28,6 +28,11 @@
  *             has not moved for JN_STALL_MS; unstall when it moves again
  *   fenced    an engine reported with an epoch older than the volume's:
  *             a writer superseded and still running (§4.3; 2018 paper)
+ *   dataloss  a new writer's recovery proved a VDL below one a segment had
+ *             heard: acknowledged commits are missing from every segment
+ *             that answered (beyond the fault model); it truncated nothing
+ *             and will not serve (vfs/open.c). Its epoch, the VDL it
+ *             proved, and its one-line alarm naming the segments
  *   behind    a segment's SCL stayed below what its PG peers held
  *             JN_BEHIND_MS earlier; caughtup when it reaches them again,
  *             with the gossip its node did meanwhile (§3.3 step 4)
@@ -226,6 +231,12 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     return;
   uint64_t now = io_now(co->io);
   struct jvol *jv = jvol(co, es->volume);
+  if (es->data_loss && es->data_loss[0]) {   /* an alarm, not a sample (text: wire_check) */
+    jn_event(co, "dataloss", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
+             "\"vdl\":%llu,\"why\":\"%s\"", es->volume, es->addr,
+             (unsigned long long)es->epoch, (unsigned long long)es->vdl, es->data_loss);
+    return;
+  }
   if (es->epoch < v->epoch) {
     jn_fenced(co, v, es->addr, es->epoch);
     return;

@@ -65,7 +65,8 @@ static void usage(FILE *f)
   for (int k = 0; k < F_NKINDS; k++)
     fprintf(f, "%s%s", fault_names[k], k + 1 < F_NKINDS ? "," : "\n");
   fprintf(f,
-    "  --beyond         allow more than an AZ and one node down at once\n"
+    "  --beyond         allow more than an AZ and one node down at once (a true\n"
+    "                   data-loss alarm then ends a run: no violation)\n"
     "  --bug NAME       plant a bug the simulator must catch: ");
   for (int b = 0; b < BUG_N; b++)
     fprintf(f, "%s%s", bug_names[b], b + 1 < BUG_N ? ", " : "\n");
@@ -223,6 +224,9 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             (unsigned long long)r->fo_refused, (unsigned long long)r->fo_promoted_served,
             (unsigned long long)r->fo_manual, (unsigned long long)r->fo_fenced,
             (unsigned long long)r->fo_as_replica);
+  if (r->data_loss_alarms)
+    fprintf(f, "  a data-loss alarm (beyond the fault model): the writer refused to open, "
+            "and the run ends there\n");
   if (r->violations)
     fprintf(f, "  %s\n", r->first);
 }
@@ -268,6 +272,7 @@ struct tally {
   uint64_t rep_gc_lapsed;
   uint64_t fo[7];            /* promotions, took an epoch, refused, served, manual, fenced,
                               * back as the replica */
+  uint64_t alarms;           /* runs a true data-loss alarm ended (--beyond) */
 };
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
@@ -312,6 +317,7 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
                       r.fo_manual, r.fo_fenced, r.fo_as_replica};
     for (int k = 0; k < 7; k++)
       t->fo[k] += fo[k];
+    t->alarms += r.data_loss_alarms;
     if (!many)
       print_result(stdout, &o, &r);
     if (r.violations) {
@@ -518,6 +524,9 @@ int sim_main(int argc, char **argv)
              (unsigned long long)t.fo[2], (unsigned long long)t.fo[3],
              (unsigned long long)t.fo[4], (unsigned long long)t.fo[5],
              (unsigned long long)t.fo[6]);
+    if (t.alarms)
+      printf("data-loss alarms: %llu runs ended in one (beyond the fault model: the writer "
+             "refused to open, as it must)\n", (unsigned long long)t.alarms);
   }
   if (o.trace && o.trace != stdout)
     fclose(o.trace);

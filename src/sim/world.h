@@ -115,6 +115,7 @@ struct sim_result {
   uint64_t steps, sim_ms, hash;
   uint64_t tx_shipped, tx_acked, tx_unknown, tx_truncated, reads_checked;
   uint64_t recoveries, recoveries_interrupted;
+  uint64_t data_loss_alarms;  /* --beyond: true alarms (vfs/open.c), each a run's end */
   uint64_t faults[F_NKINDS];
   uint64_t msgs;
   /* The read replica (replica.c), in runs that have one. */

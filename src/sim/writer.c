@@ -29,6 +29,37 @@
 static void reopen_later(struct simwriter *wr);
 static void open_failed(struct simwriter *wr);
 
+/* The data-loss alarm (vfs/open.c): recovery proved vdl, below a VDL a
+ * segment heard. Within the fault model it must never ring (recovery.h
+ * recover_lost): a violation. Beyond it (--beyond) it may, and it must
+ * then be true: an acknowledged (or kept) commit of an older epoch lies
+ * above vdl. A true one ends the run: the writer refuses to open, as the
+ * engine exits, and only an operator can go on (no commit resumes, so the
+ * liveness checks have nothing to check). */
+static void data_loss(struct simwriter *wr, uint64_t vdl, const char *why)
+{
+  struct world *w = wr->w;
+  if (!w->o.beyond) {
+    violation(w, "recovery raised a data-loss alarm within the fault model: %s", why);
+    return;
+  }
+  const struct txrec *t = NULL;
+  for (size_t i = 0; i < w->ntxs && t == NULL; i++)
+    if (w->txs[i].epoch < wr->epoch && w->txs[i].cpl > vdl &&
+        (w->txs[i].state == TX_ACKED || w->txs[i].state == TX_KEPT))
+      t = &w->txs[i];
+  if (t == NULL) {
+    violation(w, "a false data-loss alarm: no acknowledged commit lies above the VDL %llu "
+              "recovery proved: %s", (unsigned long long)vdl, why);
+    return;
+  }
+  w->res->data_loss_alarms++;
+  world_trace(w, "writer %d: data-loss alarm beyond the fault model (commit %llu of epoch "
+              "%llu is missing): it refuses to open; the run ends", wr->i,
+              (unsigned long long)t->cpl, (unsigned long long)t->epoch);
+  w->stop = 1;
+}
+
 /* It serves: the workload may go on (after a promotion, only once the
  * old writer's lease may have run out: failover.c F3). */
 static void serve(struct simwriter *wr)
@@ -47,16 +78,24 @@ static void after_event_core(struct simwriter *wr)
   if (v == NULL || wr->stopped)
     return;
   if (wr->state == W_RECOVERING) {
-    char why[256];
+    char why[512];
     int rc = rcv_result(v->rcv, why, sizeof why);
     if (rc == 0)
       return;
+    int err = rcv_error(v->rcv);
+    uint64_t proved = rcv_vdl(v->rcv);
     rcv_free(v->rcv);
     v->rcv = NULL;
     if (rc < 0) {
       world_trace(w, "writer %d: recovery in epoch %llu failed: %s", wr->i,
                   (unsigned long long)wr->epoch, why);
       world_hash(w, "rcvfail", wr->epoch, 0);
+      if (err == ERR_DATA_LOSS) {     /* never tried again, as in vol_open */
+        wr->state = W_FAILED;         /* refused, not interrupted */
+        writer_crash(wr);
+        data_loss(wr, proved, why);
+        return;
+      }
       open_failed(wr);        /* a promotion: on the epoch it took */
       return;
     }

@@ -614,8 +614,10 @@ int engine_main(int argc, char **argv)
     auralog_vfs_ship_pages(E.ship_pages);
     vol_reads_default(E.reads_immediate);
     unsigned long long t0 = now_ms();
-    if ((E.root = open_db()) == NULL)
-      die("engine: cannot open volume %s (see the log above)", volume);
+    if ((E.root = open_db()) == NULL) {
+      const char *why = auralog_vfs_open_error();
+      die("engine: cannot open volume %s: %s", volume, why[0] ? why : "see the log above");
+    }
     /* Opening does not read anything yet; a query makes SQLite read the
      * schema, which is when a broken volume would show. */
     char *err = NULL;

@@ -41,6 +41,11 @@
  *  - The writer's page-LSN table (vfs/pagelsn.h) learns the last LSN of
  *    every page the adopted records touch, and keeps nothing above the VDL.
  *
+ * Between rounds 2 and 3, the data-loss alarm (lost): a VDL proved below
+ * one a segment heard means acknowledged commits are gone (recovery.h
+ * recover_lost). Recovery stops with ERR_DATA_LOSS, which vol_open never
+ * retries; round 3 is never sent: this writer truncates nothing.
+ *
  * An interrupted recovery is harmless: round 1 changes only epochs; round
  * 2 installs truncations that are valid forever; round 3's truncation cuts
  * only records of older epochs above a VDL that covers every acknowledged
@@ -100,9 +105,11 @@ struct rcv {
   size_t nscans;
   uint64_t *start, *tails, *after;
   uint8_t *live, *want;      /* live: answered every round so far */
-  int unavailable;           /* failed for lack of a quorum only */
+  uint64_t *heard;           /* per segment: the highest VDL it said it heard */
+  int err;                   /* failed: ERR_UNAVAILABLE (a quorum missing: another
+                              * attempt may succeed), ERR_STALE_EPOCH, ERR_DATA_LOSS */
   Auralog__TruncRange **tp, *tv, wtr;
-  char why[256];
+  char why[512];             /* the alarm names segments, nodes and LSNs */
 };
 
 /* ---- rounds ------------------------------------------------------------- */
@@ -217,6 +224,7 @@ static int stale(struct rcv *c, const Env *rep)
   if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
       rep->error->code == ERR_STALE_EPOCH) {
     snprintf(c->why, sizeof c->why, "%s", rep->error->msg);
+    c->err = ERR_STALE_EPOCH;
     return 1;
   }
   return 0;
@@ -232,7 +240,7 @@ static int read_quorums(struct rcv *c, const char *what)
     if (answered < VR) {
       snprintf(c->why, sizeof c->why, "pg %zu: %d of %d segments %s; recovery needs a "
                "read quorum of %d", p, answered, NCOPIES, what, VR);
-      c->unavailable = 1;
+      c->err = ERR_UNAVAILABLE;
       return 0;
     }
   }
@@ -284,6 +292,7 @@ static void state_done(struct rcv *c)
     if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
       const Auralog__SegInfo *si = rep->seg_info;
       c->live[k] = 1;
+      c->heard[k] = si->vdl;
       if (si->max_lsn > c->max_held)
         c->max_held = si->max_lsn;
       if (si->max_lsn || si->vdl || si->n_truncs)
@@ -310,7 +319,8 @@ static void state_done(struct rcv *c)
     return fail(c);
   /* The hint: the highest VDL a writer told any segment. A writer's VDL is
    * an LSN it handed out, so it cannot lie above every record held: a hint
-   * that does is not believed (a damaged or hostile segment). */
+   * that does is no point to scan from. Its records are gone (or the segment
+   * is damaged or hostile): unless the scan proves it, the alarm (lost). */
   for (size_t i = 0; i < r1->n; i++) {
     size_t k = r1->seg[i];
     if (!c->live[k])
@@ -318,9 +328,9 @@ static void state_done(struct rcv *c)
     uint64_t h = r1->rep[i]->seg_info->vdl;
     if (h > c->max_held)
       logwarn("recovery: pg %zu: a segment's VDL hint %llu lies above every "
-              "record held (%llu); ignored", k / NCOPIES, (unsigned long long)h,
-              (unsigned long long)c->max_held);
-    else if (h > c->hint)
+              "record held (%llu); not a point to scan from", k / NCOPIES,
+              (unsigned long long)h, (unsigned long long)c->max_held);
+    else if (h > c->hint && !PLANTED(BUG_SCAN_FROM_ZERO))
       c->hint = h;
   }
   round_free(&c->cur, free_query);
@@ -351,6 +361,43 @@ static void state_done(struct rcv *c)
 
 static void adopt_ask(struct rcv *c);
 
+static const char *node_name(const struct rcv *c, size_t k)
+{
+  const struct vnode *n = &c->v->nodes[c->v->pgs[k / NCOPIES].node[k % NCOPIES]];
+  return n->id[0] ? n->id : n->addr;
+}
+
+/* The data-loss alarm (the invariant: recovery.h recover_lost), on the VDL
+ * the scan proved: 1 if a segment heard a higher one; why names it, the
+ * log every such segment, a line per PG. */
+static int lost(struct rcv *c)
+{
+  size_t w = 0, n = recover_lost(c->vdl, c->heard, c->nk, &w), npg = 0;
+  for (size_t p = 0; n && p < c->npgs; p++) {
+    char segs[512];
+    size_t len = 0;
+    for (size_t k = p * NCOPIES; k < (p + 1) * NCOPIES && len < sizeof segs; k++)
+      if (c->heard[k] > c->vdl)
+        len += (size_t)snprintf(segs + len, sizeof segs - len, "%s%s heard %llu",
+                                len ? ", " : "", node_name(c, k),
+                                (unsigned long long)c->heard[k]);
+    if (len > 0 && ++npg)
+      logwarn("recovery: data loss: pg %zu: recovery proves VDL %llu (the segments that "
+              "answered hold no record above %llu) but the segments on %s", p,
+              (unsigned long long)c->vdl, (unsigned long long)c->max_held, segs);
+  }
+  if (n == 0)
+    return 0;
+  snprintf(c->why, sizeof c->why, "data loss: recovery proves VDL %llu but pg %zu segment "
+           "on node %s heard VDL %llu from an earlier writer (%zu segment%s in %zu pg%s "
+           "heard above %llu); acknowledged commits above %llu are missing: refusing to "
+           "open; nothing truncated", (unsigned long long)c->vdl, w / NCOPIES,
+           node_name(c, w), (unsigned long long)c->heard[w], n, n == 1 ? "" : "s", npg,
+           npg == 1 ? "" : "s", (unsigned long long)c->vdl, (unsigned long long)c->vdl);
+  c->err = ERR_DATA_LOSS;
+  return 1;
+}
+
 static void scan_ask(struct rcv *c)
 {
   for (size_t k = 0; k < c->nk; k++) {
@@ -377,6 +424,8 @@ static void scan_ask(struct rcv *c)
       for (size_t i = 0; i < c->nr; i++)
         c->rm[i].adopt = 0;
     }
+    if (lost(c))
+      return fail(c);
     return adopt_ask(c);
   }
   ask(c, free_query);
@@ -397,6 +446,8 @@ static void scan_done(struct rcv *c)
     }
     const Auralog__SegInfo *si = rep->seg_info;
     size_t p = k / NCOPIES;
+    if (si->vdl > c->heard[k])
+      c->heard[k] = si->vdl;
     if (c->page == 0 && si->tail > c->start[p] && si->tail <= c->hint)
       c->start[p] = si->tail;
     for (size_t j = 0; j < si->n_recs; j++) {
@@ -563,7 +614,7 @@ static void adopt_done(struct rcv *c)
       snprintf(c->why, sizeof c->why, "pg %zu: the truncation and the records to keep "
                "reached %d of %d segments; recovery needs a write quorum of %d", p, n,
                NCOPIES, VW);
-      c->unavailable = 1;
+      c->err = ERR_UNAVAILABLE;
       free(acked);
       return fail(c);
     }
@@ -631,6 +682,7 @@ struct rcv *rcv_start(struct volume *v, uint64_t vol_id, size_t npgs)
   c->start = calloc(npgs + 1, sizeof *c->start);
   c->tails = calloc(npgs + 1, sizeof *c->tails);
   c->live = calloc(c->nk + 1, 1);
+  c->heard = calloc(c->nk + 1, sizeof *c->heard);
   state_ask(c);
   return c;
 }
@@ -697,10 +749,18 @@ int rcv_round(const struct rcv *c)
   return c->phase < R_DONE ? c->phase : 0;
 }
 
-/* Did it fail only for lack of a quorum (another attempt may succeed)? */
-int rcv_unavailable(const struct rcv *c)
+/* Why it failed (ERR_NONE while running or once it serves):
+ * ERR_UNAVAILABLE only for lack of a quorum (another attempt may
+ * succeed), ERR_DATA_LOSS for the alarm (no attempt will: never retry). */
+int rcv_error(const struct rcv *c)
 {
-  return c->phase == R_FAILED && c->unavailable;
+  return c->phase != R_FAILED ? ERR_NONE : c->err ? c->err : ERR_INTERNAL;
+}
+
+/* The VDL the scan round proved (0 before it). */
+uint64_t rcv_vdl(const struct rcv *c)
+{
+  return c->vdl;
 }
 
 /* 0: running; 1: the volume serves; -1: failed, with why. */
@@ -734,6 +794,7 @@ void rcv_free(struct rcv *c)
   free(c->after);
   free(c->want);
   free(c->live);
+  free(c->heard);
   free(c->gone);
   free(c->left);
   free(c->last);

@@ -64,4 +64,25 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
                      struct rmeta *recs, size_t n, const struct trunc *tr, size_t ntr,
                      uint64_t *tails);
 
+/* The data-loss check, on the VDL recover_vdl proved. heard[k]: the
+ * highest VDL segment k of the recovery said a writer told it (0: none,
+ * or it never answered), for nk segments. Returns how many heard a VDL
+ * above vdl (0: none did, the VDL may be served); *worst, when some did,
+ * is the one that heard the highest (the first such in k order).
+ *
+ * INVARIANT (why any is an alarm, paper §4.3, DESIGN.md §4 invariant 1):
+ * within the fault model a recovery proves a VDL at or above every VDL a
+ * segment heard. A writer announces VDL Y only once every record up to Y
+ * is at a write quorum (Vw = 4 of 6) of every PG; the read quorum (Vr = 3
+ * of 6) recovery reads of each PG intersects that write quorum (Vr + Vw >
+ * V), so the records it scans chain each PG up to Y, Y is a CPL whose MTR
+ * is whole there, and Y is at or below the VCL they show: the walk passes
+ * it. So a proved VDL below a heard one means records a write quorum once
+ * held are gone from every segment that answered: storage lost beyond
+ * the fault model, or a log cut by hand. The commits in (vdl, heard] were
+ * acknowledged. Truncating above vdl would make their loss final (and each
+ * segment that heard more refuses that truncation: node/trunc.c
+ * node_writer_trunc_ok), so recovery must stop and say so instead. */
+size_t recover_lost(uint64_t vdl, const uint64_t *heard, size_t nk, size_t *worst);
+
 #endif

@@ -63,8 +63,12 @@ void vol_adopt(struct volume *v, const Auralog__Volume *vd)
   for (size_t p = v->npgs; p < vd->n_pgs; p++) {
     struct pgout *g = &v->pgs[p];
     memset(g, 0, sizeof *g);
-    for (int s = 0; s < NCOPIES; s++)
-      g->node[s] = node_index(v, vd->pgs[p]->segments[s]->addr);
+    for (int s = 0; s < NCOPIES; s++) {
+      const Auralog__Segment *seg = vd->pgs[p]->segments[s];
+      g->node[s] = node_index(v, seg->addr);
+      if (seg->node && seg->node[0])
+        snprintf(v->nodes[g->node[s]].id, sizeof v->nodes[g->node[s]].id, "%s", seg->node);
+    }
   }
   v->npgs = vd->n_pgs;
 }

@@ -21,6 +21,11 @@
  * the default mode a commit waits in the VFS until it is durable. */
 int auralog_vfs_register(int make_default, const char *engine_addr, int async);
 
+/* Why the last open of a volume through the VFS failed, one line ("" if
+ * none did): SQLite's own message is only "unable to open database file".
+ * The string stays valid until the next call. */
+const char *auralog_vfs_open_error(void);
+
 /* Ship whole pages instead of page deltas (`auralog engine --ship pages`):
  * every changed page of a commit goes whole, as a mirrored database writes
  * pages (paper Table 1). A baseline for `auralog bench`; call before the

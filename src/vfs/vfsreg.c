@@ -107,6 +107,20 @@ static int open_main(struct afile *f, const char *name, char *why, size_t whylen
   return 0;
 }
 
+/* Why the last open of a volume failed: SQLite says only "unable to open
+ * database file", and an engine that cannot start (a data-loss alarm...)
+ * should say why in its last line, which `cluster up` shows. */
+static char open_why[512];
+
+const char *auralog_vfs_open_error(void)
+{
+  static char copy[sizeof open_why];
+  pthread_mutex_lock(&reg_mu);
+  memcpy(copy, open_why, sizeof copy);
+  pthread_mutex_unlock(&reg_mu);
+  return copy;
+}
+
 static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *pf, int flags,
                   int *out_flags)
 {
@@ -114,12 +128,15 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *pf, int flag
   struct afile *f = (struct afile *)pf;
   memset(f, 0, sizeof *f);
   if (name && (flags & SQLITE_OPEN_MAIN_DB)) {
-    char why[256];
+    char why[512];
     if (!wire_name_ok(name)) {
       errmsg("'%s' is not a volume name (1-%d of A-Z a-z 0-9 _ . -)", name, NAME_MAX_LEN);
       return SQLITE_CANTOPEN;
     }
     if (open_main(f, name, why, sizeof why) != 0) {
+      pthread_mutex_lock(&reg_mu);
+      snprintf(open_why, sizeof open_why, "%s", why);
+      pthread_mutex_unlock(&reg_mu);
       errmsg("cannot open volume %s: %s", name, why);
       sqlite3_log(SQLITE_CANTOPEN, "auralog: cannot open volume %s: %s", name, why);
       return SQLITE_CANTOPEN;

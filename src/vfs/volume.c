@@ -242,14 +242,33 @@ static void teardown(struct volume *v)
   free(v);
 }
 
-/* One attempt: a new epoch, recovery. *unavailable: it failed only for
- * lack of segments (a quorum), so another attempt may succeed. */
+/* A report to the coordinator, now (no answer comes), signed as v's
+ * writer on its connection (coord/roles.c R4: else it is ignored). */
+static void report_now(struct volume *v, const char *coord, Env *env)
+{
+  char err[200];
+  struct rpc r;
+  size_t len;
+  uint8_t sig[AUTH_SIG_BYTES];
+  if (rpc_open(&r, coord, 1000, err, sizeof err) != 0)
+    return;
+  vol_writer_seal(v, env, r.bind, sig);
+  uint8_t *frame = wire_frame(env, &len);
+  if (frame)
+    rpc_send_raw(&r, frame, len);
+  free(frame);
+  rpc_close(&r);
+}
+
+/* One attempt: a new epoch, recovery. *err: why it failed (rcv_error):
+ * ERR_UNAVAILABLE only for lack of segments (a quorum), so another attempt
+ * may succeed. */
 static struct volume *open_once(const char *coord, const char *name,
                                 const char *engine_addr, uint32_t pg_pages, uint64_t if_epoch,
-                                const struct auth_signer *wsigner, uint64_t *took,
-                                int *unavailable, char *why, size_t whylen)
+                                const struct auth_signer *wsigner, uint64_t *took, int *err,
+                                char *why, size_t whylen)
 {
-  *unavailable = 0;
+  *err = ERR_INTERNAL;
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
   /* A key pair of this writer's own: its ticket names the public half,
@@ -291,12 +310,27 @@ static struct volume *open_once(const char *coord, const char *name,
   pthread_mutex_lock(&v->drv->mu);
   while (v->rcv == NULL || (rc = rcv_result(v->rcv, why, whylen)) == 0)
     pthread_cond_wait(&v->drv->cond, &v->drv->mu);
-  *unavailable = rc < 0 && rcv_unavailable(v->rcv);
+  *err = rcv_error(v->rcv);
+  uint64_t proved = rcv_vdl(v->rcv);
   rcv_free(v->rcv);
   v->rcv = NULL;
   v->opened = rc == 1;
   pthread_mutex_unlock(&v->drv->mu);
   if (rc != 1) {
+    if (*err == ERR_DATA_LOSS) {
+      /* The alarm, for the cluster's journal (coord/journal.c): the one
+       * report this writer makes. */
+      Env env = AURALOG__ENVELOPE__INIT;
+      Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
+      es.volume = (char *)name;
+      es.addr = v->engine_addr;
+      es.epoch = v->epoch;
+      es.vdl = proved;
+      es.data_loss = why;
+      env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+      env.engine_stat = &es;
+      report_now(v, coord, &env);
+    }
     teardown(v);
     return NULL;
   }
@@ -306,19 +340,8 @@ static struct volume *open_once(const char *coord, const char *name,
     Env env;
     Auralog__EngineStat es;
     Auralog__TruncRange tr;
-    char err[200];
-    struct rpc r;
-    size_t len;
-    uint8_t sig[AUTH_SIG_BYTES];
     vol_engine_stat(v, &env, &es, &tr);
-    if (rpc_open(&r, coord, 1000, err, sizeof err) == 0) {
-      vol_writer_seal(v, &env, r.bind, sig);
-      uint8_t *frame = wire_frame(&env, &len);
-      if (frame)
-        rpc_send_raw(&r, frame, len);   /* a report: no answer comes */
-      free(frame);
-      rpc_close(&r);
-    }
+    report_now(v, coord, &env);
   }
   loginfo("volume %s open: epoch %llu, vdl %llu, %zu pg%s, recovery %llu ms%s", name,
           (unsigned long long)v->epoch, (unsigned long long)v->q.vdl, v->npgs,
@@ -327,10 +350,18 @@ static struct volume *open_once(const char *coord, const char *name,
   return v;
 }
 
+int vol_open_again(int err)
+{
+  return err == ERR_UNAVAILABLE;
+}
+
 /* Recovery needs a read quorum of every PG, then a write quorum. Segments
  * may be briefly missing (nodes that just came back have not yet heard of
  * a PG made while they were down): an engine tries again, with a new
- * epoch each time, for up to RECOVERY_RETRY_MS before it gives up. */
+ * epoch each time, for up to RECOVERY_RETRY_MS before it gives up; for
+ * that alone (vol_open_again): a data-loss alarm (ERR_DATA_LOSS, open.c)
+ * is final, and trying again would take epoch after epoch to prove the
+ * same VDL. */
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
                         uint32_t pg_pages, char *why, size_t whylen)
 {
@@ -348,13 +379,13 @@ struct volume *vol_open_if(const char *coord, const char *name, const char *engi
   if (writer_signer(&signer, why, whylen) != 0)
     return NULL;
   for (;;) {
-    int unavailable;
+    int err;
     uint64_t took = 0;
     struct volume *v = open_once(coord, name, engine_addr, pg_pages, if_epoch, &signer, &took,
-                                 &unavailable, why, whylen);
+                                 &err, why, whylen);
     if (if_epoch && took)
       if_epoch = took;
-    if (v || !unavailable || now_ms() + 500 > give_up)
+    if (v || !vol_open_again(err) || now_ms() + 500 > give_up)
       return v;
     logwarn_rl("volume %s: %s; trying again in 500 ms", name, why);
     struct timespec ts = {0, 500 * 1000000L};

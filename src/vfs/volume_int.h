@@ -79,6 +79,7 @@ uint64_t pg_need(const struct pgout *g, uint64_t lsn);
 
 struct vnode {
   char addr[ADDR_MAX_LEN + 1];
+  char id[NAME_MAX_LEN + 1];  /* its node id, as the description names it (messages) */
   struct ep *c;
   int up;
   unsigned long long retry_at;
@@ -278,7 +279,8 @@ void read_reap(struct volume *v);
  * its events here while v->rcv is set; rcv_result says when it is over:
  * the VDL found from a read quorum of every PG, the truncation above it
  * and the adopted records on a write quorum of every PG, the quorum
- * tracker and PG tails set up (1), or why not (-1). */
+ * tracker and PG tails set up (1), or why not (-1); rcv_error then says
+ * which kind of failure: ERR_DATA_LOSS (the data-loss alarm) is final. */
 struct rcv;
 struct rcv *rcv_start(struct volume *v, uint64_t vol_id, size_t npgs);
 int rcv_on_msg(struct rcv *c, const Env *env);
@@ -287,7 +289,11 @@ void rcv_on_down(struct rcv *c, int node);
 void rcv_tick(struct rcv *c);
 int rcv_result(const struct rcv *c, char *why, size_t whylen);
 int rcv_round(const struct rcv *c);
-int rcv_unavailable(const struct rcv *c);
+int rcv_error(const struct rcv *c);
+uint64_t rcv_vdl(const struct rcv *c);
+/* volume.c: is an open that failed with err (rcv_error) worth another
+ * attempt, with a new epoch? Only for a missing quorum. */
+int vol_open_again(int err);
 void rcv_free(struct rcv *c);
 
 #endif

@@ -5,10 +5,11 @@
  * find no violation; the safety issue's scenarios replay as fixed
  * schedules that pass on this code and fail with the bug each one found;
  * every planted bug (bugs.h) is caught within a few hundred seeds, so the
- * simulator can never quietly stop finding anything; and --shrink keeps a
- * failing schedule failing. With a read replica (--faults replicas),
- * its reads are checked against the shadow model in every run, and a
- * replica that reads past its VDL is caught. Those runs have failover
+ * simulator can never quietly stop finding anything; --shrink keeps a
+ * failing schedule failing; and a data-loss alarm is a violation within
+ * the fault model, a run's end beyond it. With a read replica (--faults
+ * replicas), its reads are checked against the shadow model in every run,
+ * and a replica that reads past its VDL is caught. Those runs have failover
  * (sim/failover.c): promotions happen, old writers are fenced, nothing
  * acknowledged is lost, and a promotion that opens from an epoch the
  * volume has left (promote-no-if-epoch) is caught.
@@ -195,6 +196,30 @@ static void beyond_the_model_nothing_is_lost_and_commits_resume(void **state)
       fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --beyond)",
                (unsigned long long)seed, r.first, (unsigned long long)seed);
   }
+}
+
+/* The data-loss alarm (vfs/open.c): within the fault model it never rings,
+ * so one that does is a violation (here a recovery that, planted, proves
+ * the VDL from LSN 0 after node GC freed records); beyond it the alarm is
+ * how a writer must end when acknowledged commits are gone: the run stops
+ * there with no violation, and says so. */
+static void a_data_loss_alarm_is_a_violation_within_the_model_only(void **state)
+{
+  (void)state;
+  struct sim_opts o = opts(1, ALL_FAULTS, 1u << BUG_SCAN_FROM_ZERO);
+  struct sim_result r;
+  run(&o, &r);
+  assert_int_equal(r.violations, 1);
+  if (strstr(r.first, "recovery raised a data-loss alarm within the fault model: data loss: "
+                      "recovery proves VDL ") == NULL)
+    fail_msg("seed 1 --bug scan-from-zero: %s", r.first);
+  assert_int_equal(r.data_loss_alarms, 0);
+  printf("# %s\n", r.first);
+  o.beyond = 1;
+  run(&o, &r);
+  if (r.violations)
+    fail_msg("seed 1 --beyond --bug scan-from-zero: %s", r.first);
+  assert_int_equal(r.data_loss_alarms, 1);
 }
 
 /* The safety issue's scenarios, each as a fixed schedule (a seed and the
@@ -470,6 +495,7 @@ int main(void)
     cmocka_unit_test(a_few_hundred_seeds_find_nothing),
     cmocka_unit_test(seeds_that_once_failed_pass),
     cmocka_unit_test(beyond_the_model_nothing_is_lost_and_commits_resume),
+    cmocka_unit_test(a_data_loss_alarm_is_a_violation_within_the_model_only),
     cmocka_unit_test(the_safety_scenarios_replay),
     cmocka_unit_test(a_replica_reads_what_the_shadow_says),
     cmocka_unit_test(failover_promotes_and_loses_nothing),

@@ -12,7 +12,14 @@
  *    acks do not make it durable, the fourth does (write quorum 4 of 6),
  *    and its CPL becomes the VDL;
  *  - recovery fails, naming the read quorum, when only two of the six
- *    segments answer and the others' endpoints go down;
+ *    segments answer and the others' endpoints go down: a failure worth
+ *    another attempt (ERR_UNAVAILABLE);
+ *  - the data-loss alarm: when the records of a read quorum prove a VDL
+ *    below one a segment heard, recovery fails with ERR_DATA_LOSS, naming
+ *    the segment, its node and both LSNs, after sending nothing but its
+ *    state and scan queries (no Append, no truncation, nothing adopted),
+ *    and the open is not tried again (no new epoch); likewise when the
+ *    higher VDL is heard only in the scan round;
  *  - the end-to-end page check (vfs/pagelsn.h): a segment that answers a
  *    page the writer wrote with an older page LSN (the page without its
  *    newest record) is refused, counted and named; the read goes to
@@ -194,6 +201,9 @@ static void recovery_needs_a_read_quorum(void **state)
   assert_non_null(strstr(why, "read quorum"));
   assert_non_null(strstr(why, "2 of 6"));
   assert_int_equal(rcv_round(v->rcv), 0);
+  /* Transient: the open tries again (vol_open_if), with a new epoch. */
+  assert_int_equal(rcv_error(v->rcv), ERR_UNAVAILABLE);
+  assert_true(vol_open_again(rcv_error(v->rcv)));
   assert_int_equal(count(&x.f, x.seg[0], SEG_QUERY), 0);   /* no scan went out */
   writer_teardown(&x);
 }
@@ -524,6 +534,137 @@ static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
   writer_teardown(&x);
 }
 
+/* ---- the data-loss alarm ----------------------------------------------------- */
+
+/* Segment i answers the state query: it holds records up to max_lsn and
+ * heard VDL vdl. */
+static void answer_state(struct wfix *x, int i, uint64_t max_lsn, uint64_t vdl)
+{
+  const Env *q = take(&x->f, x->seg[i], SEG_QUERY);
+  assert_int_equal(q->seg_query->scan, 0);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+  si.volume_id = VOL;
+  si.epoch = 1;
+  si.max_lsn = max_lsn;
+  si.scl = max_lsn;
+  si.vdl = vdl;
+  env.req = q->req;
+  env.body_case = SEG_INFO;
+  env.seg_info = &si;
+  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
+}
+
+/* Segment i answers a scan with recs[0..n) (its last page: more = 0),
+ * saying it heard VDL vdl. */
+static void answer_scan(struct wfix *x, int i, Rec **recs, size_t n, uint64_t vdl)
+{
+  const Env *q = take(&x->f, x->seg[i], SEG_QUERY);
+  assert_int_equal(q->seg_query->scan, 1);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+  si.volume_id = VOL;
+  si.epoch = 1;
+  si.vdl = vdl;
+  si.recs = n ? recs : NULL;
+  si.n_recs = n;
+  env.req = q->req;
+  env.body_case = SEG_INFO;
+  env.seg_info = &si;
+  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
+}
+
+/* After the alarm: the open failed with ERR_DATA_LOSS, a line naming
+ * node (the segment that heard the most), heard and the VDL proved; the
+ * writer sent nothing but state and scan queries, none carrying a
+ * truncation, and nothing is left to send; it would not try again. */
+static void assert_alarm(struct wfix *x, const char *node, uint64_t heard, uint64_t vdl)
+{
+  char why[512], want[128];
+  struct volume *v = x->v;
+  assert_int_equal(rcv_result(v->rcv, why, sizeof why), -1);
+  assert_int_equal(rcv_error(v->rcv), ERR_DATA_LOSS);
+  assert_false(vol_open_again(rcv_error(v->rcv)));
+  assert_int_equal(rcv_round(v->rcv), 0);
+  assert_int_equal(rcv_vdl(v->rcv), vdl);
+  printf("# %s\n", why);
+  assert_true(strncmp(why, "data loss: ", 11) == 0);
+  snprintf(want, sizeof want, "recovery proves VDL %llu but pg 0 segment on node %s heard "
+           "VDL %llu", (unsigned long long)vdl, node, (unsigned long long)heard);
+  if (strstr(why, want) == NULL)
+    fail_msg("the alarm '%s' does not say '%s'", why, want);
+  snprintf(want, sizeof want, "acknowledged commits above %llu are missing",
+           (unsigned long long)vdl);
+  assert_non_null(strstr(why, want));
+  assert_non_null(strstr(why, "refusing to open; nothing truncated"));
+  assert_null(strchr(why, '\n'));
+  for (size_t i = 0; i < x->f.nout; i++) {
+    const Env *e = x->f.out[i].env;
+    if (e->body_case != SEG_QUERY)
+      fail_msg("recovery sent a message of kind %d after the alarm", (int)e->body_case);
+    assert_int_equal(e->seg_query->n_truncs, 0);
+  }
+  for (int i = 0; i < NCOPIES; i++)
+    assert_int_equal(count(&x->f, x->seg[i], 0), 0);
+  /* Events after it change nothing (time passing, a node lost). */
+  x->f.now += 10 * RCV_ANSWER_MS;
+  vcore_tick(v);
+  x->seg[0]->open = 0;
+  vcore_on_down(v, x->seg[0]);
+  assert_int_equal(rcv_result(v->rcv, why, sizeof why), -1);
+  for (size_t i = 0; i < x->f.nout; i++)
+    assert_int_equal(x->f.out[i].env->body_case, SEG_QUERY);
+  rcv_free(v->rcv);
+  v->rcv = NULL;
+}
+
+static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
+{
+  (void)state;
+  struct wfix x;
+  writer_setup(&x);
+  /* An older writer committed 1 and 2, then 3..5, and told B1 VDL 5; the
+   * records above 2 are gone from every segment (beyond the fault model:
+   * four disks lost them, and C1, C2 never had them). A read quorum of
+   * all six answers: A1, A2, B1, B2 hold 1 and 2; B1 heard 5. */
+  static const uint64_t heard[NCOPIES] = {0, 0, 5, 0, 0, 0};
+  for (int i = 0; i < NCOPIES; i++)
+    answer_state(&x, i, i < 4 ? 2 : 0, heard[i]);
+  assert_int_equal(rcv_round(x.v->rcv), 2);
+  struct srec a, b;
+  Rec *recs[2] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1)};
+  for (int i = 0; i < NCOPIES; i++)
+    answer_scan(&x, i, recs, i < 4 ? 2 : 0, heard[i]);
+  /* They prove VDL 2; B1 heard 5: commits 3..5 were acknowledged. */
+  assert_alarm(&x, "B1", 5, 2);
+  writer_teardown(&x);
+
+  /* The same records, every segment heard 2 in round 1, and B2's scan
+   * answer says it heard 4 (a VDL it learned between the rounds): the
+   * alarm too, from the scan round's answers. */
+  writer_setup(&x);
+  for (int i = 0; i < NCOPIES; i++)
+    answer_state(&x, i, i < 4 ? 2 : 0, i < 4 ? 2 : 0);
+  for (int i = 0; i < NCOPIES; i++)
+    answer_scan(&x, i, recs, i < 4 ? 2 : 0, i == 3 ? 4 : i < 4 ? 2 : 0);
+  assert_alarm(&x, "B2", 4, 2);
+  writer_teardown(&x);
+
+  /* What the segments heard is what the records prove: no alarm, round 3
+   * (the truncation above 2) goes out. */
+  writer_setup(&x);
+  for (int i = 0; i < NCOPIES; i++)
+    answer_state(&x, i, i < 4 ? 2 : 0, i < 4 ? 2 : 0);
+  for (int i = 0; i < NCOPIES; i++)
+    answer_scan(&x, i, NULL, 0, i < 4 ? 2 : 0);
+  assert_int_equal(rcv_round(x.v->rcv), 3);
+  assert_int_equal(rcv_error(x.v->rcv), ERR_NONE);
+  const Env *e = take(&x.f, x.seg[0], APPEND);
+  assert_non_null(e->append->trunc);
+  assert_int_equal(e->append->trunc->from, 2);
+  writer_teardown(&x);
+}
+
 int main(void)
 {
   log_quiet(2);
@@ -533,6 +674,7 @@ int main(void)
     cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(recovery_teaches_the_adopted_pages_and_forgets_the_cut),
+    cmocka_unit_test(recovery_below_a_heard_vdl_is_a_data_loss_alarm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
