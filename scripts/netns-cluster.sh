@@ -23,8 +23,10 @@
 # (scp, mode 0600), then on each VM run
 #   auralog node --key KEY --az X --id X1 --listen VM_IP:7401 --coord COORD_IP:7400
 #   auralog node --key KEY --az X --id X2 --listen VM_IP:7402 --coord COORD_IP:7400
-# on one more `auralog coord --key KEY --listen COORD_IP:7400` and
-# `auralog engine --key KEY --listen COORD_IP:7500 --coord COORD_IP:7400`,
+# on one more `auralog coord --key KEY --listen COORD_IP:7400 --operator
+# D/operator.pub` and `auralog engine --key KEY --listen COORD_IP:7500
+# --coord COORD_IP:7400 --operator D/operator.key` (the operator's key stays
+# with the operator: never copy it to a node's VM),
 # and take an AZ out by stopping its VM's network (or the VM). Tools need
 # the key too: export AURALOG_KEY=KEY. The key is taken from $AURALOG_KEY
 # if set (a lab passes its cluster's), else DIR/cluster.key.
@@ -87,6 +89,9 @@ up)
   # else DIR/cluster.key, made once. On real machines this one file is
   # what you copy to each (mode 0600).
   key=${AURALOG_KEY:-$("$bin" cluster key --dir "$dir")}
+  # The operator's key beside DIR's (made by `cluster key`): the
+  # coordinator gets its public half, the engine the key; nodes nothing.
+  "$bin" cluster key --dir "$dir" > /dev/null
   export AURALOG_KEY="$key"
   ip link add $br type bridge
   ip addr add $ctl/24 dev $br
@@ -102,7 +107,8 @@ up)
     ip -n $ns addr add $net.$i/24 dev eth0
     ip -n $ns link set eth0 up
   done
-  start coord "$bin" coord --listen $ctl:7400 --data "$dir/data/coord"
+  start coord "$bin" coord --listen $ctl:7400 --data "$dir/data/coord" \
+    --operator "$dir/operator.pub"
   sleep 0.3
   i=1
   for az in A B C; do
@@ -116,7 +122,8 @@ up)
     [ "$(AURALOG_COORD=$ctl:7400 "$bin" status --json 2>/dev/null | grep -o '"state":"up"' | wc -l)" -ge 6 ] && break
     sleep 0.1
   done
-  start engine "$bin" engine --listen $ctl:7500 --coord $ctl:7400
+  start engine "$bin" engine --listen $ctl:7500 --coord $ctl:7400 \
+    --operator "$dir/operator.key"
   for t in $(seq 1 100); do
     "$bin" sql --engine $ctl:7500 "select 1" > /dev/null 2>&1 && break
     sleep 0.1

@@ -711,6 +711,15 @@ int cluster_main(int argc, char **argv)
     }
     if (key_create(key, why, sizeof why) != 0)
       die("cluster: %s", why);
+    /* And the operator's, beside it (coord/roles.c): its public half for
+     * the coordinator (--operator DIR/operator.pub), the key for the
+     * engine and the tools; never to a node or a replica. */
+    char opkey[PATH_MAX + 16], oppub[PATH_MAX + 16], *slash = strrchr(key, '/');
+    int dl = slash ? (int)(slash - key) : 1;
+    snprintf(opkey, sizeof opkey, "%.*s/operator.key", dl, slash ? key : ".");
+    snprintf(oppub, sizeof oppub, "%.*s/operator.pub", dl, slash ? key : ".");
+    if (key_create(opkey, why, sizeof why) != 0 || op_pub_write(opkey, oppub, why, sizeof why))
+      die("cluster: %s", why);
     printf("%s\n", key);
     return 0;
   }

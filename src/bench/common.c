@@ -50,13 +50,21 @@ void bench_dir(char *out, size_t n, const char *name)
   snprintf(out, n, "%s/%s", d, name);
 }
 
+/* The operator's key of the cluster bench_cluster_up made ("": none): the
+ * engines a benchmark starts on it are the operator's (coord/roles.c). */
+static char bench_op[1200];
+
 pid_t bench_start(const char *log, const char *const argv[])
 {
   const char *args[32];
   int k = 0;
   args[k++] = bench_self();
-  for (int i = 0; argv[i] && k < 31; i++)
+  for (int i = 0; argv[i] && k < 29; i++)
     args[k++] = argv[i];
+  if (bench_op[0] && !strcmp(argv[0], "engine") && strcmp(argv[1], "--baseline") != 0) {
+    args[k++] = "--operator";
+    args[k++] = bench_op;
+  }
   args[k] = NULL;
   return proc_spawn(args[0], (char *const *)args, log, 0);
 }
@@ -146,24 +154,32 @@ int bench_cluster_up(const char *dir, int base, char *why, size_t n)
   /* A fresh cluster: no data of an earlier run may change this one. But
    * the same key: this process may hold it already (keyfile.h loads it
    * once), from a cluster it started here before. */
-  char keyp[1200], keyhex[128];
-  ssize_t nkey = -1;
-  snprintf(keyp, sizeof keyp, "%s/cluster.key", dir);
-  int kfd = open(keyp, O_RDONLY);
-  if (kfd >= 0) {
-    nkey = read(kfd, keyhex, sizeof keyhex);
-    close(kfd);
+  /* The operator's key is kept the same way: an engine started earlier
+   * here, and this process, may hold it. */
+  char keyp[2][1200], keyhex[2][128];
+  ssize_t nkey[2] = {-1, -1};
+  snprintf(keyp[0], sizeof keyp[0], "%s/cluster.key", dir);
+  snprintf(keyp[1], sizeof keyp[1], "%s/operator.key", dir);
+  for (int i = 0; i < 2; i++) {
+    int kfd = open(keyp[i], O_RDONLY);
+    if (kfd >= 0) {
+      nkey[i] = read(kfd, keyhex[i], sizeof keyhex[i]);
+      close(kfd);
+    }
   }
   bench_rm_tree(dir);
   if (bench_mkdirs(dir) != 0) {
     snprintf(why, n, "cannot make a fresh directory %s: %s", dir, strerror(errno));
     return -1;
   }
-  if (nkey > 0 && (kfd = open(keyp, O_WRONLY | O_CREAT | O_EXCL, 0600)) >= 0) {
-    if (write(kfd, keyhex, (size_t)nkey) != nkey)
-      unlink(keyp);
-    close(kfd);
-  }
+  int kfd;
+  for (int i = 0; i < 2; i++)
+    if (nkey[i] > 0 && (kfd = open(keyp[i], O_WRONLY | O_CREAT | O_EXCL, 0600)) >= 0) {
+      if (write(kfd, keyhex[i], (size_t)nkey[i]) != nkey[i])
+        unlink(keyp[i]);
+      close(kfd);
+    }
+  snprintf(bench_op, sizeof bench_op, "%s", keyp[1]);
   /* Its key: the one this process and every engine it starts use too
    * (unless the caller brought one, AURALOG_KEY). */
   if (!getenv("AURALOG_KEY") || !*getenv("AURALOG_KEY")) {

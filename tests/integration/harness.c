@@ -213,9 +213,7 @@ static int start(const char *name, const char *extra)
   /* The test acts for the operator who ran `cluster up` (its wire-level
    * writer opens, drops and faults: coord/roles.c); a test that plays a
    * mere member says so (peer_as_member). */
-  static char opkey[300];
-  snprintf(opkey, sizeof opkey, "%s/operator.key", dir);
-  setenv("AURALOG_OPERATOR", opkey, 1);
+  key_use_dir(dir);          /* this process's own calls; commands get --dir */
   op_use(1);
   return 0;
 }
