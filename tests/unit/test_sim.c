@@ -253,6 +253,11 @@ static void every_planted_bug_is_caught(void **state)
      * the damage under a read and catches this bug there. */
     if (b == BUG_STALE_VERSION)
       continue;
+    /* A scan carrying a forged range needs a member with a signed epoch
+     * that lies: no nemesis plays one yet. unit_truncbound plants this
+     * bug on a node and catches it there. */
+    if (b == BUG_TRUNC_UNBOUNDED_SCAN)
+      continue;
     uint64_t seed;
     struct sim_result r = {0};
     for (seed = 1; seed <= BUG_SEEDS; seed++) {
