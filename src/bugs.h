@@ -34,6 +34,13 @@
  *                    if node GC had freed nothing: it proves less than the
  *                    segments heard, and the data-loss alarm rings within
  *                    the fault model
+ *   trunc-unbounded-scan  a node installs the truncations a recovery's scan
+ *                    carries without the bound (node/trunc.c, segment.c
+ *                    seg_trunc_ok): a member with a signed epoch whose
+ *                    scan carries (0, 2^59] empties the segment, and gossip
+ *                    spreads it. No nemesis of the simulator plays a rogue
+ *                    member yet: test_sim.c does not count on catching it
+ *                    (unit_truncbound does, on the node)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
@@ -42,7 +49,7 @@ enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
   BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
   BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_PROMOTE_NO_IF_EPOCH, BUG_SCAN_FROM_ZERO,
-  BUG_N
+  BUG_TRUNC_UNBOUNDED_SCAN, BUG_N
 };
 
 extern unsigned planted_bugs;

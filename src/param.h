@@ -44,6 +44,12 @@
  * not hand out an LSN above vdl + LAL. */
 #define LAL           10000000
 
+/* The VDLs a segment heard, per writer epoch (node/segment.h, the bound on
+ * truncations): at most this many epochs are kept apart; past it the
+ * oldest is folded into the next (segment.c seg_heard_note says why that
+ * is safe). */
+#define HEARD_MAX     8
+
 /* Engine (src/vfs). */
 #define DIFF_MERGE_GAP  8       /* page diff: join changed ranges closer than this (a range costs ~6 bytes) */
 #define DIFF_COPY_MIN   16      /* page diff: ship a run the page already holds nearby as a copy (~10 bytes) if at least this long */

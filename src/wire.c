@@ -359,6 +359,12 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
       return bad(why, whylen, "append of epoch %llu carries a truncation of epoch %llu",
                  (unsigned long long)a->epoch, (unsigned long long)a->trunc->epoch);
   }
+  /* The older truncations a writer's own rests on: older epochs' only. */
+  TRY(check_truncs(a->before, a->n_before, "append's earlier", why, whylen));
+  for (size_t i = 0; i < a->n_before; i++)
+    if (a->before[i]->epoch >= a->epoch)
+      return bad(why, whylen, "append of epoch %llu carries an earlier truncation of epoch "
+                 "%llu", (unsigned long long)a->epoch, (unsigned long long)a->before[i]->epoch);
   if (a->n_records > BATCH_MAX)   /* 0: only tells the writer's VDL */
     return bad(why, whylen, "append of %zu records (at most %d)",
                a->n_records, BATCH_MAX);

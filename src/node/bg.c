@@ -306,9 +306,14 @@ static void finish_catch_up(struct node *n, struct segment *s)
   if (rc == 0)
     rc = store_rechain(&n->st, s, s->catchup, why, sizeof why);
   /* The peer froze its GC point at or below a VDL it heard: a durable
-   * point, below which no truncation may start (trunc.c). */
+   * point, the segment's VDL hint from now on, and heard as from its own
+   * epoch (segment.h). That may be older than the writer the peer heard
+   * it from, but the bound never refuses for it: gc_lsn is now this point,
+   * and a range is checked from max(from, gc_lsn) (segment.c B1). */
   if (rc == 0 && s->vdl < s->catchup)
     s->vdl = s->catchup;
+  if (rc == 0)
+    seg_heard_note(s, s->epoch, s->catchup);
   node_mark_dirty(n, s);
   uint64_t to = s->catchup;
   s->catchup = 0;

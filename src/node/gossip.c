@@ -118,8 +118,8 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
       g->peer_at[k] = io_now(n->io);
     }
   /* LAB 24 BEGIN: the gossip merge (§3.3). Merge a peer's push into
-   * segment s: its truncations (gp->truncs, node_truncate_pb) and then
-   * its records (gp->records, node_stage: the path a writer's batch
+   * segment s: its truncations (gp->truncs, node_truncate_pb, TP_GOSSIP)
+   * and then its records (gp->records, node_stage: the path a writer's batch
    * takes, which skips duplicates and what s refuses). Why in that
    * order? On an error, log it (logwarn_rl) and stop.
    * stub: (void)s;
@@ -127,8 +127,12 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
   char why[256];
   /* Truncations first: records they cut must not come back. Each is
    * valid forever (rule T, record.h: it cuts only records of older epochs
-   * above a proved VDL), so a peer's are installed as they are. */
-  if (node_truncate_pb(n, s, gp->truncs, gp->n_truncs, why, sizeof why) != 0) {
+   * above a proved VDL), so a peer's are installed as they are, if they
+   * keep the bound (segment.c seg_trunc_ok): one this segment refuses
+   * (forged, or out of bounds) is skipped and counted, and the others and
+   * the records still go in (trunc.c). A peer sends only what it holds,
+   * which kept its own bound. */
+  if (node_truncate_pb(n, s, gp->truncs, gp->n_truncs, TP_GOSSIP, why, sizeof why) != 0) {
     logwarn_rl("gossip: %s", why);
     return;
   }

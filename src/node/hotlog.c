@@ -7,10 +7,13 @@
  * O_DSYNC write of the meta page), and a group commit waits for both
  * before it acknowledges. An append-only file needs one: the node writes
  * everything a turn changed as one frame after the last, fdatasyncs it,
- * and acknowledges; lmdb is written without syncing (MDB_NOSYNC), so it
- * may lag what the log holds, and a checkpoint (store.c) brings it level:
- * sync lmdb, then start a new generation of the log. At start, the frames
- * since the last checkpoint are replayed into lmdb before the node serves.
+ * and acknowledges; lmdb commits nothing durable meanwhile (its batched
+ * mode, kv_lmdb.c: between checkpoints every store transaction is nested
+ * in one outer lmdb transaction, in memory), so it lags what the log
+ * holds, and a checkpoint (store.c) brings it level: commit lmdb's outer
+ * transaction, synced, then start a new generation of the log. At start,
+ * the frames since the last checkpoint are replayed into lmdb before the
+ * node serves.
  * This is the "hot log" of Aurora's storage node: the durable queue of
  * records that were acknowledged, from which the slower structures are
  * built in the background.
@@ -286,7 +289,19 @@ int hl_open(struct hotlog *h, struct hl_file f, uint64_t chunk, hl_frame_fn fn,
   size_t n = got;
 
   /* The current generation: the start frame at 0; if that one is damaged,
-   * the frame that follows it (number 1, right after an empty start). */
+   * the frame that follows it (number 1, right after an empty start), but
+   * only if nothing says that frame is older than the damaged start: a
+   * reset writes only the start frame, so once a generation is started
+   * and before its first append, offset HL_HDR still holds frame 1 of an
+   * older generation, already checkpointed into lmdb. Replaying it would
+   * bring back records a truncation since then cut, and older SegMetas
+   * (store.c, H3). So the fallback's generation must be above every other
+   * generation of a whole frame in the file, and the damaged start frame's
+   * own generation field (a bit flip seldom hits it) must name it. Else
+   * the log counts as empty, which is safe: lmdb holds what was
+   * checkpointed, fences and truncations are synced in lmdb (H3, H6), and
+   * the records of the frames lost are fetched from PG peers, as after any
+   * damaged frame. */
   uint64_t g, s, off = 0, expect = 1;
   uint32_t l;
   int have = 0;
@@ -294,11 +309,21 @@ int hl_open(struct hotlog *h, struct hl_file f, uint64_t chunk, hl_frame_fn fn,
     have = 1;
     off = HL_HDR + (uint64_t)l;
   } else if (frame_parse(buf, n, HL_HDR, &g, &s, &l) && s == 1) {
-    have = 1;
-    off = HL_HDR;
     h->damaged++;
-    logwarn_rl("hot log: its start frame is damaged; reading generation %llu from "
-               "the frame after it", (unsigned long long)g);
+    uint64_t named = get_be64(buf + 8);     /* n >= 2 * HL_HDR: frame 1 parsed */
+    if (max_gen(buf, n) == g && named == g) {
+      have = 1;
+      off = HL_HDR;
+      logwarn_rl("hot log: its start frame is damaged; reading generation %llu from "
+                 "the frame after it", (unsigned long long)g);
+    } else {
+      logwarn_rl("hot log: its start frame is damaged, and the frame after it is of "
+                 "generation %llu, older than %s %llu: replaying nothing (lmdb holds "
+                 "what was checkpointed; the records of any newer frame are fetched "
+                 "from PG peers)", (unsigned long long)g,
+                 named != g ? "the start frame's" : "a frame of", (unsigned long long)
+                 (named != g ? named : max_gen(buf, n)));
+    }
   }
   if (!have) {
     /* Nothing to replay (a new file, or a crash while it was restarted):

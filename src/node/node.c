@@ -253,12 +253,12 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
     return;
   }
   if (a->trunc) {
-    struct trunc t = {a->trunc->epoch, a->trunc->from, a->trunc->to};
-    trunc_proof_from_pb(&t.proof, a->trunc);
-    int rc = node_trunc_auth(n, s, &t, why, sizeof why);
-    if (rc == ERR_NONE)
-      rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
-                                                       : ERR_CONFLICT;
+    /* The older ones it may rest on first (Append.before; those refused
+     * are skipped: the writer's own is what it answers for), then its own
+     * (trunc.c, the bound). */
+    int rc = node_truncate_pb(n, s, a->before, a->n_before, TP_EARLIER, why, sizeof why);
+    if (rc == 0)
+      rc = node_truncate_pb(n, s, &a->trunc, 1, TP_WRITER, why, sizeof why);
     if (rc != 0) {
       io_error(n->io, c, req, (uint32_t)rc, why);
       return;
@@ -271,9 +271,11 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
     return;
   }
   /* Accepted: a newer epoch fences older writers from now on, and the
-   * writer's VDL is a point recovery may start from (§4.3); both are
-   * written with this turn's commit. */
-  if (a->epoch > s->epoch || a->vdl > s->vdl) {
+   * writer's VDL is a point recovery may start from (§4.3), heard from its
+   * epoch: no truncation of a newer one may start below it (segment.c
+   * seg_trunc_ok). All are written with this turn's commit. */
+  int heard = seg_heard_note(s, a->epoch, a->vdl);
+  if (a->epoch > s->epoch || a->vdl > s->vdl || heard) {
     seg_epoch(s, a->epoch, why, sizeof why);
     if (a->vdl > s->vdl)
       s->vdl = a->vdl;
@@ -646,6 +648,7 @@ static void send_heartbeat(struct node *n)
   hb.damage_found = n->damage_found + n->st.met_damage;
   hb.repaired = n->repaired;
   hb.max_apply = n->max_apply;
+  hb.truncs_refused = n->truncs_refused + n->st.truncs_refused;
   n->max_apply = 0;         /* "lately": since the last heartbeat */
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
   env.heartbeat = &hb;

@@ -153,6 +153,9 @@ struct node {
                   unsigned long long sent_at; int peer; } rep[REPAIR_INFLIGHT];
   int rep_peer;
   uint64_t coalesced, gc_records, gc_images, scrubbed, damage_found, repaired, catchups;
+  /* Truncations refused, on any path: their signatures or their bound
+   * (seg_trunc_ok); those the store refused at start are its own count. */
+  uint64_t truncs_refused;
   unsigned gc_peer_wait_ms;  /* 0: GC_PEER_WAIT_MS (the simulator sets it shorter) */
   uint32_t max_apply;
   /* A measurement switch, not a mode: GC frees nothing (the driver sets
@@ -201,15 +204,27 @@ void node_rollback(struct node *n, uint32_t code, const char *why);
 int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
                int strict, uint32_t *added, uint32_t *dups, char *why, size_t whylen);
 
+/* Where a truncation comes from: a writer (its Truncate or Append), a
+ * recovery's scan, a PG peer's gossip, or an Append's `before` (the older
+ * ones a writer's own rests on: the writer vouches for none of them). */
+enum trunc_path { TP_WRITER, TP_SCAN, TP_GOSSIP, TP_EARLIER };
+
 /* Install the truncations t[0..nt) that s does not hold yet (rule T,
  * record.h), durably: in a transaction of their own (what was staged
  * before is committed first), deleting what they cut, chaining s again.
- * Returns 0 or an ERR_* code with a reason (then s is what the disk holds). */
+ * Each must keep the bound (segment.h seg_trunc_ok); they are checked
+ * oldest epoch first, whatever their order. One that does not is counted
+ * (truncs_refused) and: from gossip or an Append's `before`, skipped (the
+ * others go in); from a writer or a scan, the answer: ERR_CONFLICT,
+ * nothing installed. Returns 0 or an ERR_* code with a reason (then s is
+ * what the disk holds). */
 int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
-                  char *why, size_t whylen);
-/* The same, for truncations as they came over the wire. */
+                  enum trunc_path path, char *why, size_t whylen);
+/* The same, for truncations as they came over the wire, with their
+ * signatures checked first (node_trunc_auth; from gossip or `before`, one
+ * that fails is skipped, and counted). */
 int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *t,
-                     size_t nt, char *why, size_t whylen);
+                     size_t nt, enum trunc_path path, char *why, size_t whylen);
 
 /* trunc.c: may s raise its epoch to epoch on the strength of ticket
  * (NULL: none)? ERR_NONE if epoch is not newer than s's, or ticket is the
@@ -220,10 +235,6 @@ int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoc
  * writer's signature)? ERR_NONE if so or s holds it already. */
 int node_trunc_auth(struct node *n, const struct segment *s, const struct trunc *t,
                     char *why, size_t whylen);
-/* trunc.c: may a writer's own truncation t be installed on s? (0: no,
- * with why) */
-int node_writer_trunc_ok(const struct segment *s, const struct trunc *t, char *why,
-                         size_t whylen);
 void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
                        const Auralog__SegQuery *q);
 void node_on_truncate(struct node *n, struct ep *c, uint64_t req,

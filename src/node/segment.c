@@ -1,5 +1,7 @@
 /*
- * segment.c: SCL tracking from backlinks (see segment.h).
+ * segment.c: SCL tracking from backlinks (see segment.h), and the bound
+ * every truncation a segment installs must keep (seg_trunc_ok, below,
+ * with the VDLs heard per writer epoch it reads).
  *
  * Invariants, kept by seg_add():
  *   - pend[] holds exactly the durable records above scl, sorted by lsn;
@@ -137,13 +139,178 @@ int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64
 
 void seg_add_trunc(struct segment *s, const struct trunc *tr)
 {
-  if (tr->to <= tr->from || seg_has_trunc(s, tr->epoch, tr->from, tr->to))
+  if (tr->to <= tr->from)
     return;
+  for (size_t j = 0; j < s->ntruncs; j++)
+    if (s->truncs[j].epoch == tr->epoch && s->truncs[j].from == tr->from &&
+        s->truncs[j].to == tr->to)
+      return;
   struct trunc *t = realloc(s->truncs, (s->ntruncs + 1) * sizeof *t);
   if (t == NULL)
     abort();
   s->truncs = t;
   s->truncs[s->ntruncs++] = *tr;   /* its proof too: gossip passes it on */
+}
+
+/* ---- the VDLs heard, and the bound on truncations -------------------------- */
+
+/* The last entry of heard[] below epoch (nheard: none). */
+static size_t heard_at_below(const struct segment *s, uint64_t epoch)
+{
+  size_t i = s->nheard;
+  while (i > 0 && s->heard[i - 1].epoch >= epoch)
+    i--;
+  return i == 0 ? s->nheard : i - 1;
+}
+
+uint64_t seg_heard_below(const struct segment *s, uint64_t epoch, uint64_t *who)
+{
+  size_t i = heard_at_below(s, epoch);
+  if (who)
+    *who = i < s->nheard ? s->heard[i].epoch : 0;
+  return i < s->nheard ? s->heard[i].vdl : 0;
+}
+
+/* heard[] holds, by epoch, the highest VDL each writer epoch told this
+ * segment, less what another entry makes moot: (e, v) says "every
+ * truncation of an epoch above e starts at or above v", so an entry of an
+ * epoch at or above e with a VDL at or below v says nothing more. Both
+ * epoch and vdl strictly increase along the list. */
+int seg_heard_note(struct segment *s, uint64_t epoch, uint64_t vdl)
+{
+  if (vdl == 0 || (epoch < UINT64_MAX && seg_heard_below(s, epoch + 1, NULL) >= vdl))
+    return 0;               /* an entry at or below epoch says as much */
+  size_t i = 0;
+  while (i < s->nheard && s->heard[i].epoch < epoch)
+    i++;
+  /* Entries from i on with a VDL at or below this one are moot now. */
+  size_t j = i;
+  while (j < s->nheard && s->heard[j].vdl <= vdl)
+    j++;
+  if (j == i && s->nheard == HEARD_MAX && i == 0)
+    return 0;               /* it would be the oldest: folded at once (below) */
+  if (j == i && s->nheard == HEARD_MAX) {
+    /* Full, and this entry takes a slot of its own: fold the oldest into
+     * the next one (drop it: the next has a newer epoch and a higher VDL).
+     * That attributes its VDL to a newer writer than the one that told
+     * it, which only weakens the bound, and only for truncations of the
+     * epochs in between: a legitimate truncation is never refused for it.
+     * The bound for the newest epochs, those a member with a freshly
+     * signed epoch would use, stays exact. Folding the other way (the
+     * newer VDL down to the older epoch) would hold a legitimate recovery
+     * of an epoch in between to a VDL it never had to cover. */
+    memmove(&s->heard[0], &s->heard[1], (s->nheard - 1) * sizeof *s->heard);
+    s->nheard--;
+    i--;
+    j--;
+  }
+  /* heard[i..j) go, (epoch, vdl) takes their place. */
+  memmove(&s->heard[i + 1], &s->heard[j], (s->nheard - j) * sizeof *s->heard);
+  s->nheard = s->nheard - (j - i) + 1;
+  s->heard[i] = (struct heard){epoch, vdl};
+  return 1;
+}
+
+/*
+ * The bound (DESIGN.md §4, invariant 9). A node installs a truncation of
+ * epoch E, however it heard of it (a Truncate, an Append, a recovery's
+ * scan, gossip, its own log at start), only if
+ *
+ *   B1. it starts at or above the highest VDL this segment heard from a
+ *       writer of an epoch below E (what lies at or below the GC point is
+ *       page versions, which no truncation cuts: that part of the range is
+ *       moot, so max(from, gc_lsn) is what must reach it); and
+ *   B2. it ends at most LAL above max(from, gc_lsn, the highest `to` of a
+ *       truncation of an epoch below E held here or installed with it).
+ *
+ * Why every legitimate truncation keeps B1. Recovery E writes (vdl, to]
+ * with vdl the VDL it proved (vfs/open.c). A writer of an epoch e < E
+ * announces a VDL only once every record up to it is at a write quorum
+ * (4/6) of every PG; recovery E fenced a read quorum (3/6) of each PG
+ * before it read it, and a fenced segment takes nothing more from e. So
+ * each record up to any VDL e ever announces was on a segment of that
+ * read quorum before the fence, the chain recovery E walks holds it, and
+ * the VDL it proves (the highest CPL at or below the VCL it computes) is
+ * at or above that VDL. A newer writer's VDLs (epoch >= E) may lie above
+ * it and are not held against it: rule T (record.h) leaves their records
+ * alone. Hence per-epoch bookkeeping: one "highest VDL heard" would refuse
+ * an old truncation that gossip brings after a newer writer moved on.
+ *
+ * Why it keeps B2. Recovery E's range ends at base + LAL, base being its
+ * VDL or the highest `to` of the truncations its read quorum held (older
+ * epochs'); its scan installs all of them on every segment first, its
+ * Appends carry them (Append.before), gossip sends a segment's all, and
+ * node_truncate checks a message's ranges oldest epoch first. One that a
+ * segment forgot (store_gc: wholly at or below the GC point) is covered by
+ * gc_lsn; store_gc keeps one that a kept newer one builds on.
+ *
+ * What it keeps out: a member that got an epoch signed sends (0, 2^59].
+ * B1 refuses it wherever a writer's VDL was heard; B2 keeps any range to
+ * LAL past what the segment knows, so the writers of older epochs are not
+ * refused their records for ever.
+ */
+int seg_trunc_ok(const struct segment *s, const struct trunc *t, uint64_t base, char *why,
+                 size_t whylen)
+{
+  if (t->to <= t->from || seg_has_trunc(s, t->epoch, t->from, t->to))
+    return ERR_NONE;        /* held, empty, or wholly moot */
+  uint64_t who = 0, v = seg_heard_below(s, t->epoch, &who);
+  uint64_t start = t->from > s->gc_lsn ? t->from : s->gc_lsn;
+  if (start < v) {
+    snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu starts below the VDL %llu "
+             "this segment heard from epoch %llu: refused", (unsigned long long)t->from,
+             (unsigned long long)t->to, (unsigned long long)t->epoch,
+             (unsigned long long)v, (unsigned long long)who);
+    return ERR_CONFLICT;
+  }
+  uint64_t h = start > base ? start : base;
+  for (size_t j = 0; j < s->ntruncs; j++)
+    if (s->truncs[j].epoch < t->epoch && s->truncs[j].to > h)
+      h = s->truncs[j].to;
+  if (t->to > h && t->to - h > LAL) {
+    snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu ends more than LAL (%llu) "
+             "above %llu, the highest point this segment knows it may start from: refused",
+             (unsigned long long)t->from, (unsigned long long)t->to,
+             (unsigned long long)t->epoch, (unsigned long long)LAL, (unsigned long long)h);
+    return ERR_CONFLICT;
+  }
+  return ERR_NONE;
+}
+
+size_t seg_trunc_pick(const struct segment *s, const struct trunc *t, size_t n, int bounded,
+                      size_t *ord, uint8_t *fate,
+                      void (*refused)(void *arg, const struct trunc *t, const char *why),
+                      void *arg)
+{
+  for (size_t i = 0; i < n; i++) {        /* by epoch, stable: n is small */
+    size_t j = i;
+    while (j > 0 && t[ord[j - 1]].epoch > t[i].epoch) {
+      ord[j] = ord[j - 1];
+      j--;
+    }
+    ord[j] = i;
+  }
+  size_t take = 0;
+  for (size_t k = 0; k < n; k++) {
+    const struct trunc *u = &t[ord[k]];
+    fate[ord[k]] = 0;
+    if (u->to <= u->from || seg_has_trunc(s, u->epoch, u->from, u->to))
+      continue;
+    uint64_t base = 0;
+    for (size_t m = 0; m < k; m++)
+      if (fate[ord[m]] == 1 && t[ord[m]].epoch < u->epoch && t[ord[m]].to > base)
+        base = t[ord[m]].to;
+    char why[256];
+    if (bounded && seg_trunc_ok(s, u, base, why, sizeof why) != ERR_NONE) {
+      fate[ord[k]] = 2;
+      if (refused)
+        refused(arg, u, why);
+      continue;
+    }
+    fate[ord[k]] = 1;
+    take++;
+  }
+  return take;
 }
 
 void seg_rechain(struct segment *s, uint64_t base)

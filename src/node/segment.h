@@ -18,6 +18,9 @@
  *   seg_admit            is this record new, a duplicate, or refused?
  *   seg_add              a record is now durable: chain it, advance the SCL
  *   seg_has_trunc / seg_add_trunc   the truncations held (rule T, record.h)
+ *   seg_heard_note / seg_heard_below   the VDLs heard, per writer epoch
+ *   seg_trunc_ok         the bound a truncation must keep to be installed
+ *                        (DESIGN.md §4, invariant 9), on every path
  *   seg_rechain          start the chain again from a record (after a
  *                        truncation, or at load): the driver then seg_add()s
  *                        every stored record above it
@@ -37,12 +40,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "param.h"
 #include "record.h"
 
 /* A durable record above the SCL, waiting for the hole below it to fill. */
 struct pend {
   uint64_t lsn;
   uint64_t prev;
+};
+
+/* The highest VDL a writer of `epoch` told this segment (an Append's). */
+struct heard {
+  uint64_t epoch;
+  uint64_t vdl;
 };
 
 struct segment {
@@ -55,6 +65,12 @@ struct segment {
   uint64_t max_lsn;      /* highest LSN held */
   uint64_t epoch;        /* highest writer epoch seen (fencing, §4.3) */
   uint64_t vdl;          /* highest writer VDL heard: a durable point */
+  /* The VDLs heard per writer epoch, by epoch (seg_heard_note): both
+   * epoch and vdl strictly increase along it (an entry another makes moot
+   * is dropped), so the highest VDL heard below an epoch is the last
+   * entry below it. The bound on truncations (seg_trunc_ok) reads it. */
+  struct heard heard[HEARD_MAX];
+  size_t nheard;
   struct trunc *truncs;  /* truncations held; records they cut are refused */
   size_t ntruncs;
   struct pend *pend;     /* held records above scl, sorted by lsn */
@@ -105,9 +121,36 @@ int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
 /* Is the truncation (epoch, from, to] held? */
 int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64_t to);
 
-/* Hold the truncation (epoch, from, to] (no-op if held or empty). The
- * driver has deleted, in the same transaction, every record it cuts. */
+/* Hold the truncation (epoch, from, to] (no-op if empty, or this very
+ * range is held). The driver has checked it (seg_trunc_ok) and deleted, in
+ * the same transaction, every record it cuts. */
 void seg_add_trunc(struct segment *s, const struct trunc *t);
+
+/* A writer of epoch told this segment its VDL (0: nothing). Returns 1 if
+ * that changed what the segment holds (its SegMeta is then rewritten). */
+int seg_heard_note(struct segment *s, uint64_t epoch, uint64_t vdl);
+
+/* The highest VDL heard from writers of epochs below epoch (0: none); in
+ * *who (if not NULL) the epoch it is attributed to. */
+uint64_t seg_heard_below(const struct segment *s, uint64_t epoch, uint64_t *who);
+
+/* May s install truncation t? ERR_NONE, or ERR_CONFLICT with a one-line
+ * reason in why. base: the highest `to` of the truncations of epochs
+ * below t's installed along with it (earlier in the same message), 0 if
+ * none. Held ranges and those wholly at or below the GC point pass. */
+int seg_trunc_ok(const struct segment *s, const struct trunc *t, uint64_t base, char *why,
+                 size_t whylen);
+
+/* Of t[0..n), heard together (one message, or a SegMeta at start), which
+ * s may install: checked oldest epoch first (ord[0..n): that order), each
+ * with the older ones taken before it as its base. fate[i]: 0 held or
+ * empty, 1 to install, 2 refused (then refused(arg, &t[i], why) is called,
+ * if not NULL). bounded 0: none is checked (a planted bug). Returns how
+ * many are to install. */
+size_t seg_trunc_pick(const struct segment *s, const struct trunc *t, size_t n, int bounded,
+                      size_t *ord, uint8_t *fate,
+                      void (*refused)(void *arg, const struct trunc *t, const char *why),
+                      void *arg);
 
 /* Forget every pending record and let the chain end at base (0: the PG's
  * start): the driver then seg_add()s every stored record above base. base

@@ -275,6 +275,13 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   Auralog__TruncRange *tr, **trp;
   m.n_truncs = store_truncs_pb(s, &tr, &trp);
   m.truncs = trp;
+  uint64_t heard[2 * HEARD_MAX];
+  for (size_t i = 0; i < s->nheard; i++) {
+    heard[2 * i] = s->heard[i].epoch;
+    heard[2 * i + 1] = s->heard[i].vdl;
+  }
+  m.heard = heard;
+  m.n_heard = 2 * s->nheard;
   size_t n = auralog__seg_meta__get_packed_size(&m);
   uint8_t *buf = malloc(n + 1);
   auralog__seg_meta__pack(&m, buf);

@@ -66,6 +66,7 @@ struct store {
   unsigned last_applied;
   int last_damaged;
   uint64_t met_damage;      /* damaged items met outside the scrub (load, GC): counted for status */
+  uint64_t truncs_refused;  /* truncations load or replay found out of bounds (seg_trunc_ok) */
   uint64_t checkpoints;      /* hot-log checkpoints made */
   uint64_t ckpt_fsyncs;      /* device syncs outside group commits: checkpoints
                                 (kv sync + new generation), synced transactions */

@@ -164,17 +164,21 @@ static void replay_meta(struct replay *rp, uint64_t vol, uint32_t pg, const uint
   for (size_t i = 0; i < rp->nsegs; i++)
     if (rp->segs[i] == s)
       changed = &rp->changed[i];
-  if (m->epoch > s->epoch || m->vdl > s->vdl)
+  struct segment before = *s;
+  store_meta_heard(s, m);
+  if (m->epoch > s->epoch || m->vdl > s->vdl || s->nheard != before.nheard ||
+      memcmp(s->heard, before.heard, s->nheard * sizeof *s->heard) != 0)
     *changed = 1;
   if (m->epoch > s->epoch)
     s->epoch = m->epoch;
   if (m->vdl > s->vdl)
     s->vdl = m->vdl;
   uint64_t min_from = UINT64_MAX;
-  for (size_t i = 0; i < m->n_truncs && rp->rc == 0; i++) {
-    struct trunc t = {m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to};
-    trunc_proof_from_pb(&t.proof, m->truncs[i]);
-    if (t.to <= t.from || seg_has_trunc(s, t.epoch, t.from, t.to))
+  struct trunc *tr;
+  size_t ntr = store_meta_truncs(st, s, m, &tr);   /* the bound, as on every path */
+  for (size_t i = 0; i < ntr && rp->rc == 0; i++) {
+    struct trunc t = tr[i];
+    if (seg_has_trunc(s, t.epoch, t.from, t.to))
       continue;
     /* A truncation the kv lacks (it never should: truncations are synced
      * in the kv, H3): install it as trunc.c does, cutting what it cuts. */
@@ -185,6 +189,7 @@ static void replay_meta(struct replay *rp, uint64_t vol, uint32_t pg, const uint
     if (t.from < min_from)
       min_from = t.from;
   }
+  free(tr);
   if (rp->rc == 0 && min_from < s->scl)
     rp->rc = store_rechain_in(st, st->txn, s, store_tail(st, s, min_from), rp->why,
                      sizeof rp->why);

@@ -52,6 +52,15 @@ int store_rechain_in(struct store *st, struct kv_txn *txn, struct segment *s,
                      uint64_t base, char *why, size_t whylen);
 int store_load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
                    struct segment *s, char *why, size_t whylen);
+/* store_load.c: what a SegMeta (the kv's, or a frame's) says s heard and
+ * holds, at start. store_meta_heard: its VDLs heard, into s (never
+ * lowering). store_meta_truncs: its truncations that keep the bound
+ * against s (segment.c seg_trunc_ok), oldest epoch first, in *out (malloc'd;
+ * the count returned); one that does not is counted in truncs_refused and
+ * reported. */
+void store_meta_heard(struct segment *s, const Auralog__SegMeta *m);
+size_t store_meta_truncs(struct store *st, const struct segment *s, const Auralog__SegMeta *m,
+                         struct trunc **out);
 
 /* The hot log (store_hot.c). Frame entries: */
 enum { ENT_META = 1, ENT_REC = 2 };

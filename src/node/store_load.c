@@ -163,6 +163,48 @@ static void count(struct store *st, struct kv_txn *txn, struct segment *s)
   }
 }
 
+void store_meta_heard(struct segment *s, const Auralog__SegMeta *m)
+{
+  for (size_t i = 0; i + 1 < m->n_heard; i += 2)
+    seg_heard_note(s, m->heard[i], m->heard[i + 1]);
+  /* Written before the list existed: its vdl, as heard from its epoch.
+   * Every VDL it took came from a writer of that epoch or an older one
+   * (an Append of an older epoch is refused), so this holds truncations
+   * of newer epochs to it and no others: what B1 asks (segment.c). */
+  if (m->n_heard == 0)
+    seg_heard_note(s, m->epoch, m->vdl);
+}
+
+static void refused_at_start(void *arg, const struct trunc *t, const char *why)
+{
+  struct store *st = arg;
+  (void)t;
+  st->truncs_refused++;
+  logwarn_rl("%s (found in the node's own store at start: left out)", why);
+}
+
+size_t store_meta_truncs(struct store *st, const struct segment *s, const Auralog__SegMeta *m,
+                         struct trunc **out)
+{
+  size_t n = m->n_truncs, k = 0;
+  struct trunc *t = calloc(n + 1, sizeof *t);
+  size_t *ord = calloc(n + 1, sizeof *ord);
+  uint8_t *fate = calloc(n + 1, 1);
+  for (size_t i = 0; i < n; i++) {
+    t[i] = (struct trunc){m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to};
+    trunc_proof_from_pb(&t[i].proof, m->truncs[i]);
+  }
+  seg_trunc_pick(s, t, n, 1, ord, fate, refused_at_start, st);
+  *out = calloc(n + 1, sizeof **out);
+  for (size_t j = 0; j < n; j++)
+    if (fate[ord[j]] != 2 && t[ord[j]].to > t[ord[j]].from)
+      (*out)[k++] = t[ord[j]];
+  free(t);
+  free(ord);
+  free(fate);
+  return k;
+}
+
 /* Rebuild one segment: its SegMeta, then every record above the hint. */
 int store_load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
                     struct segment *s, char *why, size_t whylen)
@@ -178,13 +220,17 @@ int store_load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
            m->seg->npages, m->seg->page_size);
   s->epoch = m->epoch;
   s->vdl = m->vdl;
-  for (size_t i = 0; i < m->n_truncs; i++)
-    {
-      struct trunc t = {m->truncs[i]->epoch, m->truncs[i]->from, m->truncs[i]->to};
-      trunc_proof_from_pb(&t.proof, m->truncs[i]);
-      seg_add_trunc(s, &t);
-    }
+  store_meta_heard(s, m);
   s->gc_lsn = m->gc_lsn;
+  /* Its truncations, each checked again (the bound, segment.c: what an
+   * older version of the node took unchecked, or a damaged store, is left
+   * out; what it cut stays cut, and gossip may bring it back). Oldest
+   * epoch first, as they are held from now on. */
+  struct trunc *tr;
+  size_t ntr = store_meta_truncs(st, s, m, &tr);
+  for (size_t i = 0; i < ntr; i++)
+    seg_add_trunc(s, &tr[i]);
+  free(tr);
   if (m->imaged.len == (s->npages + 7) / 8 && m->imaged.len > 0) {
     s->imaged = malloc(m->imaged.len);
     memcpy(s->imaged, m->imaged.data, m->imaged.len);

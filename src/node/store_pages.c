@@ -476,16 +476,31 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
   s->gc_lsn = gc;
   /* Truncations wholly at or below gc are forgotten (seg_has_trunc counts
    * them held), but for the newest epoch's: its writer names it in every
-   * read and in its first Appends. */
+   * read and in its first Appends; and but for one a kept newer one rests
+   * on (it starts below its end: the newer one's end may be LAL past it,
+   * segment.c B2), so that gossip passes the two on together and a peer
+   * that has neither takes both. */
   uint64_t newest = 0;
   for (size_t i = 0; i < s->ntruncs; i++)
     if (s->truncs[i].epoch > newest)
       newest = s->truncs[i].epoch;
+  uint8_t *keep = calloc(s->ntruncs + 1, 1);
+  for (size_t i = 0; i < s->ntruncs; i++)
+    keep[i] = s->truncs[i].to > gc || s->truncs[i].epoch == newest;
+  for (int more = 1; more;) {              /* a chain of them: a few at most */
+    more = 0;
+    for (size_t i = 0; i < s->ntruncs; i++)
+      for (size_t j = 0; j < s->ntruncs && !keep[i]; j++)
+        if (keep[j] && s->truncs[j].epoch > s->truncs[i].epoch &&
+            s->truncs[j].from < s->truncs[i].to)
+          keep[i] = more = 1;
+  }
   size_t kept = 0;
   for (size_t i = 0; i < s->ntruncs; i++)
-    if (s->truncs[i].to > gc || s->truncs[i].epoch == newest)
+    if (keep[i])
       s->truncs[kept++] = s->truncs[i];
   s->ntruncs = kept;
+  free(keep);
   /* A floor at or below gc is moot: the version as of gc is here (the
    * one fetched at the floor, or one coalesced since). */
   if (s->floor)

@@ -19,8 +19,19 @@
  *  - it deletes exactly what rule T cuts (older epochs' records in its
  *    range), so a truncation heard late, by gossip or a scan, never cuts
  *    a newer writer's records;
- *  - a writer's own truncation never starts below the VDL this segment
- *    heard (node_writer_trunc_ok);
+ *  - every truncation, on every path (a Truncate, an Append, a scan,
+ *    gossip; the store's load and replay check the same at start), keeps
+ *    the bound (segment.c seg_trunc_ok, where the argument is): it starts
+ *    at or above every VDL this segment heard from older epochs' writers,
+ *    and reaches at most LAL past what the segment knows. node_truncate is
+ *    the one place the paths go through. Before, only a Truncate and an
+ *    Append were bounded: a member with a signed epoch put (0, 2^59] in a
+ *    scan, the node cut every older record above its GC point, gossip
+ *    spread it to all six segments, and every acknowledged row was lost;
+ *  - gossip never spreads a range its receiver refuses (a node installs,
+ *    and so passes on, only what kept its own bound), and one refused
+ *    range does not hold back the rest: each is checked on its own,
+ *    skipped and counted if refused, and the records come after;
  *  - a Truncate does not raise the segment's VDL hint: the writer's later
  *    Appends do, once what recovery proved is at a write quorum;
  *  - authority (auth.h): a segment raises its epoch only with the
@@ -33,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "lib/log.h"
 #include "node/node.h"
 
@@ -119,25 +131,6 @@ int node_trunc_auth(struct node *n, const struct segment *s, const struct trunc 
   }
   check_done(n, key);
   return ERR_NONE;
-}
-
-/* A writer's own truncation starts at the VDL its recovery proved, which
- * is at or above every VDL an older writer told any segment (that VDL was
- * acknowledged before the recovery fenced the quorum it read). One that
- * starts below the VDL this segment heard would cut acknowledged commits:
- * no recovery writes it, so it is refused. (Truncations spread by gossip
- * or a recovery's scan are older epochs' and may lie below it: a later
- * writer's records are not theirs to cut, rule T.) */
-int node_writer_trunc_ok(const struct segment *s, const struct trunc *t, char *why,
-                         size_t whylen)
-{
-  if (t->to <= t->from || seg_has_trunc(s, t->epoch, t->from, t->to) || t->from >= s->vdl)
-    return 1;
-  snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu starts below the VDL %llu "
-           "this segment heard: refused", (unsigned long long)t->from,
-           (unsigned long long)t->to, (unsigned long long)t->epoch,
-           (unsigned long long)s->vdl);
-  return 0;
 }
 
 /* Answer with the segment's state; tail: its highest record <= upto. For
@@ -235,7 +228,7 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
   }
   /* A scan: first every truncation the recovery learned from the read
    * quorum, so that what follows is answered from a chain they cleaned. */
-  int rc = node_truncate_pb(n, s, q->truncs, q->n_truncs, why, sizeof why);
+  int rc = node_truncate_pb(n, s, q->truncs, q->n_truncs, TP_SCAN, why, sizeof why);
   if (rc != 0) {
     io_error(n->io, c, req, (uint32_t)rc, why);
     return;
@@ -244,20 +237,56 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
   reply_info(n, c, req, s, q->from, 1, q->after, max);
 }
 
-int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
-                  char *why, size_t whylen)
+/* Is a refused range skipped (the others go in), or the answer? */
+static int lenient(enum trunc_path path)
 {
-  /* Only what is new. */
-  size_t nnew = 0;
+  return path == TP_GOSSIP || path == TP_EARLIER;
+}
+
+/* A range node_truncate refuses: counted; from gossip or `before`, logged
+ * and skipped; otherwise the first one's reason is the answer. */
+struct refusal {
+  struct node *n;
+  const struct segment *s;
+  enum trunc_path path;
+  char *why;
+  size_t whylen;
+  int any;
+};
+
+static void on_refused(void *arg, const struct trunc *t, const char *why)
+{
+  struct refusal *r = arg;
+  (void)t;
+  r->n->truncs_refused++;
+  if (lenient(r->path))
+    logwarn_rl("%s: volume %llu pg %u: %s", r->path == TP_GOSSIP ? "gossip" : "append",
+               (unsigned long long)r->s->volume_id, r->s->pg, why);
+  else if (!r->any++)
+    snprintf(r->why, r->whylen, "%s", why);
+}
+
+int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
+                  enum trunc_path path, char *why, size_t whylen)
+{
+  /* Only what is new and keeps the bound, oldest epoch first (one may
+   * rest on an older one of the same message). The planted bug
+   * trunc-unbounded-scan (bugs.h): a scan's ranges go in unchecked, as
+   * they did before the bound held on every path. */
+  size_t *ord = malloc((nt + 1) * sizeof *ord);
+  uint8_t *ok = malloc(nt + 1);
+  struct refusal r = {n, s, path, why, whylen, 0};
+  int bounded = !(path == TP_SCAN && PLANTED(BUG_TRUNC_UNBOUNDED_SCAN));
+  size_t nnew = seg_trunc_pick(s, t, nt, bounded, ord, ok, on_refused, &r);
   uint64_t min_from = UINT64_MAX;
   for (size_t i = 0; i < nt; i++)
-    if (t[i].to > t[i].from && !seg_has_trunc(s, t[i].epoch, t[i].from, t[i].to)) {
-      nnew++;
-      if (t[i].from < min_from)
-        min_from = t[i].from;
-    }
-  if (nnew == 0)
-    return 0;
+    if (ok[i] == 1 && t[i].from < min_from)
+      min_from = t[i].from;
+  if (nnew == 0 || (r.any && !lenient(path))) {
+    free(ord);
+    free(ok);
+    return r.any && !lenient(path) ? ERR_CONFLICT : 0;
+  }
   /* Commit what this turn staged first. Records staged in the open
    * transaction are chained only at its commit; a truncation that deleted
    * some of them would leave them to be chained after it, with the SCL
@@ -272,17 +301,23 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
     rc = store_checkpoint(&n->st, why, whylen);
   if (rc == 0)
     rc = store_begin(&n->st, why, whylen);
-  if (rc != 0)
+  if (rc != 0) {
+    free(ord);
+    free(ok);
     return rc;
-  size_t cut = 0;
-  for (size_t i = 0; i < nt && rc == 0; i++) {
-    if (t[i].to <= t[i].from || seg_has_trunc(s, t[i].epoch, t[i].from, t[i].to))
-      continue;
-    size_t c1 = 0;
-    rc = store_truncate(&n->st, s, &t[i], &c1, why, whylen);
-    cut += c1;
-    seg_add_trunc(s, &t[i]);
   }
+  size_t cut = 0;
+  for (size_t k = 0; k < nt && rc == 0; k++) {
+    const struct trunc *u = &t[ord[k]];
+    if (ok[ord[k]] != 1 || seg_has_trunc(s, u->epoch, u->from, u->to))
+      continue;             /* refused, or the same range twice */
+    size_t c1 = 0;
+    rc = store_truncate(&n->st, s, u, &c1, why, whylen);
+    cut += c1;
+    seg_add_trunc(s, u);
+  }
+  free(ord);
+  free(ok);
   node_mark_dirty(n, s);
   /* Chain again from the last record every truncation left alone: the
    * chain below it is untouched (records at or below the lowest `from`
@@ -313,17 +348,30 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
 }
 
 int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *pb,
-                     size_t nt, char *why, size_t whylen)
+                     size_t nt, enum trunc_path path, char *why, size_t whylen)
 {
   struct trunc *t = calloc(nt + 1, sizeof *t);
+  size_t k = 0;
   int rc = ERR_NONE;
   for (size_t i = 0; i < nt && rc == ERR_NONE; i++) {
-    t[i] = (struct trunc){pb[i]->epoch, pb[i]->from, pb[i]->to};
-    trunc_proof_from_pb(&t[i].proof, pb[i]);
-    rc = node_trunc_auth(n, s, &t[i], why, whylen);
+    t[k] = (struct trunc){pb[i]->epoch, pb[i]->from, pb[i]->to};
+    trunc_proof_from_pb(&t[k].proof, pb[i]);
+    rc = node_trunc_auth(n, s, &t[k], why, whylen);
+    if (rc == ERR_NONE) {
+      k++;
+      continue;
+    }
+    if (rc == ERR_UNAVAILABLE)
+      break;                /* not checkable yet: nothing now, all later */
+    n->truncs_refused++;
+    if (lenient(path)) {      /* a bad range holds back none of the others */
+      logwarn_rl("%s: volume %llu pg %u: %s", path == TP_GOSSIP ? "gossip" : "append",
+                 (unsigned long long)s->volume_id, s->pg, why);
+      rc = ERR_NONE;
+    }
   }
   if (rc == ERR_NONE)
-    rc = node_truncate(n, s, t, nt, why, whylen);
+    rc = node_truncate(n, s, t, k, path, why, whylen);
   free(t);
   return rc;
 }
@@ -345,9 +393,10 @@ void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
     t.proof.have = 1;
   }
   int rc = node_trunc_auth(n, s, &t, why, sizeof why);
+  if (rc == ERR_AUTH)
+    n->truncs_refused++;
   if (rc == ERR_NONE)
-    rc = node_writer_trunc_ok(s, &t, why, sizeof why) ? node_truncate(n, s, &t, 1, why, sizeof why)
-                                                      : ERR_CONFLICT;
+    rc = node_truncate(n, s, &t, 1, TP_WRITER, why, sizeof why);
   if (rc != 0) {
     io_error(n->io, c, req, (uint32_t)rc, why);
     return;

@@ -18,9 +18,11 @@
  *     records above the hint, whole, a page at a time. vfs/recovery.c finds
  *     the VDL those records prove, across PGs, and each PG's tail there.
  *  3. Adopt and truncate (Append): to every segment, the writer's
- *     truncation (vdl, base + LAL], installed first, and every record on
- *     the PG's chain in (hint, vdl], re-stamped with the new epoch. A
- *     write quorum of every PG must take both.
+ *     truncation (vdl, base + LAL], installed first (with the older ones
+ *     of round 2 before it: a segment checks that it reaches no more than
+ *     LAL past those, node/segment.c), and every record on the PG's chain
+ *     in (hint, vdl], re-stamped with the new epoch. A write quorum of
+ *     every PG must take both.
  *
  * Rules this keeps (DESIGN.md §4, invariants 1-3):
  *  - Recovery serves only a VDL that is durable: every record up to it is
@@ -569,8 +571,11 @@ static void adopt_ask(struct rcv *c)
       a->epoch = v->epoch;
       a->vdl = c->hint;         /* not vdl: see the rules above */
       a->ticket = vol_ticket(v);
-      if (c->to > c->vdl)
+      if (c->to > c->vdl) {
         a->trunc = &c->wtr;
+        a->before = c->tp;      /* what it may rest on: the scan's, again */
+        a->n_before = c->ntr;
+      }
       a->records = calloc(n + 1, sizeof *a->records);
       memcpy(a->records, byp + first[p] + off, n * sizeof *a->records);
       a->n_records = n;
@@ -644,6 +649,12 @@ static void finish(struct rcv *c)
   v->st.recovery_ms = io_now(v->io) - c->t0;
   v->st.trunc_from = c->vdl;
   v->st.trunc_to = c->to;
+  /* The older truncations its own may rest on (its end is LAL past the
+   * highest of theirs): its first Appends to each segment carry them. */
+  free(v->before);
+  v->before = calloc(c->ntr + 1, sizeof *v->before);
+  memcpy(v->before, c->tr, c->ntr * sizeof *c->tr);
+  v->nbefore = c->ntr;
   if (c->nadopt)
     loginfo("recovery: %zu record%s above the segments' durable point %llu kept and "
             "written to a write quorum", c->nadopt, c->nadopt == 1 ? "" : "s",

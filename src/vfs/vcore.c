@@ -234,10 +234,25 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   a.pgmrpl_tail = tail <= a.pgmrpl ? tail : 0;
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
-  Auralog__TruncRange tr;
+  Auralog__TruncRange tr, *btv = NULL, **btp = NULL;
   if (!(g->has_epoch & (1u << slot))) {
     a.trunc = vol_own_trunc(v, &tr);
     a.ticket = vol_ticket(v);
+    /* ... with the older ones it may rest on (volume_int.h, before). */
+    if (a.trunc && v->nbefore) {
+      btv = calloc(v->nbefore, sizeof *btv);
+      btp = calloc(v->nbefore, sizeof *btp);
+      for (size_t i = 0; i < v->nbefore; i++) {
+        auralog__trunc_range__init(&btv[i]);
+        btv[i].epoch = v->before[i].epoch;
+        btv[i].from = v->before[i].from;
+        btv[i].to = v->before[i].to;
+        trunc_proof_to_pb(&v->before[i].proof, &btv[i]);
+        btp[i] = &btv[i];
+      }
+      a.before = btp;
+      a.n_before = v->nbefore;
+    }
   }
   a.records = ptrs;
   a.n_records = cnt;
@@ -256,6 +271,8 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
     free(lsns);
   }
   free(ptrs);
+  free(btv);
+  free(btp);
 }
 
 /* Send what is pending. Self-clocking batching (Nagle for commits): a node
@@ -621,6 +638,9 @@ void vcore_free(struct volume *v)
   if (v->rtrunc)
     auralog__trunc_range__free_unpacked(v->rtrunc, NULL);
   v->rtrunc = NULL;
+  free(v->before);
+  v->before = NULL;
+  v->nbefore = 0;
   v->pgs = NULL;
   v->nodes = NULL;
   v->npgs = v->nnodes = 0;

@@ -133,6 +133,12 @@ struct volume {
   uint8_t ticket_sig[AUTH_SIG_BYTES];
   int have_ticket;
   uint8_t trunc_sig[AUTH_SIG_BYTES];
+  /* The older epochs' truncations its recovery learned (with their
+   * proofs): the first Appends to a segment carry them before its own
+   * (Append.before), so that a segment that missed them can check its
+   * own against them (node/segment.c, the bound). */
+  struct trunc *before;
+  size_t nbefore;
 
   struct quorum q;
   struct pgout *pgs;

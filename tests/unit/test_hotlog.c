@@ -22,8 +22,14 @@
  * crash, never brings back what it cut (the checkpoint before it; and
  * seg_admit refuses them even when old frames are replayed). And the store
  * on lmdb: lmdb's file rolled back to the last checkpoint (what a power
- * loss may leave of MDB_NOSYNC commits), and the hot log puts back every
- * record committed since.
+ * loss may leave in lmdb's batched mode, kv_lmdb.c), and the hot log puts
+ * back every record committed since.
+ *
+ * A damaged start frame: the scan falls back to the frame after it only
+ * when that frame is of the newest generation in the file and the start
+ * frame still names it; frame 1 of an older generation (a reset writes the
+ * start frame alone, so it stays there until the next append), already in
+ * lmdb, is never replayed (before, it was, with what it held).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -272,6 +278,93 @@ static void test_old_generation_reads_as_the_end(void **state)
    * file is dead, and the new generation is above all of them. */
   flip(0, 0xff);
   flip(HL_HDR + 1, 0xff);                  /* and the frame after it */
+  open_log(&h, &g);
+  assert_int_equal(g.n, 0);
+  assert_true(h.gen > gen + 1);
+  hl_close(&h);
+}
+
+/* The whole file, or back (n bytes). */
+static size_t slurp(uint8_t *buf, size_t cap)
+{
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
+
+static void spill(const uint8_t *buf, size_t n)
+{
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(buf, 1, n, f), n);
+  fclose(f);
+}
+
+static void test_damaged_start_never_replays_an_older_generation(void **state)
+{
+  (void)state;
+  char why[256];
+  uint64_t ends[NF];
+  struct hotlog h;
+  struct got g;
+  /* Generation G's frames, checkpointed: a reset starts G + 1, and writes
+   * its start frame only. Frame 1 of G still follows it. */
+  fresh(ends);
+  open_log(&h, &g);
+  uint64_t gen = h.gen;
+  assert_int_equal(hl_reset(&h, 0, why, sizeof why), 0);
+  hl_close(&h);
+  static uint8_t ckpt[4096];
+  size_t n = slurp(ckpt, sizeof ckpt);
+  /* One bit of the start frame damaged, wherever: G's frames are never
+   * replayed (before, all six were, from the frame after the start). */
+  for (uint64_t off = 0; off < HL_HDR; off++) {
+    spill(ckpt, n);
+    flip(off, (uint8_t)(1u << (off % 8)));
+    open_log(&h, &g);
+    assert_int_equal(g.n, 0);
+    assert_true(h.gen > gen);             /* a new generation above them */
+    assert_int_equal(h.pos, HL_HDR);
+    append(&h, 7);                        /* and the log goes on */
+    hl_close(&h);
+    open_log(&h, &g);
+    int want[1] = {7};
+    expect(&g, want, 1);
+    hl_close(&h);
+  }
+  /* The frame after a damaged start is of the current generation: read
+   * from it, unless the damage hit the start frame's generation field
+   * (then nothing: the safe side). */
+  for (uint64_t off = 0; off < HL_HDR; off++) {
+    fresh(ends);
+    flip(off, (uint8_t)(1u << (off % 8)));
+    open_log(&h, &g);
+    int want[NF] = {0, 1, 2, 3, 4, 5};
+    if (off >= 8 && off < 16) {
+      assert_int_equal(g.n, 0);
+    } else {
+      expect(&g, want, NF);
+      assert_int_equal(h.pos, ends[NF - 1]);
+    }
+    assert_int_equal(h.damaged, 1);
+    hl_close(&h);
+  }
+  /* A whole frame of a newer generation further on: the frame after the
+   * start is not the newest, whatever the start frame says. */
+  fresh(ends);
+  static uint8_t older[4096], newer[4096];
+  n = slurp(older, sizeof older);
+  open_log(&h, &g);
+  assert_int_equal(hl_reset(&h, 0, why, sizeof why), 0);
+  for (int i = 0; i < NF; i++)
+    append(&h, i);                        /* the same frames, at the same places */
+  hl_close(&h);
+  assert_int_equal(slurp(newer, sizeof newer), n);
+  memcpy(newer, older, ends[1]);          /* G's start and frames 1, 2; G + 1's 3.. */
+  spill(newer, n);
+  flip(24, 0x01);                         /* G's start frame's CRC */
   open_log(&h, &g);
   assert_int_equal(g.n, 0);
   assert_true(h.gen > gen + 1);
@@ -542,7 +635,7 @@ static int copy_file(const char *from, const char *to)
 }
 
 /* On lmdb: data.mdb rolled back to the last checkpoint, as a power loss
- * may leave it under MDB_NOSYNC; the hot log puts every record back. */
+ * may leave it in batched mode; the hot log puts every record back. */
 static void test_store_on_lmdb_replays(void **state)
 {
   (void)state;
@@ -597,6 +690,7 @@ int main(void)
     cmocka_unit_test(test_torn_tail_at_every_byte),
     cmocka_unit_test(test_damaged_middle_frame_is_skipped),
     cmocka_unit_test(test_old_generation_reads_as_the_end),
+    cmocka_unit_test(test_damaged_start_never_replays_an_older_generation),
     cmocka_unit_test(test_sim_file_crash),
     cmocka_unit_test(test_store_acks_survive_crash),
     cmocka_unit_test(test_truncation_not_resurrected),

@@ -369,6 +369,10 @@ static void old_truncations_are_forgotten_below_the_gc_point(void **state)
                        {.epoch = 4, .from = 60, .to = 70}};
   for (int i = 0; i < 4; i++)
     seg_add_trunc(&x.s, &t[i]);
+  /* The VDLs that follow are heard from epoch 4's writer, whose truncation
+   * the segment holds: they bind only newer epochs' truncations (a load
+   * checks every one again, node/segment.c). */
+  x.s.epoch = 4;
   s_write(&x, 200);
   s_gc(&x, 100);
   /* Kept: (150, 160] (above the GC point), and epoch 4's (the newest). */

@@ -278,6 +278,11 @@ static void every_planted_bug_is_caught(void **state)
      * the damage under a read and catches this bug there. */
     if (b == BUG_STALE_VERSION)
       continue;
+    /* A scan carrying a forged range needs a member with a signed epoch
+     * that lies: no nemesis plays one yet. unit_truncbound plants this
+     * bug on a node and catches it there. */
+    if (b == BUG_TRUNC_UNBOUNDED_SCAN)
+      continue;
     uint64_t seed;
     struct sim_result r = {0};
     for (seed = 1; seed <= BUG_SEEDS; seed++) {
@@ -399,10 +404,14 @@ static void failover_promotes_and_loses_nothing(void **state)
          (unsigned long long)back, (unsigned long long)acked);
   assert_true(prom > (uint64_t)n && took > (uint64_t)n / 2 && served > (uint64_t)n / 2);
   assert_true(manual > 0 && fenced > 0 && back > 0);
-  /* Runs without a replica: as before failover (auralog sim --seed N). */
+  /* Runs without a replica: as before failover (auralog sim --seed N).
+   * Seed 1's hash changed once since, with the same events: a few
+   * messages grew when a writer's Appends began to carry the older
+   * truncations its own rests on (Append.before) and GC to keep one that
+   * a newer one rests on (node/store_pages.c). */
   static const struct {
     uint64_t seed, hash;
-  } before[] = {{1, 0x13f938563128bd71ull}, {2, 0x7c18bdae9187b3aaull}, {3, 0x01bc6065f0a6b80bull}};
+  } before[] = {{1, 0x525d1c72f0b42f7bull}, {2, 0x7c18bdae9187b3aaull}, {3, 0x01bc6065f0a6b80bull}};
   for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
     struct sim_opts o = opts(before[i].seed, ALL_FAULTS, 0);
     struct sim_result r;
