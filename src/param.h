@@ -63,6 +63,7 @@
 #define WRITER_LOST_MS  2500
 #define WRITER_OPEN_MS  6000    /* a writer that just took its epoch has this long to recover and probe first */
 #define PROMOTE_MS      3000    /* a replica chosen for promotion that has not opened as writer by then is passed over */
+#define REPLICA_SEEN_MS 1500    /* the coordinator lists a replica as serving reads (Writer.replicas) this long after its last beat */
 _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must run out before failover");
 #define STATEMENT_TIMEOUT_MS 5000 /* a client's request still running after this is interrupted (engine --statement-timeout; 0: never) */
 #define PROGRESS_OPS    1000    /* SQLite VM instructions between two looks at that deadline */
