@@ -205,6 +205,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 /* Client side (src/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
 #define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */
+#define SQL_WAIT_MS     30000   /* `auralog sql` waits this long for a writer (or replica) by default (--wait): a failover takes WRITER_LOST_MS, a beat and a recovery */
 
 /* Logs (src/lib/log.c): a call site that can repeat per commit or per
  * frame prints its first message, then counts the same one for a window
