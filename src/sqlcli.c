@@ -44,6 +44,7 @@
  */
 #include <ctype.h>
 #include <getopt.h>
+#include <poll.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -56,6 +57,7 @@
 #include "lib/conf.h"
 #include "lib/log.h"
 #include "locate.h"
+#include "sqlwords.h"
 #include "param.h"
 #include "roles.h"
 #include "rpc.h"
@@ -81,115 +83,12 @@ static struct {
 static struct {
   struct rpc r;
   int open;
+  uint64_t epoch;               /* the writer's epoch when r was opened (WRITER) */
   int in_txn;                   /* a transaction may be open on r */
   unsigned long long last;      /* the last request's time */
   char avoid[REPLICAS_MAX][ADDR_MAX_LEN + 1];   /* replicas not ready for this statement */
   int navoid;
 } S;
-
-/* ---- statements, as words --------------------------------------------------------- */
-
-/* The first word of each statement in text (blanks, comments and quoted
- * text skipped; an empty statement has none), upper-cased, to f, with the
- * text that follows it. */
-static void each_first_word(const char *text,
-                            void (*f)(const char *w, const char *rest, void *arg), void *arg)
-{
-  const char *p = text;
-  int at_start = 1;
-  while (*p) {
-    if (isspace((unsigned char)*p)) {
-      p++;
-    } else if (p[0] == '-' && p[1] == '-') {
-      p += strcspn(p, "\n");
-    } else if (p[0] == '/' && p[1] == '*') {
-      const char *e = strstr(p + 2, "*/");
-      p = e ? e + 2 : p + strlen(p);
-    } else if (*p == ';') {
-      at_start = 1;
-      p++;
-    } else if (*p == '\'' || *p == '"' || *p == '`' || *p == '[') {
-      char close = *p == '[' ? ']' : *p;
-      const char *e = strchr(p + 1, close);
-      p = e ? e + 1 : p + strlen(p);
-      at_start = 0;
-    } else if (at_start) {
-      char w[16];
-      size_t k = 0;
-      for (; isalpha((unsigned char)*p); p++)
-        if (k + 1 < sizeof w)
-          w[k++] = (char)toupper((unsigned char)*p);
-      w[k] = 0;
-      if (k == 0)
-        p++;
-      f(w, p, arg);
-      at_start = 0;
-    } else {
-      p++;
-    }
-  }
-}
-
-struct ro { int ro, txn_words; };
-
-static void ro_word(const char *w, const char *rest, void *arg)
-{
-  (void)rest;
-  struct ro *x = arg;
-  static const char *const reads[] = {"SELECT", "VALUES", "EXPLAIN", NULL};
-  static const char *const txn[] = {"BEGIN", "COMMIT", "END", "ROLLBACK", NULL};
-  int ok = 0;
-  for (int i = 0; reads[i]; i++)
-    ok |= strcmp(w, reads[i]) == 0;
-  for (int i = 0; txn[i] && x->txn_words; i++)
-    ok |= strcmp(w, txn[i]) == 0;
-  x->ro &= ok;
-}
-
-/* Does text only read? Every statement a SELECT, VALUES or EXPLAIN (WITH
- * and PRAGMA may write: counted as writes). txn_words: text begins with no
- * transaction open, so BEGIN ... COMMIT around reads is still a read. */
-static int read_only(const char *text, int txn_words)
-{
-  struct ro x = {1, txn_words};
-  each_first_word(text, ro_word, &x);
-  return x.ro;
-}
-
-/* Does the statement at rest (after ROLLBACK) roll back to a savepoint
- * ("ROLLBACK [TRANSACTION] TO ...")? Then the transaction stays open. */
-static int rollback_to(const char *rest)
-{
-  char w[16];
-  for (int words = 0; words < 2; words++) {
-    while (isspace((unsigned char)*rest))
-      rest++;
-    size_t k = 0;
-    for (; isalpha((unsigned char)*rest); rest++)
-      if (k + 1 < sizeof w)
-        w[k++] = (char)toupper((unsigned char)*rest);
-    w[k] = 0;
-    if (strcmp(w, "TO") == 0)
-      return 1;
-    if (strcmp(w, "TRANSACTION") != 0)
-      return 0;
-  }
-  return 0;
-}
-
-/* Track whether a transaction may be open after a statement ran. Counting
- * one open when none is only keeps a statement from being sent again;
- * the other way round could send it outside its transaction, so RELEASE
- * (which may or may not end it) keeps it open. */
-static void txn_word(const char *w, const char *rest, void *arg)
-{
-  int *open = arg;
-  if (!strcmp(w, "BEGIN") || !strcmp(w, "SAVEPOINT"))
-    *open = 1;
-  else if (!strcmp(w, "COMMIT") || !strcmp(w, "END") ||
-           (!strcmp(w, "ROLLBACK") && !rollback_to(rest)))
-    *open = 0;
-}
 
 /* ---- whom to ask ---------------------------------------------------------------- */
 
@@ -215,6 +114,10 @@ static void waiting(const char *what, const char *situation, const char *key)
 /* No cluster answers where we looked: one line, and nothing ran. */
 static int no_cluster(const char *why)
 {
+  if (rpc_key_trouble(why)) {
+    errmsg("sql: %s", why);    /* a coordinator may be there: the key is the trouble */
+    return NOTHING_RAN;
+  }
   errmsg("sql: no cluster at %s: its coordinator does not answer (%s); try: auralog cluster up",
          T.where, why);
   return NOTHING_RAN;
@@ -240,10 +143,16 @@ static int find_writer(unsigned long long deadline, int first)
       snprintf(situation, sizeof situation, "the coordinator is up but has no writer: %s (no "
                "engine has opened volume main; auralog cluster up starts one)", why);
       snprintf(key, sizeof key, "novolume");
-    } else if (l.promoting[0] || !l.writer[0] || l.lost) {
+    } else if (l.promoting[0] || !l.writer[0]) {
+      /* A promotion under way: the writer named is being replaced, and
+       * what it commits now may end "not durable" when it is fenced. */
       loc_situation(&l, situation, sizeof situation, key, sizeof key);
     } else if (rpc_open(&S.r, l.writer, 1000, why, sizeof why) == 0) {
+      /* Even one the coordinator has not heard from lately (l.lost):
+       * the writer serves only within its read lease, and refuses
+       * otherwise (then the statement goes again). */
       S.open = 1;
+      S.epoch = l.epoch;
       S.last = now_ms();
       if (T.verbose || waited)
         errmsg("-- writer %s (epoch %llu)%s", l.writer, (unsigned long long)l.epoch,
@@ -252,6 +161,8 @@ static int find_writer(unsigned long long deadline, int first)
     } else if (rpc_key_trouble(why)) {
       errmsg("sql: %s", why);
       return NOTHING_RAN;
+    } else if (l.lost) {
+      loc_situation(&l, situation, sizeof situation, key, sizeof key);
     } else {
       /* Named from the moment it takes its epoch, a promoted writer
        * listens once its recovery is done. */
@@ -294,8 +205,9 @@ static int find_replica(unsigned long long deadline, int first)
       return NOTHING_RAN;
     }
     asked = 1;
+    tried[0] = 0;               /* this round's */
     /* The N-th first (as `cluster up` numbers them), then the others. */
-    int order[REPLICAS_MAX], n = 0;
+    int order[REPLICAS_MAX], n = 0, asked_one = 0;
     if (rc == 0 && T.nth <= l.nrep)
       order[n++] = T.nth - 1;
     for (int i = 0; rc == 0 && i < l.nrep; i++)
@@ -305,6 +217,7 @@ static int find_replica(unsigned long long deadline, int first)
       const char *a = l.rep[order[k]].addr;
       if (avoided(a))
         continue;
+      asked_one = 1;
       if (rpc_open(&S.r, a, 1000, why, sizeof why) != 0) {
         if (rpc_key_trouble(why)) {
           errmsg("sql: %s", why);
@@ -323,19 +236,21 @@ static int find_replica(unsigned long long deadline, int first)
       if (loc_ask(T.coord, "main", &now, why, sizeof why) == 0 && loc_is_replica(&now, a)) {
         S.open = 1;
         S.last = now_ms();
-        if (T.verbose || order[k] != T.nth - 1)
+        char instead[64] = "";
+        if (order[k] != T.nth - 1)
+          snprintf(instead, sizeof instead, T.nth <= l.nrep ? ": replica %d does not answer"
+                   : ": there is no replica %d up now", T.nth);
+        if (T.verbose || instead[0])
           errmsg("-- replica %s (applied %llu, epoch %llu)%s", a,
                  (unsigned long long)l.rep[order[k]].applied,
-                 (unsigned long long)l.rep[order[k]].epoch,
-                 order[k] == T.nth - 1 ? "" : T.nth <= l.nrep ? ": replica N is not answering"
-                                                              : ": there is no replica N up now");
+                 (unsigned long long)l.rep[order[k]].epoch, instead);
         return 0;
       }
       rpc_close(&S.r);
       snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: no replica now",
                tried[0] ? "; " : "", a);
     }
-    if (n > 0 && tried[0] == 0 && S.navoid > 0)
+    if (n > 0 && !asked_one)
       S.navoid = 0;            /* every one listed was not ready: ask them again */
     unsigned long long now = now_ms();
     /* None listed: a replica beats every ENGINE_STAT_MS, so one that was
@@ -392,6 +307,81 @@ static void print_rows(const Auralog__Rows *rows)
   fflush(stdout);
 }
 
+/* Still the one to ask, while a statement is in flight? A writer the
+ * coordinator has replaced (a newer epoch, another address: it was
+ * frozen, cut off or crashed; a new writer fenced it) will never answer
+ * with a commit the new writer does not know of, and a frozen one may not
+ * answer for minutes; a replica it no longer lists has been silent that
+ * long. 0, or -1 with why. */
+static int still_there(char *why, size_t whylen)
+{
+  struct loc l;
+  char err[256];
+  if (T.mode == FIXED || loc_ask(T.coord, "main", &l, err, sizeof err) != 0)
+    return 0;                  /* nothing to compare with: keep waiting */
+  if (T.mode == WRITER && l.epoch > S.epoch && l.writer[0] && strcmp(l.writer, S.r.addr) != 0) {
+    snprintf(why, whylen, "%s was replaced by the writer %s (epoch %llu) while the statement "
+             "was in flight", S.r.addr, l.writer, (unsigned long long)l.epoch);
+    return -1;
+  }
+  if (T.mode == REPLICA && !loc_is_replica(&l, S.r.addr)) {
+    snprintf(why, whylen, "the replica %s stopped serving while the statement was in flight",
+             S.r.addr);
+    return -1;
+  }
+  return 0;
+}
+
+/* Send text on S.r and wait for its answer (Rows or an Error), or NULL
+ * with why ("cannot send": it did not go out whole). Like rpc_query, but
+ * looking up every second, once the writer has had WRITER_LOST_MS to
+ * answer, whether the one asked is still the one to ask (still_there). */
+static Env *query(const char *text, char *why, size_t whylen)
+{
+  Env req = AURALOG__ENVELOPE__INIT;
+  Auralog__Query q = AURALOG__QUERY__INIT;
+  q.sql = (char *)text;
+  req.body_case = AURALOG__ENVELOPE__BODY_QUERY;
+  req.query = &q;
+  req.req = S.r.next_req++;
+  size_t len;
+  uint8_t *frame = wire_frame(&req, &len);
+  if (frame == NULL) {
+    snprintf(why, whylen, "the statement is too large to send");
+    return NULL;
+  }
+  int rc = rpc_send_raw(&S.r, frame, len);
+  free(frame);
+  if (rc != 0) {
+    snprintf(why, whylen, "cannot send to %s", S.r.addr);
+    return NULL;
+  }
+  unsigned long long t0 = now_ms(), checked = t0;
+  for (;;) {
+    unsigned long long now = now_ms();
+    if (now - t0 >= SQL_TIMEOUT_MS) {
+      snprintf(why, whylen, "%s did not answer in time", S.r.addr);
+      return NULL;
+    }
+    struct pollfd p = {.fd = S.r.fd, .events = POLLIN};
+    if (poll(&p, 1, 1000) > 0) {
+      /* A frame is coming: read it whole (a frame cut short by a timeout
+       * would leave the stream out of step). */
+      Env *env = rpc_recv(&S.r, (int)(SQL_TIMEOUT_MS - (now_ms() - t0)) + 1, why, whylen);
+      if (env == NULL || env->req == req.req || env->req == 0)
+        return env;            /* req 0: an error about the frame itself */
+      wire_free(env);          /* a reply to an earlier, abandoned request */
+      continue;
+    }
+    now = now_ms();
+    if (now - t0 >= WRITER_LOST_MS && now - checked >= 1000) {
+      checked = now;
+      if (still_there(why, whylen) != 0)
+        return NULL;
+    }
+  }
+}
+
 /* Refused before it ran (worker.c refuse(): a fenced writer, or one whose
  * read lease ran out), so it may go to the next writer. */
 static int refused_unrun(int code, const char *why)
@@ -431,7 +421,7 @@ static int lost_txn(const char *why, int sent, int ro)
 static int run(const char *text, int first)
 {
   unsigned long long deadline = now_ms() + T.wait_ms;
-  int ro = read_only(text, !S.in_txn);
+  int ro = sql_read_only(text, !S.in_txn);
   S.navoid = 0;
   for (int tries = 0;; tries++) {
     if (!S.open) {
@@ -443,7 +433,7 @@ static int run(const char *text, int first)
     }
     char why[1024], at[ADDR_MAX_LEN + 1];
     snprintf(at, sizeof at, "%s", S.r.addr);
-    Env *rep = rpc_query(&S.r, text, SQL_TIMEOUT_MS, why, sizeof why);
+    Env *rep = query(text, why, sizeof why);
     S.last = now_ms();
     if (rep == NULL) {
       /* Not even sent whole (the connection was gone): nothing ran. */
@@ -457,8 +447,9 @@ static int run(const char *text, int first)
                "before retrying)", why);
         return UNKNOWN;
       }
-      if (T.mode == FIXED && T.wait_ms == 0) {
-        errmsg("sql: %s: the statement did not %s", why, sent ? "answer" : "run");
+      if (now_ms() >= deadline) {
+        errmsg("sql: %s: %s", why, sent ? "no answer (a read: it changed nothing)"
+                                        : "the statement did not run");
         return NOTHING_RAN;
       }
       errmsg("-- %s: %s; asking again", why, sent ? "a read, no answer" : "the statement did "
@@ -469,7 +460,7 @@ static int run(const char *text, int first)
     if (code == 0) {
       print_rows(rep->rows);
       wire_free(rep);
-      each_first_word(text, txn_word, &S.in_txn);
+      S.in_txn = sql_txn_open(text, S.in_txn);
       return DONE;
     }
     wire_free(rep);
@@ -492,8 +483,10 @@ static int run(const char *text, int first)
         errmsg("sql: %s refuses: %s; no other writer within --wait", at, why);
         return NOTHING_RAN;
       }
-      errmsg("-- %s refused: %s: the statement did not run; asking the coordinator again", at,
-             why);
+      char situation[1200], key[ADDR_MAX_LEN + 16];
+      snprintf(situation, sizeof situation, "%s refused: %s: the statement did not run", at, why);
+      snprintf(key, sizeof key, "refused %s", at);
+      waiting("a writer", situation, key);
       usleep(POLL_MS * 1000);
       continue;
     }
