@@ -128,45 +128,42 @@ static struct member *writer_now(struct cluster *cl, struct loc *l, char *why, s
   return w;
 }
 
-/* engine-crash: kill the writer, by role (the member the coordinator
- * names), never a replica, whatever its name. Two differences from
+/* engine-crash: kill the writer, by role: the member the coordinator
+ * names, never a replica, whatever its name. Two differences from
  * writer-crash, both the contract's: it works on a cluster with no
  * replicas and no failover, and an engine that is not running is not an
  * error (nothing crashed, exit 0: lab 3 reads the last crash's commits
- * from the journal, so a crash that did not happen is not noted). And when
- * the coordinator cannot name a member of ours (it is down, or the writer
- * it names is an engine started by hand, as in lab 5, already gone), the
- * members running `auralog engine` are crashed: writers, fenced or not,
- * never a replica; `cluster up` then restarts one, which recovers. */
+ * from the journal, so a crash that did not happen is not noted).
+ *
+ * When no member of ours writes (the coordinator is down, or names an
+ * engine started by hand, as labs 5 and 7 do, since killed), the member
+ * crashed is the one `cluster up` then starts as the writer
+ * (cluster_find_writer: the engine), so that "after engine-crash, cluster
+ * up restarts the engine, which recovers" (DESIGN.md §6) holds: crashing
+ * a fenced old writer instead would leave the engine running as a
+ * replica, and no member to recover the volume. */
 static void engine_crash(struct cluster *cl)
 {
   char why[DIR_MAX + 1024];
   struct loc l;
   struct member *w = writer_now(cl, &l, why, sizeof why);
-  if (w != NULL) {
-    pid_t pid = cluster_running(cl, w);
-    if (pid == 0 || !cluster_runs_engine(pid)) {
-      printf("the writer %s (%s) was not running: nothing crashed\n", w->name, w->addr);
+  pid_t pid;
+  if (w == NULL) {
+    w = &cl->m[cl->n - 1];
+    if ((pid = cluster_running(cl, w)) == 0) {
+      printf("%s was not running: nothing crashed (%s)\n", w->name, why);
       return;
     }
-    coord_note(cl, "engine-crash", "", w->name);
-    crash(cl, w);
-    printf("it was the writer (%s, epoch %llu)\n", w->addr, (unsigned long long)l.epoch);
+    printf("%s: crashing %s, which `auralog cluster up` starts as the writer\n", why, w->name);
+  } else if ((pid = cluster_running(cl, w)) == 0) {
+    printf("the writer %s (%s) was not running: nothing crashed\n", w->name, w->addr);
+    return;
+  } else if (!cluster_runs_engine(pid)) {
+    printf("%s (%s) is being promoted to writer: nothing crashed\n", w->name, w->addr);
     return;
   }
-  int n = 0;
-  for (int i = -1; i < cl->nrep; i++) {
-    struct member *m = i < 0 ? &cl->m[cl->n - 1] : &cl->rep[i];
-    pid_t pid = cluster_running(cl, m);
-    if (pid == 0 || !cluster_runs_engine(pid))
-      continue;
-    if (n++ == 0)
-      printf("%s: crashing every member that runs as a writer\n", why);
-    coord_note(cl, "engine-crash", "", m->name);
-    crash(cl, m);
-  }
-  if (n == 0)
-    printf("no engine was running: nothing crashed (%s)\n", why);
+  coord_note(cl, "engine-crash", "", w->name);
+  crash(cl, w);
 }
 
 static void fault_usage(FILE *f)
@@ -183,8 +180,10 @@ static void fault_usage(FILE *f)
     "  engine-crash      kill the engine that writes now (SIGKILL): the member\n"
     "                    the coordinator names writer (after a failover, a\n"
     "                    former replica), never a replica; none running:\n"
-    "                    nothing crashed. `auralog cluster up` restarts it, and\n"
-    "                    it, or a replica promoted in its place, recovers\n"
+    "                    nothing crashed; no member of the cluster writing (a\n"
+    "                    hand-started writer): the engine. `auralog cluster up`\n"
+    "                    restarts it, and it, or a replica promoted in its\n"
+    "                    place, recovers\n"
     "  writer-crash      kill the member that writes now (SIGKILL); the\n"
     "                    coordinator promotes a replica (unless the cluster was\n"
     "                    started with --no-failover); `cluster up` brings this\n"
