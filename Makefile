@@ -31,7 +31,7 @@ GEN := $(B)/gen/auralog.pb-c.c
 CORE_SRC := src/wire.c src/auth.c src/proof.c src/keyfile.c src/journal.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/conf.c src/lib/proc.c src/lib/hist.c src/lib/kmap.c \
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/roles.c src/coord/failover.c src/coord/segstats.c src/coord/hold.c src/coord/journal.c src/coord/jreplica.c src/coord/main.c src/coord/http.c src/coord/history.c \
-            src/cluster.c src/members.c src/fault.c src/failover.c src/fobench.c src/status.c src/status_log.c src/sqlcli.c src/lab.c src/lab/history.c src/lab/check.c src/lab/check_reads.c src/lab/check_segment.c src/lab/check_replicas.c src/lab/check_measure.c src/lab/rundir.c src/lab/timeline.c src/lab/impl.c src/lab/handout.c src/lab/grade.c src/viz.c src/viz_sim.c \
+            src/cluster.c src/members.c src/fault.c src/failover.c src/fobench.c src/status.c src/status_log.c src/sqlcli.c src/sqlwords.c src/locate.c src/lab.c src/lab/history.c src/lab/check.c src/lab/check_reads.c src/lab/check_segment.c src/lab/check_replicas.c src/lab/check_measure.c src/lab/rundir.c src/lab/timeline.c src/lab/impl.c src/lab/handout.c src/lab/grade.c src/viz.c src/viz_sim.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/vcore.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/pagelsn.c src/vfs/report.c src/vfs/open.c \
             src/vfs/vfs.c src/vfs/journal.c src/vfs/vfsreg.c src/vfs/engine.c src/vfs/worker.c src/vfs/sandbox.c src/vfs/probe.c src/vfs/lease.c src/vfs/countvfs.c src/vfs/stages.c src/vfs/rapply.c src/vfs/rvol.c src/vfs/feed.c src/vfs/replica.c src/vfs/promote.c \
             src/bench/common.c src/bench/limit.c src/bench/breakdown.c src/bench/bench.c src/bench/report.c src/bench/group.c src/bench/note.c src/bench/workload.c src/bench/append.c src/bench/recovery.c src/bench/recsys.c src/bench/replicas.c
@@ -40,8 +40,8 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply failover truncbound
-INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade
+UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply failover truncbound sqlwords
+INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 # make test runs integration binaries TEST_JOBS at a time (default 2;

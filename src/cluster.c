@@ -264,17 +264,6 @@ void cluster_find_writer(struct cluster *cl)
     snprintf(cl->writer, sizeof cl->writer, "%s", cl->m[cl->n - 1].addr);
 }
 
-/* Does pid run `auralog engine` (a writer, perhaps fenced), not a replica? */
-static int runs_engine(pid_t pid)
-{
-  char buf[4096];
-  ssize_t n = cluster_cmdline(pid, buf, sizeof buf);
-  if (n == 0)
-    return 0;
-  const char *a1 = buf + strlen(buf) + 1;
-  return a1 < buf + n && strcmp(a1, "engine") == 0;
-}
-
 /* The writer is down and a replica runs: with --failover the coordinator
  * promotes one within WRITER_LOST_MS + a beat; wait for it (and for it to
  * listen), rather than start a second writer beside it. 1 if a replica
@@ -290,7 +279,7 @@ static int wait_promotion(struct cluster *cl, const char *old)
     struct member *m;
     if (fo_writer_addr(cl->m[0].addr, "main", addr, sizeof addr, why, sizeof why) == 0 &&
         strcmp(addr, old) != 0 && (m = cluster_db_member(cl, addr)) != NULL &&
-        (m->pid = cluster_running(cl, m)) != 0 && runs_engine(m->pid)) {
+        (m->pid = cluster_running(cl, m)) != 0 && cluster_runs_engine(m->pid)) {
       struct rpc r;
       if (rpc_open(&r, addr, 500, why, sizeof why) == 0) {
         rpc_close(&r);
@@ -367,11 +356,11 @@ static int cmd_up(struct cluster *cl)
     if ((m->pid = cluster_running(cl, m)) != 0)
       kill(m->pid, SIGCONT);
   }
-  if (w->pid == 0 || !runs_engine(w->pid)) {
+  if (w->pid == 0 || !cluster_runs_engine(w->pid)) {
     int replica_runs = 0;
     for (int i = -1; i < cl->nrep; i++) {
       struct member *m = i < 0 ? engine : &cl->rep[i];
-      replica_runs |= m != w && m->pid && !runs_engine(m->pid);
+      replica_runs |= m != w && m->pid && !cluster_runs_engine(m->pid);
     }
     if (w->pid == 0 && cl->failover && replica_runs && wait_promotion(cl, w->addr))
       w = cluster_db_member(cl, cl->writer);
@@ -388,7 +377,7 @@ static int cmd_up(struct cluster *cl)
     struct member *m = i < 0 ? engine : &cl->rep[i];
     if (m == w)
       continue;
-    if ((m->pid = cluster_running(cl, m)) != 0 && runs_engine(m->pid)) {
+    if ((m->pid = cluster_running(cl, m)) != 0 && cluster_runs_engine(m->pid)) {
       /* An old writer (fenced by the newer epoch, failover.c F2): it comes
        * back as a replica of the new one. */
       cluster_stop_member(cl, m, SIGKILL);

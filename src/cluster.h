@@ -73,6 +73,9 @@ void cluster_dashboard_addr(const struct cluster *cl, char *out, size_t n);
 /* members.c: pid's command line into buf (NUL-separated, NUL-terminated):
  * its length, or 0 if it cannot be read. */
 ssize_t cluster_cmdline(pid_t pid, char *buf, size_t len);
+/* members.c: does pid run `auralog engine` (a writer, perhaps fenced; a
+ * promoted replica execs into one), not `auralog replica`? */
+int cluster_runs_engine(pid_t pid);
 /* members.c: did m, just started, exit already? 1 and why (its log's last
  * line), else 0. */
 int cluster_died(const struct cluster *cl, struct member *m, char *why, size_t n);

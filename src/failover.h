@@ -1,8 +1,9 @@
 /*
  * failover.h: the tools' side of failover (coord/failover.c has the rules):
  * who writes a volume now, asked of the coordinator, and `auralog failover`.
- * `auralog sql`, `auralog cluster up`, `auralog fault writer-crash` and
- * `auralog bench failover` find the writer with fo_writer.
+ * `auralog cluster up` and `auralog bench failover` find the writer with
+ * fo_writer; `auralog sql` and `auralog fault` with locate.h, which also
+ * learns the replicas serving now.
  */
 #ifndef AURALOG_FAILOVER_H
 #define AURALOG_FAILOVER_H

@@ -3,9 +3,18 @@
  * them back: kill an AZ's nodes, a node or the engine (their data stays),
  * start them again, or ask the coordinator for a fault the processes play
  * themselves (a partition, a slow node, lost Appends, gossip off). The cluster's layout is
- * cluster.h's. writer-crash and writer-stop take out whichever member
- * writes now (the coordinator says: after a failover, a former replica),
- * for the coordinator to detect and fail over (coord/failover.c).
+ * cluster.h's.
+ *
+ * The writer by role, at the moment the fault is done (locate.h): after a
+ * failover a former replica writes and the member named "engine" may be a
+ * replica, so writer-crash, writer-stop and engine-crash ask the
+ * coordinator for the writer's address and take out the member serving
+ * there (its pid from its pid file, checked to be ours and to run
+ * `auralog engine`), for the coordinator to detect and fail over
+ * (coord/failover.c). engine-crash is the contract's older name for the
+ * same thing (DESIGN.md §6: "after `fault engine-crash`, `cluster up`
+ * restarts the engine, which recovers": the engine of §1 is the instance
+ * that writes); see engine_crash() for what differs.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +27,7 @@
 
 #include "cluster.h"
 #include "failover.h"
+#include "locate.h"
 #include "lib/log.h"
 #include "roles.h"
 #include "rpc.h"
@@ -97,6 +107,65 @@ static void coord_note(struct cluster *cl, const char *action, const char *az,
   wire_free(fault_msg(cl, action, az, node, 0, why, sizeof why));
 }
 
+/* The member that writes now: the coordinator names its address (why,
+ * NULL: it does not answer, or knows no writer, or names no member of
+ * ours; *l as it answered, l->writer "" if it did not). */
+static struct member *writer_now(struct cluster *cl, struct loc *l, char *why, size_t n)
+{
+  char err[512];
+  if (loc_ask(cl->m[0].addr, "main", l, err, sizeof err) != 0) {
+    snprintf(why, n, "cannot ask the coordinator %s who writes: %s", cl->m[0].addr, err);
+    return NULL;
+  }
+  if (!l->writer[0]) {
+    snprintf(why, n, "the coordinator knows no writer of volume main");
+    return NULL;
+  }
+  struct member *w = cluster_db_member(cl, l->writer);
+  if (w == NULL)
+    snprintf(why, n, "the writer %s (epoch %llu) is no member of the cluster in %s (an engine "
+             "started by hand?)", l->writer, (unsigned long long)l->epoch, cl->dir);
+  return w;
+}
+
+/* engine-crash: kill the writer, by role: the member the coordinator
+ * names, never a replica, whatever its name. Two differences from
+ * writer-crash, both the contract's: it works on a cluster with no
+ * replicas and no failover, and an engine that is not running is not an
+ * error (nothing crashed, exit 0: lab 3 reads the last crash's commits
+ * from the journal, so a crash that did not happen is not noted).
+ *
+ * When no member of ours writes (the coordinator is down, or names an
+ * engine started by hand, as labs 5 and 7 do, since killed), the member
+ * crashed is the one `cluster up` then starts as the writer
+ * (cluster_find_writer: the engine), so that "after engine-crash, cluster
+ * up restarts the engine, which recovers" (DESIGN.md §6) holds: crashing
+ * a fenced old writer instead would leave the engine running as a
+ * replica, and no member to recover the volume. */
+static void engine_crash(struct cluster *cl)
+{
+  char why[DIR_MAX + 1024];
+  struct loc l;
+  struct member *w = writer_now(cl, &l, why, sizeof why);
+  pid_t pid;
+  if (w == NULL) {
+    w = &cl->m[cl->n - 1];
+    if ((pid = cluster_running(cl, w)) == 0) {
+      printf("%s was not running: nothing crashed (%s)\n", w->name, why);
+      return;
+    }
+    printf("%s: crashing %s, which `auralog cluster up` starts as the writer\n", why, w->name);
+  } else if ((pid = cluster_running(cl, w)) == 0) {
+    printf("the writer %s (%s) was not running: nothing crashed\n", w->name, w->addr);
+    return;
+  } else if (!cluster_runs_engine(pid)) {
+    printf("%s (%s) is being promoted to writer: nothing crashed\n", w->name, w->addr);
+    return;
+  }
+  coord_note(cl, "engine-crash", "", w->name);
+  crash(cl, w);
+}
+
 static void fault_usage(FILE *f)
 {
   fprintf(f,
@@ -108,9 +177,13 @@ static void fault_usage(FILE *f)
     "  az-up A|B|C       start them again\n"
     "  node-stop ID      kill one node (A1 A2 B1 B2 C1 C2)\n"
     "  node-start ID     start it again\n"
-    "  engine-crash      kill the engine process (SIGKILL); `auralog cluster up`\n"
-    "                    restarts it; if it was the writer, it or the replica\n"
-    "                    promoted in its place recovers the volume\n"
+    "  engine-crash      kill the engine that writes now (SIGKILL): the member\n"
+    "                    the coordinator names writer (after a failover, a\n"
+    "                    former replica), never a replica; none running:\n"
+    "                    nothing crashed; no member of the cluster writing (a\n"
+    "                    hand-started writer): the engine. `auralog cluster up`\n"
+    "                    restarts it, and it, or a replica promoted in its\n"
+    "                    place, recovers\n"
     "  writer-crash      kill the member that writes now (SIGKILL); the\n"
     "                    coordinator promotes a replica (unless the cluster was\n"
     "                    started with --no-failover); `cluster up` brings this\n"
@@ -187,22 +260,22 @@ int fault_main(int argc, char **argv)
   } else if (!strcmp(act, "engine-crash")) {
     if (nargs != 0)
       die("fault: engine-crash takes no argument");
-    /* The journal records a crash that happened: an engine that is not
-     * running is not crashed (lab 3 reads the last crash's commits). */
-    if (cluster_running(&cl, &cl.m[cl.n - 1]) == 0) {
-      printf("engine was not running: nothing crashed\n");
-      return 0;
-    }
-    coord_note(&cl, act, "", "engine");
-    crash(&cl, &cl.m[cl.n - 1]);
+    engine_crash(&cl);
   } else if (!strcmp(act, "writer-crash") || !strcmp(act, "writer-stop")) {
     if (nargs != 0)
       die("fault: %s takes no argument", act);
-    cluster_find_writer(&cl);
-    struct member *w = cluster_db_member(&cl, cl.writer);
-    pid_t pid = w ? cluster_running(&cl, w) : 0;
+    char why[DIR_MAX + 1024];
+    struct loc l;
+    struct member *w = writer_now(&cl, &l, why, sizeof why);
+    if (w == NULL)
+      die("fault: %s: %s; nothing done", act, why);
+    pid_t pid = cluster_running(&cl, w);
     if (pid == 0)
-      die("fault: the writer (%s) is not running", cl.writer);
+      die("fault: the writer %s (%s, epoch %llu) is not running", w->name, w->addr,
+          (unsigned long long)l.epoch);
+    if (!cluster_runs_engine(pid))
+      die("fault: %s (%s) runs as a replica, though the coordinator names it writer: a "
+          "promotion under way? nothing done", w->name, w->addr);
     coord_note(&cl, act, "", w->name);
     if (act[7] == 'c') {
       cluster_stop_member(&cl, w, SIGKILL);

@@ -78,6 +78,16 @@ ssize_t cluster_cmdline(pid_t pid, char *buf, size_t len)
   return n;
 }
 
+int cluster_runs_engine(pid_t pid)
+{
+  char buf[4096];
+  ssize_t n = cluster_cmdline(pid, buf, sizeof buf);
+  if (n == 0)
+    return 0;
+  const char *a1 = buf + strlen(buf) + 1;
+  return a1 < buf + n && strcmp(a1, "engine") == 0;
+}
+
 /* Is pid a live process of this cluster's member m? */
 static int ours(const struct member *m, pid_t pid)
 {

@@ -69,6 +69,7 @@
 #define WRITER_LOST_MS  2500
 #define WRITER_OPEN_MS  6000    /* a writer that just took its epoch has this long to recover and probe first */
 #define PROMOTE_MS      3000    /* a replica chosen for promotion that has not opened as writer by then is passed over */
+#define REPLICA_SEEN_MS 1500    /* the coordinator lists a replica as serving reads (Writer.replicas) this long after its last beat */
 _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must run out before failover");
 #define STATEMENT_TIMEOUT_MS 5000 /* a client's request still running after this is interrupted (engine --statement-timeout; 0: never) */
 #define PROGRESS_OPS    1000    /* SQLite VM instructions between two looks at that deadline */
@@ -210,6 +211,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 /* Client side (src/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
 #define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */
+#define SQL_WAIT_MS     30000   /* `auralog sql` waits this long for a writer (or replica) by default (--wait): a failover takes WRITER_LOST_MS, a beat and a recovery */
 
 /* Logs (src/lib/log.c): a call site that can repeat per commit or per
  * frame prints its first message, then counts the same one for a window

@@ -666,6 +666,15 @@ int wire_check(const Env *e, char *why, size_t whylen)
         (e->writer->promoting[0] && !addr_ok(e->writer->promoting)))
       return bad(why, whylen, "writer answer with a bad volume name or address");
     TRY(epoch_in(e->writer->epoch, "writer epoch", why, whylen));
+    if (e->writer->n_replicas > REPLICAS_MAX)
+      return bad(why, whylen, "writer answer with %zu replicas", e->writer->n_replicas);
+    for (size_t i = 0; i < e->writer->n_replicas; i++) {
+      const Auralog__ReplicaSeen *r = e->writer->replicas[i];
+      if (!addr_ok(r->addr))
+        return bad(why, whylen, "writer answer with a bad replica address");
+      TRY(epoch_in(r->epoch, "replica epoch", why, whylen));
+      TRY(lsn_in(r->applied, "replica applied", why, whylen));
+    }
     return epoch_in(e->writer->if_epoch, "writer promotion epoch", why, whylen);
   case AURALOG__ENVELOPE__BODY_WRITER_REQ:
     if (!wire_name_ok(e->writer_req->volume))

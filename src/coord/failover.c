@@ -17,7 +17,10 @@
  *
  * Interface (coord.h): fo_open_check / fo_opened around a writer's
  * OpenVolume, fo_probe on a lease probe, fo_on_msg for ReplicaBeat,
- * WriterReq and Failover (all answered with Writer), fo_tick every
+ * WriterReq and Failover (all answered with Writer; a client's WriterReq
+ * also learns the replicas serving reads now, Writer.replicas, so that
+ * every command finds writer and replicas by role at the moment it acts,
+ * src/locate.c), fo_tick every
  * coordinator tick, fo_status for status (the writer's silence, a
  * promotion under way, the last failover and how long it took).
  *
@@ -204,6 +207,13 @@ uint32_t fo_opened(struct coord *co, const Auralog__Volume *v)
                 f->last.asked, f->last.detect_ms, f->last.took_ms);   /* in the journal */
   }
   f->promoting[0] = 0;         /* the epoch moved: that promotion is over */
+  /* The new writer is no replica any more: its beats from before (a
+   * promoted replica's) must not list it as one, now or once it is fenced
+   * in its turn (serving). It is listed again only when it beats again,
+   * restarted as a replica. */
+  for (size_t i = 0; i < f->nreps; i++)
+    if (strcmp(f->reps[i].addr, v->writer) == 0)
+      f->reps[i].heard = 0;
   return left;
 }
 
@@ -283,12 +293,40 @@ void fo_tick(struct coord *co)
   }
 }
 
+/* Is r serving reads now, as far as we know: it beat within
+ * REPLICA_SEEN_MS, and it is neither the writer nor the replica chosen for
+ * promotion (that one execs into a writer any moment: promote.c). A
+ * writer's address that still has an entry from before its promotion is
+ * cleared when it opens (fo_opened), so a fenced old writer, which never
+ * beats, is never listed. */
+static int serving(const struct fo_vol *f, const Auralog__Volume *v, const struct fo_rep *r,
+                   unsigned long long now)
+{
+  return r->heard && now - r->heard <= REPLICA_SEEN_MS && strcmp(r->addr, v->writer) != 0 &&
+         strcmp(r->addr, f->promoting) != 0;
+}
+
 static void answer(struct coord *co, struct ep *c, uint64_t req, struct fo_vol *f,
                    const Auralog__Volume *v, const char *asker)
 {
   unsigned long long now = io_now(co->io);
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Writer w = AURALOG__WRITER__INIT;
+  /* A client or tool (no asker) gets the replicas serving now; a beat's
+   * answer does not need them. */
+  Auralog__ReplicaSeen seen[REPLICAS_MAX], *list[REPLICAS_MAX];
+  for (size_t i = 0; asker == NULL && i < f->nreps; i++) {
+    if (!serving(f, v, &f->reps[i], now))
+      continue;
+    Auralog__ReplicaSeen *s = &seen[w.n_replicas];
+    auralog__replica_seen__init(s);
+    s->addr = f->reps[i].addr;
+    s->applied = f->reps[i].applied;
+    s->epoch = f->reps[i].epoch;
+    s->silent_ms = now - f->reps[i].heard;
+    list[w.n_replicas++] = s;
+  }
+  w.replicas = list;
   w.volume = (char *)v->name;
   w.epoch = v->epoch;
   w.addr = v->writer;

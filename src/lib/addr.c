@@ -10,6 +10,7 @@
 
 #include "lib/addr.h"
 #include "lib/conf.h"
+#include "lib/log.h"
 #include "param.h"
 
 int addr_parse(const char *s, struct sockaddr_in *sa, char *why, size_t whylen)
@@ -50,25 +51,42 @@ int addr_match(const char *served, const char *dialed)
          (a.sin_addr.s_addr == htonl(INADDR_ANY) || a.sin_addr.s_addr == b.sin_addr.s_addr);
 }
 
-/* The "coord" that DIR/cluster.json names, DIR being $AURALOG_DIR or
- * ~/.auralog (DESIGN.md §6: `cluster up --dir DIR` writes it, and every
- * command finds the cluster by it). NULL if there is none. */
-static const char *conf_coord(void)
+int addr_coord_find(const char *opt, char *out, size_t n, char *why, size_t whylen)
 {
-  static char addr[ADDR_MAX_LEN + 1];
-  cJSON *o = conf_load(NULL);
-  int rc = conf_str(o, "coord", addr, sizeof addr);
+  const char *env = getenv("AURALOG_COORD");
+  if (opt && *opt)
+    env = opt;
+  if (env && *env) {
+    snprintf(out, n, "%s", env);
+    return 0;
+  }
+  cJSON *o = NULL;
+  int found = conf_find(NULL, &o, why, whylen);
+  if (found < 0)
+    return -1;
+  if (found == 0) {
+    snprintf(out, n, "%s", COORD_ADDR_DEFAULT);   /* no cluster meant: DESIGN.md §6 */
+    return 0;
+  }
+  int rc = conf_str(o, "coord", out, n);
   cJSON_Delete(o);
-  return rc == 0 ? addr : NULL;
+  if (rc != 0) {
+    char d[PATH_MAX];
+    conf_dir(NULL, d, sizeof d);
+    snprintf(why, whylen, "no cluster in %s (its cluster.json names no coordinator; `auralog "
+             "cluster up --dir %s` writes it)", d, d);
+    return -1;
+  }
+  return 0;
 }
 
 const char *addr_coord(const char *opt)
 {
+  static char addr[ADDR_MAX_LEN + 1];
+  char why[PATH_MAX + 200];
   if (opt && *opt)
     return opt;
-  const char *env = getenv("AURALOG_COORD");
-  if (env && *env)
-    return env;
-  const char *conf = conf_coord();
-  return conf ? conf : COORD_ADDR_DEFAULT;
+  if (addr_coord_find(NULL, addr, sizeof addr, why, sizeof why) != 0)
+    die("%s", why);
+  return addr;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/conf.h"
 
@@ -42,6 +43,31 @@ cJSON *conf_load(const char *dir)
     return NULL;
   }
   return o;
+}
+
+int conf_find(const char *dir, cJSON **conf, char *why, size_t whylen)
+{
+  const char *env = getenv("AURALOG_DIR");
+  int named = (dir && *dir) || (env && *env);
+  char d[PATH_MAX], p[PATH_MAX + 16];
+  conf_dir(dir, d, sizeof d);
+  snprintf(p, sizeof p, "%s/cluster.json", d);
+  *conf = NULL;
+  struct stat st;
+  if (stat(p, &st) != 0) {
+    if (!named)
+      return 0;              /* nothing meant, nothing found: the defaults */
+    int nodir = stat(d, &st) != 0;
+    snprintf(why, whylen, "no cluster in %s (%s; start one: auralog cluster up --dir %s)", d,
+             nodir ? "no such directory" : "no cluster.json there", d);
+    return -1;
+  }
+  if ((*conf = conf_load(d)) == NULL) {
+    snprintf(why, whylen, "no cluster in %s (%s is not a cluster's description; `auralog "
+             "cluster up --dir %s` writes it)", d, p, d);
+    return -1;
+  }
+  return 1;
 }
 
 int conf_str(const cJSON *conf, const char *key, char *out, size_t n)

@@ -12,6 +12,7 @@
  * default VFS, as do randomness, time and the loading of extensions.
  * xDelete of a volume's name drops the volume, unless it is open here.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,12 @@ int ship_pages;                /* ship whole pages, not deltas (a baseline) */
 
 static int open_main(struct afile *f, const char *name, char *why, size_t whylen)
 {
-  const char *coord = addr_coord(sqlite3_uri_parameter(name, "coord"));
+  /* Inside a host program (the extension): a cluster not found is this
+   * open's error, never an exit. */
+  char coord[ADDR_MAX_LEN + 1];
+  if (addr_coord_find(sqlite3_uri_parameter(name, "coord"), coord, sizeof coord, why,
+                      whylen) != 0)
+    return -1;
   pthread_mutex_lock(&reg_mu);
   struct vvol *vv = vols;
   while (vv && strcmp(vv->name, name) != 0)
@@ -189,9 +195,10 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int sync)
   if (vv)
     return SQLITE_IOERR_DELETE;       /* in use */
   if (wire_name_ok(name)) {
-    char why[256];
-    return vol_drop(addr_coord(NULL), name, why, sizeof why) == 0 ? SQLITE_OK
-                                                                  : SQLITE_IOERR_DELETE_NOENT;
+    char why[PATH_MAX + 200], coord[ADDR_MAX_LEN + 1];
+    if (addr_coord_find(NULL, coord, sizeof coord, why, sizeof why) != 0)
+      return SQLITE_IOERR_DELETE;
+    return vol_drop(coord, name, why, sizeof why) == 0 ? SQLITE_OK : SQLITE_IOERR_DELETE_NOENT;
   }
   return base_vfs->xDelete(base_vfs, name, sync);
 }

@@ -4,12 +4,15 @@
  * detection bound to the millisecond, the replica chosen, one promotion
  * at a time, a chosen replica passed over, a fresh writer's longer bound,
  * one epoch to one of two promotions, the previous writer's lease left to
- * a promotion only, and nothing promoted without --failover.
+ * a promotion only, nothing promoted without --failover, and the replicas
+ * a client is told serve reads (Writer.replicas).
  *
  * How each can fail: promote at >= rather than > the bound, or count a
  * fenced writer's probe as alive, and detection_is_exact fails; drop the
  * if_epoch check and one_epoch_for_two_promotions fails; choose a second
- * replica while one is promoting and one_promotion_at_a_time fails.
+ * replica while one is promoting and one_promotion_at_a_time fails; list a
+ * replica by its beats alone, or keep a promoted one's entry at its open,
+ * and a_client_learns_the_replicas_serving_now fails.
  */
 #include "cores_fix.h"
 
@@ -219,6 +222,91 @@ static void a_manual_failover_waits_out_the_lease(void **state)
   coord_teardown(&x.c);
 }
 
+/* A client's WriterReq: the answer (its replicas: those serving now). */
+static const Auralog__Writer *ask(struct fo_fix *x, struct ep *c)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__WriterReq wr = AURALOG__WRITER_REQ__INIT;
+  wr.volume = "v";
+  env.req = 75;
+  env.body_case = AURALOG__ENVELOPE__BODY_WRITER_REQ;
+  env.writer_req = &wr;
+  DELIVER(coord_on_msg, x->c.co, c, &env);
+  return take(&x->c.f, c, BEAT)->writer;
+}
+
+/* Is addr among w's replicas? */
+static int lists(const Auralog__Writer *w, const char *addr)
+{
+  for (size_t i = 0; i < w->n_replicas; i++)
+    if (strcmp(w->replicas[i]->addr, addr) == 0)
+      return 1;
+  return 0;
+}
+
+/* Writer.replicas, what `auralog sql --replica` picks from: the replicas
+ * that beat within REPLICA_SEEN_MS; never the one chosen for promotion,
+ * never the writer, and never a writer once fenced (a promoted replica's
+ * beats from before its promotion do not count). */
+static void a_client_learns_the_replicas_serving_now(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  struct ep *cli = ep_new(&x.c.f, "cli:1");
+  uint64_t t0 = x.c.f.now;
+  beat(&x.c, x.r1, "r1:1", 5, NULL);
+  beat(&x.c, x.r2, "r2:1", 9, NULL);
+  const Auralog__Writer *w = ask(&x, cli);
+  assert_string_equal(w->addr, "w:1");
+  assert_int_equal(w->n_replicas, 2);
+  assert_true(lists(w, "r1:1") && lists(w, "r2:1"));
+  assert_int_equal(w->replicas[0]->applied + w->replicas[1]->applied, 14);
+  /* r1 falls silent: listed until REPLICA_SEEN_MS after its beat. */
+  x.c.f.now = t0 + REPLICA_SEEN_MS;
+  beat(&x.c, x.r2, "r2:1", 9, NULL);
+  probe(&x.c, x.w, 1);
+  assert_true(lists(ask(&x, cli), "r1:1"));
+  x.c.f.now = t0 + REPLICA_SEEN_MS + 1;
+  w = ask(&x, cli);
+  assert_false(lists(w, "r1:1"));
+  assert_true(lists(w, "r2:1"));
+  /* A manual failover to r2: chosen, it is no replica to ask any more. */
+  beat(&x.c, x.r1, "r1:1", 5, NULL);
+  beat(&x.c, x.r2, "r2:1", 9, NULL);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Failover f = AURALOG__FAILOVER__INIT;
+  f.volume = "v";
+  f.to = "r2:1";
+  env.req = 76;
+  env.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
+  env.failover = &f;
+  DELIVER(coord_on_msg, x.c.co, cli, &env);
+  w = take(&x.c.f, cli, BEAT)->writer;
+  assert_string_equal(w->promoting, "r2:1");
+  assert_false(lists(w, "r2:1"));
+  assert_true(lists(w, "r1:1"));
+  /* It opens as the writer; then r1 is promoted too, fencing it: r2 is
+   * still no replica (its last beat is recent, but from before). */
+  assert_int_equal(open_at(&x.c, x.r2, "r2:1", 1, 0)->volume->epoch, 2);
+  assert_false(lists(ask(&x, cli), "r2:1"));
+  x.c.f.now += 10;
+  probe(&x.c, x.r2, 2);
+  beat(&x.c, x.r1, "r1:1", 5, NULL);
+  f.to = "r1:1";
+  env.req = 77;
+  DELIVER(coord_on_msg, x.c.co, cli, &env);
+  assert_string_equal(take(&x.c.f, cli, BEAT)->writer->promoting, "r1:1");
+  assert_int_equal(open_at(&x.c, x.r1, "r1:1", 2, 0)->volume->epoch, 3);
+  w = ask(&x, cli);
+  assert_string_equal(w->addr, "r1:1");
+  assert_int_equal(w->n_replicas, 0);
+  /* r2, restarted as a replica, beats: listed again. */
+  beat(&x.c, x.r2, "r2:1", 0, NULL);
+  assert_true(lists(ask(&x, cli), "r2:1"));
+  coord_teardown(&x.c);
+}
+
 static void nothing_without_failover(void **state)
 {
   (void)state;
@@ -239,6 +327,7 @@ int main(void)
     cmocka_unit_test(a_fresh_writer_has_longer),
     cmocka_unit_test(a_manual_failover_waits_out_the_lease),
     cmocka_unit_test(nothing_without_failover),
+    cmocka_unit_test(a_client_learns_the_replicas_serving_now),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
