@@ -232,6 +232,25 @@ uint8_t *peer_frame_truncate(uint64_t req, uint64_t volume_id, uint32_t pg,
   return frame_of(&env, len);
 }
 
+void peer_trunc_range(Auralog__TruncRange *tr, struct peer_trunc *st, uint64_t volume,
+                      uint64_t epoch, uint64_t from, uint64_t to)
+{
+  auralog__trunc_range__init(tr);
+  tr->epoch = epoch;
+  tr->from = from;
+  tr->to = to;
+  memcpy(st->pk, peer_signer()->pk, AUTH_PK_BYTES);
+  struct ticket *t = ticket_of(volume, epoch);
+  if (t)
+    memcpy(st->ticket_sig, t->sig, AUTH_SIG_BYTES);
+  else                         /* a ticket of its own making */
+    auth_ticket_sign(peer_signer(), volume, epoch, st->pk, st->ticket_sig);
+  auth_trunc_sign(peer_signer(), volume, epoch, from, to, st->sig);
+  tr->writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, st->pk};
+  tr->ticket_sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, st->ticket_sig};
+  tr->sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, st->sig};
+}
+
 uint8_t *peer_frame_seg_query(uint64_t req, uint64_t volume_id, uint32_t pg,
                               uint64_t epoch, size_t *len)
 {

@@ -106,6 +106,16 @@ Auralog__Volume *peer_grow_volume(const char *coord, const char *name, uint32_t 
 Env *peer_read_page(const char *addr, uint64_t volume_id, uint32_t pg, uint32_t page,
                     uint64_t read_point, uint64_t epoch, char *why, size_t whylen);
 
+/* A truncation (epoch, from, to] of volume as a TruncRange in *tr (its
+ * bytes in *st): signed by this peer, with the coordinator's ticket for
+ * epoch if peer_open_volume got one; else with a ticket the peer signed
+ * itself (a forgery: no node takes it). */
+struct peer_trunc {
+  uint8_t pk[AUTH_PK_BYTES], ticket_sig[AUTH_SIG_BYTES], sig[AUTH_SIG_BYTES];
+};
+void peer_trunc_range(Auralog__TruncRange *tr, struct peer_trunc *st, uint64_t volume,
+                      uint64_t epoch, uint64_t from, uint64_t to);
+
 /* "AppendAck scl 12", "Error 6 (out of range): ...", "no answer: ..." */
 const char *peer_describe(const Env *rep, const char *why);
 

@@ -12,7 +12,12 @@
  *    new, empty volume of the same name;
  *  - a conditional open (a promotion's) from a process nobody chose;
  *  - lease probes with the writer's epoch kept a stopped writer "alive",
- *    so failover never came.
+ *    so failover never came;
+ *  - a truncation (0, VDL] or (VDL, VDL + 2^59] on a node's three paths a
+ *    member reaches (Truncate, Append, recovery scan), forged or truly
+ *    signed by a writer of a newer epoch: the bound refuses it (gossip,
+ *    the fourth path, only a PG peer reaches: unit_truncbound and the
+ *    simulator's rogue member play it).
  * After each, every acknowledged row is there and a new commit succeeds.
  * The operator (this process with operator.key) may do what a member may
  * not, and still never drops a volume under its live writer.
@@ -243,6 +248,128 @@ static void probes_from_a_member_do_not_keep_a_stopped_writer_alive(void **state
   volume_intact(epoch);
 }
 
+/* One request to a node; its Error code and text, or 0 for any other
+ * answer. */
+static uint32_t to_node(const char *addr, Env *req, char *msg, size_t n)
+{
+  char why[256];
+  Env *rep = peer_call_seg(addr, req, 3000, why, sizeof why);
+  if (rep == NULL)
+    fail_msg("%s did not answer: %s", addr, why);
+  uint32_t code = rep->body_case == AURALOG__ENVELOPE__BODY_ERROR ? rep->error->code : 0;
+  snprintf(msg, n, "%s", code ? rep->error->msg : "");
+  wire_free(rep);
+  return code;
+}
+
+/* A truncation on the three paths a member reaches a node by: a Truncate,
+ * an Append that carries it, a recovery's scan that installs it. The codes
+ * of the three answers in code[]. */
+static void on_three_paths(const char *addr, uint64_t vid, uint64_t epoch,
+                           const Auralog__EpochTicket *tk, uint64_t from, uint64_t to,
+                           uint32_t code[3], char msg[3][300])
+{
+  struct peer_trunc st;
+  Auralog__TruncRange tr;
+  peer_trunc_range(&tr, &st, vid, epoch, from, to);
+  Env e = AURALOG__ENVELOPE__INIT;
+  Auralog__Truncate t = AURALOG__TRUNCATE__INIT;
+  t.volume_id = vid;
+  t.epoch = epoch;
+  t.from = from;
+  t.to = to;
+  t.ticket = (Auralog__EpochTicket *)tk;
+  t.sig = tr.sig;
+  e.body_case = AURALOG__ENVELOPE__BODY_TRUNCATE;
+  e.truncate = &t;
+  code[0] = to_node(addr, &e, msg[0], sizeof msg[0]);
+  Env a = AURALOG__ENVELOPE__INIT;
+  Auralog__Append ap = AURALOG__APPEND__INIT;
+  ap.volume_id = vid;
+  ap.epoch = epoch;
+  ap.trunc = &tr;
+  ap.ticket = (Auralog__EpochTicket *)tk;
+  a.body_case = AURALOG__ENVELOPE__BODY_APPEND;
+  a.append = &ap;
+  code[1] = to_node(addr, &a, msg[1], sizeof msg[1]);
+  Env q = AURALOG__ENVELOPE__INIT;
+  Auralog__SegQuery sq = AURALOG__SEG_QUERY__INIT;
+  Auralog__TruncRange *trs[1] = {&tr};
+  sq.volume_id = vid;
+  sq.epoch = epoch;
+  sq.ticket = (Auralog__EpochTicket *)tk;
+  sq.scan = 1;
+  sq.truncs = trs;
+  sq.n_truncs = 1;
+  q.body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
+  q.seg_query = &sq;
+  code[2] = to_node(addr, &q, msg[2], sizeof msg[2]);
+}
+
+static void truncations_are_refused_on_every_path_even_signed(void **state)
+{
+  (void)state;
+  fill_t();
+  uint64_t epoch = status_u64("epoch"), vdl = 0;
+  for (int i = 0; i < 50 && (vdl = status_u64("vdl")) == 0; i++)
+    usleep(100 * 1000);      /* the engine reports every 200 ms */
+  assert_true(vdl > 0);
+  Auralog__Volume *v = peer_open_volume(coord, "main", 0, 0, 0);   /* a reader's view */
+  const char *a1 = peer_seg_addr(v, 0, "A1");
+  assert_non_null(a1);
+  uint32_t code[3];
+  char msg[3][300];
+
+  /* A member's own: (0, VDL] of the current epoch, its ticket forged.
+   * Before roles, the same with a ticket the coordinator signed for any
+   * key holder emptied the volume from a scan. */
+  struct auth_signer me;
+  uint8_t tsig[AUTH_SIG_BYTES];
+  auth_signer_new(&me);
+  auth_ticket_sign(&me, v->id, epoch, me.pk, tsig);
+  Auralog__EpochTicket forged = AURALOG__EPOCH_TICKET__INIT;
+  forged.epoch = epoch;
+  forged.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, me.pk};
+  forged.sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, tsig};
+  on_three_paths(a1, v->id, epoch, &forged, 0, vdl, code, msg);
+  for (int i = 0; i < 3; i++)
+    if (code[i] != ERR_AUTH)
+      fail_msg("path %d took a forged truncation: %u %s", i, code[i], msg[i]);
+
+  /* With a true ticket (the operator's test takes epoch + 1 for its own
+   * key: a writer gone wrong) and its writer's true signature: (0, VDL]
+   * starts below the VDL the segment heard from epoch `epoch`, and
+   * (VDL, VDL + 2^59] reaches past the LAL. Both refused on each path. */
+  Auralog__Volume *w = peer_open_volume(coord, "main", 0, 0, 1);
+  uint64_t e1 = w->epoch;
+  assert_int_equal(e1, epoch + 1);
+  Auralog__EpochTicket tk;
+  assert_non_null(peer_ticket(v->id, e1, &tk));
+  on_three_paths(a1, v->id, e1, &tk, 0, vdl, code, msg);
+  for (int i = 0; i < 3; i++) {
+    if (code[i] == 0)
+      fail_msg("path %d took (0, %llu] below the heard VDL", i, (unsigned long long)vdl);
+    assert_non_null(strstr(msg[i], "starts below the VDL"));
+  }
+  on_three_paths(a1, v->id, e1, &tk, vdl, vdl + (1ull << 59), code, msg);
+  for (int i = 0; i < 3; i++)
+    if (code[i] == 0)
+      fail_msg("path %d took (%llu, +2^59]", i, (unsigned long long)vdl);
+
+  /* The volume comes back whole: the writer restarts (a new epoch, a
+   * recovery), every acknowledged row is there, and it commits. */
+  fault("engine-crash");
+  char o[4096];
+  if (sh(o, sizeof o, "%s cluster up --dir %s 2>&1", bin, dir) != 0)
+    fail_msg("cluster up: %s", o);
+  assert_int_equal(rows_in_t(), ROWS);
+  sql_ok("insert into t(v) values('after');", NULL);
+  assert_int_equal(rows_in_t(), ROWS + 1);
+  assert_true(status_u64("epoch") > e1);
+  auralog__volume__free_unpacked(v, NULL);
+  auralog__volume__free_unpacked(w, NULL);
+}
+
 int main(void)
 {
   log_quiet(1);
@@ -255,6 +382,8 @@ int main(void)
     cmocka_unit_test_setup_teardown(a_dropped_name_comes_back_only_on_purpose, setup_cluster,
                                     teardown_cluster),
     cmocka_unit_test_setup_teardown(probes_from_a_member_do_not_keep_a_stopped_writer_alive,
+                                    setup_cluster, teardown_cluster),
+    cmocka_unit_test_setup_teardown(truncations_are_refused_on_every_path_even_signed,
                                     setup_cluster, teardown_cluster),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
