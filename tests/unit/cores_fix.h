@@ -13,11 +13,12 @@
 #include "coord/coord.h"
 #include "lib/log.h"
 #include "node/node.h"
+#include "proof.h"
 #include "record.h"
 #include "sim/disk.h"
 
 /* The coordinator's key pair and a writer's, fixed (auth.h). */
-static struct auth_signer coord_key, writer_key;
+static struct auth_signer coord_key, writer_key, op_key;
 
 static inline void keys(void)
 {
@@ -27,6 +28,8 @@ static inline void keys(void)
   auth_signer_seed(&coord_key, seed);
   memset(seed, 2, sizeof seed);
   auth_signer_seed(&writer_key, seed);
+  memset(seed, 3, sizeof seed);
+  auth_signer_seed(&op_key, seed);
 }
 
 /* The coordinator's ticket for epoch of VOL, for writer_key (sig: its
@@ -189,6 +192,9 @@ static inline const Env *open_volume(struct fake *f, struct coord *co, struct ep
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
   env.open_volume = &ov;
+  /* The operator's (coord/roles.c R1; the fake has no bindings: zeros). */
+  uint8_t bind[AUTH_BIND_BYTES] = {0}, sig[AUTH_SIG_BYTES];
+  role_op_seal(&env, &op_key, bind, sig);
   DELIVER(coord_on_msg, co, c, &env);
   const Env *rep = take(f, c, VOLUME);
   assert_int_equal(rep->req, req);
@@ -258,6 +264,8 @@ static inline void coord_setup(struct cfix *x, int nodes)
   x->d = disk_new();
   x->co = calloc(1, sizeof *x->co);
   x->co->signer = coord_key;
+  memcpy(x->co->op_pk, op_key.pk, AUTH_PK_BYTES);
+  x->co->have_op_pk = 1;
   assert_int_equal(meta_open_kv(&x->co->meta, disk_kv(x->d), why, sizeof why), 0);
   assert_int_equal(coord_init(x->co, &x->f.io, why, sizeof why), 0);
   for (int i = 0; nodes && i < NCOPIES; i++) {

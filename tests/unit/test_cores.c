@@ -300,6 +300,8 @@ static void coord_refuses_a_huge_growth_and_changes_nothing(void **state)
   coord_free(co);
   meta_close(&co->meta);
   memset(co, 0, sizeof *co);
+  memcpy(co->op_pk, op_key.pk, AUTH_PK_BYTES);
+  co->have_op_pk = 1;
   assert_int_equal(meta_open_kv(&co->meta, disk_kv(d), why, sizeof why), 0);
   assert_int_equal(coord_init(co, &x.f.io, why, sizeof why), 0);
   assert_int_equal(open_volume(&x.f, co, w, 61, 0, 0)->volume->n_pgs, 1);
@@ -324,6 +326,76 @@ static void coord_refuses_a_huge_growth_and_changes_nothing(void **state)
   coord_teardown(&x);
 }
 
+/* Roles (coord/roles.c): the coordinator gives a writer epoch, drops,
+ * plays a fault or forces a failover only for the operator's signature;
+ * a member's request (no signature, or one by another key) is refused
+ * with the reason, and changes nothing. */
+static void coord_takes_destructive_requests_only_from_the_operator(void **state)
+{
+  (void)state;
+  struct cfix x;
+  coord_setup(&x, 1);
+  struct coord *co = x.co;
+  struct ep *w = ep_new(&x.f, "w1:1");
+  assert_int_equal(open_volume(&x.f, co, w, 40, 1, 1)->volume->epoch, 1);
+  struct auth_signer rogue;
+  uint8_t seed[32], bind[AUTH_BIND_BYTES] = {0}, sig[AUTH_SIG_BYTES];
+  memset(seed, 9, sizeof seed);
+  auth_signer_seed(&rogue, seed);
+  for (int signed_by_rogue = 0; signed_by_rogue < 2; signed_by_rogue++) {
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+    ov.name = "v";
+    ov.writer = 1;
+    ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, rogue.pk};
+    env.req = 50;
+    env.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+    env.open_volume = &ov;
+    if (signed_by_rogue)
+      role_op_seal(&env, &rogue, bind, sig);
+    DELIVER(coord_on_msg, co, w, &env);
+    const Env *rep = take(&x.f, w, ERROR);
+    assert_int_equal(rep->error->code, ERR_AUTH);
+    assert_non_null(strstr(rep->error->msg, "only the operator"));
+    /* A drop, a fault, a failover: the same. */
+    Env d = AURALOG__ENVELOPE__INIT;
+    Auralog__DropVolume dv = AURALOG__DROP_VOLUME__INIT;
+    dv.name = "v";
+    dv.force = 1;
+    d.req = 51;
+    d.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
+    d.drop_volume = &dv;
+    if (signed_by_rogue)
+      role_op_seal(&d, &rogue, bind, sig);
+    DELIVER(coord_on_msg, co, w, &d);
+    assert_int_equal(take(&x.f, w, ERROR)->error->code, ERR_AUTH);
+    Env fe = AURALOG__ENVELOPE__INIT;
+    Auralog__Fault f = AURALOG__FAULT__INIT;
+    f.action = "heal";
+    fe.req = 52;
+    fe.body_case = AURALOG__ENVELOPE__BODY_FAULT;
+    fe.fault = &f;
+    DELIVER(coord_on_msg, co, w, &fe);
+    assert_int_equal(take(&x.f, w, ERROR)->error->code, ERR_AUTH);
+  }
+  /* Nothing changed: still epoch 1, and the operator's next open is 2. A
+   * signature for one request is no signature for another (op_sig covers
+   * the envelope): the operator's signed drop, turned into an open, fails. */
+  assert_int_equal(open_volume(&x.f, co, w, 53, 0, 0)->volume->epoch, 1);
+  assert_int_equal(open_volume(&x.f, co, w, 54, 0, 1)->volume->epoch, 2);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__DropVolume dv = AURALOG__DROP_VOLUME__INIT;
+  dv.name = "other";
+  env.req = 55;
+  env.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
+  env.drop_volume = &dv;
+  role_op_seal(&env, &op_key, bind, sig);
+  dv.name = "v";                 /* altered after signing */
+  DELIVER(coord_on_msg, co, w, &env);
+  assert_int_equal(take(&x.f, w, ERROR)->error->code, ERR_AUTH);
+  coord_teardown(&x);
+}
+
 int main(void)
 {
   log_quiet(2);
@@ -333,6 +405,7 @@ int main(void)
     cmocka_unit_test(node_reads_a_page_only_up_to_its_scl),
     cmocka_unit_test(node_seg_query_of_a_newer_epoch_fences),
     cmocka_unit_test(coord_places_volumes_gives_epochs_and_watches_nodes),
+    cmocka_unit_test(coord_takes_destructive_requests_only_from_the_operator),
     cmocka_unit_test(coord_refuses_a_huge_growth_and_changes_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
