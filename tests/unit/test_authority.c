@@ -167,15 +167,32 @@ static void coord_binds_nodes_signs_tickets_and_guards_drops(void **state)
   assert_int_equal(register_as(&x.f, co, moved, 0, "A1:2", 10)->body_case, ASSIGN);
 
 
-  /* Its engine reports: a drop is refused while it holds the volume. */
+  uint64_t vid = v->id;
+  /* A member's report in the writer's name (no writer's signature) is
+   * not the writer's (coord/roles.c R4): status ignores it, and it holds
+   * nothing. */
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
   es.volume = "v";
   es.addr = "w1:1";
   es.epoch = epoch;
-  es.vdl = 5;
+  es.vdl = 1u << 20;
   env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
   env.engine_stat = &es;
+  DELIVER(coord_on_msg, co, w, &env);
+  Env sr = AURALOG__ENVELOPE__INIT;
+  Auralog__StatusReq sq = AURALOG__STATUS_REQ__INIT;
+  sq.volume = "v";
+  sr.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
+  sr.status_req = &sq;
+  DELIVER(coord_on_msg, co, w, &sr);
+  const Auralog__Status *st = take(&x.f, w, STATUS)->status;
+  assert_true(st->engine == NULL || st->engine->vdl != 1u << 20);
+  /* Its engine reports, signed: a drop is refused while it holds the
+   * volume, even the operator's, even forced (R3). */
+  uint8_t bind[AUTH_BIND_BYTES] = {0}, wsig[AUTH_SIG_BYTES], osig[AUTH_SIG_BYTES];
+  es.vdl = 5;
+  role_writer_seal(&env, &writer_key, bind, vid, epoch, wsig);
   DELIVER(coord_on_msg, co, w, &env);
   /* A report of an epoch never issued is not the writer's: ignored. */
   es.epoch = epoch + 7;
@@ -187,19 +204,18 @@ static void coord_binds_nodes_signs_tickets_and_guards_drops(void **state)
   dr.req = 61;
   dr.body_case = AURALOG__ENVELOPE__BODY_DROP_VOLUME;
   dr.drop_volume = &dv;
-  DELIVER(coord_on_msg, co, w, &dr);
-  assert_int_equal(take(&x.f, w, ERROR)->error->code, ERR_CONFLICT);
-  Env sr = AURALOG__ENVELOPE__INIT;
-  Auralog__StatusReq sq = AURALOG__STATUS_REQ__INIT;
-  sq.volume = "v";
-  sr.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
-  sr.status_req = &sq;
+  for (int force = 0; force < 2; force++) {
+    dv.force = force;
+    role_op_seal(&dr, &op_key, bind, osig);
+    DELIVER(coord_on_msg, co, w, &dr);
+    assert_int_equal(take(&x.f, w, ERROR)->error->code, ERR_CONFLICT);
+  }
   DELIVER(coord_on_msg, co, w, &sr);
-  const Auralog__Status *st = take(&x.f, w, STATUS)->status;
+  st = take(&x.f, w, STATUS)->status;
   assert_true(st->exists);
   assert_int_equal(st->engine->vdl, 5);
-  /* Forced, it goes. */
-  dv.force = 1;
+  /* Once its writer is silent past ENGINE_HOLD_MS, the operator drops it. */
+  x.f.now += ENGINE_HOLD_MS + 1;
   DELIVER(coord_on_msg, co, w, &dr);
   take(&x.f, w, AURALOG__ENVELOPE__BODY_OK);
 
