@@ -18,6 +18,36 @@
 
 #define BEAT AURALOG__ENVELOPE__BODY_WRITER
 
+/* The fake has no bindings: every proof signs zeros (coord/roles.c). */
+static uint8_t bind0[AUTH_BIND_BYTES];
+static uint8_t sigbuf[AUTH_SIG_BYTES];
+
+/* A replica's own key, from its address (vfs/promote.c: it beats with it,
+ * and opens with it when promoted). */
+static const struct auth_signer *key_of(const char *addr)
+{
+  static struct auth_signer k[8];
+  static char who[8][32];
+  for (int i = 0; i < 8; i++) {
+    if (who[i][0] == 0) {
+      uint8_t seed[32];
+      memset(seed, 0, sizeof seed);
+      snprintf((char *)seed, sizeof seed, "replica %s", addr);
+      auth_signer_seed(&k[i], seed);
+      snprintf(who[i], sizeof who[i], "%s", addr);
+    }
+    if (strcmp(who[i], addr) == 0)
+      return &k[i];
+  }
+  return &writer_key;
+}
+
+/* The operator's signature on env (auralog failover, a writer's open). */
+static void as_operator(Env *env)
+{
+  role_op_seal(env, &op_key, bind0, sigbuf);
+}
+
 /* The writer's lease probe (vfs/probe.c): a Volume naming its epoch. */
 static void probe(struct cfix *x, struct ep *c, uint64_t epoch)
 {
@@ -29,6 +59,14 @@ static void probe(struct cfix *x, struct ep *c, uint64_t epoch)
   env.req = 70;
   env.body_case = VOLUME;
   env.volume = &v;
+  /* The writer's own (R4): signed with the key its epoch's ticket names,
+   * the operator's engine's or the promoted replica's. */
+  const Auralog__Volume *cur = x->co->nvols ? x->co->vols[0] : NULL;
+  if (cur && cur->writer_pk.len == AUTH_PK_BYTES) {
+    const struct auth_signer *k = memcmp(cur->writer_pk.data, writer_key.pk, AUTH_PK_BYTES) == 0
+                                  ? &writer_key : key_of(cur->writer);
+    role_writer_seal(&env, k, bind0, cur->id, epoch, sigbuf);
+  }
   DELIVER(coord_on_msg, x->co, c, &env);
   take(&x->f, c, VOLUME);
 }
@@ -41,9 +79,11 @@ static int beat(struct cfix *x, struct ep *c, const char *addr, uint64_t applied
   b.volume = "v";
   b.addr = (char *)addr;
   b.applied = applied;
+  b.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)key_of(addr)->pk};
   env.req = 71;
   env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_BEAT;
   env.replica_beat = &b;
+  role_writer_seal(&env, key_of(addr), bind0, 0, 0, sigbuf);
   DELIVER(coord_on_msg, x->co, c, &env);
   const Auralog__Writer *w = take(&x->f, c, BEAT)->writer;
   if (from)
@@ -60,13 +100,18 @@ static const Env *open_at(struct cfix *x, struct ep *c, const char *addr, uint64
   ov.name = "v";
   ov.create = create;
   ov.writer = 1;
-  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, writer_key.pk};
+  /* A promotion opens with its replica's key, unsigned; any other open is
+   * the operator's engine (roles.c R1). */
+  const struct auth_signer *k = if_epoch ? key_of(addr) : &writer_key;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)k->pk};
   ov.page_size = PSIZE;
   ov.addr = (char *)addr;
   ov.if_epoch = if_epoch;
   env.req = 72;
   env.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
   env.open_volume = &ov;
+  if (!if_epoch)
+    as_operator(&env);
   DELIVER(coord_on_msg, x->co, c, &env);
   return count(&x->f, c, ERROR) ? take(&x->f, c, ERROR) : take(&x->f, c, VOLUME);
 }
@@ -143,6 +188,7 @@ static void one_promotion_at_a_time(void **state)
   env.req = 73;
   env.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
   env.failover = &f;
+  as_operator(&env);
   DELIVER(coord_on_msg, x.c.co, x.r1, &env);
   assert_int_equal(take(&x.c.f, x.r1, ERROR)->error->code, ERR_UNAVAILABLE);
   /* Still r2 until PROMOTE_MS; past it (r2 never opened) r1. */
@@ -213,6 +259,7 @@ static void a_manual_failover_waits_out_the_lease(void **state)
   env.req = 74;
   env.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
   env.failover = &f;
+  as_operator(&env);
   DELIVER(coord_on_msg, x.c.co, x.w, &env);
   assert_string_equal(take(&x.c.f, x.w, BEAT)->writer->promoting, "r1:1");
   x.c.f.now = t1 + 300;
@@ -281,6 +328,7 @@ static void a_client_learns_the_replicas_serving_now(void **state)
   env.req = 76;
   env.body_case = AURALOG__ENVELOPE__BODY_FAILOVER;
   env.failover = &f;
+  as_operator(&env);
   DELIVER(coord_on_msg, x.c.co, cli, &env);
   w = take(&x.c.f, cli, BEAT)->writer;
   assert_string_equal(w->promoting, "r2:1");
@@ -295,6 +343,7 @@ static void a_client_learns_the_replicas_serving_now(void **state)
   beat(&x.c, x.r1, "r1:1", 5, NULL);
   f.to = "r1:1";
   env.req = 77;
+  as_operator(&env);          /* a new request: a new signature */
   DELIVER(coord_on_msg, x.c.co, cli, &env);
   assert_string_equal(take(&x.c.f, cli, BEAT)->writer->promoting, "r1:1");
   assert_int_equal(open_at(&x.c, x.r1, "r1:1", 2, 0)->volume->epoch, 3);
@@ -316,12 +365,77 @@ static void nothing_without_failover(void **state)
   coord_teardown(&x.c);
 }
 
+/* Roles in failover (coord/roles.c R1, R4): a member's probes naming the
+ * writer's epoch do not keep it alive; a beat for a live replica's
+ * address with another key does not take its place; the epoch goes only
+ * to the replica chosen, with its key, or the epoch's own writer again. */
+static void only_the_chosen_replica_takes_the_epoch(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  uint64_t t0 = x.c.f.now;
+  struct ep *m = ep_new(&x.c.f, "member:1");
+  assert_int_equal(at(&x, t0 + 50), 0);   /* the replicas beat with their keys */
+  /* Probes without the writer's signature, all along: the writer is still
+   * lost at the bound. */
+  for (uint64_t t = t0 + 100; t < t0 + WRITER_LOST_MS; t += 100) {
+    x.c.f.now = t;
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__Volume v = AURALOG__VOLUME__INIT;
+    v.name = "v";
+    v.page_size = PSIZE;
+    v.epoch = 1;
+    env.req = 80;
+    env.body_case = VOLUME;
+    env.volume = &v;
+    DELIVER(coord_on_msg, x.c.co, m, &env);
+    take(&x.c.f, m, VOLUME);    /* answered all the same */
+  }
+  /* A beat as r2 (the one furthest ahead) with the member's key. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__ReplicaBeat b = AURALOG__REPLICA_BEAT__INIT;
+  b.volume = "v";
+  b.addr = "r2:1";
+  b.applied = 1000;
+  b.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)key_of("member:1")->pk};
+  env.req = 81;
+  env.body_case = AURALOG__ENVELOPE__BODY_REPLICA_BEAT;
+  env.replica_beat = &b;
+  role_writer_seal(&env, key_of("member:1"), bind0, 0, 0, sigbuf);
+  DELIVER(coord_on_msg, x.c.co, m, &env);
+  assert_int_equal(take(&x.c.f, m, ERROR)->error->code, ERR_AUTH);
+  assert_int_equal(at(&x, t0 + WRITER_LOST_MS + 1), 2);
+  /* The member opens in r2's name (its own key), and in its own name: both
+   * refused; r2, with its key, takes epoch 2. */
+  const Env *rep = open_at(&x.c, m, "member:1", 1, 0);
+  assert_int_equal(rep->body_case, ERROR);
+  assert_non_null(strstr(rep->error->msg, "refused"));
+  Env o = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = "v";
+  ov.writer = 1;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)key_of("member:1")->pk};
+  ov.addr = "r2:1";
+  ov.if_epoch = 1;
+  o.req = 82;
+  o.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  o.open_volume = &ov;
+  DELIVER(coord_on_msg, x.c.co, m, &o);
+  assert_int_equal(take(&x.c.f, m, ERROR)->error->code, ERR_STALE_EPOCH);
+  assert_int_equal(open_at(&x.c, x.r2, "r2:1", 1, 0)->volume->epoch, 2);
+  /* Its own retry (the same key, the epoch it took) is its own. */
+  assert_int_equal(open_at(&x.c, x.r2, "r2:1", 2, 0)->volume->epoch, 3);
+  coord_teardown(&x.c);
+}
+
 int main(void)
 {
   log_quiet(2);
   keys();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(detection_is_exact),
+    cmocka_unit_test(only_the_chosen_replica_takes_the_epoch),
     cmocka_unit_test(one_promotion_at_a_time),
     cmocka_unit_test(one_epoch_for_two_promotions),
     cmocka_unit_test(a_fresh_writer_has_longer),
