@@ -10,8 +10,9 @@
  * else ~/.auralog): the one `cluster up` creates.
  *
  * The operator's key (operator.key beside cluster.key, the same format:
- * the seed of an Ed25519 pair) is found the same way ($AURALOG_OPERATOR,
- * else DIR/operator.key), but only by a process that acts for the
+ * the seed of an Ed25519 pair) is found the same way (DIR/operator.key of
+ * a --dir, else $AURALOG_OPERATOR, else DIR/operator.key of $AURALOG_DIR or
+ * ~/.auralog), but only by a process that acts for the
  * operator (op_use): the commands a person types and the engine they
  * start. A node, a replica and the coordinator never load it: the
  * coordinator knows only its public half (DIR/operator.pub).
@@ -187,6 +188,15 @@ void op_use(int on)
 
 void op_path(char *out, size_t n)
 {
+  /* A cluster named by --dir has its operator's key beside it: that one,
+   * whatever an inherited $AURALOG_OPERATOR says (a lab's second cluster,
+   * two students' clusters on one machine); else $AURALOG_OPERATOR (the
+   * key kept elsewhere); else the directory's. */
+  if (use_dir[0]) {
+    snprintf(out, n, "%s/operator.key", use_dir);
+    if (access(out, F_OK) == 0)
+      return;
+  }
   const char *env = getenv("AURALOG_OPERATOR");
   if (env && *env) {
     snprintf(out, n, "%s", env);

@@ -597,6 +597,13 @@ static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
     return;                 /* roles.c R4: not the writer's word (nor the journal's) */
   }
   jn_engine(co, *slot, es);
+  if (es->data_loss && es->data_loss[0] && es->epoch == (*slot)->epoch) {
+    /* A data-loss alarm (vfs/open.c): that engine refused to open and is
+     * gone; it is no report of a running writer, and no replica is
+     * promoted into the same alarm (failover.c). */
+    fo_dataloss(co, *slot, es->data_loss);
+    return;
+  }
   if (es->epoch < (*slot)->epoch && es->epoch > 0) {
     /* A fenced engine still running: status names it (its stats are not
      * the volume's). The newest report first; one line per address. */

@@ -104,6 +104,10 @@ int fo_on_msg(struct coord *co, struct ep *c, const Env *env);
 void fo_tick(struct coord *co);
 void fo_status(struct coord *co, const Auralog__Volume *v, Auralog__FailoverStat *fs);
 void fo_free(struct coord *co);
+/* A writer's recovery raised the data-loss alarm: promote no replica of v
+ * (each would take an epoch to prove the same) until the operator opens a
+ * writer again; status says why. */
+void fo_dataloss(struct coord *co, const Auralog__Volume *v, const char *why);
 
 /* roles.c (the rules R1-R4 are there): coord_op answers an Error and
  * returns 0 unless env needs no operator or carries the operator's

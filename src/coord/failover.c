@@ -100,6 +100,7 @@ struct fo_vol {
     int asked;
   } last;
   unsigned failovers;
+  uint64_t dataloss_epoch;     /* a data-loss alarm of this epoch's writer: no promotion */
   struct fo_vol *next;
 };
 
@@ -217,6 +218,17 @@ uint32_t fo_opened(struct coord *co, const Auralog__Volume *v)
   return left;
 }
 
+void fo_dataloss(struct coord *co, const Auralog__Volume *v, const char *why)
+{
+  struct fo_vol *f = fvol(co, v->name);
+  if (f->dataloss_epoch != v->epoch)
+    logwarn("volume %s: the writer of epoch %llu found acknowledged commits missing; no replica "
+            "is promoted until the operator acts: %s", v->name, (unsigned long long)v->epoch,
+            why);
+  f->dataloss_epoch = v->epoch;
+  f->promoting[0] = 0;
+}
+
 void fo_probe(struct coord *co, const Auralog__Volume *v, uint64_t epoch)
 {
   if (epoch != v->epoch)
@@ -268,6 +280,8 @@ void fo_tick(struct coord *co)
     Auralog__Volume *v = vol_named(co, f->name);
     if (v == NULL || v->epoch == 0 || v->writer[0] == 0)
       continue;                /* no writer has opened it yet */
+    if (f->dataloss_epoch == v->epoch)
+      continue;                /* a data-loss alarm: the operator's to decide */
     if (f->promoting[0]) {
       if (now - f->chosen_at <= PROMOTE_MS)
         continue;              /* F4: one at a time */

@@ -213,7 +213,9 @@ static int start(const char *name, const char *extra)
   /* The test acts for the operator who ran `cluster up` (its wire-level
    * writer opens, drops and faults: coord/roles.c); a test that plays a
    * mere member says so (peer_as_member). */
-  key_use_dir(dir);          /* this process's own calls; commands get --dir */
+  static char opkey[300];
+  snprintf(opkey, sizeof opkey, "%s/operator.key", dir);
+  setenv("AURALOG_OPERATOR", opkey, 1);   /* and the engines it starts by hand */
   op_use(1);
   return 0;
 }
