@@ -653,7 +653,8 @@ static void finish(struct rcv *c)
    * highest of theirs): its first Appends to each segment carry them. */
   free(v->before);
   v->before = calloc(c->ntr + 1, sizeof *v->before);
-  memcpy(v->before, c->tr, c->ntr * sizeof *c->tr);
+  if (c->ntr)                /* (c->tr is NULL when none: memcpy's UB) */
+    memcpy(v->before, c->tr, c->ntr * sizeof *c->tr);
   v->nbefore = c->ntr;
   if (c->nadopt)
     loginfo("recovery: %zu record%s above the segments' durable point %llu kept and "
