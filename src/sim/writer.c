@@ -292,6 +292,8 @@ static void w_up(void *arg, struct ep *e)
     io_binding(simhost_io(wr->h), e, bind);
     if (!ov.if_epoch)
       role_op_seal(&req, &wr->w->op, bind, sig);
+    else                       /* it holds the key it names (roles.c R1) */
+      role_writer_seal(&req, &wr->signer, bind, 0, ov.if_epoch, sig);
     io_send(simhost_io(wr->h), e, &req);
     return;
   }

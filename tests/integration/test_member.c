@@ -10,7 +10,9 @@
  *    acknowledged row gone, the volume wedged;
  *  - a drop with force under the running writer: the next open made a
  *    new, empty volume of the same name;
- *  - a conditional open (a promotion's) from a process nobody chose;
+ *  - a conditional open (a promotion's) from a process nobody chose, or
+ *    naming the writer's public key without holding it (it moved the
+ *    volume on and fenced the writer), or creating a volume;
  *  - lease probes with the writer's epoch kept a stopped writer "alive",
  *    so failover never came;
  *  - a truncation (0, VDL] or (VDL, VDL + 2^59] on a node's three paths a
@@ -135,6 +137,23 @@ static void a_member_gets_no_writer_epoch(void **state)
   ov.addr = "127.0.0.1:9";
   assert_int_equal(as_member(&req, msg, sizeof msg), ERR_STALE_EPOCH);
   assert_non_null(strstr(msg, "refused"));
+  /* The same, naming the writer's own key (a Volume answer shows it), as
+   * its retry would: refused, it does not prove it holds the key. Before,
+   * the volume moved to a new epoch and its writer was fenced. */
+  op_use(0);
+  Auralog__Volume *v = peer_open_volume(coord, "main", 0, 0, 0);
+  op_use(1);
+  assert_non_null(v);
+  assert_int_equal(v->writer_pk.len, AUTH_PK_BYTES);
+  ov.writer_pk = v->writer_pk;
+  assert_int_equal(as_member(&req, msg, sizeof msg), ERR_AUTH);
+  assert_non_null(strstr(msg, "does not prove it holds"));
+  auralog__volume__free_unpacked(v, NULL);
+  /* Nor does a conditional open create a volume, with itself its writer. */
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, me.pk};
+  ov.name = "mine";
+  assert_int_equal(as_member(&req, msg, sizeof msg), ERR_NOT_FOUND);
+  ov.name = "main";
   /* A re-creation is the operator's too. */
   ov.if_epoch = 0;
   ov.writer = 0;
