@@ -283,6 +283,56 @@ static void state_ask(struct rcv *c)
 
 static void scan_ask(struct rcv *c);
 
+/* Does t keep the bound of the segment that answered si (node/segment.c
+ * seg_trunc_ok): from its GC point up, it starts at or above every VDL
+ * that segment heard from a writer of an epoch below t's? */
+static int keeps_bound(const struct trunc *t, const Auralog__SegInfo *si)
+{
+  uint64_t start = t->from > si->gc_lsn ? t->from : si->gc_lsn;
+  for (size_t i = 0; i + 1 < si->n_heard; i += 2)
+    if (si->heard[i] < t->epoch && si->heard[i + 1] > start)
+      return 0;
+  return 1;
+}
+
+/* Invariant 9, across segments: the truncations round 1 learned go on
+ * (to the scan, to the walk that proves the VDL, to the end this writer's
+ * own rests on) only if they keep the bound of every segment that
+ * answered. A writer's own always does: it starts at a VDL its recovery
+ * proved, at or above every VDL a writer before it announced (recovery.h).
+ * One that does not kept only some segments' bound: signed with a fenced
+ * old writer's key (its signatures hold) over a range above what those
+ * segments heard. Carried on, it made every other segment refuse the scan
+ * (no writer could open again), cut in the walk records others know to be
+ * durable (a false data-loss alarm), or stretched this writer's own range
+ * beyond what they would take. It is left where it is (those segments
+ * cut only what they alone held: their PG peers hold it, or what was
+ * never durable) and counted. */
+static void bounded_everywhere(struct rcv *c)
+{
+  const struct round *r1 = &c->cur;
+  size_t keep = 0;
+  for (size_t j = 0; j < c->ntr; j++) {
+    int ok = 1;
+    for (size_t i = 0; i < r1->n && ok; i++) {
+      const Env *rep = r1->rep[i];
+      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO)
+        ok = keeps_bound(&c->tr[j], rep->seg_info);
+    }
+    if (!ok) {
+      logwarn("recovery: truncation (%llu, %llu] of epoch %llu starts below a VDL a segment "
+              "heard from an older epoch: not carried on", (unsigned long long)c->tr[j].from,
+              (unsigned long long)c->tr[j].to, (unsigned long long)c->tr[j].epoch);
+      c->v->st.truncs_unbounded++;
+      continue;
+    }
+    c->tr[keep++] = c->tr[j];
+    if (c->tr[j].to > c->trunc_to)
+      c->trunc_to = c->tr[j].to;
+  }
+  c->ntr = keep;
+}
+
 static void state_done(struct rcv *c)
 {
   struct round *r1 = &c->cur;
@@ -310,8 +360,6 @@ static void state_done(struct rcv *c)
           c->tr[c->ntr] = (struct trunc){t->epoch, t->from, t->to};
           trunc_proof_from_pb(&c->tr[c->ntr++].proof, t);   /* passed on as heard */
         }
-        if (t->to > c->trunc_to)
-          c->trunc_to = t->to;
       }
     } else {
       c->clean = 0;
@@ -319,6 +367,7 @@ static void state_done(struct rcv *c)
   }
   if (!read_quorums(c, "answer"))
     return fail(c);
+  bounded_everywhere(c);
   /* The hint: the highest VDL a writer told any segment. A writer's VDL is
    * an LSN it handed out, so it cannot lie above every record held: a hint
    * that does is no point to scan from. Its records are gone (or the segment
