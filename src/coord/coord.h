@@ -110,6 +110,20 @@ void fo_free(struct coord *co);
  * (each would take an epoch to prove the same) until the operator opens a
  * writer again; status says why. */
 void fo_dataloss(struct coord *co, const Auralog__Volume *v, const char *why);
+/* The simulator's window on failover's state (src/sim/rogue.c checks that
+ * a member's requests change none of it), with no side effect: when the
+ * volume's writer last proved itself alive, the replica chosen, and the
+ * key replica addr beats with and when it last did. 0: nothing known of
+ * the volume. */
+struct fo_peek {
+  unsigned long long heard;
+  char promoting[ADDR_MAX_LEN + 1];
+  int rep_known;
+  unsigned long long rep_heard;
+  uint8_t rep_pk[AUTH_PK_BYTES];
+};
+int fo_peek(const struct coord *co, const char *volume, const char *addr,
+            struct fo_peek *out);
 
 /* roles.c (the rules R1-R4 are there): coord_op answers an Error and
  * returns 0 unless env needs no operator or carries the operator's

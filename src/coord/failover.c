@@ -496,6 +496,26 @@ void fo_status(struct coord *co, const Auralog__Volume *v, Auralog__FailoverStat
   fs->last_asked = f->last.asked;
 }
 
+int fo_peek(const struct coord *co, const char *volume, const char *addr,
+            struct fo_peek *out)
+{
+  memset(out, 0, sizeof *out);
+  const struct fo_vol *f = co->fo ? co->fo->vols : NULL;
+  while (f && strcmp(f->name, volume) != 0)
+    f = f->next;
+  if (f == NULL)
+    return 0;
+  out->heard = f->heard;
+  snprintf(out->promoting, sizeof out->promoting, "%s", f->promoting);
+  for (size_t i = 0; addr && i < f->nreps; i++)
+    if (strcmp(f->reps[i].addr, addr) == 0) {
+      out->rep_known = 1;
+      out->rep_heard = f->reps[i].heard;
+      memcpy(out->rep_pk, f->reps[i].pk, AUTH_PK_BYTES);
+    }
+  return 1;
+}
+
 void fo_free(struct coord *co)
 {
   if (co->fo == NULL)
