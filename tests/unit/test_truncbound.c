@@ -17,7 +17,8 @@
  *    leaves E's records alone); the part at or below the GC point is moot;
  *    one that reaches more than LAL past what the segment knows is
  *    refused, unless an older one it rests on is held or comes with it,
- *    in any order;
+ *    in any order; one of an epoch whose own range the segment holds,
+ *    starting below that range, is refused (a fenced writer's stolen key);
  *  - the list survives a restart; metadata from before it loads as its VDL
  *    heard from its epoch; a truncation out of bounds in the store is left
  *    out at load, and counted;
@@ -129,6 +130,20 @@ static void the_bound_per_epoch_and_lal(void **state)
   assert_int_equal(seg_trunc_ok(&s, &t4, 0, why, sizeof why), ERR_CONFLICT);
   seg_add_trunc(&s, &t3);
   assert_int_equal(seg_trunc_ok(&s, &t4, 0, why, sizeof why), ERR_NONE);
+  /* B3: a range of an epoch whose own range this segment holds never
+   * starts below it (its writer truncates from what it proved; a stolen
+   * key of that epoch, fenced, would cut what it kept), however far above
+   * the older epochs' VDLs; from the GC point up, as B1. */
+  seg_add_trunc(&s, &(struct trunc){4, 500, 500 + LAL});
+  t = (struct trunc){4, 400, 410};
+  assert_int_equal(seg_trunc_ok(&s, &t, 0, why, sizeof why), ERR_CONFLICT);
+  assert_string_equal(why, "truncation (400, 410] of epoch 4 starts below (500, 10000500], "
+                           "the one of its epoch this segment holds: refused");
+  t = (struct trunc){4, 500, 510};
+  assert_int_equal(seg_trunc_ok(&s, &t, 0, why, sizeof why), ERR_NONE);
+  s.gc_lsn = 500;
+  t = (struct trunc){4, 400, 510};
+  assert_int_equal(seg_trunc_ok(&s, &t, 0, why, sizeof why), ERR_NONE);
   seg_free(&s);
 }
 
