@@ -14,8 +14,9 @@
  *       key it beats with (coord/failover.c on_beat);
  *   9   no node installs a truncation the rogue forged, nor an old
  *       writer's that starts below a VDL the segment heard from an older
- *       epoch (from its GC point up, as node/segment.c seg_trunc_ok), nor
- *       takes an epoch the coordinator never issued.
+ *       epoch or below the range of its own epoch the segment holds (from
+ *       its GC point up, as node/segment.c seg_trunc_ok), nor takes an
+ *       epoch the coordinator never issued.
  * A request that took effect within the rules (an old truncation inside
  * the bound, a beat for an address no replica holds) is counted as taken.
  */
@@ -173,7 +174,7 @@ void rogue_node_msg(struct simnode *sn, struct ep *e, const Env *env)
   /* What the segment held, and the bound it had, before. */
   const Auralog__TruncRange *tr[2];
   struct { uint64_t epoch, from, to; } t[2];
-  uint64_t vol = 0, heard[2] = {0, 0}, gc = 0, ep0 = 0;
+  uint64_t vol = 0, heard[2] = {0, 0}, floor[2] = {0, 0}, gc = 0, ep0 = 0;
   uint32_t pg = 0;
   int had[2] = {0, 0}, forged[2] = {0, 0};
   size_t nt = truncs_of(env, tr, &vol, &pg);
@@ -197,6 +198,9 @@ void rogue_node_msg(struct simnode *sn, struct ep *e, const Env *env)
     t[i].to = tr[i]->to;
     had[i] = held(s, t[i].epoch, t[i].from, t[i].to);
     heard[i] = seg_heard_below(s, t[i].epoch, NULL);
+    for (size_t j = 0; j < s->ntruncs; j++)   /* its own epoch's range held (B3) */
+      if (s->truncs[j].epoch == t[i].epoch && s->truncs[j].from > floor[i])
+        floor[i] = s->truncs[j].from;
     forged[i] = tr[i]->writer_pk.len == AUTH_PK_BYTES &&
                 memcmp(tr[i]->writer_pk.data, rg->self.pk, AUTH_PK_BYTES) == 0;
   }
@@ -232,8 +236,15 @@ void rogue_node_msg(struct simnode *sn, struct ep *e, const Env *env)
                 "of epoch %llu (invariant 9: a truncation needs its writer's signature)",
                 sn->id, pg, (unsigned long long)t[i].from, (unsigned long long)t[i].to,
                 (unsigned long long)t[i].epoch);
-    /* ... and never below a VDL the segment heard from an older epoch. */
+    /* ... never below a VDL the segment heard from an older epoch, nor
+     * below the range of its own epoch it held. */
     uint64_t start = t[i].from > gc ? t[i].from : gc;
+    if (start < floor[i])
+      violation(w, "node %s pg %u installed the rogue member's truncation (%llu, %llu] of old "
+                "epoch %llu, below the range of that epoch it held (from %llu; invariant 9, "
+                "node/segment.c seg_trunc_ok B3)", sn->id, pg, (unsigned long long)t[i].from,
+                (unsigned long long)t[i].to, (unsigned long long)t[i].epoch,
+                (unsigned long long)floor[i]);
     if (start < heard[i])
       violation(w, "node %s pg %u installed the rogue member's truncation (%llu, %llu] of old "
                 "epoch %llu, below the VDL %llu it heard from an older epoch (invariant 9, "
