@@ -42,7 +42,12 @@
  *    chose.
  * Left open, said so: frames are readable on the path; a node answers
  * for its own segments; a member may pose as a replica of its own address
- * and be promoted by failover like any replica (then bound as a writer).
+ * and be promoted by failover like any replica (then bound as a writer);
+ * and a writer's key outlives its authority: one that died inside its
+ * recovery never wrote the truncation it was given the epoch for, so its
+ * key, stolen, can sign a range at or above every VDL the segments heard
+ * that still cuts commits its predecessor acknowledged and never announced
+ * (the simulator's rogue-unfinished fault, sim/rogue.c).
  *
  * Interface:
  *   handshake  the listener sends a challenge (its nonce), the connecting

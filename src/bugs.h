@@ -38,9 +38,13 @@
  *                    carries without the bound (node/trunc.c, segment.c
  *                    seg_trunc_ok): a member with a signed epoch whose
  *                    scan carries (0, 2^59] empties the segment, and gossip
- *                    spreads it. No nemesis of the simulator plays a rogue
- *                    member yet: test_sim.c does not count on catching it
- *                    (unit_truncbound does, on the node)
+ *                    spreads it. The simulator's rogue member (sim/rogue.c),
+ *                    with a fenced old writer's key, puts such ranges in
+ *                    scans to all six segments: its check of invariant 9
+ *                    (roguecheck.c) and the shadow model catch it
+ *                    (test_sim.c, with --faults
+ *                    rogue,recovery-crash,engine-crash; unit_truncbound on
+ *                    the node)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H

@@ -517,6 +517,14 @@ int wire_check(const Env *e, char *why, size_t whylen)
     TRY(lsn_in(si->vdl, "segment info vdl", why, whylen));
     TRY(lsn_in(si->tail, "segment info tail", why, whylen));
     TRY(epoch_in(si->epoch, "segment info epoch", why, whylen));
+    TRY(lsn_in(si->gc_lsn, "segment info gc point", why, whylen));
+    if (si->n_heard % 2 || si->n_heard > 2 * HEARD_MAX)
+      return bad(why, whylen, "segment info with %zu heard values (pairs, at most %d)",
+                 si->n_heard, HEARD_MAX);
+    for (size_t i = 0; i < si->n_heard; i += 2) {
+      TRY(epoch_in(si->heard[i], "segment info heard epoch", why, whylen));
+      TRY(lsn_in(si->heard[i + 1], "segment info heard vdl", why, whylen));
+    }
     for (size_t i = 0; i < si->n_recs; i++) {
       TRY(check_rec_bounds(si->recs[i], "segment info", why, whylen));
       TRY(rec_check(si->recs[i], PAGE_SIZE_MAX, why, whylen));

@@ -265,9 +265,10 @@ static void reply_volume(struct coord *co, struct ep *c, uint64_t req, Auralog__
   io_send(co->io, c, &env);
 }
 
-static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
-                           const Auralog__OpenVolume *ov)
+static void on_open_volume(struct coord *co, struct ep *c, const Env *env)
 {
+  uint64_t req = env->req;
+  const Auralog__OpenVolume *ov = env->open_volume;
   char why[256];
   Auralog__Volume **slot = vol_slot(co, ov->name), *v;
   if (ov->writer && ov->writer_pk.len != AUTH_PK_BYTES) {
@@ -299,9 +300,11 @@ static void on_open_volume(struct coord *co, struct ep *c, uint64_t req,
     /* A new writer: a new epoch, durable before anyone hears of it, so no
      * two writers ever hold the same one (§4.3); with its address, so that
      * clients find it (failover.c F1: a promotion's open is conditional). */
-    if (fo_open_check(co, *slot, ov, why, sizeof why) != 0) {
+    int rc = fo_open_check(co, *slot, ov, ov->if_epoch && coord_key_proved(co, c, env), why,
+                           sizeof why);
+    if (rc != 0) {
       logwarn("%s", why);
-      io_error(co->io, c, req, ERR_STALE_EPOCH, why);
+      io_error(co->io, c, req, rc == -2 ? ERR_AUTH : ERR_STALE_EPOCH, why);
       return;
     }
     Auralog__Volume tmp = **slot;
@@ -803,7 +806,7 @@ void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
     on_heartbeat(co, c, env->heartbeat);
     break;
   case AURALOG__ENVELOPE__BODY_OPEN_VOLUME:
-    on_open_volume(co, c, env->req, env->open_volume);
+    on_open_volume(co, c, env);
     break;
   case AURALOG__ENVELOPE__BODY_GROW_VOLUME:
     on_grow_volume(co, c, env->req, env->grow_volume);

@@ -91,13 +91,15 @@ char *coord_http_status(void *co, const char *volume);
 char *coord_http_sample(void *co);
 
 /* failover.c (failover's rules are there): a writer's OpenVolume with
- * if_epoch is refused (-1, why) unless the volume is at that epoch;
+ * if_epoch is refused (-1, why) unless the volume is at that epoch and
+ * the open is the chosen replica's or the writer's retry, holding the key
+ * it names (proved: roles.c coord_key_proved; -2 if it does not);
  * fo_opened after a writer took its epoch returns how long the previous
  * writer's read lease may still run (ms); fo_probe: a lease probe naming
  * epoch; fo_on_msg answers ReplicaBeat, WriterReq and Failover (1) or
  * returns 0; fo_tick detects a lost writer and chooses a replica. */
 int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__OpenVolume *ov,
-                  char *why, size_t whylen);
+                  int proved, char *why, size_t whylen);
 uint32_t fo_opened(struct coord *co, const Auralog__Volume *v);
 void fo_probe(struct coord *co, const Auralog__Volume *v, uint64_t epoch);
 int fo_on_msg(struct coord *co, struct ep *c, const Env *env);
@@ -108,17 +110,33 @@ void fo_free(struct coord *co);
  * (each would take an epoch to prove the same) until the operator opens a
  * writer again; status says why. */
 void fo_dataloss(struct coord *co, const Auralog__Volume *v, const char *why);
+/* The simulator's window on failover's state (src/sim/rogue.c checks that
+ * a member's requests change none of it), with no side effect: when the
+ * volume's writer last proved itself alive, the replica chosen, and the
+ * key replica addr beats with and when it last did. 0: nothing known of
+ * the volume. */
+struct fo_peek {
+  unsigned long long heard;
+  char promoting[ADDR_MAX_LEN + 1];
+  int rep_known;
+  unsigned long long rep_heard;
+  uint8_t rep_pk[AUTH_PK_BYTES];
+};
+int fo_peek(const struct coord *co, const char *volume, const char *addr,
+            struct fo_peek *out);
 
 /* roles.c (the rules R1-R4 are there): coord_op answers an Error and
  * returns 0 unless env needs no operator or carries the operator's
  * signature; coord_writer: does env carry the proof of v's writer of
- * epoch (R4)? coord_create_ok: may ov create its volume (else an Error
- * sent, 0)? coord_on_drop: DropVolume (R3). */
+ * epoch (R4)? coord_key_proved: does env (an OpenVolume) prove, on c,
+ * that it holds the key it names (R1)? coord_create_ok: may ov create
+ * its volume (else an Error sent, 0)? coord_on_drop: DropVolume (R3). */
 int coord_op(struct coord *co, struct ep *c, const Env *env);
 int coord_writer(struct coord *co, struct ep *c, const Env *env, const Auralog__Volume *v,
                  uint64_t epoch);
 int coord_create_ok(struct coord *co, struct ep *c, uint64_t req,
                     const Auralog__OpenVolume *ov);
+int coord_key_proved(struct coord *co, struct ep *c, const Env *env);
 void coord_on_drop(struct coord *co, struct ep *c, uint64_t req, const Auralog__DropVolume *d);
 
 /* segstats.c: take a heartbeat's segment stats into n->stats (a delta

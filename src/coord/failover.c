@@ -147,7 +147,7 @@ static unsigned long long bound(const struct fo_vol *f)
 }
 
 int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__OpenVolume *ov,
-                  char *why, size_t whylen)
+                  int proved, char *why, size_t whylen)
 {
   /* F1: a conditional open takes the next epoch only from the one named. */
   if (ov->if_epoch && ov->if_epoch != v->epoch && !PLANTED(BUG_PROMOTE_NO_IF_EPOCH)) {
@@ -162,16 +162,24 @@ int fo_open_check(struct coord *co, const Auralog__Volume *v, const Auralog__Ope
   /* roles.c R1: a conditional open carries no operator signature; it is
    * the replica we chose (its address, and the key its beats proved), or
    * the writer of the current epoch opening again (its retry after a
-   * recovery short of a quorum: the same key its ticket names). */
+   * recovery short of a quorum: the same key its ticket names). Either
+   * key is public (Volume answers, beats), so the open must hold it:
+   * proved on this connection (roles.c coord_key_proved, R1). */
   const struct fo_vol *f = fvol(co, v->name);
-  if (v->writer_pk.len == AUTH_PK_BYTES && ov->writer_pk.len == AUTH_PK_BYTES &&
-      memcmp(v->writer_pk.data, ov->writer_pk.data, AUTH_PK_BYTES) == 0)
-    return 0;
+  int known = v->writer_pk.len == AUTH_PK_BYTES && ov->writer_pk.len == AUTH_PK_BYTES &&
+              memcmp(v->writer_pk.data, ov->writer_pk.data, AUTH_PK_BYTES) == 0;
   for (size_t i = 0; f->promoting[0] && i < f->nreps; i++)
     if (strcmp(f->reps[i].addr, f->promoting) == 0 && strcmp(ov->addr, f->promoting) == 0 &&
         ov->writer_pk.len == AUTH_PK_BYTES &&
         memcmp(f->reps[i].pk, ov->writer_pk.data, AUTH_PK_BYTES) == 0)
-      return 0;
+      known = 1;
+  if (known && proved)
+    return 0;
+  if (known) {
+    snprintf(why, whylen, "promotion of %s refused: it names a key it does not prove it holds "
+             "(writer_sig)", ov->addr[0] ? ov->addr : "?");
+    return -2;
+  }
   snprintf(why, whylen, "promotion of %s refused: only the operator, or the replica the "
            "coordinator chose (%s), takes volume %s's next epoch", ov->addr[0] ? ov->addr : "?",
            f->promoting[0] ? f->promoting : "none chosen", v->name);
@@ -486,6 +494,26 @@ void fo_status(struct coord *co, const Auralog__Volume *v, Auralog__FailoverStat
   fs->last_detect_ms = f->last.detect_ms;
   fs->last_took_ms = f->last.took_ms;
   fs->last_asked = f->last.asked;
+}
+
+int fo_peek(const struct coord *co, const char *volume, const char *addr,
+            struct fo_peek *out)
+{
+  memset(out, 0, sizeof *out);
+  const struct fo_vol *f = co->fo ? co->fo->vols : NULL;
+  while (f && strcmp(f->name, volume) != 0)
+    f = f->next;
+  if (f == NULL)
+    return 0;
+  out->heard = f->heard;
+  snprintf(out->promoting, sizeof out->promoting, "%s", f->promoting);
+  for (size_t i = 0; addr && i < f->nreps; i++)
+    if (strcmp(f->reps[i].addr, addr) == 0) {
+      out->rep_known = 1;
+      out->rep_heard = f->reps[i].heard;
+      memcpy(out->rep_pk, f->reps[i].pk, AUTH_PK_BYTES);
+    }
+  return 1;
 }
 
 void fo_free(struct coord *co)

@@ -14,7 +14,14 @@
  *      the replica the coordinator itself chose to promote (failover.c
  *      fo_open_check: its address and the key it announced in its beats),
  *      or to the current epoch's own writer retrying its open (the same
- *      key: it already holds the epoch).
+ *      key: it already holds the epoch). Those two keys are public (beats
+ *      and Volume answers carry them), so a conditional open proves it
+ *      holds the key it names (coord_key_proved: writer_sig on this
+ *      connection); before, any member could send the current writer's
+ *      public key with if_epoch and move the volume to a new epoch, which
+ *      fenced the writer. And a conditional open creates no volume
+ *      (coord_create_ok): before, a member's open with if_epoch of a name
+ *      not yet created made it, with the member as its writer.
  *   R2 Drops, faults, journal notes and manual failovers need op_sig.
  *   R3 A volume with a live writer is never dropped (no force from the
  *      wire), and a dropped name comes back only by an explicit create
@@ -74,10 +81,29 @@ int coord_writer(struct coord *co, struct ep *c, const Env *env, const Auralog__
   return role_writer_ok(v->writer_pk.data, v->writer_pk.len, bind, v->id, epoch, env);
 }
 
+int coord_key_proved(struct coord *co, struct ep *c, const Env *env)
+{
+  const Auralog__OpenVolume *ov = env->open_volume;
+  if (ov->writer_pk.len != AUTH_PK_BYTES || env->writer_sig.len == 0)
+    return 0;
+  uint8_t bind[AUTH_BIND_BYTES];
+  io_binding(co->io, c, bind);
+  return role_writer_ok(ov->writer_pk.data, ov->writer_pk.len, bind, 0, ov->if_epoch, env);
+}
+
 int coord_create_ok(struct coord *co, struct ep *c, uint64_t req,
                     const Auralog__OpenVolume *ov)
 {
   char why[300];
+  /* R1: a promotion takes the next epoch of a volume that has one; an
+   * open with if_epoch never creates (it needs no operator: it would be
+   * a way around R1 for a name not yet made). */
+  if (ov->writer && ov->if_epoch) {
+    snprintf(why, sizeof why, "no volume '%s': a conditional open (if_epoch) takes the next "
+             "epoch of an existing volume, it creates none", ov->name);
+    io_error(co->io, c, req, ERR_NOT_FOUND, why);
+    return 0;
+  }
   if (!ov->create) {
     snprintf(why, sizeof why, "no volume '%s'", ov->name);
     io_error(co->io, c, req, ERR_NOT_FOUND, why);

@@ -214,15 +214,15 @@ enum trunc_path { TP_WRITER, TP_SCAN, TP_GOSSIP, TP_EARLIER };
  * before is committed first), deleting what they cut, chaining s again.
  * Each must keep the bound (segment.h seg_trunc_ok); they are checked
  * oldest epoch first, whatever their order. One that does not is counted
- * (truncs_refused) and: from gossip or an Append's `before`, skipped (the
- * others go in); from a writer or a scan, the answer: ERR_CONFLICT,
+ * (truncs_refused) and: from gossip, a scan or an Append's `before`,
+ * skipped (the others go in); from a writer, the answer: ERR_CONFLICT,
  * nothing installed. Returns 0 or an ERR_* code with a reason (then s is
  * what the disk holds). */
 int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size_t nt,
                   enum trunc_path path, char *why, size_t whylen);
 /* The same, for truncations as they came over the wire, with their
- * signatures checked first (node_trunc_auth; from gossip or `before`, one
- * that fails is skipped, and counted). */
+ * signatures checked first (node_trunc_auth; from gossip, a scan or
+ * `before`, one that fails is skipped, and counted). */
 int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *const *t,
                      size_t nt, enum trunc_path path, char *why, size_t whylen);
 

@@ -221,7 +221,9 @@ int seg_heard_note(struct segment *s, uint64_t epoch, uint64_t vdl)
  *       page versions, which no truncation cuts: that part of the range is
  *       moot, so max(from, gc_lsn) is what must reach it); and
  *   B2. it ends at most LAL above max(from, gc_lsn, the highest `to` of a
- *       truncation of an epoch below E held here or installed with it).
+ *       truncation of an epoch below E held here or installed with it);
+ *   B3. it starts (from max(from, gc_lsn)) at or above every truncation of
+ *       epoch E itself held here.
  *
  * Why every legitimate truncation keeps B1. Recovery E writes (vdl, to]
  * with vdl the VDL it proved (vfs/open.c). A writer of an epoch e < E
@@ -244,6 +246,18 @@ int seg_heard_note(struct segment *s, uint64_t epoch, uint64_t vdl)
  * segment forgot (store_gc: wholly at or below the GC point) is covered by
  * gc_lsn; store_gc keeps one that a kept newer one builds on.
  *
+ * Why it keeps B3. A writer of epoch E truncates once, from the VDL its
+ * recovery proved, and every Append of its epoch carries that range
+ * (Append.trunc). A retry of its recovery in the same epoch (a promoted
+ * writer's) proves at least that much: the records it proved are whole at
+ * a write quorum, E's range cut only older epochs' records above them.
+ * B3 matters once E is over: its key, stolen from a writer fenced or
+ * crashed, signs a range of E at or above every VDL a segment heard from
+ * older epochs, and below the one E proved, which would cut commits E's
+ * recovery kept but that segment holds in older epochs' copies (it missed
+ * E's round 3): the segment could never fetch them again, nor converge
+ * (the simulator's rogue member, seeds 3253 and 3837).
+ *
  * What it keeps out: a member that got an epoch signed sends (0, 2^59].
  * B1 refuses it wherever a writer's VDL was heard; B2 keeps any range to
  * LAL past what the segment knows, so the writers of older epochs are not
@@ -263,6 +277,14 @@ int seg_trunc_ok(const struct segment *s, const struct trunc *t, uint64_t base, 
              (unsigned long long)v, (unsigned long long)who);
     return ERR_CONFLICT;
   }
+  for (size_t j = 0; j < s->ntruncs; j++)
+    if (s->truncs[j].epoch == t->epoch && start < s->truncs[j].from) {
+      snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu starts below (%llu, %llu], "
+               "the one of its epoch this segment holds: refused", (unsigned long long)t->from,
+               (unsigned long long)t->to, (unsigned long long)t->epoch,
+               (unsigned long long)s->truncs[j].from, (unsigned long long)s->truncs[j].to);
+      return ERR_CONFLICT;
+    }
   uint64_t h = start > base ? start : base;
   for (size_t j = 0; j < s->ntruncs; j++)
     if (s->truncs[j].epoch < t->epoch && s->truncs[j].to > h)

@@ -31,7 +31,10 @@
  *  - gossip never spreads a range its receiver refuses (a node installs,
  *    and so passes on, only what kept its own bound), and one refused
  *    range does not hold back the rest: each is checked on its own,
- *    skipped and counted if refused, and the records come after;
+ *    skipped and counted if refused, and the records come after; so in a
+ *    scan (the recovery applies every range it carries itself, and
+ *    carries only those that keep every answering segment's bound:
+ *    vfs/open.c);
  *  - a Truncate does not raise the segment's VDL hint: the writer's later
  *    Appends do, once what recovery proved is at a write quorum;
  *  - authority (auth.h): a segment raises its epoch only with the
@@ -148,6 +151,16 @@ static void reply_info(struct node *n, struct ep *c, uint64_t req,
   si.vdl = s->vdl;
   si.tail = store_tail(&n->st, s, upto);
   si.epoch = s->epoch;
+  /* The bound it keeps (segment.c seg_trunc_ok): a recovery checks what
+   * it learned against every segment's (vfs/open.c). */
+  uint64_t heard[2 * HEARD_MAX];
+  for (size_t i = 0; i < s->nheard; i++) {
+    heard[2 * i] = s->heard[i].epoch;
+    heard[2 * i + 1] = s->heard[i].vdl;
+  }
+  si.heard = heard;
+  si.n_heard = 2 * s->nheard;
+  si.gc_lsn = s->gc_lsn;
   Auralog__TruncRange *tr;
   si.n_truncs = store_truncs_pb(s, &tr, &si.truncs);
   Rec **recs = NULL;
@@ -227,7 +240,8 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
     return;
   }
   /* A scan: first every truncation the recovery learned from the read
-   * quorum, so that what follows is answered from a chain they cleaned. */
+   * quorum, so that what follows is answered from a chain they cleaned
+   * (one this segment refuses is skipped: lenient, below). */
   int rc = node_truncate_pb(n, s, q->truncs, q->n_truncs, TP_SCAN, why, sizeof why);
   if (rc != 0) {
     io_error(n->io, c, req, (uint32_t)rc, why);
@@ -237,10 +251,16 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
   reply_info(n, c, req, s, q->from, 1, q->after, max);
 }
 
-/* Is a refused range skipped (the others go in), or the answer? */
+/* Is a refused range skipped (the others go in), or the answer? A scan's
+ * too: every range a scan carries, a recovery applies itself to what the
+ * scan returns (vfs/recovery.c, rule T), so one this segment refuses
+ * changes nothing recovery proves; refusing the whole scan for it, as
+ * before, let one range that kept another segment's bound (a fenced old
+ * writer's, signed, above what that segment heard) make every segment
+ * refuse every recovery's scan: no writer could open again. */
 static int lenient(enum trunc_path path)
 {
-  return path == TP_GOSSIP || path == TP_EARLIER;
+  return path == TP_GOSSIP || path == TP_EARLIER || path == TP_SCAN;
 }
 
 /* A range node_truncate refuses: counted; from gossip or `before`, logged
@@ -260,7 +280,8 @@ static void on_refused(void *arg, const struct trunc *t, const char *why)
   (void)t;
   r->n->truncs_refused++;
   if (lenient(r->path))
-    logwarn_rl("%s: volume %llu pg %u: %s", r->path == TP_GOSSIP ? "gossip" : "append",
+    logwarn_rl("%s: volume %llu pg %u: %s", r->path == TP_GOSSIP ? "gossip"
+               : r->path == TP_SCAN ? "scan" : "append",
                (unsigned long long)r->s->volume_id, r->s->pg, why);
   else if (!r->any++)
     snprintf(r->why, r->whylen, "%s", why);
@@ -365,7 +386,8 @@ int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *con
       break;                /* not checkable yet: nothing now, all later */
     n->truncs_refused++;
     if (lenient(path)) {      /* a bad range holds back none of the others */
-      logwarn_rl("%s: volume %llu pg %u: %s", path == TP_GOSSIP ? "gossip" : "append",
+      logwarn_rl("%s: volume %llu pg %u: %s", path == TP_GOSSIP ? "gossip"
+                 : path == TP_SCAN ? "scan" : "append",
                  (unsigned long long)s->volume_id, s->pg, why);
       rc = ERR_NONE;
     }

@@ -89,6 +89,19 @@
  *                    replica or a restart in place takes over)
  *   (These seven only in runs with a replica: --faults replicas, world.h;
  *   so is failover.)
+ *   rogue            a member with the cluster key and no role (rogue.c)
+ *                    attacks for the duration: writer-opens and promotions
+ *                    it was not given, truncations forged or signed with a
+ *                    fenced old writer's key (out of bounds) on every node
+ *                    path, drops, faults and failovers without the
+ *                    operator, lease probes and reports without the
+ *                    writer's proof, beats in a replica's name. Each must
+ *                    be refused or change nothing (roguecheck.c checks
+ *                    which), and the shadow model must find nothing lost
+ *   rogue-unfinished the same, also holding the keys of writers that died
+ *                    inside their recovery: it can cut commits acknowledged
+ *                    and never announced (a gap rogue.c describes). Not in
+ *                    `all` (world.h F_ALL): asked for by name
  *
  * The paper's fault model (§2.1): at most an AZ and one more node are
  * unavailable at once. A fault that would take more is skipped, unless
@@ -109,6 +122,7 @@ const char *const fault_names[F_NKINDS] = {
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
   "split-write", "stale-trunc", "coord-crash", "stale-read", "replica-crash", "stream-cut",
   "replica-silent", "writer-lost", "writer-stop", "manual-failover", "promote-crash",
+  "rogue", "rogue-unfinished",
 };
 
 /* Would taking the nodes in mask down (besides those down now) leave the
@@ -331,6 +345,9 @@ static void start(struct act *a)
     a->since = sim_now(w->clock);
     later(a, 1, 31);
     return;
+  case F_ROGUE: case F_ROGUE_UNFINISHED:
+    rogue_fault(w, 1, e->kind == F_ROGUE_UNFINISHED);
+    break;
   }
   later(a, e->dur, 1);
 }
@@ -383,6 +400,9 @@ static void heal(struct act *a)
       sfo_stop(a->wr, 0);      /* resumes: fenced, if a newer writer exists (F2) */
     break;
   case F_MANUAL_FAILOVER: sfo_cluster_up(w); break;
+  case F_ROGUE: case F_ROGUE_UNFINISHED:
+    rogue_fault(w, 0, e->kind == F_ROGUE_UNFINISHED);
+    break;
   default: break;
   }
   free(a);
@@ -587,6 +607,7 @@ void nemesis_heal_all(struct world *w)
   }
   replica_cut(w, 0);
   replica_silent(w, 0);
+  rogue_heal(w);
   if (sfo_on(w)) {            /* failover.c: every host back in its role */
     for (int i = 0; i < SIM_WRITERS; i++) {
       w->wr[i].held = 0;

@@ -54,8 +54,10 @@ static void usage(FILE *f)
     "  --time MS        virtual time of faults before the final heal (default %d)\n"
     "  --steps N        stop after N events (a partial run: no end checks)\n"
     "  --faults LIST    fault kinds, comma-separated, or all, replicas or none\n"
-    "                   (default all: every kind but stale-read, asked for by name,\n"
-    "                   and the replica's; replicas: all, and a read replica with\n"
+    "                   (default all: every kind but stale-read and rogue-unfinished,\n"
+    "                   asked for by name, and the replica's; rogue is a member with\n"
+    "                   no role whose every request must be refused or change nothing;\n"
+    "                   replicas: all, and a read replica with\n"
     "                   replica-crash, stream-cut and replica-silent, and failover:\n"
     "                   the coordinator promotes the replica when the writer is lost,\n"
     "                   with writer-lost, writer-stop, manual-failover, promote-crash;\n"
@@ -196,6 +198,35 @@ void sim_run(const struct sim_opts *o, struct sim_result *r)
   planted_bugs = 0;
 }
 
+/* The rogue member's attacks (rogue.c), by kind: how many were sent, and
+ * what became of them. Nothing printed if none was sent. */
+static void print_rogue(FILE *f, const char *lead, const uint64_t r[RG_NKINDS][RG_NOUTCOMES])
+{
+  uint64_t tot[RG_NOUTCOMES] = {0}, all = 0;
+  for (int k = 0; k < RG_NKINDS; k++)
+    for (int o = 0; o < RG_NOUTCOMES; o++) {
+      tot[o] += r[k][o];
+      all += r[k][o];
+    }
+  if (all == 0)
+    return;
+  fprintf(f, "%srogue member: %llu attacks sent, %llu refused, %llu ignored (answered, "
+          "nothing changed), %llu taken within the rules, %llu lost on the way\n", lead,
+          (unsigned long long)all, (unsigned long long)tot[RG_REFUSED],
+          (unsigned long long)tot[RG_IGNORED], (unsigned long long)tot[RG_TAKEN],
+          (unsigned long long)tot[RG_LOST]);
+  fprintf(f, "%s  by kind (sent/refused/ignored/taken/lost):", lead);
+  for (int k = 0; k < RG_NKINDS; k++) {
+    uint64_t n = 0;
+    for (int o = 0; o < RG_NOUTCOMES; o++)
+      n += r[k][o];
+    fprintf(f, " %s %llu/%llu/%llu/%llu/%llu", rogue_names[k], (unsigned long long)n,
+            (unsigned long long)r[k][RG_REFUSED], (unsigned long long)r[k][RG_IGNORED],
+            (unsigned long long)r[k][RG_TAKEN], (unsigned long long)r[k][RG_LOST]);
+  }
+  fprintf(f, "\n");
+}
+
 static void print_result(FILE *f, const struct sim_opts *o, const struct sim_result *r)
 {
   fprintf(f, "seed %llu: %s, %llu steps, %.1f s simulated, %llu tx (%llu acked, "
@@ -224,6 +255,7 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             (unsigned long long)r->fo_refused, (unsigned long long)r->fo_promoted_served,
             (unsigned long long)r->fo_manual, (unsigned long long)r->fo_fenced,
             (unsigned long long)r->fo_as_replica);
+  print_rogue(f, "  ", (const uint64_t (*)[RG_NOUTCOMES])r->rogue);
   if (r->data_loss_alarms)
     fprintf(f, "  a data-loss alarm (beyond the fault model): the writer refused to open, "
             "and the run ends there\n");
@@ -274,7 +306,9 @@ struct tally {
   uint64_t fo[7];            /* promotions, took an epoch, refused, served, manual, fenced,
                               * back as the replica */
   uint64_t alarms;           /* runs a true data-loss alarm ended (--beyond) */
+  uint64_t rogue[RG_NKINDS][RG_NOUTCOMES];   /* the rogue member's attacks (rogue.c) */
 };
+
 
 /* Run seeds first..last of o, printing each failure (its replay line, and
  * the first few failures' traces) and, for one seed, its verdict. */
@@ -319,6 +353,9 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     for (int k = 0; k < 7; k++)
       t->fo[k] += fo[k];
     t->alarms += r.data_loss_alarms;
+    for (int k = 0; k < RG_NKINDS; k++)
+      for (int x = 0; x < RG_NOUTCOMES; x++)
+        t->rogue[k][x] += r.rogue[k][x];
     if (!many)
       print_result(stdout, &o, &r);
     if (r.violations) {
@@ -527,6 +564,7 @@ int sim_main(int argc, char **argv)
              (unsigned long long)t.fo[2], (unsigned long long)t.fo[3],
              (unsigned long long)t.fo[4], (unsigned long long)t.fo[5],
              (unsigned long long)t.fo[6]);
+    print_rogue(stdout, "", (const uint64_t (*)[RG_NOUTCOMES])t.rogue);
     if (t.alarms)
       printf("data-loss alarms: %llu runs ended in one (beyond the fault model: the writer "
              "refused to open, as it must)\n", (unsigned long long)t.alarms);

@@ -85,6 +85,18 @@ struct txrec {
   uint8_t *data;             /* npages * SIM_PAGE_SIZE: the pages after it */
 };
 
+/* A writer's key and ticket, kept when it stops being the writer (rogue.c:
+ * the rogue member plays a fenced old writer gone rogue). */
+struct oldkey {
+  uint64_t volume, epoch;
+  int recovered;             /* its writer finished its recovery (then served, or waited) */
+  struct auth_signer signer;
+  uint8_t tk_sig[64];
+};
+#define SIM_OLDKEYS 8            /* the newest this many are kept */
+
+struct rogue;
+
 struct world {
   struct auth_signer op;       /* the operator's key (coord/roles.c): its engines and
                                   `auralog failover` sign with it */
@@ -112,6 +124,9 @@ struct world {
   struct simhost *op_h;      /* the operator's host: `auralog failover` (failover.c) */
   struct ep *op_ep;
   uint64_t fo_wait_until;    /* the operator waits for a promotion until then (0: not) */
+  struct rogue *rogue;       /* the rogue member (rogue.c; NULL until its first fault) */
+  struct oldkey oldkeys[SIM_OLDKEYS];  /* old writers' keys, for it (in runs that have it) */
+  size_t noldkeys;
   /* The run. */
   struct sim_result rs;      /* what world_run hands back */
   struct sim_result *res;    /* &rs */
@@ -254,6 +269,23 @@ const uint8_t *shadow_page(const struct world *w, uint32_t page_no, uint64_t rp)
 void nemesis_plan(struct world *w);
 void nemesis_heal_all(struct world *w);
 void nemesis_free(struct world *w);
+
+/* rogue.c: the rogue member. rogue_fault starts (on) or ends one fault's
+ * attacks (unfinished: a rogue-unfinished fault's); rogue_heal ends them
+ * all. rogue_keep: writer wr stops being the writer (crash, fence): its
+ * key and ticket are kept. rogue_epoch: a new epoch was handed out (old
+ * keys are old now: it strikes). roguecheck.c: the coordinator and nodes
+ * hand rogue_coord_msg / rogue_node_msg every message the rogue sent them
+ * (rogue_from says which are), which delivers it and checks what it
+ * changed. */
+void rogue_fault(struct world *w, int on, int unfinished);
+void rogue_heal(struct world *w);
+void rogue_keep(struct simwriter *wr);
+void rogue_epoch(struct world *w);
+int rogue_from(const struct world *w, struct ep *e);
+void rogue_coord_msg(struct world *w, struct ep *e, const Env *env);
+void rogue_node_msg(struct simnode *sn, struct ep *e, const Env *env);
+void rogue_free(struct world *w);
 
 /* A seed for a key pair of the run (what: whose, i: which): a function
  * of the run's seed, drawing nothing from its generators, so that keys

@@ -101,7 +101,10 @@ static void n_msg(void *arg, struct ep *e, const Env *env)
   struct simnode *sn = arg;
   if (sn->n == NULL)
     return;
-  node_on_msg(sn->n, e, env);
+  if (rogue_from(sn->w, e))
+    rogue_node_msg(sn, e, env);    /* the rogue member's: delivered, and checked */
+  else
+    node_on_msg(sn->n, e, env);
   node_check_dead(sn);
   if (sn->n == NULL)
     return;
@@ -269,7 +272,9 @@ void node_restart(struct simnode *sn)
 static void c_msg(void *arg, struct ep *e, const Env *env)
 {
   struct world *w = arg;
-  if (w->co)
+  if (w->co && rogue_from(w, e))
+    rogue_coord_msg(w, e, env);    /* the rogue member's: delivered, and checked */
+  else if (w->co)
     coord_on_msg(w->co, e, env);
 }
 
@@ -437,6 +442,7 @@ void world_free(struct world *w)
   sim_cancel_fn(w->clock, node_timer, free_arg, NULL);
   writer_free_timers(w);
   nemesis_free(w);
+  rogue_free(w);
   sfo_free(w);
   replica_free(w);
   for (int i = 0; i < SIM_WRITERS; i++)

@@ -24,6 +24,8 @@
  *              replica: the writer's lease probes, the replica's beats,
  *              its promotion to writer, the hosts' roles after one
  *   nemesis.c  the faults a seed mixes in, and the final heal
+ *   rogue.c    the rogue member (a fault): a host with the cluster key and
+ *              no role, whose attacks every core must refuse or bound
  *   sim.c      `auralog sim`: seeds, summary, replay line, trace, shrink
  *
  * One seed is one run: world_new(opts), world_run, world_free. Everything
@@ -69,23 +71,45 @@ enum {
   F_SLOW, F_RECOVERY_CRASH, F_CORRUPT, F_SECOND_WRITER, F_DROP, F_DUP, F_REORDER,
   F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
   F_STREAM_CUT, F_REPLICA_SILENT, F_WRITER_LOST, F_WRITER_STOP, F_MANUAL_FAILOVER,
-  F_PROMOTE_CRASH, F_NKINDS
+  F_PROMOTE_CRASH, F_ROGUE, F_ROGUE_UNFINISHED, F_NKINDS
 };
 extern const char *const fault_names[F_NKINDS];
-/* `all`, the default: every kind but stale-read, which is asked for by
- * name. A stale node can still show a reader an old page the writer
- * cannot know to be old (vfs/pagelsn.h says which): a node-side check
- * (scrub) is what closes that, not yet the simulated node's. Leaving it
- * out of `all` also keeps every older seed's schedule as it was. */
+/* `all`, the default: every kind but stale-read and rogue-unfinished,
+ * which are asked for by name. A stale node can still show a reader an old
+ * page the writer cannot know to be old (vfs/pagelsn.h says which): a
+ * node-side check (scrub) is what closes that, not yet the simulated
+ * node's. A key of a writer that died in its recovery can still cut
+ * commits acknowledged and never announced (rogue.c says how). */
 #define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT) | (1u << F_REPLICA_SILENT) | \
                     (1u << F_WRITER_LOST) | (1u << F_WRITER_STOP) | \
                     (1u << F_MANUAL_FAILOVER) | (1u << F_PROMOTE_CRASH))
-#define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS)
+#define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS & \
+               ~(1u << F_ROGUE_UNFINISHED))
 /* A read replica (replica.c) is in the world only in runs that allow its
  * faults (--faults replicas: all of `all` and them): its host's draws and
  * messages would change every older seed's run. So is failover (the
  * coordinator's --failover, the writer's lease probes: failover.c): on in
  * exactly the runs with a replica. */
+
+/* The rogue member's attacks (rogue.c), by kind; sim_result counts each
+ * one's outcome. */
+enum {
+  RG_OPEN,          /* a writer-open without the operator's signature, or with a wrong one */
+  RG_OPEN_IF,       /* a conditional open (a promotion's) the coordinator did not choose */
+  RG_TRUNC_FORGED,  /* a truncation under a ticket it forged, on some node path */
+  RG_TRUNC_OLD,     /* a fenced old writer's truncation, validly signed, out of bounds */
+  RG_DROP, RG_FAULT, RG_FAILOVER,   /* operator requests, unsigned or signed wrong */
+  RG_PROBE,         /* a lease probe of the current epoch, without its writer's proof */
+  RG_REPORT,        /* an engine report of the current epoch, likewise */
+  RG_BEAT,          /* a replica beat claiming a replica's address with its own key */
+  RG_NKINDS
+};
+extern const char *const rogue_names[RG_NKINDS];
+/* What became of an attack: an Error answered it; it was answered (or
+ * not) and changed nothing; it took effect (allowed only where the rules
+ * allow it: an old truncation within the bound, a beat for an address no
+ * replica holds); it never arrived (its target down, its connection cut). */
+enum { RG_REFUSED, RG_IGNORED, RG_TAKEN, RG_LOST, RG_NOUTCOMES };
 
 struct sim_opts {
   uint64_t seed;
@@ -145,6 +169,8 @@ struct sim_result {
   uint64_t hl_torn;          /* crashes that left a torn frame */
   uint64_t hl_damaged;       /* damaged frames replays skipped */
   uint64_t hl_commit_deaths; /* nodes that died inside a group commit */
+  /* The rogue member (rogue.c): attacks by kind and outcome. */
+  uint64_t rogue[RG_NKINDS][RG_NOUTCOMES];
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

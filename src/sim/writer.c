@@ -129,6 +129,7 @@ static void after_event_core(struct simwriter *wr)
     world_trace(w, "writer %d (epoch %llu) fenced: %s", wr->i,
                 (unsigned long long)wr->epoch, v->fenced_why);
     world_hash(w, "fenced", wr->epoch, 0);
+    rogue_keep(wr);              /* a fenced old writer's key: the rogue's (rogue.c) */
     workload_acked(wr);
     wr->state = W_FAILED;
     sfo_fenced(wr);
@@ -195,6 +196,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
     if (vd->epoch > w->max_issued)
       w->max_issued = vd->epoch;
     sfo_opened(wr, vd);
+    rogue_epoch(w);              /* older writers' keys are old now: it strikes */
     if (vd->n_pgs < SIM_PGS) {
       Env req = AURALOG__ENVELOPE__INIT;
       Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
@@ -292,6 +294,8 @@ static void w_up(void *arg, struct ep *e)
     io_binding(simhost_io(wr->h), e, bind);
     if (!ov.if_epoch)
       role_op_seal(&req, &wr->w->op, bind, sig);
+    else                       /* it holds the key it names (roles.c R1) */
+      role_writer_seal(&req, &wr->signer, bind, 0, ov.if_epoch, sig);
     io_send(simhost_io(wr->h), e, &req);
     return;
   }
@@ -440,6 +444,7 @@ void writer_crash(struct simwriter *wr)
     w->res->recoveries_interrupted++;
   world_trace(w, "writer %d crashes (state %d)", wr->i, wr->state);
   world_hash(w, "wcrash", (uint64_t)wr->i, (uint64_t)wr->state);
+  rogue_keep(wr);                /* its key outlives it, for the rogue (rogue.c) */
   if (wr->h)
     simnet_crash(wr->h);
   workload_crashed(wr);

@@ -283,6 +283,96 @@ static void state_ask(struct rcv *c)
 
 static void scan_ask(struct rcv *c);
 
+/* Would the segment that answered si take t in a scan (node/segment.c
+ * seg_trunc_ok, B1-B3)? It holds t already (or t lies at or below its GC
+ * point); or, from its GC point up, t starts at or above every VDL it
+ * heard from a writer of an epoch below t's and every range of t's epoch
+ * it holds, and ends at most LAL above the highest of that start, the
+ * truncations of older epochs it holds, and base (those of older epochs
+ * the scan installs before t). */
+static int keeps_bound(const struct trunc *t, const Auralog__SegInfo *si, uint64_t base)
+{
+  if (t->to <= t->from || t->to <= si->gc_lsn)
+    return 1;
+  for (size_t i = 0; i < si->n_truncs; i++) {
+    const Auralog__TruncRange *u = si->truncs[i];
+    if (u->epoch == t->epoch && u->from == t->from && u->to == t->to)
+      return 1;
+  }
+  uint64_t start = t->from > si->gc_lsn ? t->from : si->gc_lsn, h = start > base ? start : base;
+  for (size_t i = 0; i < si->n_truncs; i++) {
+    const Auralog__TruncRange *u = si->truncs[i];
+    if (u->epoch == t->epoch && start < u->from)
+      return 0;
+    if (u->epoch < t->epoch && u->to > h)
+      h = u->to;
+  }
+  for (size_t i = 0; i + 1 < si->n_heard; i += 2)
+    if (si->heard[i] < t->epoch && si->heard[i + 1] > start)
+      return 0;
+  return t->to <= h || t->to - h <= LAL;
+}
+
+static int by_epoch(const void *a, const void *b)
+{
+  const struct trunc *x = a, *y = b;
+  return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
+}
+
+/* Invariant 9, across segments: the truncations round 1 learned go on
+ * (to the scan, to the walk that proves the VDL, to the end this writer's
+ * own rests on) only if every segment that answered would take them,
+ * oldest epoch first, each resting on the older ones kept (keeps_bound).
+ * A writer's own always would: it starts at a VDL its recovery proved, at
+ * or above every VDL a writer before it announced (recovery.h), and ends
+ * LAL past the older truncations it rests on, which go before it. One that
+ * would not kept only some segments' bound: signed with a fenced old
+ * writer's key (its signatures hold) over a range above what those
+ * segments heard, or reaching LAL past what only they know. Carried on, it
+ * made every other segment refuse the scan (no writer could open again),
+ * cut in the walk records others know to be durable (a false data-loss
+ * alarm), or stretched this writer's own range beyond what they take, and
+ * each failed recovery's range the next one's, LAL further each time (the
+ * simulator's rogue member found all three). It is left where it is
+ * (those segments cut only what they alone held) and counted. */
+static void bounded_everywhere(struct rcv *c)
+{
+  const struct round *r1 = &c->cur;
+  size_t keep = 0, n = c->ntr;
+  qsort(c->tr, n, sizeof *c->tr, by_epoch);
+  struct trunc *all = malloc((n + 1) * sizeof *all);
+  memcpy(all, c->tr, n * sizeof *all);
+  for (size_t j = 0; j < n; j++) {
+    uint64_t base = 0;         /* the older ones kept, which the scan installs first */
+    for (size_t x = 0; x < keep; x++)
+      if (c->tr[x].epoch < all[j].epoch && c->tr[x].to > base)
+        base = c->tr[x].to;
+    /* B3 among what it learned: of two ranges of one epoch, the one that
+     * starts lower is not its writer's (it truncates from what it proved). */
+    int ok = 1;
+    for (size_t x = 0; x < n && ok; x++)
+      ok = !(all[x].epoch == all[j].epoch && all[x].from > all[j].from);
+    for (size_t i = 0; i < r1->n && ok; i++) {
+      const Env *rep = r1->rep[i];
+      if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO)
+        ok = keeps_bound(&all[j], rep->seg_info, base);
+    }
+    if (!ok) {
+      logwarn("recovery: truncation (%llu, %llu] of epoch %llu is out of a segment's bound "
+              "(below a VDL it heard from an older epoch, or past the LAL): not carried on",
+              (unsigned long long)all[j].from, (unsigned long long)all[j].to,
+              (unsigned long long)all[j].epoch);
+      c->v->st.truncs_unbounded++;
+      continue;
+    }
+    c->tr[keep++] = all[j];
+    if (all[j].to > c->trunc_to)
+      c->trunc_to = all[j].to;
+  }
+  c->ntr = keep;
+  free(all);
+}
+
 static void state_done(struct rcv *c)
 {
   struct round *r1 = &c->cur;
@@ -310,8 +400,6 @@ static void state_done(struct rcv *c)
           c->tr[c->ntr] = (struct trunc){t->epoch, t->from, t->to};
           trunc_proof_from_pb(&c->tr[c->ntr++].proof, t);   /* passed on as heard */
         }
-        if (t->to > c->trunc_to)
-          c->trunc_to = t->to;
       }
     } else {
       c->clean = 0;
@@ -319,6 +407,7 @@ static void state_done(struct rcv *c)
   }
   if (!read_quorums(c, "answer"))
     return fail(c);
+  bounded_everywhere(c);
   /* The hint: the highest VDL a writer told any segment. A writer's VDL is
    * an LSN it handed out, so it cannot lie above every record held: a hint
    * that does is no point to scan from. Its records are gone (or the segment

@@ -260,6 +260,31 @@ static void report_now(struct volume *v, const char *coord, Env *env)
   rpc_close(&r);
 }
 
+/* A conditional open (a promotion's, or its retry) names a key the
+ * coordinator already knows, the chosen replica's or the epoch's writer's:
+ * both public, so it proves it holds it on this connection (writer_sig,
+ * coord/roles.c R1 coord_key_proved). */
+static Env *open_proved(const char *coord, Env *req, const struct auth_signer *key,
+                        uint64_t if_epoch, char *why, size_t whylen)
+{
+  char err[256];
+  struct rpc r;
+  uint8_t sig[AUTH_SIG_BYTES];
+  if (rpc_open(&r, coord, RPC_TIMEOUT_MS, err, sizeof err) != 0) {
+    snprintf(why, whylen, "coordinator: %s", err);
+    return NULL;
+  }
+  role_writer_seal(req, key, r.bind, 0, if_epoch, sig);
+  Env *rep = rpc_call(&r, req, RPC_TIMEOUT_MS, err, sizeof err);
+  rpc_close(&r);
+  if (rep == NULL || rpc_expect(rep, AURALOG__ENVELOPE__BODY_VOLUME, err, sizeof err) != 0) {
+    snprintf(why, whylen, "coordinator: %s", err);
+    wire_free(rep);
+    return NULL;
+  }
+  return rep;
+}
+
 /* One attempt: a new epoch, recovery. *err: why it failed (rcv_error):
  * ERR_UNAVAILABLE only for lack of segments (a quorum), so another attempt
  * may succeed. */
@@ -284,7 +309,8 @@ static struct volume *open_once(const char *coord, const char *name,
   ov.if_epoch = if_epoch;
   req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
   req.open_volume = &ov;
-  Env *rep = vol_coord_call(coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
+  Env *rep = if_epoch ? open_proved(coord, &req, &signer, if_epoch, why, whylen)
+                      : vol_coord_call(coord, &req, AURALOG__ENVELOPE__BODY_VOLUME, why, whylen);
   if (rep == NULL)
     return NULL;
   unsigned long long answered = now_ms();

@@ -56,6 +56,8 @@ struct vol_stats {
   uint64_t net_bytes_out, net_msgs_out, net_bytes_in, net_msgs_in;
   uint64_t recovery_ms;
   uint64_t trunc_from, trunc_to;   /* the truncation this open wrote */
+  uint64_t truncs_unbounded; /* truncations its recovery learned and left out: below a
+                                VDL a segment heard from an older epoch (vfs/open.c) */
   /* now_ms() before which the previous writer's read lease may still run
    * (the coordinator said how long, failover.c F3): a promoted writer
    * serves only after it (0: no wait). */

@@ -12,7 +12,10 @@
  * if_epoch check and one_epoch_for_two_promotions fails; choose a second
  * replica while one is promoting and one_promotion_at_a_time fails; list a
  * replica by its beats alone, or keep a promoted one's entry at its open,
- * and a_client_learns_the_replicas_serving_now fails.
+ * and a_client_learns_the_replicas_serving_now fails; take a conditional
+ * open for the public key it names (the chosen replica's, the writer's)
+ * without its proof, or let one create a volume, and
+ * only_the_chosen_replica_takes_the_epoch fails.
  */
 #include "cores_fix.h"
 
@@ -100,8 +103,9 @@ static const Env *open_at(struct cfix *x, struct ep *c, const char *addr, uint64
   ov.name = "v";
   ov.create = create;
   ov.writer = 1;
-  /* A promotion opens with its replica's key, unsigned; any other open is
-   * the operator's engine (roles.c R1). */
+  /* A promotion opens with its replica's key, proving it holds it
+   * (writer_sig on this connection); any other open is the operator's
+   * engine (roles.c R1). */
   const struct auth_signer *k = if_epoch ? key_of(addr) : &writer_key;
   ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)k->pk};
   ov.page_size = PSIZE;
@@ -112,6 +116,8 @@ static const Env *open_at(struct cfix *x, struct ep *c, const char *addr, uint64
   env.open_volume = &ov;
   if (!if_epoch)
     as_operator(&env);
+  else
+    role_writer_seal(&env, k, bind0, 0, if_epoch, sigbuf);
   DELIVER(coord_on_msg, x->co, c, &env);
   return count(&x->f, c, ERROR) ? take(&x->f, c, ERROR) : take(&x->f, c, VOLUME);
 }
@@ -423,7 +429,32 @@ static void only_the_chosen_replica_takes_the_epoch(void **state)
   o.open_volume = &ov;
   DELIVER(coord_on_msg, x.c.co, m, &o);
   assert_int_equal(take(&x.c.f, m, ERROR)->error->code, ERR_STALE_EPOCH);
+  /* r2's key is public (its beats carry it): in r2's name with it, but
+   * without the proof that it holds it, refused. */
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)key_of("r2:1")->pk};
+  o.req = 83;
+  DELIVER(coord_on_msg, x.c.co, m, &o);
+  const Env *er = take(&x.c.f, m, ERROR);
+  assert_int_equal(er->error->code, ERR_AUTH);
+  assert_non_null(strstr(er->error->msg, "does not prove it holds"));
   assert_int_equal(open_at(&x.c, x.r2, "r2:1", 1, 0)->volume->epoch, 2);
+  /* So is the writer's (Volume answers carry it): its retry, unproved,
+   * would have moved the volume on and fenced the writer. */
+  ov.if_epoch = 2;
+  o.req = 84;
+  DELIVER(coord_on_msg, x.c.co, m, &o);
+  assert_int_equal(take(&x.c.f, m, ERROR)->error->code, ERR_AUTH);
+  assert_int_equal(x.c.co->vols[0]->epoch, 2);
+  /* A conditional open creates no volume (it would make its sender the
+   * first writer without the operator). */
+  ov.name = "w";
+  ov.create = 1;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, (uint8_t *)key_of("member:1")->pk};
+  o.req = 85;
+  role_writer_seal(&o, key_of("member:1"), bind0, 0, 2, sigbuf);
+  DELIVER(coord_on_msg, x.c.co, m, &o);
+  assert_int_equal(take(&x.c.f, m, ERROR)->error->code, ERR_NOT_FOUND);
+  assert_int_equal(x.c.co->nvols, 1);
   /* Its own retry (the same key, the epoch it took) is its own. */
   assert_int_equal(open_at(&x.c, x.r2, "r2:1", 2, 0)->volume->epoch, 3);
   coord_teardown(&x.c);

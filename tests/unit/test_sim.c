@@ -12,7 +12,10 @@
  * and a replica that reads past its VDL is caught. Those runs have failover
  * (sim/failover.c): promotions happen, old writers are fenced, nothing
  * acknowledged is lost, and a promotion that opens from an epoch the
- * volume has left (promote-no-if-epoch) is caught.
+ * volume has left (promote-no-if-epoch) is caught. The rogue member
+ * (sim/rogue.c, in the default mix) attacks with every request a role
+ * needs, and what it changes is only what the rules allow; its old
+ * writer's truncations catch trunc-unbounded-scan.
  *
  * AURALOG_SIM_SEEDS sets how many clean seeds to run (default 200).
  */
@@ -34,6 +37,9 @@
 #include "sim/world.h"
 
 #define ALL_FAULTS F_ALL
+/* The default mix before the rogue member joined it: the seeds below that
+ * once failed replay the schedules they failed with. */
+#define PRE_ROGUE (F_ALL & ~(1u << F_ROGUE))
 #define BUG_SEEDS 300            /* a planted bug must be caught within this many */
 
 static struct sim_opts opts(uint64_t seed, uint32_t faults, unsigned bugs)
@@ -96,6 +102,7 @@ static void a_few_hundred_seeds_find_nothing(void **state)
   const char *env = getenv("AURALOG_SIM_SEEDS");
   uint64_t n = env ? strtoull(env, NULL, 10) : 200;
   uint64_t tx = 0, acked = 0, reads = 0, recov = 0, nfaults = 0;
+  uint64_t rogue[RG_NKINDS][RG_NOUTCOMES] = {{0}}, sent = 0, refused = 0;
   for (uint64_t seed = 1; seed <= n; seed++) {
     struct sim_opts o = opts(seed, ALL_FAULTS, 0);
     struct sim_result r;
@@ -109,12 +116,34 @@ static void a_few_hundred_seeds_find_nothing(void **state)
     recov += r.recoveries;
     for (int k = 0; k < F_NKINDS; k++)
       nfaults += r.faults[k];
+    for (int k = 0; k < RG_NKINDS; k++)
+      for (int x = 0; x < RG_NOUTCOMES; x++)
+        rogue[k][x] += r.rogue[k][x];
   }
   printf("# %llu seeds: %llu transactions (%llu acknowledged), %llu reads checked, "
          "%llu recoveries, %llu faults, no violation\n", (unsigned long long)n,
          (unsigned long long)tx, (unsigned long long)acked, (unsigned long long)reads,
          (unsigned long long)recov, (unsigned long long)nfaults);
   assert_true(acked > n * 50 && recov > n && nfaults > n * 2);
+  /* The rogue member (sim/rogue.c) attacked with every kind, and what took
+   * effect is only what the rules allow: an old writer's truncation within
+   * the bound, a beat for an address no replica holds (rogue.c checks each
+   * and the shadow model the rest: a violation would have stopped a run). */
+  for (int k = 0; k < RG_NKINDS; k++) {
+    uint64_t m = 0;
+    for (int x = 0; x < RG_NOUTCOMES; x++)
+      m += rogue[k][x];
+    if (m == 0)
+      fail_msg("the rogue member never attacked with %s", rogue_names[k]);
+    if (k != RG_TRUNC_OLD && k != RG_BEAT)
+      assert_int_equal(rogue[k][RG_TAKEN], 0);
+    sent += m;
+    refused += rogue[k][RG_REFUSED];
+  }
+  printf("# the rogue member: %llu attacks, %llu refused, %llu old truncations taken within "
+         "the bound, no violation\n", (unsigned long long)sent, (unsigned long long)refused,
+         (unsigned long long)rogue[RG_TRUNC_OLD][RG_TAKEN]);
+  assert_true(sent > n * 5 && refused > sent / 2);
 }
 
 /* Seeds that once failed, each with what it found (replay: auralog sim
@@ -122,7 +151,7 @@ static void a_few_hundred_seeds_find_nothing(void **state)
 static const struct {
   uint64_t seed;
   const char *found;
-  const char *faults;        /* NULL: all */
+  const char *faults;        /* NULL: all, as it was then (PRE_ROGUE) */
 } once_failed[] = {
   /* A partition dropped a restarted node's Assign on a connection that
    * stayed up; the node never learned the coordinator's key, so it could
@@ -174,7 +203,7 @@ static void seeds_that_once_failed_pass(void **state)
   for (size_t i = 0; i < sizeof once_failed / sizeof once_failed[0]; i++) {
     struct sim_opts o = opts(once_failed[i].seed, once_failed[i].faults
                                                     ? fault(once_failed[i].faults)
-                                                    : ALL_FAULTS, 0);
+                                                    : PRE_ROGUE, 0);
     struct sim_result r;
     run(&o, &r);
     if (r.violations)
@@ -278,20 +307,19 @@ static void every_planted_bug_is_caught(void **state)
      * the damage under a read and catches this bug there. */
     if (b == BUG_STALE_VERSION)
       continue;
-    /* A scan carrying a forged range needs a member with a signed epoch
-     * that lies: no nemesis plays one yet. unit_truncbound plants this
-     * bug on a node and catches it there. */
-    if (b == BUG_TRUNC_UNBOUNDED_SCAN)
-      continue;
     uint64_t seed;
     struct sim_result r = {0};
     for (seed = 1; seed <= BUG_SEEDS; seed++) {
       /* no-page-check shows only when a node serves stale pages. */
       /* The replica's bugs need a replica in the world. */
       /* promote-no-if-epoch needs a promotion racing another open. */
+      /* trunc-unbounded-scan needs the rogue member (rogue.c) holding an
+       * old writer's key: writers that recover, then die. */
       int rep = b == BUG_REPLICA_PAST_VDL || b == BUG_NO_REPLICA_FLOOR;
       struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK        ? fault("stale-read")
                                      : b == BUG_PROMOTE_NO_IF_EPOCH ? fault("manual-failover")
+                                     : b == BUG_TRUNC_UNBOUNDED_SCAN
+                                       ? fault("rogue,recovery-crash,engine-crash")
                                      : rep                          ? F_ALL | F_REPLICAS
                                                                     : ALL_FAULTS,
                                1u << b);
@@ -408,10 +436,14 @@ static void failover_promotes_and_loses_nothing(void **state)
    * Seed 1's hash changed once since, with the same events: a few
    * messages grew when a writer's Appends began to carry the older
    * truncations its own rests on (Append.before) and GC to keep one that
-   * a newer one rests on (node/store_pages.c). */
+   * a newer one rests on (node/store_pages.c). All three changed when
+   * the rogue member (sim/rogue.c) joined the default mix: a schedule is
+   * drawn over one kind more, so each seed mixes other faults; and a
+   * segment's SegInfo grew (the VDLs it heard, its GC point: vfs/open.c
+   * checks a learned truncation against every segment's bound). */
   static const struct {
     uint64_t seed, hash;
-  } before[] = {{1, 0x7ac32719b3d45d24ull}, {2, 0xc52a94d23b4bee74ull}, {3, 0x4af34725787b0afcull}};
+  } before[] = {{1, 0xd1e5c2f4b00f3b7cull}, {2, 0x8f8aa5591b9db25dull}, {3, 0x386668f927124ac0ull}};
   for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
     struct sim_opts o = opts(before[i].seed, ALL_FAULTS, 0);
     struct sim_result r;
