@@ -520,7 +520,7 @@ void coord_tick(struct coord *co)
 
 /* ---- lab faults ---------------------------------------------------------- */
 
-static void reply_ok(struct coord *co, struct ep *c, uint64_t req)
+void coord_reply_ok(struct coord *co, struct ep *c, uint64_t req)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Ok ok = AURALOG__OK__INIT;
@@ -536,7 +536,7 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
   int hit = 0;
   /* What the CLI did itself (a kill, a start) or a lab mark: the journal's. */
   if (jn_fault_note(co, f)) {
-    reply_ok(co, c, req);
+    coord_reply_ok(co, c, req);
     return;
   }
   for (size_t i = 0; i < co->nnodes; i++) {
@@ -581,7 +581,7 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
     io_error(co->io, c, req, ERR_NOT_FOUND, why);
     return;
   }
-  reply_ok(co, c, req);
+  coord_reply_ok(co, c, req);
 }
 
 /* ---- engines ------------------------------------------------------------- */

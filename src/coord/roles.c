@@ -157,10 +157,5 @@ void coord_on_drop(struct coord *co, struct ep *c, uint64_t req, const Auralog__
   co->nvols--;
   loginfo("volume %s dropped by the operator (its segments stay on the nodes)", name);
   jn_event(co, "voldrop", "\"volume\":\"%s\"", name);
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__Ok ok = AURALOG__OK__INIT;
-  env.req = req;
-  env.body_case = AURALOG__ENVELOPE__BODY_OK;
-  env.ok = &ok;
-  io_send(co->io, c, &env);
+  coord_reply_ok(co, c, req);
 }
