@@ -339,9 +339,11 @@ static void bounded_everywhere(struct rcv *c)
 {
   const struct round *r1 = &c->cur;
   size_t keep = 0, n = c->ntr;
-  qsort(c->tr, n, sizeof *c->tr, by_epoch);
   struct trunc *all = malloc((n + 1) * sizeof *all);
-  memcpy(all, c->tr, n * sizeof *all);
+  if (n) {                   /* (c->tr is NULL when none: qsort's and memcpy's UB) */
+    qsort(c->tr, n, sizeof *c->tr, by_epoch);
+    memcpy(all, c->tr, n * sizeof *all);
+  }
   for (size_t j = 0; j < n; j++) {
     uint64_t base = 0;         /* the older ones kept, which the scan installs first */
     for (size_t x = 0; x < keep; x++)
