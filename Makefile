@@ -28,10 +28,10 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 
 GEN := $(B)/gen/auralog.pb-c.c
-CORE_SRC := src/wire.c src/auth.c src/proof.c src/keyfile.c src/journal.c src/record.c src/bugs.c src/rpc.c src/net.c src/netio.c src/lib/log.c src/lib/addr.c src/lib/conf.c src/lib/proc.c src/lib/hist.c src/lib/kmap.c \
+CORE_SRC := src/net/wire.c src/net/auth.c src/net/proof.c src/net/keyfile.c src/journal.c src/record.c src/bugs.c src/net/rpc.c src/net/net.c src/net/netio.c src/lib/log.c src/lib/addr.c src/lib/conf.c src/lib/proc.c src/lib/hist.c src/lib/kmap.c \
             $(sort $(wildcard src/node/*.c)) $(sort $(wildcard src/sim/*.c)) \
             src/coord/placement.c src/coord/meta.c src/coord/coord.c src/coord/roles.c src/coord/failover.c src/coord/segstats.c src/coord/hold.c src/coord/journal.c src/coord/jreplica.c src/coord/main.c src/coord/http.c src/coord/history.c \
-            src/cluster.c src/members.c src/fault.c src/failover.c src/fobench.c src/status.c src/status_log.c src/sqlcli.c src/sqlwords.c src/locate.c src/lab.c src/lab/history.c src/lab/check.c src/lab/check_reads.c src/lab/check_segment.c src/lab/check_replicas.c src/lab/check_measure.c src/lab/rundir.c src/lab/timeline.c src/lab/impl.c src/lab/handout.c src/lab/grade.c src/viz.c src/viz_sim.c \
+            src/cli/cluster.c src/cli/members.c src/cli/fault.c src/cli/failover.c src/cli/fobench.c src/cli/status.c src/cli/status_log.c src/cli/sqlcli.c src/cli/sqlwords.c src/cli/locate.c src/cli/lab.c src/lab/history.c src/lab/check.c src/lab/check_reads.c src/lab/check_segment.c src/lab/check_replicas.c src/lab/check_measure.c src/lab/rundir.c src/lab/timeline.c src/lab/impl.c src/lab/handout.c src/lab/grade.c src/cli/viz.c src/cli/viz_sim.c \
             src/vfs/diff.c src/vfs/quorum.c src/vfs/cache.c src/vfs/recovery.c src/vfs/vcore.c src/vfs/volume.c src/vfs/ship.c src/vfs/read.c src/vfs/pagelsn.c src/vfs/report.c src/vfs/open.c \
             src/vfs/vfs.c src/vfs/journal.c src/vfs/vfsreg.c src/vfs/engine.c src/vfs/worker.c src/vfs/sandbox.c src/vfs/probe.c src/vfs/lease.c src/vfs/countvfs.c src/vfs/stages.c src/vfs/rapply.c src/vfs/rvol.c src/vfs/feed.c src/vfs/replica.c src/vfs/promote.c \
             src/bench/common.c src/bench/limit.c src/bench/breakdown.c src/bench/bench.c src/bench/report.c src/bench/group.c src/bench/note.c src/bench/workload.c src/bench/append.c src/bench/recovery.c src/bench/recsys.c src/bench/replicas.c

@@ -29,7 +29,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "auth.h"
+#include "net/auth.h"
 
 #define JOURNAL_MAC_BYTES 32
 

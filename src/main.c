@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "roles.h"
 

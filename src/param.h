@@ -108,7 +108,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define HTTP_LINGER_MS   1000        /* after the last answer, wait this long for the client's close */
 #define HTTP_CONNS_MAX   64          /* connections open at once; one more closes the oldest idle one */
 
-/* Wire (src/wire.c). */
+/* Wire (src/net/wire.c). */
 #define FRAME_MAX     (16u << 20)   /* largest frame accepted, checked before allocating */
 
 /* Connections (net.c): what one peer may hold of a process. A peer that
@@ -208,7 +208,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define HOTLOG_CHECKPOINT (32ull << 20) /* checkpoint (sync lmdb, restart the log) past this many bytes; bounds replay at start */
 #define CHECKPOINT_MS     1000          /* ... and this long after the last one, if anything is new */
 
-/* Client side (src/rpc.c, CLI). */
+/* Client side (src/net/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
 #define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */
 #define SQL_WAIT_MS     30000   /* `auralog sql` waits this long for a writer (or replica) by default (--wait): a failover takes WRITER_LOST_MS, a beat and a recovery */

@@ -15,7 +15,7 @@
 #include "param.h"
 #include "bugs.h"
 #include "record.h"
-#include "wire.h"
+#include "net/wire.h"
 
 static uLong crc_u64(uLong c, uint64_t v)
 {

@@ -29,7 +29,7 @@
 #include "param.h"
 #include "record.h"
 #include "roles.h"
-#include "rpc.h"
+#include "net/rpc.h"
 #include "bench/bench.h"
 
 struct client {

@@ -47,11 +47,11 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
-#include "status.h"
+#include "cli/status.h"
 
 #include "bench/bench_int.h"
 

@@ -26,7 +26,7 @@
 #include <sys/types.h>
 
 #include "lib/hist.h"
-#include "rpc.h"
+#include "net/rpc.h"
 #include "vfs/stages.h"
 
 int bench_append_main(int argc, char **argv);

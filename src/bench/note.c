@@ -26,7 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench/bench_int.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/conf.h"
 
 /* A condition the journal can quote (wire.c's text_ok): printable, no

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 
 #include "bench/bench.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 #define ROWS       12000    /* 3000 pages of 4 KiB: under CACHE_PAGES, so the
                                engine writes without reading back from storage */

@@ -32,7 +32,7 @@
 #include "bench/recovery_int.h"
 #include "lib/log.h"
 #include "param.h"
-#include "status.h"
+#include "cli/status.h"
 
 /* ---- the workload ----------------------------------------------------------- */
 

@@ -48,10 +48,10 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "param.h"
-#include "status.h"
+#include "cli/status.h"
 
 #define MAXEP 3                  /* the writer and two replicas */
 #define MAXLAG 8                 /* client counts of the lag part */

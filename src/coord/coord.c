@@ -49,7 +49,7 @@
 #include "record.h"
 #include "lib/log.h"
 #include "param.h"
-#include "status.h"
+#include "cli/status.h"
 
 static struct cnode *node_find(struct coord *co, const char *id)
 {

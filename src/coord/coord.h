@@ -18,8 +18,8 @@
 #define AURALOG_COORD_H
 
 #include "coord/meta.h"
-#include "auth.h"
-#include "io.h"
+#include "net/auth.h"
+#include "net/io.h"
 #include "param.h"
 
 struct cnode {

@@ -20,7 +20,7 @@
  * WriterReq and Failover (all answered with Writer; a client's WriterReq
  * also learns the replicas serving reads now, Writer.replicas, so that
  * every command finds writer and replicas by role at the moment it acts,
- * src/locate.c), fo_tick every
+ * src/cli/locate.c), fo_tick every
  * coordinator tick, fo_status for status (the writer's silence, a
  * promotion under way, the last failover and how long it took).
  *
@@ -67,7 +67,7 @@
 #include "coord/coord.h"
 #include "lib/log.h"
 #include "param.h"
-#include "proof.h"
+#include "net/proof.h"
 
 struct fo_rep {
   char addr[ADDR_MAX_LEN + 1];

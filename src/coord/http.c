@@ -38,7 +38,7 @@
 #include "lib/addr.h"
 #include "lib/log.h"
 #include "param.h"
-#include "wire.h"
+#include "net/wire.h"
 
 
 /* The page, embedded by the build (xxd -i tools/viz/dashboard.html). */

@@ -17,9 +17,9 @@
 #include "coord/http.h"
 #include "journal.h"
 #include "lib/addr.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
-#include "netio.h"
+#include "net/netio.h"
 #include "param.h"
 #include "roles.h"
 

@@ -14,7 +14,7 @@
 #define AURALOG_META_H
 
 #include "node/kv.h"
-#include "wire.h"
+#include "net/wire.h"
 
 struct meta {
   struct kv *kv;

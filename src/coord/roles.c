@@ -45,7 +45,7 @@
 #include "coord/coord.h"
 #include "lib/log.h"
 #include "param.h"
-#include "proof.h"
+#include "net/proof.h"
 
 int coord_op(struct coord *co, struct ep *c, const Env *env)
 {

@@ -22,8 +22,8 @@
 
 #include "lib/conf.h"
 #include "lab/lab.h"
-#include "rpc.h"
-#include "status.h"
+#include "net/rpc.h"
+#include "cli/status.h"
 
 void ok(struct labctx *x, int good, const char *fmt, ...)
 {

@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "journal.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lab/lab.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 int is(const cJSON *e, const char *kind)
 {

@@ -36,8 +36,8 @@
 #include <graphviz/gvc.h>
 
 #include "lab/lab.h"
-#include "status.h"
-#include "viz.h"
+#include "cli/status.h"
+#include "cli/viz.h"
 
 #define RD_LOG_LINES 200
 

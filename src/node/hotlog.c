@@ -81,7 +81,7 @@
 
 #include "lib/log.h"
 #include "node/hotlog.h"
-#include "wire.h"
+#include "net/wire.h"
 
 #define HL_MAGIC 0x41484C31u /* "AHL1" */
 

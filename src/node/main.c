@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "lib/addr.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
-#include "netio.h"
+#include "net/netio.h"
 #include "node/node.h"
 #include "param.h"
 #include "roles.h"

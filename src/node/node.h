@@ -19,8 +19,8 @@
 #ifndef AURALOG_NODE_H
 #define AURALOG_NODE_H
 
-#include "auth.h"
-#include "io.h"
+#include "net/auth.h"
+#include "net/io.h"
 #include "lib/kmap.h"
 #include "node/segment.h"
 #include "node/store.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "node/segment.h"
-#include "wire.h"
+#include "net/wire.h"
 
 void seg_init(struct segment *s, uint64_t volume_id, uint32_t pg,
               uint32_t first_page, uint32_t npages, uint32_t page_size)

@@ -74,7 +74,7 @@
 #include "node/hotlog.h"
 #include "node/store_int.h"
 #include "param.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* A kv error as the node reports it. A full disk or map says which, and
  * how much room is left, when the kv knows (kv_lmdb.c): "disk full (4096

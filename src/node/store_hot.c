@@ -20,7 +20,7 @@
 #include "node/hotlog.h"
 #include "node/store_int.h"
 #include "param.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* ---- the hot log's frames -------------------------------------------------- */
 

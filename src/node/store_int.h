@@ -17,7 +17,7 @@
 
 #include "node/hotlog.h"
 #include "node/store.h"
-#include "wire.h"
+#include "net/wire.h"
 
 static inline void seg_key(uint8_t k[12], uint64_t vol, uint32_t pg)
 {

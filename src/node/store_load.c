@@ -18,7 +18,7 @@
 #include "lib/log.h"
 #include "node/store_int.h"
 #include "param.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* Does txn hold the record (s, lsn)? If so and epoch is not NULL, *epoch
  * is the stored record's epoch (0 if it cannot be read). */

@@ -65,7 +65,7 @@
 #include <string.h>
 
 #include "param.h"
-#include "proof.h"
+#include "net/proof.h"
 #include "sim/simint.h"
 
 #define COORD_ADDR "coord:1"

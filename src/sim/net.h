@@ -79,7 +79,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io.h"
+#include "net/io.h"
 #include "sim/clock.h"
 #include "sim/rng.h"
 

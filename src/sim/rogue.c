@@ -60,7 +60,7 @@
 #include <string.h>
 
 #include "param.h"
-#include "proof.h"
+#include "net/proof.h"
 #include "sim/rogue.h"
 
 const char *const rogue_names[RG_NKINDS] = {

@@ -5,7 +5,7 @@
 #ifndef AURALOG_SIM_SIMINT_H
 #define AURALOG_SIM_SIMINT_H
 
-#include "auth.h"
+#include "net/auth.h"
 #include "coord/coord.h"
 #include "node/node.h"
 #include "sim/hfile.h"

@@ -19,7 +19,7 @@
 
 #include "lib/log.h"
 #include "param.h"
-#include "proof.h"
+#include "net/proof.h"
 #include "sim/simint.h"
 
 #define COORD_ADDR "coord:1"

@@ -61,15 +61,15 @@
 #include <time.h>
 
 #include "lib/addr.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
 #include "roles.h"
 #include "vfs/engine_int.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* A client's side of the loop: its connection, and its requests not yet
  * handed to a thread. One runs at a time, so that they run in order on

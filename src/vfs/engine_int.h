@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
 #include "vfs/lease.h"
 #include "vfs/rvol.h"

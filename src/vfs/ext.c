@@ -9,7 +9,7 @@
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "vfs/vfs.h"
 

@@ -40,7 +40,7 @@
 
 #include "lib/hist.h"
 #include "lib/log.h"
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
 #include "record.h"
 #include "vfs/engine_int.h"

@@ -18,9 +18,9 @@
 #include <pthread.h>
 
 #include "lib/log.h"
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
-#include "rpc.h"
+#include "net/rpc.h"
 #include "vfs/engine_int.h"
 #include "vfs/lease.h"
 #include "vfs/volume.h"

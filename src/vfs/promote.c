@@ -44,9 +44,9 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
-#include "proof.h"
+#include "net/proof.h"
 #include "vfs/engine_int.h"
 #include "vfs/rvol.h"
 

@@ -30,16 +30,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/addr.h"
 #include "lib/log.h"
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
 #include "roles.h"
 #include "vfs/engine_int.h"
 #include "vfs/rvol.h"
 #include "vfs/vfs.h"
-#include "wire.h"
+#include "net/wire.h"
 
 static struct {
   char addr[ADDR_MAX_LEN + 1];    /* where it serves SQL */

@@ -84,7 +84,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire.h"
+#include "net/wire.h"
 
 struct rvol;
 

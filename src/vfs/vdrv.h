@@ -15,8 +15,8 @@
 #include <time.h>
 #include <uv.h>
 
-#include "net.h"
-#include "netio.h"
+#include "net/net.h"
+#include "net/netio.h"
 #include "vfs/volume_int.h"
 
 struct vdrv {

@@ -43,7 +43,7 @@
 #include "vfs/vfs.h"
 #include "vfs/vfs_int.h"
 #include "vfs/volume.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* ---- main database: pages --------------------------------------------------- */
 

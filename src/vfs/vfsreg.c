@@ -25,7 +25,7 @@
 #include "vfs/vfs.h"
 #include "vfs/vfs_int.h"
 #include "vfs/volume.h"
-#include "wire.h"
+#include "net/wire.h"
 
 static sqlite3_vfs *base_vfs;
 pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;

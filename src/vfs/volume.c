@@ -21,11 +21,11 @@
 #include <sodium.h>
 
 #include "lib/log.h"
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
 #include "record.h"
-#include "proof.h"
-#include "rpc.h"
+#include "net/proof.h"
+#include "net/rpc.h"
 #include "vfs/quorum.h"
 #include "vfs/volume.h"
 #include "vfs/vdrv.h"

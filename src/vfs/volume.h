@@ -34,7 +34,7 @@
 #include "param.h"
 #include "vfs/diff.h"
 #include "auralog.pb-c.h"
-#include "auth.h"
+#include "net/auth.h"
 
 struct volume;
 

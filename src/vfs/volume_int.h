@@ -17,8 +17,8 @@
 #ifndef AURALOG_VOLUME_INT_H
 #define AURALOG_VOLUME_INT_H
 
-#include "auth.h"
-#include "io.h"
+#include "net/auth.h"
+#include "net/io.h"
 #include "lib/kmap.h"
 #include "param.h"
 #include "record.h"

@@ -63,7 +63,7 @@
 #include "vfs/sandbox.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* ---- the statement timeout ------------------------------------------------ */
 

@@ -22,10 +22,10 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "param.h"
-#include "rpc.h"
-#include "wire.h"
+#include "net/rpc.h"
+#include "net/wire.h"
 
 const char *bin;
 char dir[256];

@@ -5,7 +5,7 @@
  * recovery interrupted after its first truncation, a Truncate in the same
  * write as an Append, records with odd fields or ranges, absurd VDLs.
  *
- * Everything blocks with a deadline (src/rpc.h). Replies are returned as
+ * Everything blocks with a deadline (src/net/rpc.h). Replies are returned as
  * they come, Error envelopes included: the test decides what is right.
  */
 #ifndef AURALOG_PEER_H
@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "record.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 /* OpenVolume on the coordinator: create it if asked (page_size 0: the
  * default); writer takes a new epoch, which fences the running engine on

@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "net/auth.h"
 #include "harness.h"
 #include "lib/log.h"
 #include "param.h"

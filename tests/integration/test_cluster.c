@@ -28,7 +28,7 @@
 #include "param.h"
 #include "record.h"
 #include "peer.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 static Auralog__Volume *vol;     /* volume "it" as opened by the tests */
 

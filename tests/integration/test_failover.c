@@ -48,12 +48,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "failover.h"
+#include "cli/failover.h"
 #include "harness.h"
 #include "lib/log.h"
 #include "param.h"
-#include "proof.h"
-#include "rpc.h"
+#include "net/proof.h"
+#include "net/rpc.h"
 
 /* The failover bound the campaign holds the cluster to: detection, a
  * beat, the promoted replica's open and recovery, the client's retry. */

@@ -47,7 +47,7 @@
 #include "harness.h"
 #include "lib/log.h"
 #include "param.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 static char rw[64], rc[64];              /* replica W (warn), replica C (cancel) */
 static pid_t pw, pc;

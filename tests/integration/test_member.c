@@ -39,9 +39,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "net/auth.h"
 #include "harness.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "param.h"
 #include "peer.h"

@@ -44,7 +44,7 @@
 #include "harness.h"
 #include "lib/log.h"
 #include "param.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 static char replica[64];
 static struct rpc W, R;                 /* to the writer, to the replica */

@@ -1,6 +1,6 @@
 /*
  * Integration: the commands find the writer and the replicas by role,
- * through the coordinator, at the moment they act (src/locate.c;
+ * through the coordinator, at the moment they act (src/cli/locate.c;
  * sqlcli.c, fault.c), on a real cluster with two replicas and failover on
  * (as a user gets it).
  *
@@ -49,11 +49,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "failover.h"
+#include "cli/failover.h"
 #include "harness.h"
 #include "lib/log.h"
 #include "param.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 #define ROUNDS 10               /* failovers the client loop goes through */
 #define MAXOP 100000

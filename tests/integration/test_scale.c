@@ -30,9 +30,9 @@
 #include "harness.h"
 #include "param.h"
 #include "record.h"
-#include "rpc.h"
+#include "net/rpc.h"
 #include "vfs/volume.h"
-#include "wire.h"
+#include "net/wire.h"
 
 static double now_s(void)
 {

@@ -13,7 +13,7 @@
 #include "coord/coord.h"
 #include "lib/log.h"
 #include "node/node.h"
-#include "proof.h"
+#include "net/proof.h"
 #include "record.h"
 #include "sim/disk.h"
 

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "io.h"
+#include "net/io.h"
 #include "param.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* Volume VOL, of PSIZE-byte pages; node i of the six is ids[i], in AZ
  * azs[i], at addrs[i]. */

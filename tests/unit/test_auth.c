@@ -1,6 +1,6 @@
 /*
  * test_auth.c: the cluster key's proofs, frame tags and signatures
- * (src/auth.c), as a peer trying to get in without the key would try them:
+ * (src/net/auth.c), as a peer trying to get in without the key would try them:
  *
  *  - a proof made with another key, reflected (the listener's proof sent
  *    back as the connector's), or relayed (made for a listener on another
@@ -26,8 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "keyfile.h"
+#include "net/auth.h"
+#include "net/keyfile.h"
 #include "lib/addr.h"
 
 static void key_of(struct auth_key *k, uint8_t b)

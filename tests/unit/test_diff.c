@@ -36,7 +36,7 @@
 
 #include "param.h"
 #include "record.h"
-#include "wire.h"
+#include "net/wire.h"
 #include "vfs/diff.h"
 
 static void rng_fill(uint64_t *s, uint8_t *p, size_t n)

@@ -48,7 +48,7 @@
 #include "record.h"
 #include "sim/disk.h"
 #include "sim/hfile.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* ---- frames ------------------------------------------------------------------ */
 

@@ -43,7 +43,7 @@
 #include "node/store.h"
 #include "record.h"
 #include "sim/disk.h"
-#include "wire.h"
+#include "net/wire.h"
 
 #include "kv_util.h"
 

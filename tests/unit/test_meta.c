@@ -34,7 +34,7 @@
 
 #include "coord/meta.h"
 #include "sim/disk.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* ---- the backends ---------------------------------------------------------- */
 

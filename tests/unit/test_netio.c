@@ -1,5 +1,5 @@
 /*
- * test_netio.c: the real driver's struct io (src/netio.c), tried as a core
+ * test_netio.c: the real driver's struct io (src/net/netio.c), tried as a core
  * uses it: a connect that fails at once (here, to an unreachable network)
  * reports its on_down after the core's call, from the next loop turn,
  * never from inside the call. A core, and a driver's lock held around it
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "netio.h"
+#include "net/netio.h"
 
 struct fake {
   int inside;                /* in a call into the io */

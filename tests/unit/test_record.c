@@ -28,7 +28,7 @@
 
 #include "param.h"
 #include "record.h"
-#include "wire.h"
+#include "net/wire.h"
 
 #define MAXR 8
 

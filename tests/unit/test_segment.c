@@ -34,7 +34,7 @@
 
 #include "param.h"
 #include "record.h"
-#include "wire.h"
+#include "net/wire.h"
 #include "node/segment.h"
 #include "node/store.h"
 #include <unistd.h>

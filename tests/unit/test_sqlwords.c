@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "sqlwords.h"
+#include "cli/sqlwords.h"
 
 static void reads_are_few(void **state)
 {

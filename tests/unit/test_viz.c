@@ -1,5 +1,5 @@
 /*
- * test_viz.c: the drawing of a cluster (`auralog viz`, src/viz.c).
+ * test_viz.c: the drawing of a cluster (`auralog viz`, src/cli/viz.c).
  *
  * Builds the Status a coordinator would send for a six-node cluster over
  * AZs A, B and C with two PGs, one node down, one partitioned and one
@@ -25,7 +25,7 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
-#include "viz.h"
+#include "cli/viz.h"
 
 /* ---- a synthetic status --------------------------------------------------- */
 /* (see log_edge_is_drawn for the pending records, a hole, an old epoch and

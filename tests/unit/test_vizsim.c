@@ -1,6 +1,6 @@
 /*
  * test_vizsim.c: the timeline of a simulator trace (`auralog viz
- * --sim-trace`, src/viz_sim.c).
+ * --sim-trace`, src/cli/viz_sim.c).
  *
  * A hand-written trace in the format of `auralog sim --trace`: writer 0
  * starts and serves in epoch 1, SCLs and the VDL move, AZ B goes down for
@@ -34,7 +34,7 @@
 #include <graphviz/gvc.h>
 
 #include "roles.h"
-#include "viz.h"
+#include "cli/viz.h"
 
 static const char sample[] =
   "       0 net connect A1:1 coord:1 0 0\n"

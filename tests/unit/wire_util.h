@@ -17,7 +17,7 @@
 
 #include "param.h"
 #include "record.h"
-#include "wire.h"
+#include "net/wire.h"
 
 /* A record with up to 4 ranges, all storage inside. */
 struct trec {

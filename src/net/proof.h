@@ -27,8 +27,8 @@
 #define AURALOG_PROOF_H
 
 #include <stdint.h>
-#include "auth.h"
-#include "wire.h"
+#include "net/auth.h"
+#include "net/wire.h"
 
 /* What env asks that only the operator may: a short phrase for errors
  * ("open a volume as its writer"), or NULL if anyone may. */

@@ -51,16 +51,16 @@
 #include <unistd.h>
 
 #include "coord/http.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "lib/proc.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
-#include "status.h"
+#include "net/rpc.h"
+#include "cli/status.h"
 
-#include "cluster.h"
-#include "failover.h"
+#include "cli/cluster.h"
+#include "cli/failover.h"
 
 static const char *node_names[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 

@@ -5,7 +5,7 @@
 #define AURALOG_STATUS_H
 
 #include <stdio.h>
-#include "wire.h"
+#include "net/wire.h"
 
 /* Ask the coordinator at coord for the status of volume. Returns the reply
  * (body status; free with wire_free) or NULL with a reason in why. */

@@ -19,8 +19,8 @@
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
-#include "status.h"
+#include "net/rpc.h"
+#include "cli/status.h"
 
 Env *status_fetch(const char *coord, const char *volume, char *why, size_t whylen)
 {

@@ -6,10 +6,10 @@
 
 #include <sodium.h>
 
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/addr.h"
 #include "lib/log.h"
-#include "net.h"
+#include "net/net.h"
 #include "param.h"
 
 #define READ_CHUNK (64 << 10)

@@ -47,7 +47,7 @@
 #define AURALOG_IO_H
 
 #include <stdint.h>
-#include "wire.h"
+#include "net/wire.h"
 
 struct ep;
 

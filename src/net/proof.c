@@ -11,7 +11,7 @@
  */
 #include <stdlib.h>
 
-#include "proof.h"
+#include "net/proof.h"
 
 const char *role_needs_op(const Env *env)
 {

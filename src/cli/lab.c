@@ -31,15 +31,15 @@
 #include <cjson/cJSON.h>
 
 #include "lib/conf.h"
-#include "failover.h"
-#include "keyfile.h"
+#include "cli/failover.h"
+#include "net/keyfile.h"
 #include "lab/impl.h"
 #include "lab/lab.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
-#include "status.h"
+#include "net/rpc.h"
+#include "cli/status.h"
 
 /* The member that writes now: after a failover (on by default) a former
  * replica, not the engine cluster.json names. The coordinator says; if it

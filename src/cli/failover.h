@@ -9,7 +9,7 @@
 #define AURALOG_FAILOVER_H
 
 #include <stddef.h>
-#include "wire.h"
+#include "net/wire.h"
 
 /* Ask the coordinator at coord who writes volume: the Writer answer (the
  * caller wire_free's the envelope; its ->writer), or NULL with why. */

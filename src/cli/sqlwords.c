@@ -5,7 +5,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "sqlwords.h"
+#include "cli/sqlwords.h"
 
 /* The first word of each statement in text (blanks, comments and quoted
  * text skipped; an empty statement has none), upper-cased, to f, with the

@@ -56,11 +56,11 @@
 #include "lib/addr.h"
 #include "lib/conf.h"
 #include "lib/log.h"
-#include "locate.h"
-#include "sqlwords.h"
+#include "cli/locate.h"
+#include "cli/sqlwords.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 #define SQL_TIMEOUT_MS 120000   /* a long statement may take a while */
 #define POLL_MS 100             /* between two questions to the coordinator while waiting */

@@ -29,7 +29,7 @@
 
 #include <sodium.h>
 
-#include "keyfile.h"
+#include "net/keyfile.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct auth_key the_key;

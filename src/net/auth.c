@@ -9,7 +9,7 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "auth.h"
+#include "net/auth.h"
 
 int auth_init(void)
 {

@@ -13,8 +13,8 @@
 #define AURALOG_NETIO_H
 
 #include <uv.h>
-#include "io.h"
-#include "net.h"
+#include "net/io.h"
+#include "net/net.h"
 
 struct netio {
   struct io io;

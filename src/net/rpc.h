@@ -10,8 +10,8 @@
 #define AURALOG_RPC_H
 
 #include <stddef.h>
-#include "auth.h"
-#include "wire.h"
+#include "net/auth.h"
+#include "net/wire.h"
 
 struct rpc {
   int fd;

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "viz.h"
+#include "cli/viz.h"
 
 #define VS_COLS   32      /* time columns at most */
 #define VS_L      32      /* lanes: writers and storage nodes */

@@ -4,7 +4,7 @@
 #ifndef AURALOG_VIZ_H
 #define AURALOG_VIZ_H
 
-#include "wire.h"
+#include "net/wire.h"
 
 /* The DOT text of a drawing of st: AZs, nodes, segments with their SCL,
  * the engine's VDL and VCL, each PG's log tail and the truncations. Pure

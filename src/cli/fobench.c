@@ -31,12 +31,12 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "failover.h"
+#include "cli/failover.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
-#include "status.h"
+#include "net/rpc.h"
+#include "cli/status.h"
 
 #define CLIENT_TIMEOUT_MS 2000   /* the client's request timeout (a frozen writer answers nothing) */
 

@@ -30,9 +30,9 @@
 #define AURALOG_NET_H
 
 #include <uv.h>
-#include "auth.h"
-#include "io.h"
-#include "wire.h"
+#include "net/auth.h"
+#include "net/io.h"
+#include "net/wire.h"
 
 struct conn;
 typedef void (*conn_msg_fn)(struct conn *c, const Env *env);

@@ -34,9 +34,9 @@
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
-#include "status.h"
-#include "viz.h"
+#include "net/rpc.h"
+#include "cli/status.h"
+#include "cli/viz.h"
 
 /* How much one picture holds before it summarises: past these, a drawing
  * stops being readable at a glance. */

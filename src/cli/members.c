@@ -21,13 +21,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "lib/proc.h"
 #include "param.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
-#include "cluster.h"
+#include "cli/cluster.h"
 
 /* Threads of pid still listed in /proc (0 if it is gone). */
 static int threads(pid_t pid)

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "status.h"
+#include "cli/status.h"
 
 /* The segments of pg that acks names ("A1 B2 C1"), into buf. */
 static const char *acked_by(const Auralog__Status *st, uint32_t pg, uint32_t acks, char *buf,

@@ -16,13 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "failover.h"
+#include "cli/cluster.h"
+#include "cli/failover.h"
 #include "lib/addr.h"
 #include "lib/log.h"
 #include "param.h"
 #include "roles.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 Env *fo_writer(const char *coord, const char *volume, char *why, size_t whylen)
 {

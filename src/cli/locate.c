@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "lib/addr.h"
-#include "locate.h"
-#include "rpc.h"
+#include "cli/locate.h"
+#include "net/rpc.h"
 
 /* Address order: IPv4 address, then port; one that does not parse last. */
 static int addr_cmp(const void *a, const void *b)

@@ -15,8 +15,8 @@
 
 #include "param.h"
 #include "record.h"
-#include "auth.h"
-#include "wire.h"
+#include "net/auth.h"
+#include "net/wire.h"
 
 static const char *errnames[] = {
   "ok", "bad frame", "bad message", "unknown segment", "stale epoch",

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "netio.h"
+#include "net/netio.h"
 
 static void conn_msg(struct conn *c, const Env *env)
 {

@@ -25,12 +25,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster.h"
-#include "failover.h"
-#include "locate.h"
+#include "cli/cluster.h"
+#include "cli/failover.h"
+#include "cli/locate.h"
 #include "lib/log.h"
 #include "roles.h"
-#include "rpc.h"
+#include "net/rpc.h"
 
 static struct member *member(struct cluster *cl, const char *name)
 {

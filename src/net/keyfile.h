@@ -17,7 +17,7 @@
 #define AURALOG_KEYFILE_H
 
 #include <stddef.h>
-#include "auth.h"
+#include "net/auth.h"
 
 int key_create(const char *path, char *why, size_t whylen);
 int key_read(const char *path, struct auth_key *k, char *why, size_t whylen);

@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "lib/addr.h"
-#include "keyfile.h"
+#include "net/keyfile.h"
 #include "lib/log.h"
 #include "param.h"
-#include "proof.h"
-#include "rpc.h"
+#include "net/proof.h"
+#include "net/rpc.h"
 
 static int send_bytes(struct rpc *r, const void *buf, size_t len);
 
