@@ -2,9 +2,13 @@
  * journal.c: the cluster's event journal on disk: MAC-chained JSON lines
  * (the format and what the MAC does and does not stop: journal.h). The
  * coordinator's driver appends (coord/main.c); `auralog lab check` reads.
+ * The MAC key is the coordinator's own, journal.key beside the journal:
+ * random, made once, never derived from the cluster key.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +20,46 @@
 
 static const char MAC_TAG[] = ",\"mac\":\"";
 
-/* The journal's own key, derived from the cluster key: a MAC made here
- * can never pass for a frame's or a proof's. */
-static void derive(uint8_t out[32], const struct auth_key *k)
+/* path's directory's journal.key into key: made (random, 0600) if create
+ * and there is none. 0, or -1 with why. */
+static int key_at(const char *path, uint8_t key[32], int create, char *why, size_t whylen)
 {
-  static const char label[] = "auralog journal v1";
-  crypto_generichash(out, 32, (const uint8_t *)label, sizeof label, k->k, sizeof k->k);
+  char copy[PATH_MAX], kp[PATH_MAX + 16];
+  snprintf(copy, sizeof copy, "%s", path);
+  snprintf(kp, sizeof kp, "%s/journal.key", dirname(copy));
+  int fd = open(kp, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && create) {
+    if (sodium_init() < 0) {
+      snprintf(why, whylen, "libsodium will not start");
+      return -1;
+    }
+    randombytes_buf(key, 32);
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.%d", kp, (int)getpid());
+    int w = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (w < 0 || write(w, key, 32) != 32 || fsync(w) != 0 || close(w) != 0 ||
+        rename(tmp, kp) != 0) {
+      snprintf(why, whylen, "cannot make %s: %s", kp, strerror(errno));
+      return -1;
+    }
+    return 0;
+  }
+  if (fd < 0 || read(fd, key, 32) != 32) {
+    snprintf(why, whylen, "the journal's key %s: %s", kp, fd < 0 ? strerror(errno) : "short");
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+void journal_key_id(const uint8_t key[32], char out[17])
+{
+  static const char label[] = "auralog journal key id";
+  uint8_t h[8];
+  crypto_generichash(h, sizeof h, (const uint8_t *)label, sizeof label, key, 32);
+  sodium_bin2hex(out, 17, h, sizeof h);
 }
 
 static void line_mac(const uint8_t key[32], const uint8_t prev[JOURNAL_MAC_BYTES],
@@ -57,7 +95,6 @@ static int scan(const char *path, const uint8_t key[32], cJSON *arr, int *bad,
                 uint8_t prev[JOURNAL_MAC_BYTES], uint64_t *seq)
 {
   FILE *f = fopen(path, "r");
-  memset(prev, 0, JOURNAL_MAC_BYTES);
   *seq = 0;
   *bad = 0;
   if (f == NULL)
@@ -93,11 +130,12 @@ static int scan(const char *path, const uint8_t key[32], cJSON *arr, int *bad,
   return 0;
 }
 
-int journal_open(struct journal *j, const char *path, const struct auth_key *k,
-                 char *why, size_t whylen)
+int journal_open(struct journal *j, const char *path, char *why, size_t whylen)
 {
   int bad;
-  derive(j->key, k);
+  if (key_at(path, j->key, 1, why, whylen) != 0)
+    return -1;
+  memset(j->prev, 0, sizeof j->prev);
   if (scan(path, j->key, NULL, &bad, j->prev, &j->seq) != 0) {
     snprintf(why, whylen, "journal %s: %s", path, strerror(errno));
     return -1;
@@ -149,12 +187,16 @@ void journal_close(struct journal *j)
   j->fd = -1;
 }
 
-cJSON *journal_read(const char *path, const struct auth_key *k, int *bad,
-                    char *why, size_t whylen)
+cJSON *journal_read_key(const char *path, const uint8_t key[32],
+                        const uint8_t anchor[JOURNAL_MAC_BYTES], int *bad, char *why,
+                        size_t whylen)
 {
-  uint8_t key[32], prev[JOURNAL_MAC_BYTES];
+  uint8_t prev[JOURNAL_MAC_BYTES];
   uint64_t seq;
-  derive(key, k);
+  if (anchor)
+    memcpy(prev, anchor, sizeof prev);
+  else
+    memset(prev, 0, sizeof prev);
   cJSON *arr = cJSON_CreateArray();
   if (scan(path, key, arr, bad, prev, &seq) != 0) {
     snprintf(why, whylen, "cannot read the journal %s: %s", path, strerror(errno));
@@ -162,4 +204,11 @@ cJSON *journal_read(const char *path, const struct auth_key *k, int *bad,
     return NULL;
   }
   return arr;
+}
+
+cJSON *journal_read(const char *path, uint8_t key[32], int *bad, char *why, size_t whylen)
+{
+  if (key_at(path, key, 0, why, whylen) != 0)
+    return NULL;
+  return journal_read_key(path, key, NULL, bad, why, whylen);
 }

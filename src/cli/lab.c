@@ -9,12 +9,17 @@
  * the steps, and `lab check N` grades what happened since (lab/check.c,
  * from the coordinator's journal and the cluster's state) and the answers
  * file (DIR/labs/labNN-answers.txt, "key: value" lines, every value a
- * number or one word). `lab run N` runs run.sh against the local cluster:
- * the instructor's demo, marked as such in the journal (it never counts
- * as a student's work); it writes the reference answers, computed from
- * the demo's own history, to --answers FILE or prints them, and never
- * touches the student's answers file. Each check leaves a run directory
- * (lab/rundir.c) with what it read and printed.
+ * number or one word). `lab start N` names the student (--student ID,
+ * $AURALOG_STUDENT, or DIR/student, asked once and kept there) and prints
+ * their assignment (lab/assign.c: which AZ, which node), which the check
+ * requires. `lab run N` runs run.sh against the local cluster: the
+ * instructor's demo, marked as such in the journal (it never counts as a
+ * student's work; a run.sh run by hand marks itself too, through `lab note
+ * demo-begin|demo-end`); it writes the reference answers, computed from
+ * the demo's own history, to --answers FILE only (never to the screen,
+ * never to a student's answers file). Each check leaves a run directory
+ * (lab/rundir.c) with what it read and printed, and `lab verify RUNDIR...`
+ * checks such directories again with no cluster (lab/verify.c).
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -40,6 +45,7 @@
 #include "roles.h"
 #include "net/rpc.h"
 #include "cli/status.h"
+#include "journal.h"
 
 /* The member that writes now: after a failover (on by default) a former
  * replica, not the engine cluster.json names. The coordinator says; if it
@@ -140,54 +146,138 @@ static void fetch_status(struct labctx *x)
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog lab list | start N | run N | check N   [--dir DIR] [--answers FILE]\n"
+    "usage: auralog lab list | start N [--student ID] | run N | check N   [--dir DIR]\n"
+    "                   [--answers FILE]\n"
+    "       auralog lab verify [ID=]RUNDIR...   (offline: no cluster)\n"
+    "       auralog lab note demo-begin|demo-end N   (labs/lib.sh: a run.sh by hand)\n"
     "       auralog lab handout N DIR | grade N   (implement labs, 20 and up)\n"
     "\n"
     "The course labs (handouts in labs/labNN-*/README.md).\n"
     "  list      the labs\n"
-    "  start N   begin lab N: what happens from now on is its history\n"
+    "  start N   begin lab N: what happens from now on is its history; names\n"
+    "            the student (--student ID, else $AURALOG_STUDENT, else\n"
+    "            DIR/student, asked once and kept there) and prints what\n"
+    "            they must do (which AZ, which node): the check requires it\n"
     "  check N   grade lab N from its history (the cluster's journal since\n"
     "            `lab start N`) and the answers; exit 0 only when the lab's\n"
     "            outcome is there. Each check keeps what it read and said in\n"
     "            DIR/labs/runs/labNN-TIME/ (DIR/labs/runs/latest: the last):\n"
     "            report.txt, journal.jsonl (the lines since the start mark),\n"
-    "            answers.txt, cluster.svg, timeline.svg, logs/ (their tails)\n"
+    "            before.jsonl, journal.key, evidence.json (what it read from\n"
+    "            the coordinator and nodes), answers.txt, cluster.svg,\n"
+    "            timeline.svg, logs/ (their tails)\n"
+    "  verify    the instructor's re-check of submitted run directories, with\n"
+    "            no cluster: each one's MAC chain, its answers and evidence\n"
+    "            against its journal, the student and assignment (ID=RUNDIR:\n"
+    "            it must be ID's), and copies (two from one cluster, the same\n"
+    "            evidence twice). One verdict line each; exit 0 if all pass\n"
     "  run N     the instructor's demo: do lab N's steps on the local cluster\n"
     "            (marked as a demo: it never counts for a student's check);\n"
     "            the reference answers, from the demo's history, go to\n"
-    "            --answers FILE, or to the screen; never to a student's file\n"
+    "            --answers FILE only: never to the screen or a student's file\n"
     "  handout N DIR  write a student's tree for implement lab N: its core's\n"
     "            bodies are stubs (auralog lab handout --help)\n"
     "  grade N   build this tree, run lab N's unit tests and simulator seeds,\n"
     "            print points and a score (auralog lab grade --help)\n"
     "\n"
     "  --dir DIR       the cluster (default $AURALOG_DIR or ~/.auralog)\n"
+    "  --student ID    start: who does the lab (1-64 of A-Z a-z 0-9 _ . -)\n"
     "  --answers FILE  check: default DIR/labs/labNN-answers.txt, lines 'key: value';\n"
     "                  run: where the reference answers go\n");
+}
+
+/* Who does the lab: --student, else $AURALOG_STUDENT, else DIR/student,
+ * else (ask) asked once on the terminal. An id given or asked for is
+ * kept in DIR/student, so later commands know it. 0, or -1. */
+int student_resolve(const char *dir, const char *given, char *out, size_t n, int ask)
+{
+  char p[PATH_MAX + 16], line[128] = "";
+  const char *env = getenv("AURALOG_STUDENT");
+  int keep = 1;
+  snprintf(p, sizeof p, "%s/student", dir);
+  if (given && *given)
+    snprintf(line, sizeof line, "%s", given);
+  else if (env && *env)
+    snprintf(line, sizeof line, "%s", env), keep = 0;
+  else {
+    FILE *f = fopen(p, "r");
+    if (f) {
+      if (!fgets(line, sizeof line, f))
+        line[0] = 0;
+      fclose(f);
+      keep = 0;
+    } else if (ask && isatty(STDIN_FILENO)) {
+      printf("your student id (as your course knows you; kept in %s): ", p);
+      fflush(stdout);
+      if (!fgets(line, sizeof line, stdin))
+        line[0] = 0;
+    }
+  }
+  line[strcspn(line, " \t\r\n")] = 0;
+  if (!line[0])
+    return -1;
+  if (!student_id_ok(line))
+    die("lab: '%s' is not a student id (1-64 of A-Z a-z 0-9 _ . -)", line);
+  if (keep) {
+    FILE *f = fopen(p, "w");
+    if (f) {
+      fprintf(f, "%s\n", line);
+      fclose(f);
+    }
+  }
+  snprintf(out, n, "%s", line);
+  return 0;
+}
+
+/* The lab numbers' checks, for lab verify (lab/verify.c). */
+static void check_of(int lab, struct labctx *x)
+{
+  if (lab >= 1 && lab <= NLABS)
+    lab_table[lab - 1].check(x);
+}
+
+/* path is where a student's answers go (DIR/labs/labNN-answers.txt, any N)? */
+static int students_file(const struct labctx *x, const char *path)
+{
+  char d[PATH_MAX], real[PATH_MAX], labs[PATH_MAX + 16];
+  snprintf(d, sizeof d, "%s", path);
+  char *slash = strrchr(d, '/');
+  const char *base = slash ? slash + 1 : d;
+  if (slash)
+    *slash = 0;
+  if (realpath(slash ? (d[0] ? d : "/") : ".", real) == NULL)
+    return 0;
+  snprintf(labs, sizeof labs, "%s/labs", x->dir);
+  int num = 0, end = 0;
+  return strcmp(real, labs) == 0 && sscanf(base, "lab%d-answers.tx%*[t]%n", &num, &end) == 1 &&
+         end == (int)strlen(base);
 }
 
 int lab_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"dir", required_argument, 0, 'd'}, {"answers", required_argument, 0, 'a'},
-    {"help", no_argument, 0, 'h'}, {0}};
-  const char *dir = NULL, *answers = NULL;
+    {"student", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *dir = NULL, *answers = NULL, *student = NULL;
   int o;
   /* The implement labs (lab/impl.h) have their own options. */
   if (argc > 1 && strcmp(argv[1], "handout") == 0)
     return lab_handout_main(argc - 1, argv + 1);
   if (argc > 1 && strcmp(argv[1], "grade") == 0)
     return lab_grade_main(argc - 1, argv + 1);
+  if (argc > 1 && strcmp(argv[1], "verify") == 0)
+    return lab_verify_main(argc - 1, argv + 1, check_of);
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
     case 'a': answers = optarg; break;
+    case 's': student = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
   }
   if (optind >= argc)
-    die("lab: say list, run N or check N (see auralog lab --help)");
+    die("lab: say list, start N, run N, check N or verify RUNDIR (see auralog lab --help)");
   const char *cmd = argv[optind];
   char ldir[PATH_MAX + 16];
   labs_dir(ldir, sizeof ldir);
@@ -199,33 +289,51 @@ int lab_main(int argc, char **argv)
     impl_list(stdout);
     return 0;
   }
-  if (strcmp(cmd, "run") && strcmp(cmd, "check") && strcmp(cmd, "start"))
-    die("lab: unknown action '%s' (say list, start N, run N or check N)", cmd);
+  if (strcmp(cmd, "run") && strcmp(cmd, "check") && strcmp(cmd, "start") && strcmp(cmd, "note"))
+    die("lab: unknown action '%s' (say list, start N, run N, check N or verify RUNDIR)", cmd);
+  static struct labctx x;
+  if (strcmp(cmd, "note") == 0) {
+    /* labs/lib.sh: a run.sh run by hand is a demo, never a student's work. */
+    const char *what = optind + 1 < argc ? argv[optind + 1] : "";
+    int n = optind + 2 < argc ? atoi(argv[optind + 2]) : 0;
+    char why[320];
+    if (strcmp(what, "demo-begin") && strcmp(what, "demo-end"))
+      die("lab: note demo-begin N or note demo-end N");
+    load(&x, dir);
+    if (hist_mark(&x, strcmp(what, "demo-begin") ? "lab-demo-end" : "lab-demo",
+                  n > 0 && n <= NLABS ? n : 0, why, sizeof why) != 0)
+      die("lab: cannot mark the demo in the cluster's journal: %s", why);
+    return 0;
+  }
   int n = optind + 1 < argc ? atoi(argv[optind + 1]) : 0;
   if (n < 1 || n > NLABS || !lab_table[n - 1].folder)
     die("lab: %s needs a lab number, 1..%d (see auralog lab list)", cmd, NLABS);
   const struct lab *l = &lab_table[n - 1];
-  static struct labctx x;
   load(&x, dir);
   char mine[PATH_MAX + 64];
   snprintf(mine, sizeof mine, "%s/labs/lab%02d-answers.txt", x.dir, n);
   snprintf(x.answers, sizeof x.answers, "%s", answers && !strcmp(cmd, "check") ? answers : mine);
   if (strcmp(cmd, "start") == 0) {
-    char why[320];
+    char why[320], text[160];
+    if (student_resolve(x.dir, student, x.student, sizeof x.student, 1) != 0)
+      die("lab: who does lab %d? say auralog lab start %d --student ID (or set "
+          "AURALOG_STUDENT); it is kept in %s/student", n, n, x.dir);
     if (hist_mark(&x, "lab-start", n, why, sizeof why) != 0)
       die("lab: cannot mark the start in the cluster's journal: %s", why);
+    assign_make(x.student, n, &x.as);
+    assign_text(&x.as, text, sizeof text);
     printf("lab %d started: %s\n"
+           "student %s; your assignment: %s\n"
            "follow %s/%s/README.md; answers go in %s\n"
            "then: auralog lab check %d (it looks at what happens from now on)\n",
-           n, l->title, ldir, l->folder, x.answers, n);
+           n, l->title, x.student, text, ldir, l->folder, x.answers, n);
     return 0;
   }
 
   if (strcmp(cmd, "run") == 0) {
     char self[PATH_MAX], script[PATH_MAX + 64], cmd[PATH_MAX + 96], why[320];
-    char real[PATH_MAX];
-    if (answers && realpath(answers, real) && !strcmp(real, mine))
-      die("lab: %s is the student's answers file: reference answers go elsewhere", answers);
+    if (answers && students_file(&x, answers))
+      die("lab: %s is a student's answers file: reference answers go elsewhere", answers);
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0)
       die("lab: cannot find the auralog binary");
@@ -239,6 +347,7 @@ int lab_main(int argc, char **argv)
     setenv("AURALOG_DIR", x.dir, 1);
     setenv("AURALOG_COORD", x.coord, 1);
     setenv("AURALOG_ENGINE", x.engine, 1);
+    setenv("AURALOG_LAB_RUN", "1", 1);    /* lib.sh: this span is marked here */
     unsetenv("ANSWERS");
     /* The demo's span in the journal: a student's check leaves it out. */
     if (hist_mark(&x, "lab-demo", n, why, sizeof why) != 0)
@@ -249,22 +358,23 @@ int lab_main(int argc, char **argv)
       die("lab: cannot mark the demo's end in the cluster's journal: %s", why);
     if (rc != 0)
       die("lab: lab %d's steps failed (exit %d)", n, WEXITSTATUS(rc));
-    /* The reference answers: what the check expects of this demo's history. */
+    /* The reference answers: what the check expects of this demo's history,
+     * to --answers FILE only (on the screen, a student would copy them). */
     usleep(2 * ENGINE_STAT_MS * 1000);          /* as check does: the last commits */
     hist_mark(&x, "lab-check", n, why, sizeof why);
-    x.ref = answers ? fopen(answers, "w") : stdout;
+    x.ref = fopen(answers ? answers : "/dev/null", "w");
     if (x.ref == NULL)
       die("lab: cannot write %s", answers);
-    if (!answers)
-      printf("== reference answers (from this demo's history):\n");
+    printf("== the demo's own history, as the check reads it:\n");
     fetch_status(&x);
     hist_load(&x, n, 1);
     l->check(&x);
     hist_free(&x);
-    if (answers) {
-      fclose(x.ref);
+    fclose(x.ref);
+    if (answers)
       printf("== reference answers written to %s\n", answers);
-    }
+    else
+      printf("== reference answers: not shown (auralog lab run %d --answers FILE)\n", n);
     printf("== done. A demo never counts for `auralog lab check %d`: a student starts\n"
            "   with `auralog lab start %d` and does the steps.\n", n, n);
     return 0;
@@ -286,12 +396,22 @@ int lab_main(int argc, char **argv)
   usleep(2 * ENGINE_STAT_MS * 1000);
   hist_mark(&x, "lab-check", n, why, sizeof why);
   hist_load(&x, n, 0);
+  /* The cluster as of the history's end: what the journal must agree with
+   * (lab/evidence.c), kept in the run directory as evidence. */
+  ev_begin(&x);
+  fetch_status(&x);
+  ev_status(&x);
   l->check(&x);
+  char me[STUDENT_MAX + 1];
+  if (x.student[0] && student_resolve(x.dir, student, me, sizeof me, 0) == 0)
+    ok(&x, strcmp(me, x.student) == 0, "this lab was started by you (%s; the start names %s)",
+       me, x.student);
   printf(x.failed ? "lab %d: not yet (see the [missing] lines)\n" : "lab %d: passed\n", n);
   rd_write(&x, n, run);
   hist_free(&x);
   cJSON_Delete(x.status);
-  printf("run directory: %s (report, journal, answers, drawing, timeline, logs)\n", run);
+  printf("run directory: %s (report, journal, evidence, answers, drawing, timeline, logs)\n",
+         run);
   rd_untee(&tee);
   return x.failed ? 1 : 0;
 }

@@ -226,6 +226,9 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddNumberToObject(j, "coord_msgs", (double)n->coord_msgs);
     /* Its background work (node/bg.c), cumulative since it started. */
     cJSON_AddNumberToObject(j, "coalesced", (double)n->coalesced);
+    /* What the node says of itself, for the labs' evidence. */
+    cJSON_AddNumberToObject(j, "partitions", (double)n->partitions);
+    cJSON_AddNumberToObject(j, "started_ms", (double)n->started_ms);
     cJSON_AddNumberToObject(j, "gc_records", (double)n->gc_records);
     cJSON_AddNumberToObject(j, "gc_versions", (double)n->gc_images);
     cJSON_AddNumberToObject(j, "scrubbed", (double)n->scrubbed);

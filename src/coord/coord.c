@@ -498,6 +498,8 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
   n->info->coord_bytes = hb->coord_bytes;
   n->info->coord_msgs = hb->coord_msgs;
   n->info->coalesced = hb->coalesced;
+  n->info->partitions = hb->partitions;
+  n->info->started_ms = hb->started_ms;
   n->info->gc_records = hb->gc_records;
   n->info->gc_images = hb->gc_images;
   n->info->scrubbed = hb->scrubbed;

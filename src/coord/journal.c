@@ -11,7 +11,9 @@
  *             stale), or one the CLI did and told it of (az-down, node-stop,
  *             engine-crash, writer-crash ...: crash notes carry the engine's
  *             last report: the commits it had made and what was in flight),
- *             or a lab mark (lab-start N, lab-demo N, lab-demo-end N)
+ *             or a lab mark (lab-start N, lab-demo N, lab-demo-end N); a
+ *             student's lab-start names them, their assignment (lab/assign.c)
+ *             and each node's own partition count and start time then
  *   epoch     a writer opened the volume with a new epoch (§4.3)
  *   trunc     a recovery's truncation range, as signed by its writer
  *   engine    the writer's report (vdl, vcl, commits, records, redo bytes,
@@ -64,6 +66,7 @@
 #include <string.h>
 
 #include "coord/coord.h"
+#include "lab/assign.h"
 #include "lib/kmap.h"
 #include "param.h"
 
@@ -332,6 +335,25 @@ int jn_fault_note(struct coord *co, const Auralog__Fault *f)
                (unsigned long long)(now - r->at), (unsigned long long)(now - jv->commit_at));
       return 1;
     }
+  }
+  if (!strcmp(f->action, "lab-start") && f->node[0]) {
+    /* A student's start (the id in node): their assignment, and what each
+     * node says of itself now (lab/check.c compares its later word). */
+    struct assign a;
+    char text[160], base[400];
+    size_t len = 0;
+    assign_make(f->node, (int)f->ms, &a);
+    assign_text(&a, text, sizeof text);
+    base[0] = 0;
+    for (size_t i = 0; i < co->nnodes && len < sizeof base; i++)
+      len += (size_t)snprintf(base + len, sizeof base - len, "%s\"%s\":[%u,%llu]",
+                              len ? "," : "", co->nodes[i]->info->id,
+                              co->nodes[i]->info->partitions,
+                              (unsigned long long)co->nodes[i]->info->started_ms);
+    jn_event(co, "fault", "\"action\":\"%s\",\"az\":\"\",\"node\":\"\",\"n\":%u,"
+             "\"student\":\"%s\",\"assign\":\"%s\",\"nodes\":{%s}", f->action, f->ms,
+             f->node, text, base);
+    return 1;
   }
   jn_event(co, "fault", "\"action\":\"%s\",\"az\":\"%s\",\"node\":\"%s\",\"n\":%u",
            f->action, f->az, f->node, f->ms);

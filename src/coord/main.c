@@ -157,13 +157,11 @@ int coord_main(int argc, char **argv)
     die("coord: %s", why);
   d.co.failover = failover;
   {
-    /* The event journal, MAC'd with the cluster key (journal.h); without
-     * a key (AURALOG_AUTH=off) a zero key: lines still chain. */
+    /* The event journal, MAC'd with the coordinator's own key, made
+     * once in its data directory (journal.h): not the cluster key. */
     char jp[PATH_MAX + 32];
-    static struct auth_key zero;
-    const struct auth_key *k = key_auth_off() ? NULL : key_get(why, sizeof why);
     snprintf(jp, sizeof jp, "%s/journal.jsonl", data);
-    if (journal_open(&d.jn, jp, k ? k : &zero, why, sizeof why) != 0)
+    if (journal_open(&d.jn, jp, why, sizeof why) != 0)
       die("coord: %s", why);
     d.co.note = on_note;
     d.co.note_ctx = &d.jn;

@@ -40,6 +40,8 @@ void ok(struct labctx *x, int good, const char *fmt, ...)
 int query(struct labctx *x, const char *sql, char *out, size_t n)
 {
   char why[256];
+  if (x->offline)
+    return ev_sql_replay(x, sql, out, n);   /* lab verify: what the check got */
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__Query q = AURALOG__QUERY__INIT;
   q.sql = (char *)sql;
@@ -50,7 +52,7 @@ int query(struct labctx *x, const char *sql, char *out, size_t n)
   if (rep == NULL || rpc_expect(rep, AURALOG__ENVELOPE__BODY_ROWS, why, sizeof why) != 0) {
     snprintf(out, n, "%s", why);
     wire_free(rep);
-    return -1;
+    return ev_query(x, sql, out, n, -1);
   }
   size_t len = 0;
   for (size_t i = 0; i < rep->rows->n_rows && len < n; i++)
@@ -58,7 +60,7 @@ int query(struct labctx *x, const char *sql, char *out, size_t n)
       len += (size_t)snprintf(out + len, n - len, "%s%s", rep->rows->rows[i]->values[k]->text,
                               k + 1 < rep->rows->rows[i]->n_values ? "|" : "\n");
   wire_free(rep);
-  return 0;
+  return ev_query(x, sql, out, n, 0);    /* kept: lab verify asks it again */
 }
 
 /* A number from SQL (the first column of the first row), or -1. */
@@ -151,6 +153,10 @@ int started(struct labctx *x, int lab)
        "happened after that)", lab);
   else
     ok(x, x->start >= 0, "the demo's span is in the journal");
+  /* Whose run, and does the journal agree with the coordinator and nodes
+   * (lab/evidence.c)? */
+  who_and_assignment(x);
+  agree(x);
   return x->start >= 0;
 }
 
@@ -237,8 +243,9 @@ void check2(struct labctx *x)
   struct nodes ns = {{{0}}, {0}};
   char az = 0, prevdown = 0;
   double last = -1, at_down = -1, slow_base = -1, stall_pending = -1;
-  int wrote = 0, stalled = 0, unstalled = 0, slow = 0, slow_wrote = 0;
-  double slow_off = 0;
+  int wrote = 0, stalled = 0, unstalled = 0, slow = 0, slow_wrote = 0, extra_down = 0;
+  double slow_off = 0, stall_vdl = -1;
+  char slow_node[16] = "";
   for (long i = 0; i < hist_len(x); i++) {
     const cJSON *e = hist_at(x, i);
     nodes_apply(&ns, e);
@@ -266,12 +273,16 @@ void check2(struct labctx *x)
     } else if (is(e, "stall") && down && nodes_ndown(&ns) >= 3 && !stalled) {
       stalled = 1;
       stall_pending = fnum(e, "pending");
+      stall_vdl = fnum(e, "vdl");
+      /* AZ+1: the one more node the assignment names was down too */
+      extra_down = x->has_assign && ns.down[x->as.node[0] - 'A'][x->as.node[1] - '1'];
     } else if (is(e, "unstall") && stalled) {
       unstalled = 1;
     } else if (is(e, "fault") && !strcmp(fstr(e, "action"), "slow")) {
-      if (fnum(e, "n") > 0)
+      if (fnum(e, "n") > 0) {
         slow = 1, slow_base = last;
-      else if (slow)
+        snprintf(slow_node, sizeof slow_node, "%s", fstr(e, "node"));
+      } else if (slow)
         slow = 2, slow_off = fnum(e, "t");
     }
   }
@@ -280,6 +291,24 @@ void check2(struct labctx *x)
   ok(x, stalled, "with an AZ and one more node down, a commit stalled (no write quorum)");
   ok(x, unstalled, "the stalled commit became durable once the nodes came back");
   ok(x, slow_wrote, "commits went on while a node was slow (`auralog fault slow`)");
+  if (x->has_assign) {
+    ok(x, az == x->as.az, "the AZ taken out is the one your `lab start` named (AZ %c; %s)",
+       x->as.az, az ? (char[]){az, 0} : "none");
+    ok(x, extra_down, "for AZ+1 the node your `lab start` named (%s) was down in the stall",
+       x->as.node);
+    ok(x, !strcmp(slow_node, x->as.slow), "the slow node is the one your `lab start` named "
+       "(%s; %s)", x->as.slow, slow_node[0] ? slow_node : "none");
+  }
+  /* The nodes' own word: az-down stopped the AZ's nodes, so each says its
+   * process started after the lab began (their heartbeats, via status). */
+  int restarted = 0;
+  for (int k = 1; az && k <= 2; k++) {
+    const cJSON *nd = status_node(x, (char[]){az, (char)('0' + k), 0});
+    restarted += nd && status_num(nd, "started_ms") > x->tstart;
+  }
+  if (az)
+    ok(x, restarted == 2, "AZ %c's two nodes say themselves they were restarted after the "
+       "lab began (%d of 2)", az, restarted);
   cJSON *n;
   int up = 0;
   cJSON_ArrayForEach(n, cJSON_GetObjectItem(x->status, "nodes"))
@@ -294,6 +323,8 @@ void check2(struct labctx *x)
   want_num(x, "acks_per_commit", vw, vw, vw, "segment acks a commit waits for");
   want_num(x, "stall_records", stall_pending, stall_pending, stall_pending,
            "records that waited for a write quorum in the stall (the error says)");
+  want_num(x, "stall_vdl", stall_vdl, stall_vdl, stall_vdl,
+           "the VDL the stalled commit waited at (the error says): this run's own LSN");
 }
 
 /* ---- lab 3 ------------------------------------------------------------------- */
@@ -321,8 +352,15 @@ void check3(struct labctx *x)
      epoch ? fnum(epoch, "epoch") : -1);
   ok(x, trunc != NULL, "its recovery wrote a truncation range (%.0f, %.0f]",
      trunc ? fnum(trunc, "from") : -1, trunc ? fnum(trunc, "to") : -1);
+  /* The coordinator's metadata keeps the recovery's truncation range. */
+  const cJSON *t;
+  int kept = 0;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItem(x->status, "truncations"))
+    kept |= trunc && status_num(t, "epoch") == fnum(trunc, "epoch") &&
+            status_num(t, "from") == fnum(trunc, "from") && status_num(t, "to") == fnum(trunc, "to");
+  ok(x, kept, "the coordinator's metadata holds that truncation range too (status)");
   char path[PATH_MAX + 64], line[128];
-  snprintf(path, sizeof path, "%s/labs/lab03-acks.txt", x->dir);
+  lab_file(x, "lab03-acks.txt", path, sizeof path);
   FILE *f = fopen(path, "r");
   int acked = 0, missing = 0;
   while (f && fgets(line, sizeof line, f)) {
@@ -358,7 +396,7 @@ void check4(struct labctx *x)
     return;
   char az[2] = "";
   int parted = 0, healed = 0, wrote = 0, behind = 0, caught = 0, gossip = 1;
-  double last = -1, base = -1, scl_behind = -1, heal_t = 0;
+  double last = -1, base = -1, scl_behind = -1, heal_t = 0, vdl0 = 0;
   for (long i = 0; i < hist_len(x); i++) {
     const cJSON *e = hist_at(x, i);
     int in = i > x->start && x->win[i];
@@ -369,6 +407,8 @@ void check4(struct labctx *x)
           (!healed || fnum(e, "t") - heal_t <= 1500))
         wrote = 1;
       last = fnum(e, "commits");
+      if (i <= x->start)
+        vdl0 = fnum(e, "vdl");          /* the VDL when the lab began */
     }
     if (!in)
       continue;
@@ -392,6 +432,40 @@ void check4(struct labctx *x)
   ok(x, healed, "the partition was healed (`auralog fault heal`)");
   ok(x, caught >= 2 && gossip, "they caught up after the heal, their nodes gossiping with "
      "PG peers (%d caught up)", caught);
+  if (x->has_assign)
+    ok(x, az[0] == x->as.az, "the AZ partitioned is the one your `lab start` named (AZ %c; %s)",
+       x->as.az, az[0] ? az : "none");
+  /* The nodes' own word: each of the AZ's nodes counts the partitions it
+   * was told of; it must have counted one since the lab-start mark (whose
+   * "nodes" holds each count then), and be at its PG's SCL again now. */
+  const cJSON *mark = x->start >= 0 ? hist_at(x, x->start) : NULL;
+  const cJSON *then = cJSON_GetObjectItem(mark, "nodes");
+  int told = 0, level = 0;
+  double top = 0;
+  cJSON *pg0 = cJSON_GetArrayItem(cJSON_GetObjectItem(x->status, "pgs"), 0), *sg;
+  cJSON_ArrayForEach(sg, cJSON_GetObjectItem(pg0, "segments"))
+    top = status_num(sg, "scl") > top ? status_num(sg, "scl") : top;
+  for (int k = 1; az[0] && k <= 2; k++) {
+    char id[3] = {az[0], (char)('0' + k), 0};
+    const cJSON *nd = status_node(x, id), *b = cJSON_GetObjectItem(then, id);
+    double was = cJSON_IsArray(b) ? cJSON_GetArrayItem(b, 0)->valuedouble : x->demo ? 0 : -1;
+    if (nd && status_num(nd, "started_ms") > x->tstart)
+      was = 0;                          /* restarted since: counts from zero */
+    told += nd && was >= 0 && status_num(nd, "partitions") > was;
+    cJSON_ArrayForEach(sg, cJSON_GetObjectItem(pg0, "segments"))
+      level += !strcmp(fstr(sg, "node"), id) && status_num(sg, "scl") == top && top > 0;
+  }
+  if (az[0]) {
+    ok(x, told == 2, "AZ %s's two nodes say themselves they were partitioned since the lab "
+       "began (%d of 2)", az, told);
+    ok(x, level == 2, "and their pg 0 segments are at the PG's SCL now (%d of 2 at %.0f)",
+       level, top);
+  }
+  if (scl_behind >= 0)
+    ok(x, scl_behind >= vdl0 && scl_behind <= status_num(x->status, "vdl"),
+       "the SCL they stayed at (%.0f) is an LSN this writer reached: between the VDL when "
+       "the lab began (%.0f) and the VDL now (%.0f)", scl_behind, vdl0,
+       status_num(x->status, "vdl"));
   long long rows = sql_num(x, "select count(*) from lab04;");
   ok(x, rows >= 50, "rows written during the partition are there (%lld)", rows);
   want_num(x, "scl_behind", scl_behind, scl_behind, scl_behind,

@@ -7,9 +7,10 @@
  * the last such mark only, so each lab is checked on its own, whatever
  * ran before (other labs' faults do not count, and do not get in the
  * way). `lab run N`, the instructor's demo, brackets its steps with
- * lab-demo and lab-demo-end marks: a student's check leaves those spans
- * out (a demo is not the student's work), and the demo's reference
- * answers are computed from its own span.
+ * lab-demo and lab-demo-end marks, and so does a run.sh run by hand
+ * (labs/lib.sh: `auralog lab note demo-begin`): a student's check leaves
+ * those spans out (a demo is not the student's work), and the demo's
+ * reference answers are computed from its own span.
  *
  * Lines that fail their MAC (edited by hand, or pasted from another
  * cluster) are left out; any such line in the lab's window fails its check.
@@ -18,7 +19,6 @@
 #include <string.h>
 
 #include "journal.h"
-#include "net/keyfile.h"
 #include "lab/lab.h"
 #include "net/rpc.h"
 
@@ -65,15 +65,18 @@ long hist_index(struct labctx *x, const cJSON *e)
 int hist_load(struct labctx *x, int lab, int demo)
 {
   char p[PATH_MAX + 64], why[PATH_MAX + 160];
-  const struct auth_key *k = key_get(why, sizeof why);
-  static struct auth_key zero;
   snprintf(p, sizeof p, "%s/data/coord/journal.jsonl", x->dir);
   snprintf(x->jpath, sizeof x->jpath, "%s", p);
-  x->xfrom = -1;
+  int bad;
+  x->journal = journal_read(p, x->jkey, &bad, why, sizeof why);
+  return hist_window(x, lab, demo);
+}
+
+int hist_window(struct labctx *x, int lab, int demo)
+{
+  x->xfrom = x->bfrom = -1;
   x->tstart = -1;
   x->demo = demo;
-  int bad;
-  x->journal = journal_read(p, k ? k : &zero, &bad, why, sizeof why);
   x->jbad = 0;                         /* only those in the lab's window count */
   x->start = -1;
   x->nev = 0;
@@ -99,8 +102,20 @@ int hist_load(struct labctx *x, int lab, int demo)
   if (from < 0)
     return 0;
   x->start = x->xfrom = from;
+  /* The context the checks read before the mark (the writer's last
+   * sample, the coordinator's start): back to its start, at most 400. */
+  x->bfrom = from;
+  while (x->bfrom > 0 && from - x->bfrom < 400 && !is(hist_at(x, x->bfrom), "start"))
+    x->bfrom--;
   x->tstart = fnum(hist_at(x, from), "t");
+  /* A start made while a demo ran (a hand-run run.sh marks its span:
+   * labs/lib.sh) is in that demo until it ends. */
   int in_demo = 0;
+  for (long i = 0; !demo && i < from; i++)
+    if (mark(hist_at(x, i), "lab-demo", -1))
+      in_demo = 1;
+    else if (mark(hist_at(x, i), "lab-demo-end", -1))
+      in_demo = 0;
   x->win = calloc((size_t)n + 1, 1);
   for (long i = from + 1; i < to; i++) {
     cJSON *e = hist_at(x, i);
@@ -135,11 +150,9 @@ int hist_follow(struct labctx *x, const char *path)
   }
   nex += open;
   hist_free(x);
-  const struct auth_key *k = key_get(why, sizeof why);
-  static struct auth_key zero;
   snprintf(x->jpath, sizeof x->jpath, "%s", path);
   int bad;
-  x->journal = journal_read(path, k ? k : &zero, &bad, why, sizeof why);
+  x->journal = journal_read(path, x->jkey, &bad, why, sizeof why);
   x->jbad = jbad;
   x->nev = 0;
   x->start = x->xfrom = -1;
@@ -163,7 +176,7 @@ int hist_follow(struct labctx *x, const char *path)
     else if (!in_demo)
       x->ev[x->nev++] = e, x->win[i] = 1;
   }
-  x->xfrom = first < n ? first : -1;
+  x->xfrom = x->bfrom = first < n ? first : -1;
   x->start = first - 1;        /* the last event before the lab (sample_pairs' base) */
   return 0;
 }
@@ -233,7 +246,7 @@ int hist_mark(struct labctx *x, const char *action, int lab, char *why, size_t n
   Auralog__Fault f = AURALOG__FAULT__INIT;
   f.action = (char *)action;
   f.az = "";
-  f.node = "";
+  f.node = !strcmp(action, "lab-start") ? x->student : "";   /* whose start */
   f.ms = (uint32_t)lab;
   req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
   req.fault = &f;

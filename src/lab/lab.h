@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "param.h"
+#include "lab/assign.h"
 
 struct labctx {
   char dir[PATH_MAX];          /* the cluster directory */
@@ -38,6 +39,18 @@ struct labctx {
   double tstart;               /* wall ms of the lab-start (or demo) mark; -1: none */
   int demo;                    /* the window is a `lab run` demo's */
   long xfrom;                  /* the run directory's excerpt: lines from this index on */
+  long bfrom;                  /* ... and its context before the start mark (before.jsonl) */
+  unsigned char jkey[32];      /* the journal's key (the coordinator's journal.key) */
+  /* Whose run: the student the lab-start mark names, and their assignment. */
+  char student[STUDENT_MAX + 1];
+  struct assign as;
+  int has_assign;
+  /* The evidence (lab/evidence.c): what the check read from the cluster,
+   * recorded as it reads it; `lab verify` replays it (offline: 1). */
+  cJSON *evid;
+  int offline;
+  int nsql;                    /* offline: the next recorded SQL answer */
+  char rundir[PATH_MAX + 96];  /* offline: the run directory re-checked */
 };
 
 /* lab.c */
@@ -71,6 +84,9 @@ void check10(struct labctx *x);
 
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);
+/* The window of an already read journal (x->journal): what hist_load does
+ * after reading (lab verify reads a run directory's excerpt). */
+int hist_window(struct labctx *x, int lab, int demo);
 void hist_free(struct labctx *x);
 /* Lab 6: the window's span, in another coordinator's journal at path. */
 int hist_follow(struct labctx *x, const char *path);
@@ -94,6 +110,22 @@ int nodes_ndown(const struct nodes *s);
 int hist_quorum(struct labctx *x, int *copies, int *vw, int *vr);
 /* Tell the coordinator of a lab mark (lab-start, lab-demo, lab-demo-end). */
 int hist_mark(struct labctx *x, const char *action, int lab, char *why, size_t n);
+
+/* evidence.c: what the check read, kept and replayed; the cross-checks
+ * that several sources must agree on. */
+void ev_begin(struct labctx *x);
+void ev_status(struct labctx *x);               /* x->status into the evidence */
+int ev_query(struct labctx *x, const char *sql, char *out, size_t n, int online_rc);
+int ev_sql_replay(struct labctx *x, const char *sql, char *out, size_t n);
+void lab_file(struct labctx *x, const char *name, char *out, size_t n);
+void who_and_assignment(struct labctx *x);      /* from the lab-start mark */
+void agree(struct labctx *x);                   /* journal, coordinator, nodes */
+double status_num(const cJSON *o, const char *key);
+const cJSON *status_node(struct labctx *x, const char *id);
+/* verify.c: `auralog lab verify RUNDIR...` */
+int lab_verify_main(int argc, char **argv, void (*check)(int lab, struct labctx *x));
+/* student: --student, $AURALOG_STUDENT, DIR/student, or asked once */
+int student_resolve(const char *dir, const char *given, char *out, size_t n, int ask);
 
 /* The run directory of a check (rundir.c) and its timeline (timeline.c). */
 struct rd_tee {

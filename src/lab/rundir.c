@@ -16,6 +16,15 @@
  *   timeline.svg    the history on a time axis (lab/timeline.c)
  *   logs/NAME.log   the last RD_LOG_LINES lines of each process's log
  *                   (never evidence, but where a student looks next)
+ *   before.jsonl    the journal lines before the mark that the checks read
+ *                   as context (back to the coordinator's start, at most 400)
+ *   journal.key     the coordinator's journal key, so `auralog lab verify`
+ *                   can check the two excerpts' MAC chain with no cluster
+ *   evidence.json   what the check read from the cluster (lab/evidence.c):
+ *                   the status snapshot, every SQL answer in order; the
+ *                   student, assignment, the key's id, the MAC the excerpt's
+ *                   chain starts from (anchor), the verdict
+ *   lab03-acks.txt  lab 3: the acknowledged transactions the check read
  *
  * A check runs in seconds and students run it often: each run gets its
  * own directory, named by its start time, and nothing is ever deleted.
@@ -35,6 +44,7 @@
 
 #include <graphviz/gvc.h>
 
+#include "journal.h"
 #include "lab/lab.h"
 #include "cli/status.h"
 #include "cli/viz.h"
@@ -173,20 +183,22 @@ static int copy(const char *from, const char *to, int tail)
   return fclose(out) == 0 ? 0 : -1;
 }
 
-/* The journal's lines from index from on, raw: scan() in journal.c gives
- * every non-empty line one position, good or bad, so position i is the
- * file's i-th non-empty line. */
-static void excerpt(struct labctx *x, const char *to)
+/* The journal's lines [from, to) (to < 0: to the end), raw: scan() in
+ * journal.c gives every non-empty line one position, good or bad, so
+ * position i is the file's i-th non-empty line. */
+static void excerpt(struct labctx *x, const char *to_path, long from, long to)
 {
-  FILE *in = fopen(x->jpath, "r"), *out = fopen(to, "w");
+  FILE *in = fopen(x->jpath, "r"), *out = fopen(to_path, "w");
   char *line = NULL;
   size_t cap = 0;
   ssize_t len;
   long i = 0;
-  while (in && out && x->xfrom >= 0 && (len = getline(&line, &cap, in)) > 0) {
+  while (in && out && from >= 0 && (len = getline(&line, &cap, in)) > 0) {
     if (len == 1 && line[0] == '\n')
       continue;
-    if (i++ >= x->xfrom)
+    if (to >= 0 && i >= to)
+      break;
+    if (i++ >= from)
       fwrite(line, 1, (size_t)len, out);
   }
   free(line);
@@ -244,13 +256,61 @@ static void drawing(struct labctx *x, const char *run)
   free(dot);
 }
 
+/* evidence.json: what the check read (x->evid), and whose run it was. */
+static void evidence(struct labctx *x, int lab, const char *run)
+{
+  char p[PATH_MAX + 64], id[17], anchor[2 * 32 + 1] = "";
+  cJSON *o = x->evid ? x->evid : cJSON_CreateObject();
+  x->evid = NULL;
+  /* The MAC the excerpt's chain goes on from: the last good line's before it. */
+  for (long i = x->bfrom - 1; i >= 0 && !anchor[0]; i--)
+    snprintf(anchor, sizeof anchor, "%s", fstr(hist_at(x, i), "mac"));
+  journal_key_id(x->jkey, id);
+  cJSON_AddNumberToObject(o, "lab", lab);
+  cJSON_AddStringToObject(o, "student", x->student);
+  char text[160] = "";
+  if (x->student[0])
+    assign_text(&x->as, text, sizeof text);
+  cJSON_AddStringToObject(o, "assign", text);
+  cJSON_AddStringToObject(o, "key_id", id);
+  cJSON_AddStringToObject(o, "anchor", anchor);
+  cJSON_AddStringToObject(o, "dir", x->dir);
+  cJSON_AddStringToObject(o, "verdict", x->failed ? "not yet" : "passed");
+  char *js = cJSON_Print(o);
+  snprintf(p, sizeof p, "%s/evidence.json", run);
+  FILE *f = fopen(p, "w");
+  if (f) {
+    fputs(js, f);
+    fputc('\n', f);
+    fclose(f);
+  }
+  free(js);
+  cJSON_Delete(o);
+  snprintf(p, sizeof p, "%s/journal.key", run);
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd >= 0) {
+    if (write(fd, x->jkey, sizeof x->jkey) != (ssize_t)sizeof x->jkey)
+      unlink(p);
+    close(fd);
+  }
+}
+
 /* Everything but the report (rd_tee writes it): called after the check,
  * before the history is freed. */
 void rd_write(struct labctx *x, int lab, const char *run)
 {
   char p[PATH_MAX + 64], title[128];
   snprintf(p, sizeof p, "%s/journal.jsonl", run);
-  excerpt(x, p);
+  excerpt(x, p, x->xfrom, -1);
+  snprintf(p, sizeof p, "%s/before.jsonl", run);
+  excerpt(x, p, x->bfrom, x->xfrom);
+  evidence(x, lab, run);
+  if (lab == 3) {
+    char from[PATH_MAX + 64];
+    lab_file(x, "lab03-acks.txt", from, sizeof from);
+    snprintf(p, sizeof p, "%s/lab03-acks.txt", run);
+    copy(from, p, 0);
+  }
   snprintf(p, sizeof p, "%s/answers.txt", run);
   if (copy(x->answers, p, 0) != 0) {
     FILE *f = fopen(p, "w");

@@ -481,6 +481,7 @@ static void on_faults(struct node *n, const Auralog__NodeFaults *f)
             "other AZs" : "not partitioned", f->slow_ms ? "slow" : "not slow",
             f->stale ? ", serves pages without their newest record" : "",
             f->no_gossip ? ", gossip off" : "");
+  n->partitions += f->partitioned && !n->partitioned;   /* lab evidence: counted by the node */
   n->partitioned = f->partitioned;
   n->slow_ms = f->slow_ms;
   n->stale = f->stale;
@@ -648,6 +649,8 @@ static void send_heartbeat(struct node *n)
   hb.damage_found = n->damage_found + n->st.met_damage;
   hb.repaired = n->repaired;
   hb.max_apply = n->max_apply;
+  hb.partitions = n->partitions;
+  hb.started_ms = n->started_ms;
   hb.truncs_refused = n->truncs_refused + n->st.truncs_refused;
   n->max_apply = 0;         /* "lately": since the last heartbeat */
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;

@@ -156,6 +156,10 @@ struct node {
   /* Truncations refused, on any path: their signatures or their bound
    * (seg_trunc_ok); those the store refused at start are its own count. */
   uint64_t truncs_refused;
+  /* Lab evidence the node reports itself (heartbeats): times it was
+   * told it is partitioned, and the wall ms its process started. */
+  uint32_t partitions;
+  uint64_t started_ms;
   unsigned gc_peer_wait_ms;  /* 0: GC_PEER_WAIT_MS (the simulator sets it shorter) */
   uint32_t max_apply;
   /* A measurement switch, not a mode: GC frees nothing (the driver sets

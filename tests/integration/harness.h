@@ -48,6 +48,7 @@ void lab_answers(int n, const char *text);
  * run.sh, with env, e.g. "X=1", before it; the output in DIR/labNN.out):
  * the test fails, showing the output's tail, if either fails. */
 void lab_start(int n);
+extern char lab_assigned[128];   /* the last lab_start's assignment: "LAB_AZ=B ..." */
 void lab_steps(int n, const char *folder, const char *env);
 
 /* Run a shell command; return its exit status; output in out if given. */

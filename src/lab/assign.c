@@ -1,0 +1,95 @@
+/*
+ * lab/assign.c: what each student's run of an observe lab must do: which
+ * AZ to take out, which node to stop or slow. Derived from the student's
+ * id and the lab number alone (a keyed hash: the same id always gets the
+ * same assignment, two ids most often different ones), so a friend's
+ * answers, a demo's steps or a copied run directory name the wrong AZ or
+ * node, and the check says so.
+ *
+ * `auralog lab start N --student ID` prints the assignment; the
+ * coordinator writes the student's id and the assignment into the
+ * lab-start mark of its journal (coord/journal.c); `lab check` and `lab
+ * verify` compute it again from the id in that mark and require the
+ * history to follow it. Pure: no I/O, the same answer everywhere.
+ *
+ *   assign_make     the assignment of (student, lab); 0 if the lab has a
+ *                   choice to make, -1 if not (its steps are the same for all)
+ *   assign_text     it in words, for the student and the journal
+ *   student_id_ok   an id a student may use: 1..64 of [A-Za-z0-9_.-]
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "lab/assign.h"
+
+int student_id_ok(const char *s)
+{
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > STUDENT_MAX)
+    return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '_' || c == '.' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+/* Eight pseudo-random bytes of (student, lab): BLAKE2b, so nearby ids
+ * ("s1", "s2") are as unrelated as any. */
+static void draw(const char *student, int lab, uint8_t out[8])
+{
+  char in[STUDENT_MAX + 48];
+  int n = snprintf(in, sizeof in, "auralog lab assignment|%s|%d", student, lab);
+  crypto_generichash(out, 8, (const uint8_t *)in, (size_t)n, NULL, 0);
+}
+
+int assign_make(const char *student, int lab, struct assign *a)
+{
+  memset(a, 0, sizeof *a);
+  a->lab = lab;
+  if (!student_id_ok(student))
+    return -1;
+  uint8_t r[8];
+  draw(student, lab, r);
+  a->az = (char)('A' + r[0] % 3);
+  char others[4][3];
+  int k = 0;
+  for (int z = 0; z < 3; z++)
+    for (int i = 1; i <= 2; i++)
+      if ('A' + z != a->az)
+        snprintf(others[k++], 3, "%c%d", 'A' + z, i);
+  switch (lab) {
+  case 2: {
+    /* AZ+1: the AZ, then one node of another AZ; a slow node neither. */
+    int extra = r[1] % 4, slow = r[2] % 3;
+    snprintf(a->node, sizeof a->node, "%s", others[extra]);
+    slow += slow >= extra;
+    snprintf(a->slow, sizeof a->slow, "%s", others[slow]);
+    return 0;
+  }
+  case 4:
+    return 0;                  /* the AZ to partition */
+  default:
+    a->az = 0;
+    return -1;
+  }
+}
+
+void assign_text(const struct assign *a, char *out, size_t n)
+{
+  switch (a->az ? a->lab : 0) {
+  case 2:
+    snprintf(out, n, "take out AZ %c; for AZ+1 stop node %s too; slow node %s", a->az,
+             a->node, a->slow);
+    break;
+  case 4:
+    snprintf(out, n, "partition AZ %c", a->az);
+    break;
+  default:
+    snprintf(out, n, "the same steps for everyone");
+  }
+}
