@@ -422,13 +422,20 @@ void lab_start(int n)
 /* The steps as a student types them: run.sh's commands with the student's
  * assignment, without the demo marks a run.sh run by hand makes (lib.sh),
  * so they count as the student's work. */
+void lab_typed(const char *folder, const char *where)
+{
+  if (sh(out, OUT_SIZE, "rm -rf %s/typed && mkdir -p %s/typed && cp -r labs/%s labs/lib.sh "
+         "%s/typed/ && sed -i '/^# demo-mark/,/^# end demo-mark/d' %s/typed/lib.sh 2>&1", where,
+         where, folder, where, where) != 0)
+    fail_msg("cannot copy lab %s's steps to %s/typed:\n%s", folder, where, out);
+}
+
 void lab_steps(int n, const char *folder, const char *env)
 {
-  int rc = sh(out, OUT_SIZE, "rm -rf %s/typed && mkdir -p %s/typed && cp -r labs/%s labs/lib.sh "
-              "%s/typed/ && sed -i '/^# demo-mark/,/^# end demo-mark/d' %s/typed/lib.sh && "
-              "export AURALOG=%s AURALOG_DIR=%s %s %s; unset AURALOG_ENGINE AURALOG_COORD; "
-              "bash %s/typed/%s/run.sh > %s/lab%02d.out 2>&1", dir, dir, folder, dir, dir, bin,
-              dir, lab_assigned, env, dir, folder, dir, n);
+  lab_typed(folder, dir);
+  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s %s %s; unset AURALOG_ENGINE "
+              "AURALOG_COORD; bash %s/typed/%s/run.sh > %s/lab%02d.out 2>&1", bin, dir,
+              lab_assigned, env, dir, folder, dir, n);
   if (rc != 0) {
     sh(out, OUT_SIZE, "tail -40 %s/lab%02d.out", dir, n);
     fail_msg("lab %d's steps failed:\n%s", n, out);

@@ -49,6 +49,9 @@ void lab_answers(int n, const char *text);
  * the test fails, showing the output's tail, if either fails. */
 void lab_start(int n);
 extern char lab_assigned[128];   /* the last lab_start's assignment: "LAB_AZ=B ..." */
+/* where/typed/FOLDER/run.sh: a lab's steps as a student types them (run.sh
+ * and lib.sh without the demo marks a run.sh run by hand makes). */
+void lab_typed(const char *folder, const char *where);
 void lab_steps(int n, const char *folder, const char *env);
 
 /* Run a shell command; return its exit status; output in out if given. */

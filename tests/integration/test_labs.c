@@ -6,9 +6,14 @@
  * Fooling attempts, each of which must fail: nonsense answers with no
  * fault ever injected; the instructor's demo (`lab run N`) and its
  * reference answers copied in; answers copied from the handout; a forged
- * gossip line in a node's log, and a journal line pasted in by hand. A
- * check of a lab not done yet fails and says what is missing. Lab 6 puts
- * each AZ in a network namespace of its own and needs root.
+ * gossip line in a node's log, and a journal line pasted in by hand;
+ * journal lines forged by a program (a partition that never happened, an
+ * SCL of 4242), MAC'd with the cluster key and then with the journal's
+ * own key read from the coordinator's directory; a friend's answers; the
+ * handout's run.sh run by hand (a demo). `lab verify` passes a genuine
+ * run directory and flags an edited one and a copy. A check of a lab not
+ * done yet fails and says what is missing. Lab 6 puts each AZ in a
+ * network namespace of its own and needs root.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,10 +23,14 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "harness.h"
+#include "net/keyfile.h"
 #include "param.h"
 
 static int setup(void **state)
@@ -53,6 +62,8 @@ static const char *folder[] = {"", "lab01-write-path", "lab02-quorums",
                                "lab03-crash-recovery", "lab04-gossip", "lab05-fencing",
                                "lab06-across-machines"};
 
+static char passed_run[7][512];   /* each lab's run directory that passed */
+
 /* After a check of lab n that passed (its output in out): the run
  * directory it names holds what it read and said, and runs/latest is it. */
 static void run_dir_kept(int n)
@@ -61,6 +72,7 @@ static void run_dir_kept(int n)
   if (at == NULL)
     fail_msg("lab check %d names no run directory:\n%s", n, out);
   sscanf(at + strlen("run directory: "), "%511s", run);
+  snprintf(passed_run[n], sizeof passed_run[n], "%s", run);
   /* The excerpt begins at the lab's start mark; lab 6's is the namespace
    * cluster's journal, which has none (the mark is in this cluster's). */
   char first[64];
@@ -79,13 +91,14 @@ static void run_dir_kept(int n)
 
 /* A student does lab n: starts it, follows the steps (run.sh, by hand),
  * and works out the answers from what the steps printed (answer: a shell
- * snippet; $O is the steps' output, $F the answers file). */
+ * snippet; $O is the steps' output, $F the answers file, $LAB_AZ ... the
+ * assignment `lab start` printed). */
 static void student(int n, const char *answer)
 {
   lab_start(n);
   lab_steps(n, folder[n], "");
-  int rc = sh(out, OUT_SIZE, "export AURALOG_DIR=%s O=%s/lab%02d.out F=%s/labs/lab%02d-answers.txt; "
-          "st() { %s status --json; }; %s", dir, dir, n, dir, n, bin, answer);
+  int rc = sh(out, OUT_SIZE, "export AURALOG_DIR=%s O=%s/lab%02d.out F=%s/labs/lab%02d-answers.txt "
+          "%s; st() { %s status --json; }; %s", dir, dir, n, dir, n, lab_assigned, bin, answer);
   if (rc != 0)
     fail_msg("lab %d's answers:\n%s", n, out);
   if (lab_check(n) != 0) {
@@ -113,7 +126,16 @@ static void lab2_quorums(void **state)
   (void)state;
   student(2, "printf 'write_loss: 2\\nread_loss: 3\\ncopies_left_2of3: 1\\nacks_per_commit: 4\\n'"
              " > $F && sed -n 's/.*; \\([0-9]*\\) records* wait.*/stall_records: \\1/p' $O | "
-             "head -1 >> $F");
+             "head -1 >> $F && sed -n 's/.*(vdl \\([0-9]*\\); [0-9]* records* wait.*/stall_vdl: \\1/p' "
+             "$O | head -1 >> $F");
+  /* A friend's answers, from their own cluster: the constants are the
+   * same, their stall's VDL is their run's, not this one's. */
+  assert_int_equal(sh(NULL, 0, "cd %s/labs && cp lab02-answers.txt mine && "
+                      "sed 's/^stall_vdl: .*/stall_vdl: 100000417/' mine > lab02-answers.txt", dir),
+                   0);
+  assert_int_not_equal(lab_check(2), 0);
+  assert_non_null(strstr(out, "[missing] stall_vdl"));
+  assert_int_equal(sh(NULL, 0, "cd %s/labs && mv mine lab02-answers.txt", dir), 0);
 }
 
 static void lab3_crash_recovery(void **state)
@@ -127,7 +149,7 @@ static void lab3_crash_recovery(void **state)
 static void lab4_gossip(void **state)
 {
   (void)state;
-  student(4, "echo \"scl_behind: $(grep -o 'C1:[0-9]*~' $O | head -1 | tr -dc 0-9 | cut -c2-)\" > $F && "
+  student(4, "echo \"scl_behind: $(grep -o \"${LAB_AZ}1:[0-9]*~\" $O | head -1 | tr -dc 0-9 | cut -c2-)\" > $F && "
              "printf 'who_resends: peers\\nscl_meaning: hole\\n' >> $F");
 }
 
@@ -230,6 +252,153 @@ static void forged_gossip_fails(void **state)
   assert_non_null(strstr(out, "[missing] they caught up after the heal"));
 }
 
+/* `lab verify`, offline, on lab 4's run directory that passed: it passes,
+ * named as s1's; an answer edited in the excerpt breaks the MAC chain; a
+ * copy handed in as bob's is someone else's run; two copies are copies. */
+static void verify_run_dirs(void **state)
+{
+  (void)state;
+  const char *run = passed_run[4];
+  if (!run[0])
+    skip();
+  int rc = sh(out, OUT_SIZE, "%s lab verify s1=%s 2>&1", bin, run);
+  if (rc != 0)
+    fail_msg("lab verify of a genuine run directory:\n%s", out);
+  assert_non_null(strstr(out, ": ok: lab 4, student s1, passed"));
+  assert_int_equal(sh(NULL, 0, "rm -rf %s/v1 %s/v2 && cp -r %s %s/v1 && cp -r %s %s/v2 && "
+                      "sed -i '0,/\"kind\":\"behind\"/s/\"scl\":[0-9]*/\"scl\":4242/' "
+                      "%s/v1/journal.jsonl && sed -i 's/^scl_behind: .*/scl_behind: 4242/' "
+                      "%s/v1/answers.txt", dir, dir, run, dir, run, dir, dir, dir), 0);
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s lab verify %s/v1 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "line(s) of its journal excerpt fail the MAC chain"));
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s lab verify bob=%s/v2 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "v2: FLAGGED: it is s1's run, not bob's"));
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s lab verify %s %s/v2 2>&1", bin, run, dir), 0);
+  assert_non_null(strstr(out, "v2: FLAGGED: the same journal excerpt as"));
+  assert_int_equal(sh(out, OUT_SIZE, "%s lab verify %s/labs 2>&1", bin, dir), 1);
+  assert_non_null(strstr(out, "no evidence.json"));
+}
+
+/* The journal's last line: its seq, time and MAC. */
+static void journal_tail(long *seq, long long *t, uint8_t mac[32])
+{
+  char path[600], line[8192], last[8192] = "";
+  snprintf(path, sizeof path, "%s/data/coord/journal.jsonl", dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, "\"mac\":\""))
+      snprintf(last, sizeof last, "%s", line);
+  fclose(f);
+  assert_int_equal(sscanf(last, "{\"seq\":%ld,\"t\":%lld", seq, t), 2);
+  const char *m = strstr(last, "\"mac\":\"") + 7;
+  assert_int_equal(sodium_hex2bin(mac, 32, m, 64, NULL, NULL, NULL), 0);
+}
+
+/* What a forger's program does (the issue's ~20 lines of Python): lines
+ * MAC'd under key, each over the one before, appended to the journal. */
+static void forge(const uint8_t key[32], const char *const *ev, int n)
+{
+  char path[600], line[1024], hex[65];
+  long seq;
+  long long t;
+  uint8_t prev[32];
+  journal_tail(&seq, &t, prev);
+  snprintf(path, sizeof path, "%s/data/coord/journal.jsonl", dir);
+  FILE *f = fopen(path, "a");
+  assert_non_null(f);
+  for (int i = 0; i < n; i++) {
+    int len = snprintf(line, sizeof line, "{\"seq\":%ld,\"t\":%lld,%s", seq + 1 + i,
+                       t + 300 * (i + 1), ev[i]);
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, key, 32, 32);
+    crypto_generichash_update(&st, prev, 32);
+    crypto_generichash_update(&st, (const uint8_t *)line, (size_t)len);
+    crypto_generichash_final(&st, prev, 32);
+    sodium_bin2hex(hex, sizeof hex, prev, 32);
+    fprintf(f, "%s,\"mac\":\"%s\"}\n", line, hex);
+  }
+  fclose(f);
+}
+
+/* Lab 4 with nothing done but the rows, and the partition forged into the
+ * journal: a partition of s1's AZ B, both its segments behind at 4242,
+ * the heal, both caught up by gossip. With the cluster key (the old
+ * journal's), no line verifies; with the journal's own key, read from the
+ * coordinator's directory as a student with the machine could, every line
+ * verifies, but the nodes never counted a partition and 4242 is no LSN
+ * this writer reached. */
+static void forged_journal_fails(void **state)
+{
+  (void)state;
+  static const char *const ev[] = {
+    "\"kind\":\"fault\",\"action\":\"partition\",\"az\":\"B\",\"node\":\"\",\"n\":0",
+    "\"kind\":\"behind\",\"node\":\"B1\",\"az\":\"B\",\"volume_id\":1,\"pg\":0,\"scl\":4242",
+    "\"kind\":\"behind\",\"node\":\"B2\",\"az\":\"B\",\"volume_id\":1,\"pg\":0,\"scl\":4242",
+    "\"kind\":\"fault\",\"action\":\"heal\",\"az\":\"\",\"node\":\"\",\"n\":0",
+    "\"kind\":\"caughtup\",\"node\":\"B1\",\"az\":\"B\",\"volume_id\":1,\"pg\":0,\"from\":4242,"
+    "\"scl\":5000,\"ms\":2000,\"gossip_msgs\":3",
+    "\"kind\":\"caughtup\",\"node\":\"B2\",\"az\":\"B\",\"volume_id\":1,\"pg\":0,\"from\":4242,"
+    "\"scl\":5000,\"ms\":2000,\"gossip_msgs\":3",
+  };
+  const int n = (int)(sizeof ev / sizeof ev[0]);
+  char why[256], path[600];
+  lab_start(4);
+  assert_string_equal(lab_assigned, "LAB_AZ=B");
+  lab_answers(4, "scl_behind: 4242\nwho_resends: peers\nscl_meaning: hole\n");
+  /* The cluster key: what the journal's MAC used to derive from. */
+  const struct auth_key *ck = key_get(why, sizeof why);
+  assert_non_null(ck);
+  uint8_t k[32];
+  static const char label[] = "auralog journal v1";
+  crypto_generichash(k, 32, (const uint8_t *)label, sizeof label, ck->k, sizeof ck->k);
+  forge(k, ev, n);
+  assert_int_not_equal(lab_check(4), 0);
+  assert_non_null(strstr(out, "[missing] every line of the lab's history carries"));
+  assert_non_null(strstr(out, "[missing] an AZ was partitioned"));
+  /* The journal's own key. The coordinator is stopped while the lines go
+   * in (its next line would not chain on them) and started again. */
+  lab_start(4);
+  stop_member("coord", SIGTERM);
+  snprintf(path, sizeof path, "%s/data/coord/journal.key", dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  assert_int_equal(fread(k, 1, 32, f), 32);
+  fclose(f);
+  forge(k, ev, n);
+  assert_int_equal(sh(out, OUT_SIZE, "%s cluster up --dir %s 2>&1", bin, dir), 0);
+  assert_int_not_equal(lab_check(4), 0);
+  assert_non_null(strstr(out, "[ok] every line of the lab's history carries"));
+  assert_non_null(strstr(out, "[ok] an AZ was partitioned (`auralog fault partition`): B"));
+  assert_non_null(strstr(out, "[missing] AZ B's two nodes say themselves they were partitioned"));
+  assert_non_null(strstr(out, "[missing] the SCL they stayed at (4242) is an LSN this writer"));
+}
+
+/* The handout's run.sh run by hand, even with the student's own AZ: it
+ * marks itself a demo in the journal, and a demo is not the lab. `lab
+ * run` prints no reference answers. */
+static void run_sh_by_hand_is_a_demo(void **state)
+{
+  (void)state;
+  lab_start(4);
+  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s LAB_AZ=B; unset AURALOG_ENGINE "
+              "AURALOG_COORD; bash labs/lab04-gossip/run.sh 2>&1", bin, dir);
+  if (rc != 0)
+    fail_msg("run.sh by hand:\n%s", out);
+  assert_non_null(strstr(out, "(a demo: run by hand"));
+  lab_answers(4, "scl_behind: 1\nwho_resends: peers\nscl_meaning: hole\n");
+  assert_int_not_equal(lab_check(4), 0);
+  assert_non_null(strstr(out, "[missing] an AZ was partitioned"));
+  assert_int_equal(sh(out, OUT_SIZE, "grep -c '\"action\":\"lab-demo\".*\"n\":4,' "
+                      "%s/labs/runs/latest/journal.jsonl", dir), 0);
+  rc = sh(out, OUT_SIZE, "%s lab run 1 --dir %s 2>&1", bin, dir);
+  if (rc != 0)
+    fail_msg("lab run 1:\n%s", out);
+  assert_non_null(strstr(out, "reference answers: not shown"));
+  assert_null(strstr(out, "bytes_per_txn:"));
+  assert_null(strstr(out, "page_every_commit:"));
+}
+
 /* Lab 6 builds network namespaces: it needs root. Where that is not
  * allowed, it is skipped with the reason. A student's run: `lab start 6`
  * on the usual cluster, the steps (a cluster of its own, whose
@@ -257,12 +426,14 @@ static void lab6_across_machines_two_at_once(void **state)
     if (sh(out, OUT_SIZE, "%s%s lab start 6 --dir %s 2>&1", k ? "unset AURALOG_KEY; " : "", bin,
            d[k]) != 0)
       fail_msg("lab start 6 in %s:\n%s", d[k], out);
-  /* Both students' steps at the same time. */
+  /* Both students' steps at the same time, as typed (not run.sh's demo). */
+  for (int k = 0; k < 2; k++)
+    lab_typed(folder[6], d[k]);
   int rc = sh(NULL, 0, "export AURALOG=%s; unset AURALOG_ENGINE AURALOG_COORD; "
-              "(AURALOG_DIR=%s bash labs/%s/run.sh > %s/lab06.out 2>&1; echo $? > %s/lab06.rc) & "
-              "(unset AURALOG_KEY; AURALOG_DIR=%s bash labs/%s/run.sh > %s/lab06.out 2>&1; echo $? > %s/lab06.rc) & "
-              "wait; grep -qx 0 %s/lab06.rc && grep -qx 0 %s/lab06.rc", bin, d[0], folder[6],
-              d[0], d[0], d[1], folder[6], d[1], d[1], d[0], d[1]);
+              "(AURALOG_DIR=%s bash %s/typed/%s/run.sh > %s/lab06.out 2>&1; echo $? > %s/lab06.rc) & "
+              "(unset AURALOG_KEY; AURALOG_DIR=%s bash %s/typed/%s/run.sh > %s/lab06.out 2>&1; echo $? > %s/lab06.rc) & "
+              "wait; grep -qx 0 %s/lab06.rc && grep -qx 0 %s/lab06.rc", bin, d[0], d[0], folder[6],
+              d[0], d[0], d[1], d[1], folder[6], d[1], d[1], d[0], d[1]);
   static char chk[2][1 << 16];
   int crc[2] = {-1, -1};
   for (int k = 0; k < 2 && rc == 0; k++) {
@@ -309,7 +480,10 @@ int main(void)
     cmocka_unit_test(lab2_quorums),
     cmocka_unit_test(lab3_crash_recovery),
     cmocka_unit_test(lab4_gossip),
+    cmocka_unit_test(verify_run_dirs),
     cmocka_unit_test(forged_gossip_fails),
+    cmocka_unit_test(forged_journal_fails),
+    cmocka_unit_test(run_sh_by_hand_is_a_demo),
     cmocka_unit_test(lab5_fencing),
     cmocka_unit_test(lab6_across_machines_two_at_once),
     cmocka_unit_test(cluster_down_leaves_nothing),
