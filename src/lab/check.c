@@ -624,6 +624,7 @@ void check6(struct labctx *x)
   if (x->ref == NULL)
     ok(x, begun, "the lab was begun with `auralog lab start 6` (its history is what "
        "happened after that)");
+  who_and_assignment(x);      /* the start mark is in this cluster's journal */
   if (retarget(x) != 0) {
     ok(x, 0, "the namespace cluster runs (%s/netns/cluster.json; scripts/netns-cluster.sh up)",
        x->dir);
