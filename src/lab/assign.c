@@ -1,6 +1,7 @@
 /*
  * lab/assign.c: what each student's run of an observe lab must do: which
- * AZ to take out, which node to stop or slow. Derived from the student's
+ * AZ to take out, which node to stop or slow, which row to update how
+ * many times. Derived from the student's
  * id and the lab number alone (a keyed hash: the same id always gets the
  * same assignment, two ids most often different ones), so a friend's
  * answers, a demo's steps or a copied run directory name the wrong AZ or
@@ -63,6 +64,11 @@ int assign_make(const char *student, int lab, struct assign *a)
       if ('A' + z != a->az)
         snprintf(others[k++], 3, "%c%d", 'A' + z, i);
   switch (lab) {
+  case 1:
+    a->az = 0;
+    a->row = 1 + r[3] % 100;   /* one of the 100 rows inserted */
+    a->count = 30 + r[4] % 51;
+    return 0;
   case 2: {
     /* AZ+1: the AZ, then one node of another AZ; a slow node neither. */
     int extra = r[1] % 4, slow = r[2] % 3;
@@ -81,6 +87,11 @@ int assign_make(const char *student, int lab, struct assign *a)
 
 void assign_text(const struct assign *a, char *out, size_t n)
 {
+  if (a->lab == 1 && a->row > 0) {
+    snprintf(out, n, "update row %d of lab01 %d times, one transaction each", a->row,
+             a->count);
+    return;
+  }
   switch (a->az ? a->lab : 0) {
   case 2:
     snprintf(out, n, "take out AZ %c; for AZ+1 stop node %s too; slow node %s", a->az,

@@ -401,7 +401,8 @@ void lab_answers(int n, const char *text)
 }
 
 /* The last `lab start`'s assignment, as the variables each lab's run.sh
- * takes (LAB_AZ, LAB_NODE, LAB_SLOW), read from what it printed. */
+ * takes (LAB_AZ, LAB_NODE, LAB_SLOW, LAB_ROW, LAB_COUNT), read from what
+ * it printed. */
 char lab_assigned[128];
 
 void lab_start(int n)
@@ -409,6 +410,7 @@ void lab_start(int n)
   if (sh(out, OUT_SIZE, "%s lab start %d --dir %s 2>&1", bin, n, dir) != 0)
     fail_msg("lab start %d:\n%s", n, out);
   char az = 0, node[8] = "", slow[8] = "";
+  int row = 0, count = 0;
   const char *a = strstr(out, "your assignment: ");
   lab_assigned[0] = 0;
   if (a && sscanf(a, "your assignment: take out AZ %c; for AZ+1 stop node %7[A-C0-9] too; "
@@ -417,6 +419,8 @@ void lab_start(int n)
              slow);
   else if (a && sscanf(a, "your assignment: partition AZ %c", &az) == 1)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_AZ=%c", az);
+  else if (a && sscanf(a, "your assignment: update row %d of lab01 %d times", &row, &count) == 2)
+    snprintf(lab_assigned, sizeof lab_assigned, "LAB_ROW=%d LAB_COUNT=%d", row, count);
 }
 
 /* The steps as a student types them: run.sh's commands with the student's

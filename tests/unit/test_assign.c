@@ -40,8 +40,10 @@ static void same_id_same_assignment(void **state)
   assert_int_equal(assign_make("s1", 4, &a), 0);
   assign_text(&a, ta, sizeof ta);
   assert_string_equal(ta, "partition AZ B");
+  assert_int_equal(assign_make("s1", 1, &a), 0);
+  assert_true(a.row >= 1 && a.row <= 100 && a.count >= 30 && a.count <= 80);
   /* Labs with nothing to choose. */
-  assert_int_equal(assign_make("s1", 1, &a), -1);
+  assert_int_equal(assign_make("s1", 3, &a), -1);
   assign_text(&a, ta, sizeof ta);
   assert_string_equal(ta, "the same steps for everyone");
 }
