@@ -213,7 +213,9 @@ int student_resolve(const char *dir, const char *given, char *out, size_t n, int
         line[0] = 0;
     }
   }
-  line[strcspn(line, " \t\r\n")] = 0;
+  size_t len = strlen(line);                 /* the line's end, not inner spaces */
+  while (len > 0 && strchr(" \t\r\n", line[len - 1]))
+    line[--len] = 0;
   if (!line[0])
     return -1;
   if (!student_id_ok(line))
@@ -407,6 +409,11 @@ int lab_main(int argc, char **argv)
     ok(&x, strcmp(me, x.student) == 0, "this lab was started by you (%s; the start names %s)",
        me, x.student);
   printf(x.failed ? "lab %d: not yet (see the [missing] lines)\n" : "lab %d: passed\n", n);
+  /* What this check read, sealed in the journal before the run directory
+   * copies it (lab verify compares the copy with the seal). */
+  ev_seal(&x, x.answers, x.seal);
+  if (hist_mark(&x, "lab-seal", n, why, sizeof why) != 0)
+    printf("  (the journal did not take the check's seal: %s)\n", why);
   rd_write(&x, n, run);
   hist_free(&x);
   cJSON_Delete(x.status);

@@ -11,7 +11,8 @@
  *             stale), or one the CLI did and told it of (az-down, node-stop,
  *             engine-crash, writer-crash ...: crash notes carry the engine's
  *             last report: the commits it had made and what was in flight),
- *             or a lab mark (lab-start N, lab-demo N, lab-demo-end N); a
+ *             or a lab mark (lab-start N, lab-demo N, lab-demo-end N,
+ *             lab-check N, lab-seal N with the hash of what a check read); a
  *             student's lab-start names them, their assignment (lab/assign.c)
  *             and each node's own partition count and start time then
  *   epoch     a writer opened the volume with a new epoch (§4.3)

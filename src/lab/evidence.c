@@ -25,11 +25,16 @@
  * the status snapshot(s) and every SQL answer, in order (ev_status,
  * ev_query); the run directory keeps it as evidence.json (lab/rundir.c),
  * and `auralog lab verify` replays it (x->offline: ev_sql_replay) to run
- * the same check again with no cluster (lab/verify.c).
+ * the same check again with no cluster (lab/verify.c). Once the check
+ * is done, a hash of the answers it read and of that evidence goes into
+ * the journal as a lab-seal mark (ev_seal), so an answer or a snapshot
+ * edited in the run directory afterwards no longer matches its journal.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "lab/lab.h"
 
@@ -163,4 +168,31 @@ void agree(struct labctx *x)
      "writer's VDL now (%.0f)", top_vdl, vdl_now);
   ok(x, last_commits <= commits_now, "the writer's commits now (%.0f) are at least the "
      "history's last count (%.0f)", commits_now, last_commits < 0 ? 0 : last_commits);
+}
+
+/* BLAKE2b-128 of the answers file's bytes and the evidence's status and
+ * SQL answers, as hex (32 characters: a fault note's name fits 64). */
+void ev_seal(struct labctx *x, const char *answers, char out[33])
+{
+  crypto_generichash_state st;
+  uint8_t h[16];
+  char buf[4096];
+  size_t n;
+  crypto_generichash_init(&st, NULL, 0, sizeof h);
+  FILE *f = fopen(answers, "r");
+  crypto_generichash_update(&st, (const uint8_t *)"answers\n", 8);
+  while (f && (n = fread(buf, 1, sizeof buf, f)) > 0)
+    crypto_generichash_update(&st, (const uint8_t *)buf, n);
+  if (f)
+    fclose(f);
+  static const char *parts[] = {"status", "sql"};
+  for (int i = 0; i < 2; i++) {
+    char *js = cJSON_PrintUnformatted(cJSON_GetObjectItem(x->evid, parts[i]));
+    crypto_generichash_update(&st, (const uint8_t *)parts[i], strlen(parts[i]));
+    if (js)
+      crypto_generichash_update(&st, (const uint8_t *)js, strlen(js));
+    free(js);
+  }
+  crypto_generichash_final(&st, h, sizeof h);
+  sodium_bin2hex(out, 33, h, sizeof h);
 }

@@ -246,7 +246,8 @@ int hist_mark(struct labctx *x, const char *action, int lab, char *why, size_t n
   Auralog__Fault f = AURALOG__FAULT__INIT;
   f.action = (char *)action;
   f.az = "";
-  f.node = !strcmp(action, "lab-start") ? x->student : "";   /* whose start */
+  /* whose start; what a check read (lab/evidence.c ev_seal) */
+  f.node = !strcmp(action, "lab-start") ? x->student : !strcmp(action, "lab-seal") ? x->seal : "";
   f.ms = (uint32_t)lab;
   req.body_case = AURALOG__ENVELOPE__BODY_FAULT;
   req.fault = &f;

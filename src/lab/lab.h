@@ -51,6 +51,7 @@ struct labctx {
   int offline;
   int nsql;                    /* offline: the next recorded SQL answer */
   char rundir[PATH_MAX + 96];  /* offline: the run directory re-checked */
+  char seal[33];               /* the lab-seal mark's hash of what the check read */
 };
 
 /* lab.c */
@@ -118,6 +119,10 @@ void ev_status(struct labctx *x);               /* x->status into the evidence *
 int ev_query(struct labctx *x, const char *sql, char *out, size_t n, int online_rc);
 int ev_sql_replay(struct labctx *x, const char *sql, char *out, size_t n);
 void lab_file(struct labctx *x, const char *name, char *out, size_t n);
+/* The hash of the answers file and the evidence read (status, SQL) that
+ * `lab check` puts in the journal (a lab-seal mark) and `lab verify`
+ * recomputes from the run directory. */
+void ev_seal(struct labctx *x, const char *answers, char out[33]);
 void who_and_assignment(struct labctx *x);      /* from the lab-start mark */
 void agree(struct labctx *x);                   /* journal, coordinator, nodes */
 double status_num(const cJSON *o, const char *key);

@@ -23,7 +23,9 @@
  *   evidence.json   what the check read from the cluster (lab/evidence.c):
  *                   the status snapshot, every SQL answer in order; the
  *                   student, assignment, the key's id, the MAC the excerpt's
- *                   chain starts from (anchor), the verdict
+ *                   chain starts from (anchor), the verdict; the journal's
+ *                   lab-seal mark (in journal.jsonl) holds the hash of it
+ *                   and of answers.txt
  *   lab03-acks.txt  lab 3: the acknowledged transactions the check read
  *
  * A check runs in seconds and students run it often: each run gets its

@@ -13,6 +13,8 @@
  *     the history, the answers, the coordinator's and nodes' view and the
  *     assignment must still agree, and the verdict must be the one the
  *     check recorded;
+ *   - the answers and evidence must hash to the seal the check put in the
+ *     journal (a lab-seal mark, lab/evidence.c ev_seal);
  *   - the student the lab-start mark names must be the one evidence.json
  *     names, and, given ID=RUNDIR, ID;
  * and across them: two run directories from one cluster (the same journal
@@ -177,6 +179,20 @@ static void one(struct sub *s, void (*check)(int, struct labctx *))
     flag(s, "evidence.json holds no status snapshot%s%s", "", "");
   hist_window(&x, s->lab, 0);
   x.jbad = bad;
+  /* The seal the check put in the journal: the answers and evidence it read. */
+  char seal[33], found[80] = "", *ans = slurp(x.answers, NULL);
+  /* rundir.c writes this line in place of an answers file it did not find */
+  int none = ans && !strncmp(ans, "# no answers file at ", 21);
+  free(ans);
+  ev_seal(&x, none ? "" : x.answers, seal);
+  for (long i = x.start + 1; x.start >= 0 && i < hist_len(&x); i++) {
+    const cJSON *e = hist_at(&x, i);
+    if (is(e, "fault") && !strcmp(fstr(e, "action"), "lab-seal") && fnum(e, "n") == s->lab)
+      snprintf(found, sizeof found, "%s", fstr(e, "node"));
+  }
+  if (strcmp(found, seal) != 0)
+    flag(s, "%s%s", found[0] ? "answers.txt or evidence.json is not what the check read "
+         "(its seal in the journal differs)" : "its journal holds no seal of the check", "");
   /* A demo (`lab run`, or run.sh by hand) in the excerpt: its span was
    * left out, but a run directory with one is worth a look. */
   for (long i = 0; i < hist_len(&x); i++) {

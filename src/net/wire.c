@@ -395,7 +395,7 @@ int wire_fault_note(const char *action)
 {
   static const char *notes[] = {"az-down", "az-up", "node-stop", "node-start", "engine-crash",
                                 "writer-crash", "writer-stop", "lab-start", "lab-demo",
-                                "lab-demo-end", "lab-check", "bench"};
+                                "lab-demo-end", "lab-check", "lab-seal", "bench"};
   for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
     if (strcmp(notes[i], action) == 0)
       return 1;

@@ -253,8 +253,9 @@ static void forged_gossip_fails(void **state)
 }
 
 /* `lab verify`, offline, on lab 4's run directory that passed: it passes,
- * named as s1's; an answer edited in the excerpt breaks the MAC chain; a
- * copy handed in as bob's is someone else's run; two copies are copies. */
+ * named as s1's; an answer edited in the excerpt breaks the MAC chain; an
+ * answer changed afterwards no longer matches the check's seal; a copy
+ * handed in as bob's is someone else's run; two copies are copies. */
 static void verify_run_dirs(void **state)
 {
   (void)state;
@@ -271,6 +272,13 @@ static void verify_run_dirs(void **state)
                       "%s/v1/answers.txt", dir, dir, run, dir, run, dir, dir, dir), 0);
   assert_int_not_equal(sh(out, OUT_SIZE, "%s lab verify %s/v1 2>&1", bin, dir), 0);
   assert_non_null(strstr(out, "line(s) of its journal excerpt fail the MAC chain"));
+  /* An answer corrected after the check, with the check's MACs intact. */
+  assert_int_equal(sh(NULL, 0, "rm -rf %s/v3 && cp -r %s %s/v3 && "
+                      "sed -i 's/^who_resends: .*/who_resends: engine/' %s/v3/answers.txt",
+                      dir, run, dir, dir), 0);
+  assert_int_not_equal(sh(out, OUT_SIZE, "%s lab verify %s/v3 2>&1", bin, dir), 0);
+  assert_non_null(strstr(out, "v3: FLAGGED: answers.txt or evidence.json is not what the check "
+                              "read"));
   assert_int_not_equal(sh(out, OUT_SIZE, "%s lab verify bob=%s/v2 2>&1", bin, dir), 0);
   assert_non_null(strstr(out, "v2: FLAGGED: it is s1's run, not bob's"));
   assert_int_not_equal(sh(out, OUT_SIZE, "%s lab verify %s %s/v2 2>&1", bin, run, dir), 0);
