@@ -185,7 +185,7 @@ static void one(struct sub *s, void (*check)(int, struct labctx *))
   int none = ans && !strncmp(ans, "# no answers file at ", 21);
   free(ans);
   ev_seal(&x, none ? "" : x.answers, seal);
-  for (long i = x.start + 1; x.start >= 0 && i < hist_len(&x); i++) {
+  for (long i = x.start + 1; i < hist_len(&x); i++) {
     const cJSON *e = hist_at(&x, i);
     if (is(e, "fault") && !strcmp(fstr(e, "action"), "lab-seal") && fnum(e, "n") == s->lab)
       snprintf(found, sizeof found, "%s", fstr(e, "node"));

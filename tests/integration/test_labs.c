@@ -65,7 +65,8 @@ static const char *folder[] = {"", "lab01-write-path", "lab02-quorums",
 static char passed_run[7][512];   /* each lab's run directory that passed */
 
 /* After a check of lab n that passed (its output in out): the run
- * directory it names holds what it read and said, and runs/latest is it. */
+ * directory it names holds what it read and said, runs/latest is it, and
+ * `lab verify` passes it. */
 static void run_dir_kept(int n)
 {
   char *at = strstr(out, "run directory: "), run[512];
@@ -87,6 +88,10 @@ static void run_dir_kept(int n)
               run, n, first, dir, n, dir, run);
   if (rc != 0)
     fail_msg("lab check %d's run directory %s lacks something:\n%s", n, run, out);
+  /* The instructor's offline re-check agrees: s1's run, passed. */
+  if (sh(out, OUT_SIZE, "%s lab verify s1=%s 2>&1", bin, run) != 0 ||
+      !strstr(out, ": ok: lab "))
+    fail_msg("lab verify of lab %d's run directory %s:\n%s", n, run, out);
 }
 
 /* A student does lab n: starts it, follows the steps (run.sh, by hand),
