@@ -14,7 +14,8 @@ struct assign {
   char az;                     /* the AZ to take out or partition; 0: none */
   char node[3];                /* lab 2: the one more node of AZ+1 */
   char slow[3];                /* lab 2: the node to slow */
-  int row, count;              /* lab 1: update row `row` of lab01 `count` times */
+  int row, count;              /* lab 1: update row `row` of lab01 `count` times;
+                                * lab 5: rows the second writer commits */
 };
 
 int student_id_ok(const char *s);

@@ -528,12 +528,31 @@ void check5(struct labctx *x)
   ok(x, fenced, "the first writer (epoch %.0f) was still running after it, fenced",
      old_epoch);
   long long rows = sql_num(x, "select count(*) from lab05 where writer = 'second';");
-  ok(x, rows >= 1, "the second writer's row is there (%lld)", rows);
+  if (x->has_assign)
+    ok(x, rows == x->as.count, "the second writer's %d rows are there, as your `lab start` "
+       "said (%lld)", x->as.count, rows);
+  else
+    ok(x, rows >= 1, "the second writer's row is there (%lld)", rows);
+  /* Its recovery's truncation range, in the journal and the coordinator's
+   * metadata alike: where it begins is the VDL it proved, an LSN of this
+   * run (a friend's epochs may be the same numbers; this is not). */
+  double proved = -1;
+  const cJSON *t;
+  for (size_t i = 0; i < x->nev && second; i++)
+    if (is(x->ev[i], "trunc") && fnum(x->ev[i], "epoch") == new_epoch)
+      proved = fnum(x->ev[i], "from");
+  int kept = 0;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItem(x->status, "truncations"))
+    kept |= status_num(t, "epoch") == new_epoch && status_num(t, "from") == proved;
+  ok(x, proved >= 0 && kept, "the second writer's recovery proved a VDL (%.0f), in the journal "
+     "and in the coordinator's metadata", proved);
   long long first = sql_num(x, "select count(*) from lab05 where writer = 'first-after';");
   ok(x, first == 0, "the fenced writer's late row is not (%lld)", first);
   want_num(x, "fenced_by", new_epoch, new_epoch, new_epoch,
            "the epoch the first engine's error names");
   want_num(x, "old_epoch", old_epoch, old_epoch, old_epoch, "the first engine's own epoch");
+  want_num(x, "recovered_vdl", proved, proved, proved, "the VDL the second writer's "
+           "recovery proved: where its truncation range begins (auralog status)");
   want_word(x, "who_refuses", "nodes", "nodes|coordinator|engine",
             "who refuses the old writer's batches");
 }

@@ -421,6 +421,8 @@ void lab_start(int n)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_AZ=%c", az);
   else if (a && sscanf(a, "your assignment: update row %d of lab01 %d times", &row, &count) == 2)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_ROW=%d LAB_COUNT=%d", row, count);
+  else if (a && sscanf(a, "your assignment: the second writer commits %d rows", &count) == 1)
+    snprintf(lab_assigned, sizeof lab_assigned, "LAB_COUNT=%d", count);
 }
 
 /* The steps as a student types them: run.sh's commands with the student's

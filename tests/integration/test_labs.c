@@ -163,7 +163,9 @@ static void lab5_fencing(void **state)
   (void)state;
   student(5, "sed -n 's/.*fenced by epoch \\([0-9]*\\) (writer has epoch \\([0-9]*\\)).*/"
              "fenced_by: \\1\\nold_epoch: \\2/p' $O | head -2 > $F && "
-             "echo 'who_refuses: nodes' >> $F");
+             "echo 'who_refuses: nodes' >> $F && "
+             "E=$(sed -n 's/^fenced_by: //p' $F) && echo \"recovered_vdl: $(grep -o "
+             "\"{\\\"epoch\\\":$E,\\\"from\\\":[0-9]*\" $O | head -1 | grep -o '[0-9]*$')\" >> $F");
   /* The lab's second engine is gone once the lab is done. */
   char pat[128];
   /* [e]: the pattern must not match the shell that runs pgrep */

@@ -42,6 +42,8 @@ static void same_id_same_assignment(void **state)
   assert_string_equal(ta, "partition AZ B");
   assert_int_equal(assign_make("s1", 1, &a), 0);
   assert_true(a.row >= 1 && a.row <= 100 && a.count >= 30 && a.count <= 80);
+  assert_int_equal(assign_make("s1", 5, &a), 0);
+  assert_true(a.count >= 2 && a.count <= 9);
   /* Labs with nothing to choose. */
   assert_int_equal(assign_make("s1", 3, &a), -1);
   assign_text(&a, ta, sizeof ta);
