@@ -282,16 +282,18 @@ static void draw_writer(struct draw *g, int l, int first, int nrows)
     int fill = worst(g, l, k);
     if (v->d.kind == D_ACK && v->d.lane == l && is_dcol(g, k)) {
       td_diverge(g, s_fill[fill], "");
+      /* One style a line: a browser's fonts are not graphviz's, and two
+       * runs on one line can overlap there. */
       fprintf(f, "<font point-size=\"8\" color=\"" C_DIVERGE "\"><br/><b>e%llu acks %s</b>",
               ep[c], vs_lsn(v->d.lsn, a));
       if (val[c] != v->d.lsn)
-        fprintf(f, " (VDL %s)", vs_lsn(val[c], b));
+        fprintf(f, "<br/>(VDL %s)", vs_lsn(val[c], b));
       fprintf(f, "</font></td>");
       continue;
     }
     td(g, k, s_fill[fill]);
     if (val[c] && ep[c] && (c0 == 0 || ep[c] != ep[c0 - 1] || !before))
-      fprintf(f, "<font point-size=\"8\"><b>e%llu</b> %s</font>", ep[c], vs_lsn(val[c], a));
+      fprintf(f, "<font point-size=\"8\"><b>e%llu: %s</b></font>", ep[c], vs_lsn(val[c], a));
     else if (val[c] && g->dc[k].quiet && val[c] != before)
       fprintf(f, "<font point-size=\"8\">%s &#8594; %s</font>", vs_lsn(before, a), vs_lsn(val[c], b));
     else if (val[c] && (val[c] != before || k == g->ndc - 1))
@@ -495,13 +497,13 @@ char *vs_draw(struct vs *v, const char *path)
   }
   group_cols(g);
   fprintf(f, "digraph simtrace {\n  graph [fontname=\"Helvetica\" fontsize=15 labelloc=t "
-          "label=<<b>auralog sim</b>  ");
+          "label=<auralog sim  ·  ");
   vs_html(f, strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
   fprintf(f, "  ·  %llu to %llu ms of a %llu ms run  ·  one column = %llu ms%s>];\n"
           "  node [fontname=\"Helvetica\" fontsize=10];\n  timeline [shape=plaintext label=<"
           "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\" color=\"#d0d0d0\">\n",
           v->from, v->to, v->last, v->step,
-          v->viol >= 0 ? "  ·  <font color=\"" C_VIOL "\"><b>VIOLATION</b></font>" : "");
+          v->viol >= 0 ? "  ·  VIOLATION" : "");
   draw_header(g);
   draw_faults(g);
   int order[VS_L], nw = 0;
@@ -531,15 +533,20 @@ char *vs_draw(struct vs *v, const char *path)
   if (v->viol >= 0) {
     const struct rec *r = &v->r[v->viol];
     fprintf(f, "<tr><td colspan=\"%d\" align=\"left\" bgcolor=\"#fee0d2\"><font color=\"" C_VIOL
-            "\"><b>VIOLATION at %llu ms</b></font>: ", g->ndc + 2, r->t);
+            "\"><b>VIOLATION at %llu ms</b></font><br align=\"left\"/>", g->ndc + 2, r->t);
     vs_html(f, viol_words(v));
-    if (v->nviol > 1)
-      fprintf(f, "  <i>(and %zu more)</i>", v->nviol - 1);
-    fprintf(f, "%s", v->vcol < 0 ? "  <i>(outside this window)</i>" : "");
+    if (v->vcol < 0 || v->nviol > 1) {
+      fprintf(f, "<br align=\"left\"/><i>");
+      if (v->vcol < 0)
+        fprintf(f, "(outside this window)%s", v->nviol > 1 ? " " : "");
+      if (v->nviol > 1)
+        fprintf(f, "(and %zu more)", v->nviol - 1);
+      fprintf(f, "</i>");
+    }
     if (v->d.kind != D_NONE)
-      fprintf(f, "<br/><font color=\"" C_DIVERGE "\">the run left the model at %llu ms%s</font>",
-              v->d.t, v->d.col < 0 ? " (outside this window)" : " (framed above)");
-    fprintf(f, "</td></tr>\n");
+      fprintf(f, "<br align=\"left\"/><font color=\"" C_DIVERGE "\">the run left the model at "
+              "%llu ms%s</font>", v->d.t, v->d.col < 0 ? " (outside this window)" : " (framed above)");
+    fprintf(f, "<br align=\"left\"/></td></tr>\n");
   }
   fprintf(f, "</table>>];\n");
   draw_legend(f);

@@ -225,8 +225,8 @@ static void recovery_marker_and_watermarks(void **state)
   assert_non_null(strstr(serve, ">truncates (9, 10000009]</font>"));
   /* The VDL with its epoch where it starts, then where it moved; the SCLs
    * as step labels (A1's pg 0: 5, then 9 at 1200 ms). */
-  assert_non_null(strstr(dot, "<b>e1</b> 5<"));
-  assert_non_null(strstr(dot, "<b>e2</b> 9<"));
+  assert_non_null(strstr(dot, "<b>e1: 5</b>"));
+  assert_non_null(strstr(dot, "<b>e2: 9</b>"));
   assert_non_null(strstr(dot, ">9</font>"));
   /* B1 missed the records while down: behind its PG once the column
    * starts with A1 ahead. */
@@ -375,7 +375,7 @@ static void windows(void **state)
   assert_non_null(strstr(dot, "<b>az-down</b> ...<br/>1500 ms"));   /* goes on past it */
   assert_non_null(strstr(dot, "(outside this window)"));
   assert_null(strstr(dot, "serves from"));
-  assert_non_null(strstr(dot, "e1</b> 5<"));    /* the VDL the window starts with */
+  assert_non_null(strstr(dot, "e1: 5</b>"));    /* the VDL the window starts with */
   free(dot);
   dot = dot_of(text, 0, -1);                     /* the whole run */
   assert_non_null(strstr(dot, "0 to 9000 ms"));
