@@ -409,7 +409,7 @@ static void events(struct tl *g, struct labctx *x, struct open *o)
         maxlag = fnum(e, "lag_ms"), lag_t = t, lag_lsn = fnum(e, "lag_lsn"), lag_e = e;
     }
   }
-  if (lag_e)
+  if (lag_e && maxlag > 0)
     add(g, L_REPLICA, "engine", lag_t, -1, "#1f77b4", lag_e, "replica lag up to %.0f ms (%s LSNs)",
         maxlag, lsn(lag_lsn, b1));
 }
