@@ -33,8 +33,11 @@
  *                   build/ holds this binary
  *   impl_points     the lab's full score
  *   impl_list       print the implement labs (auralog lab list)
- *   lab_handout_main, lab_grade_main   `auralog lab handout | grade`
+ *   lab_export_main, lab_handout_main, lab_grade_main
+ *                   `auralog lab export | handout | grade`
  *   handout_file    one file through the handout transformation (tests)
+ *   handout_copy    a tree through it (handout.c)
+ *   export_tree     the student repository (export.c)
  */
 #ifndef AURALOG_LAB_IMPL_H
 #define AURALOG_LAB_IMPL_H
@@ -74,10 +77,38 @@ int impl_root(const char *opt, char *out, size_t n);
 int impl_points(const struct impl_lab *l);   /* the lab's full score */
 void impl_list(FILE *f);
 
-/* Copy in to out, lab's marked bodies replaced by their stubs. Returns
- * how many it replaced, or -1 with a reason in why. */
-int handout_file(FILE *in, FILE *out, int lab, const char *path, char *why, size_t whylen);
+/* handout_file's lab: every lab's bodies. */
+#define IMPL_ALL 0
 
+/* Copy in to out, lab's marked bodies (every lab's: IMPL_ALL) replaced by
+ * their stubs; path names in for messages. Returns how many it replaced,
+ * or -1 with a reason in why; labs (if not NULL) gains bit n for each lab
+ * n whose body it replaced. */
+int handout_file(FILE *in, FILE *out, int lab, const char *path, unsigned long long *labs,
+                 char *why, size_t whylen);
+
+/* A copy of a source tree through handout_file (handout.c). */
+struct copy_out {
+  char *const *skip;          /* in: paths left out (NULL-ended), relative */
+  char **stubbed;             /* out: the files it replaced bodies in */
+  size_t nstubbed;
+  unsigned long long labs;    /* out: bit n: a body of lab n replaced */
+  int regions;                /* out: bodies replaced */
+  size_t files;               /* out: files copied */
+  char why[2 * 4096 + 300];   /* out: why it failed (two paths and a reason) */
+};
+
+/* Copy root to out (existing) without .git, build outputs and r->skip,
+ * lab's bodies stubbed. Returns 0, or -1 with r->why. */
+int handout_copy(const char *root, const char *out, int lab, struct copy_out *r);
+
+/* The student repository (export.c) of the tree src (NULL: this binary's)
+ * in dir; cmd names the command in messages; handout: the lab a handout
+ * is for (NULL: an export). Returns the exit status; dies on bad input. */
+int export_tree(const char *cmd, const char *src, const char *dir,
+                const struct impl_lab *handout);
+
+int lab_export_main(int argc, char **argv);
 int lab_handout_main(int argc, char **argv);
 int lab_grade_main(int argc, char **argv);
 
