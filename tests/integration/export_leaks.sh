@@ -15,8 +15,8 @@
 # Prints "N distinctive lines in M bodies", then each leak as
 # "WHERE: LINE", and exits 1 if there is any (2: bad input).
 set -euo pipefail
-root=$1 export=$2
-[ -d "$root/src" ] && [ -d "$export" ] || { echo "usage: $0 ROOT EXPORT" >&2; exit 2; }
+[ $# = 2 ] && [ -d "$1/src" ] && [ -d "$2" ] || { echo "usage: $0 ROOT EXPORT" >&2; exit 2; }
+root=$(cd "$1" && pwd) export=$(cd "$2" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
