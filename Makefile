@@ -52,6 +52,10 @@ MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply failover truncbound sqlwords
 INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade export roles
+# A student repository (auralog lab export) leaves the instructor's tests
+# out (labs/instructor-only): test what is there.
+UNIT := $(filter $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c)),$(UNIT))
+INTEG := $(filter $(patsubst tests/integration/test_%.c,%,$(wildcard tests/integration/test_*.c)),$(INTEG))
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 # make test runs integration binaries TEST_JOBS at a time (default 2;

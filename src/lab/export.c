@@ -314,10 +314,18 @@ static void ref_objects(const char *root, const char *dir, const char *arch,
     sprintf(argv[k++], "build/obj/%.*s.o", (int)(len - 2), rel);
   }
   argv[k] = NULL;
-  printf("building the reference objects in %s/build (make: what is out of date)\n", root);
-  int rc = run(root, argv, NULL, 0);
-  if (rc != 0)
-    fail("make in %s failed (exit %d): the reference objects are not built", root, rc);
+  /* make -q: are they up to date? Else make them, its lines the progress. */
+  char quiet[4096];
+  argv[2] = "-q";
+  int rc = run(root, argv, quiet, sizeof quiet);
+  argv[2] = "-j2";
+  if (rc == 0) {
+    printf("the reference objects are up to date in %s/build\n", root);
+  } else {
+    printf("building the reference objects in %s/build (make: what is out of date)\n", root);
+    if ((rc = run(root, argv, NULL, 0)) != 0)
+      fail("make in %s failed (exit %d): the reference objects are not built", root, rc);
+  }
   printf("ref/%s/:", arch);
   for (int i = 3; i < k; i++) {
     const char *rel = argv[i] + strlen("build/obj/");
