@@ -15,6 +15,9 @@
  *     debug information, with ref/ARCH/PATH.sha256 (sha256sum's format):
  *     the hashes, as exported, of PATH.c and of every header it includes;
  *   - a git repository of its own: one commit, by "auralog course".
+ * Before it commits, it looks for the bodies' code in every file it wrote
+ * (leakcheck.c) and refuses if any holds some: a backup, a patch, a
+ * snippet in a document, a path labs/instructor-only should name.
  *
  * The Makefile (scripts/refobj.sh) links a lab file's reference object as
  * long as every file in its .sha256 is unchanged, and compiles the file
@@ -414,6 +417,16 @@ int export_tree(const char *cmd, const char *src, const char *dir,
     if (!(r.labs & (1ull << impl_labs[i].n)))
       fail("%s has no body marked LAB %d (%s): is it the instructor's tree?", root,
            impl_labs[i].n, impl_labs[i].files);
+  /* Whatever else carried a body (a backup, a patch, a pasted snippet). */
+  struct leaks L;
+  char why[PATH_MAX * 3];
+  if (leaks_read(&L, root, r.stubbed, r.nstubbed, why, sizeof why) != 0)
+    fail("%s", why);
+  if (leaks_scan(&L, out, why, sizeof why))
+    fail("%s: remove it from %s, or name it in %s", why, root, INSTRUCTOR_ONLY);
+  printf("checked: no file holds lines of a reference body (%zu runs of lines looked for)\n",
+         L.n);
+  leaks_free(&L);
   printf("left out (instructor-only, %s):", INSTRUCTOR_ONLY);
   for (char **s = skip; *s; s++) {
     snprintf(p, sizeof p, "%s/%s", root, *s);

@@ -38,6 +38,7 @@
  *   handout_file    one file through the handout transformation (tests)
  *   handout_copy    a tree through it (handout.c)
  *   export_tree     the student repository (export.c)
+ *   leaks_read, leaks_scan   copies of a body anywhere in it (leakcheck.c)
  */
 #ifndef AURALOG_LAB_IMPL_H
 #define AURALOG_LAB_IMPL_H
@@ -101,6 +102,28 @@ struct copy_out {
 /* Copy root to out (existing) without .git, build outputs and r->skip,
  * lab's bodies stubbed. Returns 0, or -1 with r->why. */
 int handout_copy(const char *root, const char *out, int lab, struct copy_out *r);
+
+/* Runs of consecutive reference-body lines, to find copies of a body
+ * (leakcheck.c). */
+struct leakrun {
+  char *text;                 /* k trimmed lines, each ending in '\n' */
+  const char *file;           /* the body's file and first line */
+  int line;
+  int lab;
+  int k;
+};
+struct leaks {
+  struct leakrun *w;          /* sorted by text */
+  size_t n, cap;
+  char has[8];                /* has[k]: some run is of k lines */
+};
+
+/* The runs of the bodies in files (relative to root). 0, or -1 with why. */
+int leaks_read(struct leaks *L, const char *root, char *const *files, size_t nfiles, char *why,
+               size_t whylen);
+/* 1 if a text file under dir holds a run (why says where), else 0. */
+int leaks_scan(const struct leaks *L, const char *dir, char *why, size_t whylen);
+void leaks_free(struct leaks *L);
 
 /* The student repository (export.c) of the tree src (NULL: this binary's)
  * in dir; cmd names the command in messages; handout: the lab a handout

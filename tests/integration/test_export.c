@@ -8,7 +8,8 @@
  *    has one commit by the course, leaves labs/instructor-only out, and
  *    its reference objects carry no debug information;
  *  - it is refused into a non-empty directory, inside a git work tree, or
- *    from a student repository;
+ *    from a student repository, and from a tree where a body's code sits
+ *    in another file too (a backup segment.c.orig);
  *  - it builds with no warning, every lab's stub compiled too (LAB=all),
  *    and untouched lab files link their reference objects: the simulator
  *    runs; a changed header, or another architecture, says what it means;
@@ -130,6 +131,26 @@ static void bad_directories_are_refused(void **state)
   assert_int_not_equal(stat(p, &st), 0);           /* nothing half-made left */
 }
 
+/* A body that went somewhere else in the tree (a patch's backup, a snippet
+ * in a document) stops the export: it looks for the bodies' code in every
+ * file it writes. */
+static void a_body_copied_elsewhere_is_refused(void **state)
+{
+  (void)state;
+  int rc = sh(out, OUT_SIZE, "mkdir %s/tree && cd %s && "
+              "tar --exclude=./build --exclude=./.git -cf - . | tar -C %s/tree -xf - && "
+              "cp src/node/segment.c %s/tree/src/node/segment.c.orig && "
+              "%s lab export --src %s/tree %s/leaked 2>&1",
+              work, root, work, work, self, work, work);
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(out, "src/node/segment.c.orig:"));
+  assert_non_null(strstr(out, "holds lines of lab 21's reference body (src/node/segment.c:"));
+  struct stat st;
+  char p[256];
+  snprintf(p, sizeof p, "%s/leaked", work);
+  assert_int_not_equal(stat(p, &st), 0);
+}
+
 static void the_export_builds_and_runs_the_reference_cores(void **state)
 {
   (void)state;
@@ -209,6 +230,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(an_export_holds_no_reference_body),
     cmocka_unit_test(bad_directories_are_refused),
+    cmocka_unit_test(a_body_copied_elsewhere_is_refused),
     cmocka_unit_test(the_export_builds_and_runs_the_reference_cores),
     cmocka_unit_test(an_export_grades_zero_and_the_reference_body_full),
     cmocka_unit_test(a_handout_is_the_export_naming_its_lab),
