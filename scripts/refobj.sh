@@ -5,8 +5,9 @@
 #
 # Prints ref/ARCH/PATH.o when every file listed in ref/ARCH/PATH.sha256
 # (PATH.c and the headers it includes, hashed as exported) is unchanged
-# and PATH.c holds no body of lab LAB ("all": of any lab), so that
-# `make grade LAB=N` always compiles the student's own lab N.
+# and PATH.c holds no body of lab LAB (a number; "all" or a lab's name:
+# of any lab), so that `make grade LAB=N` always compiles the student's
+# own lab N.
 # LEVEL is make's MAKELEVEL: notes go to stderr at the top level only.
 arch=$1 lab=$2 level=${3:-0}
 note() { [ "$level" = 0 ] && echo "note: $*" >&2; }
@@ -19,8 +20,8 @@ if [ ! -d "ref/$arch" ]; then
   exit 0
 fi
 case $lab in
-  all) begin='LAB [0-9]+ BEGIN' ;;
   '') begin='' ;;
+  *[!0-9]*) begin='LAB [0-9]+ BEGIN' ;;   # all, or a lab's name: every lab
   *) begin="LAB $lab BEGIN" ;;
 esac
 find "ref/$arch" -name '*.sha256' | sort | while read -r sums; do

@@ -108,7 +108,8 @@ static int run(const char *dir, char *const argv[], char *out, size_t n)
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static const char *export_dir;  /* made by us: removed when we fail */
+static const char *export_dir;  /* what we write: emptied when we fail */
+static int export_made;         /* and we made it: removed */
 static const char *export_cmd;
 
 /* Fail: say why, and remove the half-written repository (it was empty
@@ -125,6 +126,8 @@ static void fail(const char *fmt, ...)
     char *argv[] = {"rm", "-rf", "--", (char *)export_dir, NULL};
     char ignored[256];
     run(NULL, argv, ignored, sizeof ignored);
+    if (!export_made)
+      mkdir(export_dir, 0755);
   }
   die("%s: %s", export_cmd, msg);
 }
@@ -403,7 +406,8 @@ int export_tree(const char *cmd, const char *src, const char *dir,
     die("%s: cannot make %s: %s", cmd, dir, strerror(errno));
   if (realpath(dir, out) == NULL)
     die("%s: %s: %s", cmd, dir, strerror(errno));
-  export_dir = made ? out : NULL;
+  export_dir = out;
+  export_made = made;
 
   struct utsname u;
   const char *arch = uname(&u) == 0 ? u.machine : "unknown";
@@ -446,8 +450,8 @@ int export_tree(const char *cmd, const char *src, const char *dir,
   for (char **s = skip; *s; s++)
     free(*s);
 
-  printf("%s: %zu files; %d bodies of labs 20-25 are stubs; reference objects for %s\n",
-         out, r.files, r.regions, arch);
+  printf("%s: %zu files; %d bodies of labs %d-%d are stubs; reference objects for %s\n",
+         out, r.files, r.regions, impl_labs[0].n, impl_labs[impl_nlabs - 1].n, arch);
   if (handout)
     printf("lab %d (%s): %s, paper %s: write the bodies marked LAB %d in %s\n"
            "next: cd %s && make && make grade LAB=%d   (0 points until the work is done)\n",
