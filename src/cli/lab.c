@@ -141,7 +141,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog lab list | start N | run N | check N   [--dir DIR] [--answers FILE]\n"
-    "       auralog lab handout N DIR | grade N   (implement labs, 20 and up)\n"
+    "       auralog lab export DIR | handout N DIR | grade N   (implement labs, 20 and up)\n"
     "\n"
     "The course labs (handouts in labs/labNN-*/README.md).\n"
     "  list      the labs\n"
@@ -156,8 +156,10 @@ static void usage(FILE *f)
     "            (marked as a demo: it never counts for a student's check);\n"
     "            the reference answers, from the demo's history, go to\n"
     "            --answers FILE, or to the screen; never to a student's file\n"
-    "  handout N DIR  write a student's tree for implement lab N: its core's\n"
-    "            bodies are stubs (auralog lab handout --help)\n"
+    "  export DIR  write the student repository: every implement lab's\n"
+    "            bodies are stubs, the reference cores objects, a fresh git\n"
+    "            history (auralog lab export --help)\n"
+    "  handout N DIR  the same repository, naming lab N's files\n"
     "  grade N   build this tree, run lab N's unit tests and simulator seeds,\n"
     "            print points and a score (auralog lab grade --help)\n"
     "\n"
@@ -174,6 +176,8 @@ int lab_main(int argc, char **argv)
   const char *dir = NULL, *answers = NULL;
   int o;
   /* The implement labs (lab/impl.h) have their own options. */
+  if (argc > 1 && strcmp(argv[1], "export") == 0)
+    return lab_export_main(argc - 1, argv + 1);
   if (argc > 1 && strcmp(argv[1], "handout") == 0)
     return lab_handout_main(argc - 1, argv + 1);
   if (argc > 1 && strcmp(argv[1], "grade") == 0)

@@ -178,7 +178,7 @@ int impl_points(const struct impl_lab *l)
 
 void impl_list(FILE *f)
 {
-  fprintf(f, "implement labs (write a core; auralog lab handout N DIR, then lab grade N):\n");
+  fprintf(f, "implement labs (write a core, then make grade LAB=N; labs/README.md):\n");
   for (size_t i = 0; i < impl_nlabs; i++) {
     const struct impl_lab *l = &impl_labs[i];
     fprintf(f, "%d %-9s %-40s %-13s %3d points  %s\n", l->n, l->name, l->title, l->paper,
