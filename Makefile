@@ -40,8 +40,8 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
             $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply failover truncbound sqlwords
-INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles
+UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply failover truncbound sqlwords submitbody
+INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles submit
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 # make test runs integration binaries TEST_JOBS at a time (default 2;
