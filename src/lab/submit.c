@@ -326,6 +326,7 @@ struct run {
   char files[MAXFILES][256];
   int nfiles;
   uint64_t refprint;           /* the reference bodies' fingerprint */
+  uint64_t stubprint;          /* the handout stubs' */
 };
 
 /* Take the submission's bodies for every file of the lab, checked; the
@@ -395,6 +396,8 @@ static void grade_submission(struct run *R, struct result *r)
   }
   if (r->print == R->refprint)
     snprintf(r->flags, sizeof r->flags, "bodies identical to the reference");
+  else if (r->print == R->stubprint)
+    snprintf(r->flags, sizeof r->flags, "the handout's stubs, unchanged");
   snprintf(tree, sizeof tree, "%s/%s", R->work, r->student);
   rm_rf(tree);
   if (copy_tree(R->root, tree, "") != 0)
@@ -533,12 +536,14 @@ static void write_gradescope(const char *file, const struct impl_lab *l, const s
   printf("gradescope: %s\n", file);
 }
 
-/* Submissions whose bodies are the same as each other's. */
-static void flag_copies(struct result *rs, int n)
+/* Submissions whose bodies are the same as each other's (untouched
+ * stubs are alike and earn nothing: not flagged). */
+static void flag_copies(struct result *rs, int n, uint64_t stub)
 {
   for (int i = 0; i < n; i++)
     for (int k = 0; k < n; k++)
-      if (k != i && !rs[i].error[0] && !rs[k].error[0] && rs[i].print == rs[k].print) {
+      if (k != i && !rs[i].error[0] && !rs[k].error[0] && rs[i].print == rs[k].print &&
+          rs[i].print != stub) {
         size_t len = strlen(rs[i].flags);
         snprintf(rs[i].flags + len, sizeof rs[i].flags - len, "%sbodies identical to %s's",
                  len ? "; " : "", rs[k].student);
@@ -644,7 +649,7 @@ int lab_submit_main(int argc, char **argv)
   /* The lab's files, and the reference's bodies (to flag copies of them). */
   char list[512], *save = NULL;
   snprintf(list, sizeof list, "%s", R.lab->files);
-  R.refprint = 0xcbf29ce484222325ull;
+  R.refprint = R.stubprint = 0xcbf29ce484222325ull;
   for (char *t = strtok_r(list, ", ", &save); t && R.nfiles < MAXFILES;
        t = strtok_r(NULL, ", ", &save)) {
     snprintf(R.files[R.nfiles], sizeof R.files[0], "%s", t);
@@ -661,6 +666,24 @@ int lab_submit_main(int argc, char **argv)
     for (int i = 0; i < k; i++)
       R.refprint = body_fingerprint(b.text[i], R.refprint);
     bodies_free(&b);
+    /* and the handout's stubs for it */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if ((f = fopen(p, "r")) != NULL && mem && handout_file(f, mem, R.lab->n, t, why, sizeof why) > 0) {
+      fclose(mem);
+      mem = fmemopen(buf, len, "r");
+      if (mem && body_extract(mem, R.lab->n, t, &b, why, sizeof why) > 0) {
+        for (int i = 0; i < b.n; i++)
+          R.stubprint = body_fingerprint(b.text[i], R.stubprint);
+        bodies_free(&b);
+      }
+    }
+    if (f)
+      fclose(f);
+    if (mem)
+      fclose(mem);
+    free(buf);
     R.nfiles++;
   }
   if (outopt)
@@ -719,7 +742,7 @@ int lab_submit_main(int argc, char **argv)
     full &= !r->error[0] && r->got == r->total;
     printf("\n");
   }
-  flag_copies(rs, nsub);
+  flag_copies(rs, nsub, R.stubprint);
   printf("lab %d, %d submission%s:\n", R.lab->n, nsub, nsub == 1 ? "" : "s");
   for (int i = 0; i < nsub; i++)
     printf("  %-24s %3d/%d%s%s%s%s\n", rs[i].student, rs[i].got, rs[i].total,
