@@ -226,6 +226,11 @@ static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
              ok ? "" : seen ? "FAILED: " : how ? "did not finish: unit_" : "MISSING: ",
              ok ? "" : seen ? (wl ? words : "(no message)\n") : how ? bin : "the test did not run\n",
              ok || seen || !how ? "" : how[0] == 'r' ? " ran past its time\n" : " crashed\n");
+    if (!ok && !u->hidden) {
+      size_t dl = strlen(detail);
+      snprintf(detail + dl, sizeof detail - dl, "run it: make build/tests/unit_%s && "
+               "build/tests/unit_%s\n", bin, bin);
+    }
     note(g, name, ok ? u->points : 0, u->points, u->hidden, detail);
   }
   if (got == 0 || g->verbose) {

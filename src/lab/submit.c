@@ -33,9 +33,8 @@
  *
  * Outputs: each submission's report.txt and logs in OUT/<student>/
  * (OUT: --out, default TREE/build/grade/submissions/labNN); --csv FILE,
- * a row per submission; --gradescope [FILE], Gradescope's results.json
- * (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
- * visible tests "visible", hidden ones "after_published".
+ * a row per submission; --gradescope [FILE], Gradescope's results.json,
+ * hidden tests shown "after_published" (both in submit_out.c).
  * Bodies that are the same (ignoring layout and comments) as the
  * reference's or as another submission's in the run are flagged.
  */
@@ -64,21 +63,6 @@
 #include "lib/log.h"
 
 #define MAXFILES 8             /* files one lab's bodies are in */
-
-/* One submission's outcome. */
-struct result {
-  char student[96];
-  char from[96];               /* where the id came from */
-  char path[PATH_MAX];
-  int got, total;
-  char error[2400];            /* why it could not be graded ("" if it was) */
-  char flags[512];             /* copies found */
-  uint64_t print;              /* fingerprint of all its bodies */
-  struct grade_rec rec[GRADE_MAXREC];
-  int nrec;
-  unsigned long long base;     /* its hidden seeds' base */
-  double secs;
-};
 
 /* ---- files ---- */
 
@@ -256,7 +240,7 @@ static void id_clean(char *s)
     s[0] = '_';
 }
 
-static void who(struct result *r, const char *opt)
+static void who(struct sub_result *r, const char *opt)
 {
   char p[PATH_MAX + 64], line[256] = "";
   FILE *f;
@@ -368,7 +352,7 @@ static int take_bodies(struct run *R, const char *sub, struct bodies *b, uint64_
   return 0;
 }
 
-static void grade_submission(struct run *R, struct result *r)
+static void grade_submission(struct run *R, struct sub_result *r)
 {
   const struct impl_lab *l = R->lab;
   struct bodies b[MAXFILES];
@@ -444,101 +428,9 @@ done:
   rd_untee(&tee);
 }
 
-/* ---- outputs ---- */
-
-static void csv_field(FILE *f, const char *s)
-{
-  if (strpbrk(s, ",\"\n") == NULL) {
-    fputs(s, f);
-    return;
-  }
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', f);
-    fputc(*s == '\n' ? ' ' : *s, f);
-  }
-  fputc('"', f);
-}
-
-static void write_csv(const char *file, const struct impl_lab *l, struct result *rs, int n)
-{
-  FILE *f = fopen(file, "w");
-  if (f == NULL)
-    die("lab grade: --csv %s: %s", file, strerror(errno));
-  struct grade_rec cols[GRADE_MAXREC];
-  struct grader g = {.hidden = 1, .rec = cols};
-  grade_note_all(&g, l, "");
-  fputs("student,lab,points,total", f);
-  for (int c = 0; c < g.nrec; c++) {
-    fputc(',', f);
-    csv_field(f, cols[c].name);
-  }
-  fputs(",error,flags\n", f);
-  for (int i = 0; i < n; i++) {
-    csv_field(f, rs[i].student);
-    fprintf(f, ",%d,%d,%d", l->n, rs[i].got, rs[i].total);
-    for (int c = 0; c < g.nrec; c++) {
-      int pts = 0;
-      for (int k = 0; k < rs[i].nrec; k++)
-        if (strcmp(rs[i].rec[k].name, cols[c].name) == 0)
-          pts = rs[i].rec[k].got;
-      fprintf(f, ",%d", pts);
-    }
-    fputc(',', f);
-    csv_field(f, rs[i].error);
-    fputc(',', f);
-    csv_field(f, rs[i].flags);
-    fputc('\n', f);
-  }
-  if (fclose(f) != 0)
-    die("lab grade: --csv %s: %s", file, strerror(errno));
-  printf("csv: %s (%d row%s)\n", file, n, n == 1 ? "" : "s");
-}
-
-static void write_gradescope(const char *file, const struct impl_lab *l, const struct result *r)
-{
-  cJSON *j = cJSON_CreateObject(), *tests = cJSON_CreateArray();
-  char text[4096];
-  cJSON_AddNumberToObject(j, "score", r->got);
-  cJSON_AddNumberToObject(j, "execution_time", r->secs);
-  if (r->error[0])
-    snprintf(text, sizeof text, "Lab %d (%s) could not be graded: %s\n", l->n, l->name,
-             r->error);
-  else
-    snprintf(text, sizeof text,
-             "Lab %d (%s): %d/%d. Graded with only your LAB %d bodies, in the instructor's "
-             "tree, with its tests and simulator seeds and with hidden seeds of your own "
-             "(shown once grades are published). A failing seed replays in your tree "
-             "with the command its test shows.\n", l->n, l->name, r->got, r->total, l->n);
-  cJSON_AddStringToObject(j, "output", text);
-  cJSON_AddStringToObject(j, "visibility", "visible");
-  /* stdout names the hidden seeds: for the instructor only. */
-  cJSON_AddStringToObject(j, "stdout_visibility", "hidden");
-  for (int i = 0; i < r->nrec; i++) {
-    const struct grade_rec *t = &r->rec[i];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", t->name);
-    cJSON_AddNumberToObject(o, "score", t->got);
-    cJSON_AddNumberToObject(o, "max_score", t->max);
-    cJSON_AddStringToObject(o, "status", t->got == t->max ? "passed" : "failed");
-    cJSON_AddStringToObject(o, "visibility", t->hidden ? "after_published" : "visible");
-    cJSON_AddStringToObject(o, "output", t->detail[0] ? t->detail : "passed");
-    cJSON_AddItemToArray(tests, o);
-  }
-  cJSON_AddItemToObject(j, "tests", tests);
-  char *s = cJSON_Print(j);
-  FILE *f = fopen(file, "w");
-  if (f == NULL || fputs(s, f) < 0 || fputc('\n', f) < 0 || fclose(f) != 0)
-    die("lab grade: --gradescope %s: %s", file, strerror(errno));
-  free(s);
-  cJSON_Delete(j);
-  printf("gradescope: %s\n", file);
-}
-
 /* Submissions whose bodies are the same as each other's (untouched
  * stubs are alike and earn nothing: not flagged). */
-static void flag_copies(struct result *rs, int n, uint64_t stub)
+static void flag_copies(struct sub_result *rs, int n, uint64_t stub)
 {
   for (int i = 0; i < n; i++)
     for (int k = 0; k < n; k++)
@@ -713,10 +605,10 @@ int lab_submit_main(int argc, char **argv)
       die("lab grade: the instructor's tree %s does not build (see %s/make.log)", R.root,
           R.out);
   }
-  struct result *rs = calloc((size_t)nsub, sizeof *rs);
+  struct sub_result *rs = calloc((size_t)nsub, sizeof *rs);
   int full = 1;
   for (int i = 0; i < nsub; i++) {
-    struct result *r = &rs[i];
+    struct sub_result *r = &rs[i];
     if (realpath(subs[i], r->path) == NULL) {
       snprintf(r->path, sizeof r->path, "%s", subs[i]);
       snprintf(r->student, sizeof r->student, "%s", subs[i]);
@@ -749,7 +641,7 @@ int lab_submit_main(int argc, char **argv)
            rs[i].error[0] ? "  cannot grade: " : "", rs[i].error,
            rs[i].flags[0] ? "  FLAG: " : "", rs[i].flags);
   if (csv)
-    write_csv(csv, R.lab, rs, nsub);
+    submit_csv(csv, R.lab, rs, nsub);
   if (gradescope) {
     struct stat st;
     for (int i = 0; i < nsub; i++) {
@@ -762,7 +654,7 @@ int lab_submit_main(int argc, char **argv)
         snprintf(file, sizeof file, "/autograder/results/results.json");
       else
         snprintf(file, sizeof file, "results.json");
-      write_gradescope(file, R.lab, &rs[i]);
+      submit_gradescope(file, R.lab, &rs[i]);
     }
   }
   if (!R.keep)
