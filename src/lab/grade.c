@@ -52,7 +52,6 @@
 #define UNIT_LIMIT_S 120       /* one unit test binary */
 #define SEED_LIMIT_S 60        /* one simulator seed (a good one takes < 1 s) */
 
-
 static double now_s(void)
 {
   struct timespec ts;
