@@ -455,10 +455,11 @@ static void usage(FILE *f)
     "binary was built in, or --src) and graded with its unit tests and\n"
     "simulator seeds, plus hidden tests and seeds the student never had. A\n"
     "submission's own tests, simulator and Makefile are never used. A body\n"
-    "that is missing, unbalanced, or reaches outside its function (a #line,\n"
+    "that is missing, unbalanced, or reaches outside its function (a # line,\n"
     "exit, fork, file or terminal I/O ...) gets one line saying why, and 0.\n"
-    "The student's code runs with a time limit, in a throwaway directory,\n"
-    "without network and in a PID namespace of its own where the kernel allows.\n"
+    "The student's code runs with a time limit, in the throwaway copy (unit\n"
+    "tests) or its report directory (seeds), without network and in a PID\n"
+    "namespace of its own where the kernel allows (labs/README.md says more).\n"
     "\n"
     "  --submission PATH  a submission; more may follow (PATH PATH ...)\n"
     "  --student ID  the student (one submission); else a STUDENT file in it,\n"
@@ -492,6 +493,11 @@ int lab_submit_main(int argc, char **argv)
   int gradescope = 0, nobuild = 0, o;
   char **subs = calloc((size_t)argc + 1, sizeof *subs);
   int nsub = 0;
+  for (int i = 1; i < argc; i++)    /* even as --submission --help */
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    }
   /* --gradescope FILE (not only --gradescope=FILE): a .json after it is its file */
   for (int i = 1; i + 1 < argc; i++)
     if (strcmp(argv[i], "--gradescope") == 0 && strlen(argv[i + 1]) > 5 &&
