@@ -112,6 +112,10 @@ static void bodies_that_reach_outside_are_refused(void **state)
   refused("  fork();\n", "'fork'");
   refused("  system(\"rm -rf ~\");\n", "'system'");
   refused("  (stdout);\n", "'stdout'");
+  refused("  pthread_exit(0);\n", "'pthread_exit'");
+  refused("  putchar_unlocked('o');\n", "'putchar_unlocked'");
+  refused("  char b[8]; snprintf(b, 8, \"x\");\n", "'snprintf'");
+  refused("  errx(0, \"ok\");\n", "'errx'");
   /* the line: body line 10 is the first */
   body_lint("  int a = 1;\n  fork();\n", "src/x.c", 10, why, sizeof why);
   assert_non_null(strstr(why, "src/x.c:11:"));
