@@ -162,6 +162,8 @@ static void usage(FILE *f)
     "  handout N DIR  the same repository, naming lab N's files\n"
     "  grade N   build this tree, run lab N's unit tests and simulator seeds,\n"
     "            print points and a score (auralog lab grade --help)\n"
+    "  grade N --submission PATH...  the instructor's grade: only each\n"
+    "            submission's lab bodies, in this tree, with hidden seeds\n"
     "\n"
     "  --dir DIR       the cluster (default $AURALOG_DIR or ~/.auralog)\n"
     "  --answers FILE  check: default DIR/labs/labNN-answers.txt, lines 'key: value';\n"

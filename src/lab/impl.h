@@ -31,10 +31,12 @@
  *   impl_find       a lab by number ("12") or name ("vdl")
  *   impl_root       the source tree to work on: --src, or the tree whose
  *                   build/ holds this binary
- *   impl_points     the lab's full score
+ *   impl_points     the lab's full score; impl_hidden_points what the
+ *                   hidden tests and seeds add under --submission
  *   impl_list       print the implement labs (auralog lab list)
  *   lab_export_main, lab_handout_main, lab_grade_main
  *                   `auralog lab export | handout | grade`
+ *   lab_submit_main `auralog lab grade N --submission PATH...` (submit.c)
  *   handout_file    one file through the handout transformation (tests)
  *   handout_copy    a tree through it (handout.c)
  *   export_tree     the student repository (export.c)
@@ -46,18 +48,28 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* A unit test that earns points: cmocka test `name` of build/tests/unit_<bin>. */
+/* A unit test that earns points: cmocka test `name` of build/tests/unit_<bin>.
+ * hidden: an instructor-only test. `lab grade N` (a student's own tree)
+ * skips it; `lab grade N --submission` (submit.c) runs it in the
+ * instructor's tree, and Gradescope shows it only once grades are
+ * published. Mark one by adding a 1 after its points. */
 struct impl_test {
   const char *bin;
   const char *name;
   int points;
+  int hidden;
 };
 
-/* Simulator seeds that earn points when none of them violates an invariant. */
+/* Simulator seeds that earn points when none of them violates an invariant.
+ * hidden: seeds the student never had. Its first..last are offsets from a
+ * base derived from the student's id (submit.c), so each student has
+ * seeds of their own, the same ones every time they are graded; only
+ * `lab grade --submission` runs them. */
 struct impl_sim {
   unsigned first, last;        /* seeds first..last */
   const char *faults;          /* --faults LIST, NULL: the default (all) */
   int points;
+  int hidden;
 };
 
 struct impl_lab {
@@ -75,7 +87,8 @@ extern const size_t impl_nlabs;
 
 const struct impl_lab *impl_find(const char *s);
 int impl_root(const char *opt, char *out, size_t n);
-int impl_points(const struct impl_lab *l);   /* the lab's full score */
+int impl_points(const struct impl_lab *l);   /* the lab's full score (its visible tests) */
+int impl_hidden_points(const struct impl_lab *l);  /* what its hidden tests add */
 void impl_list(FILE *f);
 
 /* handout_file's lab: every lab's bodies. */
@@ -134,5 +147,6 @@ int export_tree(const char *cmd, const char *src, const char *dir,
 int lab_export_main(int argc, char **argv);
 int lab_handout_main(int argc, char **argv);
 int lab_grade_main(int argc, char **argv);
+int lab_submit_main(int argc, char **argv);
 
 #endif
