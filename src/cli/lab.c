@@ -150,7 +150,7 @@ static void usage(FILE *f)
     "                   [--answers FILE]\n"
     "       auralog lab verify [ID=]RUNDIR...   (offline: no cluster)\n"
     "       auralog lab note demo-begin|demo-end N   (labs/lib.sh: a run.sh by hand)\n"
-    "       auralog lab handout N DIR | grade N   (implement labs, 20 and up)\n"
+    "       auralog lab export DIR | handout N DIR | grade N   (implement labs, 20 and up)\n"
     "\n"
     "The course labs (handouts in labs/labNN-*/README.md).\n"
     "  list      the labs\n"
@@ -175,10 +175,14 @@ static void usage(FILE *f)
     "            (marked as a demo: it never counts for a student's check);\n"
     "            the reference answers, from the demo's history, go to\n"
     "            --answers FILE only: never to the screen or a student's file\n"
-    "  handout N DIR  write a student's tree for implement lab N: its core's\n"
-    "            bodies are stubs (auralog lab handout --help)\n"
+    "  export DIR  write the student repository: every implement lab's\n"
+    "            bodies are stubs, the reference cores objects, a fresh git\n"
+    "            history (auralog lab export --help)\n"
+    "  handout N DIR  the same repository, naming lab N's files\n"
     "  grade N   build this tree, run lab N's unit tests and simulator seeds,\n"
     "            print points and a score (auralog lab grade --help)\n"
+    "  grade N --submission PATH...  the instructor's grade: only each\n"
+    "            submission's lab bodies, in this tree, with hidden seeds\n"
     "\n"
     "  --dir DIR       the cluster (default $AURALOG_DIR or ~/.auralog)\n"
     "  --student ID    start: who does the lab (1-64 of A-Z a-z 0-9 _ . -)\n"
@@ -263,6 +267,8 @@ int lab_main(int argc, char **argv)
   const char *dir = NULL, *answers = NULL, *student = NULL;
   int o;
   /* The implement labs (lab/impl.h) have their own options. */
+  if (argc > 1 && strcmp(argv[1], "export") == 0)
+    return lab_export_main(argc - 1, argv + 1);
   if (argc > 1 && strcmp(argv[1], "handout") == 0)
     return lab_handout_main(argc - 1, argv + 1);
   if (argc > 1 && strcmp(argv[1], "grade") == 0)

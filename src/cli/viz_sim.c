@@ -1,25 +1,29 @@
 /*
- * viz_sim.c: `auralog viz --sim-trace FILE`, a simulator run as a timeline.
+ * viz_sim.c: `auralog viz --sim-trace FILE`, a simulator run as a timeline:
+ * reading the trace and replaying it into columns (the drawing:
+ * viz_simdraw.c; what the two share: viz_sim.h).
  *
  * `auralog sim --trace FILE` writes one line per event, virtual ms first:
  * "T net KIND FROM TO BODY BYTES", "T ev TEXT" (faults, heals, crashes,
- * recoveries, VIOLATION), "T vdl WRITER EPOCH VDL" and "T scl NODE PG SCL".
- * This file draws such a trace as one graphviz table: time runs left to
- * right in at most VS_COLS columns of a round width (100 ms, 1 s...), a
- * lane of rows per host. On top the faults, each a span from start to
- * heal; then each writer (start, crash, "e2 recovers", "e2 serves from
- * 595" and the range it truncated, FENCED; its VDL) and each storage node
- * by AZ (crash, restart, cut, healed; each PG's SCL on it). A cell is
- * shaded by the worst state its host was in during the column (down, cut
- * off, recovering, fenced). Watermarks are step labels: the value at the
- * end of the column, written where it moved; an SCL that ended a column
- * below where its PG's best segment stood as the column began is shaded
- * as behind. Messages are counted per column. The violation's column is
- * framed in red; the default window is then the 3 s before it.
+ * recoveries, VIOLATION), "T vdl WRITER EPOCH VDL", "T scl NODE PG SCL
+ * [MAX]" (MAX: the highest LSN the segment holds, when above its SCL: a
+ * hole below it) and "T read WHO PAGE RP LSN ok|wrong" (a page read at
+ * read point RP by a writer w1.. or the replica rep, checked against the
+ * model).
  *
  * The whole trace is read and checked first (a bad line is an error naming
  * it), then replayed: events before the window only set the state it
- * starts from. viz_sim_dot returns DOT text; viz.c renders it.
+ * starts from. Time runs in at most VS_COLS columns of a round width (1, 2,
+ * 5, 10, 20 ... ms); each column keeps its hosts' worst state, marks,
+ * watermarks at its end, reads and messages (viz_sim.h).
+ *
+ * The violation's words say where the run left the model, and the replay
+ * finds the first point of it (struct diverge): "node X pg P: ..." is the
+ * segment's last move before the violation (where its SCL stopped), a
+ * wrong read is the read line the simulator marked wrong, "lost
+ * acknowledged commit C" is where a writer's VDL first reached C (the
+ * acknowledgement the recovery later lost). The default window is the 3 s
+ * before the violation, widened to start before that point.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -29,36 +33,16 @@
 #include <string.h>
 
 #include "cli/viz.h"
+#include "cli/viz_sim.h"
 
-#define VS_COLS   32      /* time columns at most */
-#define VS_L      32      /* lanes: writers and storage nodes */
-#define VS_PG     8       /* PGs drawn per node */
-#define VS_CUTS   128     /* pair cuts in force at once */
-#define VS_SPANS  256     /* faults drawn */
-#define VS_MARKS  6       /* marks in one cell before "..." */
 #define VS_BEFORE 3000    /* default window: this many ms before a violation */
+#define VS_LEAD   300     /* ... and at least this many before the divergence */
 
-#define C_BEHIND "#fdd49e"
-#define C_VIOL   "#d7301f"
-#define C_FNODE  "#c6dbef"   /* faults that take nodes down */
-#define C_FNET   "#fdd0a2"   /* faults of the network */
-#define C_FWR    "#dadaeb"   /* faults of the writer */
-#define C_FHEAL  "#c7e9c0"
-#define C_RED    "#b2182b"
-#define C_GREEN  "#1a9850"
-
-typedef unsigned long long ull;
-
-enum { R_NET, R_VDL, R_SCL, R_EV };
 static const char *const net_kinds[] = {"deliver", "drop", "cutdrop", "lost", "dup", "bad",
   "connect", "accept", "up", "close", "crash", "restart", "fatal", "cut", "heal"};
 #define N_KINDS (sizeof net_kinds / sizeof net_kinds[0])
 enum { N_DELIVER, N_DROP, N_CUTDROP, N_LOST, N_DUP, N_BAD, N_CUT = 13, N_HEAL };
-enum { E_OTHER, E_VIOL, E_FAULT, E_SKIP, E_FINAL, E_HEALS, E_NCRASH, E_NRESTART, E_WSTART,
-       E_WCRASH, E_RECOVERS, E_SERVES, E_RFAIL, E_FENCED };
-/* A lane's state, and its colour; a cell shows the worst its column saw. */
-enum { S_IDLE, S_UP, S_RECOV, S_CUT, S_FENCED, S_DOWN };
-static const char *const s_fill[] = {"#f7f7f7", "#ffffff", "#fff2b3", "#fde0dd", "#f4a6a6",
+const char *const s_fill[] = {"#f7f7f7", "#ffffff", "#fff2b3", "#fde0dd", "#f4a6a6",
                                      "#d0d0d0"};
 
 /* Hosts: a lane's index, or one of these. */
@@ -68,31 +52,6 @@ static const char *const s_fill[] = {"#f7f7f7", "#ffffff", "#fff2b3", "#fde0dd",
 #define AZ_OF(h) ((h) <= H_AZ('A') && (h) >= H_AZ('Z') ? H_AZ(0) - (h) : 0)
 #define HOST(v, s) (!strcmp(s, "*") ? H_ALL : isupper((unsigned char)(s)[0]) && !(s)[1] \
                     ? H_AZ((s)[0]) : lane_of(v, s))
-
-/* A trace line; text: an ev's fault name, or its whole text. */
-struct rec { ull t, x, y, z; unsigned char type, sub; short a, b; char *text; };
-struct lane { char name[16]; int writer; char az; };
-struct span { ull t0, t1, dur; const char *name; int kind, open, c0, c1, row; };
-
-struct vs {
-  struct rec *r;                /* the trace; viol: its first VIOLATION, or -1 */
-  size_t n, cap, nviol;
-  long viol;
-  struct lane lane[VS_L];
-  int nlanes, npg;
-  ull last, from, to, step;     /* the last time; the window, its column width */
-  int ncols, vcol;
-  unsigned char st[VS_L];       /* the replay's state now */
-  ull val[VS_L][VS_PG];         /* writer: [0] VDL, [1] epoch; node: SCL per PG */
-  short cut[VS_CUTS][2];
-  int ncut, nspan;
-  unsigned azcut;               /* bit c - 'A': AZ c is partitioned */
-  struct span span[VS_SPANS];
-  unsigned char worst[VS_L][VS_COLS], nmark[VS_L][VS_COLS];   /* per column */
-  char mark[VS_L][VS_COLS][(VS_MARKS + 1) * 128];
-  ull end[VS_L][VS_PG][VS_COLS], best0[VS_PG][VS_COLS];
-  unsigned msgs[3][VS_COLS];    /* delivered; dropped or lost; duplicated or bad */
-};
 
 /* ---- reading the trace ---------------------------------------------------- */
 
@@ -157,6 +116,7 @@ static const char *classify(struct vs *v, struct rec *r, const char *s)
 static const char *parse_line(struct vs *v, char *line, char *why, size_t wl)
 {
   char t[24], kind[8], k[16], a[32], b[32], x[24], y[24];
+  x[0] = y[0] = 0;
   int n = -1, m = -1;
   line[strcspn(line, "\r\n")] = 0;
   if (line[strspn(line, " \t")] == 0)
@@ -194,21 +154,46 @@ static const char *parse_line(struct vs *v, char *line, char *why, size_t wl)
              "bad connect accept up close crash restart fatal cut heal";
     r->a = (short)HOST(v, a);
     r->b = (short)HOST(v, b);
+  } else if (strcmp(kind, "read") == 0) {
+    r->type = R_READ;
+    char z[24], ok[8];
+    if (sscanf(rest, "%7s %11[0-9] %20[0-9] %20[0-9] %7s %n", a, x, y, z, ok, &m) != 5 ||
+        rest[m] || (strcmp(ok, "ok") && strcmp(ok, "wrong")) || strlen(a) > 7)
+      return "want T read WHO PAGE RP LSN ok|wrong, WHO like w1 or rep";
+    for (r->a = 0; r->a < v->nrd && strcmp(v->reader[r->a], a); r->a++)
+      ;
+    if (r->a == VS_RD) {
+      snprintf(why, wl, "more than %d readers", VS_RD);
+      return why;
+    }
+    if (r->a == v->nrd)
+      snprintf(v->reader[v->nrd++], sizeof v->reader[0], "%s", a);
+    r->x = strtoull(x, NULL, 10);
+    r->y = strtoull(y, NULL, 10);
+    r->z = strtoull(z, NULL, 10);
+    r->sub = ok[0] == 'w';
   } else if (strcmp(kind, "vdl") == 0 || strcmp(kind, "scl") == 0) {
-    int vdl = kind[0] == 'v';
+    int vdl = kind[0] == 'v', k;
+    char z[24] = "";
     r->type = vdl ? R_VDL : R_SCL;
-    if (sscanf(rest, "%15s %20[0-9] %20[0-9] %n", a, x, y, &m) != 3 || rest[m] ||
+    if (((k = sscanf(rest, "%15s %20[0-9] %20[0-9] %n%20[0-9] %n", a, x, y, &m, z, &m)) != 3 &&
+         (vdl || k != 4)) || rest[m] ||
         (r->a = (short)lane_of(v, a)) < 0 || v->lane[r->a].writer != vdl ||
         (r->x = strtoull(x, NULL, 10)) >= (vdl ? ~0ULL : VS_PG)) {
       snprintf(why, wl, vdl ? "want T vdl WRITER EPOCH VDL, WRITER like w1 (%d hosts at most)"
-               : "want T scl NODE PG SCL, NODE like A1 (%d hosts at most), PG below 8", VS_L);
+               : "want T scl NODE PG SCL [MAX], NODE like A1 (%d hosts at most), PG below 8", VS_L);
       return why;
     }
     r->y = strtoull(y, NULL, 10);
+    r->z = z[0] ? strtoull(z, NULL, 10) : r->y;
+    if (r->z < r->y) {
+      snprintf(why, wl, "the highest LSN held, %llu, is below the SCL %llu", r->z, r->y);
+      return why;
+    }
     if (!vdl && (int)r->x >= v->npg)
       v->npg = (int)r->x + 1;
   } else {
-    snprintf(why, wl, "'%s' is no record kind (net, ev, vdl or scl)", kind);
+    snprintf(why, wl, "'%s' is no record kind (net, ev, vdl, scl or read)", kind);
     return why;
   }
   v->last = r->t;
@@ -299,8 +284,17 @@ static void apply(struct vs *v, const struct rec *r, int c)
     v->val[a][0] = r->y;
     v->val[a][1] = r->x;
   }
-  if (r->type == R_SCL)
+  if (r->type == R_SCL) {
     v->val[a][r->x] = r->y;
+    v->mx[a][r->x] = r->z;
+  }
+  if (r->type == R_READ && c >= 0) {
+    if (v->nreads[a][c]++ == 0 || r->y < v->rplo[a][c])
+      v->rplo[a][c] = r->y;
+    v->rphi[a][c] = r->y > v->rphi[a][c] ? r->y : v->rphi[a][c];
+    if (r->sub && !v->rbad[a][c])
+      v->rbad[a][c] = r - v->r + 1;
+  }
   switch (r->type == R_EV ? r->sub : E_OTHER) {
   case E_FAULT: case E_SKIP: case E_FINAL:
     if (v->nspan < VS_SPANS)
@@ -337,8 +331,10 @@ static void next_col(struct vs *v, int c)
 {
   for (int l = 0; l < v->nlanes; l++)
     for (int p = 0; p < VS_PG; p++) {
-      if (c >= 0)
+      if (c >= 0) {
         v->end[l][p][c] = v->val[l][p];
+        v->endmx[l][p][c] = v->mx[l][p];
+      }
       if (c + 1 < v->ncols && !v->lane[l].writer && v->val[l][p] > v->best0[p][c + 1])
         v->best0[p][c + 1] = v->val[l][p];
     }
@@ -346,7 +342,7 @@ static void next_col(struct vs *v, int c)
     v->worst[l][c + 1] = (unsigned char)state(v, l);
 }
 
-static void replay(struct vs *v)
+void vs_replay(struct vs *v)
 {
   int cur = -1;
   for (size_t i = 0; i < v->n && v->r[i].t <= v->to; i++) {
@@ -355,6 +351,8 @@ static void replay(struct vs *v)
     for (; cur < c; cur++)
       next_col(v, cur);
     apply(v, r, c);
+    if (c >= 0 && (long)i == v->d.rec)
+      v->d.col = c;
     for (int l = 0; c >= 0 && r->type != R_VDL && r->type != R_SCL && l < v->nlanes; l++)
       if (state(v, l) > v->worst[l][c])
         v->worst[l][c] = (unsigned char)state(v, l);
@@ -363,190 +361,68 @@ static void replay(struct vs *v)
     next_col(v, cur);
 }
 
-/* ---- the drawing ---------------------------------------------------------- */
+/* ---- where the run left the model ----------------------------------------- */
 
-static void html(FILE *f, const char *s)
+/* The last line before the violation of this type (and lane, PG), or
+ * the first at or after from that passes lsn (R_VDL) or is wrong (R_READ). */
+static long find_rec(const struct vs *v, int type, int lane, ull pg, ull lsn, int last)
 {
-  for (; *s; s++)
-    if (*s == '&' || *s == '<' || *s == '>' || *s == '"')
-      fputs(*s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : "&quot;", f);
-    else if ((unsigned char)*s >= ' ')
-      fputc(*s, f);
-}
-
-static const char *fault_fill(const struct span *s)
-{
-  char key[40];
-  snprintf(key, sizeof key, " %s ", s->name);
-  if (s->kind != E_FAULT)
-    return s->kind == E_FINAL ? C_FHEAL : "white";
-  return strstr(" node-crash az-down az1-down az1-swap corrupt ", key) ? C_FNODE
-         : strstr(" engine-crash recovery-crash second-writer ", key) ? C_FWR : C_FNET;
-}
-
-/* A body cell's opening tag; the violation's column is framed. */
-static void td(const struct vs *v, FILE *f, int c, const char *fill)
-{
-  fprintf(f, "<td bgcolor=\"%s\"%s>", fill, c == v->vcol ? " border=\"2\" color=\"" C_VIOL "\"" : "");
-}
-
-/* The faults in rows, each a span of columns, packed first fit. */
-static void draw_faults(struct vs *v, FILE *f)
-{
-  int rows = 0, last[VS_SPANS];
-  for (int i = 0; i < v->nspan; i++) {
-    struct span *s = &v->span[i];
-    s->c1 = -1;
-    if (s->t1 < v->from || s->t0 > v->to)
+  long found = -1;
+  for (long i = 0; i < v->viol; i++) {
+    const struct rec *r = &v->r[i];
+    if (r->type != type)
       continue;
-    s->c0 = s->t0 < v->from ? 0 : (int)((s->t0 - v->from) / v->step);
-    s->c1 = s->t1 > v->to ? v->ncols - 1 : (int)((s->t1 - v->from) / v->step);
-    for (s->row = 0; s->row < rows && last[s->row] >= s->c0; s->row++)
-      ;
-    rows += s->row == rows;
-    last[s->row] = s->c1;
+    if ((type == R_SCL && r->a == lane && r->x == pg) || (type == R_VDL && r->y >= lsn) ||
+        (type == R_READ && r->sub))
+      found = i;
+    if (found >= 0 && !last)
+      break;
   }
-  fprintf(f, "<tr><td colspan=\"3\" rowspan=\"%d\" bgcolor=\"#eeeeee\"><b>faults</b></td>",
-          rows += rows == 0);   /* an empty row if none */
-  for (int row = 0, c = 0; row < rows; row++, c = 0) {
-    for (int i = 0; i < v->nspan; i++) {
-      const struct span *s = &v->span[i];
-      if (s->c1 < 0 || s->row != row)
-        continue;
-      for (; c < s->c0; c++)
-        fprintf(f, "<td></td>");
-      fprintf(f, "<td colspan=\"%d\" bgcolor=\"%s\"%s><font point-size=\"9\">%s%s%s",
-              s->c1 - s->c0 + 1, fault_fill(s), s->kind == E_SKIP ? " style=\"dashed\"" : "",
-              s->t0 < v->from ? "... " : "", s->kind == E_SKIP ? "<i>" : "<b>", s->name);
-      if (s->kind == E_FAULT)
-        fprintf(f, "</b>%s<br/>%llu ms", s->t1 > v->to ? " ..." : "", s->dur);
-      fprintf(f, "%s</font></td>", s->kind == E_SKIP ? " skipped</i>" : s->kind == E_FINAL ? "</b>" : "");
-      c = s->c1 + 1;
-    }
-    for (; c < v->ncols; c++)
-      fprintf(f, "<td></td>");
-    fprintf(f, "</tr>\n%s", row + 1 < rows ? "<tr>" : "");
-  }
+  return found;
 }
 
-/* A lane: its events row, then the VDL (writer) or each PG's SCL (node)
- * as step labels: written where they moved, greyed where they did not but
- * are worth reading (the violation's column, the last). */
-static void draw_lane(const struct vs *v, FILE *f, int l, const char *group, int grows)
+/* From the first violation's words, the point where its segment, read or
+ * acknowledged commit first left the model (check.c in the simulator says
+ * which it checked): v->d, its col set by the replay. */
+static void find_divergence(struct vs *v)
 {
-  const struct lane *ln = &v->lane[l];
-  fprintf(f, "<tr>");
-  if (group)
-    fprintf(f, "<td rowspan=\"%d\" bgcolor=\"#eeeeee\"><b>%s</b></td>", grows, group);
-  fprintf(f, "<td rowspan=\"%d\" bgcolor=\"#f5f7fa\"><b>%s</b></td><td align=\"left\"><font "
-          "point-size=\"8\">events</font></td>", ln->writer ? 2 : 1 + v->npg, ln->name);
-  for (int c = 0; c < v->ncols; c++) {
-    td(v, f, c, s_fill[v->worst[l][c]]);
-    fprintf(f, v->mark[l][c][0] ? "<font point-size=\"8\">%s</font></td>" : "%s</td>", v->mark[l][c]);
+  memset(&v->d, 0, sizeof v->d);
+  v->d.rec = v->d.col = -1;
+  if (v->viol < 0)
+    return;
+  const char *t = v->r[v->viol].text + 9;    /* past "VIOLATION" */
+  const char *lost = strstr(t, " commit ");
+  char node[16];
+  unsigned pg;
+  int n = -1;
+  if (sscanf(t, " node %15s pg %u:%n", node, &pg, &n) == 2 && n > 0) {
+    for (int l = 0; l < v->nlanes; l++)
+      if (strcmp(v->lane[l].name, node) == 0 && (v->d.rec = find_rec(v, R_SCL, l, pg, 0, 1)) >= 0)
+        v->d.kind = D_SEG, v->d.lane = l, v->d.pg = (int)pg;
+  } else if (strstr(t, " read page ")) {
+    if ((v->d.rec = find_rec(v, R_READ, 0, 0, 0, 0)) >= 0)
+      v->d.kind = D_READ, v->d.lane = v->r[v->d.rec].a;
+  } else if (lost && (strstr(t, "acknowledged commit ") || strstr(t, "kept commit "))) {
+    ull c = strtoull(lost + 8, NULL, 10);
+    if ((v->d.rec = find_rec(v, R_VDL, 0, 0, c, 0)) >= 0)
+      v->d.kind = D_ACK, v->d.lane = v->r[v->d.rec].a, v->d.lsn = c;
   }
-  for (int p = 0; p < (ln->writer ? 1 : v->npg); p++) {
-    fprintf(f, "</tr>\n<tr><td align=\"left\"><font point-size=\"8\">");
-    if (ln->writer)
-      fprintf(f, "VDL</font></td>");
-    else
-      fprintf(f, "pg %d SCL</font></td>", p);
-    for (int c = 0; c < v->ncols; c++) {
-      const ull *val = v->end[l][p], *ep = v->end[l][1];
-      int w = v->worst[l][c], same = c > 0 && val[c] == val[c - 1];
-      td(v, f, c, w == S_DOWN || ln->writer || val[c] >= v->best0[p][c] ? s_fill[w] : C_BEHIND);
-      if (ln->writer && val[c] && ep[c] && (c == 0 || ep[c] != ep[c - 1] || !val[c - 1]))
-        fprintf(f, "<font point-size=\"8\"><b>e%llu</b> %llu</font>", ep[c], val[c]);
-      else if (val[c] && (!same || c == v->vcol || c == v->ncols - 1))
-        fprintf(f, "<font point-size=\"8\"%s>%llu</font>", same ? " color=\"#909090\"" : "", val[c]);
-      fprintf(f, "</td>");
+  /* A segment: where its SCL took the value the checker found wrong (it
+   * stopped there; later lines may only move the highest LSN held). */
+  for (long i = v->d.rec - 1; v->d.kind == D_SEG && i >= 0; i--) {
+    const struct rec *r = &v->r[i];
+    if (r->type == R_SCL && r->a == v->d.lane && (int)r->x == v->d.pg) {
+      if (r->y != v->r[v->d.rec].y)
+        break;
+      v->d.rec = i;
     }
   }
-  fprintf(f, "</tr>\n");
-}
-
-/* Lanes in drawing order: writers, then nodes by AZ and number. */
-static int lane_cmp(const struct lane *a, const struct lane *b)
-{
-  return a->writer != b->writer ? b->writer - a->writer
-         : a->az != b->az ? a->az - b->az : atoi(a->name + 1) - atoi(b->name + 1);
-}
-
-static void draw_legend(FILE *f)
-{
-  const char *const what[][2] = {{s_fill[S_UP], "up, serving"}, {s_fill[S_RECOV],
-    "recovering"}, {s_fill[S_CUT], "cut off, partitioned"}, {s_fill[S_FENCED], "fenced"},
-    {s_fill[S_DOWN], "down"}, {C_BEHIND, "SCL behind its PG"}, {C_FNODE, "fault: nodes"},
-    {C_FNET, "fault: network"}, {C_FWR, "fault: writer"}, {C_FHEAL, "final heal"}};
-  fprintf(f, "  legend [shape=plaintext fontsize=9 label=<<table border=\"0\" cellborder=\"1\" "
-          "cellspacing=\"3\" cellpadding=\"3\"><tr><td border=\"0\"><b>legend</b></td>");
-  for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
-    fprintf(f, "<td bgcolor=\"%s\">%s</td>", what[i][0], what[i][1]);
-  fprintf(f, "<td color=\"" C_VIOL "\" border=\"2\">violation</td></tr>\n<tr><td border=\"0\" "
-          "colspan=\"12\">A cell is shaded by the worst state its host was in during the column. "
-          "A number is the watermark at the end of its column, written where it moved (grey: "
-          "unmoved, repeated to read it there); eN: the writer's epoch.</td></tr></table>>];\n");
-}
-
-static char *draw(struct vs *v, const char *path)
-{
-  char *buf = NULL, group[16];
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  replay(v);
-  fprintf(f, "digraph simtrace {\n  graph [fontname=\"Helvetica\" fontsize=15 labelloc=t "
-          "label=<<b>auralog sim</b>  ");
-  html(f, strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
-  fprintf(f, "  ·  %llu to %llu ms of a %llu ms run  ·  one column = %llu ms%s>];\n"
-          "  node [fontname=\"Helvetica\" fontsize=10];\n  timeline [shape=plaintext label=<"
-          "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\" color=\"#d0d0d0\">\n"
-          "<tr><td colspan=\"3\" align=\"right\"><b>ms</b></td>", v->from, v->to, v->last, v->step,
-          v->viol >= 0 ? "  ·  <font color=\"" C_VIOL "\"><b>VIOLATION</b></font>" : "");
-  for (int c = 0; c < v->ncols; c++)
-    fprintf(f, "<td width=\"44\"%s><font point-size=\"9\"%s>%llu%s</font></td>",
-            c == v->vcol ? " bgcolor=\"" C_VIOL "\"" : "", c == v->vcol ? " color=\"white\"" : "",
-            v->from + (ull)c * v->step, c == v->vcol ? "<br/><b>VIOLATION</b>" : "");
-  fprintf(f, "</tr>\n");
-  draw_faults(v, f);
-  int order[VS_L];
-  for (int l = 0, j; l < v->nlanes; l++) {
-    for (j = l; j > 0 && lane_cmp(&v->lane[order[j - 1]], &v->lane[l]) > 0; j--)
-      order[j] = order[j - 1];
-    order[j] = l;
-  }
-  for (int i = 0; i < v->nlanes; i++) {
-    const struct lane *ln = &v->lane[order[i]];
-    int first = i == 0 || v->lane[order[i - 1]].az != ln->az, grows = 0;
-    for (int j = i; first && j < v->nlanes && v->lane[order[j]].az == ln->az; j++)
-      grows += ln->writer ? 2 : 1 + v->npg;
-    snprintf(group, sizeof group, ln->writer ? "writers" : "AZ %c", ln->az);
-    draw_lane(v, f, order[i], first ? group : NULL, grows);
-  }
-  static const char *const net[] = {"delivered", "dropped, lost", "duplicated, bad"};
-  for (int k = 0; k < 3; k++) {
-    fprintf(f, k ? "<tr>" : "<tr><td colspan=\"2\" rowspan=\"3\" bgcolor=\"#eeeeee\"><b>messages</b></td>");
-    fprintf(f, "<td align=\"left\"><font point-size=\"8\">%s</font></td>", net[k]);
-    for (int c = 0; c < v->ncols; c++)
-      if (v->msgs[k][c])
-        fprintf(f, "<td><font point-size=\"8\" color=\"%s\">%u</font></td>", k ? C_VIOL : "black",
-                v->msgs[k][c]);
-      else
-        fprintf(f, "<td></td>");
-    fprintf(f, "</tr>\n");
-  }
-  if (v->viol >= 0) {
-    const struct rec *r = &v->r[v->viol];
-    fprintf(f, "<tr><td colspan=\"%d\" align=\"left\" bgcolor=\"#fee0d2\"><font color=\"" C_VIOL
-            "\"><b>VIOLATION at %llu ms</b></font>: ", v->ncols + 3, r->t);
-    html(f, r->text + 9 + strspn(r->text + 9, " "));
-    if (v->nviol > 1)
-      fprintf(f, "  <i>(and %zu more)</i>", v->nviol - 1);
-    fprintf(f, "%s</td></tr>\n", v->vcol < 0 ? "  <i>(outside this window)</i>" : "");
-  }
-  fprintf(f, "</table>>];\n");
-  draw_legend(f);
-  fprintf(f, "  timeline -> legend [style=invis];\n}\n");
-  fclose(f);
-  return buf;
+  if (v->d.kind == D_NONE)
+    v->d.rec = -1;
+  else
+    v->d.t = v->r[v->d.rec].t;
+  if (v->d.kind == D_SEG || v->d.kind == D_READ)
+    v->d.lsn = v->r[v->d.rec].y;
 }
 
 /* ---- the entry ------------------------------------------------------------ */
@@ -563,6 +439,7 @@ char *viz_sim_dot(const char *path, long long from, long long to, char *why, siz
   const char *bad = NULL;
   size_t cap = 0, no = 0;
   v->viol = v->vcol = -1;
+  v->d.rec = v->d.col = -1;
   while (bad == NULL && getline(&line, &cap, f) >= 0)
     if ((bad = parse_line(v, line, err, sizeof err)) != NULL)
       snprintf(why, wl, "%s line %zu: %s", path, no + 1, bad);
@@ -572,9 +449,13 @@ char *viz_sim_dot(const char *path, long long from, long long to, char *why, siz
     snprintf(why, wl, "cannot read %s: %s", path, (bad = strerror(errno)));
   free(line);
   fclose(f);
+  if (bad == NULL)
+    find_divergence(v);
   if (from < 0 && to < 0 && v->viol >= 0) {
     to = (long long)v->r[v->viol].t;
     from = to > VS_BEFORE ? to - VS_BEFORE : 0;
+    if (v->d.kind != D_NONE && (long long)v->d.t < from + VS_LEAD)
+      from = (long long)v->d.t > VS_LEAD ? (long long)v->d.t - VS_LEAD : 0;
   }
   v->to = to >= 0 ? (ull)to : v->last;
   v->from = from >= 0 ? (ull)from : 0;
@@ -588,7 +469,8 @@ char *viz_sim_dot(const char *path, long long from, long long to, char *why, siz
       v->step = v->step % 9 == 2 ? v->step / 2 * 5 : v->step * 2;
     v->from -= v->from % v->step;
     v->ncols = (int)((v->to - v->from) / v->step + 1);
-    dot = draw(v, path);
+    vs_replay(v);
+    dot = vs_draw(v, path);
   }
   for (size_t i = 0; i < v->n; i++)
     free(v->r[i].text);

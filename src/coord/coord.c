@@ -36,7 +36,8 @@
  *
  * Beside the protobuf listener, a browser's: the live dashboard
  * (coord/http.c, --http) serves a page and /status.json, the same Status
- * as StatusReq's, as the JSON of `auralog status --json`.
+ * as StatusReq's, as the JSON of `auralog status --json`; both are built
+ * in coord/cstatus.c.
  *
  * Placement decisions are made by coord/placement.c (pure).
  */
@@ -49,7 +50,6 @@
 #include "record.h"
 #include "lib/log.h"
 #include "param.h"
-#include "cli/status.h"
 
 static struct cnode *node_find(struct coord *co, const char *id)
 {
@@ -73,7 +73,7 @@ void coord_node_add(void *arg, Auralog__NodeInfo *info)
   co->nodes[i] = n;
 }
 
-static Auralog__Volume **vol_slot(struct coord *co, const char *name)
+Auralog__Volume **coord_vol_slot(struct coord *co, const char *name)
 {
   for (size_t i = 0; i < co->nvols; i++)
     if (strcmp(co->vols[i]->name, name) == 0)
@@ -270,7 +270,7 @@ static void on_open_volume(struct coord *co, struct ep *c, const Env *env)
   uint64_t req = env->req;
   const Auralog__OpenVolume *ov = env->open_volume;
   char why[256];
-  Auralog__Volume **slot = vol_slot(co, ov->name), *v;
+  Auralog__Volume **slot = coord_vol_slot(co, ov->name), *v;
   if (ov->writer && ov->writer_pk.len != AUTH_PK_BYTES) {
     io_error(co->io, c, req, ERR_BAD_MSG, "a writer must name its public key");
     return;
@@ -346,7 +346,7 @@ static void on_grow_volume(struct coord *co, struct ep *c, uint64_t req,
                            const Auralog__GrowVolume *g)
 {
   char why[256];
-  Auralog__Volume **slot = vol_slot(co, g->name), *v;
+  Auralog__Volume **slot = coord_vol_slot(co, g->name), *v;
   if (slot == NULL) {
     snprintf(why, sizeof why, "no volume '%s'", g->name);
     io_error(co->io, c, req, ERR_NOT_FOUND, why);
@@ -381,7 +381,7 @@ static void on_lease_probe(struct coord *co, struct ep *c, const Env *env)
   uint64_t req = env->req;
   const Auralog__Volume *probe = env->volume;
   char why[256];
-  Auralog__Volume **slot = vol_slot(co, probe->name);
+  Auralog__Volume **slot = coord_vol_slot(co, probe->name);
   if (slot == NULL) {
     snprintf(why, sizeof why, "no volume '%s'", probe->name);
     io_error(co->io, c, req, ERR_NOT_FOUND, why);
@@ -592,7 +592,7 @@ static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
 {
   const Auralog__EngineStat *es = env->engine_stat;
   char why[256];
-  Auralog__Volume **slot = vol_slot(co, es->volume);
+  Auralog__Volume **slot = coord_vol_slot(co, es->volume);
   if (slot == NULL)
     return;
   struct ereport *r = &co->engines[slot - co->vols];
@@ -679,121 +679,6 @@ static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
   free(tr);
 }
 
-/* ---- status -------------------------------------------------------------- */
-
-/* A Status message as the coordinator sees volume name. It points into the
- * coordinator's tables; status_done frees what status_build allocated. The
- * wire request and the dashboard's /status.json are both built here. */
-struct status_view {
-  Auralog__Status st;
-  Auralog__Volume empty;       /* stands in for a volume not created yet */
-  Auralog__FailoverStat fo;
-};
-
-static void status_build(struct coord *co, const char *name, struct status_view *sv)
-{
-  Auralog__Volume **slot = vol_slot(co, name);
-  Auralog__Status *st = &sv->st;
-  unsigned long long now = io_now(co->io);
-  size_t nsegs = 0, k = 0;
-  for (size_t i = 0; i < co->nnodes; i++)
-    nsegs += co->nodes[i]->nstats;
-  Auralog__NodeInfo **nodes = calloc(co->nnodes + 1, sizeof *nodes);
-  Auralog__SegStat **segs = calloc(nsegs + 1, sizeof *segs);
-  char **seg_nodes = calloc(nsegs + 1, sizeof *seg_nodes);
-  for (size_t i = 0; i < co->nnodes; i++) {
-    struct cnode *n = co->nodes[i];
-    n->info->last_seen_ms = n->last_seen ? now - n->last_seen : 0;
-    nodes[i] = n->info;
-    for (size_t j = 0; j < n->nstats; j++) {
-      if (slot && n->stats[j].volume_id != (*slot)->id)
-        continue;
-      segs[k] = &n->stats[j];
-      seg_nodes[k++] = n->info->id;
-    }
-  }
-  auralog__status__init(st);
-  auralog__volume__init(&sv->empty);
-  sv->empty.name = (char *)name;
-  sv->empty.page_size = PAGE_SIZE_DEFAULT;
-  st->exists = slot != NULL;
-  st->volume = slot ? *slot : &sv->empty;
-  st->nodes = nodes;
-  st->n_nodes = co->nnodes;
-  st->segs = segs;
-  st->n_segs = slot ? k : 0;
-  st->seg_nodes = seg_nodes;
-  st->n_seg_nodes = st->n_segs;
-  if (slot && co->engines[slot - co->vols].st) {
-    st->engine = co->engines[slot - co->vols].st;
-    st->engine_age_ms = now - co->engines[slot - co->vols].at;
-    hold_status(co, (size_t)(slot - co->vols), st, now);
-  }
-  if (slot) {
-    struct ereport *r = &co->engines[slot - co->vols];
-    size_t nf = 0;
-    for (size_t k = 0; k < FENCED_SHOWN; k++) {
-      if (!r->fenced[k].addr[0] || now - r->fenced[k].at > FENCED_FORGET_MS)
-        continue;
-      auralog__fenced_engine__init(&r->fout[nf]);
-      r->fout[nf].addr = r->fenced[k].addr;
-      r->fout[nf].epoch = r->fenced[k].epoch;
-      r->fout[nf].age_ms = now - r->fenced[k].at;
-      r->foutp[nf] = &r->fout[nf];
-      nf++;
-    }
-    st->fenced = r->foutp;
-    st->n_fenced = nf;
-  }
-  auralog__failover_stat__init(&sv->fo);
-  if (slot) {
-    fo_status(co, *slot, &sv->fo);
-    st->failover = &sv->fo;
-  }
-}
-
-static void status_done(struct status_view *sv)
-{
-  free(sv->st.nodes);
-  free(sv->st.segs);
-  free(sv->st.seg_nodes);
-}
-
-static void on_status(struct coord *co, struct ep *c, uint64_t req,
-                      const Auralog__StatusReq *sr)
-{
-  struct status_view sv;
-  status_build(co, sr->volume[0] ? sr->volume : "main", &sv);
-  Env env = AURALOG__ENVELOPE__INIT;
-  env.req = req;
-  env.body_case = AURALOG__ENVELOPE__BODY_STATUS;
-  env.status = &sv.st;
-  io_send(co->io, c, &env);
-  status_done(&sv);
-}
-
-/* The dashboard history's sample of volume main (coord/history.c); NULL
- * while the volume does not exist. */
-char *coord_http_sample(void *data)
-{
-  struct status_view sv;
-  status_build(data, "main", &sv);
-  char *json = sv.st.exists ? status_sample_json(&sv.st, HISTORY_PGS) : NULL;
-  status_done(&sv);
-  return json;
-}
-
-/* The dashboard's /status.json: the object `auralog status --json` prints,
- * made by the same function from the same Status message. */
-char *coord_http_status(void *data, const char *volume)
-{
-  struct status_view sv;
-  status_build(data, volume, &sv);
-  char *json = status_json(&sv.st);
-  status_done(&sv);
-  return json;
-}
-
 /* ---- dispatch ------------------------------------------------------------ */
 
 void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
@@ -826,7 +711,7 @@ void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
     coord_on_drop(co, c, env->req, env->drop_volume);
     break;
   case AURALOG__ENVELOPE__BODY_STATUS_REQ:
-    on_status(co, c, env->req, env->status_req);
+    coord_on_status(co, c, env->req, env->status_req);
     break;
   case AURALOG__ENVELOPE__BODY_ERROR:
     break;                  /* never answer an error with an error */

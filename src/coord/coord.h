@@ -132,8 +132,13 @@ int fo_peek(const struct coord *co, const char *volume, const char *addr,
  * that it holds the key it names (R1)? coord_create_ok: may ov create
  * its volume (else an Error sent, 0)? coord_on_drop: DropVolume (R3). */
 int coord_op(struct coord *co, struct ep *c, const Env *env);
-/* coord.c: an Ok reply to request req. */
+/* coord.c: an Ok reply to request req; the slot of volume name in
+ * co->vols (NULL: none). */
 void coord_reply_ok(struct coord *co, struct ep *c, uint64_t req);
+Auralog__Volume **coord_vol_slot(struct coord *co, const char *name);
+/* cstatus.c: answer a StatusReq (the dashboard's askers: above). */
+void coord_on_status(struct coord *co, struct ep *c, uint64_t req,
+                     const Auralog__StatusReq *sr);
 int coord_writer(struct coord *co, struct ep *c, const Env *env, const Auralog__Volume *v,
                  uint64_t epoch);
 int coord_create_ok(struct coord *co, struct ep *c, uint64_t req,

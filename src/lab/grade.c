@@ -22,6 +22,12 @@
  *
  * --bug NAME plants a bug (src/bugs.h) in the simulator runs: a check
  * that the grader takes points away (tests/integration/test_grade.c).
+ *
+ * This grades whatever tree it is given, tests and simulator included,
+ * so it is the student's tool, not proof of their work: the instructor
+ * grades with --submission (submit.c, through grader.h), which takes
+ * only the student's lab bodies into the instructor's own tree, runs
+ * the hidden tests and seeds too, and contains what the bodies do.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,19 +44,13 @@
 #include <unistd.h>
 
 #include "bugs.h"
+#include "lab/grader.h"
 #include "lab/impl.h"
 #include "lab/lab.h"
 #include "lib/log.h"
 
 #define UNIT_LIMIT_S 120       /* one unit test binary */
 #define SEED_LIMIT_S 60        /* one simulator seed (a good one takes < 1 s) */
-
-struct grader {
-  char root[PATH_MAX];
-  char out[PATH_MAX + 32];     /* the run directory */
-  const char *bug;
-  int verbose;
-};
 
 static double now_s(void)
 {
@@ -61,8 +61,11 @@ static double now_s(void)
 
 /* Run argv in dir with stdout and stderr to the file log; wait at most
  * limit seconds (then kill it). Returns its exit status, 128 + signal if
- * a signal ended it, or -1 if it ran past the limit. */
-static int run(const char *dir, char *const argv[], const char *log, int limit, int tap)
+ * a signal ended it, or -1 if it ran past the limit. With g->contain it
+ * runs contained (grade_contain, submit.c), and what it left running in
+ * its process group is killed when it ends. */
+static int run(const struct grader *g, const char *dir, char *const argv[], const char *log,
+               int limit, int tap)
 {
   fflush(stdout);
   pid_t pid = fork();
@@ -78,6 +81,8 @@ static int run(const char *dir, char *const argv[], const char *log, int limit, 
     setpgid(0, 0);          /* killed as a group if it hangs */
     if (tap)
       setenv("CMOCKA_MESSAGE_OUTPUT", "TAP", 1);
+    if (g->contain)
+      grade_contain(limit);
     execv(argv[0], argv);
     _exit(127);
   }
@@ -97,6 +102,8 @@ static int run(const char *dir, char *const argv[], const char *log, int limit, 
     }
     usleep(2000);
   }
+  if (g->contain)
+    kill(-pid, SIGKILL);    /* anything it left behind in its group */
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -123,7 +130,7 @@ static void tail(const char *path, int lines)
 }
 
 /* make build/auralog and the unit tests of labs l[0..nl). */
-static int build(struct grader *g, const struct impl_lab *l, size_t nl)
+int grade_build(struct grader *g, const struct impl_lab *l, size_t nl)
 {
   char *argv[32];
   int k = 0;
@@ -132,6 +139,12 @@ static int build(struct grader *g, const struct impl_lab *l, size_t nl)
   argv[k++] = "/usr/bin/make";
   argv[k++] = "--no-print-directory";
   argv[k++] = "-j2";
+  /* In a student repository, compile the graded labs' own files, never
+   * their reference objects (export.c). */
+  char labvar[32];
+  snprintf(labvar, sizeof labvar, nl == 1 ? "LAB=%d" : "LAB=all", l[0].n);
+  argv[k++] = labvar;
+  argv[k++] = "SAN=";        /* build/, whatever the environment says (make grade does too) */
   argv[k++] = "build/auralog";
   for (size_t i = 0; i < nl; i++)
     for (const struct impl_test *u = l[i].tests; u->name && nb < 16; u++) {
@@ -149,7 +162,7 @@ static int build(struct grader *g, const struct impl_lab *l, size_t nl)
   char log[PATH_MAX + 64];
   snprintf(log, sizeof log, "%s/make.log", g->out);
   printf("make: building the tree (%s)\n", log);
-  int rc = run(g->root, argv, log, 1800, 0);
+  int rc = run(g, g->root, argv, log, 1800, 0);
   if (rc != 0) {
     printf("make: FAIL: the tree does not build; the end of %s:\n", log);
     tail(log, 20);
@@ -157,7 +170,23 @@ static int build(struct grader *g, const struct impl_lab *l, size_t nl)
   return rc;
 }
 
-/* Points from one unit test binary: each listed test that printed "ok". */
+/* Keep a test's outcome for submit.c (g->rec); detail says why it failed. */
+static void note(struct grader *g, const char *name, int got, int max, int hidden,
+                 const char *detail)
+{
+  if (g->rec == NULL || g->nrec >= GRADE_MAXREC)
+    return;
+  struct grade_rec *r = &g->rec[g->nrec++];
+  snprintf(r->name, sizeof r->name, "%s", name);
+  r->got = got;
+  r->max = max;
+  r->hidden = hidden;
+  snprintf(r->detail, sizeof r->detail, "%s", detail ? detail : "");
+}
+
+/* Points from one unit test binary: each listed test that printed "ok".
+ * cmocka's TAP output puts a failure's words ("# ...") after its
+ * "not ok N - name" line; they are the test's detail. */
 static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
 {
   char path[PATH_MAX + 64], log[PATH_MAX + 64];
@@ -165,30 +194,48 @@ static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
   snprintf(log, sizeof log, "%s/unit_%s.log", g->out, bin);
   char *argv[] = {path, NULL};
   double t0 = now_s();
-  int rc = run(g->root, argv, log, UNIT_LIMIT_S, 1);
+  int rc = run(g, g->root, argv, log, UNIT_LIMIT_S, 1);
   double dt = now_s() - t0;
   const char *how = rc == -1 ? "ran past its time" : rc >= 128 ? "crashed" : NULL;
   printf("unit_%s (%.1fs)%s%s\n", bin, dt, how ? ": " : "", how ? how : "");
   int got = 0;
   for (const struct impl_test *u = l->tests; u->name; u++) {
-    if (strcmp(u->bin, bin) != 0)
+    if (strcmp(u->bin, bin) != 0 || (u->hidden && !g->hidden))
       continue;
     FILE *f = fopen(log, "r");
-    char line[1024], *at;
-    int ok = 0, seen = 0;
+    char line[1024], *at, words[1536] = "";
+    int ok = 0, seen = 0, mine = 0;
+    size_t wl = 0;
     while (f && fgets(line, sizeof line, f)) {
+      if (mine && strncmp(line, "# ", 2) == 0 && wl + strlen(line) < sizeof words)
+        wl += (size_t)snprintf(words + wl, sizeof words - wl, "%s", line + 2);
+      if (strncmp(line, "ok ", 3) == 0 || strncmp(line, "not ok ", 7) == 0)
+        mine = 0;
       /* "ok 3 - name" or "not ok 3 - name" */
       if ((at = strstr(line, " - ")) == NULL || strncmp(at + 3, u->name, strlen(u->name)) ||
           (at[3 + strlen(u->name)] != '\n' && at[3 + strlen(u->name)] != 0))
         continue;
       seen = 1;
       ok = strncmp(line, "ok ", 3) == 0;
+      mine = !ok;
     }
     if (f)
       fclose(f);
-    printf("  %-56s %s %2d/%d\n", u->name, ok ? "OK  " : seen ? "FAIL" : "MISSING",
-           ok ? u->points : 0, u->points);
+    printf("  %-56s %s %2d/%d%s\n", u->name, ok ? "OK  " : seen ? "FAIL" : "MISSING",
+           ok ? u->points : 0, u->points, u->hidden ? " (hidden)" : "");
     got += ok ? u->points : 0;
+    char name[256], detail[2048];
+    snprintf(name, sizeof name, "unit_%s %s", bin, u->name);
+    snprintf(detail, sizeof detail, "%s%s%s",
+             ok ? "" : seen ? "FAILED: " : how ? "did not finish: unit_" : "MISSING: ",
+             ok ? "" : seen ? (wl ? words : "(no message)\n") : how ? bin : "the test did not run\n",
+             ok || seen || !how ? "" : how[0] == 'r' ? " ran past its time\n" : " crashed\n");
+    if (!ok && !u->hidden) {
+      size_t dl = strlen(detail);
+      snprintf(detail + dl, sizeof detail - dl, "run it: make build/tests/unit_%s && "
+               "build/tests/unit_%s\n", bin, bin);
+    }
+    note(g, name, ok ? u->points : 0, u->points, u->hidden, detail);
   }
   if (got == 0 || g->verbose) {
     printf("  (its output: %s)\n", log);
@@ -199,7 +246,7 @@ static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
 /* Draw the failing seed's trace (written by auralog sim in the run dir). */
 static void draw(struct grader *g, const char *sim, unsigned long long seed)
 {
-  char trace[PATH_MAX + 64], svg[PATH_MAX + 64], log[PATH_MAX + 64];
+  char trace[PATH_MAX + 96], svg[PATH_MAX + 96], log[PATH_MAX + 64];
   snprintf(trace, sizeof trace, "%s/sim-seed-%llu.trace", g->out, seed);
   snprintf(svg, sizeof svg, "%s/sim-seed-%llu.svg", g->out, seed);
   snprintf(log, sizeof log, "%s/viz.log", g->out);
@@ -208,7 +255,7 @@ static void draw(struct grader *g, const char *sim, unsigned long long seed)
     return;
   }
   char *argv[] = {(char *)sim, "viz", "--sim-trace", trace, "-o", svg, NULL};
-  if (run(g->out, argv, log, 120, 0) == 0)
+  if (run(g, g->out, argv, log, 120, 0) == 0)
     printf("      drawing: %s (the log, VDL, SCLs and faults before the violation)\n"
            "      trace:   %s\n", svg, trace);
   else
@@ -235,6 +282,22 @@ static int replay_of(const char *log, char *out, size_t n, char *verdict, size_t
   if (f)
     fclose(f);
   return found;
+}
+
+/* Whether a seed's output says it passed ("seed N: ok, ..."): exit
+ * status 0 alone is not enough, as code that calls exit(0) before the
+ * simulator has looked would get it too. */
+static int said_ok(const char *log, unsigned long long seed)
+{
+  char want[64], line[512];
+  int ok = 0;
+  snprintf(want, sizeof want, "seed %llu: ok,", seed);
+  FILE *f = fopen(log, "r");
+  while (f && !ok && fgets(line, sizeof line, f))
+    ok = strncmp(line, want, strlen(want)) == 0;
+  if (f)
+    fclose(f);
+  return ok;
 }
 
 /* The argv of `auralog sim --seed SEED [--trace TRACE] [--faults F] [--bug B]`
@@ -267,26 +330,38 @@ static int sim_range(struct grader *g, const struct impl_sim *s)
   char sim[PATH_MAX + 64], log[PATH_MAX + 64], seedarg[32];
   snprintf(sim, sizeof sim, "%s/build/auralog", g->root);
   snprintf(log, sizeof log, "%s/sim.log", g->out);
-  char what[256];
-  snprintf(what, sizeof what, "sim seeds %u..%u, %s%s", s->first, s->last,
-           s->faults ? "faults " : "all faults", s->faults ? s->faults : "");
+  /* A hidden range's seeds are the student's own (grader.h, seed_base). */
+  unsigned long long first = s->first, last = s->last;
+  if (s->hidden)
+    first += g->seed_base, last += g->seed_base;
+  char what[256], name[256];
+  snprintf(what, sizeof what, "%ssim seeds %llu..%llu, %s%s", s->hidden ? "hidden " : "",
+           first, last, s->faults ? "faults " : "all faults", s->faults ? s->faults : "");
+  /* The name in --csv and --gradescope: a hidden range's seeds differ
+   * from student to student, so it is named by its place. */
+  if (s->hidden)
+    snprintf(name, sizeof name, "hidden sim seeds +%u..+%u, %s%s", s->first, s->last,
+             s->faults ? "faults " : "all faults", s->faults ? s->faults : "");
+  else
+    snprintf(name, sizeof name, "%s", what);
   /* AURALOG_GRADE_SEEDS=K: only the first K seeds of each range. For
    * the tests of the grader itself (a quick check of its plumbing); a
    * grade is always of the whole range. */
-  unsigned last = s->last;
   const char *cap = getenv("AURALOG_GRADE_SEEDS");
-  if (cap && atoi(cap) > 0 && s->first + (unsigned)atoi(cap) - 1 < last) {
-    last = s->first + (unsigned)atoi(cap) - 1;
-    printf("(AURALOG_GRADE_SEEDS=%s: seeds %u..%u only, not a grade)\n", cap, s->first, last);
+  if (cap && atoi(cap) > 0 && first + (unsigned)atoi(cap) - 1 < last) {
+    last = first + (unsigned)atoi(cap) - 1;
+    printf("(AURALOG_GRADE_SEEDS=%s: seeds %llu..%llu only, not a grade)\n", cap, first, last);
   }
   double t0 = now_s();
-  unsigned bad = 0;
+  unsigned long long bad = 0;
   int rc = 0;
-  for (unsigned seed = s->first; seed <= last; seed++) {
+  for (unsigned long long seed = first; seed <= last; seed++) {
     char *argv[16];
-    snprintf(seedarg, sizeof seedarg, "%u", seed);
+    snprintf(seedarg, sizeof seedarg, "%llu", seed);
     sim_argv(argv, sim, seedarg, NULL, g, s);
-    rc = run(g->out, argv, log, SEED_LIMIT_S, 0);
+    rc = run(g, g->out, argv, log, SEED_LIMIT_S, 0);
+    if (rc == 0 && !said_ok(log, seed))
+      rc = -2;
     if (rc != 0) {
       bad = seed;
       break;
@@ -295,29 +370,43 @@ static int sim_range(struct grader *g, const struct impl_sim *s)
   double dt = now_s() - t0;
   printf("%-58s %s %2d/%d (%.1fs)\n", what, bad ? "FAIL" : "OK  ", bad ? 0 : s->points,
          s->points, dt);
-  if (!bad)
+  if (!bad) {
+    note(g, name, s->points, s->points, s->hidden, NULL);
     return s->points;
-  char replay[2048], verdict[2048];
-  if (replay_of(log, replay, sizeof replay, verdict, sizeof verdict)) {
-    printf("      seed %u: %s\n", bad, verdict[0] ? verdict : "(see the log)");
-    printf("      replay: cd %s && build/%s\n", g->root, replay);
+  }
+  char replay[2048], verdict[2048], where[PATH_MAX + 16], detail[2048];
+  if (g->replay_prefix)
+    snprintf(where, sizeof where, "%s", g->replay_prefix);
+  else
+    snprintf(where, sizeof where, "cd %s && ", g->root);
+  int found = replay_of(log, replay, sizeof replay, verdict, sizeof verdict);
+  if (found) {
+    printf("      seed %llu: %s\n", bad, verdict[0] ? verdict : "(see the log)");
   } else {
-    printf("      seed %u: %s\n", bad,
-           rc == -1 ? "ran past its time" : rc >= 128 ? "crashed" : "failed");
-    printf("      replay: cd %s && build/auralog sim --seed %u%s%s%s%s\n", g->root, bad,
-           s->faults ? " --faults " : "", s->faults ? s->faults : "",
-           g->bug ? " --bug " : "", g->bug ? g->bug : "");
+    snprintf(verdict, sizeof verdict, "%s",
+             rc == -1 ? "ran past its time" : rc >= 128 ? "crashed"
+             : rc == -2 ? "ended without saying whether the seed passed" : "failed");
+    snprintf(replay, sizeof replay, "auralog sim --seed %llu%s%s%s%s", bad,
+             s->faults ? " --faults " : "", s->faults ? s->faults : "",
+             g->bug ? " --bug " : "", g->bug ? g->bug : "");
+    printf("      seed %llu: %s\n", bad, verdict);
+  }
+  printf("      replay: %sbuild/%s\n", where, replay);
+  snprintf(detail, sizeof detail, "FAILED at seed %llu: %.700s\nreplay: %.500sbuild/%.600s\n", bad,
+           verdict[0] ? verdict : "(see the log)", where, replay);
+  note(g, name, 0, s->points, s->hidden, detail);
+  if (!found) {
     tail(log, 5);
     if (rc != 1) {
       /* It died or hung before it could write its trace: write it again,
        * up to the point it reached, a step budget at a time. */
-      char trace[PATH_MAX + 64];
-      snprintf(trace, sizeof trace, "%s/sim-seed-%u.trace", g->out, bad);
+      char trace[PATH_MAX + 96];
+      snprintf(trace, sizeof trace, "%s/sim-seed-%llu.trace", g->out, bad);
       char *argv[16];
       sim_argv(argv, sim, seedarg, trace, g, s);
       char tlog[PATH_MAX + 64];
       snprintf(tlog, sizeof tlog, "%s/trace.log", g->out);
-      run(g->out, argv, tlog, 20, 0);
+      run(g, g->out, argv, tlog, 20, 0);
     }
   }
   printf("      log: %s\n", log);
@@ -348,7 +437,6 @@ static void fresh_dir(const char *dir)
     closedir(d);
 }
 
-static int grade_one(struct grader *g, const struct impl_lab *l, int nobuild, int *total);
 
 /* Grade one lab; returns its points (*total: what it could have been).
  * What it prints is also its run directory's report.txt (lab/rundir.c),
@@ -375,12 +463,43 @@ static int grade_lab(struct grader *g, const struct impl_lab *l, const char *out
   return got;
 }
 
-static int grade_one(struct grader *g, const struct impl_lab *l, int nobuild, int *total)
+/* Every test of l at 0 with why (a tree that does not build, a submission
+ * that cannot be graded): for g->rec. */
+void grade_note_all(struct grader *g, const struct impl_lab *l, const char *why)
 {
-  *total = impl_points(l);
+  char name[256];
+  for (const struct impl_test *u = l->tests; u->name; u++)
+    if (!u->hidden || g->hidden) {
+      snprintf(name, sizeof name, "unit_%s %s", u->bin, u->name);
+      note(g, name, 0, u->points, u->hidden, why);
+    }
+  for (const struct impl_sim *s = l->sims; s->points; s++)
+    if (!s->hidden || g->hidden) {
+      snprintf(name, sizeof name, "%ssim seeds %s%u..%s%u, %s%s", s->hidden ? "hidden " : "",
+               s->hidden ? "+" : "", s->first, s->hidden ? "+" : "", s->last,
+               s->faults ? "faults " : "all faults", s->faults ? s->faults : "");
+      note(g, name, 0, s->points, s->hidden, why);
+    }
+}
+
+int grade_one(struct grader *g, const struct impl_lab *l, int nobuild, int *total)
+{
+  *total = impl_points(l) + (g->hidden ? impl_hidden_points(l) : 0);
   printf("== lab %d (%s): %s, paper %s, in %s\n", l->n, l->name, l->title, l->paper,
          l->files);
-  if (!nobuild && build(g, l, 1) != 0) {
+  if (!nobuild && grade_build(g, l, 1) != 0) {
+    /* The compiler's first complaint says the most. */
+    char log[PATH_MAX + 64], line[512], why[1024] = "the tree does not build\n";
+    snprintf(log, sizeof log, "%s/make.log", g->out);
+    FILE *f = fopen(log, "r");
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "error")) {
+        snprintf(why, sizeof why, "the tree does not build: %s", line);
+        break;
+      }
+    if (f)
+      fclose(f);
+    grade_note_all(g, l, why);
     printf("Score: 0/%d\n", *total);
     return 0;
   }
@@ -397,7 +516,8 @@ static int grade_one(struct grader *g, const struct impl_lab *l, int nobuild, in
     got += unit_bin(g, l, u->bin);
   }
   for (const struct impl_sim *s = l->sims; s->points; s++)
-    got += sim_range(g, s);
+    if (!s->hidden || g->hidden)
+      got += sim_range(g, s);
   if (!l->sims[0].points)
     printf("(no simulator seeds: the simulator's writers have no buffer cache)\n");
   printf("Score: %d/%d\n", got, *total);
@@ -421,7 +541,13 @@ static void usage(FILE *f)
     "  --out DIR    the run directory (default TREE/build/grade/labNN)\n"
     "  --no-build   do not run make first (make grade has)\n"
     "  --bug NAME   plant a bug in the simulator runs (auralog sim --help)\n"
-    "  -v           say where every output is\n");
+    "  -v           say where every output is\n"
+    "\n"
+    "This grades the tree as it is, its own tests and simulator included: a\n"
+    "student's tool. An instructor grades with --submission PATH..., which\n"
+    "takes only the lab's bodies into the instructor's tree, runs hidden\n"
+    "seeds too, and writes --csv and --gradescope results\n"
+    "(auralog lab grade N --submission --help).\n");
 }
 
 int lab_grade_main(int argc, char **argv)
@@ -433,6 +559,9 @@ int lab_grade_main(int argc, char **argv)
   static struct grader g;
   const char *src = NULL, *outopt = NULL;
   int nobuild = 0, o;
+  for (int i = 1; i < argc; i++)   /* the instructor's grade: submit.c */
+    if (strncmp(argv[i], "--submission", 12) == 0)
+      return lab_submit_main(argc, argv);
   optind = 1;
   while ((o = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
     switch (o) {
@@ -466,7 +595,7 @@ int lab_grade_main(int argc, char **argv)
     die("lab grade all: --out is for one lab (each lab has its own run directory)");
   snprintf(g.out, sizeof g.out, "%s/build/grade", g.root);
   fresh_dir(g.out);
-  if (!nobuild && build(&g, impl_labs, impl_nlabs) != 0)
+  if (!nobuild && grade_build(&g, impl_labs, impl_nlabs) != 0)
     return 1;
   int got = 0, total = 0;
   char line[64 * 16] = "";

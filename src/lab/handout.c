@@ -1,17 +1,24 @@
 /*
- * handout.c: `auralog lab handout N DIR`: a student's tree for
- * implement lab N (see impl.h for the labs and their markers).
+ * handout.c: the handout transformation (a marked body becomes its stub),
+ * the tree copy that applies it, and `auralog lab handout N DIR` (see
+ * impl.h for the labs and their markers, export.c for the student
+ * repository both commands write).
  *
- * The handout is the source tree this binary was built from (or --src),
- * without .git and build outputs (build*, sim-seed-*.trace), with every
- * body marked for lab N replaced by its stub. Only lab N's: the other
- * labs' cores stay the reference, so each lab stands alone (a student
- * who does them in order can copy their own earlier answers in).
+ * handout_file copies one file with the bodies marked for one lab, or for
+ * every lab (IMPL_ALL), replaced by their stubs. handout_copy copies a
+ * tree through it, without .git, build outputs (build*, sim-seed-*.trace)
+ * and the paths an instructor keeps to themselves (labs/instructor-only),
+ * and says which files it stubbed.
+ *
+ * A handout is the export (export.c) with lab N's files named at the end:
+ * every lab's bodies are stubs, never only lab N's, since a tree that
+ * kept the other labs' reference bodies would hand them out (lab 25's
+ * tree would carry the finished seg_add of lab 21). The other labs still
+ * run as the reference, from the objects the export ships in ref/.
  *
  * A copied file keeps its modification time, so a build/ copied in from
- * the reference tree (the tests do) rebuilds only the files the handout
- * changed. A handout is an ordinary tree: `make` builds it with no
- * warning, and `make grade LAB=N` gives 0 points until the work is done.
+ * the reference tree (the tests do) rebuilds only the files the copy
+ * changed.
  *
  * Marker syntax (line based, so that a comment merely mentioning a marker
  * does not count: the line must start with the comment):
@@ -51,11 +58,13 @@ static int marker(const char *line, int *n, const char **word)
   return 1;
 }
 
-int handout_file(FILE *in, FILE *out, int lab, const char *path, char *why, size_t whylen)
+int handout_file(FILE *in, FILE *out, int lab, const char *path, unsigned long long *labs,
+                 char *why, size_t whylen)
 {
   char *line = NULL;
   size_t cap = 0;
   int regions = 0, lineno = 0, begun = 0;
+  int cur = 0;                /* the lab of the body being replaced */
   /* state: 0 copying; 1 in lab's BEGIN comment; 2 skipping the body */
   int state = 0;
   char indent[128] = "";
@@ -66,8 +75,10 @@ int handout_file(FILE *in, FILE *out, int lab, const char *path, char *why, size
     int n;
     const char *word;
     int is_marker = marker(line, &n, &word);
+    int ours = is_marker && (lab == IMPL_ALL || n == lab);
     if (state == 0) {
-      if (is_marker && n == lab && strncmp(word, "BEGIN", 5) == 0) {
+      if (ours && strncmp(word, "BEGIN", 5) == 0) {
+        cur = n;
         size_t k = strspn(line, " \t");
         if (k >= sizeof indent)
           k = sizeof indent - 1;
@@ -78,8 +89,8 @@ int handout_file(FILE *in, FILE *out, int lab, const char *path, char *why, size
         fputs(line, out);
         if (state == 2)
           fprintf(out, "%s/* TODO: your code here, in place of this stub. */\n", indent);
-      } else if (is_marker && n == lab && strncmp(word, "END", 3) == 0) {
-        snprintf(why, whylen, "%s:%d: LAB %d END without a BEGIN", path, lineno, lab);
+      } else if (ours && strncmp(word, "END", 3) == 0) {
+        snprintf(why, whylen, "%s:%d: LAB %d END without a BEGIN", path, lineno, n);
         goto bad;
       } else {
         fputs(line, out);
@@ -105,22 +116,24 @@ int handout_file(FILE *in, FILE *out, int lab, const char *path, char *why, size
         state = 2;
       }
     } else {
-      if (is_marker && n == lab && strncmp(word, "END", 3) == 0) {
+      if (is_marker && n == cur && strncmp(word, "END", 3) == 0) {
         fputs(line, out);
         regions++;
+        if (labs && cur > 0 && cur < 64)
+          *labs |= 1ull << cur;
         state = 0;
         free(stub);
         stub = NULL;
         stublen = 0;
-      } else if (is_marker && n == lab && strncmp(word, "BEGIN", 5) == 0) {
-        snprintf(why, whylen, "%s:%d: LAB %d BEGIN inside the one begun at line %d", path,
-                 lineno, lab, begun);
+      } else if (ours && strncmp(word, "BEGIN", 5) == 0) {
+        snprintf(why, whylen, "%s:%d: LAB %d BEGIN inside the LAB %d begun at line %d", path,
+                 lineno, n, cur, begun);
         goto bad;
       }
     }
   }
   if (state != 0) {
-    snprintf(why, whylen, "%s:%d: LAB %d BEGIN has no END", path, begun, lab);
+    snprintf(why, whylen, "%s:%d: LAB %d BEGIN has no END", path, begun, cur);
     goto bad;
   }
   free(line);
@@ -137,21 +150,21 @@ static int ends_with(const char *s, const char *tail)
   return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
-/* What a handout leaves out: the repository, build outputs, traces. */
-static int skip(const char *rel, const char *name)
+/* What a copy leaves out: the repository, build outputs, traces, and the
+ * paths in skip (each a file, or a folder and all under it). */
+static int skip(const struct copy_out *r, const char *rel, const char *name)
 {
   if (strcmp(name, ".git") == 0)
     return 1;
   if (strchr(rel, '/') == NULL && strncmp(name, "build", 5) == 0)
     return 1;               /* build, build-san, build-x: at the top */
-  return strncmp(name, "sim-seed-", 9) == 0 && ends_with(name, ".trace");
+  if (strncmp(name, "sim-seed-", 9) == 0 && ends_with(name, ".trace"))
+    return 1;
+  for (char *const *s = r->skip; s && *s; s++)
+    if (strcmp(rel, *s) == 0)
+      return 1;
+  return 0;
 }
-
-struct walk {
-  int lab;
-  int regions;
-  char why[PATH_MAX * 2 + 300];
-};
 
 static int copy_times(const char *to, const struct stat *st)
 {
@@ -159,33 +172,42 @@ static int copy_times(const char *to, const struct stat *st)
   return utimensat(AT_FDCWD, to, ts, AT_SYMLINK_NOFOLLOW);
 }
 
-static int copy_file(struct walk *w, const char *from, const char *to, const char *rel,
-                     const struct stat *st)
+static int copy_file(struct copy_out *r, int lab, const char *from, const char *to,
+                     const char *rel, const struct stat *st)
 {
   FILE *in = fopen(from, "r"), *out = fopen(to, "w");
   int rc = 0, changed = 0;
   if (in == NULL || out == NULL) {
-    snprintf(w->why, sizeof w->why, "%s: %s", in ? to : from, strerror(errno));
+    snprintf(r->why, sizeof r->why, "%s: %s", in ? to : from, strerror(errno));
     rc = -1;
     goto done;
   }
   if (strncmp(rel, "src/", 4) == 0 && (ends_with(rel, ".c") || ends_with(rel, ".h"))) {
-    int k = handout_file(in, out, w->lab, rel, w->why, sizeof w->why);
+    int k = handout_file(in, out, lab, rel, &r->labs, r->why, sizeof r->why);
     if (k < 0) {
       rc = -1;
       goto done;
     }
-    if (k > 0)
+    if (k > 0) {
       printf("  %s: %d bod%s replaced by %s\n", rel, k, k == 1 ? "y" : "ies",
              k == 1 ? "its stub" : "their stubs");
-    w->regions += k;
+      char **p = realloc(r->stubbed, (r->nstubbed + 1) * sizeof *p);
+      if (p == NULL || (p[r->nstubbed] = strdup(rel)) == NULL) {
+        snprintf(r->why, sizeof r->why, "out of memory");
+        rc = -1;
+        goto done;
+      }
+      r->stubbed = p;
+      r->nstubbed++;
+    }
+    r->regions += k;
     changed = k > 0;
   } else {
     char buf[65536];
     size_t got;
     while ((got = fread(buf, 1, sizeof buf, in)) > 0)
       if (fwrite(buf, 1, got, out) != got) {
-        snprintf(w->why, sizeof w->why, "%s: %s", to, strerror(errno));
+        snprintf(r->why, sizeof r->why, "%s: %s", to, strerror(errno));
         rc = -1;
         goto done;
       }
@@ -194,22 +216,24 @@ done:
   if (in)
     fclose(in);
   if (out && fclose(out) != 0 && rc == 0) {
-    snprintf(w->why, sizeof w->why, "%s: %s", to, strerror(errno));
+    snprintf(r->why, sizeof r->why, "%s: %s", to, strerror(errno));
     rc = -1;
   }
   if (rc == 0) {
     chmod(to, st->st_mode & 07777);
     if (!changed)
       copy_times(to, st);     /* unchanged: make need not rebuild it */
+    r->files++;
   }
   return rc;
 }
 
-static int walk_dir(struct walk *w, const char *from, const char *to, const char *rel)
+static int walk_dir(struct copy_out *r, int lab, const char *from, const char *to,
+                    const char *rel)
 {
   DIR *d = opendir(from);
   if (d == NULL) {
-    snprintf(w->why, sizeof w->why, "%s: %s", from, strerror(errno));
+    snprintf(r->why, sizeof r->why, "%s: %s", from, strerror(errno));
     return -1;
   }
   struct dirent *e;
@@ -217,9 +241,9 @@ static int walk_dir(struct walk *w, const char *from, const char *to, const char
   while (rc == 0 && (e = readdir(d)) != NULL) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
       continue;
-    char r[PATH_MAX], f[PATH_MAX * 2], t[PATH_MAX * 2];
-    snprintf(r, sizeof r, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
-    if (skip(r, e->d_name))
+    char rl[PATH_MAX], f[PATH_MAX * 2], t[PATH_MAX * 2];
+    snprintf(rl, sizeof rl, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+    if (skip(r, rl, e->d_name))
       continue;
     snprintf(f, sizeof f, "%s/%s", from, e->d_name);
     snprintf(t, sizeof t, "%s/%s", to, e->d_name);
@@ -228,10 +252,10 @@ static int walk_dir(struct walk *w, const char *from, const char *to, const char
       continue;
     if (S_ISDIR(st.st_mode)) {
       if (mkdir(t, 0755) != 0 && errno != EEXIST) {
-        snprintf(w->why, sizeof w->why, "%s: %s", t, strerror(errno));
+        snprintf(r->why, sizeof r->why, "%s: %s", t, strerror(errno));
         rc = -1;
       } else {
-        rc = walk_dir(w, f, t, r);
+        rc = walk_dir(r, lab, f, t, rl);
       }
     } else if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
@@ -239,31 +263,21 @@ static int walk_dir(struct walk *w, const char *from, const char *to, const char
       if (len > 0) {
         target[len] = 0;
         if (symlink(target, t) != 0) {
-          snprintf(w->why, sizeof w->why, "%s: %s", t, strerror(errno));
+          snprintf(r->why, sizeof r->why, "%s: %s", t, strerror(errno));
           rc = -1;
         }
       }
     } else if (S_ISREG(st.st_mode)) {
-      rc = copy_file(w, f, t, r, &st);
+      rc = copy_file(r, lab, f, t, rl, &st);
     }
   }
   closedir(d);
   return rc;
 }
 
-/* An empty directory or none is fine; anything in it is not overwritten. */
-static int empty_or_absent(const char *dir)
+int handout_copy(const char *root, const char *out, int lab, struct copy_out *r)
 {
-  DIR *d = opendir(dir);
-  if (d == NULL)
-    return errno == ENOENT;
-  struct dirent *e;
-  int empty = 1;
-  while ((e = readdir(d)) != NULL)
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-      empty = 0;
-  closedir(d);
-  return empty;
+  return walk_dir(r, lab, root, out, "");
 }
 
 static void usage(FILE *f)
@@ -271,11 +285,12 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog lab handout N DIR [--src TREE]\n"
     "\n"
-    "Write a student's tree for implement lab N (a number or a name, see\n"
-    "auralog lab list) into DIR, which must be empty or absent: the source\n"
-    "tree, without .git and build outputs, with the bodies marked for lab N\n"
-    "(/* LAB N BEGIN ... */ ... /* LAB N END */) replaced by stubs that\n"
-    "compile and fail. Then: cd DIR && make && make grade LAB=N.\n"
+    "Write a student's repository for implement lab N (a number or a name,\n"
+    "see auralog lab list) into DIR, which must be empty or absent: the\n"
+    "same repository as auralog lab export DIR (every implement lab's\n"
+    "bodies replaced by stubs, the reference cores as objects in ref/, a\n"
+    "fresh git history), and what to do for lab N. Then:\n"
+    "cd DIR && make && make grade LAB=N.\n"
     "\n"
     "  --src TREE   the tree to make it from (default: the one this binary\n"
     "               was built in)\n");
@@ -300,28 +315,5 @@ int lab_handout_main(int argc, char **argv)
   const struct impl_lab *l = impl_find(argv[optind]);
   if (l == NULL)
     die("lab handout: no implement lab '%s' (see auralog lab list)", argv[optind]);
-  const char *dir = argv[optind + 1];
-  char root[PATH_MAX + 128], out[PATH_MAX];
-  if (impl_root(src, root, sizeof root) != 0)
-    die("lab handout: %s", root);
-  if (!empty_or_absent(dir))
-    die("lab handout: %s is not empty; give a new directory", dir);
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-    die("lab handout: cannot make %s: %s", dir, strerror(errno));
-  if (realpath(dir, out) == NULL)
-    die("lab handout: %s: %s", dir, strerror(errno));
-  if (strncmp(out, root, strlen(root)) == 0 && out[strlen(root)] == '/' &&
-      strncmp(out + strlen(root) + 1, "build", 5) != 0)
-    die("lab handout: %s is inside the tree it copies (use a directory outside it, "
-        "or under its build/)", dir);
-  printf("lab %d (%s): %s, paper %s\n", l->n, l->name, l->title, l->paper);
-  struct walk w = {.lab = l->n};
-  if (walk_dir(&w, root, out, "") != 0)
-    die("lab handout: %s", w.why);
-  if (w.regions == 0)
-    die("lab handout: %s has no body marked LAB %d (is it a handout already?)", root, l->n);
-  printf("handout in %s\n"
-         "next: cd %s && make && make grade LAB=%d   (0 points until the work is done)\n",
-         out, out, l->n);
-  return 0;
+  return export_tree("lab handout", src, argv[optind + 1], l);
 }

@@ -11,6 +11,11 @@
  *     failing seed replays exactly. A focused range stresses the faults
  *     the lab's core exists for.
  * Only tests that a stub fails are listed: a fresh handout earns 0.
+ * Entries marked HIDDEN are the instructor's: `lab grade --submission`
+ * (submit.c) runs them, a student's `lab grade` does not. A hidden seed
+ * range is 40 seeds of the lab's focused faults at an offset of the
+ * student's own (impl.h); an instructor-only unit test is a line
+ * {"bin", "test_name", points, HIDDEN} in the lab's test table.
  * Lab 23's core, the buffer cache, is the SQLite VFS's (vfs/vfs.c), which
  * the simulator's writers do not run: it has unit tests only.
  */
@@ -23,6 +28,7 @@
 #include "lab/impl.h"
 
 #define END_TESTS {NULL, NULL, 0}
+#define HIDDEN 1               /* see impl.h: instructor-only, per student */
 #define END_SIMS {0, 0, NULL, 0}
 
 static const struct impl_test diff_tests[] = {
@@ -37,7 +43,7 @@ static const struct impl_test diff_tests[] = {
   {"diff", "test_worst_case", 5},
   END_TESTS};
 static const struct impl_sim diff_sims[] = {
-  {1, 40, "none", 10}, {1, 100, NULL, 15}, END_SIMS};
+  {1, 40, "none", 10}, {1, 100, NULL, 15}, {0, 39, NULL, 10, HIDDEN}, END_SIMS};
 
 static const struct impl_test scl_tests[] = {
   {"segment", "test_scl_in_order", 5},
@@ -47,7 +53,8 @@ static const struct impl_test scl_tests[] = {
   {"segment", "test_add_is_idempotent", 5},
   END_TESTS};
 static const struct impl_sim scl_sims[] = {
-  {201, 260, "node-crash,drop,dup,reorder", 10}, {1, 100, NULL, 15}, END_SIMS};
+  {201, 260, "node-crash,drop,dup,reorder", 10}, {1, 100, NULL, 15},
+  {0, 39, "node-crash,drop,dup,reorder", 10, HIDDEN}, END_SIMS};
 
 static const struct impl_test vdl_tests[] = {
   {"quorum", "test_lal_blocks_allocation", 5},
@@ -62,7 +69,8 @@ static const struct impl_test vdl_tests[] = {
   {"quorum", "test_ring_growth_and_wrap", 5},
   END_TESTS};
 static const struct impl_sim vdl_sims[] = {
-  {201, 260, "az-down,az1-down,slow,drop", 10}, {1, 100, NULL, 15}, END_SIMS};
+  {201, 260, "az-down,az1-down,slow,drop", 10}, {1, 100, NULL, 15},
+  {0, 39, "az-down,az1-down,slow,drop", 10, HIDDEN}, END_SIMS};
 
 static const struct impl_test evict_tests[] = {
   {"cache", "test_evict_never_above_vdl", 10},
@@ -79,7 +87,8 @@ static const struct impl_test gossip_tests[] = {
   {"gossip", "a_pushed_truncation_comes_before_the_records_it_cuts", 10},
   END_TESTS};
 static const struct impl_sim gossip_sims[] = {
-  {201, 260, "node-crash,partition,pair-cut,drop", 10}, {1, 100, NULL, 15}, END_SIMS};
+  {201, 260, "node-crash,partition,pair-cut,drop", 10}, {1, 100, NULL, 15},
+  {0, 39, "node-crash,partition,pair-cut,drop", 10, HIDDEN}, END_SIMS};
 
 static const struct impl_test recovery_tests[] = {
   {"recovery", "test_all_present", 5},
@@ -92,7 +101,9 @@ static const struct impl_test recovery_tests[] = {
   END_TESTS};
 static const struct impl_sim recovery_sims[] = {
   {201, 260, "engine-crash,recovery-crash,second-writer,split-write,stale-trunc", 10},
-  {1, 100, NULL, 15}, END_SIMS};
+  {1, 100, NULL, 15},
+  {0, 39, "engine-crash,recovery-crash,second-writer,split-write,stale-trunc", 10, HIDDEN},
+  END_SIMS};
 
 const struct impl_lab impl_labs[] = {
   {20, "diff", "the page diff: redo as byte ranges", "§3.1", "src/vfs/diff.c",
@@ -166,19 +177,29 @@ int impl_root(const char *opt, char *out, size_t n)
   return 0;
 }
 
-int impl_points(const struct impl_lab *l)
+static int points(const struct impl_lab *l, int hidden)
 {
   int t = 0;
   for (const struct impl_test *u = l->tests; u->name; u++)
-    t += u->points;
+    t += u->hidden == hidden ? u->points : 0;
   for (const struct impl_sim *s = l->sims; s->points; s++)
-    t += s->points;
+    t += s->hidden == hidden ? s->points : 0;
   return t;
+}
+
+int impl_points(const struct impl_lab *l)
+{
+  return points(l, 0);
+}
+
+int impl_hidden_points(const struct impl_lab *l)
+{
+  return points(l, 1);
 }
 
 void impl_list(FILE *f)
 {
-  fprintf(f, "implement labs (write a core; auralog lab handout N DIR, then lab grade N):\n");
+  fprintf(f, "implement labs (write a core, then make grade LAB=N; labs/README.md):\n");
   for (size_t i = 0; i < impl_nlabs; i++) {
     const struct impl_lab *l = &impl_labs[i];
     fprintf(f, "%d %-9s %-40s %-13s %3d points  %s\n", l->n, l->name, l->title, l->paper,

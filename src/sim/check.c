@@ -56,6 +56,14 @@ void violation(struct world *w, const char *fmt, ...)
   w->stop = 1;
 }
 
+void trace_read(struct world *w, const char *who, uint32_t page, uint64_t rp, uint64_t lsn,
+                int wrong)
+{
+  if (w->o.trace)
+    fprintf(w->o.trace, "%8llu read %s %u %llu %llu %s\n", (unsigned long long)sim_now(w->clock),
+            who, page, (unsigned long long)rp, (unsigned long long)lsn, wrong ? "wrong" : "ok");
+}
+
 static struct simwriter *serving(struct world *w)
 {
   struct simwriter *best = NULL;
@@ -81,11 +89,20 @@ static void trace_marks(struct world *w)
     struct node *n = w->nodes[i].n;
     for (size_t k = 0; n && k < n->nsegs; k++) {
       struct segment *s = n->segs[k];
-      if (s->pg >= SIM_PGS || s->scl == w->traced_scl[i][s->pg])
+      /* The highest LSN held too, where it is above the SCL: records
+       * above a hole (what status writes S^M). */
+      uint64_t max = s->max_lsn > s->scl ? s->max_lsn : s->scl;
+      if (s->pg >= SIM_PGS ||
+          (s->scl == w->traced_scl[i][s->pg] && max == w->traced_max[i][s->pg]))
         continue;
       w->traced_scl[i][s->pg] = s->scl;
-      fprintf(w->o.trace, "%8llu scl %s %u %llu\n", (unsigned long long)sim_now(w->clock),
-              w->nodes[i].id, s->pg, (unsigned long long)s->scl);
+      w->traced_max[i][s->pg] = max;
+      if (max > s->scl)
+        fprintf(w->o.trace, "%8llu scl %s %u %llu %llu\n", (unsigned long long)sim_now(w->clock),
+                w->nodes[i].id, s->pg, (unsigned long long)s->scl, (unsigned long long)max);
+      else
+        fprintf(w->o.trace, "%8llu scl %s %u %llu\n", (unsigned long long)sim_now(w->clock),
+                w->nodes[i].id, s->pg, (unsigned long long)s->scl);
     }
   }
 }

@@ -170,7 +170,9 @@ static void check_page(struct simreplica *rep, int k, const uint8_t *got, uint64
 {
   static const uint8_t zero[SIM_PAGE_SIZE];
   const uint8_t *want = shadow_page(rep->w, page_of(k), rp);
-  if (memcmp(got, want ? want : zero, SIM_PAGE_SIZE) != 0)
+  int wrong = memcmp(got, want ? want : zero, SIM_PAGE_SIZE) != 0;
+  trace_read(rep->w, "rep", page_of(k), rp, lsn, wrong);
+  if (wrong)
     violation(rep->w, "replica read page %u at rp %llu (%s, need %llu, page lsn %llu) and "
               "got a version no transaction at or below that point left", page_of(k),
               (unsigned long long)rp, from, (unsigned long long)need,

@@ -139,7 +139,7 @@ struct world {
   struct fault_ev *sched;
   size_t nsched, capsched;
   /* The watermarks last written to the trace. */
-  uint64_t traced_vdl[SIM_WRITERS], traced_scl[SIM_NODES][SIM_PGS];
+  uint64_t traced_vdl[SIM_WRITERS], traced_scl[SIM_NODES][SIM_PGS], traced_max[SIM_NODES][SIM_PGS];
   int active[F_NKINDS];
 };
 
@@ -259,6 +259,11 @@ void workload_crashed(struct simwriter *wr);
 void workload_free(struct world *w);
 
 /* check.c */
+/* A finished page read into the trace ("T read WHO PAGE RP LSN ok|wrong":
+ * who read, at which read point, the page's LSN, whether it matched the
+ * shadow), for the timeline's lane of reads. */
+void trace_read(struct world *w, const char *who, uint32_t page, uint64_t rp, uint64_t lsn,
+                int wrong);
 void violation(struct world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void check_step(struct world *w);
 void check_end(struct world *w);

@@ -19,6 +19,7 @@
  * Reads: now and then a page is read at the writer's VDL (vcore_read) and
  * compared with the shadow's page at the read point (invariant 4).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,7 +151,11 @@ static void reads_check(struct simwriter *wr)
     }
     const uint8_t *want = shadow_page(w, r->page_no, r->rp);
     static const uint8_t zero[SIM_PAGE_SIZE];
-    if (memcmp(wr->reads[i].buf, want ? want : zero, SIM_PAGE_SIZE) != 0)
+    int wrong = memcmp(wr->reads[i].buf, want ? want : zero, SIM_PAGE_SIZE) != 0;
+    char who[16];
+    snprintf(who, sizeof who, "w%d", wr->i + 1);
+    trace_read(w, who, r->page_no, r->rp, r->page_lsn, wrong);
+    if (wrong)
       violation(w, "writer %d (epoch %llu) read page %u as of %llu (need %llu, page lsn "
                 "%llu) and got a version no transaction at or below that point left",
                 wr->i, (unsigned long long)wr->epoch, r->page_no,
