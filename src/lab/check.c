@@ -594,6 +594,7 @@ static int retarget(struct labctx *x)
       x->status = cJSON_Parse(js);
       free(js);
       wire_free(rep);
+      ev_status(x);            /* the evidence is this cluster's view */
       rc = 0;
     }
   }
