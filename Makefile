@@ -41,7 +41,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC)) $(B)/obj/gen/auralog.pb-c.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim cores wcore netio auth authority pages hotlog scale rapply failover truncbound sqlwords
-INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles
+INTEG := mutants member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles
 UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 # make test runs integration binaries TEST_JOBS at a time (default 2;
@@ -151,7 +151,7 @@ torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests
 
 # The implement labs (labs/README.md): `make grade` grades every one,
 # `make grade LAB=22` one. Always in build/ (the grader runs build/auralog).
-GRADE_UNIT := diff segment quorum cache gossip recovery
+GRADE_UNIT := diff segment quorum cache gossip recovery rectrunc wcore
 grade:
 	@$(MAKE) --no-print-directory SAN= build/auralog $(patsubst %,build/tests/unit_%,$(GRADE_UNIT))
 	@build/auralog lab grade $(if $(LAB),$(LAB),all) --no-build

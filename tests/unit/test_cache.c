@@ -30,6 +30,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lab_expect.h"
 #include "rng.h"
 
 #include "vfs/cache.h"
@@ -682,6 +683,44 @@ static void test_evict_clock_wrapped_sweep(void **state)
              "pages remained", lost);
 }
 
+/* The hand stays where it stopped. Ten pages, swept once (every bit
+ * cleared, one evicted); then, as the engine runs, put a new page and evict
+ * one, nine times. A clock meets each new page (used) and passes it with a
+ * second chance, so the nine evictions take the nine old pages, in the
+ * hand's order: none of the new ones goes while an old, untouched page is
+ * left. A sweep that starts again at the first entry every time keeps
+ * meeting the newest pages, moved there by the deletions, and evicts them
+ * on their second visit. */
+static void test_evict_clock_hand_goes_round(void **state)
+{
+  (void)state;
+  lab_rule("§4.2.3: the buffer cache evicts by a clock: the hand goes on from where it "
+           "stopped, so a page is evicted only if it was not used since the hand last passed it");
+  struct pagemap m;
+  pm_init(&m, PS);
+  uint64_t lsn[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  put_pages(&m, 10, lsn);
+  expect_eq(pm_evict(&m, 9, 1), 1, "pages evicted from 10 just put, limit 9, returned");
+  for (uint32_t p = 10; p < 19; p++) {
+    pm_put(&m, p)->lsn = 1;
+    lab_at("old pages 0..9 swept once, then new pages 10..%u each put and one page evicted",
+           p);
+    expect_eq(pm_evict(&m, 9, 1), 1, "pm_evict(limit 9) returned");
+    for (uint32_t q = 10; q <= p; q++)
+      if (!holds(&m, q)) {
+        size_t old = 0;
+        for (uint32_t o = 0; o < 10; o++)
+          old += holds(&m, o);
+        pm_free(&m);
+        lab_at("after putting new pages 10..%u", p);
+        expect_eq(old, 0, "new page %u was evicted while old, untouched pages remained:", q);
+      }
+  }
+  for (uint32_t o = 0; o < 10; o++)
+    expect_true(!holds(&m, o), "every old page evicted after nine rounds (page %u is held)", o);
+  pm_free(&m);
+}
+
 /* Random touches and evictions, checked against the used bits at each
  * call: if the unused pages at or below the VDL are enough to reach the
  * limit, none of the used ones may go; a clock reaches them all within one
@@ -761,6 +800,7 @@ int main(void)
     cmocka_unit_test(test_evict_clock_prefers_unused),
     cmocka_unit_test(test_evict_clock_wrapped_sweep),
     cmocka_unit_test(test_evict_clock_random),
+    cmocka_unit_test(test_evict_clock_hand_goes_round),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

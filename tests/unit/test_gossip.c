@@ -13,6 +13,7 @@
  *    are taken (the other way round, they would contradict it).
  */
 #include "cores_fix.h"
+#include "lab_expect.h"
 
 /* Tick the node's gossip until it pulls from a peer; bring up every peer
  * connection it opens. Returns the peer, and the pull in *q. */
@@ -168,12 +169,67 @@ static void a_pushed_truncation_comes_before_the_records_it_cuts(void **state)
   node_teardown(&x);
 }
 
+static void a_push_from_a_peer_no_further_along_still_fills_the_hole(void **state)
+{
+  (void)state;
+  struct nfix x;
+  struct trec t[4];
+  keys();
+  node_setup(&x);
+  lab_rule("§3.3: segments fill the holes in their logs by gossip with their PG's peers: "
+           "a pushed record is merged whatever the peer's own SCL");
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  /* This segment holds 1, 2 and 4: complete to 2, 3 missing. The peer
+   * holds 1 and 3 (its 2 was lost): complete to 1 only, behind this one,
+   * yet its 3 is exactly what fills the hole. */
+  Rec *mine[3] = {mkrec(&t[0], 1, 0, 5, 0, 0x11, 0, 2), mkrec(&t[1], 2, 1, 5, 8, 0x22, 0, 2),
+                  mkrec(&t[3], 4, 3, 5, 24, 0x44, REC_CPL, 2)};
+  write(&x, mine, 3);
+  expect_eq(s->scl, 2, "after the writer's 1, 2 and 4: the segment's SCL");
+  const Env *q;
+  struct ep *e = await_pull(&x, &q);
+  Rec *theirs[1] = {mkrec(&t[2], 3, 2, 5, 16, 0x33, 0, 2)};
+  push(&x, e, q, theirs, 1, NULL, 0, 1);
+  expect_eq(s->scl, 4, "after a push of record 3 from a peer complete only to 1: the SCL");
+  expect_eq(s->npend, 0, "after that push: records still waiting above the SCL (npend)");
+  node_teardown(&x);
+}
+
+static void a_refused_record_does_not_stop_the_rest_of_the_push(void **state)
+{
+  (void)state;
+  struct nfix x;
+  struct trec t[5];
+  keys();
+  node_setup(&x);
+  lab_rule("§3.3: gossip merges what a peer holds and this segment lacks; a record the "
+           "segment refuses (node_stage: not strict, as for a writer's batch) is skipped, "
+           "the others are still taken");
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  Rec *mine[2] = {mkrec(&t[0], 1, 0, 5, 0, 0x11, 0, 2),
+                  mkrec(&t[3], 4, 3, 5, 24, 0x44, REC_CPL, 2)};
+  write(&x, mine, 2);
+  expect_eq(s->scl, 1, "after the writer's 1 and 4: the segment's SCL");
+  /* The peer (confused, or a rogue member) pushes 2 and 3, which fill the
+   * hole, and a record 9 for a page far outside this segment's PG. */
+  const Env *q;
+  struct ep *e = await_pull(&x, &q);
+  Rec *theirs[3] = {mkrec(&t[1], 2, 1, 5, 8, 0x22, 0, 2), mkrec(&t[2], 3, 2, 5, 16, 0x33, 0, 2),
+                    mkrec(&t[4], 9, 4, 1u << 30, 0, 0x99, REC_CPL, 2)};
+  push(&x, e, q, theirs, 3, NULL, 0, 9);
+  expect_eq(s->scl, 4, "after a push of 2, 3 and an out-of-range 9: the SCL");
+  expect_eq(s->max_lsn, 4, "after that push: max_lsn (9 must not be held)");
+  node_teardown(&x);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_push_fills_the_hole_and_the_scl_catches_up),
     cmocka_unit_test(a_push_in_pieces_and_twice_ends_at_the_same_scl),
     cmocka_unit_test(a_pushed_truncation_comes_before_the_records_it_cuts),
+    cmocka_unit_test(a_push_from_a_peer_no_further_along_still_fills_the_hole),
+    cmocka_unit_test(a_refused_record_does_not_stop_the_rest_of_the_push),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

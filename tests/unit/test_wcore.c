@@ -30,6 +30,7 @@
  *    is not held to the cut LSN.
  */
 #include "fake_io.h"
+#include "lab_expect.h"
 
 #include "lib/log.h"
 #include "record.h"
@@ -43,10 +44,10 @@ struct wfix {
   struct ep *seg[NCOPIES];     /* the writer's endpoint to each node */
 };
 
-/* Set a writer of epoch 1 up from a volume description of one PG on the
- * six nodes, as sim/writer.c does, start recovery and bring the six
+/* Set a writer of epoch `epoch` up from a volume description of one PG on
+ * the six nodes, as sim/writer.c does, start recovery and bring the six
  * endpoints up. */
-static void writer_setup(struct wfix *x)
+static void writer_setup_at(struct wfix *x, uint64_t epoch)
 {
   Auralog__Segment seg[NCOPIES], *ptr[NCOPIES];
   memset(x, 0, sizeof *x);
@@ -62,7 +63,7 @@ static void writer_setup(struct wfix *x)
   vd.name = "v";
   vd.page_size = PSIZE;
   vd.pg_pages = PG_PAGES;
-  vd.epoch = 1;
+  vd.epoch = epoch;
   vd.pgs = &pgp;
   vd.n_pgs = 1;
 
@@ -83,6 +84,11 @@ static void writer_setup(struct wfix *x)
     assert_int_equal(count(&x->f, x->seg[i], 0), 0);
     vcore_on_up(v, x->seg[i]);
   }
+}
+
+static void writer_setup(struct wfix *x)
+{
+  writer_setup_at(x, 1);
 }
 
 static void writer_teardown(struct wfix *x)
@@ -665,6 +671,119 @@ static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
   writer_teardown(&x);
 }
 
+/* ---- the truncation range a recovery writes (implement lab 25) ------------- */
+
+/* A writer of epoch 3 recovers from six segments that all hold the same:
+ * the truncations tr[0..ntr) (of older epochs), records recs[0..nr) (one
+ * PG), max_lsn the highest they hold. It acknowledges round 3's Appends.
+ * Returns the end of the range it truncated (v->st.trunc_to; the start is
+ * the VDL it proved, *vdl). */
+static uint64_t recover_from(Auralog__TruncRange **tr, size_t ntr, Rec **recs, size_t nr,
+                             uint64_t max_lsn, uint64_t *vdl)
+{
+  struct wfix x;
+  char why[256];
+  writer_setup_at(&x, 3);
+  struct volume *v = x.v;
+  for (int round = 1; round <= 2; round++)
+    for (int i = 0; i < NCOPIES; i++) {
+      const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
+      Env env = AURALOG__ENVELOPE__INIT;
+      Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+      si.volume_id = VOL;
+      si.epoch = 2;
+      si.max_lsn = max_lsn;
+      si.truncs = tr;
+      si.n_truncs = ntr;
+      si.recs = round == 2 ? recs : NULL;
+      si.n_recs = round == 2 ? nr : 0;
+      env.req = q->req;
+      env.body_case = SEG_INFO;
+      env.seg_info = &si;
+      DELIVER(vcore_on_msg, v, x.seg[i], &env);
+    }
+  for (int i = 0; i < NCOPIES; i++)        /* the scan is over: no more pages */
+    if (count(&x.f, x.seg[i], SEG_QUERY)) {
+      const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
+      Env env = AURALOG__ENVELOPE__INIT;
+      Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+      si.volume_id = VOL;
+      si.epoch = 2;
+      env.req = q->req;
+      env.body_case = SEG_INFO;
+      env.seg_info = &si;
+      DELIVER(vcore_on_msg, v, x.seg[i], &env);
+    }
+  if (rcv_round(v->rcv) == 3)
+    for (int i = 0; i < NCOPIES; i++) {
+      const Env *e = take(&x.f, x.seg[i], APPEND);
+      ack(&x, i, e->req, max_lsn);
+    }
+  int done = rcv_result(v->rcv, why, sizeof why);
+  if (done != 1)
+    fail_msg("recovery did not finish (%d): %s", done, why);
+  *vdl = v->q.vdl;
+  uint64_t to = v->st.trunc_to;
+  writer_teardown(&x);
+  return to;
+}
+
+/* A truncation range of an older epoch, as a segment reports it. */
+static Auralog__TruncRange *trange(Auralog__TruncRange *t, uint64_t epoch, uint64_t from,
+                                   uint64_t to)
+{
+  auralog__trunc_range__init(t);
+  t->epoch = epoch;
+  t->from = from;
+  t->to = to;
+  return t;
+}
+
+static void recovery_truncates_lal_past_the_vdl_or_an_earlier_truncation(void **state)
+{
+  (void)state;
+  lab_rule("§4.3: recovery truncates every LSN the last writer may have handed out, "
+           "LAL past the higher of the VDL and the end of an earlier truncation; "
+           "a clean volume needs none");
+  uint64_t vdl, to;
+
+  /* Epoch 1 wrote 1 and 2 (durable). Nothing else happened. */
+  struct srec a, b, c;
+  Rec *recs[3] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1), NULL};
+  a.r.epoch = b.r.epoch = 1;
+  rec_seal(&a.r);
+  rec_seal(&b.r);
+  lab_at("records 1, 2 of epoch 1, no earlier truncation");
+  to = recover_from(NULL, 0, recs, 2, 2, &vdl);
+  expect_eq(vdl, 2, "the VDL proved");
+  expect_eq(to, 2 + LAL, "the end of the truncation (VDL + LAL)");
+
+  /* Epoch 2 recovered to VDL 2, truncated (2, 2 + LAL], and crashed
+   * before anything it wrote was durable: it may have handed out LSNs up
+   * to 2 + 2 LAL, above the VDL, which is still 2. */
+  Auralog__TruncRange t2, *tr[1] = {trange(&t2, 2, 2, 2 + LAL)};
+  lab_at("records 1, 2 of epoch 1, then epoch 2's truncation (2, 2 + LAL] and nothing durable");
+  to = recover_from(tr, 1, recs, 2, 2, &vdl);
+  expect_eq(vdl, 2, "the VDL proved");
+  expect_eq(to, 2 + 2 * LAL, "the end of the truncation (the earlier one's end + LAL)");
+
+  /* Then epoch 2 did make its first record durable, 3 + LAL, above its
+   * own truncation: the VDL is past the earlier end, and counts. */
+  recs[2] = srec(&c, 3 + LAL, 2, 9, 2);
+  c.r.epoch = 2;
+  rec_seal(&c.r);
+  lab_at("epoch 2's truncation (2, 2 + LAL], then its record 3 + LAL durable");
+  to = recover_from(tr, 1, recs, 3, 3 + LAL, &vdl);
+  expect_eq(vdl, 3 + LAL, "the VDL proved");
+  expect_eq(to, 3 + 2 * LAL, "the end of the truncation (VDL + LAL)");
+
+  /* A brand-new volume: nothing held anywhere, nothing to truncate. */
+  lab_at("a clean volume (no segment holds anything)");
+  to = recover_from(NULL, 0, NULL, 0, 0, &vdl);
+  expect_eq(vdl, 0, "the VDL proved");
+  expect_eq(to, 0, "the end of the truncation (none: 0)");
+}
+
 int main(void)
 {
   log_quiet(2);
@@ -675,6 +794,7 @@ int main(void)
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(recovery_teaches_the_adopted_pages_and_forgets_the_cut),
     cmocka_unit_test(recovery_below_a_heard_vdl_is_a_data_loss_alarm),
+    cmocka_unit_test(recovery_truncates_lal_past_the_vdl_or_an_earlier_truncation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
