@@ -63,9 +63,12 @@ static inline void lab_num_(char *out, size_t n, uint64_t v)
     snprintf(out, n, "%llu", (unsigned long long)v);
 }
 
-__attribute__((format(printf, 3, 4))) static inline void expect_eq(uint64_t found,
-                                                                   uint64_t expected,
-                                                                   const char *fmt, ...)
+#define expect_eq(found, expected, ...) \
+  lab_expect_eq_(__FILE__, __LINE__, (uint64_t)(found), (uint64_t)(expected), __VA_ARGS__)
+#define expect_true(cond, ...) lab_expect_true_(__FILE__, __LINE__, !!(cond), __VA_ARGS__)
+
+__attribute__((format(printf, 5, 6))) static inline void
+lab_expect_eq_(const char *file, int line, uint64_t found, uint64_t expected, const char *fmt, ...)
 {
   if (found == expected)
     return;
@@ -76,21 +79,25 @@ __attribute__((format(printf, 3, 4))) static inline void expect_eq(uint64_t foun
   va_end(ap);
   lab_num_(f, sizeof f, found);
   lab_num_(e, sizeof e, expected);
-  fail_msg("%s %s, expected %s%s%s", what, f, e, lab_rule_[0] ? " — " : "", lab_rule_);
+  print_error("ERROR: %s %s, expected %s%s%s\n", what, f, e, lab_rule_[0] ? " — " : "",
+              lab_rule_);
+  _fail(file, line);
 }
 
 /* cond must hold; fmt says what it is ("record 9 is not adopted"). */
-__attribute__((format(printf, 2, 3))) static inline void expect_true(int cond, const char *fmt,
-                                                                     ...)
+__attribute__((format(printf, 4, 5))) static inline void
+lab_expect_true_(const char *file, int line, int cond, const char *fmt, ...)
 {
   if (cond)
     return;
-  char what[1100];
+  char what[512];
   va_list ap;
   va_start(ap, fmt);
-  lab_what_(what, sizeof what, fmt, ap);
+  vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  fail_msg("expected %s; it is not%s%s", what, lab_rule_[0] ? " — " : "", lab_rule_);
+  print_error("ERROR: %s%sexpected %s, but it is not so%s%s\n", lab_at_, lab_at_[0] ? ": " : "",
+              what, lab_rule_[0] ? " — " : "", lab_rule_);
+  _fail(file, line);
 }
 
 #endif
