@@ -591,7 +591,7 @@ static void test_evict_clock_prefers_unused(void **state)
   /* Three pages, all used (just put). One eviction sweeps them all,
    * clearing the bits, and evicts one. Touch one of the two left: the next
    * eviction takes the other, whichever of them is under the hand. */
-  lab_at("Three pages, all used (just put). One eviction sweeps them all, clearing the bits, and evicts one. Touch one of the two left: the next eviction takes the other, whichever of them is under the hand.");
+  lab_at("Three pages, all used (just put). One eviction sweeps them all, clearing the bits, and evicts one. Touch one of the two left: the next eviction takes the other, whichever of them is under the hand");
   for (int pick = 0; pick < 2; pick++) {
     struct pagemap m;
     pm_init(&m, PS);
@@ -620,7 +620,7 @@ static void test_evict_clock_prefers_unused(void **state)
 
   /* The same with 64 pages: after a sweep, touch every even page; evicting
    * as many as are untouched takes exactly the untouched ones. */
-  lab_at("The same with 64 pages: after a sweep, touch every even page; evicting as many as are untouched takes exactly the untouched ones.");
+  lab_at("The same with 64 pages: after a sweep, touch every even page; evicting as many as are untouched takes exactly the untouched ones");
   struct pagemap m;
   pm_init(&m, PS);
   uint64_t lsn[65];

@@ -87,7 +87,7 @@ static void test_out_of_order_mtrs_across_pgs(void **state)
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   /* MTR1: lsn 1 (pg 0), 2 (pg 1), 3 (pg 0, CPL). MTR2: 4 (pg 1), 5 (pg 1, CPL). */
-  lab_at("MTR1: lsn 1 (pg 0), 2 (pg 1), 3 (pg 0, CPL). MTR2: 4 (pg 1), 5 (pg 1, CPL).");
+  lab_at("MTR1: lsn 1 (pg 0), 2 (pg 1), 3 (pg 0, CPL). MTR2: 4 (pg 1), 5 (pg 1, CPL)");
   expect_eq(q_alloc(&q, 0, 0), 1, "q_alloc returned LSN");
   expect_eq(q_alloc(&q, 1, 0), 2, "q_alloc returned LSN");
   expect_eq(q_alloc(&q, 0, 1), 3, "q_alloc returned LSN");
@@ -312,7 +312,7 @@ static void test_allocation_after_truncation(void **state)
     q_alloc(&q, 0, 1);
   expect_true(!(q_can_alloc(&q, 1)), "q_can_alloc(1) to refuse one more LSN (past the LAL)");
   /* Acks raise the VDL past the range: the limit follows the VDL again. */
-  lab_at("Acks raise the VDL past the range: the limit follows the VDL again.");
+  lab_at("Acks raise the VDL past the range: the limit follows the VDL again");
   for (uint64_t l = vdl + lal + 1; l <= vdl + 2 * lal; l++)
     ack_k(&q, 0, l, VW);
   expect_eq(q.vdl, vdl + 2 * lal, "the VDL");
