@@ -15,6 +15,9 @@
  * run the lab's simulator ranges, each until its first failing seed, as
  * `auralog lab grade` does. A mutant that keeps every point fails the test.
  *
+ * A fresh handout's stubs (lab/handout.c), built the same way, must score
+ * 0 on every listed unit test: impl.c lists only tests a stub fails.
+ *
  * It prints one line per mutant with its points. By default, to stay
  * cheap, a mutant that already lost unit points is not run against the
  * simulator ("sims not run": its score is at most what is printed);
@@ -227,6 +230,36 @@ static void check_lab(int n)
          total, ref.sims_run ? "" : " (its sims not run)");
   if (ref.unit + ref.sim + (ref.sims_run ? 0 : ref.sim_total) != total)
     fail_msg("lab %d: the reference itself loses points:%s", n, ref.lost);
+
+  /* A fresh handout's stubs score 0 on every listed unit test (impl.c's
+   * rule: a test that a stub passes gives points for nothing). */
+  snprintf(dir, sizeof dir, "%s/lab%02d-stub", work, n);
+  char objs[4 * PATH_MAX] = "", files[512];
+  snprintf(files, sizeof files, "%s", l->files);
+  for (char *save = NULL, *f = strtok_r(files, ", ", &save); f; f = strtok_r(NULL, ", ", &save)) {
+    char in[PATH_MAX * 2], out[PATH_MAX * 2], why[256];
+    snprintf(in, sizeof in, "%s/%s", root, f);
+    snprintf(out, sizeof out, "%s/%s", dir, f);
+    assert_int_equal(sh("mkdir -p $(dirname %s)", out), 0);
+    FILE *fi = fopen(in, "r"), *fo = fopen(out, "w");
+    assert_non_null(fi);
+    assert_non_null(fo);
+    int k = handout_file(fi, fo, n, f, why, sizeof why);
+    fclose(fi);
+    fclose(fo);
+    if (k <= 0)
+      fail_msg("lab %d: %s has no body to stub: %s", n, f, k < 0 ? why : "no LAB markers");
+    size_t ol = strlen(objs);
+    snprintf(objs + ol, sizeof objs - ol, " %s.o", out);
+    if (sh("cc %s -c -o %s.o %s", cflags, out, out) != 0)
+      fail_msg("lab %d: the handout's %s does not compile", n, f);
+  }
+  struct score stub;
+  grade(l, dir, objs, &stub, 0);
+  printf("lab %d stubs (a fresh handout): unit %d/%d\n", n, stub.unit, stub.unit_total);
+  if (stub.unit != 0)
+    fail_msg("lab %d: a fresh handout's stubs earn %d unit points: list only tests a stub fails",
+             n, stub.unit);
 
   char mdir[PATH_MAX + 64];
   snprintf(mdir, sizeof mdir, "%s/labs/mutants/lab%02d", root, n);
