@@ -137,17 +137,20 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # default mix has none of them), each with the rogue member, one process
 # per core; then 500 crash points on real processes, 200 failovers, then
 # the storage test's long runs (a 10-minute write workload, a volume the
-# engine fills to 1,000 PGs).
+# engine fills to 1,000 PGs), then every implement lab's mutants against
+# every simulator seed of their lab (labs/mutants/).
 SIM_SEEDS ?= 10000
 SIM_REPLICA_SEEDS ?= 5000
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog
+torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog \
+  $(B)/tests/it_mutants
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_STORAGE_SECONDS=600 AURALOG_STORAGE_FILL_PGS=1000 \
 	  $(B)/tests/it_storage
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_MUTANTS_FULL=1 $(B)/tests/it_mutants
 
 # The implement labs (labs/README.md): `make grade` grades every one,
 # `make grade LAB=22` one. Always in build/ (the grader runs build/auralog).
