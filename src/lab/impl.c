@@ -97,7 +97,7 @@ static const struct impl_test recovery_tests[] = {
   {"rectrunc", "test_truncated_ranges", 5},
   {"rectrunc", "test_newer_epoch_inside_an_older_range", 5},
   {"rectrunc", "test_adoption_marks_the_proved_chain", 5},
-  {"wcore", "recovery_truncates_lal_past_the_vdl_or_an_earlier_truncation", 10},
+  {"wcore", "truncation_ends_lal_past_the_vdl_or_earlier_end", 10},
   END_TESTS};
 static const struct impl_sim recovery_sims[] = {
   {201, 260, "engine-crash,recovery-crash,second-writer,split-write,stale-trunc", 10},

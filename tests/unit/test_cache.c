@@ -405,7 +405,8 @@ static void put_pages(struct pagemap *m, size_t n, const uint64_t *lsn)
 static void test_evict_never_above_vdl(void **state)
 {
   (void)state;
-  lab_rule("§4.2.3: a page whose LSN is above the VDL is never evicted: storage could not yet give that version back");
+  lab_rule("§4.2.3: a page whose LSN is above the VDL is never evicted: storage could not yet "
+           "give that version back");
   uint64_t lsn[200];
   struct pagemap m;
   /* every page above the VDL: nothing goes, however far over the limit */
@@ -443,7 +444,8 @@ static void test_evict_never_above_vdl(void **state)
 
   /* random LSNs and VDLs: whatever is evicted had lsn <= vdl, the count
    * returned is what went, and the limit is respected when possible */
-  lab_at("random LSNs and VDLs: whatever is evicted had lsn <= vdl, the count returned is what went, and the limit is respected when possible");
+  lab_at("random LSNs and VDLs: whatever is evicted had lsn <= vdl, the count returned is what "
+         "went, and the limit is respected when possible");
   uint64_t s = 31;
   for (int trial = 0; trial < 200; trial++) {
     pm_init(&m, PS);
@@ -484,7 +486,8 @@ static void test_evict_never_above_vdl(void **state)
 static void test_evict_down_to_limit(void **state)
 {
   (void)state;
-  lab_rule("§4.2.3: eviction goes down to the limit, as far as the pages at or below the VDL allow");
+  lab_rule("§4.2.3: eviction goes down to the limit, as far as the pages at or below the VDL "
+           "allow");
   uint64_t lsn[1000];
   struct pagemap m;
   for (size_t i = 0; i < 1000; i++)
@@ -492,11 +495,13 @@ static void test_evict_down_to_limit(void **state)
 
   /* the way the engine uses it: evict, then put one; n never passes the
    * limit by more than the one just put */
-  lab_at("the way the engine uses it: evict, then put one; n never passes the limit by more than the one just put");
+  lab_at("the way the engine uses it: evict, then put one; n never passes the limit by more than "
+         "the one just put");
   pm_init(&m, PS);
   for (uint32_t p = 0; p < 1000; p++) {
     pm_evict(&m, 100, UINT64_MAX);
-    expect_true(m.n <= 100, "at most 100 pages in the cache (limit 100) before putting page %u", p);
+    expect_true(m.n <= 100, "at most 100 pages in the cache (limit 100) before putting page %u",
+                p);
     struct cpage *c = pm_put(&m, p);
     c->lsn = p;
   }
@@ -534,7 +539,8 @@ static void test_evict_down_to_limit(void **state)
 
   /* random LSNs, VDLs, limits and touches: down to the limit, or as far
    * as the durable pages allow */
-  lab_at("random LSNs, VDLs, limits and touches: down to the limit, or as far as the durable pages allow");
+  lab_at("random LSNs, VDLs, limits and touches: down to the limit, or as far as the durable "
+         "pages allow");
   uint64_t s = 8, rl[1000];
   for (int trial = 0; trial < 300; trial++) {
     pm_init(&m, PS);
@@ -587,11 +593,14 @@ static int holds(const struct pagemap *m, uint32_t p)
 static void test_evict_clock_prefers_unused(void **state)
 {
   (void)state;
-  lab_rule("§4.2.3: eviction is a clock: a page used since the hand last passed gets a second chance");
+  lab_rule("§4.2.3: eviction is a clock: a page used since the hand last passed gets a second "
+           "chance");
   /* Three pages, all used (just put). One eviction sweeps them all,
    * clearing the bits, and evicts one. Touch one of the two left: the next
    * eviction takes the other, whichever of them is under the hand. */
-  lab_at("Three pages, all used (just put). One eviction sweeps them all, clearing the bits, and evicts one. Touch one of the two left: the next eviction takes the other, whichever of them is under the hand");
+  lab_at("Three pages, all used (just put). One eviction sweeps them all, clearing the bits, and "
+         "evicts one. Touch one of the two left: the next eviction takes the other, whichever of "
+         "them is under the hand");
   for (int pick = 0; pick < 2; pick++) {
     struct pagemap m;
     pm_init(&m, PS);
@@ -620,7 +629,8 @@ static void test_evict_clock_prefers_unused(void **state)
 
   /* The same with 64 pages: after a sweep, touch every even page; evicting
    * as many as are untouched takes exactly the untouched ones. */
-  lab_at("The same with 64 pages: after a sweep, touch every even page; evicting as many as are untouched takes exactly the untouched ones");
+  lab_at("The same with 64 pages: after a sweep, touch every even page; evicting as many as are "
+         "untouched takes exactly the untouched ones");
   struct pagemap m;
   pm_init(&m, PS);
   uint64_t lsn[65];
@@ -639,7 +649,8 @@ static void test_evict_clock_prefers_unused(void **state)
     nt += touched[p];
   expect_eq(m.n, 64, "pages left in the cache (m.n)");
   expect_true(nt >= 31 && nt <= 33, "31 to 33 pages touched");
-  expect_eq(pm_evict(&m, nt, 100), 64 - nt, "pm_evict(limit %zu, vdl 100) returned (pages evicted)", nt);
+  expect_eq(pm_evict(&m, nt, 100), 64 - nt, "pm_evict(limit %zu, vdl 100) returned (pages "
+            "evicted)", nt);
   for (uint32_t p = 0; p < 65; p++)
     expect_eq(holds(&m, p), touched[p], "page %u held (1) or evicted (0) (touched: %d)", p,
               touched[p]);
@@ -655,7 +666,8 @@ static void test_evict_clock_prefers_unused(void **state)
 static void test_evict_clock_wrapped_sweep(void **state)
 {
   (void)state;
-  lab_rule("§4.2.3: eviction is a clock: a page used since the hand last passed gets a second chance, also when the sweep wraps");
+  lab_rule("§4.2.3: eviction is a clock: a page used since the hand last passed gets a second "
+           "chance, also when the sweep wraps");
   struct pagemap m;
   pm_init(&m, PS);
   uint64_t lsn[65];
@@ -667,7 +679,8 @@ static void test_evict_clock_wrapped_sweep(void **state)
   expect_eq(pm_evict(&m, 64, 1), 1, "pm_evict(limit 64, vdl 1) returned (pages evicted)");
   /* touch the 32 pages first in the array, evict one more: the hand
    * passes them (clearing them) and stops after them */
-  lab_at("touch the 32 pages first in the array, evict one more: the hand passes them (clearing them) and stops after them");
+  lab_at("touch the 32 pages first in the array, evict one more: the hand passes them (clearing "
+         "them) and stops after them");
   for (size_t k = 0; k < m.n; k++)
     expect_eq(m.e[k].used, 0, "a page's used bit after the sweep");
   uint32_t first[32];
@@ -756,7 +769,8 @@ static void test_evict_clock_hand_goes_round(void **state)
 static void test_evict_clock_random(void **state)
 {
   (void)state;
-  lab_rule("§4.2.3: eviction is a clock: no page used since the hand passed goes while unused pages at or below the VDL could");
+  lab_rule("§4.2.3: eviction is a clock: no page used since the hand passed goes while unused "
+           "pages at or below the VDL could");
   uint64_t s = 4242;
   size_t checked = 0;
   for (int trial = 0; trial < 300; trial++) {
@@ -794,7 +808,8 @@ static void test_evict_clock_random(void **state)
       }
       /* evict at most as many as there are unused evictable pages, and
        * no more than a third of the map */
-      lab_at("evict at most as many as there are unused evictable pages, and no more than a third of the map");
+      lab_at("evict at most as many as there are unused evictable pages, and no more than a third "
+             "of the map");
       size_t room = unused_ok < n / 3 ? unused_ok : n / 3;
       size_t k = room ? 1 + rng_below(&s, (uint32_t)room) : 0;
       lab_at("random trial %d step %d: %zu pages, %zu unused at or below the VDL 40, evicting %zu",

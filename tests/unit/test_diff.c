@@ -155,8 +155,8 @@ static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t siz
   /* shape: sorted, disjoint, non-empty, inside the page, tight, merged */
   for (size_t i = 0; i < n; i++) {
     expect_true(r[i].len > 0, "range %zu non-empty", i);
-    expect_true((uint64_t)r[i].off + r[i].len <= size, "range %zu (%u, length %u) inside the page", i,
-                r[i].off, r[i].len);
+    expect_true((uint64_t)r[i].off + r[i].len <= size, "range %zu (%u, length %u) inside the page",
+                i, r[i].off, r[i].len);
     uint8_t b0 = before ? before[r[i].off] : 0;
     uint8_t b1 = before ? before[r[i].off + r[i].len - 1] : 0;
     expect_true(b0 != after[r[i].off], "range %zu to start on a changed byte (%u)", i, r[i].off);
@@ -166,17 +166,17 @@ static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t siz
       uint64_t prev_end = (uint64_t)r[i - 1].off + r[i - 1].len;
       expect_true(prev_end < r[i].off, "range %zu (at %u) after the end of the one before (%llu), "
                   "with unchanged bytes between", i, r[i].off, (unsigned long long)prev_end);
-      expect_true(r[i].off - prev_end >= gap, "range %zu (at %u) at least DIFF_MERGE_GAP unchanged bytes "
-                  "after the one before (ends at %llu); closer ones are one range", i, r[i].off,
-                  (unsigned long long)prev_end);
+      expect_true(r[i].off - prev_end >= gap, "range %zu (at %u) at least DIFF_MERGE_GAP "
+                  "unchanged bytes after the one before (ends at %llu); closer ones are one range",
+                  i, r[i].off, (unsigned long long)prev_end);
     }
     /* no run of DIFF_MERGE_GAP unchanged bytes inside a range */
     size_t run = 0;
     for (size_t j = r[i].off; j < (size_t)r[i].off + r[i].len; j++) {
       uint8_t b = before ? before[j] : 0;
       run = b == after[j] ? run + 1 : 0;
-      expect_true(gap == 0 || run < gap, "no run of DIFF_MERGE_GAP unchanged bytes inside range %zu "
-                  "(at %u, length %u)", i, r[i].off, r[i].len);
+      expect_true(gap == 0 || run < gap, "no run of DIFF_MERGE_GAP unchanged bytes inside range "
+                  "%zu (at %u, length %u)", i, r[i].off, r[i].len);
     }
   }
 
@@ -188,7 +188,8 @@ static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t siz
   else
     memset(page, 0, size);
   apply_by_hand(page, after, r, n);
-  expect_true(memcmp(page, after, size) == 0, "the page, before with the ranges applied, to be after");
+  expect_true(memcmp(page, after, size) == 0, "the page, before with the ranges applied, to be "
+              "after");
 
   if (n <= RANGES_MAX) {
     if (before) {
@@ -197,7 +198,8 @@ static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t siz
       memset(page, 0xa5, size);     /* REC_ZERO must clear this */
     }
     apply_as_record(page, size, after, r, n, before == NULL);
-    expect_true(memcmp(page, after, size) == 0, "the page, through a sealed record (rec_apply), to be after");
+    expect_true(memcmp(page, after, size) == 0, "the page, through a sealed record (rec_apply), "
+                "to be after");
   }
   free(page);
 }
@@ -265,7 +267,9 @@ static void test_identical_pages(void **state)
     expect_eq(page_diff(a, b, size, r, 4), 0, "page_diff of two equal pages returned (ranges)");
     expect_eq(page_diff(a, a, size, r, 4), 0, "page_diff of a page with itself returned (ranges)");
     memset(b, 0, size);
-    expect_eq(page_diff(NULL, b, size, r, 4), 0, "page_diff of a zero page against NULL returned (ranges)");   /* zero vs zero */
+    /* zero vs zero */
+    expect_eq(page_diff(NULL, b, size, r, 4), 0, "page_diff of a zero page against NULL returned "
+              "(ranges)");
     free(a);
     free(b);
   }
@@ -277,7 +281,8 @@ static void test_identical_pages(void **state)
 static void test_single_byte_change(void **state)
 {
   (void)state;
-  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from before");
+  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from "
+           "before");
   uint64_t s = 2;
   for (size_t i = 0; i < NSIZES; i++) {
     uint32_t size = sizes[i];
@@ -304,7 +309,8 @@ static void test_single_byte_change(void **state)
 static void test_first_and_last_byte(void **state)
 {
   (void)state;
-  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from before, first and last byte included");
+  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from "
+           "before, first and last byte included");
   uint64_t s = 3;
   for (size_t i = 0; i < NSIZES; i++) {
     uint32_t size = sizes[i];
@@ -362,7 +368,8 @@ static void test_random_round_trip(void **state)
 static void test_many_scattered_changes(void **state)
 {
   (void)state;
-  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from before");
+  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from "
+           "before");
   uint64_t s = 5;
   uint32_t size = 4096;
   uint8_t a[4096], b[4096];
@@ -386,7 +393,8 @@ static void test_many_scattered_changes(void **state)
 static void test_odd_sizes_and_alignment(void **state)
 {
   (void)state;
-  lab_rule("§3.1: the diff is exact for any page size, the last size % 8 bytes included, at any alignment");
+  lab_rule("§3.1: the diff is exact for any page size, the last size % 8 bytes included, at any "
+           "alignment");
   uint64_t s = 6;
   /* +3: the pages start at an odd address, so no word load is aligned */
   uint8_t *abuf = malloc(4099 + 3), *bbuf = malloc(4099 + 3);
@@ -433,7 +441,8 @@ static void test_null_is_zero_page(void **state)
       size_t n1 = page_diff(NULL, b, size, r1, max);
       size_t n2 = page_diff(zero, b, size, r2, max);
       expect_eq(n1, n2, "ranges against NULL (against a zero page: %zu)", n2);
-      expect_true(memcmp(r1, r2, n1 * sizeof *r1) == 0, "the same ranges against NULL as against a zero page");
+      expect_true(memcmp(r1, r2, n1 * sizeof *r1) == 0, "the same ranges against NULL as against "
+                  "a zero page");
       check_diff(NULL, b, size, r1, n1);
     }
     /* a fresh page with a header and a cell at the end */
@@ -458,7 +467,8 @@ static void test_null_is_zero_page(void **state)
 static void test_merge_gap(void **state)
 {
   (void)state;
-  lab_rule("§3.1: changes fewer than DIFF_MERGE_GAP unchanged bytes apart are one range; adjacent changes always are");
+  lab_rule("§3.1: changes fewer than DIFF_MERGE_GAP unchanged bytes apart are one range; adjacent "
+           "changes always are");
   if (DIFF_MERGE_GAP < 1)
     skip();
   uint8_t a[4096], b[4096];
@@ -505,7 +515,8 @@ static void test_merge_gap(void **state)
 static void test_truncated_output(void **state)
 {
   (void)state;
-  lab_rule("§3.1: page_diff returns how many ranges there are, and writes only the first max of them");
+  lab_rule("§3.1: page_diff returns how many ranges there are, and writes only the first max of "
+           "them");
   uint64_t s = 9;
   uint32_t size = 4096;
   uint8_t a[4096], b[4096];
@@ -526,9 +537,11 @@ static void test_truncated_output(void **state)
       part[i] = (struct drange){ 0xdeadbeef, 0xfeedface };
     lab_at("a page with 41 changed bytes, 100 apart, room for max %zu ranges", maxes[m]);
     /* the full count whatever the room */
-    expect_eq(page_diff(a, b, size, part, maxes[m]), 41, "page_diff returned (the number of ranges)");
+    expect_eq(page_diff(a, b, size, part, maxes[m]), 41, "page_diff returned (the number of "
+              "ranges)");
     size_t filled = maxes[m] < n ? maxes[m] : n;
-    expect_true(memcmp(part, full, filled * sizeof *part) == 0, "the first max ranges to be those written with room for all");
+    expect_true(memcmp(part, full, filled * sizeof *part) == 0, "the first max ranges to be those "
+                "written with room for all");
     /* nothing written past max */
     for (size_t i = filled; i < 64; i++) {
       expect_eq(part[i].off, 0xdeadbeef, "an entry past max (its offset, untouched)");

@@ -72,7 +72,8 @@ static void write(struct nfix *x, Rec **recs, size_t n)
 static void a_push_fills_the_hole_and_the_scl_catches_up(void **state)
 {
   (void)state;
-  lab_rule("§3.3: a segment fills the holes in its log from its PG's peers by gossip, and its SCL moves up past them");
+  lab_rule("§3.3: a segment fills the holes in its log from its PG's peers by gossip, and its SCL "
+           "moves up past them");
   struct nfix x;
   struct trec t[4];
   keys();
@@ -87,7 +88,8 @@ static void a_push_fills_the_hole_and_the_scl_catches_up(void **state)
 
   const Env *q;
   struct ep *e = await_pull(&x, &q);
-  expect_eq(q->gossip_pull->scl, 1, "the SCL the node's pull says it is complete to");     /* "I am complete to 1" */
+  /* "I am complete to 1" */
+  expect_eq(q->gossip_pull->scl, 1, "the SCL the node's pull says it is complete to");
   Rec *theirs[3] = {mkrec(&t[1], 2, 1, 5, 8, 0x22, 0, 2),
                     mkrec(&t[2], 3, 2, 5, 16, 0x33, 0, 2), mine[1]};
   push(&x, e, q, theirs, 3, NULL, 0, 4);
@@ -100,7 +102,8 @@ static void a_push_fills_the_hole_and_the_scl_catches_up(void **state)
 static void a_push_in_pieces_and_twice_ends_at_the_same_scl(void **state)
 {
   (void)state;
-  lab_rule("§3.3: gossip may bring records in pieces, in any order, and more than once: the segment ends at the same SCL");
+  lab_rule("§3.3: gossip may bring records in pieces, in any order, and more than once: the "
+           "segment ends at the same SCL");
   struct nfix x;
   struct trec t[8];
   keys();
@@ -116,7 +119,8 @@ static void a_push_in_pieces_and_twice_ends_at_the_same_scl(void **state)
 
   /* The top of the hole first, then the bottom, then all of it again
    * (a push is in LSN order: the wire checks). */
-  lab_at("The top of the hole first, then the bottom, then all of it again (a push is in LSN order: the wire checks)");
+  lab_at("The top of the hole first, then the bottom, then all of it again (a push is in LSN "
+         "order: the wire checks)");
   const Env *q;
   struct ep *e = await_pull(&x, &q);
   Rec *top[3] = {r[4], r[5], r[6]};
@@ -142,7 +146,8 @@ static void a_push_in_pieces_and_twice_ends_at_the_same_scl(void **state)
 static void a_pushed_truncation_comes_before_the_records_it_cuts(void **state)
 {
   (void)state;
-  lab_rule("§3.3, §4.3: a pushed truncation is installed before the pushed records, so what it cuts is gone and the new epoch's records, linked back past it, are taken");
+  lab_rule("§3.3, §4.3: a pushed truncation is installed before the pushed records, so what it "
+           "cuts is gone and the new epoch's records, linked back past it, are taken");
   struct nfix x;
   struct trec t[3];
   keys();
@@ -157,7 +162,8 @@ static void a_pushed_truncation_comes_before_the_records_it_cuts(void **state)
 
   /* Epoch 3 recovered to VDL 1 and truncated (1, 10]; its first record
    * is 11, which links back to 1. A peer that has both pushes both. */
-  lab_at("Epoch 3 recovered to VDL 1 and truncated (1, 10]; its first record is 11, which links back to 1. A peer that has both pushes both");
+  lab_at("Epoch 3 recovered to VDL 1 and truncated (1, 10]; its first record is 11, which links "
+         "back to 1. A peer that has both pushes both");
   Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT, *trp = &tr;
   uint8_t tsig[AUTH_SIG_BYTES], sig[AUTH_SIG_BYTES];
   auth_ticket_sign(&coord_key, VOL, 3, writer_key.pk, tsig);

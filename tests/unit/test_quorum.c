@@ -43,14 +43,16 @@ static int ack_k(struct quorum *q, uint32_t pg, uint64_t lsn, int k)
 static void test_lal_blocks_allocation(void **state)
 {
   (void)state;
-  lab_rule("§4.2.1: the LAL: no LSN is handed out more than LAL above the VDL (next_lsn + n - 1 <= vdl + lal)");
+  lab_rule("§4.2.1: the LAL: no LSN is handed out more than LAL above the VDL (next_lsn + n - 1 "
+           "<= vdl + lal)");
   struct quorum q;
   q_init(&q, 0, 1, 10, VW);
   expect_eq(q.next_lsn, 1, "next_lsn");
   /* next_lsn + n - 1 <= vdl + lal: 1 + n - 1 <= 10 */
   lab_at("next_lsn + n - 1 <= vdl + lal: 1 + n - 1 <= 10");
   for (size_t n = 0; n <= 20; n++)
-    expect_eq(q_can_alloc(&q, n), n <= 10, "q_can_alloc(%zu) (1: may hand out that many more LSNs)", n);
+    expect_eq(q_can_alloc(&q, n), n <= 10, "q_can_alloc(%zu) (1: may hand out that many more "
+              "LSNs)", n);
 
   /* MTRs of 3, 3, 3 and 1: LSNs 1..10, CPLs at 3, 6, 9, 10 */
   lab_at("MTRs of 3, 3, 3 and 1: LSNs 1..10, CPLs at 3, 6, 9, 10");
@@ -62,18 +64,22 @@ static void test_lal_blocks_allocation(void **state)
 
   /* acks for 1 and 2 raise the VCL but not the VDL: still blocked */
   lab_at("acks for 1 and 2 raise the VCL but not the VDL: still blocked");
-  expect_eq(ack_k(&q, 0, 1, VW), 0, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 0, 2, VW), 0, "acks of LSN 2 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1, VW), 0, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(ack_k(&q, 0, 2, VW), 0, "acks of LSN 2 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 2, "the VCL");
   expect_eq(q.vdl, 0, "the VDL");
   expect_true(!(q_can_alloc(&q, 1)), "q_can_alloc(1) to refuse one more LSN (past the LAL)");
 
   /* the CPL at 3: vdl 3, three more LSNs (11..13), not four */
   lab_at("the CPL at 3: vdl 3, three more LSNs (11..13), not four");
-  expect_eq(ack_k(&q, 0, 3, VW), 1, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 3, VW), 1, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vdl, 3, "the VDL");
   for (size_t n = 0; n <= 20; n++)
-    expect_eq(q_can_alloc(&q, n), 11 + n - 1 <= 13, "q_can_alloc(%zu) (1: may hand out that many more LSNs)", n);
+    expect_eq(q_can_alloc(&q, n), 11 + n - 1 <= 13, "q_can_alloc(%zu) (1: may hand out that many "
+              "more LSNs)", n);
   for (uint64_t l = 11; l <= 13; l++)
     expect_eq(q_alloc(&q, 0, 1), l, "q_alloc returned LSN");
   expect_true(!(q_can_alloc(&q, 1)), "q_can_alloc(1) to refuse one more LSN (past the LAL)");
@@ -83,7 +89,8 @@ static void test_lal_blocks_allocation(void **state)
 static void test_out_of_order_mtrs_across_pgs(void **state)
 {
   (void)state;
-  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum; the VDL is the highest CPL at or below the VCL");
+  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum; "
+           "the VDL is the highest CPL at or below the VCL");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   /* MTR1: lsn 1 (pg 0), 2 (pg 1), 3 (pg 0, CPL). MTR2: 4 (pg 1), 5 (pg 1, CPL). */
@@ -96,24 +103,29 @@ static void test_out_of_order_mtrs_across_pgs(void **state)
 
   /* MTR2's CPL reaches quorum first: nothing below it has, so nothing moves */
   lab_at("MTR2's CPL reaches quorum first: nothing below it has, so nothing moves");
-  expect_eq(ack_k(&q, 1, 5, VW), 0, "acks of LSN 5 (pg 1) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 1, 5, VW), 0, "acks of LSN 5 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 0, "the VCL");
   expect_eq(q.vdl, 0, "the VDL");
   expect_eq(q_pending(&q), 5, "records pending (q_pending)");
   /* MTR2's first record too: still nothing, 1..3 are missing */
   lab_at("MTR2's first record too: still nothing, 1..3 are missing");
-  expect_eq(ack_k(&q, 1, 4, VW), 0, "acks of LSN 4 (pg 1) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 1, 4, VW), 0, "acks of LSN 4 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 0, "the VCL");
   expect_eq(q.vdl, 0, "the VDL");
 
   /* MTR1 in reverse order: 3, then 2, then 1 */
   lab_at("MTR1 in reverse order: 3, then 2, then 1");
-  expect_eq(ack_k(&q, 0, 3, VW), 0, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 1, 2, VW), 0, "acks of LSN 2 (pg 1) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 3, VW), 0, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(ack_k(&q, 1, 2, VW), 0, "acks of LSN 2 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 0, "the VCL");
   /* 1 completes the prefix 1..5: VCL 5, VDL passes through 3 to 5 */
   lab_at("1 completes the prefix 1..5: VCL 5, VDL passes through 3 to 5");
-  expect_eq(ack_k(&q, 0, 1, VW), 1, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1, VW), 1, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 5, "the VCL");
   expect_eq(q.vdl, 5, "the VDL");
   expect_eq(q_pending(&q), 0, "records pending (q_pending)");
@@ -127,16 +139,21 @@ static void test_out_of_order_mtrs_across_pgs(void **state)
   q_alloc(&q, 0, 1);
   q_alloc(&q, 1, 0);
   q_alloc(&q, 1, 1);
-  expect_eq(ack_k(&q, 1, 5, VW), 0, "acks of LSN 5 (pg 1) from a write quorum: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 0, 1, VW), 0, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 1, 5, VW), 0, "acks of LSN 5 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(ack_k(&q, 0, 1, VW), 0, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 1, "the VCL");
   expect_eq(q.vdl, 0, "the VDL");         /* 1 is not a CPL */
-  expect_eq(ack_k(&q, 0, 3, VW), 0, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 3, VW), 0, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 1, "the VCL");         /* 2 is missing */
-  expect_eq(ack_k(&q, 1, 2, VW), 1, "acks of LSN 2 (pg 1) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 1, 2, VW), 1, "acks of LSN 2 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 3, "the VCL");
   expect_eq(q.vdl, 3, "the VDL");
-  expect_eq(ack_k(&q, 1, 4, VW), 1, "acks of LSN 4 (pg 1) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 1, 4, VW), 1, "acks of LSN 4 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 5, "the VCL");
   expect_eq(q.vdl, 5, "the VDL");
   q_free(&q);
@@ -145,23 +162,29 @@ static void test_out_of_order_mtrs_across_pgs(void **state)
 static void test_one_ack_short_blocks(void **state)
 {
   (void)state;
-  lab_rule("§4.1: a record is durable only at a write quorum (4 of 6 acks); one ack short holds back the VCL and everything after it");
+  lab_rule("§4.1: a record is durable only at a write quorum (4 of 6 acks); one ack short holds "
+           "back the VCL and everything after it");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   for (int i = 0; i < 4; i++)
     q_alloc(&q, 2, 1);                /* four single-record MTRs */
   /* record 2 gets VW - 1 acks; everything else all six */
   lab_at("record 2 gets VW - 1 acks; everything else all six");
-  expect_eq(ack_k(&q, 2, 1, NCOPIES), 1, "acks of LSN 1 (pg 2) from all six segments: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 2, 2, VW - 1), 0, "acks of LSN 2 (pg 2) from one segment short of a write quorum: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 2, 3, NCOPIES), 0, "acks of LSN 3 (pg 2) from all six segments: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 2, 4, NCOPIES), 0, "acks of LSN 4 (pg 2) from all six segments: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 2, 1, NCOPIES), 1, "acks of LSN 1 (pg 2) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 2, 2, VW - 1), 0, "acks of LSN 2 (pg 2) from one segment short of a write "
+            "quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 2, 3, NCOPIES), 0, "acks of LSN 3 (pg 2) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 2, 4, NCOPIES), 0, "acks of LSN 4 (pg 2) from all six segments: the VDL "
+            "moved (1) or not (0):");
   expect_eq(q.vcl, 1, "the VCL");
   expect_eq(q.vdl, 1, "the VDL");
   expect_eq(q_pending(&q), 3, "records pending (q_pending)");
   /* the missing ack, from a slot not heard yet, releases all three */
   lab_at("the missing ack, from a slot not heard yet, releases all three");
-  expect_eq(q_ack(&q, 2, NCOPIES - 1, 2), 1, "q_ack(pg 2, segment NCOPIES - 1, LSN 2): the VDL moved (1) or not (0):");
+  expect_eq(q_ack(&q, 2, NCOPIES - 1, 2), 1, "q_ack(pg 2, segment NCOPIES - 1, LSN 2): the VDL "
+            "moved (1) or not (0):");
   expect_eq(q.vcl, 4, "the VCL");
   expect_eq(q.vdl, 4, "the VDL");
   expect_eq(q_pending(&q), 0, "records pending (q_pending)");
@@ -178,26 +201,31 @@ static void test_duplicate_acks(void **state)
   /* slot 0 a hundred times is one ack */
   lab_at("slot 0 a hundred times is one ack");
   for (int i = 0; i < 100; i++)
-    expect_eq(q_ack(&q, 0, 0, 1), 0, "q_ack(pg 0, segment 0, LSN 1): the VDL moved (1) or not (0):");
+    expect_eq(q_ack(&q, 0, 0, 1), 0, "q_ack(pg 0, segment 0, LSN 1): the VDL moved (1) or not "
+              "(0):");
   expect_eq(q.vcl, 0, "the VCL");
   /* VW - 1 distinct slots, each repeated: still short */
   lab_at("VW - 1 distinct slots, each repeated: still short");
   for (int i = 0; i < 3; i++)
     for (int s = 0; s < VW - 1; s++)
-      expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not (0):");
+      expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not "
+                "(0):");
   /* the same slots through SCL acks: still short */
   lab_at("the same slots through SCL acks: still short");
   for (int s = 0; s < VW - 1; s++)
-    expect_eq(q_ack_upto(&q, 0, s, 1), 0, "q_ack_upto(pg 0, segment s, SCL 1): the VDL moved (1) or not (0):");
+    expect_eq(q_ack_upto(&q, 0, s, 1), 0, "q_ack_upto(pg 0, segment s, SCL 1): the VDL moved (1) "
+              "or not (0):");
   expect_eq(q.vcl, 0, "the VCL");
   expect_eq(q.vdl, 0, "the VDL");
   /* one new slot reaches VW */
   lab_at("one new slot reaches VW");
-  expect_eq(q_ack(&q, 0, VW - 1, 1), 1, "q_ack(pg 0, segment VW - 1, LSN 1): the VDL moved (1) or not (0):");
+  expect_eq(q_ack(&q, 0, VW - 1, 1), 1, "q_ack(pg 0, segment VW - 1, LSN 1): the VDL moved (1) or "
+            "not (0):");
   expect_eq(q.vdl, 1, "the VDL");
   /* acks after quorum change nothing and report no advance */
   lab_at("acks after quorum change nothing and report no advance");
-  expect_eq(q_ack(&q, 0, VW, 1), 0, "q_ack(pg 0, segment VW, LSN 1): the VDL moved (1) or not (0):");
+  expect_eq(q_ack(&q, 0, VW, 1), 0, "q_ack(pg 0, segment VW, LSN 1): the VDL moved (1) or not "
+            "(0):");
   expect_eq(q_ack(&q, 0, 0, 1), 0, "q_ack(pg 0, segment 0, LSN 1): the VDL moved (1) or not (0):");
   expect_eq(q.vdl, 1, "the VDL");
   q_free(&q);
@@ -206,44 +234,60 @@ static void test_duplicate_acks(void **state)
 static void test_ignored_acks(void **state)
 {
   (void)state;
-  lab_rule("§4.1: acks of another PG, of LSNs never handed out or already at quorum, or from no segment of the PG change nothing");
+  lab_rule("§4.1: acks of another PG, of LSNs never handed out or already at quorum, or from no "
+           "segment of the PG change nothing");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   /* nothing pending: every ack is ignored */
   lab_at("nothing pending: every ack is ignored");
   expect_eq(q_ack(&q, 0, 0, 1), 0, "q_ack(pg 0, segment 0, LSN 1): the VDL moved (1) or not (0):");
-  expect_eq(q_ack_upto(&q, 0, 0, 1000), 0, "q_ack_upto(pg 0, segment 0, SCL 1000): the VDL moved (1) or not (0):");
+  expect_eq(q_ack_upto(&q, 0, 0, 1000), 0, "q_ack_upto(pg 0, segment 0, SCL 1000): the VDL moved "
+            "(1) or not (0):");
   q_alloc(&q, 0, 1);                  /* 1 */
   q_alloc(&q, 1, 1);                  /* 2 */
   /* wrong pg, LSN 0, LSNs never handed out, slots outside 0..NCOPIES-1 */
   lab_at("wrong pg, LSN 0, LSNs never handed out, slots outside 0..NCOPIES-1");
   for (int s = 0; s < NCOPIES; s++) {
-    expect_eq(q_ack(&q, 1, s, 1), 0, "q_ack(pg 1, segment s, LSN 1): the VDL moved (1) or not (0):");
-    expect_eq(q_ack(&q, 0, s, 2), 0, "q_ack(pg 0, segment s, LSN 2): the VDL moved (1) or not (0):");
-    expect_eq(q_ack(&q, 0, s, 0), 0, "q_ack(pg 0, segment s, LSN 0): the VDL moved (1) or not (0):");
-    expect_eq(q_ack(&q, 0, s, 3), 0, "q_ack(pg 0, segment s, LSN 3): the VDL moved (1) or not (0):");
-    expect_eq(q_ack(&q, 0, s, UINT64_MAX), 0, "q_ack(pg 0, segment s, LSN UINT64_MAX): the VDL moved (1) or not (0):");
-    expect_eq(q_ack_upto(&q, 7, s, 2), 0, "q_ack_upto(pg 7, segment s, SCL 2): the VDL moved (1) or not (0):");
+    expect_eq(q_ack(&q, 1, s, 1), 0, "q_ack(pg 1, segment s, LSN 1): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, 2), 0, "q_ack(pg 0, segment s, LSN 2): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, 0), 0, "q_ack(pg 0, segment s, LSN 0): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, 3), 0, "q_ack(pg 0, segment s, LSN 3): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, UINT64_MAX), 0, "q_ack(pg 0, segment s, LSN UINT64_MAX): the VDL "
+              "moved (1) or not (0):");
+    expect_eq(q_ack_upto(&q, 7, s, 2), 0, "q_ack_upto(pg 7, segment s, SCL 2): the VDL moved (1) "
+              "or not (0):");
   }
   for (int s = -3; s < 0; s++)
-    expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not (0):");
+    expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not "
+              "(0):");
   for (int s = NCOPIES; s < NCOPIES + 40; s++) {
-    expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not (0):");
-    expect_eq(q_ack_upto(&q, 0, s, 1), 0, "q_ack_upto(pg 0, segment s, SCL 1): the VDL moved (1) or not (0):");
+    expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack_upto(&q, 0, s, 1), 0, "q_ack_upto(pg 0, segment s, SCL 1): the VDL moved (1) "
+              "or not (0):");
   }
-  expect_eq(q_ack(&q, 0, 1000000, 1), 0, "q_ack(pg 0, segment 1000000, LSN 1): the VDL moved (1) or not (0):");
+  expect_eq(q_ack(&q, 0, 1000000, 1), 0, "q_ack(pg 0, segment 1000000, LSN 1): the VDL moved (1) "
+            "or not (0):");
   expect_eq(q.vcl, 0, "the VCL");
   expect_eq(q_pending(&q), 2, "records pending (q_pending)");
   /* none of that left a mark: VW - 1 real acks are still short */
   lab_at("none of that left a mark: VW - 1 real acks are still short");
-  expect_eq(ack_k(&q, 0, 1, VW - 1), 0, "acks of LSN 1 (pg 0) from one segment short of a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1, VW - 1), 0, "acks of LSN 1 (pg 0) from one segment short of a write "
+            "quorum: the VDL moved (1) or not (0):");
   expect_eq(q.vcl, 0, "the VCL");
-  expect_eq(q_ack(&q, 0, VW - 1, 1), 1, "q_ack(pg 0, segment VW - 1, LSN 1): the VDL moved (1) or not (0):");
+  expect_eq(q_ack(&q, 0, VW - 1, 1), 1, "q_ack(pg 0, segment VW - 1, LSN 1): the VDL moved (1) or "
+            "not (0):");
   expect_eq(q.vcl, 1, "the VCL");
   /* below the head (already at quorum): ignored */
   lab_at("below the head (already at quorum): ignored");
-  expect_eq(ack_k(&q, 0, 1, NCOPIES), 0, "acks of LSN 1 (pg 0) from all six segments: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 1, 1, NCOPIES), 0, "acks of LSN 1 (pg 1) from all six segments: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1, NCOPIES), 0, "acks of LSN 1 (pg 0) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 1, 1, NCOPIES), 0, "acks of LSN 1 (pg 1) from all six segments: the VDL "
+            "moved (1) or not (0):");
   expect_eq(q.vcl, 1, "the VCL");
   expect_eq(q_pending(&q), 1, "records pending (q_pending)");
   q_free(&q);
@@ -262,12 +306,14 @@ static void test_ack_upto(void **state)
   /* pg 1 holds 1, 4, 7, 10; its segments report SCL 7 */
   lab_at("pg 1 holds 1, 4, 7, 10; its segments report SCL 7");
   for (int s = 0; s < VW; s++)
-    expect_eq(q_ack_upto(&q, 1, s, 7), 0, "q_ack_upto(pg 1, segment s, SCL 7): the VDL moved (1) or not (0):");
+    expect_eq(q_ack_upto(&q, 1, s, 7), 0, "q_ack_upto(pg 1, segment s, SCL 7): the VDL moved (1) "
+              "or not (0):");
   expect_eq(q.vcl, 1, "the VCL");         /* 2 (pg 2) is next */
   /* pg 2 holds 2, 5, 8, 11; SCL 5 */
   lab_at("pg 2 holds 2, 5, 8, 11; SCL 5");
   for (int s = 0; s < VW; s++)
-    expect_eq(q_ack_upto(&q, 2, s, 5), 0, "q_ack_upto(pg 2, segment s, SCL 5): the VDL moved (1) or not (0):");
+    expect_eq(q_ack_upto(&q, 2, s, 5), 0, "q_ack_upto(pg 2, segment s, SCL 5): the VDL moved (1) "
+              "or not (0):");
   expect_eq(q.vcl, 2, "the VCL");         /* 3 (pg 0) is next */
   /* pg 0 holds 3, 6, 9, 12; SCL far beyond what was handed out: all */
   lab_at("pg 0 holds 3, 6, 9, 12; SCL far beyond what was handed out: all");
@@ -279,7 +325,8 @@ static void test_ack_upto(void **state)
   expect_eq(q.vdl, 4, "the VDL");
   /* pg 2's SCL moves to 11 on VW slots, but through different slots than
    * before: slots 2..VW+1 (the first two already had 2 and 5) */
-  lab_at("pg 2's SCL moves to 11 on VW slots, but through different slots than before: slots 2..VW+1 (the first two already had 2 and 5)");
+  lab_at("pg 2's SCL moves to 11 on VW slots, but through different slots than before: slots "
+         "2..VW+1 (the first two already had 2 and 5)");
   for (int s = 2; s < VW + 2; s++)
     q_ack_upto(&q, 2, s, 11);
   expect_eq(q.vcl, 9, "the VCL");         /* 10 (pg 1) is missing */
@@ -291,7 +338,8 @@ static void test_ack_upto(void **state)
   expect_eq(q_pending(&q), 0, "records pending (q_pending)");
   /* an SCL ack below the head changes nothing */
   lab_at("an SCL ack below the head changes nothing");
-  expect_eq(q_ack_upto(&q, 1, 5, 3), 0, "q_ack_upto(pg 1, segment 5, SCL 3): the VDL moved (1) or not (0):");
+  expect_eq(q_ack_upto(&q, 1, 5, 3), 0, "q_ack_upto(pg 1, segment 5, SCL 3): the VDL moved (1) or "
+            "not (0):");
   q_free(&q);
 }
 
@@ -301,7 +349,8 @@ static void test_ack_upto(void **state)
 static void test_allocation_after_truncation(void **state)
 {
   (void)state;
-  lab_rule("§4.2.1, §4.3: after a truncation the LAL counts from its end, or from the VDL once that is higher");
+  lab_rule("§4.2.1, §4.3: after a truncation the LAL counts from its end, or from the VDL once "
+           "that is higher");
   struct quorum q;
   uint64_t vdl = 3363, lal = 1000;
   q_init(&q, vdl, vdl + lal + 1, lal, VW);
@@ -324,7 +373,8 @@ static void test_allocation_after_truncation(void **state)
 static void test_start_lsn_gap(void **state)
 {
   (void)state;
-  lab_rule("§4.3: after recovery LSNs start above the truncated range; the VCL passes over the gap, the VDL waits for a CPL");
+  lab_rule("§4.3: after recovery LSNs start above the truncated range; the VCL passes over the "
+           "gap, the VDL waits for a CPL");
   struct quorum q;
   /* after recovery: VDL 100, (100, 1000100) truncated */
   lab_at("after recovery: VDL 100, (100, 1000100) truncated");
@@ -334,20 +384,26 @@ static void test_start_lsn_gap(void **state)
   expect_eq(q_pending(&q), 0, "records pending (q_pending)");
   /* LSNs in the gap are no records */
   lab_at("LSNs in the gap are no records");
-  expect_eq(ack_k(&q, 0, 101, NCOPIES), 0, "acks of LSN 101 (pg 0) from all six segments: the VDL moved (1) or not (0):");
-  expect_eq(ack_k(&q, 0, 1000099, NCOPIES), 0, "acks of LSN 1000099 (pg 0) from all six segments: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 101, NCOPIES), 0, "acks of LSN 101 (pg 0) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1000099, NCOPIES), 0, "acks of LSN 1000099 (pg 0) from all six segments: "
+            "the VDL moved (1) or not (0):");
   expect_eq(q_alloc(&q, 0, 0), 1000100, "q_alloc returned LSN");
   expect_eq(q_alloc(&q, 3, 1), 1000101, "q_alloc returned LSN");
   expect_eq(q_alloc(&q, 3, 1), 1000102, "q_alloc returned LSN");
-  expect_eq(ack_k(&q, 0, 1000099, NCOPIES), 0, "acks of LSN 1000099 (pg 0) from all six segments: the VDL moved (1) or not (0):");
-  expect_eq(q_ack_upto(&q, 0, 0, 1000099), 0, "q_ack_upto(pg 0, segment 0, SCL 1000099): the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1000099, NCOPIES), 0, "acks of LSN 1000099 (pg 0) from all six segments: "
+            "the VDL moved (1) or not (0):");
+  expect_eq(q_ack_upto(&q, 0, 0, 1000099), 0, "q_ack_upto(pg 0, segment 0, SCL 1000099): the VDL "
+            "moved (1) or not (0):");
   expect_eq(q.vcl, 100, "the VCL");
   /* the first record at quorum: VCL jumps over the gap, VDL waits for a CPL */
   lab_at("the first record at quorum: VCL jumps over the gap, VDL waits for a CPL");
-  expect_eq(ack_k(&q, 0, 1000100, VW), 0, "acks of LSN 1000100 (pg 0) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1000100, VW), 0, "acks of LSN 1000100 (pg 0) from a write quorum: the "
+            "VDL moved (1) or not (0):");
   expect_eq(q.vcl, 1000100, "the VCL");
   expect_eq(q.vdl, 100, "the VDL");
-  expect_eq(ack_k(&q, 3, 1000101, VW), 1, "acks of LSN 1000101 (pg 3) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 3, 1000101, VW), 1, "acks of LSN 1000101 (pg 3) from a write quorum: the "
+            "VDL moved (1) or not (0):");
   expect_eq(q.vcl, 1000101, "the VCL");
   expect_eq(q.vdl, 1000101, "the VDL");
   q_free(&q);
@@ -356,7 +412,8 @@ static void test_start_lsn_gap(void **state)
   lab_at("the first record a CPL: VCL and VDL both jump to it");
   q_init(&q, 100, 1000100, LAL, VW);
   q_alloc(&q, 9, 1);
-  expect_eq(ack_k(&q, 9, 1000100, VW), 1, "acks of LSN 1000100 (pg 9) from a write quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 9, 1000100, VW), 1, "acks of LSN 1000100 (pg 9) from a write quorum: the "
+            "VDL moved (1) or not (0):");
   expect_eq(q.vcl, 1000100, "the VCL");
   expect_eq(q.vdl, 1000100, "the VDL");
   q_free(&q);
@@ -463,7 +520,8 @@ static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t tota
     steps++;
     lab_at("random schedule %llu (%zu records over %u PGs, write quorum %d of 6), step %zu, "
            "%zu records handed out", (unsigned long long)seed, total, npg, vw, steps, m.n);
-    expect_true(steps < 100 * total + 10000, "the schedule to end (every record at quorum) within its step budget");
+    expect_true(steps < 100 * total + 10000, "the schedule to end (every record at quorum) within "
+                "its step budget");
     uint32_t op = rng_below(&s, 100);
     if (op < 15 && m.n < total) {
       size_t len = rng_below(&s, 4) + 1;
@@ -510,7 +568,8 @@ static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t tota
     }
     /* q_can_alloc is exactly the formula */
     size_t k = rng_below(&s, 8);
-    expect_eq(q_can_alloc(&q, k), q.next_lsn + k - 1 <= q.vdl + q.lal || k == 0, "q_can_alloc(%llu) (1: may hand out that many more LSNs)", (unsigned long long)k);
+    expect_eq(q_can_alloc(&q, k), q.next_lsn + k - 1 <= q.vdl + q.lal || k == 0,
+              "q_can_alloc(%llu) (1: may hand out that many more LSNs)", (unsigned long long)k);
   }
   check_against(&q, &m, vw, &last_vcl, &last_vdl);
   expect_eq(q.vcl, start + total - 1, "the VCL");
@@ -522,7 +581,8 @@ static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t tota
 static void test_random_against_model(void **state)
 {
   (void)state;
-  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum, the VDL the highest CPL at or below it; neither goes down");
+  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum, "
+           "the VDL the highest CPL at or below it; neither goes down");
   for (uint64_t seed = 1; seed <= 40; seed++)
     run_random(seed, 0, 1, 300, 1 + (uint32_t)(seed % 5), VW);
   /* after a recovery, with a gap below start */
@@ -538,7 +598,8 @@ static void test_random_against_model(void **state)
 static void test_ring_growth_and_wrap(void **state)
 {
   (void)state;
-  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum, the VDL the highest CPL at or below it, however many records are pending");
+  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum, "
+           "the VDL the highest CPL at or below it, however many records are pending");
   /* thousands of records: the ring wraps and doubles many times */
   lab_at("thousands of records: the ring wraps and doubles many times");
   run_random(7777, 0, 1, 5000, 6, VW);
@@ -546,7 +607,9 @@ static void test_ring_growth_and_wrap(void **state)
   /* and a deterministic schedule: keep a window of pending records that
    * slides, so the ring is full while its head is in the middle, then
    * grows; ack the window newest first so lookups span the wrap */
-  lab_at("and a deterministic schedule: keep a window of pending records that slides, so the ring is full while its head is in the middle, then grows; ack the window newest first so lookups span the wrap");
+  lab_at("and a deterministic schedule: keep a window of pending records that slides, so the ring "
+         "is full while its head is in the middle, then grows; ack the window newest first so "
+         "lookups span the wrap");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   uint64_t acked = 0;                 /* everything <= acked is at quorum */
@@ -568,10 +631,13 @@ static void test_ring_growth_and_wrap(void **state)
     }
     /* the newest pending record is found where it should be: a wrong-pg
      * ack is ignored, the right one counts */
-    lab_at("the newest pending record is found where it should be: a wrong-pg ack is ignored, the right one counts");
+    lab_at("the newest pending record is found where it should be: a wrong-pg ack is ignored, the "
+           "right one counts");
     if (l % 101 == 0) {
-      expect_eq(q_ack(&q, (uint32_t)((l + 1) % 7), 0, l), 0, "q_ack(pg (uint32_t)((l + 1) %% 7), segment 0, LSN l): the VDL moved (1) or not (0):");
-      expect_eq(q_ack(&q, (uint32_t)(l % 7), 0, l), 0, "q_ack(pg (uint32_t)(l %% 7), segment 0, LSN l): the VDL moved (1) or not (0):");
+      expect_eq(q_ack(&q, (uint32_t)((l + 1) % 7), 0, l), 0, "q_ack(pg (uint32_t)((l + 1) %% 7), "
+                "segment 0, LSN l): the VDL moved (1) or not (0):");
+      expect_eq(q_ack(&q, (uint32_t)(l % 7), 0, l), 0, "q_ack(pg (uint32_t)(l %% 7), segment 0, "
+                "LSN l): the VDL moved (1) or not (0):");
     }
   }
   expect_true(q.cap >= q_pending(&q), "the ring to hold every pending record");

@@ -82,7 +82,8 @@ static void test_nothing_above_hint(void **state)
 static void test_all_present(void **state)
 {
   (void)state;
-  lab_rule("§4.3: the VDL recovery proves is the last CPL whose MTR, and every one before it, is whole in storage");
+  lab_rule("§4.3: the VDL recovery proves is the last CPL whose MTR, and every one before it, is "
+           "whole in storage");
   struct hist h;
   hist_init(&h, 3, 100);
   uint64_t c1 = mtr(&h, 0, -1);                 /* 1 */
@@ -92,7 +93,7 @@ static void test_all_present(void **state)
   uint64_t c5 = mtr(&h, 0, 1, 2, 0, 1, 2, -1);  /* 10..15 */
   expect_eq(c1, 1, "the history's CPL c1");
   expect_eq(c5, 15, "the history's CPL c5");
-  expect_eq(recover(&h, 0, NULL), 15, "the VDL proved from hint 0, every record present,");
+  expect_eq(recover(&h, 0, NULL), 15, "the VDL proved from hint 0, every record present:");
   /* the history cut after each MTR: its CPL */
   lab_at("the history cut after each MTR: its CPL");
   uint64_t cpls[] = {0, c1, c2, c3, c4, c5};
@@ -100,33 +101,35 @@ static void test_all_present(void **state)
   for (size_t j = 0; j < 6; j++) {
     for (size_t i = 0; i < h.n; i++)
       present[i] = h.r[i].lsn <= cpls[j];
-    expect_eq(recover(&h, 0, present), cpls[j], "the VDL proved from hint 0, records up to %llu present",
-              (unsigned long long)cpls[j]);
+    expect_eq(recover(&h, 0, present), cpls[j], "the VDL proved from hint 0, records up to %llu "
+              "present", (unsigned long long)cpls[j]);
     /* and from every hint at or below it */
     lab_at("and from every hint at or below it");
     for (size_t k = 0; k <= j; k++)
-      expect_eq(recover(&h, cpls[k], present), cpls[j], "the VDL proved from hint %llu, records up to %llu present",
-                (unsigned long long)cpls[k], (unsigned long long)cpls[j]);
+      expect_eq(recover(&h, cpls[k], present), cpls[j], "the VDL proved from hint %llu, records "
+                "up to %llu present", (unsigned long long)cpls[k], (unsigned long long)cpls[j]);
   }
   /* a sixth MTR whose records reached storage but its CPL did not (the
    * writer crashed mid-MTR): not counted */
-  lab_at("a sixth MTR whose records reached storage but its CPL did not (the writer crashed mid-MTR): not counted");
+  lab_at("a sixth MTR whose records reached storage but its CPL did not (the writer crashed "
+         "mid-MTR): not counted");
   uint64_t c6 = mtr(&h, 2, 0, 1, 0, -1);        /* 16..19 */
   expect_eq(c6, 19, "the history's CPL c6");
   for (uint64_t cut = c5; cut < c6; cut++) {
     for (size_t i = 0; i < h.n; i++)
       present[i] = h.r[i].lsn <= cut;
-    expect_eq(recover(&h, 0, present), c5, "the VDL proved from hint 0, records up to %llu present",
-              (unsigned long long)cut);
+    expect_eq(recover(&h, 0, present), c5, "the VDL proved from hint 0, records up to %llu "
+              "present", (unsigned long long)cut);
   }
-  expect_eq(recover(&h, 0, NULL), c6, "the VDL proved from hint 0, every record present,");
+  expect_eq(recover(&h, 0, NULL), c6, "the VDL proved from hint 0, every record present:");
   hist_free(&h);
 }
 
 static void test_hole_stops_walk(void **state)
 {
   (void)state;
-  lab_rule("§4.3: a missing record stops the walk: the VDL is the CPL before the MTR it belongs to");
+  lab_rule("§4.3: a missing record stops the walk: the VDL is the CPL before the MTR it belongs "
+           "to");
   struct hist h;
   hist_init(&h, 3, 100);
   /* 20 MTRs over 3 PGs */
@@ -139,34 +142,38 @@ static void test_hole_stops_walk(void **state)
     else
       mtr(&h, 1, 2, 0, 1, -1);
   }
-  expect_eq(recover(&h, 0, NULL), h.last_cpl, "the VDL proved from hint 0, every record present,");
+  expect_eq(recover(&h, 0, NULL), h.last_cpl, "the VDL proved from hint 0, every record present:");
   /* MTR 7 is a single record in PG 2. Drop it: everything from MTR 7 on
    * is out, though MTRs 8..19 are all there (MTR 9 is in PGs 0 and 1
    * only, and still does not count). */
-  lab_at("MTR 7 is a single record in PG 2. Drop it: everything from MTR 7 on is out, though MTRs 8..19 are all there (MTR 9 is in PGs 0 and 1 only, and still does not count)");
+  lab_at("MTR 7 is a single record in PG 2. Drop it: everything from MTR 7 on is out, though MTRs "
+         "8..19 are all there (MTR 9 is in PGs 0 and 1 only, and still does not count)");
   expect_eq(h.m[7].len, 1, "the history's MTR 7's length");
-  expect_eq(recover_without(&h, 0, h.m[7].cpl), h.m[6].cpl, "the VDL proved from hint 0 with record h.m[7].cpl missing");
+  expect_eq(recover_without(&h, 0, h.m[7].cpl), h.m[6].cpl, "the VDL proved from hint 0 with "
+            "record h.m[7].cpl missing");
   /* Dropping any one record: the VDL is the CPL before its MTR. */
   lab_at("Dropping any one record: the VDL is the CPL before its MTR");
   for (size_t i = 0; i < h.n; i++) {
     size_t j = h.r[i].mtr;
     uint64_t want = j ? h.m[j - 1].cpl : 0;
-    expect_eq(recover_without(&h, 0, h.r[i].lsn), want, "the VDL proved from hint 0 with record %llu missing",
-              (unsigned long long)h.r[i].lsn);
+    expect_eq(recover_without(&h, 0, h.r[i].lsn), want, "the VDL proved from hint 0 with record "
+              "%llu missing", (unsigned long long)h.r[i].lsn);
   }
   /* From a hint past MTR 4, a hole in MTR 10 stops at MTR 9. */
   lab_at("From a hint past MTR 4, a hole in MTR 10 stops at MTR 9");
   uint64_t hint = h.m[4].cpl;
   for (size_t i = h.m[10].first; i < h.m[10].first + h.m[10].len; i++)
-    expect_eq(recover_without(&h, hint, h.r[i].lsn), h.m[9].cpl, "the VDL proved from hint %llu with record %llu missing",
-              (unsigned long long)hint, (unsigned long long)h.r[i].lsn);
+    expect_eq(recover_without(&h, hint, h.r[i].lsn), h.m[9].cpl, "the VDL proved from hint %llu "
+              "with record %llu missing", (unsigned long long)hint,
+              (unsigned long long)h.r[i].lsn);
   hist_free(&h);
 }
 
 static void test_cross_pg_whole_or_nothing(void **state)
 {
   (void)state;
-  lab_rule("§4.3: an MTR counts only if its last record in every PG it touched is on that PG's chain: whole or not at all");
+  lab_rule("§4.3: an MTR counts only if its last record in every PG it touched is on that PG's "
+           "chain: whole or not at all");
   struct hist h;
   hist_init(&h, 3, 100);
   uint64_t c1 = mtr(&h, 1, -1);                 /* 1 (pg 1) */
@@ -175,10 +182,11 @@ static void test_cross_pg_whole_or_nothing(void **state)
   expect_eq(c2, 4, "the history's CPL c2");
   /* everything there: 4 */
   lab_at("everything there: 4");
-  expect_eq(recover(&h, 0, NULL), 4, "the VDL proved from hint 0, every record present,");
+  expect_eq(recover(&h, 0, NULL), 4, "the VDL proved from hint 0, every record present:");
   /* PG 0 has all of MTR 2, PG 2 lacks its record 3, the last PG 2 ever
    * got (nothing later links to it): MTR 2 is out, the VDL is MTR 1's */
-  lab_at("PG 0 has all of MTR 2, PG 2 lacks its record 3, the last PG 2 ever got (nothing later links to it): MTR 2 is out, the VDL is MTR 1's");
+  lab_at("PG 0 has all of MTR 2, PG 2 lacks its record 3, the last PG 2 ever got (nothing later "
+         "links to it): MTR 2 is out, the VDL is MTR 1's");
   expect_eq(recover_without(&h, 0, 3), c1, "the VDL proved from hint 0 with record 3 missing");
   /* the same with PG 2's record as the CPL */
   lab_at("the same with PG 2's record as the CPL");
@@ -186,7 +194,7 @@ static void test_cross_pg_whole_or_nothing(void **state)
   hist_init(&g, 3, 100);
   mtr(&g, 1, -1);                               /* 1 */
   mtr(&g, 0, 0, 2, -1);                         /* 2, 3 (pg 0), 4 (pg 2, CPL) */
-  expect_eq(recover(&g, 0, NULL), 4, "the VDL proved from hint 0, every record present,");
+  expect_eq(recover(&g, 0, NULL), 4, "the VDL proved from hint 0, every record present:");
   expect_eq(recover_without(&g, 0, 4), 1, "the VDL proved from hint 0 with record 4 missing");
   expect_eq(recover_without(&g, 0, 3), 1, "the VDL proved from hint 0 with record 3 missing");
   expect_eq(recover_without(&g, 0, 2), 1, "the VDL proved from hint 0 with record 2 missing");
@@ -194,11 +202,12 @@ static void test_cross_pg_whole_or_nothing(void **state)
 
   /* later complete MTRs do not bring it back: MTR 3 in PG 2 alone, MTR 4
    * in PG 0 alone (PG 0's chain is whole through it) */
-  lab_at("later complete MTRs do not bring it back: MTR 3 in PG 2 alone, MTR 4 in PG 0 alone (PG 0's chain is whole through it)");
+  lab_at("later complete MTRs do not bring it back: MTR 3 in PG 2 alone, MTR 4 in PG 0 alone (PG "
+         "0's chain is whole through it)");
   uint64_t c3 = mtr(&h, 2, -1);                 /* 5 */
   uint64_t c4 = mtr(&h, 0, -1);                 /* 6 */
   expect_eq(c4, 6, "the history's CPL c4");
-  expect_eq(recover(&h, 0, NULL), c4, "the VDL proved from hint 0, every record present,");
+  expect_eq(recover(&h, 0, NULL), c4, "the VDL proved from hint 0, every record present:");
   expect_eq(recover_without(&h, 0, 3), c1, "the VDL proved from hint 0 with record 3 missing");
   expect_eq(recover_without(&h, 0, c3), c2, "the VDL proved from hint 0 with record c3 missing");
   /* a PG 0 record of MTR 2 missing instead */
@@ -249,7 +258,8 @@ static size_t build_union(const struct hist *h, uint64_t hint, const uint8_t *pr
 static void test_order_and_duplicates(void **state)
 {
   (void)state;
-  lab_rule("§4.3: the records of a read quorum come in any order, several copies of one LSN among them: the VDL is the same");
+  lab_rule("§4.3: the records of a read quorum come in any order, several copies of one LSN among "
+           "them: the VDL is the same");
   uint64_t s = 2024;
   struct hist h;
   hist_init(&h, 4, 400);
@@ -266,13 +276,14 @@ static void test_order_and_duplicates(void **state)
     for (int k = rng_below(&s, 3); k > 0; k--)
       present[rng_below(&s, (uint32_t)h.n)] = 0;
     uint64_t want = model_vdl(&h, hint, present);
-    expect_eq(recover(&h, hint, present), want, "the VDL proved from hint %llu (some records missing)",
-              (unsigned long long)hint);
+    expect_eq(recover(&h, hint, present), want, "the VDL proved from hint %llu (some records "
+              "missing)", (unsigned long long)hint);
     hist_start(&h, hint, start);
     size_t n = build_union(&h, hint, present, v, 4, 50, 0, &s);
     lab_at("trial %d, hint %llu: the records shuffled, up to 4 copies of each", trial,
            (unsigned long long)hint);
-    expect_eq(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want, "recover_vdl returned (the VDL)");
+    expect_eq(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want, "recover_vdl returned "
+              "(the VDL)");
     /* reversed LSN order, each record three times in a row */
     lab_at("trial %d, hint %llu: reversed LSN order, each record three times in a row", trial,
            (unsigned long long)hint);
@@ -281,7 +292,8 @@ static void test_order_and_duplicates(void **state)
       if (h.r[i].lsn > hint && present[i])
         for (int c = 0; c < 3; c++)
           to_rmeta(&h, i, &v[n++]);
-    expect_eq(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want, "recover_vdl returned (the VDL)");
+    expect_eq(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want, "recover_vdl returned "
+              "(the VDL)");
   }
   /* the answer with no holes is the last CPL however it is given */
   lab_at("the answer with no holes is the last CPL however it is given");
@@ -289,7 +301,8 @@ static void test_order_and_duplicates(void **state)
   hist_start(&h, 0, start);
   size_t n = build_union(&h, 0, present, v, 4, 0, 0, &s);
   expect_true(n > 2 * h.n, "duplicates in the input");
-  expect_eq(recover_vdl(0, start, h.npgs, v, n, NULL, 0, NULL), h.last_cpl, "recover_vdl returned (the VDL)");
+  expect_eq(recover_vdl(0, start, h.npgs, v, n, NULL, 0, NULL), h.last_cpl, "recover_vdl returned "
+            "(the VDL)");
   free(v);
   hist_free(&h);
 }
@@ -297,7 +310,8 @@ static void test_order_and_duplicates(void **state)
 static void test_start_from_tail_at_hint(void **state)
 {
   (void)state;
-  lab_rule("§4.3: each PG's chain continues from its tail at the hint (start[pg]); records at or below the hint change nothing");
+  lab_rule("§4.3: each PG's chain continues from its tail at the hint (start[pg]); records at or "
+           "below the hint change nothing");
   struct hist h;
   hist_init(&h, 4, 100);
   mtr(&h, 0, 1, -1);                            /* 1, 2 */
@@ -314,7 +328,7 @@ static void test_start_from_tail_at_hint(void **state)
   expect_eq(start[1], 6, "start[1] (PG 1's tail at the hint)");
   expect_eq(start[2], 3, "start[2] (PG 2's tail at the hint)");
   expect_eq(start[3], 0, "start[3] (PG 3's tail at the hint)");
-  expect_eq(recover(&h, hint, NULL), b, "the VDL proved from hint %llu, every record present,",
+  expect_eq(recover(&h, hint, NULL), b, "the VDL proved from hint %llu, every record present:",
             (unsigned long long)hint);
   /* the records at or below the hint missing is fine */
   lab_at("the records at or below the hint missing is fine");
@@ -334,7 +348,8 @@ static void test_start_from_tail_at_hint(void **state)
   expect_eq(recover_vdl(hint, start, 4, v, n, NULL, 0, NULL), b, "recover_vdl returned (the VDL)");
   /* the chain really starts at start[k]: a PG's tail given as 0 while its
    * first record above the hint links to 7 does not reach it */
-  lab_at("the chain really starts at start[k]: a PG's tail given as 0 while its first record above the hint links to 7 does not reach it");
+  lab_at("the chain really starts at start[k]: a PG's tail given as 0 while its first record "
+         "above the hint links to 7 does not reach it");
   n = 0;
   for (size_t i = 0; i < h.n; i++)
     if (h.r[i].lsn > hint)
@@ -350,10 +365,10 @@ static void test_start_from_tail_at_hint(void **state)
   expect_eq(recover_vdl(hint, bad, 4, v, n, NULL, 0, NULL), hint, "recover_vdl returned (the VDL)");
   /* a hole in PG 3 (start 0) right at its first record */
   lab_at("a hole in PG 3 (start 0) right at its first record");
-  expect_eq(recover_without(&h, hint, 8), hint, "the VDL proved from hint %llu with record 8 missing",
-            (unsigned long long)hint);
-  expect_eq(recover_without(&h, hint, 12), a, "the VDL proved from hint %llu with record 12 missing",
-            (unsigned long long)hint);
+  expect_eq(recover_without(&h, hint, 8), hint, "the VDL proved from hint %llu with record 8 "
+            "missing", (unsigned long long)hint);
+  expect_eq(recover_without(&h, hint, 12), a, "the VDL proved from hint %llu with record 12 "
+            "missing", (unsigned long long)hint);
   hist_free(&h);
 }
 
@@ -427,7 +442,8 @@ static void gen_random(struct hist *h, uint64_t *s, size_t nmtr)
 static void test_random_against_model(void **state)
 {
   (void)state;
-  lab_rule("§4.3: the VDL is the end of the longest run of whole MTRs above the hint along the CPL chain, records a truncation cut left out");
+  lab_rule("§4.3: the VDL is the end of the longest run of whole MTRs above the hint along the "
+           "CPL chain, records a truncation cut left out");
   uint64_t s = 0x5eed;
   size_t cap = 2000;
   uint8_t *present = malloc(cap);
@@ -462,7 +478,8 @@ static void test_random_against_model(void **state)
     for (size_t i = 0; i < h.n; i++)
       lost += !present[i];
     lab_at("random history %d: %zu PGs, %zu records (%zu lost, copies in any order), %zu "
-           "truncated range(s), hint %llu", trial, npgs, h.n, lost, h.ntr, (unsigned long long)hint);
+           "truncated range(s), hint %llu", trial, npgs, h.n, lost, h.ntr,
+           (unsigned long long)hint);
     expect_eq(got, want, "the VDL proved");
     if (want == h.last_cpl)
       whole++;

@@ -32,7 +32,8 @@
 static void test_truncated_ranges(void **state)
 {
   (void)state;
-  lab_rule("§4.3, rule T: records a truncation cut (an older epoch's, inside its range) are left out of the chains; the next epoch, linked back across the range, is followed");
+  lab_rule("§4.3, rule T: records a truncation cut (an older epoch's, inside its range) are left "
+           "out of the chains; the next epoch, linked back across the range, is followed");
   struct hist h;
   hist_init(&h, 3, 100);
   mtr(&h, 0, 1, -1);                            /* 1, 2 */
@@ -50,14 +51,17 @@ static void test_truncated_ranges(void **state)
 
   /* a segment that was down during the truncation still holds all of the
    * old epoch: nothing new was written, the VDL stays at the truncation */
-  lab_at("a segment that was down during the truncation still holds all of the old epoch: nothing new was written, the VDL stays at the truncation");
+  lab_at("a segment that was down during the truncation still holds all of the old epoch: nothing "
+         "new was written, the VDL stays at the truncation");
   expect_eq(recover(&h, 0, NULL), from, "the VDL proved from hint 0");
   expect_eq(recover(&h, 2, NULL), from, "the VDL proved from hint 2");
-  expect_eq(recover(&h, from, NULL), from, "the VDL proved from hint %llu", (unsigned long long)from);
+  expect_eq(recover(&h, from, NULL), from, "the VDL proved from hint %llu",
+            (unsigned long long)from);
 
   /* the new epoch: 1006.., PG 0 first linking back to 4, PG 1 to 5, PG 2
    * to 3; the first MTR's prev_cpl is 5, like the old epoch's first */
-  lab_at("the new epoch: 1006.., PG 0 first linking back to 4, PG 1 to 5, PG 2 to 3; the first MTR's prev_cpl is 5, like the old epoch's first");
+  lab_at("the new epoch: 1006.., PG 0 first linking back to 4, PG 1 to 5, PG 2 to 3; the first "
+         "MTR's prev_cpl is 5, like the old epoch's first");
   uint64_t n1 = mtr(&h, 1, 0, -1);              /* 1006, 1007 */
   uint64_t n2 = mtr(&h, 2, -1);                 /* 1008 */
   uint64_t n3 = mtr(&h, 0, 2, 1, -1);           /* 1009..1011 */
@@ -67,13 +71,16 @@ static void test_truncated_ranges(void **state)
   expect_eq(h.r[hist_find(&h, 1008)].prev, 3, "the history's record 1008's backlink");
   expect_eq(h.r[hist_find(&h, 1007)].prev_cpl, 5, "the history's record 1007's prev_cpl");
   expect_eq(recover(&h, 0, NULL), n3, "the VDL proved from hint 0");
-  expect_eq(recover(&h, from, NULL), n3, "the VDL proved from hint %llu", (unsigned long long)from);
+  expect_eq(recover(&h, from, NULL), n3, "the VDL proved from hint %llu",
+            (unsigned long long)from);
   /* holes in the new epoch still stop it */
   lab_at("holes in the new epoch still stop it");
-  expect_eq(recover_without(&h, 0, 1008), n1, "the VDL proved from hint 0 with record 1008 missing");
-  expect_eq(recover_without(&h, 0, 1006), from, "the VDL proved from hint 0 with record 1006 missing");
-  expect_eq(recover_without(&h, from, 1010), n2, "the VDL proved from hint %llu with record 1010 missing",
-            (unsigned long long)from);
+  expect_eq(recover_without(&h, 0, 1008), n1, "the VDL proved from hint 0 with record 1008 "
+            "missing");
+  expect_eq(recover_without(&h, 0, 1006), from, "the VDL proved from hint 0 with record 1006 "
+            "missing");
+  expect_eq(recover_without(&h, from, 1010), n2, "the VDL proved from hint %llu with record 1010 "
+            "missing", (unsigned long long)from);
   /* holes in the old epoch do not matter */
   lab_at("holes in the old epoch do not matter");
   expect_eq(recover_without(&h, 0, 6), n3, "the VDL proved from hint 0 with record 6 missing");
@@ -92,7 +99,8 @@ static void test_truncated_ranges(void **state)
   g.tr[g.ntr++] = (struct trunc){g.epoch, from, 1005};
   g.tr[g.ntr++] = (struct trunc){g.epoch, from, 1005};
   expect_eq(recover(&g, 0, NULL), n3, "the VDL proved from hint 0");
-  expect_eq(recover_without(&g, 0, 1008), n1, "the VDL proved from hint 0 with record 1008 missing");
+  expect_eq(recover_without(&g, 0, 1008), n1, "the VDL proved from hint 0 with record 1008 "
+            "missing");
   hist_free(&h);
 
   /* An interrupted truncation: recovery chose VDL 3 and recorded (3, 1003]
@@ -101,7 +109,11 @@ static void test_truncated_ranges(void **state)
    * it. Then it crashes again right after: the range is recorded twice,
    * the second time from the same VDL to further on, and a writer wrote
    * in between (records in (1003, 2003]) that nothing made durable. */
-  lab_at("An interrupted truncation: recovery chose VDL 3 and recorded (3, 1003] on one segment, then crashed before the others truncated. The old epoch above 3 is complete on them. A second recovery must not follow it. Then it crashes again right after: the range is recorded twice, the second time from the same VDL to further on, and a writer wrote in between (records in (1003, 2003]) that nothing made durable");
+  lab_at("An interrupted truncation: recovery chose VDL 3 and recorded (3, 1003] on one segment, "
+         "then crashed before the others truncated. The old epoch above 3 is complete on them. A "
+         "second recovery must not follow it. Then it crashes again right after: the range is "
+         "recorded twice, the second time from the same VDL to further on, and a writer wrote in "
+         "between (records in (1003, 2003]) that nothing made durable");
   hist_init(&h, 2, 100);
   mtr(&h, 0, 1, -1);                            /* 1, 2 */
   from = mtr(&h, 1, -1);                        /* 3 */
@@ -126,14 +138,18 @@ static void test_truncated_ranges(void **state)
   expect_eq(h.r[hist_find(&h, 2004)].prev, 3, "the history's record 2004's backlink");
   expect_eq(h.r[hist_find(&h, 2005)].prev, 1, "the history's record 2005's backlink");
   expect_eq(recover(&h, 0, NULL), t2, "the VDL proved from hint 0");
-  expect_eq(recover(&h, from, NULL), t2, "the VDL proved from hint %llu", (unsigned long long)from);
-  expect_eq(recover_without(&h, 0, 2005), t1, "the VDL proved from hint 0 with record 2005 missing");
-  expect_eq(recover_without(&h, 0, 2004), from, "the VDL proved from hint 0 with record 2004 missing");
+  expect_eq(recover(&h, from, NULL), t2, "the VDL proved from hint %llu",
+            (unsigned long long)from);
+  expect_eq(recover_without(&h, 0, 2005), t1, "the VDL proved from hint 0 with record 2005 "
+            "missing");
+  expect_eq(recover_without(&h, 0, 2004), from, "the VDL proved from hint 0 with record 2004 "
+            "missing");
   hist_free(&h);
 
   /* Successive truncations at rising VDLs, the second writer's history
    * durable in part: (2, 1002], then 1003.. durable to 1004, (1004, 2004] */
-  lab_at("Successive truncations at rising VDLs, the second writer's history durable in part: (2, 1002], then 1003.. durable to 1004, (1004, 2004]");
+  lab_at("Successive truncations at rising VDLs, the second writer's history durable in part: (2, "
+         "1002], then 1003.. durable to 1004, (1004, 2004]");
   hist_init(&h, 2, 100);
   mtr(&h, 1, 0, -1);                            /* 1, 2 */
   hist_crash(&h);
@@ -181,12 +197,15 @@ static void as_cpl(struct rmeta *r, uint64_t prev_cpl, const uint32_t *pg,
 static void test_newer_epoch_inside_an_older_range(void **state)
 {
   (void)state;
-  lab_rule("§4.3, rule T: a truncation cuts only records of epochs older than its own; of several copies of one LSN the highest epoch's counts");
+  lab_rule("§4.3, rule T: a truncation cuts only records of epochs older than its own; of several "
+           "copies of one LSN the highest epoch's counts");
   /* Epoch 1 wrote up to 20 (durable to 10). An interrupted epoch-2
    * recovery wrote (20, 1020] to one segment; epoch 3's recovery did not
    * see it, proved 10, truncated (10, 1010] and wrote 1011 (linked to 10)
    * and 1012. Epoch 4's recovery hears both ranges. */
-  lab_at("Epoch 1 wrote up to 20 (durable to 10). An interrupted epoch-2 recovery wrote (20, 1020] to one segment; epoch 3's recovery did not see it, proved 10, truncated (10, 1010] and wrote 1011 (linked to 10) and 1012. Epoch 4's recovery hears both ranges");
+  lab_at("Epoch 1 wrote up to 20 (durable to 10). An interrupted epoch-2 recovery wrote (20, "
+         "1020] to one segment; epoch 3's recovery did not see it, proved 10, truncated (10, "
+         "1010] and wrote 1011 (linked to 10) and 1012. Epoch 4's recovery hears both ranges");
   static const uint32_t pg0[1] = {0};
   static const uint64_t l15[1] = {15}, l1011[1] = {1011}, l1012[1] = {1012};
   struct rmeta v[4];
@@ -207,7 +226,8 @@ static void test_newer_epoch_inside_an_older_range(void **state)
   expect_eq(adopted, 2, "records marked adopt");            /* 1011 and one copy of 1012 */
   /* Under the old rule (every range cuts everything in it) the walk
    * stopped at 10 and epoch 3's acknowledged 1011 and 1012 were lost. */
-  lab_at("Under the old rule (every range cuts everything in it) the walk stopped at 10 and epoch 3's acknowledged 1011 and 1012 were lost");
+  lab_at("Under the old rule (every range cuts everything in it) the walk stopped at 10 and epoch "
+         "3's acknowledged 1011 and 1012 were lost");
   struct trunc all[2] = {{9, 20, 1020}, {9, 10, 1010}};
   expect_eq(recover_vdl(10, start, 1, v, 4, all, 2, NULL), 10, "recover_vdl returned (the VDL)");
 }
@@ -215,12 +235,15 @@ static void test_newer_epoch_inside_an_older_range(void **state)
 static void test_adoption_marks_the_proved_chain(void **state)
 {
   (void)state;
-  lab_rule("§4.3: recovery adopts exactly the records on the chains in (hint, VDL], and each PG's tail is its last record at or below the VDL");
+  lab_rule("§4.3: recovery adopts exactly the records on the chains in (hint, VDL], and each PG's "
+           "tail is its last record at or below the VDL");
   /* Two PGs. Hint 4 (PG 0's tail 3, PG 1's 4). Above it: an MTR of 5
    * (pg 0) and 6 (pg 1, CPL), held by a single segment; then 7 (pg 0,
    * CPL); then an MTR 8 (pg 1), 9 (pg 0, CPL) whose record 8 is missing;
    * and a stray 12 (pg 1) linked to 8. */
-  lab_at("Two PGs. Hint 4 (PG 0's tail 3, PG 1's 4). Above it: an MTR of 5 (pg 0) and 6 (pg 1, CPL), held by a single segment; then 7 (pg 0, CPL); then an MTR 8 (pg 1), 9 (pg 0, CPL) whose record 8 is missing; and a stray 12 (pg 1) linked to 8");
+  lab_at("Two PGs. Hint 4 (PG 0's tail 3, PG 1's 4). Above it: an MTR of 5 (pg 0) and 6 (pg 1, "
+         "CPL), held by a single segment; then 7 (pg 0, CPL); then an MTR 8 (pg 1), 9 (pg 0, CPL) "
+         "whose record 8 is missing; and a stray 12 (pg 1) linked to 8");
   static const uint32_t pgs01[2] = {0, 1}, pg0[1] = {0}, pgs10[2] = {1, 0};
   static const uint64_t l56[2] = {5, 6}, l7[1] = {7}, l89[2] = {8, 9};
   struct rmeta v[5];
@@ -245,9 +268,12 @@ static void test_adoption_marks_the_proved_chain(void **state)
   /* sorted by LSN now: 5 6 7 9 12 */
   lab_at("sorted by LSN now: 5 6 7 9 12");
   expect_eq(v[0].lsn, 5, "the first record after sorting (its LSN)");
-  expect_true(v[0].adopt && v[1].adopt && v[2].adopt, "5, 6 and 7 (on their chains, at or below the VDL) marked adopt");
-  expect_true(!(v[3].adopt), "9 (on the chain but above the VDL) not marked adopt");                /* 9: on the chain, above the VDL */
-  expect_true(!(v[4].adopt), "12 (past the hole at 8) not marked adopt");                /* 12: past the hole at 8 */
+  expect_true(v[0].adopt && v[1].adopt && v[2].adopt, "5, 6 and 7 (on their chains, at or below "
+              "the VDL) marked adopt");
+  /* 9: on the chain, above the VDL */
+  expect_true(!(v[3].adopt), "9 (on the chain but above the VDL) not marked adopt");
+  /* 12: past the hole at 8 */
+  expect_true(!(v[4].adopt), "12 (past the hole at 8) not marked adopt");
   expect_eq(tails[0], 7, "tails[0] (PG 0's last record at or below the VDL)");
   expect_eq(tails[1], 6, "tails[1] (PG 1's last record at or below the VDL)");
   /* Nothing above the hint: the tails are the starts. */

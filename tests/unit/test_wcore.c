@@ -739,7 +739,7 @@ static Auralog__TruncRange *trange(Auralog__TruncRange *t, uint64_t epoch, uint6
   return t;
 }
 
-static void recovery_truncates_lal_past_the_vdl_or_an_earlier_truncation(void **state)
+static void truncation_ends_lal_past_the_vdl_or_earlier_end(void **state)
 {
   (void)state;
   lab_rule("§4.3: recovery truncates every LSN the last writer may have handed out, "
@@ -794,7 +794,7 @@ int main(void)
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(recovery_teaches_the_adopted_pages_and_forgets_the_cut),
     cmocka_unit_test(recovery_below_a_heard_vdl_is_a_data_loss_alarm),
-    cmocka_unit_test(recovery_truncates_lal_past_the_vdl_or_an_earlier_truncation),
+    cmocka_unit_test(truncation_ends_lal_past_the_vdl_or_earlier_end),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
