@@ -444,11 +444,14 @@ static Rec *srec(struct srec *t, uint64_t lsn, uint64_t prev, uint32_t page, uin
 static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
 {
   (void)state;
+  lab_rule("§4.3: recovery adopts what it proved, truncates what it did not, and the writer then "
+           "serves each page at the LSN of its newest surviving record");
   struct wfix x;
   char why[256];
   writer_setup(&x);
   struct volume *v = x.v;
   /* Round 1: segments 0..3 held records (an older writer's), no hint. */
+  lab_at("Round 1: segments 0..3 held records (an older writer's), no hint");
   for (int i = 0; i < NCOPIES; i++) {
     const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
     Env env = AURALOG__ENVELOPE__INIT;
@@ -461,9 +464,11 @@ static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
     env.seg_info = &si;
     DELIVER(vcore_on_msg, v, x.seg[i], &env);
   }
-  assert_int_equal(rcv_round(v->rcv), 2);
+  expect_eq(rcv_round(v->rcv), 2, "the recovery's round");
   /* Round 2: records 1 (page 9), 2 (page 9), 4 (page 10, whose backlink 3
    * no one holds: off the chain, cut by the truncation). */
+  lab_at("Round 2: records 1 (page 9), 2 (page 9), 4 (page 10, whose backlink 3 no one holds: "
+         "off the chain, cut by the truncation)");
   struct srec a, b, c;
   Rec *recs[3] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1), srec(&c, 4, 3, 10, 3)};
   for (int i = 0; i < NCOPIES; i++) {
@@ -492,49 +497,54 @@ static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
       DELIVER(vcore_on_msg, v, x.seg[i], &env);
     }
   /* Round 3: the adopted records 1, 2 and the truncation above VDL 2. */
-  assert_int_equal(rcv_round(v->rcv), 3);
+  lab_at("Round 3: the adopted records 1, 2 and the truncation above VDL 2");
+  expect_eq(rcv_round(v->rcv), 3, "the recovery's round");
   for (int i = 0; i < NCOPIES; i++) {
     const Env *e = take(&x.f, x.seg[i], APPEND);
-    assert_int_equal(e->append->n_records, 2);
+    expect_eq(e->append->n_records, 2, "records in round 3's Append (the ones adopted)");
     ack(&x, i, e->req, 2);
   }
-  assert_int_equal(rcv_result(v->rcv, why, sizeof why), 1);
-  assert_int_equal(v->q.vdl, 2);
+  expect_eq(rcv_result(v->rcv, why, sizeof why), 1, "rcv_result (1: recovered, 0: not yet, -1: "
+            "failed)");
+  expect_eq(v->q.vdl, 2, "the VDL the writer serves from");
   rcv_free(v->rcv);
   v->rcv = NULL;
   v->opened = 1;
   uint64_t l = 0;
-  assert_int_equal(pl_get(&v->plsn, 9, &l), PL_EXACT);
-  assert_int_equal(l, 2);
-  assert_int_equal(pl_get(&v->plsn, 10, &l), PL_UNKNOWN);
+  expect_eq(pl_get(&v->plsn, 9, &l), PL_EXACT, "what the writer knows of page 9's LSN (pl_get)");
+  expect_eq(l, 2, "page 9's LSN as the writer knows it");
+  expect_eq(pl_get(&v->plsn, 10, &l), PL_UNKNOWN, "what the writer knows of page 10's LSN "
+            "(pl_get)");
 
   /* Page 9 served without record 2 is refused; the right one goes. */
+  lab_at("Page 9 served without record 2 is refused; the right one goes");
   static uint8_t out[PSIZE], p9[PSIZE];
   memset(p9, 2, 4);
   struct readreq *r = vcore_read(v, 9, out);
   vcore_wake(v);
   const Env *q;
   int s = read_sent_to(&x, &q);
-  assert_int_equal(q->read_page->need, 2);
+  expect_eq(q->read_page->need, 2, "the LSN the read asks for");
   static uint8_t p9old[PSIZE];
   memset(p9old, 1, 4);
   answer_page(&x, s, q, p9old, 1);
-  assert_int_equal(r->done, 0);
-  assert_int_equal(v->st.stale_pages, 1);
+  expect_eq(r->done, 0, "the read done (1) or waiting (0)");
+  expect_eq(v->st.stale_pages, 1, "stale pages refused");
   s = read_sent_to(&x, &q);
   answer_page(&x, s, q, p9, 2);
-  assert_int_equal(r->done, 1);
-  assert_memory_equal(out, p9, PSIZE);
+  expect_eq(r->done, 1, "the read done (1) or waiting (0)");
+  expect_true(memcmp(out, p9, PSIZE) == 0, "the bytes of out equal to p9");
   read_reap(v);
   free(r);
   /* Page 10: its only record (4) was cut; a zero page as of 0 is right. */
+  lab_at("Page 10: its only record (4) was cut; a zero page as of 0 is right");
   static const uint8_t zero[PSIZE];
   r = vcore_read(v, 10, out);
   vcore_wake(v);
   s = read_sent_to(&x, &q);
   answer_page(&x, s, q, zero, 0);
-  assert_int_equal(r->done, 1);
-  assert_int_equal(v->st.stale_pages, 1);
+  expect_eq(r->done, 1, "the read done (1) or waiting (0)");
+  expect_eq(v->st.stale_pages, 1, "stale pages refused");
   read_reap(v);
   free(r);
   writer_teardown(&x);
@@ -588,38 +598,44 @@ static void assert_alarm(struct wfix *x, const char *node, uint64_t heard, uint6
 {
   char why[512], want[128];
   struct volume *v = x->v;
-  assert_int_equal(rcv_result(v->rcv, why, sizeof why), -1);
-  assert_int_equal(rcv_error(v->rcv), ERR_DATA_LOSS);
-  assert_false(vol_open_again(rcv_error(v->rcv)));
-  assert_int_equal(rcv_round(v->rcv), 0);
-  assert_int_equal(rcv_vdl(v->rcv), vdl);
+  expect_eq(rcv_result(v->rcv, why, sizeof why), -1, "rcv_result (1: recovered, 0: not yet, -1: "
+            "failed)");
+  expect_eq(rcv_error(v->rcv), ERR_DATA_LOSS, "the recovery's error (ERR_DATA_LOSS is %d)",
+            ERR_DATA_LOSS);
+  expect_true(!(vol_open_again(rcv_error(v->rcv))), "the open not to be tried again");
+  expect_eq(rcv_round(v->rcv), 0, "the recovery's round (0: over)");
+  expect_eq(rcv_vdl(v->rcv), vdl, "the VDL the recovery proved");
   printf("# %s\n", why);
-  assert_true(strncmp(why, "data loss: ", 11) == 0);
+  expect_true(strncmp(why, "data loss: ", 11) == 0, "the reason to begin with 'data loss: '");
   snprintf(want, sizeof want, "recovery proves VDL %llu but pg 0 segment on node %s heard "
            "VDL %llu", (unsigned long long)vdl, node, (unsigned long long)heard);
   if (strstr(why, want) == NULL)
     fail_msg("the alarm '%s' does not say '%s'", why, want);
   snprintf(want, sizeof want, "acknowledged commits above %llu are missing",
            (unsigned long long)vdl);
-  assert_non_null(strstr(why, want));
-  assert_non_null(strstr(why, "refusing to open; nothing truncated"));
-  assert_null(strchr(why, '\n'));
+  expect_true(strstr(why, want) != NULL, "the alarm '%s' to say '%s'", why, want);
+  expect_true(strstr(why, "refusing to open; nothing truncated") != NULL,
+              "the alarm '%s' to say 'refusing to open; nothing truncated'", why);
+  expect_true(strchr(why, '\n') == NULL, "the alarm to be one line");
   for (size_t i = 0; i < x->f.nout; i++) {
     const Env *e = x->f.out[i].env;
     if (e->body_case != SEG_QUERY)
       fail_msg("recovery sent a message of kind %d after the alarm", (int)e->body_case);
-    assert_int_equal(e->seg_query->n_truncs, 0);
+    expect_eq(e->seg_query->n_truncs, 0, "truncations a query sent after the alarm carries");
   }
   for (int i = 0; i < NCOPIES; i++)
-    assert_int_equal(count(&x->f, x->seg[i], 0), 0);
+    expect_eq(count(&x->f, x->seg[i], 0), 0, "messages left to send to segment %d after the alarm",
+              i);
   /* Events after it change nothing (time passing, a node lost). */
   x->f.now += 10 * RCV_ANSWER_MS;
   vcore_tick(v);
   x->seg[0]->open = 0;
   vcore_on_down(v, x->seg[0]);
-  assert_int_equal(rcv_result(v->rcv, why, sizeof why), -1);
+  expect_eq(rcv_result(v->rcv, why, sizeof why), -1, "rcv_result (1: recovered, 0: not yet, -1: "
+            "failed)");
   for (size_t i = 0; i < x->f.nout; i++)
-    assert_int_equal(x->f.out[i].env->body_case, SEG_QUERY);
+    expect_eq(x->f.out[i].env->body_case, SEG_QUERY, "the kind of message %zu sent (only "
+              "queries: %d)", i, SEG_QUERY);
   rcv_free(v->rcv);
   v->rcv = NULL;
 }
@@ -627,6 +643,8 @@ static void assert_alarm(struct wfix *x, const char *node, uint64_t heard, uint6
 static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
 {
   (void)state;
+  lab_rule("§4.3: a recovery that proves a VDL below one a segment heard has lost acknowledged "
+           "commits: it must stop, name them and write nothing");
   struct wfix x;
   writer_setup(&x);
   /* An older writer committed 1 and 2, then 3..5, and told B1 VDL 5; the
@@ -636,12 +654,13 @@ static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
   static const uint64_t heard[NCOPIES] = {0, 0, 5, 0, 0, 0};
   for (int i = 0; i < NCOPIES; i++)
     answer_state(&x, i, i < 4 ? 2 : 0, heard[i]);
-  assert_int_equal(rcv_round(x.v->rcv), 2);
+  expect_eq(rcv_round(x.v->rcv), 2, "the recovery's round");
   struct srec a, b;
   Rec *recs[2] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1)};
   for (int i = 0; i < NCOPIES; i++)
     answer_scan(&x, i, recs, i < 4 ? 2 : 0, heard[i]);
   /* They prove VDL 2; B1 heard 5: commits 3..5 were acknowledged. */
+  lab_at("records 1, 2 held, B1 heard VDL 5 in round 1");
   assert_alarm(&x, "B1", 5, 2);
   writer_teardown(&x);
 
@@ -653,6 +672,7 @@ static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
     answer_state(&x, i, i < 4 ? 2 : 0, i < 4 ? 2 : 0);
   for (int i = 0; i < NCOPIES; i++)
     answer_scan(&x, i, recs, i < 4 ? 2 : 0, i == 3 ? 4 : i < 4 ? 2 : 0);
+  lab_at("records 1, 2 held, B2 heard VDL 4 only in the scan round");
   assert_alarm(&x, "B2", 4, 2);
   writer_teardown(&x);
 
@@ -663,11 +683,11 @@ static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
     answer_state(&x, i, i < 4 ? 2 : 0, i < 4 ? 2 : 0);
   for (int i = 0; i < NCOPIES; i++)
     answer_scan(&x, i, NULL, 0, i < 4 ? 2 : 0);
-  assert_int_equal(rcv_round(x.v->rcv), 3);
-  assert_int_equal(rcv_error(x.v->rcv), ERR_NONE);
+  expect_eq(rcv_round(x.v->rcv), 3, "the recovery's round");
+  expect_eq(rcv_error(x.v->rcv), ERR_NONE, "the recovery's error (0: none)");
   const Env *e = take(&x.f, x.seg[0], APPEND);
-  assert_non_null(e->append->trunc);
-  assert_int_equal(e->append->trunc->from, 2);
+  expect_true(e->append->trunc != NULL, "round 3's Append to carry the truncation");
+  expect_eq(e->append->trunc->from, 2, "the truncation's start (the VDL proved)");
   writer_teardown(&x);
 }
 
