@@ -52,7 +52,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(filter-out $(CORE_SRC_REF),$(CORE_SRC)
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim timeline cores wcore netio auth authority pages hotlog scale rapply failover truncbound sqlwords submitbody assign
-INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz pictures bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles export submit
+INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz pictures bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles export submit mutants
 # A student repository (auralog lab export) leaves the instructor's tests
 # out (labs/instructor-only): test what is there.
 UNIT := $(filter $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c)),$(UNIT))
@@ -159,21 +159,24 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # default mix has none of them), each with the rogue member, one process
 # per core; then 500 crash points on real processes, 200 failovers, then
 # the storage test's long runs (a 10-minute write workload, a volume the
-# engine fills to 1,000 PGs).
+# engine fills to 1,000 PGs), then every implement lab's mutants against
+# every simulator seed of their lab (labs/mutants/).
 SIM_SEEDS ?= 10000
 SIM_REPLICA_SEEDS ?= 5000
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog
+torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog \
+  $(B)/tests/it_mutants
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_STORAGE_SECONDS=600 AURALOG_STORAGE_FILL_PGS=1000 \
 	  $(B)/tests/it_storage
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_MUTANTS_FULL=1 $(B)/tests/it_mutants
 
 # The implement labs (labs/README.md): `make grade` grades every one,
 # `make grade LAB=22` one. Always in build/ (the grader runs build/auralog).
-GRADE_UNIT := diff segment quorum cache gossip recovery
+GRADE_UNIT := diff segment quorum cache gossip recovery rectrunc wcore
 # LAB=all in a student repository: grade every lab's own code (refobj.sh).
 grade:
 	@$(MAKE) --no-print-directory SAN= LAB=$(if $(LAB),$(LAB),all) build/auralog $(patsubst %,build/tests/unit_%,$(GRADE_UNIT))

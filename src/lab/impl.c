@@ -16,6 +16,8 @@
  * range is 40 seeds of the lab's focused faults at an offset of the
  * student's own (impl.h); an instructor-only unit test is a line
  * {"bin", "test_name", points, HIDDEN} in the lab's test table.
+ * Each lab's list is strong enough that every wrong body kept in
+ * labs/mutants/labNN/ loses points (tests/integration/test_mutants.c).
  * Lab 23's core, the buffer cache, is the SQLite VFS's (vfs/vfs.c), which
  * the simulator's writers do not run: it has unit tests only.
  */
@@ -78,6 +80,7 @@ static const struct impl_test evict_tests[] = {
   {"cache", "test_evict_clock_prefers_unused", 10},
   {"cache", "test_evict_clock_wrapped_sweep", 10},
   {"cache", "test_evict_clock_random", 10},
+  {"cache", "test_evict_clock_hand_goes_round", 10},
   END_TESTS};
 static const struct impl_sim evict_sims[] = {END_SIMS};
 
@@ -85,6 +88,8 @@ static const struct impl_test gossip_tests[] = {
   {"gossip", "a_push_fills_the_hole_and_the_scl_catches_up", 10},
   {"gossip", "a_push_in_pieces_and_twice_ends_at_the_same_scl", 10},
   {"gossip", "a_pushed_truncation_comes_before_the_records_it_cuts", 10},
+  {"gossip", "a_push_from_a_peer_no_further_along_still_fills_the_hole", 10},
+  {"gossip", "a_refused_record_does_not_stop_the_rest_of_the_push", 10},
   END_TESTS};
 static const struct impl_sim gossip_sims[] = {
   {201, 260, "node-crash,partition,pair-cut,drop", 10}, {1, 100, NULL, 15},
@@ -98,6 +103,10 @@ static const struct impl_test recovery_tests[] = {
   {"recovery", "test_start_from_tail_at_hint", 5},
   {"recovery", "test_random_against_model", 10},
   {"recovery", "test_large_input_fast", 5},
+  {"rectrunc", "test_truncated_ranges", 5},
+  {"rectrunc", "test_newer_epoch_inside_an_older_range", 5},
+  {"rectrunc", "test_adoption_marks_the_proved_chain", 5},
+  {"wcore", "truncation_ends_lal_past_the_vdl_or_earlier_end", 10},
   END_TESTS};
 static const struct impl_sim recovery_sims[] = {
   {201, 260, "engine-crash,recovery-crash,second-writer,split-write,stale-trunc", 10},

@@ -597,9 +597,14 @@ static void adopt_ask(struct rcv *c)
   struct volume *v = c->v;
   /* LAB 25 BEGIN: the truncation range (§4.3). Set c->to, the end of
    * the range (c->vdl, c->to] every segment will drop records of older
-   * epochs from: every LSN the last writer may have handed out. That is
-   * up to LAL past the VDL, or past the end of an earlier truncation
-   * (c->trunc_to) if higher; a clean volume (c->clean) needs none, to = vdl.
+   * epochs from: every LSN the last writer may have handed out. A writer
+   * hands out LSNs up to LAL past the higher of its VDL and the end of the
+   * last truncation (q_can_alloc), so c->to is LAL past the higher of
+   * c->vdl and c->trunc_to (the highest end of the truncations the read
+   * quorum reported): a writer that recovered, truncated to trunc_to and
+   * crashed before anything it wrote was durable left the VDL where it
+   * was, below its records. A clean volume (c->clean: nothing held
+   * anywhere) needs none: c->to = c->vdl.
    * stub: c->to = c->vdl;
    */
   uint64_t base = c->vdl > c->trunc_to ? c->vdl : c->trunc_to;

@@ -41,14 +41,19 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
                      uint64_t *tails)
 {
   /* LAB 25 BEGIN: the provable VDL (§4.3). From the records a read
-   * quorum of every PG's segments returned (recs: several copies of one
-   * LSN may come; the one of the highest epoch counts), follow each PG's
-   * chain of backlinks up from start[pg], skipping what a truncation in
-   * tr cuts; then walk the chain of CPLs (prev_cpl) up from hint while
-   * each MTR is whole: every PG's last record of it (mtr_pg, mtr_last) is
-   * on its chain. Mark adopt on the chained records at or below the VDL,
-   * set tails[pg] to each PG's last of them (start[pg] if none), and
-   * return the VDL. The helpers above may help.
+   * quorum of every PG's segments returned (recs, in any order; several
+   * copies of one LSN may come, and the one of the highest epoch counts),
+   * follow each PG's chain of backlinks up from start[pg], leaving out
+   * records at or below the hint and what a truncation in tr cuts
+   * (trunc_cuts, rule T). Taken in LSN order, a record extends its PG's
+   * chain when its backlink is the chain's current end. At a fork (two
+   * records linking back to the same end) the lower LSN extends it; the
+   * other is off the chain, and so is everything that links to it. Then
+   * walk the chain of CPLs (prev_cpl) up from hint while each MTR is
+   * whole: every PG's last record of it (mtr_pg, mtr_last) is on its
+   * chain. Mark adopt on the chained records in (hint, VDL], and only on
+   * them (one copy of each LSN); set tails[pg] to each PG's last of them
+   * (start[pg] if none), and return the VDL. The helpers above may help.
    * stub: (void)by_lsn;
    * stub: (void)by_prev_cpl;
    * stub: (void)find;

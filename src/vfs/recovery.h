@@ -11,8 +11,10 @@
  * read quorum holds each of them (Vr + Vw > V).
  *
  * Each PG's chain: from the PG's last record at or below the hint, follow
- * the backlinks through the union (a record whose backlink is the chain's
- * current end extends it). Records that a known truncation cuts (rule T,
+ * the backlinks through the union (in LSN order, a record whose backlink
+ * is the chain's current end extends it; of two that link back to the same
+ * record, a fork, the lower LSN does, and the other is off the chain with
+ * everything that links to it). Records that a known truncation cuts (rule T,
  * record.h: a range of an older epoch's recovery, for records of epochs
  * below it) are left out first: a segment that was down may still hold
  * them.

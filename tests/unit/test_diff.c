@@ -32,6 +32,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lab_expect.h"
+
 #include "rng.h"
 
 #include "param.h"
@@ -142,33 +144,39 @@ static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t siz
   struct drange *ref = malloc((size / 2 + 1) * sizeof *ref);
   assert_non_null(ref);
   size_t nref = ref_diff(before, after, size, ref, size / 2 + 1);
-  assert_int_equal(n, nref);
-  assert_true(n <= size / 2 + 1);
+  expect_eq(n, nref, "the number of ranges");
+  expect_true(n <= size / 2 + 1, "at most size / 2 + 1 ranges");
   for (size_t i = 0; i < n; i++) {
-    assert_int_equal(r[i].off, ref[i].off);
-    assert_int_equal(r[i].len, ref[i].len);
+    expect_eq(r[i].off, ref[i].off, "range %zu's offset", i);
+    expect_eq(r[i].len, ref[i].len, "range %zu (at %u)'s length", i, r[i].off);
   }
   free(ref);
 
   /* shape: sorted, disjoint, non-empty, inside the page, tight, merged */
   for (size_t i = 0; i < n; i++) {
-    assert_true(r[i].len > 0);
-    assert_true((uint64_t)r[i].off + r[i].len <= size);
+    expect_true(r[i].len > 0, "range %zu non-empty", i);
+    expect_true((uint64_t)r[i].off + r[i].len <= size, "range %zu (%u, length %u) inside the page",
+                i, r[i].off, r[i].len);
     uint8_t b0 = before ? before[r[i].off] : 0;
     uint8_t b1 = before ? before[r[i].off + r[i].len - 1] : 0;
-    assert_true(b0 != after[r[i].off]);
-    assert_true(b1 != after[r[i].off + r[i].len - 1]);
+    expect_true(b0 != after[r[i].off], "range %zu to start on a changed byte (%u)", i, r[i].off);
+    expect_true(b1 != after[r[i].off + r[i].len - 1], "range %zu to end on a changed byte (%u)", i,
+                r[i].off + r[i].len - 1);
     if (i > 0) {
       uint64_t prev_end = (uint64_t)r[i - 1].off + r[i - 1].len;
-      assert_true(prev_end < r[i].off);
-      assert_true(r[i].off - prev_end >= gap);
+      expect_true(prev_end < r[i].off, "range %zu (at %u) after the end of the one before (%llu), "
+                  "with unchanged bytes between", i, r[i].off, (unsigned long long)prev_end);
+      expect_true(r[i].off - prev_end >= gap, "range %zu (at %u) at least DIFF_MERGE_GAP "
+                  "unchanged bytes after the one before (ends at %llu); closer ones are one range",
+                  i, r[i].off, (unsigned long long)prev_end);
     }
     /* no run of DIFF_MERGE_GAP unchanged bytes inside a range */
     size_t run = 0;
     for (size_t j = r[i].off; j < (size_t)r[i].off + r[i].len; j++) {
       uint8_t b = before ? before[j] : 0;
       run = b == after[j] ? run + 1 : 0;
-      assert_true(gap == 0 || run < gap);
+      expect_true(gap == 0 || run < gap, "no run of DIFF_MERGE_GAP unchanged bytes inside range "
+                  "%zu (at %u, length %u)", i, r[i].off, r[i].len);
     }
   }
 
@@ -180,7 +188,8 @@ static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t siz
   else
     memset(page, 0, size);
   apply_by_hand(page, after, r, n);
-  assert_memory_equal(page, after, size);
+  expect_true(memcmp(page, after, size) == 0, "the page, before with the ranges applied, to be "
+              "after");
 
   if (n <= RANGES_MAX) {
     if (before) {
@@ -189,7 +198,8 @@ static void check_diff(const uint8_t *before, const uint8_t *after, uint32_t siz
       memset(page, 0xa5, size);     /* REC_ZERO must clear this */
     }
     apply_as_record(page, size, after, r, n, before == NULL);
-    assert_memory_equal(page, after, size);
+    expect_true(memcmp(page, after, size) == 0, "the page, through a sealed record (rec_apply), "
+                "to be after");
   }
   free(page);
 }
@@ -246,6 +256,7 @@ static void mutate(uint64_t *s, uint8_t *after, uint32_t size)
 static void test_identical_pages(void **state)
 {
   (void)state;
+  lab_rule("§3.1: an unchanged page has no redo: no range");
   uint64_t s = 1;
   struct drange r[4] = { { 7, 7 } };
   for (size_t i = 0; i < NSIZES; i++) {
@@ -253,21 +264,25 @@ static void test_identical_pages(void **state)
     uint8_t *a = malloc(size), *b = malloc(size);
     rng_fill(&s, a, size);
     memcpy(b, a, size);
-    assert_int_equal(page_diff(a, b, size, r, 4), 0);
-    assert_int_equal(page_diff(a, a, size, r, 4), 0);
+    expect_eq(page_diff(a, b, size, r, 4), 0, "page_diff of two equal pages returned (ranges)");
+    expect_eq(page_diff(a, a, size, r, 4), 0, "page_diff of a page with itself returned (ranges)");
     memset(b, 0, size);
-    assert_int_equal(page_diff(NULL, b, size, r, 4), 0);   /* zero vs zero */
+    /* zero vs zero */
+    expect_eq(page_diff(NULL, b, size, r, 4), 0, "page_diff of a zero page against NULL returned "
+              "(ranges)");
     free(a);
     free(b);
   }
   /* nothing was written */
-  assert_int_equal(r[0].off, 7);
-  assert_int_equal(r[0].len, 7);
+  expect_eq(r[0].off, 7, "out[0].off (nothing may be written)");
+  expect_eq(r[0].len, 7, "out[0].len (nothing may be written)");
 }
 
 static void test_single_byte_change(void **state)
 {
   (void)state;
+  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from "
+           "before");
   uint64_t s = 2;
   for (size_t i = 0; i < NSIZES; i++) {
     uint32_t size = sizes[i];
@@ -278,11 +293,12 @@ static void test_single_byte_change(void **state)
     for (size_t w = 0; w < sizeof where / sizeof where[0]; w++) {
       memcpy(b, a, size);
       b[where[w]] ^= 0x80;
+      lab_at("a page of %u bytes with byte %u changed", size, where[w]);
       struct drange r[2];
-      assert_int_equal(page_diff(a, b, size, r, 2), 1);
-      assert_int_equal(r[0].off, where[w]);
-      assert_int_equal(r[0].len, 1);
-      assert_int_equal(diff_bytes(r, 1), 1);
+      expect_eq(page_diff(a, b, size, r, 2), 1, "page_diff returned (the number of ranges)");
+      expect_eq(r[0].off, where[w], "the first range's offset");
+      expect_eq(r[0].len, 1, "the first range's length");
+      expect_eq(diff_bytes(r, 1), 1, "the bytes shipped");
       diff_and_check(a, b, size);
     }
     free(a);
@@ -293,6 +309,8 @@ static void test_single_byte_change(void **state)
 static void test_first_and_last_byte(void **state)
 {
   (void)state;
+  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from "
+           "before, first and last byte included");
   uint64_t s = 3;
   for (size_t i = 0; i < NSIZES; i++) {
     uint32_t size = sizes[i];
@@ -301,21 +319,23 @@ static void test_first_and_last_byte(void **state)
     memcpy(b, a, size);
     b[0] ^= 1;
     b[size - 1] ^= 1;
+    lab_at("a page of %u bytes with its first and last byte changed", size);
     struct drange r[3];
-    assert_int_equal(page_diff(a, b, size, r, 3), 2);
-    assert_int_equal(r[0].off, 0);
-    assert_int_equal(r[0].len, 1);
-    assert_int_equal(r[1].off, size - 1);
-    assert_int_equal(r[1].len, 1);
-    assert_int_equal(diff_bytes(r, 2), 2);
+    expect_eq(page_diff(a, b, size, r, 3), 2, "page_diff returned (the number of ranges)");
+    expect_eq(r[0].off, 0, "the first range's offset");
+    expect_eq(r[0].len, 1, "the first range's length");
+    expect_eq(r[1].off, size - 1, "the second range's offset");
+    expect_eq(r[1].len, 1, "the second range's length");
+    expect_eq(diff_bytes(r, 2), 2, "the bytes shipped");
     diff_and_check(a, b, size);
 
     /* every byte changed: one range, the whole page */
     for (uint32_t j = 0; j < size; j++)
       b[j] = (uint8_t)~a[j];
-    assert_int_equal(page_diff(a, b, size, r, 3), 1);
-    assert_int_equal(r[0].off, 0);
-    assert_int_equal(r[0].len, size);
+    lab_at("a page of %u bytes with every byte changed", size);
+    expect_eq(page_diff(a, b, size, r, 3), 1, "page_diff returned (the number of ranges)");
+    expect_eq(r[0].off, 0, "the first range's offset");
+    expect_eq(r[0].len, size, "the first range's length");
     free(a);
     free(b);
   }
@@ -324,6 +344,7 @@ static void test_first_and_last_byte(void **state)
 static void test_random_round_trip(void **state)
 {
   (void)state;
+  lab_rule("§3.1: applying the ranges of after over before gives after, byte for byte");
   uint64_t s = 4;
   for (size_t i = 0; i < NSIZES; i++) {
     uint32_t size = sizes[i];
@@ -336,6 +357,7 @@ static void test_random_round_trip(void **state)
         rng_fill(&s, a, size);
       memcpy(b, a, size);
       mutate(&s, b, size);
+      lab_at("a page of %u bytes, random changes, round %d", size, k);
       diff_and_check(a, b, size);
     }
     free(a);
@@ -346,6 +368,8 @@ static void test_random_round_trip(void **state)
 static void test_many_scattered_changes(void **state)
 {
   (void)state;
+  lab_rule("§3.1: redo is the page's difference: exactly the byte ranges where after differs from "
+           "before");
   uint64_t s = 5;
   uint32_t size = 4096;
   uint8_t a[4096], b[4096];
@@ -354,20 +378,23 @@ static void test_many_scattered_changes(void **state)
   /* 64 changes 64 bytes apart: 64 separate ranges of one byte */
   for (uint32_t p = 3; p < size; p += 64)
     b[p] ^= 0xff;
+  lab_at("a page of 4096 bytes with bytes 3, 67, 131, ... changed (64 apart)");
   struct drange r[2049];
   size_t n = page_diff(a, b, size, r, 2049);
-  assert_int_equal(n, 64);
+  expect_eq(n, 64, "the number of ranges");
   for (size_t i = 0; i < n; i++) {
-    assert_int_equal(r[i].off, 3 + 64 * i);
-    assert_int_equal(r[i].len, 1);
+    expect_eq(r[i].off, 3 + 64 * i, "range %zu's offset", i);
+    expect_eq(r[i].len, 1, "range %zu's length", i);
   }
-  assert_int_equal(diff_bytes(r, n), 64);
+  expect_eq(diff_bytes(r, n), 64, "the bytes shipped");
   check_diff(a, b, size, r, n);
 }
 
 static void test_odd_sizes_and_alignment(void **state)
 {
   (void)state;
+  lab_rule("§3.1: the diff is exact for any page size, the last size % 8 bytes included, at any "
+           "alignment");
   uint64_t s = 6;
   /* +3: the pages start at an odd address, so no word load is aligned */
   uint8_t *abuf = malloc(4099 + 3), *bbuf = malloc(4099 + 3);
@@ -378,17 +405,20 @@ static void test_odd_sizes_and_alignment(void **state)
       rng_fill(&s, a, size);
       memcpy(b, a, size);
       mutate(&s, b, size);
+      lab_at("a page of %u bytes at an odd address, random changes, round %d", size, k);
       diff_and_check(a, b, size);
+      lab_at("the same page of %u bytes against NULL (a zero page), round %d", size, k);
       diff_and_check(NULL, b, size);
     }
     /* the last byte of the tail word alone */
     rng_fill(&s, a, size);
     memcpy(b, a, size);
     b[size - 1] ^= 4;
+    lab_at("a page of %u bytes with only its last byte changed", size);
     struct drange r[1];
-    assert_int_equal(page_diff(a, b, size, r, 1), 1);
-    assert_int_equal(r[0].off, size - 1);
-    assert_int_equal(r[0].len, 1);
+    expect_eq(page_diff(a, b, size, r, 1), 1, "page_diff returned (the number of ranges)");
+    expect_eq(r[0].off, size - 1, "the first range's offset");
+    expect_eq(r[0].len, 1, "the first range's length");
   }
   free(abuf);
   free(bbuf);
@@ -397,6 +427,7 @@ static void test_odd_sizes_and_alignment(void **state)
 static void test_null_is_zero_page(void **state)
 {
   (void)state;
+  lab_rule("§3.1: a page written for the first time is diffed against a zero page (before NULL)");
   uint64_t s = 7;
   for (size_t i = 0; i < NSIZES; i++) {
     uint32_t size = sizes[i];
@@ -406,23 +437,26 @@ static void test_null_is_zero_page(void **state)
     for (int k = 0; k < 50; k++) {
       memset(b, 0, size);
       mutate(&s, b, size);
+      lab_at("a page of %u bytes against NULL (a zero page), random changes, round %d", size, k);
       size_t n1 = page_diff(NULL, b, size, r1, max);
       size_t n2 = page_diff(zero, b, size, r2, max);
-      assert_int_equal(n1, n2);
-      assert_memory_equal(r1, r2, n1 * sizeof *r1);
+      expect_eq(n1, n2, "ranges against NULL (against a zero page: %zu)", n2);
+      expect_true(memcmp(r1, r2, n1 * sizeof *r1) == 0, "the same ranges against NULL as against "
+                  "a zero page");
       check_diff(NULL, b, size, r1, n1);
     }
     /* a fresh page with a header and a cell at the end */
     memset(b, 0, size);
     memcpy(b, "\x0d\x01\x02\x0f\xf0\x10", 6);
     memset(b + size - 10, 0x41, 10);
+    lab_at("a fresh page of %u bytes against NULL: 6 header bytes and 10 at the end set", size);
     size_t n = page_diff(NULL, b, size, r1, max);
-    assert_int_equal(n, 2);
-    assert_int_equal(r1[0].off, 0);
-    assert_int_equal(r1[0].len, 6);
-    assert_int_equal(r1[1].off, size - 10);
-    assert_int_equal(r1[1].len, 10);
-    assert_int_equal(diff_bytes(r1, n), 16);
+    expect_eq(n, 2, "the number of ranges");
+    expect_eq(r1[0].off, 0, "the first range's offset");
+    expect_eq(r1[0].len, 6, "the first range's length");
+    expect_eq(r1[1].off, size - 10, "the second range's offset");
+    expect_eq(r1[1].len, 10, "the second range's length");
+    expect_eq(diff_bytes(r1, n), 16, "the bytes shipped");
     free(zero);
     free(b);
     free(r1);
@@ -433,6 +467,8 @@ static void test_null_is_zero_page(void **state)
 static void test_merge_gap(void **state)
 {
   (void)state;
+  lab_rule("§3.1: changes fewer than DIFF_MERGE_GAP unchanged bytes apart are one range; adjacent "
+           "changes always are");
   if (DIFF_MERGE_GAP < 1)
     skip();
   uint8_t a[4096], b[4096];
@@ -444,36 +480,43 @@ static void test_merge_gap(void **state)
     memcpy(b, a, sizeof a);
     b[p] ^= 1;
     b[p + DIFF_MERGE_GAP] ^= 1;
-    assert_int_equal(page_diff(a, b, sizeof a, r, 3), 1);
-    assert_int_equal(r[0].off, p);
-    assert_int_equal(r[0].len, DIFF_MERGE_GAP + 1);
-    assert_int_equal(diff_bytes(r, 1), DIFF_MERGE_GAP + 1);
+    lab_at("bytes %u and %u changed (DIFF_MERGE_GAP - 1 unchanged between)", p,
+           p + DIFF_MERGE_GAP);
+    expect_eq(page_diff(a, b, sizeof a, r, 3), 1, "page_diff returned (the number of ranges)");
+    expect_eq(r[0].off, p, "the first range's offset");
+    expect_eq(r[0].len, DIFF_MERGE_GAP + 1, "the first range's length");
+    expect_eq(diff_bytes(r, 1), DIFF_MERGE_GAP + 1, "the bytes shipped");
     check_diff(a, b, sizeof a, r, 1);
 
     /* DIFF_MERGE_GAP unchanged bytes between: two ranges */
     memcpy(b, a, sizeof a);
     b[p] ^= 1;
     b[p + DIFF_MERGE_GAP + 1] ^= 1;
-    assert_int_equal(page_diff(a, b, sizeof a, r, 3), 2);
-    assert_int_equal(r[0].off, p);
-    assert_int_equal(r[0].len, 1);
-    assert_int_equal(r[1].off, p + DIFF_MERGE_GAP + 1);
-    assert_int_equal(r[1].len, 1);
+    lab_at("bytes %u and %u changed (DIFF_MERGE_GAP unchanged between)", p,
+           p + DIFF_MERGE_GAP + 1);
+    expect_eq(page_diff(a, b, sizeof a, r, 3), 2, "page_diff returned (the number of ranges)");
+    expect_eq(r[0].off, p, "the first range's offset");
+    expect_eq(r[0].len, 1, "the first range's length");
+    expect_eq(r[1].off, p + DIFF_MERGE_GAP + 1, "the second range's offset");
+    expect_eq(r[1].len, 1, "the second range's length");
     check_diff(a, b, sizeof a, r, 2);
   }
   /* a chain of changes each less than the gap apart merges transitively */
   memcpy(b, a, sizeof a);
   for (uint32_t p = 100; p <= 100 + 50 * DIFF_MERGE_GAP; p += DIFF_MERGE_GAP)
     b[p] ^= 1;
+  lab_at("51 bytes changed from 100 on, each DIFF_MERGE_GAP after the one before");
   struct drange r[2];
-  assert_int_equal(page_diff(a, b, sizeof a, r, 2), 1);
-  assert_int_equal(r[0].off, 100);
-  assert_int_equal(r[0].len, 50 * DIFF_MERGE_GAP + 1);
+  expect_eq(page_diff(a, b, sizeof a, r, 2), 1, "page_diff returned (the number of ranges)");
+  expect_eq(r[0].off, 100, "the first range's offset");
+  expect_eq(r[0].len, 50 * DIFF_MERGE_GAP + 1, "the first range's length");
 }
 
 static void test_truncated_output(void **state)
 {
   (void)state;
+  lab_rule("§3.1: page_diff returns how many ranges there are, and writes only the first max of "
+           "them");
   uint64_t s = 9;
   uint32_t size = 4096;
   uint8_t a[4096], b[4096];
@@ -481,9 +524,10 @@ static void test_truncated_output(void **state)
   memcpy(b, a, size);
   for (uint32_t p = 5; p < size; p += 100)
     b[p] ^= 0x33;                 /* 41 ranges */
+  lab_at("a page of 4096 bytes with 41 bytes changed, 100 apart, room for 64 ranges");
   struct drange full[64];
   size_t n = page_diff(a, b, size, full, 64);
-  assert_int_equal(n, 41);
+  expect_eq(n, 41, "the number of ranges");
   check_diff(a, b, size, full, n);
 
   size_t maxes[] = { 0, 1, 3, 40, 41, 42 };
@@ -491,23 +535,28 @@ static void test_truncated_output(void **state)
     struct drange part[64];
     for (size_t i = 0; i < 64; i++)
       part[i] = (struct drange){ 0xdeadbeef, 0xfeedface };
+    lab_at("a page with 41 changed bytes, 100 apart, room for max %zu ranges", maxes[m]);
     /* the full count whatever the room */
-    assert_int_equal(page_diff(a, b, size, part, maxes[m]), 41);
+    expect_eq(page_diff(a, b, size, part, maxes[m]), 41, "page_diff returned (the number of "
+              "ranges)");
     size_t filled = maxes[m] < n ? maxes[m] : n;
-    assert_memory_equal(part, full, filled * sizeof *part);
+    expect_true(memcmp(part, full, filled * sizeof *part) == 0, "the first max ranges to be those "
+                "written with room for all");
     /* nothing written past max */
     for (size_t i = filled; i < 64; i++) {
-      assert_int_equal(part[i].off, 0xdeadbeef);
-      assert_int_equal(part[i].len, 0xfeedface);
+      expect_eq(part[i].off, 0xdeadbeef, "an entry past max (its offset, untouched)");
+      expect_eq(part[i].len, 0xfeedface, "an entry past max (its length, untouched)");
     }
   }
+  lab_at("a page with 41 changed bytes, 100 apart, out NULL and max 0");
   /* max 0 may pass no array at all: count only */
-  assert_int_equal(page_diff(a, b, size, NULL, 0), 41);
+  expect_eq(page_diff(a, b, size, NULL, 0), 41, "page_diff returned (the number of ranges)");
 }
 
 static void test_worst_case(void **state)
 {
   (void)state;
+  lab_rule("§3.1: a page has at most ceil(size / (gap + 1)) ranges, which fit in size / 2 + 1");
   uint64_t s = 10;
   for (size_t i = 0; i < NSIZES; i++) {
     uint32_t size = sizes[i];
@@ -519,8 +568,9 @@ static void test_worst_case(void **state)
     /* every other byte changed */
     for (uint32_t j = 0; j < size; j++)
       b[j] = j % 2 ? a[j] : (uint8_t)~a[j];
+    lab_at("a page of %u bytes with every other byte changed", size);
     size_t n = page_diff(a, b, size, r, max);
-    assert_true(n >= 1 && n <= max);
+    expect_true(n >= 1 && n <= max, "between 1 and size / 2 + 1 ranges");
     check_diff(a, b, size, r, n);
 
     /* single changed bytes SEP unchanged bytes apart: the most ranges any
@@ -528,9 +578,10 @@ static void test_worst_case(void **state)
     memcpy(b, a, size);
     for (uint32_t j = 0; j < size; j += SEP + 1)
       b[j] ^= 1;
+    lab_at("a page of %u bytes with single bytes changed, DIFF_MERGE_GAP apart", size);
     n = page_diff(a, b, size, r, max);
-    assert_int_equal(n, (size + SEP) / (SEP + 1));
-    assert_true(n <= max);
+    expect_eq(n, (size + SEP) / (SEP + 1), "the number of ranges");
+    expect_true(n <= max, "at most size / 2 + 1 ranges");
     check_diff(a, b, size, r, n);
     free(a);
     free(b);

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lab_expect.h"
+
 #include "rng.h"
 
 #include "param.h"
@@ -41,222 +43,303 @@ static int ack_k(struct quorum *q, uint32_t pg, uint64_t lsn, int k)
 static void test_lal_blocks_allocation(void **state)
 {
   (void)state;
+  lab_rule("§4.2.1: the LAL: no LSN is handed out more than LAL above the VDL (next_lsn + n - 1 "
+           "<= vdl + lal)");
   struct quorum q;
   q_init(&q, 0, 1, 10, VW);
-  assert_int_equal(q.next_lsn, 1);
+  expect_eq(q.next_lsn, 1, "next_lsn");
   /* next_lsn + n - 1 <= vdl + lal: 1 + n - 1 <= 10 */
+  lab_at("next_lsn + n - 1 <= vdl + lal: 1 + n - 1 <= 10");
   for (size_t n = 0; n <= 20; n++)
-    assert_int_equal(q_can_alloc(&q, n), n <= 10);
+    expect_eq(q_can_alloc(&q, n), n <= 10, "q_can_alloc(%zu) (1: may hand out that many more "
+              "LSNs)", n);
 
   /* MTRs of 3, 3, 3 and 1: LSNs 1..10, CPLs at 3, 6, 9, 10 */
+  lab_at("MTRs of 3, 3, 3 and 1: LSNs 1..10, CPLs at 3, 6, 9, 10");
   for (uint64_t l = 1; l <= 10; l++)
-    assert_int_equal(q_alloc(&q, 0, l % 3 == 0 || l == 10), l);
-  assert_false(q_can_alloc(&q, 1));
-  assert_true(q_can_alloc(&q, 0));
-  assert_int_equal(q_pending(&q), 10);
+    expect_eq(q_alloc(&q, 0, l % 3 == 0 || l == 10), l, "q_alloc returned LSN");
+  expect_true(!(q_can_alloc(&q, 1)), "q_can_alloc(1) to refuse one more LSN (past the LAL)");
+  expect_true(q_can_alloc(&q, 0), "q_can_alloc(0) to allow none (n == 0 always may)");
+  expect_eq(q_pending(&q), 10, "records pending (q_pending)");
 
   /* acks for 1 and 2 raise the VCL but not the VDL: still blocked */
-  assert_int_equal(ack_k(&q, 0, 1, VW), 0);
-  assert_int_equal(ack_k(&q, 0, 2, VW), 0);
-  assert_int_equal(q.vcl, 2);
-  assert_int_equal(q.vdl, 0);
-  assert_false(q_can_alloc(&q, 1));
+  lab_at("acks for 1 and 2 raise the VCL but not the VDL: still blocked");
+  expect_eq(ack_k(&q, 0, 1, VW), 0, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(ack_k(&q, 0, 2, VW), 0, "acks of LSN 2 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 2, "the VCL");
+  expect_eq(q.vdl, 0, "the VDL");
+  expect_true(!(q_can_alloc(&q, 1)), "q_can_alloc(1) to refuse one more LSN (past the LAL)");
 
   /* the CPL at 3: vdl 3, three more LSNs (11..13), not four */
-  assert_int_equal(ack_k(&q, 0, 3, VW), 1);
-  assert_int_equal(q.vdl, 3);
+  lab_at("the CPL at 3: vdl 3, three more LSNs (11..13), not four");
+  expect_eq(ack_k(&q, 0, 3, VW), 1, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vdl, 3, "the VDL");
   for (size_t n = 0; n <= 20; n++)
-    assert_int_equal(q_can_alloc(&q, n), 11 + n - 1 <= 13);
+    expect_eq(q_can_alloc(&q, n), 11 + n - 1 <= 13, "q_can_alloc(%zu) (1: may hand out that many "
+              "more LSNs)", n);
   for (uint64_t l = 11; l <= 13; l++)
-    assert_int_equal(q_alloc(&q, 0, 1), l);
-  assert_false(q_can_alloc(&q, 1));
+    expect_eq(q_alloc(&q, 0, 1), l, "q_alloc returned LSN");
+  expect_true(!(q_can_alloc(&q, 1)), "q_can_alloc(1) to refuse one more LSN (past the LAL)");
   q_free(&q);
 }
 
 static void test_out_of_order_mtrs_across_pgs(void **state)
 {
   (void)state;
+  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum; "
+           "the VDL is the highest CPL at or below the VCL");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   /* MTR1: lsn 1 (pg 0), 2 (pg 1), 3 (pg 0, CPL). MTR2: 4 (pg 1), 5 (pg 1, CPL). */
-  assert_int_equal(q_alloc(&q, 0, 0), 1);
-  assert_int_equal(q_alloc(&q, 1, 0), 2);
-  assert_int_equal(q_alloc(&q, 0, 1), 3);
-  assert_int_equal(q_alloc(&q, 1, 0), 4);
-  assert_int_equal(q_alloc(&q, 1, 1), 5);
+  lab_at("MTR1: lsn 1 (pg 0), 2 (pg 1), 3 (pg 0, CPL). MTR2: 4 (pg 1), 5 (pg 1, CPL)");
+  expect_eq(q_alloc(&q, 0, 0), 1, "q_alloc returned LSN");
+  expect_eq(q_alloc(&q, 1, 0), 2, "q_alloc returned LSN");
+  expect_eq(q_alloc(&q, 0, 1), 3, "q_alloc returned LSN");
+  expect_eq(q_alloc(&q, 1, 0), 4, "q_alloc returned LSN");
+  expect_eq(q_alloc(&q, 1, 1), 5, "q_alloc returned LSN");
 
   /* MTR2's CPL reaches quorum first: nothing below it has, so nothing moves */
-  assert_int_equal(ack_k(&q, 1, 5, VW), 0);
-  assert_int_equal(q.vcl, 0);
-  assert_int_equal(q.vdl, 0);
-  assert_int_equal(q_pending(&q), 5);
+  lab_at("MTR2's CPL reaches quorum first: nothing below it has, so nothing moves");
+  expect_eq(ack_k(&q, 1, 5, VW), 0, "acks of LSN 5 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  expect_eq(q.vdl, 0, "the VDL");
+  expect_eq(q_pending(&q), 5, "records pending (q_pending)");
   /* MTR2's first record too: still nothing, 1..3 are missing */
-  assert_int_equal(ack_k(&q, 1, 4, VW), 0);
-  assert_int_equal(q.vcl, 0);
-  assert_int_equal(q.vdl, 0);
+  lab_at("MTR2's first record too: still nothing, 1..3 are missing");
+  expect_eq(ack_k(&q, 1, 4, VW), 0, "acks of LSN 4 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  expect_eq(q.vdl, 0, "the VDL");
 
   /* MTR1 in reverse order: 3, then 2, then 1 */
-  assert_int_equal(ack_k(&q, 0, 3, VW), 0);
-  assert_int_equal(ack_k(&q, 1, 2, VW), 0);
-  assert_int_equal(q.vcl, 0);
+  lab_at("MTR1 in reverse order: 3, then 2, then 1");
+  expect_eq(ack_k(&q, 0, 3, VW), 0, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(ack_k(&q, 1, 2, VW), 0, "acks of LSN 2 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
   /* 1 completes the prefix 1..5: VCL 5, VDL passes through 3 to 5 */
-  assert_int_equal(ack_k(&q, 0, 1, VW), 1);
-  assert_int_equal(q.vcl, 5);
-  assert_int_equal(q.vdl, 5);
-  assert_int_equal(q_pending(&q), 0);
+  lab_at("1 completes the prefix 1..5: VCL 5, VDL passes through 3 to 5");
+  expect_eq(ack_k(&q, 0, 1, VW), 1, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 5, "the VCL");
+  expect_eq(q.vdl, 5, "the VDL");
+  expect_eq(q_pending(&q), 0, "records pending (q_pending)");
   q_free(&q);
 
   /* The same, but MTR1 completes before MTR2's first record: VDL 3 then 5 */
+  lab_at("The same, but MTR1 completes before MTR2's first record: VDL 3 then 5");
   q_init(&q, 0, 1, LAL, VW);
   q_alloc(&q, 0, 0);
   q_alloc(&q, 1, 0);
   q_alloc(&q, 0, 1);
   q_alloc(&q, 1, 0);
   q_alloc(&q, 1, 1);
-  assert_int_equal(ack_k(&q, 1, 5, VW), 0);
-  assert_int_equal(ack_k(&q, 0, 1, VW), 0);
-  assert_int_equal(q.vcl, 1);
-  assert_int_equal(q.vdl, 0);         /* 1 is not a CPL */
-  assert_int_equal(ack_k(&q, 0, 3, VW), 0);
-  assert_int_equal(q.vcl, 1);         /* 2 is missing */
-  assert_int_equal(ack_k(&q, 1, 2, VW), 1);
-  assert_int_equal(q.vcl, 3);
-  assert_int_equal(q.vdl, 3);
-  assert_int_equal(ack_k(&q, 1, 4, VW), 1);
-  assert_int_equal(q.vcl, 5);
-  assert_int_equal(q.vdl, 5);
+  expect_eq(ack_k(&q, 1, 5, VW), 0, "acks of LSN 5 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(ack_k(&q, 0, 1, VW), 0, "acks of LSN 1 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 1, "the VCL");
+  expect_eq(q.vdl, 0, "the VDL");         /* 1 is not a CPL */
+  expect_eq(ack_k(&q, 0, 3, VW), 0, "acks of LSN 3 (pg 0) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 1, "the VCL");         /* 2 is missing */
+  expect_eq(ack_k(&q, 1, 2, VW), 1, "acks of LSN 2 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 3, "the VCL");
+  expect_eq(q.vdl, 3, "the VDL");
+  expect_eq(ack_k(&q, 1, 4, VW), 1, "acks of LSN 4 (pg 1) from a write quorum: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 5, "the VCL");
+  expect_eq(q.vdl, 5, "the VDL");
   q_free(&q);
 }
 
 static void test_one_ack_short_blocks(void **state)
 {
   (void)state;
+  lab_rule("§4.1: a record is durable only at a write quorum (4 of 6 acks); one ack short holds "
+           "back the VCL and everything after it");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   for (int i = 0; i < 4; i++)
     q_alloc(&q, 2, 1);                /* four single-record MTRs */
   /* record 2 gets VW - 1 acks; everything else all six */
-  assert_int_equal(ack_k(&q, 2, 1, NCOPIES), 1);
-  assert_int_equal(ack_k(&q, 2, 2, VW - 1), 0);
-  assert_int_equal(ack_k(&q, 2, 3, NCOPIES), 0);
-  assert_int_equal(ack_k(&q, 2, 4, NCOPIES), 0);
-  assert_int_equal(q.vcl, 1);
-  assert_int_equal(q.vdl, 1);
-  assert_int_equal(q_pending(&q), 3);
+  lab_at("record 2 gets VW - 1 acks; everything else all six");
+  expect_eq(ack_k(&q, 2, 1, NCOPIES), 1, "acks of LSN 1 (pg 2) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 2, 2, VW - 1), 0, "acks of LSN 2 (pg 2) from one segment short of a write "
+            "quorum: the VDL moved (1) or not (0):");
+  expect_eq(ack_k(&q, 2, 3, NCOPIES), 0, "acks of LSN 3 (pg 2) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 2, 4, NCOPIES), 0, "acks of LSN 4 (pg 2) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(q.vcl, 1, "the VCL");
+  expect_eq(q.vdl, 1, "the VDL");
+  expect_eq(q_pending(&q), 3, "records pending (q_pending)");
   /* the missing ack, from a slot not heard yet, releases all three */
-  assert_int_equal(q_ack(&q, 2, NCOPIES - 1, 2), 1);
-  assert_int_equal(q.vcl, 4);
-  assert_int_equal(q.vdl, 4);
-  assert_int_equal(q_pending(&q), 0);
+  lab_at("the missing ack, from a slot not heard yet, releases all three");
+  expect_eq(q_ack(&q, 2, NCOPIES - 1, 2), 1, "q_ack(pg 2, segment NCOPIES - 1, LSN 2): the VDL "
+            "moved (1) or not (0):");
+  expect_eq(q.vcl, 4, "the VCL");
+  expect_eq(q.vdl, 4, "the VDL");
+  expect_eq(q_pending(&q), 0, "records pending (q_pending)");
   q_free(&q);
 }
 
 static void test_duplicate_acks(void **state)
 {
   (void)state;
+  lab_rule("§4.1: a write quorum is of distinct segments: one segment's repeated acks count once");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   q_alloc(&q, 0, 1);
   /* slot 0 a hundred times is one ack */
+  lab_at("slot 0 a hundred times is one ack");
   for (int i = 0; i < 100; i++)
-    assert_int_equal(q_ack(&q, 0, 0, 1), 0);
-  assert_int_equal(q.vcl, 0);
+    expect_eq(q_ack(&q, 0, 0, 1), 0, "q_ack(pg 0, segment 0, LSN 1): the VDL moved (1) or not "
+              "(0):");
+  expect_eq(q.vcl, 0, "the VCL");
   /* VW - 1 distinct slots, each repeated: still short */
+  lab_at("VW - 1 distinct slots, each repeated: still short");
   for (int i = 0; i < 3; i++)
     for (int s = 0; s < VW - 1; s++)
-      assert_int_equal(q_ack(&q, 0, s, 1), 0);
+      expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not "
+                "(0):");
   /* the same slots through SCL acks: still short */
+  lab_at("the same slots through SCL acks: still short");
   for (int s = 0; s < VW - 1; s++)
-    assert_int_equal(q_ack_upto(&q, 0, s, 1), 0);
-  assert_int_equal(q.vcl, 0);
-  assert_int_equal(q.vdl, 0);
+    expect_eq(q_ack_upto(&q, 0, s, 1), 0, "q_ack_upto(pg 0, segment s, SCL 1): the VDL moved (1) "
+              "or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  expect_eq(q.vdl, 0, "the VDL");
   /* one new slot reaches VW */
-  assert_int_equal(q_ack(&q, 0, VW - 1, 1), 1);
-  assert_int_equal(q.vdl, 1);
+  lab_at("one new slot reaches VW");
+  expect_eq(q_ack(&q, 0, VW - 1, 1), 1, "q_ack(pg 0, segment VW - 1, LSN 1): the VDL moved (1) or "
+            "not (0):");
+  expect_eq(q.vdl, 1, "the VDL");
   /* acks after quorum change nothing and report no advance */
-  assert_int_equal(q_ack(&q, 0, VW, 1), 0);
-  assert_int_equal(q_ack(&q, 0, 0, 1), 0);
-  assert_int_equal(q.vdl, 1);
+  lab_at("acks after quorum change nothing and report no advance");
+  expect_eq(q_ack(&q, 0, VW, 1), 0, "q_ack(pg 0, segment VW, LSN 1): the VDL moved (1) or not "
+            "(0):");
+  expect_eq(q_ack(&q, 0, 0, 1), 0, "q_ack(pg 0, segment 0, LSN 1): the VDL moved (1) or not (0):");
+  expect_eq(q.vdl, 1, "the VDL");
   q_free(&q);
 }
 
 static void test_ignored_acks(void **state)
 {
   (void)state;
+  lab_rule("§4.1: acks of another PG, of LSNs never handed out or already at quorum, or from no "
+           "segment of the PG change nothing");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   /* nothing pending: every ack is ignored */
-  assert_int_equal(q_ack(&q, 0, 0, 1), 0);
-  assert_int_equal(q_ack_upto(&q, 0, 0, 1000), 0);
+  lab_at("nothing pending: every ack is ignored");
+  expect_eq(q_ack(&q, 0, 0, 1), 0, "q_ack(pg 0, segment 0, LSN 1): the VDL moved (1) or not (0):");
+  expect_eq(q_ack_upto(&q, 0, 0, 1000), 0, "q_ack_upto(pg 0, segment 0, SCL 1000): the VDL moved "
+            "(1) or not (0):");
   q_alloc(&q, 0, 1);                  /* 1 */
   q_alloc(&q, 1, 1);                  /* 2 */
   /* wrong pg, LSN 0, LSNs never handed out, slots outside 0..NCOPIES-1 */
+  lab_at("wrong pg, LSN 0, LSNs never handed out, slots outside 0..NCOPIES-1");
   for (int s = 0; s < NCOPIES; s++) {
-    assert_int_equal(q_ack(&q, 1, s, 1), 0);
-    assert_int_equal(q_ack(&q, 0, s, 2), 0);
-    assert_int_equal(q_ack(&q, 0, s, 0), 0);
-    assert_int_equal(q_ack(&q, 0, s, 3), 0);
-    assert_int_equal(q_ack(&q, 0, s, UINT64_MAX), 0);
-    assert_int_equal(q_ack_upto(&q, 7, s, 2), 0);
+    expect_eq(q_ack(&q, 1, s, 1), 0, "q_ack(pg 1, segment s, LSN 1): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, 2), 0, "q_ack(pg 0, segment s, LSN 2): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, 0), 0, "q_ack(pg 0, segment s, LSN 0): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, 3), 0, "q_ack(pg 0, segment s, LSN 3): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack(&q, 0, s, UINT64_MAX), 0, "q_ack(pg 0, segment s, LSN UINT64_MAX): the VDL "
+              "moved (1) or not (0):");
+    expect_eq(q_ack_upto(&q, 7, s, 2), 0, "q_ack_upto(pg 7, segment s, SCL 2): the VDL moved (1) "
+              "or not (0):");
   }
   for (int s = -3; s < 0; s++)
-    assert_int_equal(q_ack(&q, 0, s, 1), 0);
+    expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not "
+              "(0):");
   for (int s = NCOPIES; s < NCOPIES + 40; s++) {
-    assert_int_equal(q_ack(&q, 0, s, 1), 0);
-    assert_int_equal(q_ack_upto(&q, 0, s, 1), 0);
+    expect_eq(q_ack(&q, 0, s, 1), 0, "q_ack(pg 0, segment s, LSN 1): the VDL moved (1) or not "
+              "(0):");
+    expect_eq(q_ack_upto(&q, 0, s, 1), 0, "q_ack_upto(pg 0, segment s, SCL 1): the VDL moved (1) "
+              "or not (0):");
   }
-  assert_int_equal(q_ack(&q, 0, 1000000, 1), 0);
-  assert_int_equal(q.vcl, 0);
-  assert_int_equal(q_pending(&q), 2);
+  expect_eq(q_ack(&q, 0, 1000000, 1), 0, "q_ack(pg 0, segment 1000000, LSN 1): the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  expect_eq(q_pending(&q), 2, "records pending (q_pending)");
   /* none of that left a mark: VW - 1 real acks are still short */
-  assert_int_equal(ack_k(&q, 0, 1, VW - 1), 0);
-  assert_int_equal(q.vcl, 0);
-  assert_int_equal(q_ack(&q, 0, VW - 1, 1), 1);
-  assert_int_equal(q.vcl, 1);
+  lab_at("none of that left a mark: VW - 1 real acks are still short");
+  expect_eq(ack_k(&q, 0, 1, VW - 1), 0, "acks of LSN 1 (pg 0) from one segment short of a write "
+            "quorum: the VDL moved (1) or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  expect_eq(q_ack(&q, 0, VW - 1, 1), 1, "q_ack(pg 0, segment VW - 1, LSN 1): the VDL moved (1) or "
+            "not (0):");
+  expect_eq(q.vcl, 1, "the VCL");
   /* below the head (already at quorum): ignored */
-  assert_int_equal(ack_k(&q, 0, 1, NCOPIES), 0);
-  assert_int_equal(ack_k(&q, 1, 1, NCOPIES), 0);
-  assert_int_equal(q.vcl, 1);
-  assert_int_equal(q_pending(&q), 1);
+  lab_at("below the head (already at quorum): ignored");
+  expect_eq(ack_k(&q, 0, 1, NCOPIES), 0, "acks of LSN 1 (pg 0) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 1, 1, NCOPIES), 0, "acks of LSN 1 (pg 1) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(q.vcl, 1, "the VCL");
+  expect_eq(q_pending(&q), 1, "records pending (q_pending)");
   q_free(&q);
 }
 
 static void test_ack_upto(void **state)
 {
   (void)state;
+  lab_rule("§4.2.1: a segment's SCL acknowledges every record of its PG at or below it");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   /* lsn 1..12, pg = lsn % 3, CPL on every fourth */
+  lab_at("lsn 1..12, pg = lsn %% 3, CPL on every fourth");
   for (uint64_t l = 1; l <= 12; l++)
     q_alloc(&q, (uint32_t)(l % 3), l % 4 == 0);
   /* pg 1 holds 1, 4, 7, 10; its segments report SCL 7 */
+  lab_at("pg 1 holds 1, 4, 7, 10; its segments report SCL 7");
   for (int s = 0; s < VW; s++)
-    assert_int_equal(q_ack_upto(&q, 1, s, 7), 0);
-  assert_int_equal(q.vcl, 1);         /* 2 (pg 2) is next */
+    expect_eq(q_ack_upto(&q, 1, s, 7), 0, "q_ack_upto(pg 1, segment s, SCL 7): the VDL moved (1) "
+              "or not (0):");
+  expect_eq(q.vcl, 1, "the VCL");         /* 2 (pg 2) is next */
   /* pg 2 holds 2, 5, 8, 11; SCL 5 */
+  lab_at("pg 2 holds 2, 5, 8, 11; SCL 5");
   for (int s = 0; s < VW; s++)
-    assert_int_equal(q_ack_upto(&q, 2, s, 5), 0);
-  assert_int_equal(q.vcl, 2);         /* 3 (pg 0) is next */
+    expect_eq(q_ack_upto(&q, 2, s, 5), 0, "q_ack_upto(pg 2, segment s, SCL 5): the VDL moved (1) "
+              "or not (0):");
+  expect_eq(q.vcl, 2, "the VCL");         /* 3 (pg 0) is next */
   /* pg 0 holds 3, 6, 9, 12; SCL far beyond what was handed out: all */
+  lab_at("pg 0 holds 3, 6, 9, 12; SCL far beyond what was handed out: all");
   int moved = 0;
   for (int s = 0; s < VW; s++)
     moved |= q_ack_upto(&q, 0, s, 1000);
-  assert_true(moved);
-  assert_int_equal(q.vcl, 7);         /* 8 (pg 2) is missing */
-  assert_int_equal(q.vdl, 4);
+  expect_true(moved, "q_ack's answer (1: the VDL moved)");
+  expect_eq(q.vcl, 7, "the VCL");         /* 8 (pg 2) is missing */
+  expect_eq(q.vdl, 4, "the VDL");
   /* pg 2's SCL moves to 11 on VW slots, but through different slots than
    * before: slots 2..VW+1 (the first two already had 2 and 5) */
+  lab_at("pg 2's SCL moves to 11 on VW slots, but through different slots than before: slots "
+         "2..VW+1 (the first two already had 2 and 5)");
   for (int s = 2; s < VW + 2; s++)
     q_ack_upto(&q, 2, s, 11);
-  assert_int_equal(q.vcl, 9);         /* 10 (pg 1) is missing */
-  assert_int_equal(q.vdl, 8);
+  expect_eq(q.vcl, 9, "the VCL");         /* 10 (pg 1) is missing */
+  expect_eq(q.vdl, 8, "the VDL");
   for (int s = 0; s < VW; s++)
     q_ack_upto(&q, 1, s, 12);
-  assert_int_equal(q.vcl, 12);
-  assert_int_equal(q.vdl, 12);
-  assert_int_equal(q_pending(&q), 0);
+  expect_eq(q.vcl, 12, "the VCL");
+  expect_eq(q.vdl, 12, "the VDL");
+  expect_eq(q_pending(&q), 0, "records pending (q_pending)");
   /* an SCL ack below the head changes nothing */
-  assert_int_equal(q_ack_upto(&q, 1, 5, 3), 0);
+  lab_at("an SCL ack below the head changes nothing");
+  expect_eq(q_ack_upto(&q, 1, 5, 3), 0, "q_ack_upto(pg 1, segment 5, SCL 3): the VDL moved (1) or "
+            "not (0):");
   q_free(&q);
 }
 
@@ -266,57 +349,73 @@ static void test_ack_upto(void **state)
 static void test_allocation_after_truncation(void **state)
 {
   (void)state;
+  lab_rule("§4.2.1, §4.3: after a truncation the LAL counts from its end, or from the VDL once "
+           "that is higher");
   struct quorum q;
   uint64_t vdl = 3363, lal = 1000;
   q_init(&q, vdl, vdl + lal + 1, lal, VW);
-  assert_true(q_can_alloc(&q, 1));
-  assert_true(q_can_alloc(&q, lal));
-  assert_false(q_can_alloc(&q, lal + 1));
+  expect_true(q_can_alloc(&q, 1), "q_can_alloc(1) to allow one more LSN");
+  expect_true(q_can_alloc(&q, lal), "q_can_alloc(lal = 1000) to allow a LAL's worth of LSNs");
+  expect_true(!(q_can_alloc(&q, lal + 1)), "q_can_alloc(lal + 1) to refuse one more than the LAL");
   for (uint64_t i = 0; i < lal; i++)
     q_alloc(&q, 0, 1);
-  assert_false(q_can_alloc(&q, 1));
+  expect_true(!(q_can_alloc(&q, 1)), "q_can_alloc(1) to refuse one more LSN (past the LAL)");
   /* Acks raise the VDL past the range: the limit follows the VDL again. */
+  lab_at("Acks raise the VDL past the range: the limit follows the VDL again");
   for (uint64_t l = vdl + lal + 1; l <= vdl + 2 * lal; l++)
     ack_k(&q, 0, l, VW);
-  assert_int_equal(q.vdl, vdl + 2 * lal);
-  assert_true(q_can_alloc(&q, lal));
-  assert_false(q_can_alloc(&q, lal + 1));
+  expect_eq(q.vdl, vdl + 2 * lal, "the VDL");
+  expect_true(q_can_alloc(&q, lal), "q_can_alloc(lal = 1000) to allow a LAL's worth of LSNs");
+  expect_true(!(q_can_alloc(&q, lal + 1)), "q_can_alloc(lal + 1) to refuse one more than the LAL");
   q_free(&q);
 }
 
 static void test_start_lsn_gap(void **state)
 {
   (void)state;
+  lab_rule("§4.3: after recovery LSNs start above the truncated range; the VCL passes over the "
+           "gap, the VDL waits for a CPL");
   struct quorum q;
   /* after recovery: VDL 100, (100, 1000100) truncated */
+  lab_at("after recovery: VDL 100, (100, 1000100) truncated");
   q_init(&q, 100, 1000100, LAL, VW);
-  assert_int_equal(q.vcl, 100);
-  assert_int_equal(q.vdl, 100);
-  assert_int_equal(q_pending(&q), 0);
+  expect_eq(q.vcl, 100, "the VCL");
+  expect_eq(q.vdl, 100, "the VDL");
+  expect_eq(q_pending(&q), 0, "records pending (q_pending)");
   /* LSNs in the gap are no records */
-  assert_int_equal(ack_k(&q, 0, 101, NCOPIES), 0);
-  assert_int_equal(ack_k(&q, 0, 1000099, NCOPIES), 0);
-  assert_int_equal(q_alloc(&q, 0, 0), 1000100);
-  assert_int_equal(q_alloc(&q, 3, 1), 1000101);
-  assert_int_equal(q_alloc(&q, 3, 1), 1000102);
-  assert_int_equal(ack_k(&q, 0, 1000099, NCOPIES), 0);
-  assert_int_equal(q_ack_upto(&q, 0, 0, 1000099), 0);
-  assert_int_equal(q.vcl, 100);
+  lab_at("LSNs in the gap are no records");
+  expect_eq(ack_k(&q, 0, 101, NCOPIES), 0, "acks of LSN 101 (pg 0) from all six segments: the VDL "
+            "moved (1) or not (0):");
+  expect_eq(ack_k(&q, 0, 1000099, NCOPIES), 0, "acks of LSN 1000099 (pg 0) from all six segments: "
+            "the VDL moved (1) or not (0):");
+  expect_eq(q_alloc(&q, 0, 0), 1000100, "q_alloc returned LSN");
+  expect_eq(q_alloc(&q, 3, 1), 1000101, "q_alloc returned LSN");
+  expect_eq(q_alloc(&q, 3, 1), 1000102, "q_alloc returned LSN");
+  expect_eq(ack_k(&q, 0, 1000099, NCOPIES), 0, "acks of LSN 1000099 (pg 0) from all six segments: "
+            "the VDL moved (1) or not (0):");
+  expect_eq(q_ack_upto(&q, 0, 0, 1000099), 0, "q_ack_upto(pg 0, segment 0, SCL 1000099): the VDL "
+            "moved (1) or not (0):");
+  expect_eq(q.vcl, 100, "the VCL");
   /* the first record at quorum: VCL jumps over the gap, VDL waits for a CPL */
-  assert_int_equal(ack_k(&q, 0, 1000100, VW), 0);
-  assert_int_equal(q.vcl, 1000100);
-  assert_int_equal(q.vdl, 100);
-  assert_int_equal(ack_k(&q, 3, 1000101, VW), 1);
-  assert_int_equal(q.vcl, 1000101);
-  assert_int_equal(q.vdl, 1000101);
+  lab_at("the first record at quorum: VCL jumps over the gap, VDL waits for a CPL");
+  expect_eq(ack_k(&q, 0, 1000100, VW), 0, "acks of LSN 1000100 (pg 0) from a write quorum: the "
+            "VDL moved (1) or not (0):");
+  expect_eq(q.vcl, 1000100, "the VCL");
+  expect_eq(q.vdl, 100, "the VDL");
+  expect_eq(ack_k(&q, 3, 1000101, VW), 1, "acks of LSN 1000101 (pg 3) from a write quorum: the "
+            "VDL moved (1) or not (0):");
+  expect_eq(q.vcl, 1000101, "the VCL");
+  expect_eq(q.vdl, 1000101, "the VDL");
   q_free(&q);
 
   /* the first record a CPL: VCL and VDL both jump to it */
+  lab_at("the first record a CPL: VCL and VDL both jump to it");
   q_init(&q, 100, 1000100, LAL, VW);
   q_alloc(&q, 9, 1);
-  assert_int_equal(ack_k(&q, 9, 1000100, VW), 1);
-  assert_int_equal(q.vcl, 1000100);
-  assert_int_equal(q.vdl, 1000100);
+  expect_eq(ack_k(&q, 9, 1000100, VW), 1, "acks of LSN 1000100 (pg 9) from a write quorum: the "
+            "VDL moved (1) or not (0):");
+  expect_eq(q.vcl, 1000100, "the VCL");
+  expect_eq(q.vdl, 1000100, "the VDL");
   q_free(&q);
 }
 
@@ -389,16 +488,16 @@ static void check_against(const struct quorum *q, const struct model *m, int vw,
 {
   uint64_t vcl, vdl;
   model_points(m, vw, &vcl, &vdl);
-  assert_int_equal(q->vcl, vcl);
-  assert_int_equal(q->vdl, vdl);
-  assert_true(q->vdl <= q->vcl);
-  assert_true(q->vcl >= *last_vcl);
-  assert_true(q->vdl >= *last_vdl);
+  expect_eq(q->vcl, vcl, "the VCL");
+  expect_eq(q->vdl, vdl, "the VDL");
+  expect_true(q->vdl <= q->vcl, "the VDL at or below the VCL");
+  expect_true(q->vcl >= *last_vcl, "the VCL never to go down");
+  expect_true(q->vdl >= *last_vdl, "the VDL never to go down");
   *last_vcl = q->vcl;
   *last_vdl = q->vdl;
-  assert_int_equal(q->next_lsn, m->start + m->n);
+  expect_eq(q->next_lsn, m->start + m->n, "next_lsn");
   size_t done = vcl >= m->start ? (size_t)(vcl - m->start + 1) : 0;
-  assert_int_equal(q_pending(q), m->n - done);
+  expect_eq(q_pending(q), m->n - done, "records pending (q_pending)");
 }
 
 /* One random schedule: MTRs of 1..4 records over npg PGs, acks from random
@@ -419,15 +518,18 @@ static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t tota
 
   while (m.n < total || q_pending(&q) > 0) {
     steps++;
-    assert_true(steps < 100 * total + 10000);
+    lab_at("random schedule %llu (%zu records over %u PGs, write quorum %d of 6), step %zu, "
+           "%zu records handed out", (unsigned long long)seed, total, npg, vw, steps, m.n);
+    expect_true(steps < 100 * total + 10000, "the schedule to end (every record at quorum) within "
+                "its step budget");
     uint32_t op = rng_below(&s, 100);
     if (op < 15 && m.n < total) {
       size_t len = rng_below(&s, 4) + 1;
       for (size_t i = 0; i < len && m.n < total; i++) {
         uint32_t pg = rng_below(&s, npg);
         int cpl = i == len - 1 || m.n == total - 1;
-        assert_true(q_can_alloc(&q, 1));
-        assert_int_equal(q_alloc(&q, pg, cpl), start + m.n);
+        expect_true(q_can_alloc(&q, 1), "q_can_alloc(1) to allow one more LSN");
+        expect_eq(q_alloc(&q, pg, cpl), start + m.n, "q_alloc returned LSN");
         m.pg[m.n] = pg;
         m.cpl[m.n] = (uint8_t)cpl;
         m.n++;
@@ -451,7 +553,7 @@ static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t tota
       uint64_t old_vdl = q.vdl;
       int moved = q_ack(&q, pg, slot, lsn);
       model_ack(&m, pg, slot, lsn);
-      assert_int_equal(moved, q.vdl != old_vdl);
+      expect_eq(moved, q.vdl != old_vdl, "q_ack's answer (1: the VDL moved)");
       check_against(&q, &m, vw, &last_vcl, &last_vdl);
     } else if (m.n > 0) {
       /* an SCL ack: some prefix of the records */
@@ -461,16 +563,17 @@ static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t tota
       uint64_t old_vdl = q.vdl;
       int moved = q_ack_upto(&q, pg, slot, scl);
       model_ack_upto(&m, pg, slot, scl);
-      assert_int_equal(moved, q.vdl != old_vdl);
+      expect_eq(moved, q.vdl != old_vdl, "q_ack's answer (1: the VDL moved)");
       check_against(&q, &m, vw, &last_vcl, &last_vdl);
     }
     /* q_can_alloc is exactly the formula */
     size_t k = rng_below(&s, 8);
-    assert_int_equal(q_can_alloc(&q, k), q.next_lsn + k - 1 <= q.vdl + q.lal || k == 0);
+    expect_eq(q_can_alloc(&q, k), q.next_lsn + k - 1 <= q.vdl + q.lal || k == 0,
+              "q_can_alloc(%llu) (1: may hand out that many more LSNs)", (unsigned long long)k);
   }
   check_against(&q, &m, vw, &last_vcl, &last_vdl);
-  assert_int_equal(q.vcl, start + total - 1);
-  assert_int_equal(q.vdl, start + total - 1);   /* the last record is a CPL */
+  expect_eq(q.vcl, start + total - 1, "the VCL");
+  expect_eq(q.vdl, start + total - 1, "the VDL");   /* the last record is a CPL */
   q_free(&q);
   model_free(&m);
 }
@@ -478,12 +581,16 @@ static void run_random(uint64_t seed, uint64_t vdl0, uint64_t start, size_t tota
 static void test_random_against_model(void **state)
 {
   (void)state;
+  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum, "
+           "the VDL the highest CPL at or below it; neither goes down");
   for (uint64_t seed = 1; seed <= 40; seed++)
     run_random(seed, 0, 1, 300, 1 + (uint32_t)(seed % 5), VW);
   /* after a recovery, with a gap below start */
+  lab_at("after a recovery, with a gap below start");
   for (uint64_t seed = 100; seed < 110; seed++)
     run_random(seed, 100, 1000100, 300, 3, VW);
   /* other write quorums */
+  lab_at("other write quorums");
   for (int vw = 1; vw <= NCOPIES; vw++)
     run_random(200 + (uint64_t)vw, 0, 1, 300, 4, vw);
 }
@@ -491,41 +598,54 @@ static void test_random_against_model(void **state)
 static void test_ring_growth_and_wrap(void **state)
 {
   (void)state;
+  lab_rule("§4.1: the VCL is the highest LSN at or below which every record is at write quorum, "
+           "the VDL the highest CPL at or below it, however many records are pending");
   /* thousands of records: the ring wraps and doubles many times */
+  lab_at("thousands of records: the ring wraps and doubles many times");
   run_random(7777, 0, 1, 5000, 6, VW);
 
   /* and a deterministic schedule: keep a window of pending records that
    * slides, so the ring is full while its head is in the middle, then
    * grows; ack the window newest first so lookups span the wrap */
+  lab_at("and a deterministic schedule: keep a window of pending records that slides, so the ring "
+         "is full while its head is in the middle, then grows; ack the window newest first so "
+         "lookups span the wrap");
   struct quorum q;
   q_init(&q, 0, 1, LAL, VW);
   uint64_t acked = 0;                 /* everything <= acked is at quorum */
   for (uint64_t l = 1; l <= 20000; l++) {
-    assert_int_equal(q_alloc(&q, (uint32_t)(l % 7), l % 5 == 0), l);
+    expect_eq(q_alloc(&q, (uint32_t)(l % 7), l % 5 == 0), l, "q_alloc returned LSN");
     /* the window grows with l: 37 + l / 100 records stay pending */
+    lab_at("the window grows with l: 37 + l / 100 records stay pending");
     uint64_t keep = 37 + l / 100;
     if (l > keep && l % 13 == 0) {
       uint64_t upto = l - keep;
+      lab_at("LSNs 1..%llu handed out (pg = lsn %% 7, a CPL every 5th), 1..%llu acked by a write "
+             "quorum, newest first", (unsigned long long)l, (unsigned long long)upto);
       for (uint64_t a = upto; a > acked; a--)
         ack_k(&q, (uint32_t)(a % 7), a, VW);
       acked = upto;
-      assert_int_equal(q.vcl, acked);
-      assert_int_equal(q.vdl, acked - acked % 5);
-      assert_int_equal(q_pending(&q), l - acked);
+      expect_eq(q.vcl, acked, "the VCL");
+      expect_eq(q.vdl, acked - acked % 5, "the VDL");
+      expect_eq(q_pending(&q), l - acked, "records pending (q_pending)");
     }
     /* the newest pending record is found where it should be: a wrong-pg
      * ack is ignored, the right one counts */
+    lab_at("the newest pending record is found where it should be: a wrong-pg ack is ignored, the "
+           "right one counts");
     if (l % 101 == 0) {
-      assert_int_equal(q_ack(&q, (uint32_t)((l + 1) % 7), 0, l), 0);
-      assert_int_equal(q_ack(&q, (uint32_t)(l % 7), 0, l), 0);
+      expect_eq(q_ack(&q, (uint32_t)((l + 1) % 7), 0, l), 0, "q_ack(pg (uint32_t)((l + 1) %% 7), "
+                "segment 0, LSN l): the VDL moved (1) or not (0):");
+      expect_eq(q_ack(&q, (uint32_t)(l % 7), 0, l), 0, "q_ack(pg (uint32_t)(l %% 7), segment 0, "
+                "LSN l): the VDL moved (1) or not (0):");
     }
   }
-  assert_true(q.cap >= q_pending(&q));
+  expect_true(q.cap >= q_pending(&q), "the ring to hold every pending record");
   for (uint64_t a = 20000; a > acked; a--)
     ack_k(&q, (uint32_t)(a % 7), a, VW);
-  assert_int_equal(q.vcl, 20000);
-  assert_int_equal(q.vdl, 20000);
-  assert_int_equal(q_pending(&q), 0);
+  expect_eq(q.vcl, 20000, "the VCL");
+  expect_eq(q.vdl, 20000, "the VDL");
+  expect_eq(q_pending(&q), 0, "records pending (q_pending)");
   q_free(&q);
 }
 

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "lab_expect.h"
+
 #include "rng.h"
 
 #include "recovery_hist.h"
@@ -80,6 +82,8 @@ static void test_nothing_above_hint(void **state)
 static void test_all_present(void **state)
 {
   (void)state;
+  lab_rule("§4.3: the VDL recovery proves is the last CPL whose MTR, and every one before it, is "
+           "whole in storage");
   struct hist h;
   hist_init(&h, 3, 100);
   uint64_t c1 = mtr(&h, 0, -1);                 /* 1 */
@@ -87,39 +91,49 @@ static void test_all_present(void **state)
   uint64_t c3 = mtr(&h, 2, 2, 0, 1, -1);        /* 5..8 */
   uint64_t c4 = mtr(&h, 1, -1);                 /* 9 */
   uint64_t c5 = mtr(&h, 0, 1, 2, 0, 1, 2, -1);  /* 10..15 */
-  assert_int_equal(c1, 1);
-  assert_int_equal(c5, 15);
-  assert_int_equal(recover(&h, 0, NULL), 15);
+  expect_eq(c1, 1, "the history's CPL c1");
+  expect_eq(c5, 15, "the history's CPL c5");
+  expect_eq(recover(&h, 0, NULL), 15, "the VDL proved from hint 0, every record present:");
   /* the history cut after each MTR: its CPL */
+  lab_at("the history cut after each MTR: its CPL");
   uint64_t cpls[] = {0, c1, c2, c3, c4, c5};
   uint8_t present[100];
   for (size_t j = 0; j < 6; j++) {
     for (size_t i = 0; i < h.n; i++)
       present[i] = h.r[i].lsn <= cpls[j];
-    assert_int_equal(recover(&h, 0, present), cpls[j]);
+    expect_eq(recover(&h, 0, present), cpls[j], "the VDL proved from hint 0, records up to %llu "
+              "present", (unsigned long long)cpls[j]);
     /* and from every hint at or below it */
+    lab_at("and from every hint at or below it");
     for (size_t k = 0; k <= j; k++)
-      assert_int_equal(recover(&h, cpls[k], present), cpls[j]);
+      expect_eq(recover(&h, cpls[k], present), cpls[j], "the VDL proved from hint %llu, records "
+                "up to %llu present", (unsigned long long)cpls[k], (unsigned long long)cpls[j]);
   }
   /* a sixth MTR whose records reached storage but its CPL did not (the
    * writer crashed mid-MTR): not counted */
+  lab_at("a sixth MTR whose records reached storage but its CPL did not (the writer crashed "
+         "mid-MTR): not counted");
   uint64_t c6 = mtr(&h, 2, 0, 1, 0, -1);        /* 16..19 */
-  assert_int_equal(c6, 19);
+  expect_eq(c6, 19, "the history's CPL c6");
   for (uint64_t cut = c5; cut < c6; cut++) {
     for (size_t i = 0; i < h.n; i++)
       present[i] = h.r[i].lsn <= cut;
-    assert_int_equal(recover(&h, 0, present), c5);
+    expect_eq(recover(&h, 0, present), c5, "the VDL proved from hint 0, records up to %llu "
+              "present", (unsigned long long)cut);
   }
-  assert_int_equal(recover(&h, 0, NULL), c6);
+  expect_eq(recover(&h, 0, NULL), c6, "the VDL proved from hint 0, every record present:");
   hist_free(&h);
 }
 
 static void test_hole_stops_walk(void **state)
 {
   (void)state;
+  lab_rule("§4.3: a missing record stops the walk: the VDL is the CPL before the MTR it belongs "
+           "to");
   struct hist h;
   hist_init(&h, 3, 100);
   /* 20 MTRs over 3 PGs */
+  lab_at("20 MTRs over 3 PGs");
   for (int j = 0; j < 20; j++) {
     if (j % 3 == 0)
       mtr(&h, 0, 1, -1);
@@ -128,64 +142,82 @@ static void test_hole_stops_walk(void **state)
     else
       mtr(&h, 1, 2, 0, 1, -1);
   }
-  assert_int_equal(recover(&h, 0, NULL), h.last_cpl);
+  expect_eq(recover(&h, 0, NULL), h.last_cpl, "the VDL proved from hint 0, every record present:");
   /* MTR 7 is a single record in PG 2. Drop it: everything from MTR 7 on
    * is out, though MTRs 8..19 are all there (MTR 9 is in PGs 0 and 1
    * only, and still does not count). */
-  assert_int_equal(h.m[7].len, 1);
-  assert_int_equal(recover_without(&h, 0, h.m[7].cpl), h.m[6].cpl);
+  lab_at("MTR 7 is a single record in PG 2. Drop it: everything from MTR 7 on is out, though MTRs "
+         "8..19 are all there (MTR 9 is in PGs 0 and 1 only, and still does not count)");
+  expect_eq(h.m[7].len, 1, "the history's MTR 7's length");
+  expect_eq(recover_without(&h, 0, h.m[7].cpl), h.m[6].cpl, "the VDL proved from hint 0 with "
+            "record h.m[7].cpl missing");
   /* Dropping any one record: the VDL is the CPL before its MTR. */
+  lab_at("Dropping any one record: the VDL is the CPL before its MTR");
   for (size_t i = 0; i < h.n; i++) {
     size_t j = h.r[i].mtr;
     uint64_t want = j ? h.m[j - 1].cpl : 0;
-    assert_int_equal(recover_without(&h, 0, h.r[i].lsn), want);
+    expect_eq(recover_without(&h, 0, h.r[i].lsn), want, "the VDL proved from hint 0 with record "
+              "%llu missing", (unsigned long long)h.r[i].lsn);
   }
   /* From a hint past MTR 4, a hole in MTR 10 stops at MTR 9. */
+  lab_at("From a hint past MTR 4, a hole in MTR 10 stops at MTR 9");
   uint64_t hint = h.m[4].cpl;
   for (size_t i = h.m[10].first; i < h.m[10].first + h.m[10].len; i++)
-    assert_int_equal(recover_without(&h, hint, h.r[i].lsn), h.m[9].cpl);
+    expect_eq(recover_without(&h, hint, h.r[i].lsn), h.m[9].cpl, "the VDL proved from hint %llu "
+              "with record %llu missing", (unsigned long long)hint,
+              (unsigned long long)h.r[i].lsn);
   hist_free(&h);
 }
 
 static void test_cross_pg_whole_or_nothing(void **state)
 {
   (void)state;
+  lab_rule("§4.3: an MTR counts only if its last record in every PG it touched is on that PG's "
+           "chain: whole or not at all");
   struct hist h;
   hist_init(&h, 3, 100);
   uint64_t c1 = mtr(&h, 1, -1);                 /* 1 (pg 1) */
   uint64_t c2 = mtr(&h, 0, 2, 0, -1);           /* 2 (pg 0), 3 (pg 2), 4 (pg 0) */
-  assert_int_equal(c1, 1);
-  assert_int_equal(c2, 4);
+  expect_eq(c1, 1, "the history's CPL c1");
+  expect_eq(c2, 4, "the history's CPL c2");
   /* everything there: 4 */
-  assert_int_equal(recover(&h, 0, NULL), 4);
+  lab_at("everything there: 4");
+  expect_eq(recover(&h, 0, NULL), 4, "the VDL proved from hint 0, every record present:");
   /* PG 0 has all of MTR 2, PG 2 lacks its record 3, the last PG 2 ever
    * got (nothing later links to it): MTR 2 is out, the VDL is MTR 1's */
-  assert_int_equal(recover_without(&h, 0, 3), c1);
+  lab_at("PG 0 has all of MTR 2, PG 2 lacks its record 3, the last PG 2 ever got (nothing later "
+         "links to it): MTR 2 is out, the VDL is MTR 1's");
+  expect_eq(recover_without(&h, 0, 3), c1, "the VDL proved from hint 0 with record 3 missing");
   /* the same with PG 2's record as the CPL */
+  lab_at("the same with PG 2's record as the CPL");
   struct hist g;
   hist_init(&g, 3, 100);
   mtr(&g, 1, -1);                               /* 1 */
   mtr(&g, 0, 0, 2, -1);                         /* 2, 3 (pg 0), 4 (pg 2, CPL) */
-  assert_int_equal(recover(&g, 0, NULL), 4);
-  assert_int_equal(recover_without(&g, 0, 4), 1);
-  assert_int_equal(recover_without(&g, 0, 3), 1);
-  assert_int_equal(recover_without(&g, 0, 2), 1);
+  expect_eq(recover(&g, 0, NULL), 4, "the VDL proved from hint 0, every record present:");
+  expect_eq(recover_without(&g, 0, 4), 1, "the VDL proved from hint 0 with record 4 missing");
+  expect_eq(recover_without(&g, 0, 3), 1, "the VDL proved from hint 0 with record 3 missing");
+  expect_eq(recover_without(&g, 0, 2), 1, "the VDL proved from hint 0 with record 2 missing");
   hist_free(&g);
 
   /* later complete MTRs do not bring it back: MTR 3 in PG 2 alone, MTR 4
    * in PG 0 alone (PG 0's chain is whole through it) */
+  lab_at("later complete MTRs do not bring it back: MTR 3 in PG 2 alone, MTR 4 in PG 0 alone (PG "
+         "0's chain is whole through it)");
   uint64_t c3 = mtr(&h, 2, -1);                 /* 5 */
   uint64_t c4 = mtr(&h, 0, -1);                 /* 6 */
-  assert_int_equal(c4, 6);
-  assert_int_equal(recover(&h, 0, NULL), c4);
-  assert_int_equal(recover_without(&h, 0, 3), c1);
-  assert_int_equal(recover_without(&h, 0, c3), c2);
+  expect_eq(c4, 6, "the history's CPL c4");
+  expect_eq(recover(&h, 0, NULL), c4, "the VDL proved from hint 0, every record present:");
+  expect_eq(recover_without(&h, 0, 3), c1, "the VDL proved from hint 0 with record 3 missing");
+  expect_eq(recover_without(&h, 0, c3), c2, "the VDL proved from hint 0 with record c3 missing");
   /* a PG 0 record of MTR 2 missing instead */
-  assert_int_equal(recover_without(&h, 0, 2), c1);
+  lab_at("a PG 0 record of MTR 2 missing instead");
+  expect_eq(recover_without(&h, 0, 2), c1, "the VDL proved from hint 0 with record 2 missing");
   /* a PG the MTR did not touch may have a hole after it: no effect on it */
+  lab_at("a PG the MTR did not touch may have a hole after it: no effect on it");
   uint64_t c5 = mtr(&h, 1, -1);                 /* 7 */
   mtr(&h, 1, 2, -1);                            /* 8, 9 */
-  assert_int_equal(recover_without(&h, 0, 8), c5);
+  expect_eq(recover_without(&h, 0, 8), c5, "the VDL proved from hint 0 with record 8 missing");
   hist_free(&h);
 }
 
@@ -226,6 +258,8 @@ static size_t build_union(const struct hist *h, uint64_t hint, const uint8_t *pr
 static void test_order_and_duplicates(void **state)
 {
   (void)state;
+  lab_rule("§4.3: the records of a read quorum come in any order, several copies of one LSN among "
+           "them: the VDL is the same");
   uint64_t s = 2024;
   struct hist h;
   hist_init(&h, 4, 400);
@@ -237,28 +271,38 @@ static void test_order_and_duplicates(void **state)
   for (int trial = 0; trial < 200; trial++) {
     uint64_t hint = trial % 4 == 0 ? 0 : h.m[rng_below(&s, 40)].cpl;
     /* a hole or two, or none */
+    lab_at("trial %d, hint %llu, a hole or two, or none", trial, (unsigned long long)hint);
     memset(present, 1, sizeof present);
     for (int k = rng_below(&s, 3); k > 0; k--)
       present[rng_below(&s, (uint32_t)h.n)] = 0;
     uint64_t want = model_vdl(&h, hint, present);
-    assert_int_equal(recover(&h, hint, present), want);
+    expect_eq(recover(&h, hint, present), want, "the VDL proved from hint %llu (some records "
+              "missing)", (unsigned long long)hint);
     hist_start(&h, hint, start);
     size_t n = build_union(&h, hint, present, v, 4, 50, 0, &s);
-    assert_int_equal(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want);
+    lab_at("trial %d, hint %llu: the records shuffled, up to 4 copies of each", trial,
+           (unsigned long long)hint);
+    expect_eq(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want, "recover_vdl returned "
+              "(the VDL)");
     /* reversed LSN order, each record three times in a row */
+    lab_at("trial %d, hint %llu: reversed LSN order, each record three times in a row", trial,
+           (unsigned long long)hint);
     n = 0;
     for (size_t i = h.n; i-- > 0;)
       if (h.r[i].lsn > hint && present[i])
         for (int c = 0; c < 3; c++)
           to_rmeta(&h, i, &v[n++]);
-    assert_int_equal(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want);
+    expect_eq(recover_vdl(hint, start, h.npgs, v, n, NULL, 0, NULL), want, "recover_vdl returned "
+              "(the VDL)");
   }
   /* the answer with no holes is the last CPL however it is given */
+  lab_at("the answer with no holes is the last CPL however it is given");
   memset(present, 1, sizeof present);
   hist_start(&h, 0, start);
   size_t n = build_union(&h, 0, present, v, 4, 0, 0, &s);
-  assert_true(n > 2 * h.n);
-  assert_int_equal(recover_vdl(0, start, h.npgs, v, n, NULL, 0, NULL), h.last_cpl);
+  expect_true(n > 2 * h.n, "duplicates in the input");
+  expect_eq(recover_vdl(0, start, h.npgs, v, n, NULL, 0, NULL), h.last_cpl, "recover_vdl returned "
+            "(the VDL)");
   free(v);
   hist_free(&h);
 }
@@ -266,6 +310,8 @@ static void test_order_and_duplicates(void **state)
 static void test_start_from_tail_at_hint(void **state)
 {
   (void)state;
+  lab_rule("§4.3: each PG's chain continues from its tail at the hint (start[pg]); records at or "
+           "below the hint change nothing");
   struct hist h;
   hist_init(&h, 4, 100);
   mtr(&h, 0, 1, -1);                            /* 1, 2 */
@@ -273,30 +319,37 @@ static void test_start_from_tail_at_hint(void **state)
   mtr(&h, 1, 1, -1);                            /* 5, 6 */
   uint64_t hint = mtr(&h, 0, -1);               /* 7 */
   /* PG 3 has nothing below the hint: start 0 */
+  lab_at("PG 3 has nothing below the hint: start 0");
   uint64_t a = mtr(&h, 3, 0, 1, 2, -1);         /* 8..11 */
   uint64_t b = mtr(&h, 2, 1, -1);               /* 12, 13 */
   uint64_t start[MAXPG];
   hist_start(&h, hint, start);
-  assert_int_equal(start[0], 7);
-  assert_int_equal(start[1], 6);
-  assert_int_equal(start[2], 3);
-  assert_int_equal(start[3], 0);
-  assert_int_equal(recover(&h, hint, NULL), b);
+  expect_eq(start[0], 7, "start[0] (PG 0's tail at the hint)");
+  expect_eq(start[1], 6, "start[1] (PG 1's tail at the hint)");
+  expect_eq(start[2], 3, "start[2] (PG 2's tail at the hint)");
+  expect_eq(start[3], 0, "start[3] (PG 3's tail at the hint)");
+  expect_eq(recover(&h, hint, NULL), b, "the VDL proved from hint %llu, every record present:",
+            (unsigned long long)hint);
   /* the records at or below the hint missing is fine */
+  lab_at("the records at or below the hint missing is fine");
   uint8_t present[100];
   for (size_t i = 0; i < h.n; i++)
     present[i] = h.r[i].lsn > hint;
-  assert_int_equal(recover(&h, hint, present), b);
+  expect_eq(recover(&h, hint, present), b, "the VDL proved from hint %llu (some records missing)",
+              (unsigned long long)hint);
   /* and given as well (from a segment with a lower hint), with a hole
    * among them: ignored */
+  lab_at("and given as well (from a segment with a lower hint), with a hole among them: ignored");
   struct rmeta v[100];
   size_t n = 0;
   for (size_t i = 0; i < h.n; i++)
     if (h.r[i].lsn != 4)
       to_rmeta(&h, i, &v[n++]);
-  assert_int_equal(recover_vdl(hint, start, 4, v, n, NULL, 0, NULL), b);
+  expect_eq(recover_vdl(hint, start, 4, v, n, NULL, 0, NULL), b, "recover_vdl returned (the VDL)");
   /* the chain really starts at start[k]: a PG's tail given as 0 while its
    * first record above the hint links to 7 does not reach it */
+  lab_at("the chain really starts at start[k]: a PG's tail given as 0 while its first record "
+         "above the hint links to 7 does not reach it");
   n = 0;
   for (size_t i = 0; i < h.n; i++)
     if (h.r[i].lsn > hint)
@@ -304,14 +357,18 @@ static void test_start_from_tail_at_hint(void **state)
   uint64_t bad[MAXPG];
   memcpy(bad, start, sizeof bad);
   bad[0] = 0;
-  assert_int_equal(recover_vdl(hint, bad, 4, v, n, NULL, 0, NULL), hint);
+  expect_eq(recover_vdl(hint, bad, 4, v, n, NULL, 0, NULL), hint, "recover_vdl returned (the VDL)");
   /* PG 2's tail wrong: MTR a touches it, so nothing counts either */
+  lab_at("PG 2's tail wrong: MTR a touches it, so nothing counts either");
   memcpy(bad, start, sizeof bad);
   bad[2] = 0;
-  assert_int_equal(recover_vdl(hint, bad, 4, v, n, NULL, 0, NULL), hint);
+  expect_eq(recover_vdl(hint, bad, 4, v, n, NULL, 0, NULL), hint, "recover_vdl returned (the VDL)");
   /* a hole in PG 3 (start 0) right at its first record */
-  assert_int_equal(recover_without(&h, hint, 8), hint);
-  assert_int_equal(recover_without(&h, hint, 12), a);
+  lab_at("a hole in PG 3 (start 0) right at its first record");
+  expect_eq(recover_without(&h, hint, 8), hint, "the VDL proved from hint %llu with record 8 "
+            "missing", (unsigned long long)hint);
+  expect_eq(recover_without(&h, hint, 12), a, "the VDL proved from hint %llu with record 12 "
+            "missing", (unsigned long long)hint);
   hist_free(&h);
 }
 
@@ -385,6 +442,8 @@ static void gen_random(struct hist *h, uint64_t *s, size_t nmtr)
 static void test_random_against_model(void **state)
 {
   (void)state;
+  lab_rule("§4.3: the VDL is the end of the longest run of whole MTRs above the hint along the "
+           "CPL chain, records a truncation cut left out");
   uint64_t s = 0x5eed;
   size_t cap = 2000;
   uint8_t *present = malloc(cap);
@@ -399,6 +458,7 @@ static void test_random_against_model(void **state)
     hist_init(&h, npgs, cap);
     gen_random(&h, &s, 20 + rng_below(&s, 60));
     /* the hint: 0, or the CPL of an MTR in the chain */
+    lab_at("the hint: 0, or the CPL of an MTR in the chain");
     uint64_t hint = 0;
     if (rng_below(&s, 3)) {
       size_t j = rng_below(&s, (uint32_t)h.nm);
@@ -406,6 +466,7 @@ static void test_random_against_model(void **state)
         hint = h.m[j].cpl;
     }
     /* lose records: none, a few, or many */
+    lab_at("lose records: none, a few, or many");
     uint32_t loss = (uint32_t[]){0, 3, 20, 100}[rng_below(&s, 4)];
     for (size_t i = 0; i < h.n; i++)
       present[i] = rng_below(&s, 1000) >= loss;
@@ -413,9 +474,13 @@ static void test_random_against_model(void **state)
     hist_start(&h, hint, start);
     size_t n = build_union(&h, hint, present, v, 3, 30, 50, &s);
     uint64_t got = recover_vdl(hint, start, npgs, v, n, h.tr, h.ntr, NULL);
-    if (got != want)
-      fail_msg("trial %d: hint %llu, got %llu, want %llu", trial,
-               (unsigned long long)hint, (unsigned long long)got, (unsigned long long)want);
+    size_t lost = 0;
+    for (size_t i = 0; i < h.n; i++)
+      lost += !present[i];
+    lab_at("random history %d: %zu PGs, %zu records (%zu lost, copies in any order), %zu "
+           "truncated range(s), hint %llu", trial, npgs, h.n, lost, h.ntr,
+           (unsigned long long)hint);
+    expect_eq(got, want, "the VDL proved");
     if (want == h.last_cpl)
       whole++;
     else if (want == hint)
@@ -426,10 +491,11 @@ static void test_random_against_model(void **state)
     hist_free(&h);
   }
   /* the trials covered every kind of outcome */
-  assert_true(whole > 300);
-  assert_true(stopped > 300);
-  assert_true(at_hint > 100);
-  assert_true(with_tr > 1000);
+  lab_at("the trials covered every kind of outcome");
+  expect_true(whole > 300, "more than 300 trials where every MTR is whole");
+  expect_true(stopped > 300, "more than 300 trials stopped by a hole");
+  expect_true(at_hint > 100, "more than 100 trials ending at the hint");
+  expect_true(with_tr > 1000, "more than 1000 trials with truncated ranges");
   free(present);
   free(v);
 }
@@ -444,6 +510,7 @@ static double now(void)
 static void test_large_input_fast(void **state)
 {
   (void)state;
+  lab_rule("§4.3: recovery is quick: 200k records take well under a second");
   uint64_t s = 99;
   size_t cap = 200000;
   struct hist h;
@@ -457,7 +524,7 @@ static void test_large_input_fast(void **state)
   }
   while (h.n < cap)
     mtr(&h, (int)rng_below(&s, 16), -1);
-  assert_int_equal(h.n, cap);
+  expect_eq(h.n, cap, "the history's records");
   uint64_t start[MAXPG];
   hist_start(&h, 0, start);
   struct rmeta *v = calloc(cap, sizeof *v);
@@ -469,8 +536,9 @@ static void test_large_input_fast(void **state)
   double t0 = now();
   uint64_t got = recover_vdl(0, start, 16, v, cap, tr, 4, NULL);
   double t1 = now();
-  assert_int_equal(got, h.last_cpl);
+  expect_eq(got, h.last_cpl, "recover_vdl returned (the VDL)");
   /* a hole at the start: the walk stops at once, still quickly */
+  lab_at("a hole at the start: the walk stops at once, still quickly");
   for (size_t i = 0; i < cap; i++)
     to_rmeta(&h, i, &v[i]);
   v[10] = v[cap - 1];
@@ -478,9 +546,10 @@ static void test_large_input_fast(void **state)
   double t2 = now();
   got = recover_vdl(0, start, 16, v, cap - 1, tr, 4, NULL);
   double t3 = now();
-  assert_int_equal(got, h.r[10].mtr ? h.m[h.r[10].mtr - 1].cpl : 0);
+  expect_eq(got, h.r[10].mtr ? h.m[h.r[10].mtr - 1].cpl : 0, "recover_vdl returned (the VDL)");
   if (t1 - t0 >= 1.0 || t3 - t2 >= 1.0)
-    fail_msg("200k records took %.3f s and %.3f s", t1 - t0, t3 - t2);
+    fail_msg("200k records took %.3f s and %.3f s, expected well under 1 s each — %s", t1 - t0,
+             t3 - t2, lab_rule_);
   free(v);
   hist_free(&h);
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lab_expect.h"
 #include "rng.h"
 
 #include "param.h"
@@ -95,8 +96,10 @@ static void expect_admit(const struct segment *s, uint64_t lsn, uint64_t prev,
              (unsigned long long)lsn, (unsigned long long)prev, rc,
              wire_errname((uint32_t)rc), code, wire_errname((uint32_t)code));
   if (code == ERR_NONE && d != dup)
-    fail_msg("admit %llu<-%llu: dup %d, expected %d", (unsigned long long)lsn,
-             (unsigned long long)prev, d, dup);
+    fail_msg("admit %llu<-%llu: dup %d, expected %d (%s)", (unsigned long long)lsn,
+             (unsigned long long)prev, d, dup,
+             dup ? "the segment holds it already: at or below the SCL, or waiting above a hole"
+                 : "the segment does not hold it yet");
 }
 
 /* SCL expected once the chain records flagged in added[] are held. */
@@ -127,22 +130,22 @@ static void run_order(const uint64_t *chain, size_t n, const size_t *perm,
     if (lsn > max)
       max = lsn;
     uint64_t want = expected_scl(chain, added, n);
-    if (scl != want || s.scl != want)
-      fail_msg("after adding %zu records (last %llu): scl %llu, expected %llu",
-               k + 1, (unsigned long long)lsn, (unsigned long long)scl,
-               (unsigned long long)want);
-    assert_int_equal(s.max_lsn, max);
+    lab_at("after adding %zu records (last %llu)", k + 1, (unsigned long long)lsn);
+    expect_eq(scl, want, "seg_add returned scl");
+    expect_eq(s.scl, want, "scl");
+    expect_eq(s.max_lsn, max, "max_lsn (the highest LSN held)");
     size_t below = 0;
     for (size_t j = 0; j < n; j++)
       below += added[j] && chain[j] <= want;
-    assert_int_equal(s.npend, k + 1 - below);
+    expect_eq(s.npend, k + 1 - below, "npend (records held above the SCL)");
     expect_admit(&s, lsn, prev, ERR_NONE, 1);          /* now a duplicate */
     if (full)
       for (size_t j = 0; j < n; j++)
         expect_admit(&s, chain[j], j ? chain[j - 1] : 0, ERR_NONE, added[j]);
   }
-  assert_int_equal(s.scl, chain[n - 1]);
-  assert_int_equal(s.npend, 0);
+  lab_at("after adding all %zu records of the chain", n);
+  expect_eq(s.scl, chain[n - 1], "scl");
+  expect_eq(s.npend, 0, "npend (records held above the SCL)");
   seg_free(&s);
 }
 
@@ -171,6 +174,8 @@ static int next_perm(size_t *p, size_t n)
 static void test_scl_every_order_of_short_chain(void **state)
 {
   (void)state;
+  lab_rule("§4.2.1: the SCL is the highest LSN below which every record is held: "
+           "the chain of backlinks from 0 reaches it with no hole");
   const uint64_t chain[] = { 3, 7, 9, 15, 16, 22, 40 };  /* 3<-0, 7<-3, 9<-7, ... */
   const size_t n = sizeof chain / sizeof chain[0];
   size_t perm[7];
@@ -181,12 +186,14 @@ static void test_scl_every_order_of_short_chain(void **state)
     run_order(chain, n, perm, 1);
     count++;
   } while (next_perm(perm, n));
-  assert_int_equal(count, 5040);     /* 7! orders */
+  expect_eq(count, 5040, "orders tried (7!)");
 }
 
 static void test_scl_random_shuffles_of_long_chain(void **state)
 {
   (void)state;
+  lab_rule("§4.2.1: the SCL is the highest LSN below which every record is held: "
+           "the chain of backlinks from 0 reaches it with no hole");
   for (uint64_t seed = 1; seed <= 200; seed++) {
     uint64_t s = seed;
     size_t n = 50 + rng_below(&s, 250);
@@ -210,13 +217,17 @@ static void test_scl_random_shuffles_of_long_chain(void **state)
 static void test_scl_in_order(void **state)
 {
   (void)state;
+  lab_rule("§4.2.1: the SCL is the highest LSN below which every record is held: "
+           "the chain of backlinks from 0 reaches it with no hole");
   struct segment s;
   seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
-  assert_int_equal(s.scl, 0);
+  expect_eq(s.scl, 0, "a new segment's scl");
   uint64_t prev = 0;
   for (uint64_t lsn = 1; lsn < 5000; lsn += 1 + lsn % 3) {
-    assert_int_equal(seg_add(&s, lsn, prev), lsn);
-    assert_int_equal(s.npend, 0);
+    lab_at("records in order, each linked to the one before; after adding %llu<-%llu",
+           (unsigned long long)lsn, (unsigned long long)prev);
+    expect_eq(seg_add(&s, lsn, prev), lsn, "seg_add returned scl");
+    expect_eq(s.npend, 0, "npend (records held above the SCL)");
     prev = lsn;
   }
   seg_free(&s);
@@ -229,10 +240,13 @@ static void test_duplicates(void **state)
   (void)state;
   struct segment s;
   seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
+  lab_rule("§4.2.1: the SCL is the highest LSN below which every record is held: "
+           "the chain of backlinks from 0 reaches it with no hole");
   /* chain 3<-0, 7<-3, 9<-7, 15<-9; 9 is missing */
-  assert_int_equal(seg_add(&s, 3, 0), 3);
-  assert_int_equal(seg_add(&s, 7, 3), 7);
-  assert_int_equal(seg_add(&s, 15, 9), 7);
+  lab_at("adding 3<-0, 7<-3, then 15<-9 (9 missing)");
+  expect_eq(seg_add(&s, 3, 0), 3, "seg_add(3<-0) returned scl");
+  expect_eq(seg_add(&s, 7, 3), 7, "seg_add(7<-3) returned scl");
+  expect_eq(seg_add(&s, 15, 9), 7, "seg_add(15<-9) returned scl");
   expect_admit(&s, 3, 0, ERR_NONE, 1);     /* at or below scl */
   expect_admit(&s, 7, 3, ERR_NONE, 1);
   expect_admit(&s, 15, 9, ERR_NONE, 1);    /* pending above the hole */
@@ -241,7 +255,8 @@ static void test_duplicates(void **state)
   /* An LSN below scl is a duplicate whatever backlink it claims: the chain
    * up to scl is whole, so the segment already holds it. */
   expect_admit(&s, 5, 3, ERR_NONE, 1);
-  assert_int_equal(seg_add(&s, 9, 7), 15);
+  lab_at("3, 7 and 15<-9 held, then the hole 9<-7 arrives");
+  expect_eq(seg_add(&s, 9, 7), 15, "seg_add(9<-7) returned scl");
   expect_admit(&s, 9, 7, ERR_NONE, 1);
   expect_admit(&s, 15, 9, ERR_NONE, 1);
   seg_free(&s);
@@ -251,23 +266,29 @@ static void test_add_is_idempotent(void **state)
 {
   (void)state;
   struct segment s;
+  lab_rule("§4.2.1: a segment may receive a record more than once (resends, gossip); "
+           "adding one it holds changes nothing: not the SCL, not max_lsn, not what waits");
   seg_init(&s, 1, 1, FIRST, NPAGES, PSIZE);
-  assert_int_equal(seg_add(&s, 3, 0), 3);
-  assert_int_equal(seg_add(&s, 3, 0), 3);
-  assert_int_equal(seg_add(&s, 9, 7), 3);
-  assert_int_equal(s.npend, 1);
+  lab_at("adding 3<-0 twice, then 9<-7 (7 missing)");
+  expect_eq(seg_add(&s, 3, 0), 3, "seg_add(3<-0) returned scl");
+  expect_eq(seg_add(&s, 3, 0), 3, "seg_add(3<-0) again returned scl");
+  expect_eq(seg_add(&s, 9, 7), 3, "seg_add(9<-7) returned scl");
+  expect_eq(s.npend, 1, "npend (records held above the SCL: 9)");
   for (int k = 0; k < 5; k++) {
-    assert_int_equal(seg_add(&s, 9, 7), 3);
-    assert_int_equal(seg_add(&s, 3, 0), 3);
-    assert_int_equal(s.npend, 1);
-    assert_int_equal(s.max_lsn, 9);
+    lab_at("3 and 9<-7 held, then 9<-7 and 3<-0 added again (round %d of 5)", k + 1);
+    expect_eq(seg_add(&s, 9, 7), 3, "seg_add(9<-7) returned scl");
+    expect_eq(seg_add(&s, 3, 0), 3, "seg_add(3<-0) returned scl");
+    expect_eq(s.npend, 1, "npend (records held above the SCL: 9)");
+    expect_eq(s.max_lsn, 9, "max_lsn");
   }
-  assert_int_equal(seg_add(&s, 7, 3), 9);
-  assert_int_equal(s.npend, 0);
-  assert_int_equal(seg_add(&s, 7, 3), 9);
-  assert_int_equal(seg_add(&s, 9, 7), 9);
-  assert_int_equal(s.npend, 0);
-  assert_int_equal(s.scl, 9);
+  lab_at("3 and 9<-7 held, then the hole 7<-3 arrives");
+  expect_eq(seg_add(&s, 7, 3), 9, "seg_add(7<-3) returned scl");
+  expect_eq(s.npend, 0, "npend");
+  lab_at("3, 7, 9 held, then 7 and 9 again");
+  expect_eq(seg_add(&s, 7, 3), 9, "seg_add(7<-3) returned scl");
+  expect_eq(seg_add(&s, 9, 7), 9, "seg_add(9<-7) returned scl");
+  expect_eq(s.npend, 0, "npend");
+  expect_eq(s.scl, 9, "scl");
 
   /* Many resends in random order on a long chain end in the same state. */
   uint64_t rs = 42;
@@ -280,9 +301,11 @@ static void test_add_is_idempotent(void **state)
   }
   for (uint64_t i = 1; i <= 300; i++)
     seg_add(&t, 2 * i, 2 * i - 2);
-  assert_int_equal(t.scl, 600);
-  assert_int_equal(t.npend, 0);
-  assert_int_equal(t.max_lsn, 600);
+  lab_at("a chain 2<-0, 4<-2, ... 600<-598 added 10,000 times in random order, then once "
+         "in order");
+  expect_eq(t.scl, 600, "scl");
+  expect_eq(t.npend, 0, "npend");
+  expect_eq(t.max_lsn, 600, "max_lsn");
   seg_free(&t);
   seg_free(&s);
 }

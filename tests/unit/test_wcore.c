@@ -30,6 +30,7 @@
  *    is not held to the cut LSN.
  */
 #include "fake_io.h"
+#include "lab_expect.h"
 
 #include "lib/log.h"
 #include "record.h"
@@ -43,10 +44,10 @@ struct wfix {
   struct ep *seg[NCOPIES];     /* the writer's endpoint to each node */
 };
 
-/* Set a writer of epoch 1 up from a volume description of one PG on the
- * six nodes, as sim/writer.c does, start recovery and bring the six
+/* Set a writer of epoch `epoch` up from a volume description of one PG on
+ * the six nodes, as sim/writer.c does, start recovery and bring the six
  * endpoints up. */
-static void writer_setup(struct wfix *x)
+static void writer_setup_at(struct wfix *x, uint64_t epoch)
 {
   Auralog__Segment seg[NCOPIES], *ptr[NCOPIES];
   memset(x, 0, sizeof *x);
@@ -62,7 +63,7 @@ static void writer_setup(struct wfix *x)
   vd.name = "v";
   vd.page_size = PSIZE;
   vd.pg_pages = PG_PAGES;
-  vd.epoch = 1;
+  vd.epoch = epoch;
   vd.pgs = &pgp;
   vd.n_pgs = 1;
 
@@ -83,6 +84,11 @@ static void writer_setup(struct wfix *x)
     assert_int_equal(count(&x->f, x->seg[i], 0), 0);
     vcore_on_up(v, x->seg[i]);
   }
+}
+
+static void writer_setup(struct wfix *x)
+{
+  writer_setup_at(x, 1);
 }
 
 static void writer_teardown(struct wfix *x)
@@ -438,11 +444,14 @@ static Rec *srec(struct srec *t, uint64_t lsn, uint64_t prev, uint32_t page, uin
 static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
 {
   (void)state;
+  lab_rule("§4.3: recovery adopts what it proved, truncates what it did not, and the writer then "
+           "serves each page at the LSN of its newest surviving record");
   struct wfix x;
   char why[256];
   writer_setup(&x);
   struct volume *v = x.v;
   /* Round 1: segments 0..3 held records (an older writer's), no hint. */
+  lab_at("Round 1: segments 0..3 held records (an older writer's), no hint");
   for (int i = 0; i < NCOPIES; i++) {
     const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
     Env env = AURALOG__ENVELOPE__INIT;
@@ -455,9 +464,11 @@ static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
     env.seg_info = &si;
     DELIVER(vcore_on_msg, v, x.seg[i], &env);
   }
-  assert_int_equal(rcv_round(v->rcv), 2);
+  expect_eq(rcv_round(v->rcv), 2, "the recovery's round");
   /* Round 2: records 1 (page 9), 2 (page 9), 4 (page 10, whose backlink 3
    * no one holds: off the chain, cut by the truncation). */
+  lab_at("Round 2: records 1 (page 9), 2 (page 9), 4 (page 10, whose backlink 3 no one holds: "
+         "off the chain, cut by the truncation)");
   struct srec a, b, c;
   Rec *recs[3] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1), srec(&c, 4, 3, 10, 3)};
   for (int i = 0; i < NCOPIES; i++) {
@@ -486,49 +497,54 @@ static void recovery_teaches_the_adopted_pages_and_forgets_the_cut(void **state)
       DELIVER(vcore_on_msg, v, x.seg[i], &env);
     }
   /* Round 3: the adopted records 1, 2 and the truncation above VDL 2. */
-  assert_int_equal(rcv_round(v->rcv), 3);
+  lab_at("Round 3: the adopted records 1, 2 and the truncation above VDL 2");
+  expect_eq(rcv_round(v->rcv), 3, "the recovery's round");
   for (int i = 0; i < NCOPIES; i++) {
     const Env *e = take(&x.f, x.seg[i], APPEND);
-    assert_int_equal(e->append->n_records, 2);
+    expect_eq(e->append->n_records, 2, "records in round 3's Append (the ones adopted)");
     ack(&x, i, e->req, 2);
   }
-  assert_int_equal(rcv_result(v->rcv, why, sizeof why), 1);
-  assert_int_equal(v->q.vdl, 2);
+  expect_eq(rcv_result(v->rcv, why, sizeof why), 1, "rcv_result (1: recovered, 0: not yet, -1: "
+            "failed)");
+  expect_eq(v->q.vdl, 2, "the VDL the writer serves from");
   rcv_free(v->rcv);
   v->rcv = NULL;
   v->opened = 1;
   uint64_t l = 0;
-  assert_int_equal(pl_get(&v->plsn, 9, &l), PL_EXACT);
-  assert_int_equal(l, 2);
-  assert_int_equal(pl_get(&v->plsn, 10, &l), PL_UNKNOWN);
+  expect_eq(pl_get(&v->plsn, 9, &l), PL_EXACT, "what the writer knows of page 9's LSN (pl_get)");
+  expect_eq(l, 2, "page 9's LSN as the writer knows it");
+  expect_eq(pl_get(&v->plsn, 10, &l), PL_UNKNOWN, "what the writer knows of page 10's LSN "
+            "(pl_get)");
 
   /* Page 9 served without record 2 is refused; the right one goes. */
+  lab_at("Page 9 served without record 2 is refused; the right one goes");
   static uint8_t out[PSIZE], p9[PSIZE];
   memset(p9, 2, 4);
   struct readreq *r = vcore_read(v, 9, out);
   vcore_wake(v);
   const Env *q;
   int s = read_sent_to(&x, &q);
-  assert_int_equal(q->read_page->need, 2);
+  expect_eq(q->read_page->need, 2, "the LSN the read asks for");
   static uint8_t p9old[PSIZE];
   memset(p9old, 1, 4);
   answer_page(&x, s, q, p9old, 1);
-  assert_int_equal(r->done, 0);
-  assert_int_equal(v->st.stale_pages, 1);
+  expect_eq(r->done, 0, "the read done (1) or waiting (0)");
+  expect_eq(v->st.stale_pages, 1, "stale pages refused");
   s = read_sent_to(&x, &q);
   answer_page(&x, s, q, p9, 2);
-  assert_int_equal(r->done, 1);
-  assert_memory_equal(out, p9, PSIZE);
+  expect_eq(r->done, 1, "the read done (1) or waiting (0)");
+  expect_true(memcmp(out, p9, PSIZE) == 0, "the bytes of out equal to p9");
   read_reap(v);
   free(r);
   /* Page 10: its only record (4) was cut; a zero page as of 0 is right. */
+  lab_at("Page 10: its only record (4) was cut; a zero page as of 0 is right");
   static const uint8_t zero[PSIZE];
   r = vcore_read(v, 10, out);
   vcore_wake(v);
   s = read_sent_to(&x, &q);
   answer_page(&x, s, q, zero, 0);
-  assert_int_equal(r->done, 1);
-  assert_int_equal(v->st.stale_pages, 1);
+  expect_eq(r->done, 1, "the read done (1) or waiting (0)");
+  expect_eq(v->st.stale_pages, 1, "stale pages refused");
   read_reap(v);
   free(r);
   writer_teardown(&x);
@@ -582,38 +598,44 @@ static void assert_alarm(struct wfix *x, const char *node, uint64_t heard, uint6
 {
   char why[512], want[128];
   struct volume *v = x->v;
-  assert_int_equal(rcv_result(v->rcv, why, sizeof why), -1);
-  assert_int_equal(rcv_error(v->rcv), ERR_DATA_LOSS);
-  assert_false(vol_open_again(rcv_error(v->rcv)));
-  assert_int_equal(rcv_round(v->rcv), 0);
-  assert_int_equal(rcv_vdl(v->rcv), vdl);
+  expect_eq(rcv_result(v->rcv, why, sizeof why), -1, "rcv_result (1: recovered, 0: not yet, -1: "
+            "failed)");
+  expect_eq(rcv_error(v->rcv), ERR_DATA_LOSS, "the recovery's error (ERR_DATA_LOSS is %d)",
+            ERR_DATA_LOSS);
+  expect_true(!(vol_open_again(rcv_error(v->rcv))), "the open not to be tried again");
+  expect_eq(rcv_round(v->rcv), 0, "the recovery's round (0: over)");
+  expect_eq(rcv_vdl(v->rcv), vdl, "the VDL the recovery proved");
   printf("# %s\n", why);
-  assert_true(strncmp(why, "data loss: ", 11) == 0);
+  expect_true(strncmp(why, "data loss: ", 11) == 0, "the reason to begin with 'data loss: '");
   snprintf(want, sizeof want, "recovery proves VDL %llu but pg 0 segment on node %s heard "
            "VDL %llu", (unsigned long long)vdl, node, (unsigned long long)heard);
   if (strstr(why, want) == NULL)
     fail_msg("the alarm '%s' does not say '%s'", why, want);
   snprintf(want, sizeof want, "acknowledged commits above %llu are missing",
            (unsigned long long)vdl);
-  assert_non_null(strstr(why, want));
-  assert_non_null(strstr(why, "refusing to open; nothing truncated"));
-  assert_null(strchr(why, '\n'));
+  expect_true(strstr(why, want) != NULL, "the alarm '%s' to say '%s'", why, want);
+  expect_true(strstr(why, "refusing to open; nothing truncated") != NULL,
+              "the alarm '%s' to say 'refusing to open; nothing truncated'", why);
+  expect_true(strchr(why, '\n') == NULL, "the alarm to be one line");
   for (size_t i = 0; i < x->f.nout; i++) {
     const Env *e = x->f.out[i].env;
     if (e->body_case != SEG_QUERY)
       fail_msg("recovery sent a message of kind %d after the alarm", (int)e->body_case);
-    assert_int_equal(e->seg_query->n_truncs, 0);
+    expect_eq(e->seg_query->n_truncs, 0, "truncations a query sent after the alarm carries");
   }
   for (int i = 0; i < NCOPIES; i++)
-    assert_int_equal(count(&x->f, x->seg[i], 0), 0);
+    expect_eq(count(&x->f, x->seg[i], 0), 0, "messages left to send to segment %d after the alarm",
+              i);
   /* Events after it change nothing (time passing, a node lost). */
   x->f.now += 10 * RCV_ANSWER_MS;
   vcore_tick(v);
   x->seg[0]->open = 0;
   vcore_on_down(v, x->seg[0]);
-  assert_int_equal(rcv_result(v->rcv, why, sizeof why), -1);
+  expect_eq(rcv_result(v->rcv, why, sizeof why), -1, "rcv_result (1: recovered, 0: not yet, -1: "
+            "failed)");
   for (size_t i = 0; i < x->f.nout; i++)
-    assert_int_equal(x->f.out[i].env->body_case, SEG_QUERY);
+    expect_eq(x->f.out[i].env->body_case, SEG_QUERY, "the kind of message %zu sent (only "
+              "queries: %d)", i, SEG_QUERY);
   rcv_free(v->rcv);
   v->rcv = NULL;
 }
@@ -621,6 +643,8 @@ static void assert_alarm(struct wfix *x, const char *node, uint64_t heard, uint6
 static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
 {
   (void)state;
+  lab_rule("§4.3: a recovery that proves a VDL below one a segment heard has lost acknowledged "
+           "commits: it must stop, name them and write nothing");
   struct wfix x;
   writer_setup(&x);
   /* An older writer committed 1 and 2, then 3..5, and told B1 VDL 5; the
@@ -630,12 +654,13 @@ static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
   static const uint64_t heard[NCOPIES] = {0, 0, 5, 0, 0, 0};
   for (int i = 0; i < NCOPIES; i++)
     answer_state(&x, i, i < 4 ? 2 : 0, heard[i]);
-  assert_int_equal(rcv_round(x.v->rcv), 2);
+  expect_eq(rcv_round(x.v->rcv), 2, "the recovery's round");
   struct srec a, b;
   Rec *recs[2] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1)};
   for (int i = 0; i < NCOPIES; i++)
     answer_scan(&x, i, recs, i < 4 ? 2 : 0, heard[i]);
   /* They prove VDL 2; B1 heard 5: commits 3..5 were acknowledged. */
+  lab_at("records 1, 2 held, B1 heard VDL 5 in round 1");
   assert_alarm(&x, "B1", 5, 2);
   writer_teardown(&x);
 
@@ -647,6 +672,7 @@ static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
     answer_state(&x, i, i < 4 ? 2 : 0, i < 4 ? 2 : 0);
   for (int i = 0; i < NCOPIES; i++)
     answer_scan(&x, i, recs, i < 4 ? 2 : 0, i == 3 ? 4 : i < 4 ? 2 : 0);
+  lab_at("records 1, 2 held, B2 heard VDL 4 only in the scan round");
   assert_alarm(&x, "B2", 4, 2);
   writer_teardown(&x);
 
@@ -657,12 +683,125 @@ static void recovery_below_a_heard_vdl_is_a_data_loss_alarm(void **state)
     answer_state(&x, i, i < 4 ? 2 : 0, i < 4 ? 2 : 0);
   for (int i = 0; i < NCOPIES; i++)
     answer_scan(&x, i, NULL, 0, i < 4 ? 2 : 0);
-  assert_int_equal(rcv_round(x.v->rcv), 3);
-  assert_int_equal(rcv_error(x.v->rcv), ERR_NONE);
+  expect_eq(rcv_round(x.v->rcv), 3, "the recovery's round");
+  expect_eq(rcv_error(x.v->rcv), ERR_NONE, "the recovery's error (0: none)");
   const Env *e = take(&x.f, x.seg[0], APPEND);
-  assert_non_null(e->append->trunc);
-  assert_int_equal(e->append->trunc->from, 2);
+  expect_true(e->append->trunc != NULL, "round 3's Append to carry the truncation");
+  expect_eq(e->append->trunc->from, 2, "the truncation's start (the VDL proved)");
   writer_teardown(&x);
+}
+
+/* ---- the truncation range a recovery writes (implement lab 25) ------------- */
+
+/* A writer of epoch 3 recovers from six segments that all hold the same:
+ * the truncations tr[0..ntr) (of older epochs), records recs[0..nr) (one
+ * PG), max_lsn the highest they hold. It acknowledges round 3's Appends.
+ * Returns the end of the range it truncated (v->st.trunc_to; the start is
+ * the VDL it proved, *vdl). */
+static uint64_t recover_from(Auralog__TruncRange **tr, size_t ntr, Rec **recs, size_t nr,
+                             uint64_t max_lsn, uint64_t *vdl)
+{
+  struct wfix x;
+  char why[256];
+  writer_setup_at(&x, 3);
+  struct volume *v = x.v;
+  for (int round = 1; round <= 2; round++)
+    for (int i = 0; i < NCOPIES; i++) {
+      const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
+      Env env = AURALOG__ENVELOPE__INIT;
+      Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+      si.volume_id = VOL;
+      si.epoch = 2;
+      si.max_lsn = max_lsn;
+      si.truncs = tr;
+      si.n_truncs = ntr;
+      si.recs = round == 2 ? recs : NULL;
+      si.n_recs = round == 2 ? nr : 0;
+      env.req = q->req;
+      env.body_case = SEG_INFO;
+      env.seg_info = &si;
+      DELIVER(vcore_on_msg, v, x.seg[i], &env);
+    }
+  for (int i = 0; i < NCOPIES; i++)        /* the scan is over: no more pages */
+    if (count(&x.f, x.seg[i], SEG_QUERY)) {
+      const Env *q = take(&x.f, x.seg[i], SEG_QUERY);
+      Env env = AURALOG__ENVELOPE__INIT;
+      Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
+      si.volume_id = VOL;
+      si.epoch = 2;
+      env.req = q->req;
+      env.body_case = SEG_INFO;
+      env.seg_info = &si;
+      DELIVER(vcore_on_msg, v, x.seg[i], &env);
+    }
+  if (rcv_round(v->rcv) == 3)
+    for (int i = 0; i < NCOPIES; i++) {
+      const Env *e = take(&x.f, x.seg[i], APPEND);
+      ack(&x, i, e->req, max_lsn);
+    }
+  int done = rcv_result(v->rcv, why, sizeof why);
+  if (done != 1)
+    fail_msg("recovery did not finish (%d): %s", done, why);
+  *vdl = v->q.vdl;
+  uint64_t to = v->st.trunc_to;
+  writer_teardown(&x);
+  return to;
+}
+
+/* A truncation range of an older epoch, as a segment reports it. */
+static Auralog__TruncRange *trange(Auralog__TruncRange *t, uint64_t epoch, uint64_t from,
+                                   uint64_t to)
+{
+  auralog__trunc_range__init(t);
+  t->epoch = epoch;
+  t->from = from;
+  t->to = to;
+  return t;
+}
+
+static void truncation_ends_lal_past_the_vdl_or_earlier_end(void **state)
+{
+  (void)state;
+  lab_rule("§4.3: recovery truncates every LSN the last writer may have handed out, "
+           "LAL past the higher of the VDL and the end of an earlier truncation; "
+           "a clean volume needs none");
+  uint64_t vdl, to;
+
+  /* Epoch 1 wrote 1 and 2 (durable). Nothing else happened. */
+  struct srec a, b, c;
+  Rec *recs[3] = {srec(&a, 1, 0, 9, 0), srec(&b, 2, 1, 9, 1), NULL};
+  a.r.epoch = b.r.epoch = 1;
+  rec_seal(&a.r);
+  rec_seal(&b.r);
+  lab_at("records 1, 2 of epoch 1, no earlier truncation");
+  to = recover_from(NULL, 0, recs, 2, 2, &vdl);
+  expect_eq(vdl, 2, "the VDL proved");
+  expect_eq(to, 2 + LAL, "the end of the truncation (VDL + LAL)");
+
+  /* Epoch 2 recovered to VDL 2, truncated (2, 2 + LAL], and crashed
+   * before anything it wrote was durable: it may have handed out LSNs up
+   * to 2 + 2 LAL, above the VDL, which is still 2. */
+  Auralog__TruncRange t2, *tr[1] = {trange(&t2, 2, 2, 2 + LAL)};
+  lab_at("records 1, 2 of epoch 1, then epoch 2's truncation (2, 2 + LAL] and nothing durable");
+  to = recover_from(tr, 1, recs, 2, 2, &vdl);
+  expect_eq(vdl, 2, "the VDL proved");
+  expect_eq(to, 2 + 2 * LAL, "the end of the truncation (the earlier one's end + LAL)");
+
+  /* Then epoch 2 did make its first record durable, 3 + LAL, above its
+   * own truncation: the VDL is past the earlier end, and counts. */
+  recs[2] = srec(&c, 3 + LAL, 2, 9, 2);
+  c.r.epoch = 2;
+  rec_seal(&c.r);
+  lab_at("epoch 2's truncation (2, 2 + LAL], then its record 3 + LAL durable");
+  to = recover_from(tr, 1, recs, 3, 3 + LAL, &vdl);
+  expect_eq(vdl, 3 + LAL, "the VDL proved");
+  expect_eq(to, 3 + 2 * LAL, "the end of the truncation (VDL + LAL)");
+
+  /* A brand-new volume: nothing held anywhere, nothing to truncate. */
+  lab_at("a clean volume (no segment holds anything)");
+  to = recover_from(NULL, 0, NULL, 0, 0, &vdl);
+  expect_eq(vdl, 0, "the VDL proved");
+  expect_eq(to, 0, "the end of the truncation (none: 0)");
 }
 
 int main(void)
@@ -675,6 +814,7 @@ int main(void)
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(recovery_teaches_the_adopted_pages_and_forgets_the_cut),
     cmocka_unit_test(recovery_below_a_heard_vdl_is_a_data_loss_alarm),
+    cmocka_unit_test(truncation_ends_lal_past_the_vdl_or_earlier_end),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
