@@ -160,6 +160,8 @@ static void grade(const struct impl_lab *l, const char *dir, const char *obj, st
   const char *done[16];
   int nd = 0;
   for (const struct impl_test *u = l->tests; u->name; u++) {
+    if (u->hidden)
+      continue;               /* the instructor's (submit.c): not in impl_points */
     s->unit_total += u->points;
     int seen = 0;
     for (int i = 0; i < nd; i++)
@@ -183,7 +185,8 @@ static void grade(const struct impl_lab *l, const char *dir, const char *obj, st
       lost(s, " %s(-%d)", u->name, u->points);
   }
   for (const struct impl_sim *r = l->sims; r->points; r++)
-    s->sim_total += r->points;
+    if (!r->hidden)
+      s->sim_total += r->points;
   if (!sims || (s->unit < s->unit_total && !full))
     return;
   s->sims_run = 1;
@@ -192,6 +195,8 @@ static void grade(const struct impl_lab *l, const char *dir, const char *obj, st
                         bdir, obj ? obj : "", bdir,
                         strstr(cflags, "sanitize") ? " -fsanitize=address,undefined" : ""), 0);
   for (const struct impl_sim *r = l->sims; r->points; r++) {
+    if (r->hidden)
+      continue;               /* offsets from a student's own base (impl.h) */
     unsigned bad = 0;
     for (unsigned seed = r->first; seed <= r->last && !bad; seed++)
       if (sh("cd %s && timeout %d ./auralog sim --seed %u%s%s > sim.log 2>&1", dir,
