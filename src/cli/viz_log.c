@@ -23,8 +23,9 @@
  * VDL passes), a hole, and the VDL move past records a segment lacks.
  * The flags' columns run through the segment rows as light bands.
  *
- * A segment whose SCL stops below the first record drawn gets a leading
- * cell saying so ("hole after SCL n" when it holds later records).
+ * A leading cell says whether the segment is complete below the first
+ * record drawn ("hole after SCL n" when it is not and holds later ones),
+ * when the tail or a truncation tells.
  *
  * Interface: viz_draw_log (viz_int.h), called by viz_dot for each PG it
  * draws. Pure: DOT text only.
@@ -59,9 +60,11 @@ static int ev_cmp(const void *a, const void *b)
 }
 
 /* The newest VIZ_LOG_RECS records of pg in the tail, the flags and the
- * truncations, sorted; *nrec records, *lo the lowest LSN (UINT64_MAX: none). */
+ * truncations, sorted; *nrec records, *lo the lowest LSN (UINT64_MAX:
+ * none), *prev the PG's record before it if the tail has it (else 0). */
 static struct ev *collect(const Auralog__Status *st, const Auralog__Volume *v,
-                          const Auralog__Pg *pg, size_t *n_out, size_t *nrec, uint64_t *lo)
+                          const Auralog__Pg *pg, size_t *n_out, size_t *nrec, uint64_t *lo,
+                          uint64_t *prev)
 {
   const Auralog__EngineStat *e = st->engine;
   size_t have = 0;
@@ -73,6 +76,7 @@ static struct ev *collect(const Auralog__Status *st, const Auralog__Volume *v,
     if (e->tail[i]->pg == pg->pg)
       ev[n++] = (struct ev){e->tail[i]->lsn, EV_REC, e->tail[i]->cpl, e->tail[i]->acks, NULL};
   qsort(ev, n, sizeof *ev, ev_cmp);
+  *prev = n > VIZ_LOG_RECS ? ev[n - VIZ_LOG_RECS - 1].lsn : 0;
   if (n > VIZ_LOG_RECS) {          /* the newest only */
     memmove(ev, ev + (n - VIZ_LOG_RECS), VIZ_LOG_RECS * sizeof *ev);
     n = VIZ_LOG_RECS;
@@ -155,8 +159,9 @@ static int holds(const struct ev *x, int slot, int known, uint64_t scl)
 }
 
 /* Segment slot of pg, on node id: a row of cells under the header's. */
-static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__Pg *pg, int slot,
-                        const struct ev *ev, size_t n, size_t nrec, uint64_t lo)
+static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__Volume *v,
+                        const Auralog__Pg *pg, int slot, const struct ev *ev, size_t n,
+                        size_t nrec, uint64_t lo, uint64_t prev)
 {
   const char *id = pg->segments[slot]->node;
   int known;
@@ -182,11 +187,23 @@ static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__
     sbf(b, "SCL ?");
   sbf(b, "</font></td>");
   if (nrec && lo > 1) {
-    /* Below the first record drawn: complete up to it, or not. */
-    if (!known)
+    /* Below the first record drawn: complete up to it, or not. The PG's
+     * record before it, when the tail has it, says; else an SCL right
+     * below it, or below a truncated range ending there, is complete
+     * (records of other PGs may sit between: then nothing is claimed). */
+    int below = 0;              /* 1: complete below the first record, -1: not, 0: unknown */
+    if (known && prev)
+      below = scl >= prev ? 1 : -1;
+    else if (known && scl + 1 >= lo)
+      below = 1;
+    for (size_t i = 0; known && !prev && below == 0 && i < v->n_truncs; i++)
+      if (v->truncs[i]->from <= scl && v->truncs[i]->to + 1 >= lo)
+        below = 1;
+    if (below == 0)
       sbf(b, "<td border=\"0\"></td>");
-    else if (scl + 1 >= lo)
-      sbf(b, "<td bgcolor=\"" C_HELD "\" cellpadding=\"1\"><font point-size=\"8\">held</font></td>");
+    else if (below > 0)
+      sbf(b, "<td bgcolor=\"" C_HELD "\" cellpadding=\"1\"><font point-size=\"8\">%s</font></td>",
+          prev && scl == prev ? "<b>SCL</b>" : "held");
     else if (top >= lo)
       sbf(b, "<td bgcolor=\"" C_HOLE "\" cellpadding=\"1\"><font point-size=\"8\" color=\"white\">"
           "<b>hole</b> after<br/>SCL %llu</font></td>", (ull)scl);
@@ -231,14 +248,14 @@ void viz_draw_log(struct sb *b, const Auralog__Status *st, const Auralog__Volume
                   const Auralog__Pg *pg)
 {
   size_t n, nrec;
-  uint64_t lo;
-  struct ev *ev = collect(st, v, pg, &n, &nrec, &lo);
+  uint64_t lo, prev;
+  struct ev *ev = collect(st, v, pg, &n, &nrec, &lo, &prev);
   sbf(b, "  pg%u [shape=plaintext label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"2\" "
       "cellpadding=\"3\">\n", pg->pg);
   header_row(b, st, pg, ev, n, nrec, lo);
   if (st->engine)
     for (size_t s = 0; s < pg->n_segments && s < 32; s++)
-      segment_row(b, st, pg, (int)s, ev, n, nrec, lo);
+      segment_row(b, st, v, pg, (int)s, ev, n, nrec, lo, prev);
   sbf(b, "  </table>>];\n");
   free(ev);
 }
