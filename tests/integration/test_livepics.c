@@ -254,6 +254,8 @@ static void the_dashboard_fits_and_draws_every_fault(void **state)
   int sw = atoi(html_attr("data-scroll-width")), vw = atoi(html_attr("data-view-width"));
   print_message("the dashboard at 1400x1000: document %d px wide, window %d px; clipped: '%s'\n",
                 sw, vw, html_attr("data-clipped"));
+  if (vw == 0)
+    fail_msg("the page wrote no measurements on <html> (data-view-width): did its script run?");
   assert_int_equal(vw, 1400);
   if (sw > 1400)
     fail_msg("the dashboard is %d px wide in a 1400 px window", sw);
