@@ -267,7 +267,7 @@ static void the_dashboard_fits_and_draws_every_fault(void **state)
     snprintf(mark, sizeof mark, "class=\"fault-mark\" data-kind=\"%s\"", kinds[i].kind);
     if (strstr(out, mark) == NULL)
       fail_msg("the timeline has no mark for %s", kinds[i].kind);
-    snprintf(label, sizeof label, ">%s<", kinds[i].label);
+    snprintf(label, sizeof label, ">%s", kinds[i].label);   /* a writer fault may name the member: "writer-crash (R1)" */
     if (strstr(out, label) == NULL)
       fail_msg("no label '%s' on the page", kinds[i].label);
   }

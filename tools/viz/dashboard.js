@@ -22,7 +22,7 @@ const FAULT_COLORS = { down: "#f87171", partitioned: "#fb923c", slow: "#facc15",
  * its colour: what breaks in warm colours, what mends in green. */
 const FAULT_KINDS = {
   "node-stop": ["#f87171", "node-stop: a node killed"],
-  "az-down": ["#ef4444", "az-down: both nodes of an AZ killed"],
+  "az-down": ["#dc2626", "az-down: both nodes of an AZ killed"],
   "partition": ["#fb923c", "partition: an AZ cut off"],
   "slow": ["#facc15", "slow: a node answers late"],
   "stale": ["#c084fc", "stale: a node serves pages without their newest record"],
@@ -30,7 +30,7 @@ const FAULT_KINDS = {
   "gossip-off": ["#2dd4bf", "gossip off: a node neither asks its peers nor answers"],
   "writer-crash": ["#f43f5e", "writer-crash: the writer killed (SIGKILL)"],
   "writer-stop": ["#38bdf8", "writer-stop: the writer frozen (SIGSTOP)"],
-  "engine-crash": ["#fb7185", "engine-crash: the writing engine killed"],
+  "engine-crash": ["#fda4af", "engine-crash: the writing engine killed"],
   "node-start": ["#34d399"], "az-up": ["#34d399"], "heal": ["#34d399"],
   "gossip-on": ["#34d399"], "stale-off": ["#34d399"], "not-slow": ["#34d399"],
 };
@@ -63,6 +63,16 @@ function nodeFlags(n) {
 }
 
 /* ---- faults: what kind, what label ----------------------------------------- */
+
+/* A mark's shape says what sort of fault it is, besides its colour and
+ * label: a process stopped or killed (down), Appends lost (drop), a fault
+ * a node plays from now on (set), or the way back (mend). */
+function faultShape(kind) {
+  if (FAULT_KINDS[kind] && FAULT_KINDS[kind][0] === "#34d399") return "mend";
+  if (kind === "drop") return "drop";
+  if (/^(node-stop|az-down|writer-crash|writer-stop|engine-crash)$/.test(kind)) return "down";
+  return "set";
+}
 
 function faultKind(f) {
   if (f.action === "gossip") return f.n ? "gossip-on" : "gossip-off";

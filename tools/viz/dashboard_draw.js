@@ -38,8 +38,11 @@ function drawAcked(st) {
    * the first column's predecessor in its PG is known. */
   const ncol = Math.max(1, Math.min(tail.length - (tail.length > 1), Math.floor((W - L - 44 - 150) / colW)));
   const recs = tail.slice(-ncol);
-  const segsOf = {};
-  for (const pg of st.pgs) segsOf[pg.pg] = new Set(pg.segments.map((s) => s.node));
+  const segsOf = {}, sclOf = {};
+  for (const pg of st.pgs) {
+    segsOf[pg.pg] = new Set(pg.segments.map((s) => s.node));
+    for (const s of pg.segments) sclOf[pg.pg + "/" + s.node] = s.scl;
+  }
   const rowsB = T + nodes.length * rowH;
   /* A segment whose SCL stops short of its PG's record before the first
    * shown (the tail says which that is) misses something older while it
@@ -93,12 +96,20 @@ function drawAcked(st) {
       const y = T + r * rowH;
       const has = segsOf[rec.pg] && segsOf[rec.pg].has(n.id);
       const acked = rec.acked_by.includes(n.id);
-      const cell = { class: "ack-cell", "data-node": n.id, "data-state": !has ? "none" : acked ? "acked" : "missing",
+      /* Not acknowledged to the writer, but the segment's SCL (from its
+       * node's heartbeat) passed it since: gossip filled it. */
+      const filled = !acked && has && (sclOf[rec.pg + "/" + n.id] || 0) >= rec.lsn;
+      const cell = { class: "ack-cell", "data-node": n.id,
+        "data-state": !has ? "none" : acked ? "acked" : filled ? "filled" : "missing",
         x: x + 5, y: y + 2, width: colW - 10, height: rowH - 4, rx: 2 };
       if (!has) { cell.fill = "none"; cell.stroke = "#222b40"; }
       else if (acked) cell.fill = nodeColor(n.id, r);
+      else if (filled) { cell.fill = nodeColor(n.id, r); cell["fill-opacity"] = 0.45; cell.stroke = "var(--miss)";
+        cell["stroke-dasharray"] = "2 2"; }
       else { cell.fill = "rgba(239,68,68,.25)"; cell.stroke = "var(--miss)"; cell["stroke-width"] = 1.5; }
-      el(g, "rect", cell);
+      el(el(g, "rect", cell), "title", {}, n.id + (!has ? " holds no segment of pg " + rec.pg :
+        acked ? " acknowledged it" : filled ? " missed it, then got it from its peers (gossip)" :
+        " missed it: its SCL is below it"));
     });
     el(g, "text", { x: x + colW / 2, y: rowsB + 13, "text-anchor": "middle", class: "num",
       style: "font-size:11px;font-weight:700;fill:" + (rec.acks >= 4 ? "var(--up)" : "var(--miss)") }, rec.acks);
@@ -234,6 +245,14 @@ const measure = (() => {
   return (text, px) => { c.font = "600 " + px + "px DejaVu Sans, Helvetica, Arial, sans-serif"; return c.measureText(text).width; };
 })();
 
+/* The marks' shapes at (x, top of a lane): see faultShape. */
+const MARK_SHAPES = {
+  down: (x, y) => "M" + (x - 4.5) + "," + y + "h9l-4.5,7z",
+  drop: (x, y) => "M" + x + "," + y + "l4,4l-4,4l-4,-4z",
+  set: (x, y) => "M" + (x - 3.5) + "," + y + "h7v7h-7z",
+  mend: (x, y) => "M" + (x - 4.5) + "," + (y + 7) + "h9l-4.5,-7z",
+};
+
 function drawTimeline() {
   const svg = $("timeline");
   const W = svg.clientWidth || 1200, H = svg.clientHeight || 360;
@@ -345,7 +364,7 @@ function drawTimeline() {
     for (const id of hit) {
       const y = laneY[id];
       if (y === undefined) continue;
-      el(g, "path", { d: "M" + (x - 4) + "," + (y + 1) + "h8l-4,6z", fill: color, stroke: "#0d1220", "stroke-width": 0.8 });
+      el(g, "path", { d: MARK_SHAPES[faultShape(m.kind)](x, y + 1), fill: color, stroke: "#0d1220", "stroke-width": 0.8 });
       el(g, "line", { x1: x, x2: x, y1: y + 1, y2: y + laneH - 1, stroke: color, "stroke-width": 2 });
     }
     const w = measure(m.label, 10.5) + 8;
@@ -413,9 +432,7 @@ function drawLegend() {
   for (const k of ["down", "partitioned", "slow", "stale", "gossip-off", "unreachable"])
     html += '<span><i class="box" style="background:' + FAULT_COLORS[k] + (k === "stale" || k === "gossip-off" ? ";height:4px" : "") +
             '"></i>' + k.replace("-", " ") + "</span>";
-  html += '<span class="sep">|</span><span>▼ a fault command:</span>';
-  for (const k of ["drop", "writer-crash", "writer-stop", "node-start"])
-    html += '<span><i class="tick" style="background:' + FAULT_KINDS[k][0] + '"></i>' +
-            (k === "node-start" ? "start, up, heal, on" : k) + "</span>";
+  html += '<span class="sep">|</span><span>fault commands: ▼ a stop or crash · ◆ drop · ■ slow, stale, ' +
+          'gossip off, partition · <span style="color:#34d399">▲ the way back</span></span>';
   $("legend").innerHTML = html;
 }
