@@ -263,13 +263,15 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
     sbf(b, "<font color=\"" C_PART_LINE "\"><b>PARTITIONED</b></font>");
   else
     sbf(b, "up");
+  /* The faults a node plays besides (they leave it up and answering):
+   * beside "up", or a line each under PARTITIONED, so a box stays narrow. */
+  const char *sep = n->partitioned ? "<br/>" : "  ";
   if (n->up && n->slow_ms)
-    sbf(b, "<font color=\"" C_SLOW_LINE "\"><b>  SLOW +%u ms</b></font>", n->slow_ms);
-  /* The faults a node plays besides: both leave it up and answering. */
+    sbf(b, "%s<font color=\"" C_SLOW_LINE "\"><b>SLOW +%u ms</b></font>", sep, n->slow_ms);
   if (n->up && n->stale)
-    sbf(b, "<font color=\"" C_FLAG_LINE "\"><b>  STALE PAGES</b></font>");
+    sbf(b, "%s<font color=\"" C_FLAG_LINE "\"><b>STALE PAGES</b></font>", sep);
   if (n->up && n->no_gossip)
-    sbf(b, "<font color=\"" C_FLAG_LINE "\"><b>  GOSSIP OFF</b></font>");
+    sbf(b, "%s<font color=\"" C_FLAG_LINE "\"><b>GOSSIP OFF</b></font>", sep);
   sbf(b, "</td></tr>\n");
   size_t rows = 0, more = 0;
   for (size_t p = 0; v && p < v->n_pgs; p++) {
