@@ -13,9 +13,9 @@
  *
  *   - the dashboard, rendered by headless chromium (scripts/deps.sh
  *     --test installs it) at 1400x1000, is no wider than the window, cuts
- *     no card short, draws a labelled mark for every fault kind, breaks
- *     its LSN axis at the jumps, and has the "acked by" strip with A2's
- *     missed records in red;
+ *     no card short, lets no label cover another, draws a labelled mark
+ *     for every fault kind, breaks its LSN axis at the jumps, and has
+ *     the "acked by" strip with A2's missed records in red;
  *   - `auralog viz` draws pg 0's log a row per segment with A2's hole
  *     shaded, no wider than the window either.
  *
@@ -150,14 +150,14 @@ static void chromium(const char *url, const char *png)
 /* The value of attribute name on the page's <html> element ("" if none). */
 static const char *html_attr(const char *name)
 {
-  static char v[256];
+  static char v[1024];
   char key[64];
   snprintf(key, sizeof key, "%s=\"", name);
   const char *h = strstr(out, "<html"), *end = h ? strchr(h, '>') : NULL;
   const char *p = h ? strstr(h, key) : NULL;
   v[0] = 0;
   if (p && p < end)
-    sscanf(p + strlen(key), "%255[^\"]", v);
+    sscanf(p + strlen(key), "%1023[^\"]", v);
   return v;
 }
 
@@ -261,6 +261,10 @@ static void the_dashboard_fits_and_draws_every_fault(void **state)
     fail_msg("the dashboard is %d px wide in a 1400 px window", sw);
   if (html_attr("data-clipped")[0])
     fail_msg("cards cut short at 1400 px: %s", html_attr("data-clipped"));
+  /* No label of the strip or the timeline covers another. */
+  int overlaps = atoi(html_attr("data-overlaps"));
+  if (overlaps != 0 || html_attr("data-overlaps")[0] == 0)
+    fail_msg("%d pairs of labels overlap: %s", overlaps, html_attr("data-overlap-pairs"));
   /* A labelled mark for every fault kind, in the timeline. */
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     char mark[96], label[96];

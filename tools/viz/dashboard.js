@@ -316,8 +316,9 @@ function drawFaults(st, now) {
 /* ---- the page measures itself ------------------------------------------------ */
 
 /* Write on <html> what a test (or a curious student) checks: the
- * document's width against the window's, and the cards whose content does
- * not fit them (a wider child, a value cut short). */
+ * document's width against the window's, the cards whose content does
+ * not fit them (a wider child, a value cut short), and the drawings'
+ * labels that overlap. */
 function measureLayout() {
   const root = document.documentElement, vw = window.innerWidth;
   const clipped = [];
@@ -330,6 +331,21 @@ function measureLayout() {
   root.dataset.scrollWidth = root.scrollWidth;
   root.dataset.viewWidth = vw;
   root.dataset.clipped = clipped.join(" ");
+  /* Labels of the drawings that cover one another (as drawn, in the
+   * browser's fonts): their number, and the first few pairs. */
+  const overlaps = [];
+  for (const svg of [$("acked"), $("timeline")]) {
+    const t = [...svg.querySelectorAll("text")].map((e) => ({ r: e.getBoundingClientRect(), s: e.textContent }))
+      .filter((b) => b.r.width > 0 && b.s.trim());
+    for (let i = 0; i < t.length; i++)
+      for (let j = i + 1; j < t.length; j++) {
+        const a = t[i].r, b = t[j].r;
+        if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 2 && b.top < a.bottom - 2)
+          overlaps.push(t[i].s + " | " + t[j].s);
+      }
+  }
+  root.dataset.overlaps = overlaps.length;
+  root.dataset.overlapPairs = overlaps.slice(0, 6).join(" ;; ");
 }
 
 /* ---- polling -------------------------------------------------------------------- */

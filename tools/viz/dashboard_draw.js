@@ -277,21 +277,10 @@ function drawTimeline() {
   const ax = lsnAxis(vals, T + 6, plotB);
   const Y = ax.Y;
 
-  /* Grid: round LSNs within each stretch. */
-  for (const x of ax.stretches) {
-    const step = gridStep(x.lo, x.hi, Math.max(1, Math.round((x.yB - x.yT) / 36)));
-    let lastY = Infinity;
-    for (let v = Math.ceil(x.lo / step) * step; v <= x.hi; v += step) {
-      const y = Y(v);
-      if (lastY - y < 14) continue;
-      lastY = y;
-      el(svg, "line", { class: "grid", x1: L, x2: W - R, y1: y, y2: y });
-      el(svg, "text", { x: L - 8, y: y + 4, "text-anchor": "end", class: "num" }, v);
-    }
-  }
   /* Each break: a band across the plot, zigzags on the axis, and what it
    * skips (a recovery's truncation when one lies in it). */
   const truncs = last ? last.truncations : [];
+  const taken = [];            /* boxes of the plot's labels so far */
   for (let i = 0; i < ax.breaks.length; i++) {
     const b = ax.breaks[i], lo = ax.stretches[i], hi = ax.stretches[i + 1];
     const y1 = lo.yT, y2 = hi.yB;
@@ -302,9 +291,26 @@ function drawTimeline() {
     const zz = (x) => "M" + (x - 5) + "," + (y1 - 2) + "l5,-4l-5,-4l5,-4l-5,-4";
     el(svg, "path", { d: zz(L), stroke: "#7dd3fc", fill: "none", "stroke-width": 1.5 });
     const t = truncs.filter((x) => x.to > b.from && x.from < b.to).pop();
-    el(svg, "text", { x: L + 8, y: (y1 + y2) / 2 + 3.5, class: "break-label" },
-       "axis break: " + (b.to - b.from) + " LSNs skipped" + (t ? ", epoch " + t.epoch + "'s recovery truncated (" +
-       t.from + ", " + t.to + "] and writes above it" : " (no value in between)"));
+    const words = "axis break: " + (b.to - b.from) + " LSNs skipped" + (t ? ", epoch " + t.epoch +
+      "'s recovery truncated (" + t.from + ", " + t.to + "] and writes above it" : " (no value in between)");
+    el(svg, "text", { x: L + 8, y: (y1 + y2) / 2 + 3.5, class: "break-label" }, words);
+    taken.push({ x1: L + 8, x2: L + 8 + measure(words, 10), y1: (y1 + y2) / 2 - 6, y2: (y1 + y2) / 2 + 5 });
+  }
+  /* Grid: round LSNs within each stretch (after the breaks' bands, so a
+   * value at a stretch's edge is not covered). */
+  for (const x of ax.stretches) {
+    const step = gridStep(x.lo, x.hi, Math.max(1, Math.round((x.yB - x.yT) / 36)));
+    let lastY = Infinity;
+    const label = (v) => {
+      const y = Y(v);
+      if (lastY - y < 14 || y < T + 12) return;   /* (T: the axis's "LSN") */
+      lastY = y;
+      el(svg, "line", { class: "grid", x1: L, x2: W - R, y1: y, y2: y });
+      el(svg, "text", { x: L - 8, y: y + 4, "text-anchor": "end", class: "num" }, v);
+    };
+    for (let v = Math.ceil(x.lo / step) * step; v <= x.hi; v += step) label(v);
+    /* A stretch too short for a round value still says where it is. */
+    if (lastY === Infinity) label(Math.round((x.lo + x.hi) / 2));
   }
   el(svg, "text", { x: L - 8, y: T, "text-anchor": "end" }, "LSN");
   for (let s = 0; s <= WINDOW_MS / 1000; s += 20) {
@@ -383,16 +389,20 @@ function drawTimeline() {
     el(g, "text", { class: "mark-label", x: bestLx + 1, y: ly, style: "fill:" + color }, m.label);
   }
 
-  /* A new epoch is a recovery: mark it (labels at three heights, so
-   * recoveries close together stay readable). */
-  let nep = 0;
+  /* A new epoch is a recovery: mark it, its label at the lowest height
+   * in the plot where it covers no other label (a break's, an earlier
+   * recovery's). */
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1], b = samples[i];
     if (!a.ok || !b.ok || b.t < t0 || a.epoch === b.epoch) continue;
-    const x = X(b.t);
+    const x = X(b.t), words = "epoch " + b.epoch + (b.ntruncs > a.ntruncs ? " (truncated)" : "");
+    const w = measure(words, 11);
     el(svg, "line", { x1: x, x2: x, y1: T, y2: plotB, stroke: "#7dd3fc", "stroke-dasharray": "4 4" });
-    el(svg, "text", { x: x + 4, y: plotB - 6 - 11 * (nep++ % 3), style: "fill:#7dd3fc", class: "epoch-mark" },
-       "epoch " + b.epoch + (b.ntruncs > a.ntruncs ? " (truncated)" : ""));
+    let y = plotB - 6;
+    const hits = (yy) => taken.some((r) => x + 4 < r.x2 && r.x1 < x + 4 + w && yy - 10 < r.y2 && r.y1 < yy + 2);
+    while (hits(y) && y > T + 12) y -= 6;
+    taken.push({ x1: x + 4, x2: x + 4 + w, y1: y - 10, y2: y + 2 });
+    el(svg, "text", { x: x + 4, y, style: "fill:#7dd3fc", class: "epoch-mark" }, words);
   }
 
   /* The lines: the VDL wide underneath, each segment's SCL thin on top, so
