@@ -52,7 +52,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(filter-out $(CORE_SRC_REF),$(CORE_SRC)
 MAIN_OBJ := $(B)/obj/src/main.o
 
 UNIT := log wire record segment gossip placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim timeline cores wcore netio auth authority pages hotlog scale rapply failover truncbound sqlwords submitbody assign
-INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz pictures bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles export submit mutants
+INTEG := member cluster engine faults dataloss labs lab07 lab08 lab09 lab10 dashboard viz pictures bench benchrec crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles export submit mutants livepics
 # A student repository (auralog lab export) leaves the instructor's tests
 # out (labs/instructor-only): test what is there.
 UNIT := $(filter $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c)),$(UNIT))
@@ -103,9 +103,16 @@ $(B)/obj/gen/auralog.pb-c.o: $(GEN)
 
 # The dashboard page goes into the binary as a byte array (coord/http.c
 # serves it): one file to install, and the page always matches the server.
-$(B)/gen/dashboard.c: tools/viz/dashboard.html $(DEPS_STAMP)
+# Its script lives in tools/viz/*.js, put in place of each "//@include
+# FILE" line of the page (the server's policy allows inline script only).
+DASH_SRC := tools/viz/dashboard.html tools/viz/dashboard.js tools/viz/dashboard_draw.js
+$(B)/gen/dashboard.c: $(DASH_SRC) $(DEPS_STAMP)
 	@mkdir -p $(B)/gen
-	xxd -i -n dashboard_html $< > $@.tmp && mv $@.tmp $@
+	awk '$$1 == "//@include" { f = "tools/viz/" $$2; n = 0; \
+	  while ((getline l < f) > 0) { print l; n++ } close(f); \
+	  if (n == 0) { print "dashboard: cannot include " f > "/dev/stderr"; exit 1 } next } \
+	  { print }' tools/viz/dashboard.html > $(B)/gen/dashboard.html
+	cd $(B)/gen && xxd -i -n dashboard_html dashboard.html > dashboard.c.tmp && mv dashboard.c.tmp dashboard.c
 $(B)/obj/gen/dashboard.o: $(B)/gen/dashboard.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@

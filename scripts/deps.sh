@@ -23,7 +23,7 @@ pkgs=(
 )
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(
-    chromium                      # headless browser: the dashboard test loads the page
+    chromium                      # headless browser: the dashboard and pictures tests render pages
     procps                        # pgrep/ps used by tests
     python3                       # Debian's: the extension test loads build/auralog.so
   )

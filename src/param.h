@@ -88,11 +88,12 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define REPLICA_RETRY_MS   500     /* a replica reconnects to its writer this often */
 #define REPLICA_BEHIND_MAX 200000  /* records a replica holds unapplied: past it, it drops its cache and starts again */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
-#define TAIL_PER_PG     8       /* log tail reported for `auralog viz`: newest records per PG */
+#define TAIL_PER_PG     16      /* log tail reported for `auralog viz` and the dashboard: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */
 #define HISTORY_EVERY_MS 1000   /* the dashboard's history: a sample a second ... */
 #define HISTORY_SAMPLES 300     /* ... for the last five minutes ... */
 #define HISTORY_PGS     8       /* ... with the SCLs of the first 8 PGs */
+#define FAULTS_SHOWN    32      /* recent faults in a status, for the dashboard (coord/faultlog.c) */
 #define FENCED_SHOWN    4       /* fenced engines still reporting, shown by status ... */
 #define FENCED_FORGET_MS 10000  /* ... until silent this long (stopped) */
 #define PENDING_SHOWN   16

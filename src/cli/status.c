@@ -192,6 +192,7 @@ char *status_json(const Auralog__Status *st)
   read_hold_json(st, o);
   failover_json(st, o);
   status_log_json(st, o);
+  status_recent_json(st, o);
   cJSON *tr = cJSON_AddArrayToObject(o, "truncations");
   for (size_t i = 0; i < v->n_truncs; i++) {
     cJSON *j = cJSON_CreateObject();
@@ -309,6 +310,14 @@ char *status_sample_json(const Auralog__Status *st, size_t npgs)
     const Auralog__NodeInfo *n = st->nodes[i];
     cJSON_AddStringToObject(nodes, n->id, !n->up ? "down" : n->partitioned ? "partitioned"
                                           : n->slow_ms ? "slow" : "up");
+  }
+  /* The faults a node plays besides (the page draws them as thin bands). */
+  cJSON *flags = cJSON_AddObjectToObject(s, "flags");
+  for (size_t i = 0; i < st->n_nodes; i++) {
+    const Auralog__NodeInfo *n = st->nodes[i];
+    if (n->up && (n->stale || n->no_gossip))
+      cJSON_AddStringToObject(flags, n->id, n->stale && n->no_gossip ? "stale gossip-off"
+                                            : n->stale ? "stale" : "gossip-off");
   }
   /* The first npgs PGs by position in the volume (as the page lists them). */
   uint32_t last = 0;

@@ -26,5 +26,8 @@ void status_table(const Auralog__Status *st, FILE *f);
 struct cJSON;
 void status_log_json(const Auralog__Status *st, struct cJSON *o);
 void status_log_table(const Auralog__Status *st, FILE *f);
+/* ... and for the dashboard: the newest records with the segments that
+ * hold each ("log_tail"), and the faults heard of lately ("faults"). */
+void status_recent_json(const Auralog__Status *st, struct cJSON *o);
 
 #endif

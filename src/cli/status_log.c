@@ -14,9 +14,17 @@
  * Interface (status.h): status_log_json adds "lal_window",
  * "pending_records" and "fenced_engines" to the status object;
  * status_log_table prints the same for people.
+ *
+ * For the pictures (the dashboard), status_recent_json adds "log_tail":
+ * the engine's newest records (a few per PG, by LSN), each with the
+ * segments that hold it (acknowledged it, or report an SCL at or above
+ * it), so a student sees every write reach its quorum, or which segment
+ * missed it; and "faults": the faults the coordinator heard of lately
+ * (coord/faultlog.c), so the cause is drawn beside its effect.
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/status.h"
@@ -103,4 +111,48 @@ void status_log_table(const Auralog__Status *st, FILE *f)
             "are refused (last heard %.1f s ago)\n", st->fenced[i]->addr,
             (unsigned long long)st->fenced[i]->epoch, (unsigned long long)st->volume->epoch,
             st->fenced[i]->age_ms / 1000.0);
+}
+
+static int tail_by_lsn(const void *a, const void *b)
+{
+  const Auralog__TailRec *x = *(Auralog__TailRec *const *)a, *y = *(Auralog__TailRec *const *)b;
+  return x->lsn < y->lsn ? -1 : x->lsn > y->lsn;
+}
+
+void status_recent_json(const Auralog__Status *st, cJSON *o)
+{
+  const Auralog__EngineStat *e = st->engine;
+  cJSON *lt = cJSON_AddArrayToObject(o, "log_tail");
+  size_t n = e ? e->n_tail : 0;
+  Auralog__TailRec **t = n ? malloc(n * sizeof *t) : NULL;
+  for (size_t i = 0; i < n; i++)
+    t[i] = e->tail[i];
+  if (n)
+    qsort(t, n, sizeof *t, tail_by_lsn);
+  char names[256];
+  for (size_t i = 0; i < n; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "lsn", (double)t[i]->lsn);
+    cJSON_AddNumberToObject(j, "pg", t[i]->pg);
+    cJSON_AddBoolToObject(j, "cpl", t[i]->cpl);
+    cJSON_AddNumberToObject(j, "acks", popcount(t[i]->acks));
+    cJSON *by = cJSON_AddArrayToObject(j, "acked_by");
+    acked_by(st, t[i]->pg, t[i]->acks, names, sizeof names);
+    for (char *w = strtok(names, " "); w; w = strtok(NULL, " "))
+      cJSON_AddItemToArray(by, cJSON_CreateString(w));
+    cJSON_AddItemToArray(lt, j);
+  }
+  free(t);
+  cJSON *fa = cJSON_AddArrayToObject(o, "faults");
+  for (size_t i = 0; i < st->n_faults; i++) {
+    const Auralog__FaultSeen *f = st->faults[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "seq", f->seq);
+    cJSON_AddStringToObject(j, "action", f->action);
+    cJSON_AddStringToObject(j, "az", f->az);
+    cJSON_AddStringToObject(j, "node", f->node);
+    cJSON_AddNumberToObject(j, "n", f->n);
+    cJSON_AddNumberToObject(j, "age_ms", (double)f->age_ms);
+    cJSON_AddItemToArray(fa, j);
+  }
 }

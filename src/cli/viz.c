@@ -5,12 +5,14 @@
  * on top with its VDL and VCL (§4.1); below it one box per availability
  * zone (§2.1) holding its storage nodes, each listing the segments it
  * hosts with their SCL (§4.2.1); below those, per protection group (§2.2),
- * a strip of the log tail: the engine's newest records of that PG by LSN,
+ * its log (viz_log.c): the engine's newest records of that PG by LSN,
  * CPLs framed (the last record of each MTR), coloured durable (<= VDL),
  * complete but not yet durable (<= VCL) or pending (at fewer than Vw
  * segments yet), with the VDL and VCL drawn as flags between them and the
- * truncated ranges of past recoveries with their epochs (§4.3). Down,
- * partitioned and slow nodes are drawn as such; a legend says how.
+ * truncated ranges of past recoveries with their epochs (§4.3); under
+ * them a row per segment: which records it holds, its holes shaded, its
+ * SCL marked. Down, partitioned, slow, stale-serving and gossip-off nodes
+ * are drawn as such; a legend says how.
  *
  * Everything comes from one Status reply of the coordinator (status.c's
  * status_fetch): the volume, the nodes, the SCLs from heartbeats, and the
@@ -37,35 +39,15 @@
 #include "net/rpc.h"
 #include "cli/status.h"
 #include "cli/viz.h"
+#include "cli/viz_int.h"
 
 /* How much one picture holds before it summarises: past these, a drawing
  * stops being readable at a glance. */
-#define VIZ_STRIPS      8       /* PG strips drawn */
+#define VIZ_STRIPS      4       /* PG logs drawn (seven rows each) */
 #define VIZ_NODE_SEGS   8       /* segment rows in one node's box */
 #define VIZ_TRUNCS      5       /* truncations listed beside the engine */
-#define VIZ_STRIP_TRUNC 2       /* truncations drawn in one strip */
-
-/* Colours (the legend repeats them). */
-#define C_DURABLE   "#a6d96a"   /* record <= VDL */
-#define C_COMPLETE  "#fee08b"   /* VDL < record <= VCL */
-#define C_PENDING   "#ffffff"   /* record > VCL: not at write quorum yet */
-#define C_VDL       "#1a9850"
-#define C_VCL       "#d8a000"
-#define C_TRUNC     "#f4a582"
-#define C_BEHIND    "#fdd49e"   /* a segment's SCL below its PG's best */
-#define C_DOWN      "#e0e0e0"
-#define C_DOWN_LINE "#9e9e9e"
-#define C_PART      "#fde0dd"
-#define C_PART_LINE "#d7301f"
-#define C_SLOW      "#fff3d6"
-#define C_SLOW_LINE "#ec7014"
 
 /* ---- a growing string ----------------------------------------------------- */
-
-struct sb {
-  char *s;
-  size_t n, cap;
-};
 
 static void sb_grow(struct sb *b, size_t more)
 {
@@ -76,8 +58,7 @@ static void sb_grow(struct sb *b, size_t more)
   b->s = realloc(b->s, b->cap);
 }
 
-static void sbf(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sbf(struct sb *b, const char *fmt, ...)
+void sbf(struct sb *b, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -94,7 +75,7 @@ static void sbf(struct sb *b, const char *fmt, ...)
 
 /* Text from the wire inside an HTML-like label: names are checked by
  * wire.c, but an address or a future field may hold anything. */
-static void sb_html(struct sb *b, const char *s)
+void sb_html(struct sb *b, const char *s)
 {
   for (; s && *s; s++) {
     switch (*s) {
@@ -109,12 +90,10 @@ static void sb_html(struct sb *b, const char *s)
   }
 }
 
-typedef unsigned long long ull;
-
 /* ---- what the status says ------------------------------------------------- */
 
 /* The SCL node reported for pg; 0 with *known = 0 if it has not yet. */
-static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg, int *known)
+uint64_t viz_scl_of(const Auralog__Status *st, const char *node, uint32_t pg, int *known)
 {
   for (size_t i = 0; i < st->n_segs && i < st->n_seg_nodes; i++)
     if (st->segs[i]->pg == pg && st->seg_nodes[i] && strcmp(st->seg_nodes[i], node) == 0) {
@@ -126,11 +105,19 @@ static uint64_t scl_of(const Auralog__Status *st, const char *node, uint32_t pg,
 }
 
 /* What node's segment of pg reported (NULL if nothing yet). */
-static const Auralog__SegStat *seg_of(const Auralog__Status *st, const char *node, uint32_t pg)
+const Auralog__SegStat *viz_seg_of(const Auralog__Status *st, const char *node, uint32_t pg)
 {
   for (size_t i = 0; i < st->n_segs && i < st->n_seg_nodes; i++)
     if (st->segs[i]->pg == pg && st->seg_nodes[i] && strcmp(st->seg_nodes[i], node) == 0)
       return st->segs[i];
+  return NULL;
+}
+
+const Auralog__NodeInfo *viz_node(const Auralog__Status *st, const char *id)
+{
+  for (size_t i = 0; i < st->n_nodes; i++)
+    if (st->nodes[i]->id && strcmp(st->nodes[i]->id, id) == 0)
+      return st->nodes[i];
   return NULL;
 }
 
@@ -141,7 +128,7 @@ static uint64_t best_scl(const Auralog__Status *st, const Auralog__Pg *pg)
   uint64_t best = 0;
   for (size_t s = 0; s < pg->n_segments; s++) {
     int known;
-    uint64_t scl = scl_of(st, pg->segments[s]->node, pg->pg, &known);
+    uint64_t scl = viz_scl_of(st, pg->segments[s]->node, pg->pg, &known);
     if (scl > best)
       best = scl;
   }
@@ -276,8 +263,15 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
     sbf(b, "<font color=\"" C_PART_LINE "\"><b>PARTITIONED</b></font>");
   else
     sbf(b, "up");
+  /* The faults a node plays besides (they leave it up and answering):
+   * beside "up", or a line each under PARTITIONED, so a box stays narrow. */
+  const char *sep = n->partitioned ? "<br/>" : "  ";
   if (n->up && n->slow_ms)
-    sbf(b, "<font color=\"" C_SLOW_LINE "\"><b>  SLOW +%u ms</b></font>", n->slow_ms);
+    sbf(b, "%s<font color=\"" C_SLOW_LINE "\"><b>SLOW +%u ms</b></font>", sep, n->slow_ms);
+  if (n->up && n->stale)
+    sbf(b, "%s<font color=\"" C_FLAG_LINE "\"><b>STALE PAGES</b></font>", sep);
+  if (n->up && n->no_gossip)
+    sbf(b, "%s<font color=\"" C_FLAG_LINE "\"><b>GOSSIP OFF</b></font>", sep);
   sbf(b, "</td></tr>\n");
   size_t rows = 0, more = 0;
   for (size_t p = 0; v && p < v->n_pgs; p++) {
@@ -290,11 +284,11 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
         continue;
       }
       int known;
-      uint64_t scl = scl_of(st, n->id, pg->pg, &known);
+      uint64_t scl = viz_scl_of(st, n->id, pg->pg, &known);
       int behind = known && scl < best_scl(st, pg);
       sbf(b, "      <tr><td align=\"left\"%s>pg %u</td>", behind ? " bgcolor=\"" C_BEHIND "\"" : "",
           pg->pg);
-      const Auralog__SegStat *ss = seg_of(st, n->id, pg->pg);
+      const Auralog__SegStat *ss = viz_seg_of(st, n->id, pg->pg);
       if (known) {
         /* Above the SCL it may hold later records (a hole below them, which
          * gossip fills, §3.3); an epoch older than the volume's: it has not
@@ -302,7 +296,7 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
         sbf(b, "<td align=\"right\"%s>SCL <b>%llu</b>", behind ? " bgcolor=\"" C_BEHIND "\"" : "",
             (ull)scl);
         if (ss && ss->max_lsn > scl)
-          sbf(b, " (hole, holds to %llu)", (ull)ss->max_lsn);
+          sbf(b, "<br/>(hole, holds to %llu)", (ull)ss->max_lsn);
         if (ss && ss->epoch && ss->epoch < v->epoch)
           sbf(b, " epoch %llu", (ull)ss->epoch);
         sbf(b, "</td></tr>\n");
@@ -316,103 +310,6 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
   if (rows == 0 && more == 0)
     sbf(b, "      <tr><td colspan=\"2\"><i>no segment of this volume</i></td></tr>\n");
   sbf(b, "    </table>>];\n");
-}
-
-/* What a strip shows, in LSN order. At one LSN: the record, then the VDL
- * flag, the VCL flag, then a truncation starting there (recovery truncates
- * right above the VDL it found). */
-enum { EV_REC, EV_VDL, EV_VCL, EV_VDLCL, EV_TRUNC };
-struct ev {
-  uint64_t lsn;
-  int kind;
-  int cpl;
-  const Auralog__TruncRange *t;
-};
-
-static int ev_cmp(const void *a, const void *b)
-{
-  const struct ev *x = a, *y = b;
-  if (x->lsn != y->lsn)
-    return x->lsn < y->lsn ? -1 : 1;
-  return x->kind - y->kind;
-}
-
-static void draw_strip(struct sb *b, const Auralog__Status *st, const Auralog__Volume *v,
-                       const Auralog__Pg *pg)
-{
-  const Auralog__EngineStat *e = st->engine;
-  size_t nrec = 0;
-  for (size_t i = 0; e && i < e->n_tail; i++)
-    nrec += e->tail[i]->pg == pg->pg;
-  struct ev *ev = calloc(nrec + 2 + v->n_truncs + 1, sizeof *ev);
-  size_t n = 0;
-  uint64_t lo = UINT64_MAX;
-  for (size_t i = 0; e && i < e->n_tail; i++)
-    if (e->tail[i]->pg == pg->pg) {
-      ev[n++] = (struct ev){e->tail[i]->lsn, EV_REC, e->tail[i]->cpl, NULL};
-      if (e->tail[i]->lsn < lo)
-        lo = e->tail[i]->lsn;
-    }
-  if (e && e->vdl == e->vcl) {
-    ev[n++] = (struct ev){e->vdl, EV_VDLCL, 0, NULL};
-  } else if (e) {
-    ev[n++] = (struct ev){e->vdl, EV_VDL, 0, NULL};
-    ev[n++] = (struct ev){e->vcl, EV_VCL, 0, NULL};
-  }
-  /* The truncations among these records, and the newest below them (it
-   * explains the jump in LSNs a recovery leaves), newest first. */
-  size_t nt = 0;
-  int below = 0;
-  for (size_t i = v->n_truncs; i-- > 0 && nt < VIZ_STRIP_TRUNC;) {
-    const Auralog__TruncRange *t = v->truncs[i];
-    if (t->to < lo) {
-      if (below)
-        continue;
-      below = 1;
-    }
-    ev[n++] = (struct ev){t->from, EV_TRUNC, 0, t};
-    nt++;
-  }
-  qsort(ev, n, sizeof *ev, ev_cmp);
-
-  sbf(b, "  pg%u [shape=plaintext label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"3\" "
-      "cellpadding=\"4\">\n    <tr><td border=\"0\" align=\"left\"><b>pg %u</b>&#160;log tail<br/>"
-      "<font point-size=\"9\">pages %u..%u</font></td>", pg->pg, pg->pg, pg->first_page,
-      pg->first_page + (pg->npages ? pg->npages - 1 : 0));
-  if (nrec && lo > 1)
-    sbf(b, "<td border=\"0\">...</td>");
-  if (nrec == 0)
-    sbf(b, "<td border=\"0\"><i>no recent records</i></td>");
-  for (size_t i = 0; i < n; i++) {
-    const struct ev *x = &ev[i];
-    switch (x->kind) {
-    case EV_REC: {
-      const char *fill = x->lsn <= e->vdl ? C_DURABLE : x->lsn <= e->vcl ? C_COMPLETE : C_PENDING;
-      const char *pend = x->lsn > e->vcl ? " style=\"dashed\"" : "";
-      if (x->cpl)
-        sbf(b, "<td bgcolor=\"%s\" border=\"3\"%s><b>%llu</b><br/><font point-size=\"8\">"
-            "<b>CPL</b></font></td>", fill, pend, (ull)x->lsn);
-      else
-        sbf(b, "<td bgcolor=\"%s\"%s>%llu<br/><font point-size=\"8\"> </font></td>", fill, pend,
-            (ull)x->lsn);
-      break;
-    }
-    case EV_VDL:
-    case EV_VCL:
-    case EV_VDLCL:
-      sbf(b, "<td bgcolor=\"%s\" border=\"0\"><font color=\"white\"><b>%s</b><br/>%llu</font></td>",
-          x->kind == EV_VCL ? C_VCL : C_VDL,
-          x->kind == EV_VDL ? "VDL" : x->kind == EV_VCL ? "VCL" : "VDL=VCL", (ull)x->lsn);
-      break;
-    case EV_TRUNC:
-      sbf(b, "<td bgcolor=\"" C_TRUNC "\" style=\"dashed\">truncated<br/><font point-size=\"9\">"
-          "(%llu, %llu] epoch %llu</font></td>", (ull)x->t->from, (ull)x->t->to,
-          (ull)x->t->epoch);
-      break;
-    }
-  }
-  sbf(b, "</tr>\n  </table>>];\n");
-  free(ev);
 }
 
 static void draw_legend(struct sb *b)
@@ -434,8 +331,15 @@ static void draw_legend(struct sb *b)
     "<td border=\"3\"><b>20</b></td><td align=\"left\" border=\"0\">CPL: last record of its MTR</td></tr>\n"
     "    <tr><td bgcolor=\"" C_BEHIND "\">SCL</td><td align=\"left\" border=\"0\">behind PG peers</td>"
     "<td bgcolor=\"" C_TRUNC "\" style=\"dashed\">(a, b]</td><td align=\"left\" border=\"0\">truncated by a recovery</td></tr>\n"
+    "    <tr><td bgcolor=\"" C_HELD "\">held</td><td align=\"left\" border=\"0\">a segment holds it</td>"
+    "<td bgcolor=\"" C_HOLE "\"><font color=\"white\"><b>hole</b></font></td><td align=\"left\" "
+    "border=\"0\">missing, a later one held</td></tr>\n"
+    "    <tr><td bgcolor=\"" C_MISSING "\" style=\"dashed\">missing</td><td align=\"left\" "
+    "border=\"0\">missing, and all after</td>"
+    "<td bgcolor=\"" C_HELD "\"><b>SCL</b></td><td align=\"left\" border=\"0\">the segment's SCL</td></tr>\n"
     "    <tr><td border=\"0\" colspan=\"4\" align=\"left\">SCL: the segment holds every record of "
-    "its PG up to it. VDL flag: the highest CPL &lt;= VCL.</td></tr>\n"
+    "its PG up to it. VDL flag: the highest CPL &lt;= VCL.<br align=\"left\"/>A log: the writer's newest "
+    "records of the PG on top, a row per segment below.</td></tr>\n"
     "  </table>>];\n");
 }
 
@@ -514,7 +418,7 @@ char *viz_dot(const Auralog__Status *st)
       withdrawn++;
     else
       spare--;
-    draw_strip(&b, st, v, v->pgs[p]);
+    viz_draw_log(&b, st, v, v->pgs[p]);
     if (prev == NULL) {
       for (size_t i = 0; i < st->n_nodes; i++)
         sbf(&b, "  n%zu -> pg%u [style=invis];\n", i, v->pgs[p]->pg);
@@ -622,10 +526,11 @@ static void usage(FILE *f)
     "       auralog viz --sim-trace FILE [--from MS] [--to MS] [--format F] [-o FILE]\n"
     "\n"
     "Draw the running cluster with graphviz: the AZs and their nodes, each\n"
-    "node's segments with their SCL, the engine's VDL and VCL, and per PG a\n"
-    "strip of the log tail (durable, complete, pending records; CPLs; the\n"
-    "truncated ranges of recoveries). Down, partitioned and slow nodes are\n"
-    "drawn as such; the legend says how.\n"
+    "node's segments with their SCL, the engine's VDL and VCL, and per PG its\n"
+    "log: the newest records (durable, complete, pending; CPLs; the truncated\n"
+    "ranges of recoveries), and under them a row per segment showing which\n"
+    "records it holds, its holes shaded and its SCL. Down, partitioned, slow,\n"
+    "stale and gossip-off nodes are drawn as such; the legend says how.\n"
     "\n"
     "  --format F     dot (the default: DOT text), svg or png\n"
     "  -o FILE        write to FILE; without --format, its extension\n"

@@ -538,6 +538,7 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
   int hit = 0;
   /* What the CLI did itself (a kill, a start) or a lab mark: the journal's. */
   if (jn_fault_note(co, f)) {
+    flog_note(co, f);
     coord_reply_ok(co, c, req);
     return;
   }
@@ -572,8 +573,10 @@ static void on_fault(struct coord *co, struct ep *c, uint64_t req, const Auralog
       send_faults(co, co->nodes[i], drop);
     }
   }
-  if (hit)
+  if (hit) {
     jn_sample_all(co);
+    flog_note(co, f);
+  }
   if (hit)
     jn_event(co, "fault", "\"action\":\"%s\",\"az\":\"%s\",\"node\":\"%s\",\"n\":%u",
              f->action, f->az, f->node, f->ms);
@@ -751,6 +754,7 @@ void coord_free(struct coord *co)
   }
   fo_free(co);
   jn_free(co);
+  flog_free(co);
   free(co->nodes);
   free(co->vols);
   free(co->engines);

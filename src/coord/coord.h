@@ -74,7 +74,14 @@ struct coord {
   void *note_ctx;
   struct cjn *jn;
   struct jrep *jr;             /* ... of replicas, holds, failovers (coord/jreplica.c) */
+  struct flog *flog;           /* the faults heard of lately (coord/faultlog.c) */
 };
+
+/* faultlog.c: note a fault played or noted (lab marks and bench notes are
+ * ignored); put the last FAULTS_SHOWN in a Status, oldest first. */
+void flog_note(struct coord *co, const Auralog__Fault *f);
+void flog_status(struct coord *co, Auralog__Status *st);
+void flog_free(struct coord *co);
 
 /* hold.c: note engines[i]'s report (what the PGMRPL holds back); put it
  * in a Status. */

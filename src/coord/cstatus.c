@@ -4,7 +4,8 @@
  * One Status message, built by status_build from the coordinator's tables
  * (the volume, the nodes and their segments' last heartbeat, the writer's
  * last report, fenced engines still reporting, the oldest read point's
- * holder, failover), answers three askers the same way:
+ * holder, failover, the faults heard of lately: faultlog.c), answers
+ * three askers the same way:
  *   coord_on_status     a StatusReq on the wire (`auralog status`)
  *   coord_http_status   the dashboard's /status.json (the JSON of
  *                       `auralog status --json`, made by the same function)
@@ -85,6 +86,7 @@ static void status_build(struct coord *co, const char *name, struct status_view 
     st->fenced = r->foutp;
     st->n_fenced = nf;
   }
+  flog_status(co, st);
   auralog__failover_stat__init(&sv->fo);
   if (slot) {
     fo_status(co, *slot, &sv->fo);

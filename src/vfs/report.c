@@ -80,6 +80,13 @@ static size_t tail_collect(struct volume *v)
       t->pg = p;
       t->lsn = g->ring_lsn[i];
       t->cpl = g->ring_cpl[i];
+      /* Who holds it: who acknowledged it, and who reported an SCL at or
+       * above it (a segment that got it by gossip, or whose Append ack
+       * came after the record was freed). */
+      t->acks = g->ring_acks[i];
+      for (int s = 0; s < NCOPIES; s++)
+        if (g->scl[s] >= t->lsn)
+          t->acks |= 1u << s;
       if (n == TAIL_MAX)
         for (size_t j = min = 0; j < n; j++)
           if (v->drv->tail_out[j].lsn < v->drv->tail_out[min].lsn)

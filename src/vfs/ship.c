@@ -112,6 +112,7 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
     g->tail = lsn;
     g->ring_lsn[g->ring_n % TAIL_PER_PG] = lsn;
     g->ring_cpl[g->ring_n % TAIL_PER_PG] = i == n - 1;
+    g->ring_acks[g->ring_n % TAIL_PER_PG] = 0;
     g->ring_n++;
     if (g->n == g->cap) {
       g->cap = g->cap ? 2 * g->cap : 64;

@@ -408,6 +408,25 @@ static void advance(struct volume *v, uint64_t old_vdl)
     v->durable_fn(v->durable_arg, v->q.vdl);
 }
 
+/* Slot acknowledged lsns (ascending) of g: note it beside each of the
+ * PG's newest records it names (the pictures' "acked by"). A picture, not
+ * state: durability is the quorum's (q_ack), never this. */
+static void ring_note_acks(struct pgout *g, int slot, const uint64_t *lsns, size_t n)
+{
+  if (n == 0)
+    return;
+  for (unsigned k = 0; k < TAIL_PER_PG && k < g->ring_n; k++) {
+    uint64_t l = g->ring_lsn[k];
+    if (l < lsns[0] || l > lsns[n - 1])
+      continue;
+    for (size_t i = 0; i < n; i++)
+      if (lsns[i] == l) {
+        g->ring_acks[k] |= (uint8_t)(1u << slot);
+        break;
+      }
+  }
+}
+
 static void on_ack(struct volume *v, struct inflight *f, const Env *env)
 {
   struct pgout *g = &v->pgs[f->pg];
@@ -445,6 +464,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   uint64_t old = v->q.vdl;
   for (size_t i = 0; i < f->n; i++)
     q_ack(&v->q, f->pg, f->slot, f->lsns[i]);
+  ring_note_acks(g, f->slot, f->lsns, f->n);
   uint64_t scl = env->append_ack->scl;
   q_ack_upto(&v->q, f->pg, f->slot, scl);
   if (scl > v->pgs[f->pg].scl[f->slot])

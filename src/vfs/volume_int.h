@@ -55,6 +55,9 @@ struct pgout {
   unsigned long long retry_at[NCOPIES]; /* ... so it is tried again no sooner */
   uint64_t ring_lsn[TAIL_PER_PG]; /* the PG's newest records (a ring, for viz) */
   uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
+  uint8_t ring_acks[TAIL_PER_PG]; /* ... and the segment slots that acknowledged
+                                     each (bit i: slot i), for the pictures'
+                                     "acked by": a slot that missed it shows */
   unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
   uint8_t busy;              /* on v->busy: it holds records (head < n) */
   /* While read replicas exist (replica_floor set), the LSNs of the PG's

@@ -7,8 +7,10 @@
  * truncation left by a recovery; then checks that the DOT text graphviz
  * reads shows all of it: the six nodes in three AZ clusters, the VDL, the
  * down and partitioned nodes marked, the truncated range with its epoch,
- * records placed on the right side of the VDL and VCL flags. Also: no
- * engine, odd text in addresses, a tail naming PGs the volume lacks.
+ * records placed on the right side of the VDL and VCL flags, and under
+ * each PG's records a row per segment: which it holds, its holes shaded,
+ * its SCL marked. Also: no engine, odd text in addresses, a tail naming
+ * PGs the volume lacks.
  *
  * AURALOG_VIZ_OUT=FILE writes the sample drawing's DOT there (to look at:
  * dot -Tpng FILE -o x.png).
@@ -310,7 +312,7 @@ static void truncation_range_and_epoch(void **state)
   assert_non_null(t);
   assert_non_null(strstr(attr(t, "label"), "(100, 10000100]  epoch 2"));
   const char *strip = attr(agnode(g, "pg0", 0), "label");
-  assert_non_null(strstr(strip, "(100, 10000100] epoch 2"));
+  assert_non_null(strstr(strip, "(100, 10000100]<br/>epoch 2"));
   /* It comes before every record (they are all above it). */
   assert_true(strstr(strip, "10000100]") < strstr(strip, "10000121"));
   agclose(g);
@@ -348,7 +350,7 @@ static void strip_orders_records_and_flags(void **state)
   /* Durable, complete and pending records look different. */
   assert_non_null(strstr(l, "#a6d96a"));
   assert_non_null(strstr(l, "#fee08b"));
-  assert_non_null(strstr(l, "style=\"dashed\"><b>10000135"));
+  assert_non_null(strstr(l, "style=\"dashed\"><font point-size=\"10\"><b>10000135"));
   agclose(g);
   free(dot);
 }
@@ -439,6 +441,64 @@ static void log_edge_is_drawn(void **state)
   free(dot);
 }
 
+/* The words of the cells of segment id's row in the log of pg (held,
+ * SCL, hole, missing, ?, band for a flag's column), space-separated. */
+static const char *row_cells(const char *label, const char *id)
+{
+  static char words[512];
+  char want[32];
+  snprintf(want, sizeof want, "<b>%s</b>", id);
+  const char *row = strstr(label, want), *end = row ? strstr(row, "</tr>") : NULL;
+  if (row == NULL || end == NULL)
+    fail_msg("no row for segment %s in: %s", id, label);
+  words[0] = 0;
+  for (const char *p = strstr(row, "</td>"); p && p < end; p = strstr(p + 1, "<td")) {
+    const char *td = strstr(p, "<td");
+    if (td == NULL || td > end)
+      break;
+    const char *close = strstr(td, "</td>");
+    char cell[256];
+    snprintf(cell, sizeof cell, "%.*s", (int)(close - td), td);
+    const char *w = strstr(cell, "<b>SCL</b>") ? "SCL" : strstr(cell, "<b>hole</b>") ? "hole"
+                  : strstr(cell, "missing") ? "missing" : strstr(cell, "held") ? "held"
+                  : strstr(cell, ">?<") ? "?" : "band";
+    snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", words[0] ? " " : "", w);
+    p = close;
+  }
+  return words;
+}
+
+/* Under pg 0's records, A2 (SCL 10000123, acked 10000127 and 10000130)
+ * holds up to its SCL, misses 10000125 below records it holds (a hole),
+ * and misses the two newest; B2, down at 10000121, misses all after it. */
+static void segment_rows_show_holes_and_scl(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  s.ss[1].scl = 10000123;                 /* A2 of pg 0 */
+  s.ss[1].max_lsn = 10000130;
+  s.tail[3].acks = 0x37;                  /* 10000127: all but B2 */
+  s.tail[4].acks = 0x37;                  /* 10000130: all but B2 */
+  s.tail[5].acks = 0x05;                  /* 10000133: A1 B1 */
+  char *dot = viz_dot(&s.st);
+  Agraph_t *g = parse(dot);
+  const char *l = attr(agnode(g, "pg0", 0), "label");
+  /* The leading cell (below the first record), the truncation's column,
+   * the seven records, and the VDL and VCL columns after 10000130 and
+   * 10000133. */
+  assert_string_equal(row_cells(l, "A2"), "held band held SCL hole held held band missing band missing");
+  assert_string_equal(row_cells(l, "A1"), "held band held held held held SCL band held band missing");
+  assert_string_equal(row_cells(l, "B2"), "held band SCL missing missing missing missing band missing band missing");
+  assert_non_null(strstr(l, "<b>B2</b> DOWN  SCL 10000121"));
+  assert_non_null(strstr(l, "<b>C1</b> CUT OFF  SCL 10000130"));
+  /* The legend says what the cells mean. */
+  const char *legend = attr(agnode(g, "legend", 0), "label");
+  assert_non_null(strstr(legend, "missing, a later one held"));
+  agclose(g);
+  free(dot);
+}
+
 static void many_pgs_are_summarised(void **state)
 {
   (void)state;
@@ -460,7 +520,7 @@ static void many_pgs_are_summarised(void **state)
   assert_non_null(agnode(g, "pg30", 0));
   assert_non_null(agnode(g, "pg0", 0));
   assert_null(agnode(g, "pg39", 0));
-  assert_non_null(strstr(dot, "and 32 more PGs"));
+  assert_non_null(strstr(dot, "and 36 more PGs"));
   agclose(g);
   free(dot);
 }
@@ -478,6 +538,7 @@ int main(void)
     cmocka_unit_test(vdl_equal_vcl_is_one_flag),
     cmocka_unit_test(no_engine_no_pgs_still_draws),
     cmocka_unit_test(odd_text_and_stray_tail),
+    cmocka_unit_test(segment_rows_show_holes_and_scl),
     cmocka_unit_test(many_pgs_are_summarised),
   };
   gvc = gvContext();
