@@ -36,6 +36,24 @@ void ok(struct labctx *x, int good, const char *fmt, ...)
   x->failed |= !good;
 }
 
+/* Values for a check's line: fmt formatted when have, else "". A step not
+ * seen has no value to show, and a line never shows a stand-in for one
+ * (-1, nan). A ring of buffers: several in one line. */
+const char *shown(int have, const char *fmt, ...)
+{
+  static char ring[8][512];
+  static int next;
+  char *b = ring[next++ % 8];
+  b[0] = 0;
+  if (have) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof ring[0], fmt, ap);
+    va_end(ap);
+  }
+  return b;
+}
+
 /* Run SQL on the engine; the rows as "a|b\n" text in out. 0 on success. */
 int query(struct labctx *x, const char *sql, char *out, size_t n)
 {
@@ -106,23 +124,33 @@ static const char *answer(struct labctx *x, const char *key)
 }
 
 /* A numeric answer in [lo, hi] (the measured value is ref). The whole
- * answer must be the number: "2 or 3" is not 2. */
+ * answer must be the number: "2 or 3" is not 2. A ref that is not a
+ * number, or negative (every value a lab asks is a count, an LSN, an
+ * epoch, a time or a percentage), was not measured: a step is missing,
+ * and no answer can be right (not even "-1"). A wrong answer is told so
+ * without the measured value. */
 void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
                      const char *what)
 {
+  int known = isfinite(ref) && ref >= 0 && isfinite(lo) && isfinite(hi);
   if (x->ref) {
-    fprintf(x->ref, "%s: %.0f\n", key, ref);
+    if (known)
+      fprintf(x->ref, "%s: %.0f\n", key, ref);
+    else
+      fprintf(x->ref, "# %s: not measured (a step above is missing)\n", key);
     return;
   }
   const char *a = answer(x, key);
   char *end = NULL;
   double v = a ? strtod(a, &end) : NAN;
-  int good = a && end != a && *end == 0 && v >= lo && v <= hi;
-  if (lo == hi)
+  int good = known && a && end != a && *end == 0 && v >= lo && v <= hi;
+  if (!known)
+    ok(x, 0, "%s: %s (%s; nothing measured to compare it with: a step above is missing)", key,
+       what, a ? a : "no answer");
+  else if (lo == hi || !good)
     ok(x, good, "%s: %s (%s)", key, what, a ? a : "no answer");
   else
-    ok(x, good, "%s: %s (%s; the cluster measured %.0f)", key, what, a ? a : "no answer",
-       good ? ref : NAN);
+    ok(x, good, "%s: %s (%s; the cluster measured %.0f)", key, what, a, ref);
 }
 
 /* A choice: exactly one of the words in choices ("a|b|c"), and it must be want. */

@@ -49,6 +49,11 @@ void lab_answers(int n, const char *text);
  * the test fails, showing the output's tail, if either fails. */
 void lab_start(int n);
 void lab_steps(int n, const char *folder, const char *env);
+/* The env for lab_steps of a paced run: the steps with a person's pause
+ * before each ("AURALOG_PACE_S=3": $AURALOG_PACE_S if set, else 3 s).
+ * Paced tests are named *_paced: `make test` runs them in a lane of their
+ * own (scripts/run-integration.sh), since they mostly wait. */
+const char *paced_env(void);
 
 /* Run a shell command; return its exit status; output in out if given. */
 int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
