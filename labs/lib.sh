@@ -33,9 +33,14 @@ step() {
   [ "$pace" = 0 ] || sleep "$pace"
   printf '\n$ %s\n' "$*"
 }
-# Seconds a person takes for n steps (AURALOG_PACE_S each): for what must
-# last across them, such as a read transaction held open meanwhile.
-paced() { awk -v p="$pace" -v n="$1" 'BEGIN { print p * n }'; }
+# A step the handout asks for at once, against a clock (a replica cancels
+# a reader at 5 s): a person hurries, and pauses 3 s at most.
+step_now() {
+  local p
+  p=$(awk -v p="$pace" 'BEGIN { print (p < 3 ? p : 3) }')
+  [ "$p" = 0 ] || sleep "$p"
+  printf '\n$ %s\n' "$*"
+}
 # Run by hand (not by `lab run`): the writer is whoever the coordinator says.
 if [ -z "${AURALOG_ENGINE:-}" ]; then
   AURALOG_ENGINE=$(auralog status --json | grep -o '"writer": *"[^"]*"' | head -1 | sed 's/.*"\([^"]*\)"$/\1/')
