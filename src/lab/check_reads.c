@@ -138,12 +138,6 @@ static void replay(struct labctx *x, struct l7 *r)
     r->stall2 = NULL;
 }
 
-/* A count from the table for a line: " (n)", or why there is none. */
-static const char *count_shown(long long n)
-{
-  return n >= 0 ? shown(1, " (%lld)", n) : " (table lab07 could not be read)";
-}
-
 void check7(struct labctx *x)
 {
   if (!started(x, 7))
@@ -156,7 +150,7 @@ void check7(struct labctx *x)
   ok(x, r.held, "meanwhile a read that saw it was held back, not answered");
   long long kept = sql_num(x, "select count(*) from lab07 where step = 'durable';");
   ok(x, kept == 1, "its row is there: an unacknowledged commit may still become durable%s",
-     count_shown(kept));
+     counted(kept));
   ok(x, r.second != NULL, "a second writer, started by hand, opened the volume with a new "
      "epoch%s", shown(r.second != NULL, " (%.0f)", e2));
   double fenced_ms = r.fenced && r.second ? fnum(r.fenced, "t") - fnum(r.second, "t") : -1;
@@ -177,7 +171,7 @@ void check7(struct labctx *x)
      "immediate read saw%s", shown(r.trunc != NULL, " (from %.0f; the read saw %.0f)",
                                    fnum(r.trunc, "from"), seen));
   long long gone = sql_num(x, "select count(*) from lab07 where step = 'immediate';");
-  ok(x, gone == 0, "the row the immediate read showed is gone%s", count_shown(gone));
+  ok(x, gone == 0, "the row the immediate read showed is gone%s", counted(gone));
   /* Restored, so later labs run: nodes up, no partition, durable reads. */
   struct nodes ns;
   memset(&ns, 0, sizeof ns);
