@@ -26,5 +26,7 @@ void status_table(const Auralog__Status *st, FILE *f);
 struct cJSON;
 void status_log_json(const Auralog__Status *st, struct cJSON *o);
 void status_log_table(const Auralog__Status *st, FILE *f);
+/* The volume's truncations: the newest few, and how many in all. */
+void status_truncs_table(const Auralog__Status *st, FILE *f);
 
 #endif
