@@ -80,13 +80,27 @@ static void handout_answers_fail(void **state)
                           "labs/lab07-reads/*"), 0);
 }
 
-/* After the lab, the cluster is as before: every node up, the writer
- * answers and commits. */
+/* After the lab, the cluster is as before: every node up, a replica, no
+ * fenced engine left running (the first writer was replaced, whoever
+ * took the epoch), the writer answers and commits. */
 static void restored(void)
 {
   static const char *ids[] = {"A1", "A2", "B1", "B2", "C1", "C2"};
   for (int i = 0; i < 6; i++)
     assert_string_equal(node_state(ids[i]), "up");
+  int reps = 0, fenced = 1;
+  for (int t = 0; t < 100 && (reps < 1 || fenced > 0); t++) {
+    cJSON *o = status("main");
+    reps = cJSON_GetArraySize(cJSON_GetObjectItem(o, "replicas"));
+    fenced = cJSON_GetArraySize(cJSON_GetObjectItem(o, "fenced_engines"));
+    cJSON_Delete(o);
+    if (reps < 1 || fenced > 0)
+      usleep(100000);
+  }
+  if (reps < 1 || fenced > 0) {
+    sh(out, OUT_SIZE, "%s status --dir %s 2>&1 | head -12", bin, dir);
+    fail_msg("after the lab: %d replicas, %d fenced engines:\n%s", reps, fenced, out);
+  }
   assert_int_equal(sh(out, OUT_SIZE, "%s sql --dir %s \"insert into lab07 values(7, 'later');"
                       " select count(*) from lab07 where step = 'immediate';\" 2>&1", bin, dir),
                    0);
