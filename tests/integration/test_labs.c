@@ -180,6 +180,21 @@ static void lab5_fencing(void **state)
   assert_int_not_equal(sh(NULL, 0, "pgrep -f '%s' > /dev/null", pat), 0);
 }
 
+/* A student runs a lab's run.sh by hand, with nothing set: no
+ * AURALOG_DIR, the cluster in ~/.auralog (HOME here is a directory whose
+ * .auralog is this test's cluster). It runs (it stopped at once on
+ * "AURALOG_DIR: unbound variable"). */
+static void run_sh_by_hand_with_nothing_set(void **state)
+{
+  (void)state;
+  int rc = sh(out, OUT_SIZE, "h=%s-home; mkdir -p $h && ln -sfn %s $h/.auralog && "
+              "env -u AURALOG_DIR -u AURALOG_ENGINE -u AURALOG_COORD HOME=$h AURALOG=%s "
+              "bash labs/%s/run.sh 2>&1; r=$?; rm -rf $h; exit $r", dir, dir, bin, folder[4]);
+  if (rc != 0)
+    fail_msg("lab 4's run.sh by hand:\n%s", out);
+  assert_non_null(strstr(out, "gossip: "));      /* it read $AURALOG_DIR/log/C1.log */
+}
+
 /* Nonsense answers on a cluster where no fault was ever injected (the
  * issue's own examples): every check fails, on the steps and the answers. */
 static void nonsense_without_faults_fails(void **state)
@@ -351,6 +366,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_lab_not_done_does_not_pass),
+    cmocka_unit_test(run_sh_by_hand_with_nothing_set),
     cmocka_unit_test(nonsense_without_faults_fails),
     cmocka_unit_test(handout_answers_fail),
     cmocka_unit_test(demo_then_check_fails),
