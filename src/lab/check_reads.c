@@ -52,7 +52,7 @@ struct l7 {
   const cJSON *second;         /* the second writer's epoch line */
   const cJSON *fenced;         /* the first writer hearing of it */
   const cJSON *dirty;          /* an immediate read above the VDL under e2 */
-  const cJSON *stall2;         /* e2's stall below what that read saw */
+  const cJSON *stall2;         /* e2's stall still on at its end (an unstall ends one) */
   const cJSON *durable2;       /* an e2 report with the VDL at or above it after all */
   const cJSON *after;          /* the epoch line of the recovery that cut it */
   const cJSON *trunc;          /* ... and its truncation */
@@ -121,8 +121,10 @@ static void replay(struct labctx *x, struct l7 *r)
       continue;
     if (is(e, "dirtyread") && ep == e2 && !r->dirty)
       r->dirty = e;
-    if (is(e, "stall") && ep == e2 && !r->stall2)
-      r->stall2 = e;
+    if (is(e, "stall") && ep == e2)
+      r->stall2 = e;             /* the latest: the one still on at the crash */
+    if (is(e, "unstall") && ep == e2)
+      r->stall2 = NULL;          /* it ended: a commit still stuck stalls again */
     if ((is(e, "engine") || is(e, "unstall")) && ep == e2 && r->dirty &&
         fnum(e, "vdl") >= fnum(r->dirty, "seen") && !r->durable2)
       r->durable2 = e;
@@ -163,7 +165,8 @@ void check7(struct labctx *x)
                               fnum(r.dirty, "vdl")));
   ok(x, r.dirty && r.stall2 && !r.durable2, "that commit had no write quorum and never became "
      "durable%s%s%s", shown(r.second != NULL, " under epoch %.0f", e2),
-     shown(r.dirty && !r.stall2, " (no stall of that epoch's writer below LSN %.0f)", seen),
+     shown(r.dirty && !r.stall2 && !r.durable2, " (no stall of that epoch's writer below LSN "
+           "%.0f)", seen),
      shown(r.durable2 != NULL, " (its VDL reached %.0f)", fnum(r.durable2, "vdl")));
   ok(x, r.after != NULL, "a later writer recovered the volume and truncated%s",
      shown(r.after != NULL, " (epoch %.0f)", fnum(r.after, "epoch")));

@@ -9,7 +9,7 @@
  * failover detector promote the replica, whose recovery cannot finish,
  * before the next writer's truncates. The check must accept that as well
  * as the order a script makes, and must still refuse a history whose
- * commit became durable after all.
+ * commit became durable after all, or whose only stall ended before it.
  *
  * And no check shows a stand-in for a value it did not see: with nothing
  * done since `lab start N`, no line of any lab's check says -1 or nan,
@@ -214,6 +214,24 @@ static void lab7_durable_after_all_fails(void **state)
   unload(&x);
 }
 
+/* A stall of that epoch that ended before the read (an earlier commit,
+ * durable after all), and none after it: not that commit's. */
+static void lab7_an_ended_stall_is_not_that_commits(void **state)
+{
+  (void)state;
+  static const char *const w[] = {
+    L7_FIRST, L7_STALL,
+    "{\"kind\": \"unstall\", \"epoch\": 2, \"vdl\": 8, \"from\": 6, \"t\": 15500}",
+    L7_DIRTY, L7_RECOVERY(3), NULL};
+  struct labctx x;
+  load(&x, l7_before, w, 7);
+  answer(l7_answers);
+  run(&x, check7);
+  says("[missing] that commit had no write quorum and never became durable under epoch 2 (no "
+       "stall of that epoch's writer below LSN 10000008)");
+  unload(&x);
+}
+
 /* ---- every lab: nothing done ------------------------------------------------ */
 
 /* A stand-in for a value: -1 as a number, or nan, anywhere in a line. */
@@ -287,6 +305,7 @@ int main(void)
     cmocka_unit_test(lab7_stall_then_read),
     cmocka_unit_test(lab7_promotion_first),
     cmocka_unit_test(lab7_durable_after_all_fails),
+    cmocka_unit_test(lab7_an_ended_stall_is_not_that_commits),
     cmocka_unit_test(nothing_done_shows_no_stand_ins),
   };
   return cmocka_run_group_tests_name("unit: lab checks", tests, setup, teardown);
