@@ -30,6 +30,9 @@ replica_has() { [ "$(auralog sql --replica 1 'select count(*) from lab09;' 2>/de
 within 5000 replica_has 20
 auralog sql --replica 1 "select count(*) from lab09;"
 step 'auralog status | grep -E "^(pgmrpl|replica)"   # its applied VDL and its lag'
+# The writer lists its replica in its next report (every 200 ms).
+replica_listed() { auralog status | grep -q '^replica '; }
+within 5000 replica_listed
 auralog status | grep -E '^(pgmrpl|replica)'
 
 step "for i in \$(seq 1 100); do auralog sql \"insert into lab09(step) values('held');\"; sleep 0.1; done &   # a writer, for ten seconds or so"
@@ -69,7 +72,8 @@ gc_past() { write after; [ "$(hold min_gc_lsn)" -gt "$held" ]; }
 within 15000 gc_past
 auralog status | sed -n '/^storage/,/^pgs/p' | sed '$d'
 
-wait "$loader"                   # the writer of step 2 is done
+kill "$loader" 2>/dev/null || true   # step 2's writer: by a person's pace it has ended
+wait "$loader" 2>/dev/null || true
 step 'auralog fault writer-crash   # kill the writer'
 before=$(failovers)
 auralog fault writer-crash
@@ -84,6 +88,5 @@ write step3
 n=$(auralog sql "select count(*) from lab09;")
 within 10000 replica_has "$n"
 auralog sql --replica 1 "select count(*) from lab09;"
-replica_listed() { auralog status | grep -q '^replica '; }
 within 5000 replica_listed
 auralog status | grep -E '^(engine|replica)'
