@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/run-integration.sh: run the integration test binaries, TEST_JOBS
-# of them at a time (default 2), each binary's output kept whole.
+# of them at a time (default 2), each binary's output kept whole; and the
+# observe labs' paced runs in a lane of their own beside them.
 #
-# usage: scripts/run-integration.sh LOGDIR BINARY...
+# usage: [TEST_PACED="BINARY..."] scripts/run-integration.sh LOGDIR BINARY...
 #
 # Every integration test takes its ports, directories and namespace names
 # from its own id (tests/integration/harness.c), so two binaries never
@@ -13,27 +14,69 @@
 # binaries' lines never interleave. A failing binary does not stop the
 # others; the script exits 1 at the end, naming every one that failed.
 # TEST_JOBS=1 runs them one after the other, as before.
+#
+# The paced runs: a lab binary's tests named *_paced do the lab's steps
+# with a person's pause before each (AURALOG_PACE_S, default 3 s). They
+# cost wall time, not CPU, so they run apart: the TEST_JOBS lanes run
+# every binary without them (AURALOG_TEST_SKIP='*_paced'), and one more
+# lane (TEST_PACED_JOBS, default 1) runs each binary of TEST_PACED with
+# only them (AURALOG_TEST_FILTER='*_paced'), from the start, its log
+# LOGDIR/NAME-paced.log. AURALOG_PACE_S=5 runs them at 5 s a step.
 set -u
 logdir=$1
 shift
 jobs=${TEST_JOBS:-2}
+pjobs=${TEST_PACED_JOBS:-1}
+pace=${AURALOG_PACE_S:-3}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "run-integration: TEST_JOBS must be a number, not '$jobs'" >&2; exit 2; }
+[[ $pjobs =~ ^[1-9][0-9]*$ ]] || { echo "run-integration: TEST_PACED_JOBS must be a number, not '$pjobs'" >&2; exit 2; }
+[[ $pace =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "run-integration: AURALOG_PACE_S must be a number of seconds, not '$pace'" >&2; exit 2; }
 mkdir -p "$logdir"
 rm -f "$logdir"/*.rc
 
-declare -A started_at
+declare -A started_at bin_of lane_of
 running=()
+pids=()
 failed=()
+queue=()                       # the TEST_JOBS lanes' runs, by name
+pqueue=()                      # the paced lane's
+for t in "$@"; do
+  n=$(basename "$t"); queue+=("$n"); bin_of[$n]=$t; lane_of[$n]=cpu
+done
+for t in ${TEST_PACED:-}; do
+  n=$(basename "$t")-paced; pqueue+=("$n"); bin_of[$n]=$t; lane_of[$n]=paced
+done
 
-# Print a finished binary's log and note its result.
+start() {
+  local n=$1 t=${bin_of[$1]}
+  started_at[$n]=$(date +%s)
+  echo "== $n started"
+  if [ "${lane_of[$n]}" = paced ]; then
+    ( AURALOG_TEST_FILTER='*_paced' AURALOG_PACE_S=$pace "$t" > "$logdir/$n.log" 2>&1 < /dev/null
+      echo $? > "$logdir/$n.rc" ) &
+  else
+    ( AURALOG_TEST_SKIP='*_paced' "$t" > "$logdir/$n.log" 2>&1 < /dev/null
+      echo $? > "$logdir/$n.rc" ) &
+  fi
+  running+=("$n")
+  pids+=("$!")
+}
+
+# Runs of a lane now.
+in_lane() {
+  local n c=0
+  for n in "${running[@]}"; do [ "${lane_of[$n]}" = "$1" ] && c=$((c + 1)); done
+  echo "$c"
+}
+
+# Print a finished run's log and note its result.
 finish() {
-  local t=$1 name rc
-  name=$(basename "$t")
-  rc=$(cat "$logdir/$name.rc" 2>/dev/null || echo 1)
-  echo "== $t"
-  cat "$logdir/$name.log"
-  echo "== $t: $(( $(date +%s) - ${started_at[$t]} )) s$([ "$rc" = 0 ] || echo ", FAILED (exit $rc)")"
-  [ "$rc" = 0 ] || failed+=("$name")
+  local n=$1 rc
+  rc=$(cat "$logdir/$n.rc" 2>/dev/null || echo 1)
+  echo "== ${bin_of[$n]}$([ "${lane_of[$n]}" = paced ] && echo " (paced, $pace s a step)")"
+  cat "$logdir/$n.log"
+  echo "== $n: $(( $(date +%s) - ${started_at[$n]} )) s$([ "$rc" = 0 ] || echo ", FAILED (exit $rc)")"
+  [ "$rc" = 0 ] || failed+=("$n")
 }
 
 # Wait until one of the running binaries has ended; finish it.
@@ -41,10 +84,10 @@ reap() {
   while :; do
     local i
     for i in "${!running[@]}"; do
-      local t=${running[$i]}
-      if [ -e "$logdir/$(basename "$t").rc" ]; then
+      local n=${running[$i]}
+      if [ -e "$logdir/$n.rc" ]; then
         wait "${pids[$i]}" 2>/dev/null
-        finish "$t"
+        finish "$n"
         unset 'running[i]' 'pids[i]'
         running=("${running[@]}")
         pids=("${pids[@]}")
@@ -55,15 +98,15 @@ reap() {
   done
 }
 
-pids=()
-for t in "$@"; do
-  while [ "${#running[@]}" -ge "$jobs" ]; do reap; done
-  name=$(basename "$t")
-  started_at[$t]=$(date +%s)
-  echo "== $t started"
-  ( "$t" > "$logdir/$name.log" 2>&1 < /dev/null; echo $? > "$logdir/$name.rc" ) &
-  running+=("$t")
-  pids+=("$!")
+total=$(( ${#queue[@]} + ${#pqueue[@]} ))
+while [ $(( ${#queue[@]} + ${#pqueue[@]} )) -gt 0 ]; do
+  if [ "${#pqueue[@]}" -gt 0 ] && [ "$(in_lane paced)" -lt "$pjobs" ]; then
+    start "${pqueue[0]}"; pqueue=("${pqueue[@]:1}")
+  elif [ "${#queue[@]}" -gt 0 ] && [ "$(in_lane cpu)" -lt "$jobs" ]; then
+    start "${queue[0]}"; queue=("${queue[@]:1}")
+  else
+    reap
+  fi
 done
 while [ "${#running[@]}" -gt 0 ]; do reap; done
 
@@ -71,4 +114,4 @@ if [ "${#failed[@]}" -gt 0 ]; then
   echo "integration: FAILED: ${failed[*]} (their whole output is above, and in $logdir)"
   exit 1
 fi
-echo "integration: all $# binaries passed"
+echo "integration: all $total runs passed"

@@ -23,15 +23,15 @@ sleep 1
 step "auralog status | grep 'pg 0 '"
 auralog status | grep 'pg 0 '
 
-# Part 2: coalescing and GC under a reader's read point.
-step "a read transaction on the replica, open 4 s: (echo 'begin;'; echo 'select count(*) from lab08;'; sleep 4; echo 'commit;') | auralog sql --replica 1 &"
+# Part 2: coalescing and GC under a reader's read point. The replica
+# cancels a reader older than 5 s, so the reader, the writes and the look
+# at status are one command line (one step: no pause between them).
+step "(echo 'begin;'; echo 'select count(*) from lab08;'; sleep 4; echo 'commit;') | auralog sql --replica 1 & sleep 1; for i in \$(seq 21 60); do echo \"insert into lab08 values(\$i, 'x');\"; done | auralog sql; sleep 1; auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'"
 (echo 'begin;'; echo 'select count(*) from lab08;'; sleep 4; echo 'commit;') | auralog sql --replica 1 &
 reader=$!
 sleep 1
-step "40 rows, one transaction each"
 rows 21 60
-sleep 1.5
-step "auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'"
+sleep 1
 auralog status | sed -n '/^pgmrpl/p; /^oldest read point/p; /^storage/,/^  C2 /p'
 wait "$reader"                   # the reader commits: its read point goes
 step "auralog sql \"insert into lab08 values(61, 'after the reader');\""

@@ -579,10 +579,7 @@ void status_table(const Auralog__Status *st, FILE *f)
   if (e && e->refusing)
     fprintf(f, "%llu segment%s refuse the engine's Appends (see the engine's log)\n",
             (unsigned long long)e->refusing, e->refusing == 1 ? "" : "s");
-  for (size_t i = 0; i < v->n_truncs; i++)
-    fprintf(f, "truncated (%llu, %llu] by epoch %llu\n",
-            (unsigned long long)v->truncs[i]->from, (unsigned long long)v->truncs[i]->to,
-            (unsigned long long)v->truncs[i]->epoch);
+  status_truncs_table(st, f);
   fprintf(f, "nodes  %zu of %zu up\n", up, st->n_nodes);
   for (int z = 0; z < NAZ; z++) {
     fprintf(f, "  AZ %c:", 'A' + z);

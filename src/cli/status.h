@@ -29,5 +29,7 @@ void status_log_table(const Auralog__Status *st, FILE *f);
 /* ... and for the dashboard: the newest records with the segments that
  * hold each ("log_tail"), and the faults heard of lately ("faults"). */
 void status_recent_json(const Auralog__Status *st, struct cJSON *o);
+/* The volume's truncations: the newest few, and how many in all. */
+void status_truncs_table(const Auralog__Status *st, FILE *f);
 
 #endif

@@ -4,16 +4,25 @@
  * The LAL window: the writer hands out LSNs only up to the VDL plus the
  * LSN allocation limit (LAL), so a storage tier that falls behind stops
  * the writer instead of letting it run away; status shows how much of the
- * window is in use. The records above the VCL: each waits for 4 of its
+ * window is in use. The window begins at the VDL or, if higher, at the end
+ * of the truncation the writer's recovery wrote (quorum.h q_can_alloc):
+ * a recovery hands out no LSN inside the range it truncated, so the next
+ * one is just above it, far above the VDL, and none of that gap is in use.
+ * Counted from the VDL, every recovery would look like a full window. The records above the VCL: each waits for 4 of its
  * PG's 6 segments, and status names the ones that acknowledged it, so a
  * student sees which segment (or AZ) a stalled commit waits for. Fenced
  * engines: a writer of an older epoch still running (a newer writer
  * opened the volume, §4.3) reports to the coordinator, which shows it
  * here and nowhere else (its numbers are not the volume's).
  *
+ * Truncations: the volume keeps every recovery's truncation range, one
+ * per epoch that recovered, for as long as it lives; the table shows the
+ * newest few and how many there are (the JSON has them all).
+ *
  * Interface (status.h): status_log_json adds "lal_window",
  * "pending_records" and "fenced_engines" to the status object;
- * status_log_table prints the same for people.
+ * status_log_table prints the same for people; status_truncs_table the
+ * truncations.
  *
  * For the pictures (the dashboard), status_recent_json adds "log_tail":
  * the engine's newest records (a few per PG, by LSN), each with the
@@ -28,6 +37,8 @@
 #include <string.h>
 
 #include "cli/status.h"
+
+#define TRUNCS_SHOWN 3         /* the newest truncations the table shows */
 
 /* The segments of pg that acks names ("A1 B2 C1"), into buf. */
 static const char *acked_by(const Auralog__Status *st, uint32_t pg, uint32_t acks, char *buf,
@@ -55,13 +66,28 @@ static int popcount(uint32_t x)
   return c;
 }
 
+/* Where the writer's LAL window begins: its VDL, or the end of the
+ * truncation its recovery wrote if higher (the quorum's floor). */
+static uint64_t window_base(const Auralog__EngineStat *e)
+{
+  uint64_t floor = e->trunc && e->trunc->to > e->trunc->from ? e->trunc->to : 0;
+  return e->vdl > floor ? e->vdl : floor;
+}
+
+/* LSNs handed out inside the window (next_lsn - 1 above its base). */
+static uint64_t window_used(const Auralog__EngineStat *e)
+{
+  uint64_t base = window_base(e);
+  return e->next_lsn > base + 1 ? e->next_lsn - 1 - base : 0;
+}
+
 void status_log_json(const Auralog__Status *st, cJSON *o)
 {
   const Auralog__EngineStat *e = st->engine;
   cJSON *w = cJSON_AddObjectToObject(o, "lal_window");
-  uint64_t used = e && e->next_lsn > e->vdl + 1 ? e->next_lsn - 1 - e->vdl : 0;
   cJSON_AddNumberToObject(w, "from_vdl", e ? (double)e->vdl : 0);
-  cJSON_AddNumberToObject(w, "used", (double)used);
+  cJSON_AddNumberToObject(w, "from", e ? (double)window_base(e) : 0);
+  cJSON_AddNumberToObject(w, "used", e ? (double)window_used(e) : 0);
   cJSON_AddNumberToObject(w, "lal", e ? (double)e->lal : 0);
   cJSON *pr = cJSON_AddArrayToObject(o, "pending_records");
   char names[256];
@@ -90,12 +116,17 @@ void status_log_json(const Auralog__Status *st, cJSON *o)
 void status_log_table(const Auralog__Status *st, FILE *f)
 {
   const Auralog__EngineStat *e = st->engine;
-  if (e && e->next_lsn > e->vdl + 1) {
-    uint64_t used = e->next_lsn - 1 - e->vdl;
+  uint64_t used = e ? window_used(e) : 0, base = e ? window_base(e) : 0;
+  const char *full = !e ? "" : used >= e->lal ? ": full, the writer waits for the vdl to move"
+                     : used * 10 >= e->lal * 9 ? ": nearly full, the writer will wait" : "";
+  if (e && base > e->vdl)
+    fprintf(f, "log    the window of %llu LSNs (LAL) starts at %llu, where the recovery's "
+            "truncation ends, not at the vdl %llu: %llu handed out in it%s\n",
+            (unsigned long long)e->lal, (unsigned long long)base, (unsigned long long)e->vdl,
+            (unsigned long long)used, full);
+  else if (used)
     fprintf(f, "log    %llu LSNs handed out above the vdl, of a window of %llu (LAL)%s\n",
-            (unsigned long long)used, (unsigned long long)e->lal,
-            used * 10 >= e->lal * 9 ? ": nearly full, the writer will wait" : "");
-  }
+            (unsigned long long)used, (unsigned long long)e->lal, full);
   char names[256];
   for (size_t i = 0; e && i < e->n_pending_recs; i++) {
     const Auralog__PendingRec *r = e->pending_recs[i];
@@ -155,4 +186,17 @@ void status_recent_json(const Auralog__Status *st, cJSON *o)
     cJSON_AddNumberToObject(j, "age_ms", (double)f->age_ms);
     cJSON_AddItemToArray(fa, j);
   }
+}
+
+void status_truncs_table(const Auralog__Status *st, FILE *f)
+{
+  const Auralog__Volume *v = st->volume;
+  size_t from = v->n_truncs > TRUNCS_SHOWN ? v->n_truncs - TRUNCS_SHOWN : 0;
+  if (from)
+    fprintf(f, "truncations: %zu, one per recovery; the last %d (status --json lists all):\n",
+            v->n_truncs, TRUNCS_SHOWN);
+  for (size_t i = from; i < v->n_truncs; i++)
+    fprintf(f, "%struncated (%llu, %llu] by epoch %llu\n", from ? "  " : "",
+            (unsigned long long)v->truncs[i]->from, (unsigned long long)v->truncs[i]->to,
+            (unsigned long long)v->truncs[i]->epoch);
 }

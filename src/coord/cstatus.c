@@ -76,6 +76,12 @@ static void status_build(struct coord *co, const char *name, struct status_view 
     for (size_t k = 0; k < FENCED_SHOWN; k++) {
       if (!r->fenced[k].addr[0] || now - r->fenced[k].at > FENCED_FORGET_MS)
         continue;
+      /* Restarted at that address as a replica (it beat since): no
+       * fenced engine runs there any more. */
+      struct fo_peek pk;
+      if (fo_peek(co, name, r->fenced[k].addr, &pk) && pk.rep_known &&
+          pk.rep_heard >= r->fenced[k].at)
+        continue;
       auralog__fenced_engine__init(&r->fout[nf]);
       r->fout[nf].addr = r->fenced[k].addr;
       r->fout[nf].epoch = r->fenced[k].epoch;

@@ -36,6 +36,31 @@ void ok(struct labctx *x, int good, const char *fmt, ...)
   x->failed |= !good;
 }
 
+/* Values for a check's line: fmt formatted when have, else "". A step not
+ * seen has no value to show, and a line never shows a stand-in for one
+ * (-1, nan). A ring of buffers: several in one line. */
+const char *shown(int have, const char *fmt, ...)
+{
+  static char ring[8][512];
+  static int next;
+  char *b = ring[next++ % 8];
+  b[0] = 0;
+  if (have) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof ring[0], fmt, ap);
+    va_end(ap);
+  }
+  return b;
+}
+
+/* A count from SQL (sql_num) for a line: " (n)", or why there is none. */
+const char *counted(long long n)
+{
+  return n >= 0 ? shown(1, " (%lld)", n) : " (the count failed: no such table, or no writer "
+                                           "answered)";
+}
+
 /* Run SQL on the engine; the rows as "a|b\n" text in out. 0 on success. */
 int query(struct labctx *x, const char *sql, char *out, size_t n)
 {
@@ -108,23 +133,33 @@ static const char *answer(struct labctx *x, const char *key)
 }
 
 /* A numeric answer in [lo, hi] (the measured value is ref). The whole
- * answer must be the number: "2 or 3" is not 2. */
+ * answer must be the number: "2 or 3" is not 2. A ref that is not a
+ * number, or negative (every value a lab asks is a count, an LSN, an
+ * epoch, a time or a percentage), was not measured: a step is missing,
+ * and no answer can be right (not even "-1"). A wrong answer is told so
+ * without the measured value. */
 void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
                      const char *what)
 {
+  int known = isfinite(ref) && ref >= 0 && isfinite(lo) && isfinite(hi);
   if (x->ref) {
-    fprintf(x->ref, "%s: %.0f\n", key, ref);
+    if (known)
+      fprintf(x->ref, "%s: %.0f\n", key, ref);
+    else
+      fprintf(x->ref, "# %s: not measured (a step above is missing)\n", key);
     return;
   }
   const char *a = answer(x, key);
   char *end = NULL;
   double v = a ? strtod(a, &end) : NAN;
-  int good = a && end != a && *end == 0 && v >= lo && v <= hi;
-  if (lo == hi)
+  int good = known && a && end != a && *end == 0 && v >= lo && v <= hi;
+  if (!known)
+    ok(x, 0, "%s: %s (%s; nothing measured to compare it with: a step above is missing)", key,
+       what, a ? a : "no answer");
+  else if (lo == hi || !good)
     ok(x, good, "%s: %s (%s)", key, what, a ? a : "no answer");
   else
-    ok(x, good, "%s: %s (%s; the cluster measured %.0f)", key, what, a ? a : "no answer",
-       good ? ref : NAN);
+    ok(x, good, "%s: %s (%s; the cluster measured %.0f)", key, what, a, ref);
 }
 
 /* A choice: exactly one of the words in choices ("a|b|c"), and it must be want. */
@@ -211,10 +246,11 @@ void check1(struct labctx *x)
   if (!started(x, 1))
     return;
   long long rows = sql_num(x, "select count(*) from lab01;");
-  ok(x, rows >= 100, "table lab01 holds the 100 committed rows (%lld)", rows);
+  ok(x, rows >= 100, "table lab01 holds the 100 committed rows%s", counted(rows));
   ok(x, num(x, "vdl") > 0 && num(x, "vdl") <= num(x, "vcl"),
-     "the VDL advanced and stays at or below the VCL (vdl %.0f, vcl %.0f)",
-     num(x, "vdl"), num(x, "vcl"));
+     "the VDL advanced and stays at or below the VCL%s%s",
+     shown(num(x, "vdl") >= 0, " (vdl %.0f, vcl %.0f)", num(x, "vdl"), num(x, "vcl")),
+     num(x, "vdl") >= 0 ? "" : " (status names no writer)");
   struct l1 s = {0, -1, -1, -1, -1, 0, 0, 0};
   sample_pairs(x, l1_pair, &s);
   int updates = x->has_assign ? x->as.count : 50;
@@ -226,11 +262,12 @@ void check1(struct labctx *x)
     char q[96];
     snprintf(q, sizeof q, "select n from lab01 where id = %d;", x->as.row);
     long long n = sql_num(x, q);
-    ok(x, n == x->as.count, "row %d of lab01 was updated %d times, as your `lab start` said "
-       "(n = %lld)", x->as.row, x->as.count, n);
+    ok(x, n == x->as.count, "row %d of lab01 was updated %d times, as your `lab start` said%s",
+       x->as.row, x->as.count, counted(n));
   }
-  double by = s.csum > 0 ? s.bsum / s.csum / NCOPIES : 0;
-  double rc = s.csum > 0 ? s.rsum / s.csum : 0;
+  /* Nothing measured (no stretch of five commits or more): no answer is right. */
+  double by = s.bmin >= 0 ? s.bsum / s.csum / NCOPIES : NAN;
+  double rc = s.bmin >= 0 ? s.rsum / s.csum : NAN;
   /* The student measures the updates alone; the journal samples every
    * second: accept what any stretch of the lab measured, give or take. */
   want_num(x, "bytes_per_txn", floor(s.bmin * 0.6), ceil(s.bmax * 1.4), by,
@@ -354,14 +391,14 @@ void check3(struct labctx *x)
     if (epoch && is(e, "trunc") && fnum(e, "epoch") == fnum(epoch, "epoch"))
       trunc = e;
   }
-  ok(x, crash != NULL, "the writer was crashed (`auralog fault engine-crash`)");
+  ok(x, crash != NULL, "the writer was crashed (`auralog fault writer-crash`)");
   ok(x, crash && fnum(crash, "last_commit_ms") >= 0 && fnum(crash, "last_commit_ms") < 2000,
-     "it was committing when it crashed (its last commit %.0f ms before)",
-     crash ? fnum(crash, "last_commit_ms") : -1);
-  ok(x, epoch != NULL, "a new writer opened the volume with a new epoch (%.0f)",
-     epoch ? fnum(epoch, "epoch") : -1);
-  ok(x, trunc != NULL, "its recovery wrote a truncation range (%.0f, %.0f]",
-     trunc ? fnum(trunc, "from") : -1, trunc ? fnum(trunc, "to") : -1);
+     "it was committing when it crashed%s", shown(fnum(crash, "last_commit_ms") >= 0,
+     " (its last commit %.0f ms before)", fnum(crash, "last_commit_ms")));
+  ok(x, epoch != NULL, "a new writer opened the volume with a new epoch%s",
+     shown(epoch != NULL, " (%.0f)", fnum(epoch, "epoch")));
+  ok(x, trunc != NULL, "its recovery wrote a truncation range%s",
+     shown(trunc != NULL, " (%.0f, %.0f]", fnum(trunc, "from"), fnum(trunc, "to")));
   /* The coordinator's metadata keeps the recovery's truncation range. */
   const cJSON *t;
   int kept = 0;
@@ -386,7 +423,7 @@ void check3(struct labctx *x)
   ok(x, missing == 0, "every acknowledged transaction is there, whole (%d missing)", missing);
   long long partial = sql_num(x, "select count(*) from (select txn from lab03 group by txn "
                                  "having count(*) <> 5);");
-  ok(x, partial == 0, "no partial transaction is visible (%lld)", partial);
+  ok(x, partial == 0, "no partial transaction is visible%s", counted(partial));
   char ic[64];
   query(x, "pragma integrity_check;", ic, sizeof ic);
   ok(x, strcmp(ic, "ok\n") == 0, "integrity_check is ok");
@@ -477,7 +514,7 @@ void check4(struct labctx *x)
        "the lab began (%.0f) and the VDL now (%.0f)", scl_behind, vdl0,
        status_num(x->status, "vdl"));
   long long rows = sql_num(x, "select count(*) from lab04;");
-  ok(x, rows >= 50, "rows written during the partition are there (%lld)", rows);
+  ok(x, rows >= 50, "rows written during the partition are there%s", counted(rows));
   want_num(x, "scl_behind", scl_behind, scl_behind, scl_behind,
            "the SCL the partitioned segments stayed at");
   want_word(x, "who_resends", "peers", "engine|peers|coordinator",
@@ -523,16 +560,16 @@ void check5(struct labctx *x)
       prev_epoch = fnum(e, "epoch");
     }
   }
-  ok(x, second, "a second writer opened the volume with a new epoch (%.0f) while the first "
-     "ran", new_epoch);
-  ok(x, fenced, "the first writer (epoch %.0f) was still running after it, fenced",
-     old_epoch);
+  ok(x, second, "a second writer opened the volume with a new epoch%s while the first ran",
+     shown(second, " (%.0f)", new_epoch));
+  ok(x, fenced, "the first writer%s was still running after it, fenced",
+     shown(old_epoch >= 0, " (epoch %.0f)", old_epoch));
   long long rows = sql_num(x, "select count(*) from lab05 where writer = 'second';");
   if (x->has_assign)
     ok(x, rows == x->as.count, "the second writer's %d rows are there, as your `lab start` "
        "said (%lld)", x->as.count, rows);
   else
-    ok(x, rows >= 1, "the second writer's row is there (%lld)", rows);
+    ok(x, rows >= 1, "the second writer's row is there%s", counted(rows));
   /* Its recovery's truncation range, in the journal and the coordinator's
    * metadata alike: where it begins is the VDL it proved, an LSN of this
    * run (a friend's epochs may be the same numbers; this is not). */
@@ -544,10 +581,10 @@ void check5(struct labctx *x)
   int kept = 0;
   cJSON_ArrayForEach(t, cJSON_GetObjectItem(x->status, "truncations"))
     kept |= status_num(t, "epoch") == new_epoch && status_num(t, "from") == proved;
-  ok(x, proved >= 0 && kept, "the second writer's recovery proved a VDL (%.0f), in the journal "
-     "and in the coordinator's metadata", proved);
+  ok(x, proved >= 0 && kept, "the second writer's recovery proved a VDL%s, in the journal "
+     "and in the coordinator's metadata", shown(proved >= 0, " (%.0f)", proved));
   long long first = sql_num(x, "select count(*) from lab05 where writer = 'first-after';");
-  ok(x, first == 0, "the fenced writer's late row is not (%lld)", first);
+  ok(x, first == 0, "the fenced writer's late row is not%s", counted(first));
   want_num(x, "fenced_by", new_epoch, new_epoch, new_epoch,
            "the epoch the first engine's error names");
   want_num(x, "old_epoch", old_epoch, old_epoch, old_epoch, "the first engine's own epoch");
@@ -694,7 +731,7 @@ void check6(struct labctx *x)
   ok(x, up == 6, "all six nodes are up (%d)", up);
   ok(x, same, "every segment of pg 0 is at the same SCL (B caught up)");
   long long rows = sql_num(x, "select count(*) from lab06 where step = 'cut';");
-  ok(x, rows >= 1, "rows written while B was cut off are there (%lld)", rows);
+  ok(x, rows >= 1, "rows written while B was cut off are there%s", counted(rows));
   want_word(x, "writes_during_cut", r.during > 0 ? "yes" : "no", "yes|no",
             "did writes go on while B was cut off?");
   want_word(x, "b_state_during_cut", "down", "up|down", "B1's state in status during the cut");

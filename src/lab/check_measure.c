@@ -100,8 +100,8 @@ void check10(struct labctx *x)
         fnum(x->ev[i], "group") == 1 && same_load(x->ev[i], g))
       g1 = x->ev[i];
   ok(x, g != NULL && fnum(g, "mean_group") > 1,
-     "auralog ran with application group commit, --group %d (%.2f logical transactions per "
-     "SQL transaction)", GROUP_ASKED, g ? fnum(g, "mean_group") : 0);
+     "auralog ran with application group commit, --group %d%s", GROUP_ASKED,
+     shown(g != NULL, " (%.2f logical transactions per SQL transaction)", fnum(g, "mean_group")));
   ok(x, g1 != NULL, "... and without it (--group 1) under the same workload, clients and data");
   /* The best group size: of every auralog run under that load. */
   const cJSON *best = NULL;

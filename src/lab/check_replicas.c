@@ -127,26 +127,30 @@ void check9(struct labctx *x)
     return;
   struct l9 r;
   l9_replay(x, &r);
-  ok(x, r.fed, "the writer committed and a replica applied its records (applied vdl %.0f; "
-     "lag up to %.0f LSNs, %.0f ms)", r.applied, r.lag_lsn, r.lag_ms);
-  double held = r.hold ? fnum(r.hold, "pgmrpl") : -1;
-  ok(x, r.hold != NULL, "a read transaction on a replica held the PGMRPL at %.0f while the VDL "
-     "moved on (replica %s, client %s)", held, r.hold ? fstr(r.hold, "replica") : "-",
-     r.hold ? fstr(r.hold, "client") : "-");
+  ok(x, r.fed, "the writer committed and a replica applied its records%s",
+     shown(r.fed, " (applied vdl %.0f; lag up to %.0f LSNs, %.0f ms)", r.applied, r.lag_lsn,
+           r.lag_ms));
+  double held = r.hold ? fnum(r.hold, "pgmrpl") : NAN;   /* NAN: no hold, no right answer */
+  ok(x, r.hold != NULL, "a read transaction on a replica held the PGMRPL while the VDL moved "
+     "on%s", shown(r.hold != NULL, " (at %.0f: replica %s, client %s)", held,
+                   fstr(r.hold, "replica"), fstr(r.hold, "client")));
   ok(x, r.release && fnum(r.release, "growth_records") > 0 && fnum(r.hold, "gc_lsn") <= held,
-     "meanwhile GC stayed at or below it (gc point %.0f) and storage kept more: %+.0f records, "
-     "%+.0f bytes on the volume's segments", r.hold ? fnum(r.hold, "gc_lsn") : -1,
-     r.release ? fnum(r.release, "growth_records") : 0,
-     r.release ? fnum(r.release, "growth_bytes") : 0);
-  ok(x, r.release != NULL, "the reader ended and the PGMRPL moved on (%.0f -> %.0f, held %.0f ms)",
-     held, r.release ? fnum(r.release, "to") : -1, r.release ? fnum(r.release, "ms") : -1);
-  ok(x, r.gc != NULL, "node GC passed the old read point (gc point %.0f > %.0f, %.0f ms later)",
-     r.gc ? fnum(r.gc, "gc_lsn") : -1, held, r.gc ? fnum(r.gc, "ms") : -1);
+     "meanwhile GC stayed at or below it and storage kept more%s%s",
+     shown(r.hold != NULL, " (gc point %.0f)", fnum(r.hold, "gc_lsn")),
+     shown(r.release != NULL, ": %+.0f records, %+.0f bytes on the volume's segments",
+           fnum(r.release, "growth_records"), fnum(r.release, "growth_bytes")));
+  ok(x, r.release != NULL, "the reader ended and the PGMRPL moved on%s",
+     shown(r.release != NULL, " (%.0f -> %.0f, held %.0f ms)", held, fnum(r.release, "to"),
+           fnum(r.release, "ms")));
+  ok(x, r.gc != NULL, "node GC passed the old read point%s",
+     shown(r.gc != NULL, " (gc point %.0f > %.0f, %.0f ms later)", fnum(r.gc, "gc_lsn"), held,
+           fnum(r.gc, "ms")));
   ok(x, r.crash != NULL, "the writer was crashed (`auralog fault writer-crash`)");
   int detected = r.fo && !strcmp(fstr(r.fo, "by"), "detector");
-  ok(x, detected, "the coordinator found it lost and promoted a replica: %s took epoch %.0f, "
-     "%.0f ms after the old writer's last sign of life", r.fo ? fstr(r.fo, "to") : "-",
-     r.fo ? fnum(r.fo, "epoch") : -1, r.fo ? fnum(r.fo, "took_ms") : -1);
+  ok(x, detected, "the coordinator found it lost and promoted a replica%s",
+     shown(r.fo != NULL, ": %s took epoch %.0f, %.0f ms after the old writer's last sign of "
+           "life%s", fstr(r.fo, "to"), fnum(r.fo, "epoch"), fnum(r.fo, "took_ms"),
+           detected ? "" : " (promoted by hand, not by the detector)"));
   /* The cluster now: whole, the promoted replica writing, the old writer
    * back as a replica, the lab's rows readable there. */
   cJSON *n;
@@ -159,16 +163,16 @@ void check9(struct labctx *x)
   const char *writer = fstr(fo, "writer");
   int eng_up = !strcmp(fstr(cJSON_GetObjectItem(x->status, "engine"), "state"), "up");
   int nrep = cJSON_GetArraySize(cJSON_GetObjectItem(x->status, "replicas"));
-  ok(x, r.fo && is_replica(x, fstr(r.fo, "from")), "the old writer %s came back as a read "
-     "replica (`auralog cluster up`)", r.fo ? fstr(r.fo, "from") : "-");
+  ok(x, r.fo && is_replica(x, fstr(r.fo, "from")), "the old writer%s came back as a read "
+     "replica (`auralog cluster up`)", shown(r.fo != NULL, " %s", fstr(r.fo, "from")));
   ok(x, up == nodes && nodes > 0 && eng_up && nrep >= 1, "the cluster is whole: %d of %d nodes "
-     "up, the writer %s %s, %d replica%s", up, nodes, writer, eng_up ? "up" : "down", nrep,
-     nrep == 1 ? "" : "s");
+     "up, the writer%s %s, %d replica%s", up, nodes, shown(writer[0] != 0, " %s", writer),
+     eng_up ? "up" : "down", nrep, nrep == 1 ? "" : "s");
   char raddr[sizeof x->engine];
   long long rows = replica_rows(x, raddr, sizeof raddr);
-  ok(x, rows >= LAB9_ROWS, "a replica (%s) reads the lab's rows (%lld)", raddr[0] ? raddr : "none",
-     rows);
-  double ep = r.fo ? fnum(r.fo, "epoch") : -1, took = r.fo ? fnum(r.fo, "took_ms") : -1;
+  ok(x, rows >= LAB9_ROWS, "a replica reads the lab's rows%s%s",
+     shown(raddr[0] != 0, " (%s)", raddr), raddr[0] ? counted(rows) : " (status lists none)");
+  double ep = r.fo ? fnum(r.fo, "epoch") : NAN, took = r.fo ? fnum(r.fo, "took_ms") : -1;
   want_word(x, "replica_applies", "vdl", "vdl|vcl|scl",
             "the point up to which a replica applies the writer's records");
   want_num(x, "pgmrpl_held", held, held, held, "the PGMRPL the open read transaction held");

@@ -22,6 +22,7 @@
  * The coordinator samples pg 0's GC points against the writer's PGMRPL and
  * VDL when they change (journal: gc). Node logs are never evidence.
  */
+#include <math.h>
 #include <string.h>
 
 #include "lab/lab.h"
@@ -132,26 +133,27 @@ void check8(struct labctx *x)
   const char *node = h.drop ? fstr(h.drop, "node") : "";
   ok(x, h.drop != NULL, "a node lost Appends (`auralog fault drop`)%s%s", node[0] ? ": " : "",
      node);
-  ok(x, h.hole != NULL, "its segment held records above a hole: pg %.0f's SCL %.0f below its "
-     "max_lsn %.0f, for %.0f ms or more", h.hole ? fnum(h.hole, "pg") : -1,
-     h.hole ? fnum(h.hole, "scl") : -1, h.hole ? fnum(h.hole, "max_lsn") : -1,
-     h.hole ? fnum(h.hole, "ms") : -1);
+  ok(x, h.hole != NULL, "its segment held records above a hole%s",
+     shown(h.hole != NULL, ": pg %.0f's SCL %.0f below its max_lsn %.0f, for %.0f ms or more",
+           fnum(h.hole, "pg"), fnum(h.hole, "scl"), fnum(h.hole, "max_lsn"), fnum(h.hole, "ms")));
   ok(x, h.gossip_on, "the node's gossip was turned back on (`auralog fault gossip %s on`)",
-     node[0] ? node : "ID");
-  ok(x, h.fill && fnum(h.fill, "gossip_msgs") > 0, "gossip with its PG peers filled the hole: "
-     "the SCL jumped from %.0f to %.0f (%.0f gossip messages)", h.fill ? fnum(h.fill, "from") : -1,
-     h.fill ? fnum(h.fill, "scl") : -1, h.fill ? fnum(h.fill, "gossip_msgs") : -1);
+     node[0] ? node : "C1");
+  ok(x, h.fill && fnum(h.fill, "gossip_msgs") > 0, "gossip with its PG peers filled the hole%s",
+     shown(h.fill != NULL, ": the SCL jumped from %.0f to %.0f (%.0f gossip messages)",
+           fnum(h.fill, "from"), fnum(h.fill, "scl"), fnum(h.fill, "gossip_msgs")));
 
   struct l8gc g;
   find_hold(x, &g);
-  ok(x, g.held >= 0, "a reader held the PGMRPL at %.0f for %.1f s while the VDL went from "
-     "%.0f to %.0f (a read transaction open on a replica, rows written meanwhile)", g.held,
-     g.held_ms / 1000, g.vdl_from, g.vdl_to);
-  ok(x, g.held >= 0 && g.gc_max_held <= g.held,
-     "no segment's GC point passed the PGMRPL (pg 0's highest while held: %.0f)",
-     g.gc_max_held);
-  ok(x, g.after_lo > g.held && g.gc_after > g.held, "after the reader ended, the PGMRPL moved "
-     "on (%.0f) and GC freed past the old point (GC point %.0f)", g.after_lo, g.gc_after);
+  ok(x, g.held >= 0, "a reader held the PGMRPL while the VDL moved on (a read transaction open "
+     "on a replica, rows written meanwhile)%s", shown(g.held >= 0, ": at %.0f for %.1f s, the "
+     "VDL from %.0f to %.0f", g.held, g.held_ms / 1000, g.vdl_from, g.vdl_to));
+  ok(x, g.held >= 0 && g.gc_max_held <= g.held, "no segment's GC point passed the PGMRPL while "
+     "it was held%s", shown(g.held >= 0, " (pg 0's highest: %.0f)", g.gc_max_held));
+  ok(x, g.held >= 0 && g.after_lo > g.held && g.gc_after > g.held, "after the reader ended, the "
+     "PGMRPL moved on and GC freed past the old point%s%s",
+     shown(g.held >= 0 && g.after_lo > g.held, " (PGMRPL %.0f, GC point %.0f)", g.after_lo,
+           g.gc_after),
+     shown(g.held >= 0 && g.after_lo <= g.held, " (the PGMRPL stayed at %.0f)", g.held));
   ok(x, g.coalesced > 0 && g.versions > 0, "records were coalesced into page versions (%.0f "
      "made by the nodes; pg 0's segments keep %.0f)", g.coalesced, g.versions);
   int up;
@@ -159,17 +161,18 @@ void check8(struct labctx *x)
   ok(x, up == NCOPIES && clean, "the cluster is restored: %d of %d nodes up, no lab fault left",
      up, NCOPIES);
 
-  double scl = h.hole ? fnum(h.hole, "scl") : -1, from = h.fill ? fnum(h.fill, "from") : scl;
+  /* Not measured (no hole, no hold): NAN, and no answer is right. */
+  double scl = h.hole ? fnum(h.hole, "scl") : NAN, from = h.fill ? fnum(h.fill, "from") : scl;
   want_num(x, "scl_hole", scl < from ? scl : from, scl > from ? scl : from, scl,
            "the SCL the segment stayed at while its hole was open");
-  double mx = h.hole ? fnum(h.hole, "max_lsn") : -1, to = h.fill ? fnum(h.fill, "scl") : mx;
+  double mx = h.hole ? fnum(h.hole, "max_lsn") : NAN, to = h.fill ? fnum(h.fill, "scl") : mx;
   want_num(x, "max_lsn_hole", mx, to > mx ? to : mx, mx,
            "the highest LSN it held above the hole (status: ^N)");
   want_word(x, "who_fills", "peers", "engine|peers|coordinator",
             "who sent the segment the records it missed");
   want_num(x, "pgmrpl_held", g.held, g.held, g.held,
            "the PGMRPL while the replica's read transaction was open");
-  want_num(x, "pgmrpl_after", g.after_lo, g.after_hi, g.after_lo,
+  want_num(x, "pgmrpl_after", g.held >= 0 ? g.after_lo : NAN, g.after_hi, g.after_lo,
            "the PGMRPL once the reader ended and a row was written");
   want_word(x, "gc_limit", "pgmrpl", "vdl|pgmrpl|scl",
             "what kept the GC point where it was while the reader was open");

@@ -59,6 +59,11 @@ void find_writer(struct labctx *x);
 
 /* check.c: the labs */
 void ok(struct labctx *x, int good, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* fmt formatted if have, else "": a line's values only when there are
+ * some (no -1 or nan for a step not seen). */
+const char *shown(int have, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A count from sql_num for a line: " (n)", or why there is none. */
+const char *counted(long long n);
 void check1(struct labctx *x);
 void check2(struct labctx *x);
 void check3(struct labctx *x);

@@ -439,11 +439,21 @@ void lab_typed(const char *folder, const char *where)
 void lab_steps(int n, const char *folder, const char *env)
 {
   lab_typed(folder, dir);
-  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s %s %s; unset AURALOG_ENGINE "
-              "AURALOG_COORD; bash %s/typed/%s/run.sh > %s/lab%02d.out 2>&1", bin, dir,
-              lab_assigned, env, dir, folder, dir, n);
+  /* At machine speed unless env names a pace (a paced run's own
+   * AURALOG_PACE_S must not leak into the other runs of its binary). */
+  int rc = sh(out, OUT_SIZE, "export AURALOG=%s AURALOG_DIR=%s AURALOG_PACE_S=0 %s %s; unset "
+              "AURALOG_ENGINE AURALOG_COORD; bash %s/typed/%s/run.sh > %s/lab%02d.out 2>&1", bin,
+              dir, lab_assigned, env, dir, folder, dir, n);
   if (rc != 0) {
     sh(out, OUT_SIZE, "tail -40 %s/lab%02d.out", dir, n);
     fail_msg("lab %d's steps failed:\n%s", n, out);
   }
+}
+
+const char *paced_env(void)
+{
+  static char env[64];
+  const char *p = getenv("AURALOG_PACE_S");
+  snprintf(env, sizeof env, "AURALOG_PACE_S=%s", p && p[0] ? p : "3");
+  return env;
 }

@@ -53,6 +53,11 @@ extern char lab_assigned[128];   /* the last lab_start's assignment: "LAB_AZ=B .
  * and lib.sh without the demo marks a run.sh run by hand makes). */
 void lab_typed(const char *folder, const char *where);
 void lab_steps(int n, const char *folder, const char *env);
+/* The env for lab_steps of a paced run: the steps with a person's pause
+ * before each ("AURALOG_PACE_S=3": $AURALOG_PACE_S if set, else 3 s).
+ * Paced tests are named *_paced: `make test` runs them in a lane of their
+ * own (scripts/run-integration.sh), since they mostly wait. */
+const char *paced_env(void);
 
 /* Run a shell command; return its exit status; output in out if given. */
 int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

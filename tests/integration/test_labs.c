@@ -94,14 +94,14 @@ static void run_dir_kept(int n)
     fail_msg("lab verify of lab %d's run directory %s:\n%s", n, run, out);
 }
 
-/* A student does lab n: starts it, follows the steps (run.sh, by hand),
- * and works out the answers from what the steps printed (answer: a shell
- * snippet; $O is the steps' output, $F the answers file, $LAB_AZ ... the
- * assignment `lab start` printed). */
-static void student(int n, const char *answer)
+/* A student does lab n: starts it, follows the steps (run.sh, by hand,
+ * at env's pace: "" or paced_env()), and works out the answers from what
+ * the steps printed (answer: a shell snippet; $O is the steps' output, $F
+ * the answers file, $LAB_AZ ... the assignment `lab start` printed). */
+static void student_at(int n, const char *env, const char *answer)
 {
   lab_start(n);
-  lab_steps(n, folder[n], "");
+  lab_steps(n, folder[n], env);
   int rc = sh(out, OUT_SIZE, "export AURALOG_DIR=%s O=%s/lab%02d.out F=%s/labs/lab%02d-answers.txt "
           "%s; st() { %s status --json; }; %s", dir, dir, n, dir, n, lab_assigned, bin, answer);
   if (rc != 0)
@@ -118,21 +118,61 @@ static void student(int n, const char *answer)
   run_dir_kept(n);
 }
 
+/* Each lab's answers, as a student works them out from the steps' output. */
+static const char *answers[] = {
+  "",
+  /* 1 */
+  "sed -n 's/^per one-row update: \\([0-9]*\\) records, \\([0-9]*\\) bytes.*/"
+  "records_per_update: \\1\\nbytes_per_txn: \\2/p' $O > $F && "
+  "echo 'page_every_commit: 1' >> $F",
+  /* 2 */
+  "printf 'write_loss: 2\\nread_loss: 3\\ncopies_left_2of3: 1\\nacks_per_commit: 4\\n'"
+  " > $F && sed -n 's/.*; \\([0-9]*\\) records* wait.*/stall_records: \\1/p' $O | "
+  "head -1 >> $F && sed -n 's/.*(vdl \\([0-9]*\\); [0-9]* records* wait.*/stall_vdl: \\1/p' "
+  "$O | head -1 >> $F",
+  /* 3 */
+  "echo \"epoch: $(st | grep -o '\"epoch\": *[0-9]*' | head -1 | grep -o '[0-9]*$')\""
+  " > $F && echo \"truncated_from: $(st | grep -o '\"from\": *[0-9]*' | tail -1 | "
+  "grep -o '[0-9]*$')\" >> $F && echo 'lost_acknowledged: 0' >> $F",
+  /* 4 */
+  "echo \"scl_behind: $(grep -o \"${LAB_AZ}1:[0-9]*~\" $O | head -1 | tr -dc 0-9 | cut -c2-)\" > $F && "
+  "printf 'who_resends: peers\\nscl_meaning: hole\\n' >> $F",
+  /* 5 */
+  "sed -n 's/.*fenced by epoch \\([0-9]*\\) (writer has epoch \\([0-9]*\\)).*/"
+  "fenced_by: \\1\\nold_epoch: \\2/p' $O | head -2 > $F && "
+  "echo 'who_refuses: nodes' >> $F && "
+  "E=$(sed -n 's/^fenced_by: //p' $F) && echo \"recovered_vdl: $(grep -o "
+  "\"{\\\"epoch\\\":$E,\\\"from\\\":[0-9]*\" $O | head -1 | grep -o '[0-9]*$')\" >> $F",
+};
+
+static void student(int n, const char *answer)
+{
+  student_at(n, "", answer);
+}
+
+/* Lab n at a person's pace (a pause before each step): the check must
+ * not depend on how fast the steps follow each other. */
+static void paced(int n)
+{
+  student_at(n, paced_env(), answers[n]);
+}
+
+static void lab1_paced(void **state) { (void)state; paced(1); }
+static void lab2_paced(void **state) { (void)state; paced(2); }
+static void lab3_paced(void **state) { (void)state; paced(3); }
+static void lab4_paced(void **state) { (void)state; paced(4); }
+static void lab5_paced(void **state) { (void)state; paced(5); }
+
 static void lab1_write_path(void **state)
 {
   (void)state;
-  student(1, "sed -n 's/^per one-row update: \\([0-9]*\\) records, \\([0-9]*\\) bytes.*/"
-             "records_per_update: \\1\\nbytes_per_txn: \\2/p' $O > $F && "
-             "echo 'page_every_commit: 1' >> $F");
+  student(1, answers[1]);
 }
 
 static void lab2_quorums(void **state)
 {
   (void)state;
-  student(2, "printf 'write_loss: 2\\nread_loss: 3\\ncopies_left_2of3: 1\\nacks_per_commit: 4\\n'"
-             " > $F && sed -n 's/.*; \\([0-9]*\\) records* wait.*/stall_records: \\1/p' $O | "
-             "head -1 >> $F && sed -n 's/.*(vdl \\([0-9]*\\); [0-9]* records* wait.*/stall_vdl: \\1/p' "
-             "$O | head -1 >> $F");
+  student(2, answers[2]);
   /* A friend's answers, from their own cluster: the constants are the
    * same, their stall's VDL is their run's, not this one's. */
   assert_int_equal(sh(NULL, 0, "cd %s/labs && cp lab02-answers.txt mine && "
@@ -146,26 +186,19 @@ static void lab2_quorums(void **state)
 static void lab3_crash_recovery(void **state)
 {
   (void)state;
-  student(3, "echo \"epoch: $(st | grep -o '\"epoch\": *[0-9]*' | head -1 | grep -o '[0-9]*$')\""
-             " > $F && echo \"truncated_from: $(st | grep -o '\"from\": *[0-9]*' | tail -1 | "
-             "grep -o '[0-9]*$')\" >> $F && echo 'lost_acknowledged: 0' >> $F");
+  student(3, answers[3]);
 }
 
 static void lab4_gossip(void **state)
 {
   (void)state;
-  student(4, "echo \"scl_behind: $(grep -o \"${LAB_AZ}1:[0-9]*~\" $O | head -1 | tr -dc 0-9 | cut -c2-)\" > $F && "
-             "printf 'who_resends: peers\\nscl_meaning: hole\\n' >> $F");
+  student(4, answers[4]);
 }
 
 static void lab5_fencing(void **state)
 {
   (void)state;
-  student(5, "sed -n 's/.*fenced by epoch \\([0-9]*\\) (writer has epoch \\([0-9]*\\)).*/"
-             "fenced_by: \\1\\nold_epoch: \\2/p' $O | head -2 > $F && "
-             "echo 'who_refuses: nodes' >> $F && "
-             "E=$(sed -n 's/^fenced_by: //p' $F) && echo \"recovered_vdl: $(grep -o "
-             "\"{\\\"epoch\\\":$E,\\\"from\\\":[0-9]*\" $O | head -1 | grep -o '[0-9]*$')\" >> $F");
+  student(5, answers[5]);
   /* The lab's second engine is gone once the lab is done. */
   char pat[128];
   /* [e]: the pattern must not match the shell that runs pgrep */
@@ -173,6 +206,21 @@ static void lab5_fencing(void **state)
   for (int i = 0; i < 50 && sh(NULL, 0, "pgrep -f '%s' > /dev/null", pat) == 0; i++)
     usleep(100000);
   assert_int_not_equal(sh(NULL, 0, "pgrep -f '%s' > /dev/null", pat), 0);
+}
+
+/* A student runs a lab's run.sh by hand, with nothing set: no
+ * AURALOG_DIR, the cluster in ~/.auralog (HOME here is a directory whose
+ * .auralog is this test's cluster). It runs (it stopped at once on
+ * "AURALOG_DIR: unbound variable"). */
+static void run_sh_by_hand_with_nothing_set(void **state)
+{
+  (void)state;
+  int rc = sh(out, OUT_SIZE, "h=%s-home; mkdir -p $h && ln -sfn %s $h/.auralog && "
+              "env -u AURALOG_DIR -u AURALOG_ENGINE -u AURALOG_COORD HOME=$h AURALOG=%s "
+              "bash labs/%s/run.sh 2>&1; r=$?; rm -rf $h; exit $r", dir, dir, bin, folder[4]);
+  if (rc != 0)
+    fail_msg("lab 4's run.sh by hand:\n%s", out);
+  assert_non_null(strstr(out, "gossip: "));      /* it read $AURALOG_DIR/log/C1.log */
 }
 
 /* Nonsense answers on a cluster where no fault was ever injected (the
@@ -422,9 +470,8 @@ static void run_sh_by_hand_is_a_demo(void **state)
  * directory of its own with a cluster of its own; each netns cluster's
  * namespaces, bridge and subnet come from its directory, so neither run
  * disturbs the other, and both checks pass. */
-static void lab6_across_machines_two_at_once(void **state)
+static void lab6(int students, const char *env)
 {
-  (void)state;
   if (sh(out, OUT_SIZE, "ip netns add auralog-probe-%d 2>&1 && ip netns del auralog-probe-%d",
          (int)getpid(), (int)getpid()) != 0) {
     printf("# lab 6 skipped: cannot make network namespaces here: %s\n", out);
@@ -434,24 +481,26 @@ static void lab6_across_machines_two_at_once(void **state)
   snprintf(d[0], sizeof d[0], "%s", dir);
   snprintf(d[1], sizeof d[1], "%s-second", dir);
   int port = free_block((int)getpid() * 3 + 1);
-  if (sh(out, OUT_SIZE, "unset AURALOG_KEY; %s cluster up --dir %s --base-port %d --replicas 0 2>&1", bin, d[1],
+  if (students > 1 &&
+      sh(out, OUT_SIZE, "unset AURALOG_KEY; %s cluster up --dir %s --base-port %d --replicas 0 2>&1", bin, d[1],
          port) != 0)
     fail_msg("the second student's cluster did not start:\n%s", out);
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < students; k++)
     if (sh(out, OUT_SIZE, "%s%s lab start 6 --dir %s 2>&1", k ? "unset AURALOG_KEY; " : "", bin,
            d[k]) != 0)
       fail_msg("lab start 6 in %s:\n%s", d[k], out);
   /* Both students' steps at the same time, as typed (not run.sh's demo). */
   for (int k = 0; k < 2; k++)
     lab_typed(folder[6], d[k]);
-  int rc = sh(NULL, 0, "export AURALOG=%s; unset AURALOG_ENGINE AURALOG_COORD; "
+  int rc = sh(NULL, 0, "export AURALOG=%s AURALOG_PACE_S=0 %s; unset AURALOG_ENGINE AURALOG_COORD; "
               "(AURALOG_DIR=%s bash %s/typed/%s/run.sh > %s/lab06.out 2>&1; echo $? > %s/lab06.rc) & "
-              "(unset AURALOG_KEY; AURALOG_DIR=%s bash %s/typed/%s/run.sh > %s/lab06.out 2>&1; echo $? > %s/lab06.rc) & "
-              "wait; grep -qx 0 %s/lab06.rc && grep -qx 0 %s/lab06.rc", bin, d[0], d[0], folder[6],
-              d[0], d[0], d[1], d[1], folder[6], d[1], d[1], d[0], d[1]);
+              "[ %d = 1 ] || (unset AURALOG_KEY; AURALOG_DIR=%s bash %s/typed/%s/run.sh > %s/lab06.out 2>&1; echo $? > %s/lab06.rc) & "
+              "wait; grep -qx 0 %s/lab06.rc && { [ %d = 1 ] || grep -qx 0 %s/lab06.rc; }", bin, env,
+              d[0], d[0], folder[6], d[0], d[0], students, d[1], d[1], folder[6], d[1], d[1], d[0],
+              students, d[1]);
   static char chk[2][1 << 16];
   int crc[2] = {-1, -1};
-  for (int k = 0; k < 2 && rc == 0; k++) {
+  for (int k = 0; k < students && rc == 0; k++) {
     char path[1300];
     snprintf(path, sizeof path, "%s/labs/lab06-answers.txt", d[k]);
     FILE *f = fopen(path, "w");
@@ -469,12 +518,13 @@ static void lab6_across_machines_two_at_once(void **state)
   char steps[1 << 14] = "";
   if (rc != 0)
     sh(steps, sizeof steps, "tail -15 %s/lab06.out; echo ---; tail -15 %s/lab06.out", d[0], d[1]);
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < students; k++)
     sh(NULL, 0, "%sscripts/netns-cluster.sh down %s/netns", k ? "unset AURALOG_KEY; " : "", d[k]);
-  sh(NULL, 0, "unset AURALOG_KEY; %s cluster down --dir %s; rm -rf %s", bin, d[1], d[1]);
+  if (students > 1)
+    sh(NULL, 0, "unset AURALOG_KEY; %s cluster down --dir %s; rm -rf %s", bin, d[1], d[1]);
   if (rc != 0)
-    fail_msg("lab 6's steps failed in one of the two directories:\n%s", steps);
-  for (int k = 0; k < 2; k++)
+    fail_msg("lab 6's steps failed:\n%s", steps);
+  for (int k = 0; k < students; k++)
     if (crc[k] != 0)
       fail_msg("lab check 6 failed in %s (run at the same time as the other):\n%s", d[k],
                chk[k]);
@@ -484,10 +534,24 @@ static void lab6_across_machines_two_at_once(void **state)
   assert_int_equal(sh(NULL, 0, "test -s %s/labs/runs/latest/logs/netns-coord.log", dir), 0);
 }
 
+static void lab6_across_machines_two_at_once(void **state)
+{
+  (void)state;
+  lab6(2, "");
+}
+
+/* One student, at a person's pace. */
+static void lab6_paced(void **state)
+{
+  (void)state;
+  lab6(1, paced_env());
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_lab_not_done_does_not_pass),
+    cmocka_unit_test(run_sh_by_hand_with_nothing_set),
     cmocka_unit_test(nonsense_without_faults_fails),
     cmocka_unit_test(handout_answers_fail),
     cmocka_unit_test(demo_then_check_fails),
@@ -501,10 +565,22 @@ int main(void)
     cmocka_unit_test(run_sh_by_hand_is_a_demo),
     cmocka_unit_test(lab5_fencing),
     cmocka_unit_test(lab6_across_machines_two_at_once),
+    /* At a person's pace: `make test` runs these in a lane of their own
+     * (AURALOG_TEST_FILTER='*_paced'), and skips them in the others. */
+    cmocka_unit_test(lab1_paced),
+    cmocka_unit_test(lab2_paced),
+    cmocka_unit_test(lab3_paced),
+    cmocka_unit_test(lab4_paced),
+    cmocka_unit_test(lab5_paced),
+    cmocka_unit_test(lab6_paced),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   /* AURALOG_TEST_FILTER=pattern (cmocka's) runs only the tests it names. */
   if (getenv("AURALOG_TEST_FILTER"))
     cmocka_set_test_filter(getenv("AURALOG_TEST_FILTER"));
+  /* AURALOG_TEST_SKIP=pattern leaves out the tests it names ('*_paced':
+   * make test's CPU lanes, while the paced lane runs them). */
+  if (getenv("AURALOG_TEST_SKIP"))
+    cmocka_set_skip_filter(getenv("AURALOG_TEST_SKIP"));
   return cmocka_run_group_tests_name("integration: labs", tests, setup, teardown);
 }

@@ -362,6 +362,54 @@ static void a_client_learns_the_replicas_serving_now(void **state)
   coord_teardown(&x.c);
 }
 
+/* The fenced engines status names (the coordinator's answer to a StatusReq). */
+static int fenced_shown(struct fo_fix *x, struct ep *c, const char *addr)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__StatusReq sr = AURALOG__STATUS_REQ__INIT;
+  sr.volume = "v";
+  env.req = 78;
+  env.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
+  env.status_req = &sr;
+  DELIVER(coord_on_msg, x->c.co, c, &env);
+  const Auralog__Status *st = take(&x->c.f, c, STATUS)->status;
+  for (size_t i = 0; i < st->n_fenced; i++)
+    if (strcmp(st->fenced[i]->addr, addr) == 0)
+      return 1;
+  return 0;
+}
+
+/* A writer superseded while it runs reports its old epoch: status names it
+ * a fenced engine. Once a replica beats from its address (killed, and
+ * restarted there as a replica, as `cluster up` does after a failover),
+ * it is no fenced engine, though its last report is recent. */
+static void a_replica_restarted_where_a_fenced_writer_ran(void **state)
+{
+  (void)state;
+  struct fo_fix x;
+  fo_setup(&x, 1);
+  struct ep *w2 = ep_new(&x.c.f, "w2:1"), *cli = ep_new(&x.c.f, "cli:1");
+  assert_int_equal(open_at(&x.c, w2, "w2:1", 0, 0)->volume->epoch, 2);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
+  es.volume = "v";
+  es.addr = "w:1";
+  es.epoch = 1;
+  env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+  env.engine_stat = &es;
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  assert_true(fenced_shown(&x, cli, "w:1"));
+  x.c.f.now += 500;
+  struct ep *again = ep_new(&x.c.f, "w:1 again");
+  beat(&x.c, again, "w:1", 4, NULL);
+  assert_false(fenced_shown(&x, cli, "w:1"));
+  /* Its fenced report again (it was not the replica after all): shown. */
+  x.c.f.now += 10;
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  assert_true(fenced_shown(&x, cli, "w:1"));
+  coord_teardown(&x.c);
+}
+
 static void nothing_without_failover(void **state)
 {
   (void)state;
@@ -473,6 +521,7 @@ int main(void)
     cmocka_unit_test(a_manual_failover_waits_out_the_lease),
     cmocka_unit_test(nothing_without_failover),
     cmocka_unit_test(a_client_learns_the_replicas_serving_now),
+    cmocka_unit_test(a_replica_restarted_where_a_fenced_writer_ran),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
