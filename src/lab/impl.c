@@ -67,14 +67,14 @@ static const struct impl_sim scl_sims[] = {
 
 static const struct impl_test vdl_tests[] = {
   {"quorum", "test_lal_blocks_allocation", 5},
-  {"quorum", "test_out_of_order_mtrs_across_pgs", 5},
+  {"quorum", "test_out_of_order_mtrs_across_pgs", 10},
   {"quorum", "test_one_ack_short_blocks", 5},
   {"quorum", "test_duplicate_acks", 5},
   {"quorum", "test_ignored_acks", 5},
   {"quorum", "test_ack_upto", 5},
   {"quorum", "test_start_lsn_gap", 5},
   {"quorum", "test_allocation_after_truncation", 5},
-  {"quorum", "test_ring_growth_and_wrap", 5},
+  {"quorum", "test_ring_growth_and_wrap", 10},
   {"hidden_quorum_model", "test_random_against_model", 10, HIDDEN},
   END_TESTS};
 static const struct impl_sim vdl_sims[] = {
@@ -104,9 +104,9 @@ static const struct impl_sim gossip_sims[] = {
 
 static const struct impl_test recovery_tests[] = {
   {"recovery", "test_all_present", 5},
-  {"recovery", "test_hole_stops_walk", 5},
+  {"recovery", "test_hole_stops_walk", 10},
   {"recovery", "test_cross_pg_whole_or_nothing", 5},
-  {"recovery", "test_order_and_duplicates", 5},
+  {"recovery", "test_order_and_duplicates", 10},
   {"recovery", "test_start_from_tail_at_hint", 5},
   {"recovery", "test_large_input_fast", 5},
   {"rectrunc", "test_truncated_ranges", 5},

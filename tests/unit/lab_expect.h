@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 static char lab_rule_[512];
@@ -73,9 +72,12 @@ static inline const char *lab_seed_words_(char *out, size_t n)
   out[0] = 0;
   if (lab_seed_[0] == 0)
     return out;
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0)
+  FILE *f = fopen("/proc/self/cmdline", "r");   /* argv[0], NUL-ended */
+  if (f) {
+    size_t len = fread(exe, 1, sizeof exe - 1, f);
     exe[len] = 0;
+    fclose(f);
+  }
   const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
   snprintf(out, n, " (test seed AURALOG_TEST_SEED=%s; replay: AURALOG_TEST_SEED=%s "
            "build/tests/%.60s)", lab_seed_, lab_seed_, base);
