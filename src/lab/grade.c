@@ -216,33 +216,26 @@ static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
     char line[1024], *at, words[1536] = "", pend[1024] = "";
     int ok = 0, seen = 0, mine = 0;
     size_t wl = 0, pl = 0;
+    /* A test's own words (lab_expect.h's "ERROR: ... expected ...") come
+     * before its result line ("ok 3 - name" or "not ok 3 - name"), and
+     * cmocka's "# file:line" lines after it. */
     while (f && fgets(line, sizeof line, f)) {
-      if (mine && strncmp(line, "# ", 2) == 0 && wl + strlen(line) < sizeof words)
-        wl += (size_t)snprintf(words + wl, sizeof words - wl, "%s", line + 2);
-      int result = strncmp(line, "ok ", 3) == 0 || strncmp(line, "not ok ", 7) == 0;
-      /* A test's own words (lab_expect.h's "ERROR: ... expected ...")
-       * come before its result line, cmocka's "# file:line" after it. */
-      if (!result && line[0] != '#' && strncmp(line, "1..", 3) != 0) {
-        if (pl + strlen(line) < sizeof pend)
+      if (strncmp(line, "ok ", 3) != 0 && strncmp(line, "not ok ", 7) != 0) {
+        if (mine && strncmp(line, "# ", 2) == 0 && wl + strlen(line) < sizeof words)
+          wl += (size_t)snprintf(words + wl, sizeof words - wl, "%s", line + 2);
+        else if (line[0] != '#' && strncmp(line, "1..", 3) != 0 && pl + strlen(line) < sizeof pend)
           pl += (size_t)snprintf(pend + pl, sizeof pend - pl, "%s", line);
         continue;
       }
-      if (result)
-        mine = 0;
-      /* "ok 3 - name" or "not ok 3 - name" */
-      if (result && ((at = strstr(line, " - ")) == NULL ||
-                     strncmp(at + 3, u->name, strlen(u->name)) ||
-                     (at[3 + strlen(u->name)] != '\n' && at[3 + strlen(u->name)] != 0))) {
-        pl = 0;
-        pend[0] = 0;
-        continue;
+      size_t nl = strlen(u->name);
+      mine = 0;
+      if ((at = strstr(line, " - ")) != NULL && strncmp(at + 3, u->name, nl) == 0 &&
+          (at[3 + nl] == '\n' || at[3 + nl] == 0)) {
+        seen = 1;
+        ok = strncmp(line, "ok ", 3) == 0;
+        mine = !ok;
+        wl = ok ? 0 : (size_t)snprintf(words, sizeof words, "%s", pend);
       }
-      if (!result)
-        continue;
-      seen = 1;
-      ok = strncmp(line, "ok ", 3) == 0;
-      mine = !ok;
-      wl = ok ? 0 : (size_t)snprintf(words, sizeof words, "%s", pend);
       pl = 0;
       pend[0] = 0;
     }
