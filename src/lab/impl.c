@@ -50,6 +50,7 @@ static const struct impl_test diff_tests[] = {
   {"diff", "test_random_round_trip", 5},
   {"diff", "test_truncated_output", 5},
   {"diff", "test_worst_case", 5},
+  {"hidden_diff_model", "test_random_against_model", 5, HIDDEN},
   END_TESTS};
 static const struct impl_sim diff_sims[] = {
   {1, 40, "none", 10}, {1, 100, NULL, 15}, {0, 39, NULL, 10, HIDDEN}, END_SIMS};

@@ -104,15 +104,16 @@ static void an_export_holds_no_reference_body(void **state)
   assert_int_equal(rc, 0);
   assert_string_equal(out, "");
   /* No hidden test, and no model of an answer that the hidden tests
-   * compare a body with (tests/hidden: model_vdl is lab 25's answer,
-   * model_points and model_ack_upto lab 22's), anywhere in it; this tree
-   * has them. */
+   * compare a body with (tests/hidden: ref_diff is lab 20's answer,
+   * model_points and model_ack_upto lab 22's, model_vdl lab 25's),
+   * anywhere in it; this tree has them. */
   const char *models = "grep -rlE --exclude-dir=.git --exclude-dir=build "
-                       "'model_vdl|model_points|model_ack_upto' . | sort";
+                       "'model_vdl|model_points|model_ack_upto|ref_diff' . | sort";
   rc = sh(out, OUT_SIZE, "cd %s && ls -d tests/hidden 2>&1; %s", exp_, models);
   assert_non_null(strstr(out, "No such file or directory"));
   assert_null(strstr(out, "./"));
   rc = sh(out, OUT_SIZE, "cd %s && %s", root, models);
+  assert_non_null(strstr(out, "./tests/hidden/test_diff_model.c"));
   assert_non_null(strstr(out, "./tests/hidden/test_quorum_model.c"));
   assert_non_null(strstr(out, "./tests/hidden/test_recovery_model.c"));
   /* Seven reference objects, no debug sections, hashes that hold. */
