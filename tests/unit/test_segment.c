@@ -91,15 +91,17 @@ static void expect_admit(const struct segment *s, uint64_t lsn, uint64_t prev,
 {
   int d;
   int rc = admit(s, lsn, prev, &d);
+  char sw[320];                /* the test seed, in a randomized test */
   if (rc != code)
-    fail_msg("admit %llu<-%llu: got %d (%s), expected %d (%s)",
+    fail_msg("admit %llu<-%llu: got %d (%s), expected %d (%s)%s",
              (unsigned long long)lsn, (unsigned long long)prev, rc,
-             wire_errname((uint32_t)rc), code, wire_errname((uint32_t)code));
+             wire_errname((uint32_t)rc), code, wire_errname((uint32_t)code),
+             lab_seed_words_(sw, sizeof sw));
   if (code == ERR_NONE && d != dup)
-    fail_msg("admit %llu<-%llu: dup %d, expected %d (%s)", (unsigned long long)lsn,
+    fail_msg("admit %llu<-%llu: dup %d, expected %d (%s)%s", (unsigned long long)lsn,
              (unsigned long long)prev, d, dup,
              dup ? "the segment holds it already: at or below the SCL, or waiting above a hole"
-                 : "the segment does not hold it yet");
+                 : "the segment does not hold it yet", lab_seed_words_(sw, sizeof sw));
 }
 
 /* SCL expected once the chain records flagged in added[] are held. */
