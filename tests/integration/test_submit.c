@@ -22,7 +22,7 @@
  *    answer, so no student has them): a lab 22 body that counts the write
  *    quorum as the constant VW, not the volume's own, passes every visible
  *    unit test and seed, and loses the hidden model test's 10 points.
- * Seeds are capped (AURALOG_GRADE_SEEDS) to keep it short: about 35 s.
+ * Seeds are capped (AURALOG_GRADE_SEEDS) to keep it short: about 30 s.
  */
 #include <setjmp.h>
 #include <stdarg.h>
