@@ -81,6 +81,14 @@ static int run(const struct grader *g, const char *dir, char *const argv[], cons
     setpgid(0, 0);          /* killed as a group if it hangs */
     if (tap)
       setenv("CMOCKA_MESSAGE_OUTPUT", "TAP", 1);
+    /* A submission's randomized unit tests run on the student's own
+     * cases (lab_expect.h, lab_seed); a student's own grade, on the
+     * default ones. */
+    if (tap && g->hidden && g->seed_base) {
+      char seed[32];
+      snprintf(seed, sizeof seed, "%llu", g->seed_base);
+      setenv("AURALOG_TEST_SEED", seed, 1);
+    }
     if (g->contain)
       grade_contain(limit);
     execv(argv[0], argv);
@@ -148,6 +156,8 @@ int grade_build(struct grader *g, const struct impl_lab *l, size_t nl)
   argv[k++] = "build/auralog";
   for (size_t i = 0; i < nl; i++)
     for (const struct impl_test *u = l[i].tests; u->name && nb < 16; u++) {
+      if (u->hidden && !g->hidden)
+        continue;             /* tests/hidden: not in a student's tree */
       char b[64];
       snprintf(b, sizeof b, "build/tests/unit_%s", u->bin);
       int seen = 0;
@@ -203,21 +213,31 @@ static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
     if (strcmp(u->bin, bin) != 0 || (u->hidden && !g->hidden))
       continue;
     FILE *f = fopen(log, "r");
-    char line[1024], *at, words[1536] = "";
+    char line[1024], *at, words[1536] = "", pend[1024] = "";
     int ok = 0, seen = 0, mine = 0;
-    size_t wl = 0;
+    size_t wl = 0, pl = 0;
+    /* A test's own words (lab_expect.h's "ERROR: ... expected ...") come
+     * before its result line ("ok 3 - name" or "not ok 3 - name"), and
+     * cmocka's "# file:line" lines after it. */
     while (f && fgets(line, sizeof line, f)) {
-      if (mine && strncmp(line, "# ", 2) == 0 && wl + strlen(line) < sizeof words)
-        wl += (size_t)snprintf(words + wl, sizeof words - wl, "%s", line + 2);
-      if (strncmp(line, "ok ", 3) == 0 || strncmp(line, "not ok ", 7) == 0)
-        mine = 0;
-      /* "ok 3 - name" or "not ok 3 - name" */
-      if ((at = strstr(line, " - ")) == NULL || strncmp(at + 3, u->name, strlen(u->name)) ||
-          (at[3 + strlen(u->name)] != '\n' && at[3 + strlen(u->name)] != 0))
+      if (strncmp(line, "ok ", 3) != 0 && strncmp(line, "not ok ", 7) != 0) {
+        if (mine && strncmp(line, "# ", 2) == 0 && wl + strlen(line) < sizeof words)
+          wl += (size_t)snprintf(words + wl, sizeof words - wl, "%s", line + 2);
+        else if (line[0] != '#' && strncmp(line, "1..", 3) != 0 && pl + strlen(line) < sizeof pend)
+          pl += (size_t)snprintf(pend + pl, sizeof pend - pl, "%s", line);
         continue;
-      seen = 1;
-      ok = strncmp(line, "ok ", 3) == 0;
-      mine = !ok;
+      }
+      size_t nl = strlen(u->name);
+      mine = 0;
+      if ((at = strstr(line, " - ")) != NULL && strncmp(at + 3, u->name, nl) == 0 &&
+          (at[3 + nl] == '\n' || at[3 + nl] == 0)) {
+        seen = 1;
+        ok = strncmp(line, "ok ", 3) == 0;
+        mine = !ok;
+        wl = ok ? 0 : (size_t)snprintf(words, sizeof words, "%s", pend);
+      }
+      pl = 0;
+      pend[0] = 0;
     }
     if (f)
       fclose(f);
@@ -231,9 +251,12 @@ static int unit_bin(struct grader *g, const struct impl_lab *l, const char *bin)
              ok ? "" : seen ? (wl ? words : "(no message)\n") : how ? bin : "the test did not run\n",
              ok || seen || !how ? "" : how[0] == 'r' ? " ran past its time\n" : " crashed\n");
     if (!ok && !u->hidden) {
+      char env[64] = "";
+      if (g->hidden && g->seed_base)   /* the cases it ran: the student's own */
+        snprintf(env, sizeof env, "AURALOG_TEST_SEED=%llu ", g->seed_base);
       size_t dl = strlen(detail);
       snprintf(detail + dl, sizeof detail - dl, "run it: make build/tests/unit_%s && "
-               "build/tests/unit_%s\n", bin, bin);
+               "%sbuild/tests/unit_%s\n", bin, env, bin);
     }
     note(g, name, ok ? u->points : 0, u->points, u->hidden, detail);
   }
@@ -507,7 +530,7 @@ int grade_one(struct grader *g, const struct impl_lab *l, int nobuild, int *tota
   const char *done[16];
   int nd = 0;
   for (const struct impl_test *u = l->tests; u->name; u++) {
-    int seen = 0;
+    int seen = u->hidden && !g->hidden;   /* a hidden test's binary is the instructor's */
     for (int i = 0; i < nd; i++)
       seen |= strcmp(done[i], u->bin) == 0;
     if (seen || nd == 16)

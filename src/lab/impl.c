@@ -10,12 +10,19 @@
  *     system as a whole still keeps its invariants (DESIGN.md §4), and a
  *     failing seed replays exactly. A focused range stresses the faults
  *     the lab's core exists for.
- * Only tests that a stub fails are listed: a fresh handout earns 0.
+ * Only tests that a stub fails are listed, hidden ones too: a fresh
+ * handout earns 0.
  * Entries marked HIDDEN are the instructor's: `lab grade --submission`
  * (submit.c) runs them, a student's `lab grade` does not. A hidden seed
  * range is 40 seeds of the lab's focused faults at an offset of the
  * student's own (impl.h); an instructor-only unit test is a line
- * {"bin", "test_name", points, HIDDEN} in the lab's test table.
+ * {"hidden_X", "test_name", points, HIDDEN} in the lab's test table, its
+ * binary build/tests/unit_hidden_X built from tests/hidden/test_X.c: the
+ * tests that compare a body with a model of the answer live there, as
+ * the model is an answer a student could copy (labs/README.md). A
+ * student's tests keep fixed expected values. Randomized tests, visible
+ * or hidden, take their seed from AURALOG_TEST_SEED (lab_expect.h's
+ * lab_seed), which `lab grade --submission` sets from the student's id.
  * Each lab's list is strong enough that every wrong body kept in
  * labs/mutants/labNN/ loses points (tests/integration/test_mutants.c).
  * Lab 23's core, the buffer cache, is the SQLite VFS's (vfs/vfs.c), which
@@ -43,6 +50,7 @@ static const struct impl_test diff_tests[] = {
   {"diff", "test_random_round_trip", 5},
   {"diff", "test_truncated_output", 5},
   {"diff", "test_worst_case", 5},
+  {"hidden_diff_model", "test_random_against_model", 5, HIDDEN},
   END_TESTS};
 static const struct impl_sim diff_sims[] = {
   {1, 40, "none", 10}, {1, 100, NULL, 15}, {0, 39, NULL, 10, HIDDEN}, END_SIMS};
@@ -60,15 +68,15 @@ static const struct impl_sim scl_sims[] = {
 
 static const struct impl_test vdl_tests[] = {
   {"quorum", "test_lal_blocks_allocation", 5},
-  {"quorum", "test_out_of_order_mtrs_across_pgs", 5},
+  {"quorum", "test_out_of_order_mtrs_across_pgs", 10},
   {"quorum", "test_one_ack_short_blocks", 5},
   {"quorum", "test_duplicate_acks", 5},
   {"quorum", "test_ignored_acks", 5},
   {"quorum", "test_ack_upto", 5},
   {"quorum", "test_start_lsn_gap", 5},
   {"quorum", "test_allocation_after_truncation", 5},
-  {"quorum", "test_random_against_model", 10},
-  {"quorum", "test_ring_growth_and_wrap", 5},
+  {"quorum", "test_ring_growth_and_wrap", 10},
+  {"hidden_quorum_model", "test_random_against_model", 10, HIDDEN},
   END_TESTS};
 static const struct impl_sim vdl_sims[] = {
   {201, 260, "az-down,az1-down,slow,drop", 10}, {1, 100, NULL, 15},
@@ -97,16 +105,17 @@ static const struct impl_sim gossip_sims[] = {
 
 static const struct impl_test recovery_tests[] = {
   {"recovery", "test_all_present", 5},
-  {"recovery", "test_hole_stops_walk", 5},
+  {"recovery", "test_hole_stops_walk", 10},
   {"recovery", "test_cross_pg_whole_or_nothing", 5},
-  {"recovery", "test_order_and_duplicates", 5},
+  {"recovery", "test_order_and_duplicates", 10},
   {"recovery", "test_start_from_tail_at_hint", 5},
-  {"recovery", "test_random_against_model", 10},
   {"recovery", "test_large_input_fast", 5},
   {"rectrunc", "test_truncated_ranges", 5},
   {"rectrunc", "test_newer_epoch_inside_an_older_range", 5},
   {"rectrunc", "test_adoption_marks_the_proved_chain", 5},
   {"wcore", "truncation_ends_lal_past_the_vdl_or_earlier_end", 10},
+  {"hidden_recovery_model", "test_order_and_duplicates_against_model", 5, HIDDEN},
+  {"hidden_recovery_model", "test_random_against_model", 10, HIDDEN},
   END_TESTS};
 static const struct impl_sim recovery_sims[] = {
   {201, 260, "engine-crash,recovery-crash,second-writer,split-write,stale-trunc", 10},

@@ -26,7 +26,9 @@
  *      it; delete the copy (--keep keeps it).
  * A student's hidden seeds start at a base derived from their id, so two
  * students have different hidden seeds and one student's grade is the
- * same every time. The id is --student ID, else the first line of a
+ * same every time; the same number is the unit tests' AURALOG_TEST_SEED
+ * (tests/unit/lab_expect.h), so their randomized tests run on cases of
+ * the student's own too, which the report says how to replay. The id is --student ID, else the first line of a
  * STUDENT file in the submission, else Gradescope's
  * submission_metadata.json beside the submission (its first user's
  * email), else the submission directory's name; the report says which.
@@ -414,10 +416,13 @@ static void grade_submission(struct run *R, struct sub_result *r)
          l->files, R->nfiles > 1 ? "ies" : "y", R->root);
   printf("runs contained: %s\n", grade_containment(&g));
   printf("hidden seeds: from %llu (derived from the id)\n", r->base);
+  printf("unit test seed: AURALOG_TEST_SEED=%llu (derived from the id; a student replays a "
+         "randomized test with AURALOG_TEST_SEED=%llu build/tests/unit_NAME)\n", r->base, r->base);
   r->got = grade_one(&g, l, 0, &r->total);
   r->nrec = g.nrec;
-  printf("replay this grade: auralog lab grade %d --submission %s --student %s%s\n", l->n,
-         r->path, r->student, R->keep ? " --keep" : "");
+  printf("replay this grade: auralog lab grade %d --submission %s --student %s%s "
+         "(unit tests with AURALOG_TEST_SEED=%llu)\n", l->n, r->path, r->student,
+         R->keep ? " --keep" : "", r->base);
   if (R->keep)
     printf("its tree (kept): %s\n", tree);
   else
@@ -464,8 +469,9 @@ static void usage(FILE *f)
     "  --submission PATH  a submission; more may follow (PATH PATH ...)\n"
     "  --student ID  the student (one submission); else a STUDENT file in it,\n"
     "                else Gradescope's submission_metadata.json beside it,\n"
-    "                else its directory's name. The id picks the hidden seeds:\n"
-    "                the same id, the same seeds\n"
+    "                else its directory's name. The id picks the hidden seeds\n"
+    "                and the unit tests' AURALOG_TEST_SEED: the same id, the\n"
+    "                same seeds\n"
     "  --csv FILE    a row per submission: student, lab, points, total, each test\n"
     "  --gradescope [FILE]  Gradescope's results.json (default\n"
     "                /autograder/results/results.json if /autograder/results is\n"
@@ -602,7 +608,7 @@ int lab_submit_main(int argc, char **argv)
   unsetenv("MFLAGS");
   unsetenv("MAKELEVEL");
   setvbuf(stdout, NULL, _IOLBF, 0);
-  struct grader ig = {0};
+  struct grader ig = {.hidden = 1};   /* the hidden tests' binaries too (tests/hidden) */
   snprintf(ig.root, sizeof ig.root, "%s", R.root);
   snprintf(ig.out, sizeof ig.out, "%s", R.out);
   if (!nobuild) {

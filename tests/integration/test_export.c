@@ -5,8 +5,9 @@
  *  - it holds no line of any implement lab's reference body, in its files
  *    or its history (export_leaks.sh reads the bodies from this tree, so
  *    the check follows the code; the same check finds them in this tree),
- *    has one commit by the course, leaves labs/instructor-only out, and
- *    its reference objects carry no debug information;
+ *    has one commit by the course, leaves labs/instructor-only out (no
+ *    tests/hidden, and no model of an answer anywhere), and its
+ *    reference objects carry no debug information;
  *  - it is refused into a non-empty directory, inside a git work tree, or
  *    from a student repository, and from a tree where a body's code sits
  *    in another file too (a backup segment.c.orig);
@@ -102,6 +103,19 @@ static void an_export_holds_no_reference_body(void **state)
           "while read -r p; do [ -z \"$p\" ] || [ ! -e %s/$p ] || echo $p; done", root, exp_);
   assert_int_equal(rc, 0);
   assert_string_equal(out, "");
+  /* No hidden test, and no model of an answer that the hidden tests
+   * compare a body with (tests/hidden: ref_diff is lab 20's answer,
+   * model_points and model_ack_upto lab 22's, model_vdl lab 25's),
+   * anywhere in it; this tree has them. */
+  const char *models = "grep -rlE --exclude-dir=.git --exclude-dir=build "
+                       "'model_vdl|model_points|model_ack_upto|ref_diff' . | sort";
+  rc = sh(out, OUT_SIZE, "cd %s && ls -d tests/hidden 2>&1; %s", exp_, models);
+  assert_non_null(strstr(out, "No such file or directory"));
+  assert_null(strstr(out, "./"));
+  rc = sh(out, OUT_SIZE, "cd %s && %s", root, models);
+  assert_non_null(strstr(out, "./tests/hidden/test_diff_model.c"));
+  assert_non_null(strstr(out, "./tests/hidden/test_quorum_model.c"));
+  assert_non_null(strstr(out, "./tests/hidden/test_recovery_model.c"));
   /* Seven reference objects, no debug sections, hashes that hold. */
   rc = sh(out, OUT_SIZE, "cd %s && ls ref/*/src/*/*.o | wc -l && "
           "for o in ref/*/src/*/*.o; do objdump -h $o; done | grep -c debug; "

@@ -16,7 +16,10 @@
  * `auralog lab grade` does. A mutant that keeps every point fails the test.
  *
  * A fresh handout's stubs (lab/handout.c), built the same way, must score
- * 0 on every listed unit test: impl.c lists only tests a stub fails.
+ * 0 on every listed unit test, the hidden ones (tests/hidden) included:
+ * impl.c lists only tests a stub fails; the reference passes them all. A
+ * mutant must lose points a student can see: on the visible tests or
+ * the sims, never only on the hidden tests.
  *
  * It prints one line per mutant with its points. By default, to stay
  * cheap, a mutant that already lost unit points is not run against the
@@ -141,6 +144,7 @@ static int tap_ok(const char *log, const char *name)
 
 struct score {
   int unit, unit_total, sim, sim_total;
+  int hidden, hidden_total;    /* the hidden unit tests (grade's hidden) */
   int sims_run;
   char lost[1024];             /* the tests and ranges that lost points */
 };
@@ -152,17 +156,23 @@ static void lost(struct score *s, const char *fmt, const char *a, int b)
 }
 
 /* Grade the tree dir whose one changed file was compiled to dir/m.o (or,
- * with obj NULL, the reference archive alone). */
+ * with obj NULL, the reference archive alone). With hidden, the
+ * instructor's hidden unit tests count too (s->hidden, s->hidden_total):
+ * the reference must pass them and a stub fail them, as impl.c says; a
+ * mutant is graded on what a student sees (visible tests and sims). */
 static void grade(const struct impl_lab *l, const char *dir, const char *obj, struct score *s,
-                  int sims)
+                  int sims, int hidden)
 {
   memset(s, 0, sizeof *s);
   const char *done[16];
   int nd = 0;
   for (const struct impl_test *u = l->tests; u->name; u++) {
-    if (u->hidden)
+    if (u->hidden && !hidden)
       continue;               /* the instructor's (submit.c): not in impl_points */
-    s->unit_total += u->points;
+    if (u->hidden)
+      s->hidden_total += u->points;
+    else
+      s->unit_total += u->points;
     int seen = 0;
     for (int i = 0; i < nd; i++)
       seen |= strcmp(done[i], u->bin) == 0;
@@ -170,8 +180,11 @@ static void grade(const struct impl_lab *l, const char *dir, const char *obj, st
       done[nd++] = u->bin;
       char o[PATH_MAX + 64];
       snprintf(o, sizeof o, "%s/obj/test_%s.o", work, u->bin);
+      /* unit_hidden_X: tests/hidden/test_X.c (the Makefile's rule) */
+      int h = strncmp(u->bin, "hidden_", 7) == 0;
       if (access(o, R_OK) != 0)
-        assert_int_equal(sh("cc %s -c -o %s %s/tests/unit/test_%s.c", cflags, o, root, u->bin), 0);
+        assert_int_equal(sh("cc %s -I%s/tests/unit -c -o %s %s/tests/%s/test_%s.c", cflags, root,
+                            o, root, h ? "hidden" : "unit", h ? u->bin + 7 : u->bin), 0);
       assert_int_equal(sh("cc %s -o %s/unit_%s %s %s %s/libauralog.a " LIBS " -lcmocka", cflags,
                           dir, u->bin, o, obj ? obj : "", bdir), 0);
       sh("cd %s && CMOCKA_MESSAGE_OUTPUT=TAP timeout 120 ./unit_%s > unit_%s.log 2>&1", dir,
@@ -180,9 +193,9 @@ static void grade(const struct impl_lab *l, const char *dir, const char *obj, st
     char log[PATH_MAX + 64];
     snprintf(log, sizeof log, "%s/unit_%s.log", dir, u->bin);
     if (tap_ok(log, u->name))
-      s->unit += u->points;
+      *(u->hidden ? &s->hidden : &s->unit) += u->points;
     else
-      lost(s, " %s(-%d)", u->name, u->points);
+      lost(s, u->hidden ? " %s(-%d, hidden)" : " %s(-%d)", u->name, u->points);
   }
   for (const struct impl_sim *r = l->sims; r->points; r++)
     if (!r->hidden)
@@ -231,10 +244,12 @@ static void check_lab(int n)
   snprintf(dir, sizeof dir, "%s/lab%02d-reference", work, n);
   assert_int_equal(sh("mkdir -p %s", dir), 0);
   struct score ref;
-  grade(l, dir, NULL, &ref, full);
-  printf("lab %d reference: %d/%d%s\n", n, ref.unit + ref.sim + (ref.sims_run ? 0 : ref.sim_total),
-         total, ref.sims_run ? "" : " (its sims not run)");
-  if (ref.unit + ref.sim + (ref.sims_run ? 0 : ref.sim_total) != total)
+  grade(l, dir, NULL, &ref, full, 1);
+  printf("lab %d reference: %d/%d%s, hidden unit tests %d/%d\n", n,
+         ref.unit + ref.sim + (ref.sims_run ? 0 : ref.sim_total), total,
+         ref.sims_run ? "" : " (its sims not run)", ref.hidden, ref.hidden_total);
+  if (ref.unit + ref.sim + (ref.sims_run ? 0 : ref.sim_total) != total ||
+      ref.hidden != ref.hidden_total)
     fail_msg("lab %d: the reference itself loses points:%s", n, ref.lost);
 
   /* A fresh handout's stubs score 0 on every listed unit test (impl.c's
@@ -261,9 +276,10 @@ static void check_lab(int n)
       fail_msg("lab %d: the handout's %s does not compile", n, f);
   }
   struct score stub;
-  grade(l, dir, objs, &stub, 0);
-  printf("lab %d stubs (a fresh handout): unit %d/%d\n", n, stub.unit, stub.unit_total);
-  if (stub.unit != 0)
+  grade(l, dir, objs, &stub, 0, 1);
+  printf("lab %d stubs (a fresh handout): unit %d/%d, hidden unit %d/%d\n", n, stub.unit,
+         stub.unit_total, stub.hidden, stub.hidden_total);
+  if (stub.unit + stub.hidden != 0)
     fail_msg("lab %d: a fresh handout's stubs earn %d unit points: list only tests a stub fails",
              n, stub.unit);
 
@@ -293,7 +309,7 @@ static void check_lab(int n)
     if (sh("cc %s -c -o %s %s/%s", cflags, obj, dir, file) != 0)
       fail_msg("lab %d mutant %s: %s does not compile", n, name, file);
     struct score s;
-    grade(l, dir, obj, &s, 1);
+    grade(l, dir, obj, &s, 1, 0);
     /* Without its sims, a mutant's score is at most its unit points and
      * every sim point. */
     int got = s.unit + (s.sims_run ? s.sim : s.sim_total);

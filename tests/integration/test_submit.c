@@ -15,8 +15,14 @@
  *    balance and a body that calls exit() each get one line saying why
  *    and 0, never a crash; --csv has a row for each with per-test points;
  *  - a student's hidden seeds are their own: another id, other seeds;
- *    the same id, the same seeds.
- * Seeds are capped (AURALOG_GRADE_SEEDS) to keep it short: about 25 s.
+ *    the same id, the same seeds; and so is the seed of their randomized
+ *    unit tests (AURALOG_TEST_SEED, the same number), which a failing
+ *    test's words and its replay line carry;
+ *  - the hidden unit tests run (tests/hidden: they hold a model of the
+ *    answer, so no student has them): a lab 22 body that counts the write
+ *    quorum as the constant VW, not the volume's own, passes every visible
+ *    unit test and seed, and loses the hidden model test's 10 points.
+ * Seeds are capped (AURALOG_GRADE_SEEDS) to keep it short: about 30 s.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,6 +88,13 @@ static unsigned long long hidden_base(const char *text)
   return h ? strtoull(h + 19, NULL, 10) : 0;
 }
 
+/* The unit tests' seed the report names ("unit test seed: AURALOG_TEST_SEED=N"). */
+static unsigned long long test_seed(const char *text)
+{
+  const char *h = strstr(text, "unit test seed: AURALOG_TEST_SEED=");
+  return h ? strtoull(h + 34, NULL, 10) : 0;
+}
+
 static cJSON *load_json(const char *path)
 {
   FILE *f = fopen(path, "r");
@@ -124,6 +137,10 @@ static void a_sabotaged_handout_scores_zero(void **state)
   assert_non_null(strstr(out, "replay this grade: auralog lab grade 21 --submission "));
   carol_base = hidden_base(out);
   assert_true(carol_base >= 1000000);
+  assert_true(test_seed(out) == carol_base);
+  char seeded[160];
+  snprintf(seeded, sizeof seeded, "(unit tests with AURALOG_TEST_SEED=%llu)", carol_base);
+  assert_non_null(strstr(out, seeded));            /* on the replay line */
 
   char p[256];
   snprintf(p, sizeof p, "%s/carol.json", work);
@@ -143,6 +160,15 @@ static void a_sabotaged_handout_scores_zero(void **state)
     if (strncmp(name, "unit_segment ", 13) == 0) {
       units++;
       assert_non_null(strstr(o, "FAILED"));
+      /* her randomized test ran her cases, and says how to run them again */
+      if (strcmp(name, "unit_segment test_scl_random_shuffles_of_long_chain") == 0) {
+        snprintf(seeded, sizeof seeded, "(test seed AURALOG_TEST_SEED=%llu; replay: "
+                 "AURALOG_TEST_SEED=%llu build/tests/unit_segment)", carol_base, carol_base);
+        assert_non_null(strstr(o, seeded));
+        snprintf(seeded, sizeof seeded, "run it: make build/tests/unit_segment && "
+                 "AURALOG_TEST_SEED=%llu build/tests/unit_segment", carol_base);
+        assert_non_null(strstr(o, seeded));
+      }
     } else {
       sims++;
       assert_non_null(strstr(o, "FAILED at seed "));
@@ -234,17 +260,63 @@ static void hidden_seeds_are_each_students_own(void **state)
   int rc = sh(out, OUT_SIZE, "cd %s && " SEEDS "%s lab grade 21 --submission cheat --student erin "
               "--no-build --out %s/out 2>&1", work, self, work);
   assert_int_equal(rc, 1);
-  unsigned long long erin = hidden_base(out);
+  unsigned long long erin = hidden_base(out), erin_test = test_seed(out);
   rc = sh(out, OUT_SIZE, "cd %s && " SEEDS "%s lab grade 21 --submission cheat --student carol "
           "--no-build --out %s/out 2>&1", work, self, work);
   assert_int_equal(rc, 1);
   printf("# hidden seeds: carol from %llu, again %llu; erin from %llu\n", carol_base,
          hidden_base(out), erin);
+  printf("# unit test seeds: carol %llu, again %llu; erin %llu\n", carol_base, test_seed(out),
+         erin_test);
   assert_true(erin != 0 && erin != carol_base);
   assert_true(hidden_base(out) == carol_base);
+  assert_true(erin_test == erin && test_seed(out) == carol_base);
   char want[96];
   snprintf(want, sizeof want, "build/auralog sim --seed %llu --faults ", carol_base);
   assert_non_null(strstr(out, want));              /* its replay command */
+}
+
+static void hidden_unit_tests_are_run_and_count(void **state)
+{
+  (void)state;
+  /* frank: lab 22's reference with q->vw read as the constant VW */
+  int rc = sh(out, OUT_SIZE,
+              "cd %s && mkdir -p frank/src/vfs && "
+              "sed 's/if (__builtin_popcount(r->acks) < q->vw)/if (__builtin_popcount(r->acks) < VW)/' "
+              "%s/src/vfs/quorum.c > frank/src/vfs/quorum.c && "
+              "! cmp -s %s/src/vfs/quorum.c frank/src/vfs/quorum.c",
+              work, root, root);
+  if (rc != 0)
+    fail_msg("%s", out);
+  rc = sh(out, OUT_SIZE, "cd %s && " SEEDS "%s lab grade 22 --submission frank --no-build "
+          "--out %s/out --csv %s/frank.csv 2>&1", work, self, work, work);
+  printf("%s", out);
+  assert_int_equal(rc, 1);
+  /* every test a student has passes: visible unit tests and seeds */
+  const char *u = strstr(out, "unit_quorum (");
+  assert_non_null(u);
+  const char *h = strstr(u, "unit_hidden_quorum_model (");
+  assert_non_null(h);
+  char visible[8192];
+  snprintf(visible, sizeof visible, "%.*s", (int)(h - u), u);
+  assert_null(strstr(visible, "FAIL"));
+  assert_non_null(strstr(visible, "test_ring_growth_and_wrap"));
+  /* the hidden model test does not, and takes its points: the one FAIL */
+  assert_non_null(strstr(h, "test_random_against_model"));
+  const char *fail = strstr(out, "FAIL");
+  assert_non_null(fail);
+  assert_true(fail > h && STARTS(fail, "FAIL  0/10 (hidden)\n"));
+  assert_null(strstr(fail + 4, "FAIL"));
+  assert_non_null(strstr(out, "Score: 90/100"));
+  char p[256], line[4096];
+  snprintf(p, sizeof p, "%s/frank.csv", work);
+  FILE *f = fopen(p, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(line, sizeof line, f));
+  assert_non_null(strstr(line, "unit_hidden_quorum_model test_random_against_model"));
+  assert_non_null(fgets(line, sizeof line, f));
+  assert_true(STARTS(line, "frank,22,90,100,"));
+  fclose(f);
 }
 
 int main(void)
@@ -253,6 +325,7 @@ int main(void)
     cmocka_unit_test(a_sabotaged_handout_scores_zero),
     cmocka_unit_test(many_submissions_each_get_their_due),
     cmocka_unit_test(hidden_seeds_are_each_students_own),
+    cmocka_unit_test(hidden_unit_tests_are_run_and_count),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

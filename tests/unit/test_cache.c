@@ -446,7 +446,7 @@ static void test_evict_never_above_vdl(void **state)
    * returned is what went, and the limit is respected when possible */
   lab_at("random LSNs and VDLs: whatever is evicted had lsn <= vdl, the count returned is what "
          "went, and the limit is respected when possible");
-  uint64_t s = 31;
+  uint64_t s = lab_seed(31);   /* AURALOG_TEST_SEED: other cases (lab_expect.h) */
   for (int trial = 0; trial < 200; trial++) {
     pm_init(&m, PS);
     size_t n = 1 + rng_below(&s, 200);
@@ -541,7 +541,7 @@ static void test_evict_down_to_limit(void **state)
    * as the durable pages allow */
   lab_at("random LSNs, VDLs, limits and touches: down to the limit, or as far as the durable "
          "pages allow");
-  uint64_t s = 8, rl[1000];
+  uint64_t s = lab_seed(8), rl[1000];   /* AURALOG_TEST_SEED: other cases */
   for (int trial = 0; trial < 300; trial++) {
     pm_init(&m, PS);
     size_t n = 1 + rng_below(&s, 1000);
@@ -771,7 +771,7 @@ static void test_evict_clock_random(void **state)
   (void)state;
   lab_rule("§4.2.3: eviction is a clock: no page used since the hand passed goes while unused "
            "pages at or below the VDL could");
-  uint64_t s = 4242;
+  uint64_t s = lab_seed(4242);   /* AURALOG_TEST_SEED: other cases (lab_expect.h) */
   size_t checked = 0;
   for (int trial = 0; trial < 300; trial++) {
     struct pagemap m;
@@ -826,9 +826,10 @@ static void test_evict_clock_random(void **state)
       free(was_lsn);
       if (lost != UINT32_MAX) {
         pm_free(&m);                   /* before failing: no leak report */
+        char sw[320];
         fail_msg("trial %d step %d: page %u, used since the hand passed, was evicted "
-                 "while %zu unused pages at or below the VDL could go (evicting %zu)",
-                 trial, step, lost, unused_ok, k);
+                 "while %zu unused pages at or below the VDL could go (evicting %zu)%s",
+                 trial, step, lost, unused_ok, k, lab_seed_words_(sw, sizeof sw));
       }
     }
     pm_free(&m);

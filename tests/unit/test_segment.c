@@ -91,15 +91,17 @@ static void expect_admit(const struct segment *s, uint64_t lsn, uint64_t prev,
 {
   int d;
   int rc = admit(s, lsn, prev, &d);
+  char sw[320];                /* the test seed, in a randomized test */
   if (rc != code)
-    fail_msg("admit %llu<-%llu: got %d (%s), expected %d (%s)",
+    fail_msg("admit %llu<-%llu: got %d (%s), expected %d (%s)%s",
              (unsigned long long)lsn, (unsigned long long)prev, rc,
-             wire_errname((uint32_t)rc), code, wire_errname((uint32_t)code));
+             wire_errname((uint32_t)rc), code, wire_errname((uint32_t)code),
+             lab_seed_words_(sw, sizeof sw));
   if (code == ERR_NONE && d != dup)
-    fail_msg("admit %llu<-%llu: dup %d, expected %d (%s)", (unsigned long long)lsn,
+    fail_msg("admit %llu<-%llu: dup %d, expected %d (%s)%s", (unsigned long long)lsn,
              (unsigned long long)prev, d, dup,
              dup ? "the segment holds it already: at or below the SCL, or waiting above a hole"
-                 : "the segment does not hold it yet");
+                 : "the segment does not hold it yet", lab_seed_words_(sw, sizeof sw));
 }
 
 /* SCL expected once the chain records flagged in added[] are held. */
@@ -194,8 +196,9 @@ static void test_scl_random_shuffles_of_long_chain(void **state)
   (void)state;
   lab_rule("§4.2.1: the SCL is the highest LSN below which every record is held: "
            "the chain of backlinks from 0 reaches it with no hole");
+  uint64_t base = lab_seed(0);   /* AURALOG_TEST_SEED: other shuffles (lab_expect.h) */
   for (uint64_t seed = 1; seed <= 200; seed++) {
-    uint64_t s = seed;
+    uint64_t s = base + seed;
     size_t n = 50 + rng_below(&s, 250);
     uint64_t chain[300];
     size_t perm[300];
