@@ -397,8 +397,16 @@ static void find_divergence(struct vs *v)
   int n = -1;
   if (sscanf(t, " node %15s pg %u:%n", node, &pg, &n) == 2 && n > 0) {
     for (int l = 0; l < v->nlanes; l++)
-      if (strcmp(v->lane[l].name, node) == 0 && (v->d.rec = find_rec(v, R_SCL, l, pg, 0, 1)) >= 0)
+      if (strcmp(v->lane[l].name, node) == 0 && pg < VS_PG) {
         v->d.kind = D_SEG, v->d.lane = l, v->d.pg = (int)pg;
+        /* An SCL that never moved has no line in the trace (a seg_add
+         * that never advances it, say): the segment is still the
+         * divergence, framed where the checker found it. */
+        if ((v->d.rec = find_rec(v, R_SCL, l, pg, 0, 1)) < 0)
+          v->d.rec = v->viol;
+        if ((int)pg >= v->npg)
+          v->npg = (int)pg + 1;
+      }
   } else if (strstr(t, " read page ")) {
     if ((v->d.rec = find_rec(v, R_READ, 0, 0, 0, 0)) >= 0)
       v->d.kind = D_READ, v->d.lane = v->r[v->d.rec].a;
@@ -422,7 +430,7 @@ static void find_divergence(struct vs *v)
   else
     v->d.t = v->r[v->d.rec].t;
   if (v->d.kind == D_SEG || v->d.kind == D_READ)
-    v->d.lsn = v->r[v->d.rec].y;
+    v->d.lsn = v->d.rec == v->viol ? 0 : v->r[v->d.rec].y;
 }
 
 /* ---- the entry ------------------------------------------------------------ */

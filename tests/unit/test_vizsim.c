@@ -338,6 +338,22 @@ static void divergence_is_framed(void **state)
   assert_non_null(strstr(dot, "left the model at 900 ms"));
   free(render(dot));
   free(dot);
+  /* An SCL that never moved (a seg_add that never advances it): no scl
+   * line in the trace, yet the segment the checker named is drawn and
+   * framed, at the violation, with its words. */
+  static const char still[] =
+    "       0 net connect A1:1 coord:1 0 0\n       0 net connect B1:1 coord:1 0 0\n"
+    "     100 ev writer 0 starts\n     120 ev writer 0: epoch 1 serves from vdl 0 (truncated to 0)\n"
+    "     210 vdl w1 1 5\n    1000 vdl w1 1 9\n"
+    "    2000 ev VIOLATION node A1 pg 0: scl 0, 3000 ms after the heal settled, is behind its "
+    "PG's durable tail 9: the segment did not converge\n";
+  dot = dot_of(still, -1, -1);
+  cell = strstr(dot, frame);
+  assert_non_null(cell);
+  assert_true(cell > strstr(dot, ">A1 pg 0 SCL<"));
+  assert_non_null(strstr(cell, "node A1 pg 0: scl 0"));
+  assert_non_null(strstr(dot, "left the model at 2000 ms"));
+  free(dot);
   /* A read the model disagrees with. */
   static const char rd[] =
     "     100 ev writer 0 starts\n     200 scl A1 0 5\n     210 vdl w1 1 5\n"
