@@ -29,6 +29,9 @@ void status_log_table(const Auralog__Status *st, FILE *f);
 /* ... and for the dashboard: the newest records with the segments that
  * hold each ("log_tail"), and the faults heard of lately ("faults"). */
 void status_recent_json(const Auralog__Status *st, struct cJSON *o);
+/* The LSNs the writer handed out in its LAL window: above its VDL, or
+ * above its recovery's truncation if higher (where its window begins). */
+uint64_t status_lal_used(const Auralog__EngineStat *e);
 /* The volume's truncations: the newest few, and how many in all. */
 void status_truncs_table(const Auralog__Status *st, FILE *f);
 

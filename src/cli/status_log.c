@@ -74,8 +74,9 @@ static uint64_t window_base(const Auralog__EngineStat *e)
   return e->vdl > floor ? e->vdl : floor;
 }
 
-/* LSNs handed out inside the window (next_lsn - 1 above its base). */
-static uint64_t window_used(const Auralog__EngineStat *e)
+/* LSNs handed out inside the window (next_lsn - 1 above its base): what
+ * status, viz and the dashboard all show. */
+uint64_t status_lal_used(const Auralog__EngineStat *e)
 {
   uint64_t base = window_base(e);
   return e->next_lsn > base + 1 ? e->next_lsn - 1 - base : 0;
@@ -87,7 +88,7 @@ void status_log_json(const Auralog__Status *st, cJSON *o)
   cJSON *w = cJSON_AddObjectToObject(o, "lal_window");
   cJSON_AddNumberToObject(w, "from_vdl", e ? (double)e->vdl : 0);
   cJSON_AddNumberToObject(w, "from", e ? (double)window_base(e) : 0);
-  cJSON_AddNumberToObject(w, "used", e ? (double)window_used(e) : 0);
+  cJSON_AddNumberToObject(w, "used", e ? (double)status_lal_used(e) : 0);
   cJSON_AddNumberToObject(w, "lal", e ? (double)e->lal : 0);
   cJSON *pr = cJSON_AddArrayToObject(o, "pending_records");
   char names[256];
@@ -116,7 +117,7 @@ void status_log_json(const Auralog__Status *st, cJSON *o)
 void status_log_table(const Auralog__Status *st, FILE *f)
 {
   const Auralog__EngineStat *e = st->engine;
-  uint64_t used = e ? window_used(e) : 0, base = e ? window_base(e) : 0;
+  uint64_t used = e ? status_lal_used(e) : 0, base = e ? window_base(e) : 0;
   const char *full = !e ? "" : used >= e->lal ? ": full, the writer waits for the vdl to move"
                      : used * 10 >= e->lal * 9 ? ": nearly full, the writer will wait" : "";
   if (e && base > e->vdl)

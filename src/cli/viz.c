@@ -170,7 +170,7 @@ static void draw_engine(struct sb *b, const Auralog__Status *st, const Auralog__
       "<td>next LSN %llu</td></tr>\n", (ull)e->vdl, (ull)e->vcl, (ull)e->next_lsn);
   sbf(b, "    <tr><td colspan=\"3\"><font point-size=\"9\">%llu commits, %llu records "
       "pending, LAL window %llu of %llu used%s</font></td></tr>\n", (ull)e->commits,
-      (ull)e->pending, (ull)(e->next_lsn > e->vdl + 1 ? e->next_lsn - 1 - e->vdl : 0),
+      (ull)e->pending, (ull)status_lal_used(e),
       (ull)e->lal, e->epoch != v->epoch ? ", an older epoch than the volume's" : "");
   /* The oldest records short of a write quorum, and who acknowledged them:
    * the segments a stalled commit waits for are the others (§4.1). */

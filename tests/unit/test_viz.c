@@ -439,6 +439,18 @@ static void log_edge_is_drawn(void **state)
   assert_non_null(strstr(dot, "fenced engine 127.0.0.1:7501 (epoch 2)"));
   assert_non_null(strstr(dot, "LAL window 5 of 10000000 used"));
   free(dot);
+  /* After a recovery the writer's window begins at its truncation's end,
+   * not at the VDL: a recovered writer has handed out nothing in it yet
+   * (as status says), not the whole LAL. */
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  tr.epoch = 3;
+  tr.from = s.e.vdl;
+  tr.to = s.e.vdl + 10000000;
+  s.e.trunc = &tr;
+  s.e.next_lsn = tr.to + 1;
+  dot = viz_dot(&s.st);
+  assert_non_null(strstr(dot, "LAL window 0 of 10000000 used"));
+  free(dot);
 }
 
 /* The words of the cells of segment id's row in the log of pg (held,
