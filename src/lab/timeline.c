@@ -282,7 +282,7 @@ static int node_lane(const char *id)
 
 /* What is open: a bar's start per node (down, partitioned, behind, hole)
  * and for the writer and replica (stall, hold). */
-struct open { double down[6], part[6], behind[6], hole[6], stall, hold; char why[6][48]; };
+struct open { double down[6], part[6], behind[6], hole[6], stall, hold, stall_epoch; char why[6][48]; };
 
 static void node_event(struct tl *g, struct open *o, const cJSON *e, double t, char *b1, char *b2)
 {
@@ -357,6 +357,13 @@ static void events(struct tl *g, struct labctx *x, struct open *o)
       add(g, L_MARKS, "failover", t, -1, "#1f77b4", e, "failover to %s, epoch %.0f (%.0f ms)",
           fstr(e, "to"), fnum(e, "epoch"), fnum(e, "took_ms"));
     } else if (is(e, "epoch")) {
+      /* A stalled writer replaced: its stall ends with its epoch (it is
+       * fenced or gone), whether or not an unstall was ever heard. */
+      if (o->stall >= 0 && fnum(e, "epoch") > o->stall_epoch) {
+        add(g, L_WRITER, "stall", o->stall, t, "#ff7f0e", e, "stalled until epoch %.0f took over",
+            fnum(e, "epoch"))->half = 1;
+        o->stall = -1;
+      }
       add(g, L_WRITER, "epoch", t, -1, "#1f77b4", e, "epoch %.0f%s", fnum(e, "epoch"),
           cJSON_IsTrue(cJSON_GetObjectItem(e, "promotion")) ? " (promoted)" : "");
     } else if (is(e, "trunc")) {
@@ -370,7 +377,7 @@ static void events(struct tl *g, struct labctx *x, struct open *o)
           lsn(fnum(e, "vdl"), b1));
     } else if (is(e, "stall")) {
       if (o->stall < 0)
-        o->stall = t;
+        o->stall = t, o->stall_epoch = fnum(e, "epoch");
     } else if (is(e, "unstall")) {
       add(g, L_WRITER, "stall", o->stall >= 0 ? o->stall : t, t, "#ff7f0e", e,
           "stalled %.0f ms at vdl %s", fnum(e, "ms"), lsn(fnum(e, "from"), b1))->half = 1;

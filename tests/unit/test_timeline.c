@@ -176,6 +176,33 @@ static void every_kind_is_drawn(void **state)
   timeline_sample_free(&x);
 }
 
+/* A stalled writer that a new epoch replaced (crashed or fenced, no
+ * unstall ever came): its stall ends where the new epoch begins, never
+ * "still, at the check". */
+static void a_stall_ends_with_its_epoch(void **state)
+{
+  (void)state;
+  struct labctx x;
+  timeline_sample_ctx(&x);
+  static const char *evs[] = {
+    "{\"t\":9000,\"kind\":\"stall\",\"epoch\":5,\"vdl\":120000000,\"pending\":2,\"down\":\"B1,B2\"}",
+    "{\"t\":9900,\"kind\":\"epoch\",\"volume\":\"main\",\"epoch\":6}",
+  };
+  for (size_t i = 0; i < 2; i++) {
+    cJSON *e = cJSON_Parse(evs[i]);
+    assert_non_null(e);
+    cJSON_AddNumberToObject(e, "seq", (double)cJSON_GetArraySize(x.journal));
+    cJSON_AddItemToArray(x.journal, e);
+    x.ev = realloc(x.ev, (x.nev + 1) * sizeof *x.ev);
+    x.ev[x.nev++] = e;
+  }
+  char *svg = draw(&x);
+  assert_non_null(strstr(svg, ">stalled until epoch 6 took over</text>"));
+  assert_null(strstr(svg, "stalled (still, at the check)"));
+  free(svg);
+  timeline_sample_free(&x);
+}
+
 static void labels_never_overlap(void **state)
 {
   (void)state;
@@ -208,6 +235,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(every_kind_is_drawn),
     cmocka_unit_test(labels_never_overlap),
+    cmocka_unit_test(a_stall_ends_with_its_epoch),
   };
   if (mkdtemp(dir) == NULL)
     return 1;
