@@ -412,12 +412,15 @@ static void events(struct tl *g, struct labctx *x, struct open *o)
     if (is(e, "engine") && fnum(e, "lag_ms") >= 0 && fnum(e, "replicas") >= 1) {
       if (g->np < (int)(sizeof g->px / sizeof g->px[0]))
         g->px[g->np] = t, g->py[g->np++] = fnum(e, "lag_ms");
+      /* Each maximum on its own, as lab 9's check counts them. */
       if (fnum(e, "lag_ms") > maxlag)
-        maxlag = fnum(e, "lag_ms"), lag_t = t, lag_lsn = fnum(e, "lag_lsn"), lag_e = e;
+        maxlag = fnum(e, "lag_ms"), lag_t = t, lag_e = e;
+      if (fnum(e, "lag_lsn") > lag_lsn)
+        lag_lsn = fnum(e, "lag_lsn");
     }
   }
   if (lag_e && maxlag > 0)
-    add(g, L_REPLICA, "engine", lag_t, -1, "#1f77b4", lag_e, "replica lag up to %.0f ms (%s LSNs)",
+    add(g, L_REPLICA, "engine", lag_t, -1, "#1f77b4", lag_e, "replica lag up to %.0f ms, up to %s LSNs",
         maxlag, lsn(lag_lsn, b1));
 }
 
