@@ -68,7 +68,8 @@ INTEG_RUN := $(patsubst %,$(B)/tests/it_%,$(INTEG_SLOW) $(filter-out $(INTEG_SLO
 # The observe labs' paced runs (tests named *_paced: each lab's steps with
 # a person's pause before each, AURALOG_PACE_S, 3 s by default) mostly
 # wait: they run in one more lane beside those, from the start (about 4.5
-# minutes at 3 s). `make test AURALOG_PACE_S=5` runs them at 5 s a step.
+# minutes at 3 s), which then takes the shortest binaries from the end of
+# the queue. `make test AURALOG_PACE_S=5` runs them at 5 s a step.
 INTEG_PACED := $(filter labs lab07 lab08 lab09 lab10,$(INTEG))
 
 .PHONY: all test unit integration demo clean deps torture grade
@@ -157,8 +158,17 @@ $(B)/tests/it_crash: tests/integration/test_crash.c $(wildcard tests/integration
 # Unit tests drive the pure state machines; integration tests start real
 # processes on loopback. Each binary prints cmocka's summary.
 test: unit integration
+# Unit binaries run TEST_JOBS at a time too (scripts/run-integration.sh,
+# with no paced lane). unit_sim (the simulator's seeds, one core's work
+# for over a minute, most of the unit tests' time) runs as two halves
+# side by side, first: its tests named a_* (the 200 seeds, the replica's
+# 40) and the rest (the planted bugs, failover, the safety scenarios).
+UNIT_SIM_HALF := a_*
+UNIT_RUN := $(if $(filter sim,$(UNIT)),'$(B)/tests/unit_sim:$(UNIT_SIM_HALF)' \
+  '$(B)/tests/unit_sim:-$(UNIT_SIM_HALF)') $(filter-out $(B)/tests/unit_sim,$(UNIT_BIN))
 unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@TEST_JOBS=$(TEST_JOBS) TEST_PACED= TEST_LABEL=unit \
+	  bash scripts/run-integration.sh $(B)/test-logs/unit $(UNIT_RUN)
 # The extension is loaded into the system's sqlite3 shell and Python, which
 # are not built with sanitizers: integration tests always use build/'s.
 integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
