@@ -180,7 +180,8 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # The long campaigns: 10,000 simulator seeds of the default mix and 5,000
 # with a read replica, failover and their faults (--faults replicas; the
 # default mix has none of them), each with the rogue member, one process
-# per core; then 500 crash points on real processes, 200 failovers, then
+# per core; then 500 crash points on real processes, 200 failovers, a
+# client through 30 more (it_roles), then
 # the storage test's long runs (a 10-minute write workload, a volume the
 # engine fills to 1,000 PGs), then every implement lab's mutants against
 # every simulator seed of their lab (labs/mutants/).
@@ -188,11 +189,13 @@ SIM_SEEDS ?= 10000
 SIM_REPLICA_SEEDS ?= 5000
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog \
-  $(B)/tests/it_mutants
+  $(B)/tests/it_mutants $(B)/tests/it_roles
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_ROLE_ROUNDS=30 \
+	  AURALOG_TEST_FILTER=test_sql_waits_through_failovers $(B)/tests/it_roles
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_STORAGE_SECONDS=600 AURALOG_STORAGE_FILL_PGS=1000 \
 	  $(B)/tests/it_storage
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_MUTANTS_FULL=1 $(B)/tests/it_mutants
