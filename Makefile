@@ -61,10 +61,11 @@ UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 # make test runs integration binaries TEST_JOBS at a time (default 2;
 # scripts/run-integration.sh), the longest first so that the two lanes
-# end together.
+# end together, and the paced lane, taking from the end once its own runs
+# are done, gets the short ones.
 TEST_JOBS ?= 2
-INTEG_SLOW := failover storage replica labs bench crash
-INTEG_RUN := $(patsubst %,$(B)/tests/it_%,$(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG)))
+INTEG_SLOW := storage export labs failover replica bench crash sandbox mutants roles grade
+INTEG_RUN := $(patsubst %,$(B)/tests/it_%,$(filter $(INTEG),$(INTEG_SLOW)) $(filter-out $(INTEG_SLOW),$(INTEG)))
 # The observe labs' paced runs (tests named *_paced: each lab's steps with
 # a person's pause before each, AURALOG_PACE_S, 3 s by default) mostly
 # wait: they run in one more lane beside those, from the start (about 4.5
