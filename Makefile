@@ -157,8 +157,15 @@ $(B)/tests/it_crash: tests/integration/test_crash.c $(wildcard tests/integration
 	  $(B)/libauralog.a $(PKG_LIBS) -lcmocka
 
 # Unit tests drive the pure state machines; integration tests start real
-# processes on loopback. Each binary prints cmocka's summary.
-test: unit integration
+# processes on loopback. Each binary prints cmocka's summary. `make test`
+# first builds every binary BUILD_JOBS compiles at a time (a plain `make
+# test` would compile one file at a time: two minutes on a 2-core
+# machine, one with two), then runs the unit tests, then the integration.
+BUILD_JOBS ?= 2
+test:
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(UNIT_BIN) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
 # Unit binaries run TEST_JOBS at a time too (scripts/run-integration.sh,
 # with no paced lane). unit_sim (the simulator's seeds, one core's work
 # for over a minute, most of the unit tests' time) runs as two halves
