@@ -65,14 +65,16 @@ UNIT_BIN := $(patsubst %,$(B)/tests/unit_%,$(UNIT) $(HIDDEN_UNIT))
 INTEG_BIN := $(patsubst %,$(B)/tests/it_%,$(INTEG))
 # make test runs integration binaries TEST_JOBS at a time (default 2;
 # scripts/run-integration.sh), the longest first so that the two lanes
-# end together.
+# end together, and the paced lane, taking from the end once its own runs
+# are done, gets the short ones.
 TEST_JOBS ?= 2
-INTEG_SLOW := failover storage replica labs bench crash
-INTEG_RUN := $(patsubst %,$(B)/tests/it_%,$(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG)))
+INTEG_SLOW := storage export labs failover replica bench crash sandbox mutants roles grade
+INTEG_RUN := $(patsubst %,$(B)/tests/it_%,$(filter $(INTEG),$(INTEG_SLOW)) $(filter-out $(INTEG_SLOW),$(INTEG)))
 # The observe labs' paced runs (tests named *_paced: each lab's steps with
 # a person's pause before each, AURALOG_PACE_S, 3 s by default) mostly
 # wait: they run in one more lane beside those, from the start (about 4.5
-# minutes at 3 s). `make test AURALOG_PACE_S=5` runs them at 5 s a step.
+# minutes at 3 s), which then takes the shortest binaries from the end of
+# the queue. `make test AURALOG_PACE_S=5` runs them at 5 s a step.
 INTEG_PACED := $(filter labs lab07 lab08 lab09 lab10,$(INTEG))
 
 .PHONY: all test unit integration demo clean deps torture grade
@@ -162,10 +164,26 @@ $(B)/tests/it_crash: tests/integration/test_crash.c $(wildcard tests/integration
 	  $(B)/libauralog.a $(PKG_LIBS) -lcmocka
 
 # Unit tests drive the pure state machines; integration tests start real
-# processes on loopback. Each binary prints cmocka's summary.
-test: unit integration
+# processes on loopback. Each binary prints cmocka's summary. `make test`
+# first builds every binary BUILD_JOBS compiles at a time (a plain `make
+# test` would compile one file at a time: two minutes on a 2-core
+# machine, one with two), then runs the unit tests, then the integration.
+BUILD_JOBS ?= 2
+test:
+	@$(MAKE) --no-print-directory -j$(BUILD_JOBS) $(UNIT_BIN) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+# Unit binaries run TEST_JOBS at a time too (scripts/run-integration.sh,
+# with no paced lane). unit_sim (the simulator's seeds, one core's work
+# for over a minute, most of the unit tests' time) runs as two halves
+# side by side, first: its tests named a_* (the 200 seeds, the replica's
+# 40) and the rest (the planted bugs, failover, the safety scenarios).
+UNIT_SIM_HALF := a_*
+UNIT_RUN := $(if $(filter sim,$(UNIT)),'$(B)/tests/unit_sim:$(UNIT_SIM_HALF)' \
+  '$(B)/tests/unit_sim:-$(UNIT_SIM_HALF)') $(filter-out $(B)/tests/unit_sim,$(UNIT_BIN))
 unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@TEST_JOBS=$(TEST_JOBS) TEST_PACED= TEST_LABEL=unit \
+	  bash scripts/run-integration.sh $(B)/test-logs/unit $(UNIT_RUN)
 # The extension is loaded into the system's sqlite3 shell and Python, which
 # are not built with sanitizers: integration tests always use build/'s.
 integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
@@ -177,7 +195,8 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # The long campaigns: 10,000 simulator seeds of the default mix and 5,000
 # with a read replica, failover and their faults (--faults replicas; the
 # default mix has none of them), each with the rogue member, one process
-# per core; then 500 crash points on real processes, 200 failovers, then
+# per core; then 500 crash points on real processes, 200 failovers, a
+# client through 30 more (it_roles), then
 # the storage test's long runs (a 10-minute write workload, a volume the
 # engine fills to 1,000 PGs), then every implement lab's mutants against
 # every simulator seed of their lab (labs/mutants/).
@@ -185,11 +204,13 @@ SIM_SEEDS ?= 10000
 SIM_REPLICA_SEEDS ?= 5000
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog \
-  $(B)/tests/it_mutants
+  $(B)/tests/it_mutants $(B)/tests/it_roles
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_ROLE_ROUNDS=30 \
+	  AURALOG_TEST_FILTER=test_sql_waits_through_failovers $(B)/tests/it_roles
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_STORAGE_SECONDS=600 AURALOG_STORAGE_FILL_PGS=1000 \
 	  $(B)/tests/it_storage
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_MUTANTS_FULL=1 $(B)/tests/it_mutants

@@ -5,6 +5,12 @@
 #
 # usage: [TEST_PACED="BINARY..."] scripts/run-integration.sh LOGDIR BINARY...
 #
+# A BINARY may be given as BINARY:PATTERN, to run only the tests PATTERN
+# names (AURALOG_TEST_FILTER), or BINARY:-PATTERN, all but those
+# (AURALOG_TEST_SKIP): one long binary then runs as two halves in two
+# lanes (`make unit` does so with unit_sim). TEST_LABEL names the suite
+# in the last line (default: integration).
+#
 # Every integration test takes its ports, directories and namespace names
 # from its own id (tests/integration/harness.c), so two binaries never
 # collide and may run side by side: on a 2-core machine that halves the
@@ -22,6 +28,13 @@
 # lane (TEST_PACED_JOBS, default 1) runs each binary of TEST_PACED with
 # only them (AURALOG_TEST_FILTER='*_paced'), from the start, its log
 # LOGDIR/NAME-paced.log. AURALOG_PACE_S=5 runs them at 5 s a step.
+#
+# Once the paced runs are done, their lane takes the other binaries too,
+# from the end of the queue (the short ones; the long ones go first from
+# its front), so the suite ends in three lanes rather than two idling a
+# third. The load stays what it was while the paced runs ran: three
+# binaries' clusters at once. TEST_PACED_JOBS=0 leaves the paced runs out
+# and adds no lane (nor does an empty TEST_PACED).
 set -u
 logdir=$1
 shift
@@ -29,20 +42,33 @@ jobs=${TEST_JOBS:-2}
 pjobs=${TEST_PACED_JOBS:-1}
 pace=${AURALOG_PACE_S:-3}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "run-integration: TEST_JOBS must be a number, not '$jobs'" >&2; exit 2; }
-[[ $pjobs =~ ^[1-9][0-9]*$ ]] || { echo "run-integration: TEST_PACED_JOBS must be a number, not '$pjobs'" >&2; exit 2; }
+[[ $pjobs =~ ^[0-9]+$ ]] || { echo "run-integration: TEST_PACED_JOBS must be a number, not '$pjobs'" >&2; exit 2; }
 [[ $pace =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "run-integration: AURALOG_PACE_S must be a number of seconds, not '$pace'" >&2; exit 2; }
 mkdir -p "$logdir"
 rm -f "$logdir"/*.rc
 
-declare -A started_at bin_of lane_of
+declare -A started_at bin_of lane_of filter_of skip_of
 running=()
 pids=()
 failed=()
 queue=()                       # the TEST_JOBS lanes' runs, by name
 pqueue=()                      # the paced lane's
 for t in "$@"; do
-  n=$(basename "$t"); queue+=("$n"); bin_of[$n]=$t; lane_of[$n]=cpu
+  spec=
+  [[ $t == *:* ]] && { spec=${t#*:}; t=${t%%:*}; }
+  n=$(basename "$t") m=$(basename "$t") k=1
+  while [ -n "${bin_of[$m]:-}" ]; do k=$((k + 1)); m=$n$k; done
+  n=$m                         # unit_sim, unit_sim2, ...
+  queue+=("$n"); bin_of[$n]=$t; lane_of[$n]=cpu
+  case $spec in
+    '') skip_of[$n]='*_paced' ;;
+    -*) skip_of[$n]=${spec#-} ;;
+    *) filter_of[$n]=$spec ;;
+  esac
 done
+[ "$pjobs" -gt 0 ] || TEST_PACED=
+spare=0                        # lanes the paced runs leave when done
+[ -n "${TEST_PACED:-}" ] && spare=$pjobs
 for t in ${TEST_PACED:-}; do
   n=$(basename "$t")-paced; pqueue+=("$n"); bin_of[$n]=$t; lane_of[$n]=paced
 done
@@ -55,7 +81,10 @@ start() {
     ( AURALOG_TEST_FILTER='*_paced' AURALOG_PACE_S=$pace "$t" > "$logdir/$n.log" 2>&1 < /dev/null
       echo $? > "$logdir/$n.rc" ) &
   else
-    ( AURALOG_TEST_SKIP='*_paced' "$t" > "$logdir/$n.log" 2>&1 < /dev/null
+    local envs=()
+    [ -n "${filter_of[$n]:-}" ] && envs+=("AURALOG_TEST_FILTER=${filter_of[$n]}")
+    [ -n "${skip_of[$n]:-}" ] && envs+=("AURALOG_TEST_SKIP=${skip_of[$n]}")
+    ( env ${envs[@]+"${envs[@]}"} "$t" > "$logdir/$n.log" 2>&1 < /dev/null
       echo $? > "$logdir/$n.rc" ) &
   fi
   running+=("$n")
@@ -73,7 +102,11 @@ in_lane() {
 finish() {
   local n=$1 rc
   rc=$(cat "$logdir/$n.rc" 2>/dev/null || echo 1)
-  echo "== ${bin_of[$n]}$([ "${lane_of[$n]}" = paced ] && echo " (paced, $pace s a step)")"
+  local what=
+  [ "${lane_of[$n]}" = paced ] && what=" (paced, $pace s a step)"
+  [ -n "${filter_of[$n]:-}" ] && what=" (only ${filter_of[$n]})"
+  [ -n "${skip_of[$n]:-}" ] && [ "${skip_of[$n]}" != '*_paced' ] && what=" (all but ${skip_of[$n]})"
+  echo "== ${bin_of[$n]}$what"
   cat "$logdir/$n.log"
   echo "== $n: $(( $(date +%s) - ${started_at[$n]} )) s$([ "$rc" = 0 ] || echo ", FAILED (exit $rc)")"
   [ "$rc" = 0 ] || failed+=("$n")
@@ -94,7 +127,7 @@ reap() {
         return
       fi
     done
-    sleep 0.2
+    wait -n 2>/dev/null || sleep 0.05    # until one of them ends
   done
 }
 
@@ -104,6 +137,11 @@ while [ $(( ${#queue[@]} + ${#pqueue[@]} )) -gt 0 ]; do
     start "${pqueue[0]}"; pqueue=("${pqueue[@]:1}")
   elif [ "${#queue[@]}" -gt 0 ] && [ "$(in_lane cpu)" -lt "$jobs" ]; then
     start "${queue[0]}"; queue=("${queue[@]:1}")
+  elif [ "${#queue[@]}" -gt 0 ] && [ "${#pqueue[@]}" -eq 0 ] &&
+       [ $(( ${#running[@]} - $(in_lane cpu) )) -lt "$spare" ]; then
+    # The paced lane, its own runs done, takes the queue's last binary.
+    n=${queue[-1]}; queue=("${queue[@]:0:${#queue[@]}-1}")
+    lane_of[$n]=spare; start "$n"
   else
     reap
   fi
@@ -111,7 +149,7 @@ done
 while [ "${#running[@]}" -gt 0 ]; do reap; done
 
 if [ "${#failed[@]}" -gt 0 ]; then
-  echo "integration: FAILED: ${failed[*]} (their whole output is above, and in $logdir)"
+  echo "${TEST_LABEL:-integration}: FAILED: ${failed[*]} (their whole output is above, and in $logdir)"
   exit 1
 fi
-echo "integration: all $total runs passed"
+echo "${TEST_LABEL:-integration}: all $total runs passed"

@@ -5,9 +5,9 @@
  * (as a user gets it).
  *
  *  - A client loop (one `auralog sql` process per statement: inserts, and
- *    a count every fourth) runs through ten failovers (`auralog failover`,
+ *    a count every fourth) runs through six failovers (`auralog failover`,
  *    `fault writer-crash` and `fault writer-stop` in turn, each followed
- *    by `cluster up`).
+ *    by `cluster up`; AURALOG_ROLE_ROUNDS=N runs N, `make torture` 30).
  *    No statement may give up (exit 2) or meet "Connection refused": sql
  *    waits for the next writer (--wait, 30 s by default). Every insert
  *    acknowledged is there exactly once; none is there twice (a write
@@ -55,7 +55,9 @@
 #include "param.h"
 #include "net/rpc.h"
 
-#define ROUNDS 10               /* failovers the client loop goes through */
+/* Failovers the client loop goes through: each kind twice (a round is
+ * ~3 s); AURALOG_ROLE_ROUNDS=N for a longer campaign. */
+static int rounds = 6;
 #define MAXOP 100000
 #define SLOW_MS "400"           /* how late three nodes answer in a crash round */
 
@@ -188,7 +190,7 @@ static void test_sql_waits_through_failovers(void **state)
   static const char *const how[] = {"failover", "writer-crash", "writer-stop"};
   static const char *const slow_on[] = {"slow A1 " SLOW_MS, "slow B1 " SLOW_MS, "slow C1 " SLOW_MS};
   static const char *const slow_off[] = {"slow A1 0", "slow B1 0", "slow C1 0"};
-  for (int r = 0; r < ROUNDS; r++) {
+  for (int r = 0; r < rounds; r++) {
     usleep(300000);
     uint64_t e = writer_epoch();
     if (r % 3 == 0 && sh(o, sizeof o, "%s failover --dir %s 2>&1", bin, dir) != 0)
@@ -266,7 +268,7 @@ static void test_sql_waits_through_failovers(void **state)
                 "turn) in %.1f s: %d "
                 "statements (%d inserts: %d acknowledged, %d outcome unknown; %d reads); gave "
                 "up %d, of them on \"Connection refused\" %d; failed %d; reads unknown %d; "
-                "lost %d, twice %d, failed but there %d\n", ROUNDS, took / 1000.0,
+                "lost %d, twice %d, failed but there %d\n", rounds, took / 1000.0,
                 C.ops, C.writes, C.acks, C.unknowns, C.reads, C.gave_up, C.refused, C.failed,
                 C.read_unknown, lost, twice, unacked);
   if (C.first_bad[0])
@@ -481,6 +483,8 @@ int main(void)
     cmocka_unit_test(test_replicas_and_faults_follow_roles),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
+  if (getenv("AURALOG_ROLE_ROUNDS") && atoi(getenv("AURALOG_ROLE_ROUNDS")) > 0)
+    rounds = atoi(getenv("AURALOG_ROLE_ROUNDS"));
   /* AURALOG_TEST_FILTER=pattern (cmocka's) runs only the tests it names. */
   if (getenv("AURALOG_TEST_FILTER"))
     cmocka_set_test_filter(getenv("AURALOG_TEST_FILTER"));
