@@ -167,12 +167,28 @@ static void lab1_write_path(void **state)
 {
   (void)state;
   student(1, answers[1]);
+  /* The header page numbered as status and viz number pages (from 0)
+   * is right too; another page is wrong, and said so. */
+  assert_int_equal(sh(NULL, 0, "sed -i 's/^page_every_commit: .*/page_every_commit: 0/' "
+                      "%s/labs/lab01-answers.txt", dir), 0);
+  if (lab_check(1) != 0)
+    fail_msg("page_every_commit: 0 (status's numbering) is refused:\n%s", out);
+  assert_int_equal(sh(NULL, 0, "sed -i 's/^page_every_commit: .*/page_every_commit: 2/' "
+                      "%s/labs/lab01-answers.txt", dir), 0);
+  assert_int_not_equal(lab_check(1), 0);
+  assert_non_null(strstr(out, "[wrong] page_every_commit"));
+  assert_non_null(strstr(out, "table lab01 holds step 1's 100 committed rows"));
 }
 
 static void lab2_quorums(void **state)
 {
   (void)state;
   student(2, answers[2]);
+  /* The read in the stall: the writer is up, its data not durable; the
+   * client says so, not "waiting for a writer". */
+  assert_int_equal(sh(out, OUT_SIZE, "grep -c 'is up but its data is not durable: no write "
+                      "quorum (4 of 6)' %s/lab02.out", dir), 0);
+  assert_int_not_equal(sh(NULL, 0, "grep -q 'waiting for a writer' %s/lab02.out", dir), 0);
   /* A friend's answers, from their own cluster: the constants are the
    * same, their stall's VDL is their run's, not this one's. */
   assert_int_equal(sh(NULL, 0, "cd %s/labs && cp lab02-answers.txt mine && "
