@@ -561,8 +561,13 @@ void check4(struct labctx *x)
   ok(x, rows >= 50, "rows written during the partition are there%s", counted(rows));
   want_num(x, "scl_behind", scl_behind, scl_behind, scl_behind,
            "the SCL the partitioned segments stayed at");
-  want_word(x, "who_resends", "peers", "engine|peers|coordinator",
-            "who sent the returning segments the records they missed");
+  /* Both: the writer keeps what it has not sent to a segment whose node
+   * it believes up (a partitioned node's connection stays open: vcore.c
+   * advance) and resends that after the heal; what it sent into the
+   * partition and freed once durable, the PG peers fill by gossip. */
+  want_word(x, "who_resends", "both", "engine|peers|both|coordinator",
+            "who sent the returning segments the records they missed (the writer what it still "
+            "held, gossip what it had sent into the partition and freed)");
   want_word(x, "scl_meaning", "hole", "hole|vdl|coalesce",
             "what holds a segment's SCL below records it holds");
 }
