@@ -272,10 +272,12 @@ static void nonsense_without_faults_fails(void **state)
   }
   assert_int_equal(sh(out, OUT_SIZE, "%s lab start 1 --dir %s && %s lab start 3 --dir %s && "
                       "%s lab start 4 --dir %s", bin, dir, bin, dir, bin, dir), 0);
-  lab_answers(1, "bytes_per_txn: 1000\nrecords_per_update: 2\npage_every_commit: page 1\n");
+  /* Not 1000 (the issue's example): the 20 inserts above may be in the
+   * journal's samples, and a one-row insert ships about that much redo
+   * per segment, so 1000 could be right. No transaction ships 1 byte. */
+  lab_answers(1, "bytes_per_txn: 1\nrecords_per_update: 2\npage_every_commit: page 1\n");
   assert_int_not_equal(lab_check(1), 0);
-  if (failed_line(out, "bytes_per_txn") == NULL)
-    fail_msg("no failing bytes_per_txn line:\n%s", out);
+  assert_non_null(failed_line(out, "bytes_per_txn"));
   assert_non_null(failed_line(out, "page_every_commit"));
   assert_non_null(strstr(out, "labs/lab01-answers.txt"));    /* the path it read */
   lab_answers(3, "epoch: 2\ntruncated_from: 100\nlost_acknowledged: yes, nothing was safe\n");
