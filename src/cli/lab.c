@@ -437,8 +437,8 @@ int lab_main(int argc, char **argv)
   if (x.student[0] && student_resolve(x.dir, student, me, sizeof me, 0) == 0)
     ok(&x, strcmp(me, x.student) == 0, "this lab was started by you (%s; the start names %s)",
        me, x.student);
-  printf(x.failed ? "lab %d: not yet (see the [missing] and [wrong] lines)\n" : "lab %d: passed\n",
-         n);
+  printf(x.failed ? "lab %d: not yet (see the [missing] and [wrong] lines)\n"
+                   : "lab %d: passed\n", n);
   /* What this check read, sealed in the journal before the run directory
    * copies it (lab verify compares the copy with the seal). */
   ev_seal(&x, x.answers, x.seal);
