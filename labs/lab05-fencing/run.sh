@@ -3,8 +3,13 @@
 # rows in LAB_COUNT (`auralog lab start 5` names each student's).
 . "$(dirname "$0")/../lib.sh"
 COUNT=${LAB_COUNT:-1}
+# FIRST: the writer now (what `lab start 5` and `auralog status` print).
+# A student's shell names no engine: each `auralog sql` below without
+# --engine asks the coordinator who writes, as the student's does.
+first=$AURALOG_ENGINE
+unset AURALOG_ENGINE
 auralog sql "drop table if exists lab05; create table lab05(writer text);"
-second=127.0.0.1:$(( ${AURALOG_ENGINE##*:} + 1 ))
+second=127.0.0.1:$(( ${first##*:} + 1 ))
 step "auralog engine --listen $second &   # a second writer"
 # The binary itself, not the auralog() function: $! must be the engine.
 "$AURALOG" engine --listen "$second" > "$AURALOG_DIR/log/engine-second.log" 2>&1 &
@@ -12,8 +17,8 @@ pid=$!
 until auralog sql --engine "$second" "select 1" > /dev/null 2>&1; do sleep 0.1; done
 for i in $(seq 1 "$COUNT"); do echo "insert into lab05 values('second');"; done |
   auralog sql --engine "$second"
-step 'auralog sql "insert ..."   # through the first engine'
-if msg=$(auralog sql "insert into lab05 values('first-after');" 2>&1); then
+step "auralog sql --engine $first \"insert ...\"   # through the first engine, named"
+if msg=$(auralog sql --engine "$first" "insert into lab05 values('first-after');" 2>&1); then
   echo "unexpected: the first engine still writes"; exit 1
 fi
 echo "$msg"

@@ -477,6 +477,28 @@ static int run(const char *text, int first)
       drop();
       return lost_txn(why, 0, ro);
     }
+    if (again && unknown && strstr(why, "no write quorum") && T.mode != FIXED) {
+      /* A read that saw a commit without a write quorum: the writer is up
+       * and answered; it withholds the rows until that commit is durable
+       * (or the deadline). Say that, not "waiting for a writer". */
+      drop();
+      if (now_ms() >= deadline) {
+        errmsg("sql: the writer %s is up but the data this read saw is not durable: no write "
+               "quorum (%d of %d) within --wait (%s)", at, VW, NCOPIES, why);
+        return NOTHING_RAN;
+      }
+      char situation[1400];
+      snprintf(situation, sizeof situation, "the writer %s is up but its data is not durable: "
+               "no write quorum (%d of %d); waiting up to %llu s (--wait)", at, VW, NCOPIES,
+               (deadline - now_ms() + 999) / 1000);
+      static unsigned long long said;
+      if (said == 0 || now_ms() - said >= SHOW_MS) {
+        errmsg("-- %s", situation);
+        said = now_ms();
+      }
+      usleep(POLL_MS * 1000);
+      continue;
+    }
     if (again && T.mode != FIXED) {
       drop();                  /* a fenced or silent writer: the coordinator names another */
       if (now_ms() >= deadline) {

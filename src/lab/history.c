@@ -77,6 +77,7 @@ int hist_window(struct labctx *x, int lab, int demo)
   x->xfrom = x->bfrom = -1;
   x->tstart = -1;
   x->demo = demo;
+  x->ndemo = 0;
   x->jbad = 0;                         /* only those in the lab's window count */
   x->start = -1;
   x->nev = 0;
@@ -117,10 +118,11 @@ int hist_window(struct labctx *x, int lab, int demo)
     else if (mark(hist_at(x, i), "lab-demo-end", -1))
       in_demo = 0;
   x->win = calloc((size_t)n + 1, 1);
+  x->ndemo = in_demo;
   for (long i = from + 1; i < to; i++) {
     cJSON *e = hist_at(x, i);
     if (!demo && mark(e, "lab-demo", -1))
-      in_demo = 1;
+      in_demo = 1, x->ndemo++;
     else if (!demo && mark(e, "lab-demo-end", -1))
       in_demo = 0;
     else if (is(e, "bad"))

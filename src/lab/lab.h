@@ -38,6 +38,7 @@ struct labctx {
   char jpath[PATH_MAX + 64];   /* the journal read */
   double tstart;               /* wall ms of the lab-start (or demo) mark; -1: none */
   int demo;                    /* the window is a `lab run` demo's */
+  int ndemo;                   /* demo spans in a student's window (left out) */
   long xfrom;                  /* the run directory's excerpt: lines from this index on */
   long bfrom;                  /* ... and its context before the start mark (before.jsonl) */
   unsigned char jkey[32];      /* the journal's key (the coordinator's journal.key) */
@@ -59,6 +60,9 @@ void find_writer(struct labctx *x);
 
 /* check.c: the labs */
 void ok(struct labctx *x, int good, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A line that fails for a wrong answer or a step done otherwise than the
+ * handout says, not a step missing: "[wrong]", with what was expected. */
+void bad(struct labctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* fmt formatted if have, else "": a line's values only when there are
  * some (no -1 or nan for a step not seen). */
 const char *shown(int have, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -280,7 +280,8 @@ int lab_verify_main(int argc, char **argv, void (*check)(int, struct labctx *))
     else
       printf("%s: ok: lab %d, student %s, %s\n", s[i].path, s[i].lab,
              s[i].student[0] ? s[i].student : "(none)",
-             s[i].passed ? "passed" : "not passed (the check's [missing] lines above)");
+             s[i].passed ? "passed"
+                         : "not passed (the check's [missing] and [wrong] lines above)");
     bad |= s[i].why[0] || !s[i].passed;
   }
   free(s);

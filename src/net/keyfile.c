@@ -176,6 +176,16 @@ static int op_on;
 static struct auth_signer the_op;
 static int have_op;
 static char op_failed[PATH_MAX + 200];
+static char op_dir[PATH_MAX];
+
+void op_use_dir(const char *dir)
+{
+  pthread_mutex_lock(&mu);
+  snprintf(op_dir, sizeof op_dir, "%s", dir ? dir : "");
+  have_op = 0;               /* look again: this cluster's operator */
+  op_failed[0] = 0;
+  pthread_mutex_unlock(&mu);
+}
 
 void op_use(int on)
 {
@@ -191,7 +201,14 @@ void op_path(char *out, size_t n)
   /* A cluster named by --dir has its operator's key beside it: that one,
    * whatever an inherited $AURALOG_OPERATOR says (a lab's second cluster,
    * two students' clusters on one machine); else $AURALOG_OPERATOR (the
-   * key kept elsewhere); else the directory's. */
+   * key kept elsewhere); else the directory's. A cluster a command turns
+   * to after it began (op_use_dir: lab 6's DIR/netns, whose coordinator
+   * knows DIR/netns/operator.pub) names its own before all. */
+  if (op_dir[0]) {
+    snprintf(out, n, "%s/operator.key", op_dir);
+    if (access(out, F_OK) == 0)
+      return;
+  }
   if (use_dir[0]) {
     snprintf(out, n, "%s/operator.key", use_dir);
     if (access(out, F_OK) == 0)

@@ -40,8 +40,11 @@ int key_signer(const char *path, struct auth_signer *sg, char *why, size_t whyle
  * from $AURALOG_OPERATOR or DIR/operator.key; NULL with a one-line reason
  * when not allowed or none. op_set: use this one (tests, the simulator;
  * NULL: none). op_pub_read: the public key from an operator.key or an
- * operator.pub file; op_pub_write: DIR/operator.pub from DIR/operator.key. */
+ * operator.pub file; op_pub_write: DIR/operator.pub from DIR/operator.key.
+ * op_use_dir: the operator key of the cluster in DIR first (a command that
+ * turns to another cluster midway: lab 6's namespace cluster). */
 void op_use(int on);
+void op_use_dir(const char *dir);
 void op_path(char *out, size_t n);
 const struct auth_signer *op_get(char *why, size_t whylen);
 void op_set(const struct auth_signer *s);

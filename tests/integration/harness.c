@@ -457,3 +457,12 @@ const char *paced_env(void)
   snprintf(env, sizeof env, "AURALOG_PACE_S=%s", p && p[0] ? p : "3");
   return env;
 }
+
+const char *failed_line(const char *text, const char *key)
+{
+  char m[128], w[128];
+  snprintf(m, sizeof m, "[missing] %s", key);
+  snprintf(w, sizeof w, "[wrong] %s", key);
+  const char *a = strstr(text, m);
+  return a ? a : strstr(text, w);
+}

@@ -61,6 +61,9 @@ const char *paced_env(void);
 
 /* Run a shell command; return its exit status; output in out if given. */
 int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A check's failing line for an answer: "[missing] key" (no answer, or
+ * nothing measured) or "[wrong] key" (an answer, not the right one). */
+const char *failed_line(const char *text, const char *key);
 /* Same, with stdin from a string. */
 int sh_in(const char *in, char *out, size_t n, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));

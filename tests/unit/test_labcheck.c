@@ -281,6 +281,62 @@ static void nothing_done_shows_no_stand_ins(void **state)
   }
 }
 
+/* ---- lab 1 ---------------------------------------------------------------- */
+
+/* 100 inserts (110 bytes of redo per segment each, 3 records), then 50
+ * updates (88 bytes, 2 records), sampled once each. */
+static const char *const l1_before[] = {
+  "{\"kind\": \"engine\", \"epoch\": 1, \"commits\": 0, \"redo_bytes\": 0, "
+  "\"records\": 0, \"t\": 900}",
+  NULL,
+};
+static const char *const l1_window[] = {
+  "{\"kind\": \"engine\", \"epoch\": 1, \"commits\": 100, \"redo_bytes\": 66000, "
+  "\"records\": 300, \"t\": 2000}",
+  "{\"kind\": \"engine\", \"epoch\": 1, \"commits\": 150, \"redo_bytes\": 92400, "
+  "\"records\": 400, \"t\": 3000}",
+  NULL,
+};
+
+/* Step 4 measures the updates alone: so does the check's reference (not
+ * the mean over inserts and updates, 103 bytes and 3 records). */
+static void lab1_measures_the_updates(void **state)
+{
+  (void)state;
+  struct labctx x;
+  load(&x, l1_before, l1_window, 1);
+  x.ref = tmpfile();
+  assert_non_null(x.ref);
+  run(&x, check1);
+  rewind(x.ref);
+  size_t len = fread(report, 1, sizeof report - 1, x.ref);
+  report[len] = 0;
+  fclose(x.ref);
+  says("bytes_per_txn: 88\n");
+  says("records_per_update: 2\n");
+  unload(&x);
+}
+
+/* A wrong answer reads [wrong], not [missing]; no answer reads [missing];
+ * the header page numbered from 0, as status numbers pages, is right. */
+static void lab1_wrong_is_not_missing(void **state)
+{
+  (void)state;
+  struct labctx x;
+  answer("bytes_per_txn: 5000\npage_every_commit: 0\n");
+  load(&x, l1_before, l1_window, 1);
+  run(&x, check1);
+  says("[wrong] bytes_per_txn");
+  says("[missing] records_per_update: records a one-row transaction ships (no answer)");
+  says("[ok] page_every_commit");
+  unload(&x);
+  answer("page_every_commit: 3\n");
+  load(&x, l1_before, l1_window, 1);
+  run(&x, check1);
+  says("[wrong] page_every_commit");
+  unload(&x);
+}
+
 static int setup(void **state)
 {
   (void)state;
@@ -307,6 +363,8 @@ int main(void)
     cmocka_unit_test(lab7_durable_after_all_fails),
     cmocka_unit_test(lab7_an_ended_stall_is_not_that_commits),
     cmocka_unit_test(nothing_done_shows_no_stand_ins),
+    cmocka_unit_test(lab1_measures_the_updates),
+    cmocka_unit_test(lab1_wrong_is_not_missing),
   };
   return cmocka_run_group_tests_name("unit: lab checks", tests, setup, teardown);
 }
