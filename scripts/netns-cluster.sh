@@ -124,10 +124,13 @@ up)
   done
   start engine "$bin" engine --listen $ctl:7500 --coord $ctl:7400 \
     --operator "$dir/operator.key"
+  served=
   for t in $(seq 1 100); do
-    "$bin" sql --engine $ctl:7500 "select 1" > /dev/null 2>&1 && break
+    "$bin" sql --engine $ctl:7500 "select 1" > /dev/null 2>&1 && { served=1; break; }
     sleep 0.1
   done
+  [ -n "$served" ] || { echo "netns-cluster.sh: the engine does not answer yet; its log ends:" >&2
+                        tail -3 "$dir/log/engine.log" >&2; }
   printf '{"coord": "%s:7400", "engine": "%s:7500", "netns": true}\n' $ctl $ctl > "$dir/cluster.json"
   echo "netns cluster up in $dir: AZ A at $net.11, B at $net.21, C at $net.31 (2 nodes each)"
   echo "cluster key: $key (every member and tool needs it: export AURALOG_KEY=$key)"
@@ -145,12 +148,26 @@ down)
   need_root
   dir=$(readlink -m "${2:-/tmp/auralog-netns}")
   names
+  # Every process of this cluster gone before anything of it is reused:
+  # a node still running from before would keep its segment's store and
+  # its old address, and a next `up` in this directory would find its
+  # engine's recovery answered by nobody. SIGTERM, then up to 5 s, then
+  # SIGKILL for what is left.
+  pids=
   for p in "$dir"/run/*.pid; do
     [ -f "$p" ] || continue
-    kill "$(cat "$p")" 2> /dev/null || true
+    pid=$(cat "$p")
+    kill "$pid" 2> /dev/null && pids="$pids $pid"
     rm -f "$p"
   done
-  sleep 0.3
+  for t in $(seq 1 50); do
+    left=
+    for pid in $pids; do kill -0 "$pid" 2> /dev/null && left="$left $pid"; done
+    pids=$left
+    [ -z "$pids" ] && break
+    sleep 0.1
+  done
+  for pid in $pids; do kill -9 "$pid" 2> /dev/null || true; done
   # Only what this directory's `up` made: its own names.
   # The links first (deleting a namespace frees its veth pair only later).
   for az in a b c; do ip link del alg$id$az 2> /dev/null || true; done
