@@ -165,6 +165,18 @@ static void coord_binds_nodes_signs_tickets_and_guards_drops(void **state)
   /* A1 itself may move (same data directory, same key). */
   struct ep *moved = ep_new(&x.f, "A1:2");
   assert_int_equal(register_as(&x.f, co, moved, 0, "A1:2", 10)->body_case, ASSIGN);
+  /* ... and its segments move with it: the volume names its new address,
+   * where a writer's recovery will ask (before, the old one, where no
+   * segment answered). */
+  const Auralog__Volume *v2 = open_volume(&x.f, co, w, 62, 0, 0)->volume;
+  int a1 = 0;
+  for (size_t p = 0; p < v2->n_pgs; p++)
+    for (size_t s = 0; s < v2->pgs[p]->n_segments; s++)
+      if (strcmp(v2->pgs[p]->segments[s]->node, "A1") == 0) {
+        assert_string_equal(v2->pgs[p]->segments[s]->addr, "A1:2");
+        a1++;
+      }
+  assert_true(a1 > 0);
 
 
   uint64_t vid = v->id;
