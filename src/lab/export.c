@@ -449,6 +449,9 @@ int export_tree(const char *cmd, const char *src, const char *dir,
   git_commit(out, version);
   for (char **s = skip; *s; s++)
     free(*s);
+  for (size_t i = 0; i < r.nstubbed; i++)
+    free(r.stubbed[i]);
+  free(r.stubbed);
 
   printf("%s: %zu files; %d bodies of labs %d-%d are stubs; reference objects for %s\n",
          out, r.files, r.regions, impl_labs[0].n, impl_labs[impl_nlabs - 1].n, arch);

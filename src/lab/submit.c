@@ -341,8 +341,10 @@ static int take_bodies(struct run *R, const char *sub, struct bodies *b, uint64_
       goto bad;
     }
     for (int j = 0; j < k; j++) {
-      if (body_lint(b[i].text[j], R->files[i], b[i].line[j] + 1, why, wn) != 0)
+      if (body_lint(b[i].text[j], R->files[i], b[i].line[j] + 1, why, wn) != 0) {
+        bodies_free(&b[i]);    /* taken, then refused: this file's too */
         goto bad;
+      }
       *print = body_fingerprint(b[i].text[j], *print);
     }
     continue;
