@@ -14,6 +14,9 @@
 #define COPIES_PER_AZ 2         /* segments of one PG in each AZ */
 #define VW            4         /* write quorum */
 #define VR            3         /* read quorum */
+/* Membership (member.h): a PG's segment slots, a current and an incoming
+ * (next) one per position while a change moves it. */
+#define NSLOTS        (2 * NCOPIES)
 
 /* Volume geometry (paper §2.2: Aurora uses 10 GB segments; a lab wants
  * several PGs on a small database, so ours are small). */

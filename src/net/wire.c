@@ -22,6 +22,7 @@ static const char *errnames[] = {
   "ok", "bad frame", "bad message", "unknown segment", "stale epoch",
   "not complete", "out of range", "bad crc", "conflict", "disk full",
   "not found", "internal", "unavailable", "not authorized", "data loss",
+  "stale membership",
 };
 
 const char *wire_errname(uint32_t code)
@@ -338,6 +339,36 @@ static int check_segment(const Auralog__Segment *s, char *why, size_t whylen)
   return ERR_NONE;
 }
 
+int wire_check_pg(const Auralog__Pg *pg, char *why, size_t whylen)
+{
+  /* member.h: segments[0..NCOPIES) are the current ones, position by
+   * position; then at most one next segment per position, in its AZ, on a
+   * node no other slot of the PG uses. */
+  if (pg->n_segments < NCOPIES || pg->n_segments > NSLOTS)
+    return bad(why, whylen, "pg %u has %zu segments", pg->pg, pg->n_segments);
+  unsigned seen = 0;
+  for (size_t j = 0; j < pg->n_segments; j++) {
+    const Auralog__Segment *s = pg->segments[j];
+    if (check_segment(s, why, whylen))
+      return ERR_BAD_MSG;
+    if (j < NCOPIES ? s->next || (s->pos != 0 && s->pos != j)
+                    : !s->next || s->pos >= NCOPIES || (seen & (1u << s->pos)))
+      return bad(why, whylen, "pg %u: segment %zu is at no valid position", pg->pg, j);
+    if (j >= NCOPIES) {
+      seen |= 1u << s->pos;
+      if (strcmp(s->az, pg->segments[s->pos]->az) != 0)
+        return bad(why, whylen, "pg %u: the next segment of position %u is in AZ %s, "
+                   "not %s", pg->pg, s->pos, s->az, pg->segments[s->pos]->az);
+    }
+    for (size_t k = 0; k < j; k++)
+      if (strcmp(s->node, pg->segments[k]->node) == 0)
+        return bad(why, whylen, "pg %u has two segments on node %s", pg->pg, s->node);
+  }
+  if (pg->mepoch_min > pg->mepoch)
+    return bad(why, whylen, "pg %u: mepoch_min above its mepoch", pg->pg);
+  return ERR_NONE;
+}
+
 static int check_append(const Auralog__Append *a, char *why, size_t whylen)
 {
   if (a->volume_id == 0)
@@ -468,14 +499,8 @@ int wire_check(const Env *e, char *why, size_t whylen)
         (v->n_pgs && (v->pg_pages == 0 || v->pg_pages > PG_PAGES_MAX)) ||
         (v->writer[0] && !addr_ok(v->writer)))
       return bad(why, whylen, "malformed volume description");
-    for (size_t i = 0; i < v->n_pgs; i++) {
-      if (v->pgs[i]->n_segments != NCOPIES)
-        return bad(why, whylen, "pg %u has %zu segments", v->pgs[i]->pg,
-                   v->pgs[i]->n_segments);
-      for (size_t j = 0; j < NCOPIES; j++)
-        if (check_segment(v->pgs[i]->segments[j], why, whylen))
-          return ERR_BAD_MSG;
-    }
+    for (size_t i = 0; i < v->n_pgs; i++)
+      TRY(wire_check_pg(v->pgs[i], why, whylen));
     return check_volume_bounds(v, why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_GROW_VOLUME:

@@ -39,9 +39,16 @@ enum {
   ERR_AUTH = 13,           /* no cluster key, or a ticket or signature that does not hold */
   ERR_DATA_LOSS = 14,      /* recovery proved a VDL below one a segment heard: acknowledged
                             * commits are missing (vfs/open.c); never retried */
+  ERR_STALE_MEMBERSHIP = 15, /* a writer's or peer's membership epoch of a PG is below the
+                            * PG's mepoch_min: it still counts a member taken out */
 };
 
 const char *wire_errname(uint32_t code);
+
+/* A PG's membership as member.h describes it: NCOPIES current segments in
+ * position order, then at most one next segment per position, in the same
+ * AZ, all on distinct nodes. ERR_NONE, or ERR_BAD_MSG with a reason. */
+int wire_check_pg(const Auralog__Pg *pg, char *why, size_t whylen);
 
 /* Pack env into a frame (length prefix + payload). Returns malloc'd memory
  * and its length in *len, or NULL if the payload would exceed FRAME_MAX. */
