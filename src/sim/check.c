@@ -131,6 +131,7 @@ void check_step(struct world *w)
         violation(w, "writers %d and %d both serve epoch %llu", i, j,
                   (unsigned long long)w->wr[i].epoch);
   sfo_check(w);              /* one process per host (failover.c) */
+  member_step(w);            /* membership changes (member.c) */
   if (!w->healed || w->stop)
     return;
   uint64_t now = sim_now(w->clock);
@@ -209,6 +210,7 @@ void check_end(struct world *w)
     violation(w, "liveness: the final reads of every page did not finish within %d ms "
               "(%d of %d started)", SIM_SETTLE_MS, w->sweep, SIM_PGS * SIM_PAGES);
   replica_end(w);
+  member_end(w);
   for (size_t i = 0; i < w->ntxs; i++)
     w->res->tx_truncated += w->txs[i].state == TX_TRUNCATED;
 }

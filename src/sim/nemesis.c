@@ -122,23 +122,42 @@ const char *const fault_names[F_NKINDS] = {
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
   "split-write", "stale-trunc", "coord-crash", "stale-read", "replica-crash", "stream-cut",
   "replica-silent", "writer-lost", "writer-stop", "manual-failover", "promote-crash",
-  "rogue", "rogue-unfinished",
+  "rogue", "rogue-unfinished", "node-lost",
 };
 
-/* Would taking the nodes in mask down (besides those down now) leave the
- * cluster within an AZ plus one node? */
+/* The nodes of AZ az: its two base nodes and its spare. */
+static unsigned az_nodes(int az)
+{
+  unsigned m = 0;
+  for (int i = 0; i < SIM_NODES; i++)
+    if (sim_node_az(i) == az)
+      m |= 1u << i;
+  return m;
+}
+
+/* Would taking the nodes in mask down (besides those down now, and those
+ * lost) leave every PG within an AZ plus one node? Counted over each PG's
+ * current segments (member.c): a node that hosts none of a PG's is no
+ * loss to it, and a lost node's segments count as unavailable until a
+ * repair moves them. (With every PG on the six base nodes, as before any
+ * repair, this is the node rule it always was.) */
 static int within_model(const struct world *w, unsigned mask)
 {
   unsigned down = mask;
   for (int i = 0; i < SIM_NODES; i++)
-    if (w->nodes[i].n == NULL || w->nodes[i].down_by)
+    if (w->nodes[i].n == NULL || w->nodes[i].down_by || w->nodes[i].lost)
       down |= 1u << i;
-  for (int az = 0; az < 3; az++) {
-    unsigned rest = down & ~(3u << (2 * az));
-    if (rest == 0 || (rest & (rest - 1)) == 0)
-      return 1;
+  for (int pg = 0; pg < SIM_PGS; pg++) {
+    unsigned unav = down & member_pg_nodes(w, pg);
+    int ok = 0;
+    for (int az = 0; az < 3 && !ok; az++) {
+      unsigned rest = unav & ~az_nodes(az);
+      ok = rest == 0 || (rest & (rest - 1)) == 0;
+    }
+    if (!ok)
+      return 0;
   }
-  return 0;
+  return 1;
 }
 
 static struct simwriter *current(struct world *w)
@@ -200,16 +219,26 @@ static void start(struct act *a)
 {
   struct world *w = a->w;
   const struct fault_ev *e = &a->ev;
-  int node = e->target % SIM_NODES, az = e->target % 3;
-  unsigned azmask = 3u << (2 * az);
+  int node = e->target % SIM_BASE_NODES, az = e->target % 3;
+  unsigned azmask = az_nodes(az);
   unsigned other = 1u << ((2 * ((az + 1 + e->target2 % 2) % 3)) + e->target2 / 2 % 2);
   unsigned mask = 0;
+  if (e->kind == F_NODE_LOST && e->target2 % 2)
+    node = SIM_BASE_NODES + az;         /* half the time a spare (it may host segments) */
   switch (e->kind) {
-  case F_NODE_CRASH: case F_CORRUPT: mask = 1u << node; break;
+  case F_NODE_CRASH: case F_CORRUPT: case F_NODE_LOST: mask = 1u << node; break;
   case F_AZ_DOWN: case F_PARTITION: mask = azmask; break;
   case F_AZ1_DOWN: case F_AZ1_SWAP: mask = azmask | other; break;
   case F_PAIR_CUT: mask = e->target2 % 2 ? 1u << node : 0; break;
   default: break;
+  }
+  if (e->kind == F_NODE_LOST && (w->lost_one || w->nodes[node].lost)) {
+    /* One node lost for good per run: a second in its AZ would leave a
+     * PG no spare to repair onto (a liveness limit of a 9-node world, not
+     * of the protocol). */
+    world_trace(w, "fault %s skipped: a node is already lost", fault_names[e->kind]);
+    free(a);
+    return;
   }
   if (mask && !w->o.beyond && !within_model(w, mask)) {
     world_trace(w, "fault %s skipped: beyond an AZ and one node", fault_names[e->kind]);
@@ -244,6 +273,15 @@ static void start(struct act *a)
   case F_AZ_DOWN: case F_AZ1_DOWN:
     nodes_take(a, mask, 1);
     break;
+  case F_NODE_LOST:
+    /* For good: never restarted, its disk never read again. The
+     * coordinator must repair its segments onto spares (member.h M7). */
+    w->lost_one = 1;
+    w->nodes[node].lost = 1;
+    w->res->mb_lost++;
+    nodes_take(a, mask, 1);
+    free(a);
+    return;
   case F_AZ1_SWAP:
     nodes_take(a, mask, 1);
     later(a, e->dur, 5);
@@ -255,7 +293,7 @@ static void start(struct act *a)
     int nk = e->kind == F_STALE_TRUNC ? 1 + e->target2 % 2 : 1 + e->target2 % 3;
     a->keep = 0;
     for (int j = 0; j < nk; j++)
-      a->keep |= 1u << ((node + j * (1 + e->target2 / 7 % 5)) % SIM_NODES);
+      a->keep |= 1u << ((node + j * (1 + e->target2 / 7 % 5)) % SIM_BASE_NODES);
     for (int i = 0; i < SIM_NODES; i++)
       if (!(a->keep & (1u << i)))
         simnet_cut(w->nodes[i].h, a->wr->h);
@@ -282,7 +320,7 @@ static void start(struct act *a)
   }
   case F_PARTITION:
     nodes_take(a, mask, 0);
-    simnet_cut_az(w->net, w->nodes[2 * az].az);
+    simnet_cut_az(w->net, w->nodes[COPIES_PER_AZ * az].az);
     break;
   case F_PAIR_CUT: {
     struct simhost *x = w->nodes[node].h, *y;
@@ -293,7 +331,7 @@ static void start(struct act *a)
       y = wr->h;
       nodes_take(a, mask, 0);
     } else {
-      y = w->nodes[(node + 1 + e->target2 / 2 % (SIM_NODES - 1)) % SIM_NODES].h;
+      y = w->nodes[(node + 1 + e->target2 / 2 % (SIM_BASE_NODES - 1)) % SIM_BASE_NODES].h;
     }
     simnet_cut(x, y);
     a->other = y;
@@ -366,22 +404,22 @@ static void heal(struct act *a)
     break;
   case F_NODE_CRASH: case F_AZ_DOWN: case F_AZ1_DOWN: case F_CORRUPT:
     if (e->kind == F_NODE_CRASH)       /* it may not have committed since */
-      hfile_arm(w->nodes[e->target % SIM_NODES].hfile, 0);
+      hfile_arm(w->nodes[e->target % SIM_BASE_NODES].hfile, 0);
     nodes_give(a, 1);
     break;
   case F_PARTITION:
-    simnet_heal_az(w->net, w->nodes[2 * (e->target % 3)].az);
+    simnet_heal_az(w->net, w->nodes[COPIES_PER_AZ * (e->target % 3)].az);
     nodes_give(a, 0);
     break;
   case F_PAIR_CUT:
     if (a->other)
-      simnet_heal(w->nodes[e->target % SIM_NODES].h, a->other);
+      simnet_heal(w->nodes[e->target % SIM_BASE_NODES].h, a->other);
     nodes_give(a, 0);
     break;
-  case F_SLOW: simnet_slow(w->nodes[e->target % SIM_NODES].h, 0); break;
+  case F_SLOW: simnet_slow(w->nodes[e->target % SIM_BASE_NODES].h, 0); break;
   case F_STALE_READ:
-    if (w->nodes[e->target % SIM_NODES].n)
-      w->nodes[e->target % SIM_NODES].n->stale = 0;
+    if (w->nodes[e->target % SIM_BASE_NODES].n)
+      w->nodes[e->target % SIM_BASE_NODES].n->stale = 0;
     break;
   case F_DROP: nc->drop_ppm = 0; break;
   case F_COORD_CRASH: coord_restart(w); break;
@@ -601,7 +639,7 @@ void nemesis_heal_all(struct world *w)
   simnet_conf_default(nc);
   for (int i = 0; i < SIM_NODES; i++) {
     w->nodes[i].down_by = 0;
-    node_restart(&w->nodes[i]);
+    node_restart(&w->nodes[i]);        /* not a lost one (world.c) */
     if (w->nodes[i].n)
       w->nodes[i].n->stale = 0;
   }

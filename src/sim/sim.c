@@ -307,6 +307,7 @@ struct tally {
                               * back as the replica */
   uint64_t alarms;           /* runs a true data-loss alarm ended (--beyond) */
   uint64_t rogue[RG_NKINDS][RG_NOUTCOMES];   /* the rogue member's attacks (rogue.c) */
+  uint64_t mb[4];            /* membership changes, finishes, durable-copy checks, nodes lost */
 };
 
 
@@ -353,6 +354,9 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     for (int k = 0; k < 7; k++)
       t->fo[k] += fo[k];
     t->alarms += r.data_loss_alarms;
+    uint64_t mb[4] = {r.mb_changes, r.mb_finishes, r.mb_checks, r.mb_lost};
+    for (int k = 0; k < 4; k++)
+      t->mb[k] += mb[k];
     for (int k = 0; k < RG_NKINDS; k++)
       for (int x = 0; x < RG_NOUTCOMES; x++)
         t->rogue[k][x] += r.rogue[k][x];
@@ -565,6 +569,11 @@ int sim_main(int argc, char **argv)
              (unsigned long long)t.fo[4], (unsigned long long)t.fo[5],
              (unsigned long long)t.fo[6]);
     print_rogue(stdout, "", (const uint64_t (*)[RG_NOUTCOMES])t.rogue);
+    if (t.mb[0] || t.mb[3])
+      printf("membership: %llu PG changes stored, %llu of them finishes (a next segment "
+             "became current), %llu durable-copy checks, %llu nodes lost for good\n",
+             (unsigned long long)t.mb[0], (unsigned long long)t.mb[1],
+             (unsigned long long)t.mb[2], (unsigned long long)t.mb[3]);
     if (t.alarms)
       printf("data-loss alarms: %llu runs ended in one (beyond the fault model: the writer "
              "refused to open, as it must)\n", (unsigned long long)t.alarms);

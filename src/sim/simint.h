@@ -27,6 +27,8 @@ struct simnode {
   uint64_t turn_at;          /* a turn end is scheduled for this instant (+1) */
   unsigned gen;              /* +1 per crash: stale timer events check it */
   int down_by;               /* bit per fault holding it down */
+  int spare;                 /* a spare: booted once the volume is placed (member.c) */
+  int lost;                  /* lost for good (node-lost): never restarts */
 };
 
 /* A writer host (writer.c). W_WAITING: recovered, waiting out the read
@@ -82,6 +84,10 @@ struct txrec {
   int writer;
   size_t npages;
   uint32_t page[SIM_TX_PAGES];
+  /* The MTR's last record in each PG it touched (member.c: a durable
+   * record must be on Vw current segments of its PG). */
+  uint32_t npg, pg[SIM_TX_PAGES];
+  uint64_t last[SIM_TX_PAGES];
   uint8_t *data;             /* npages * SIM_PAGE_SIZE: the pages after it */
 };
 
@@ -141,6 +147,14 @@ struct world {
   /* The watermarks last written to the trace. */
   uint64_t traced_vdl[SIM_WRITERS], traced_scl[SIM_NODES][SIM_PGS], traced_max[SIM_NODES][SIM_PGS];
   int active[F_NKINDS];
+  /* Membership (member.c): each PG's current segments' nodes (bit i:
+   * nodes[i]) and membership epoch, as the coordinator last stored them
+   * (kept while it is down: the fault model counts by them). */
+  unsigned pg_members[SIM_PGS];
+  uint64_t pg_mepoch[SIM_PGS];
+  int members_known;
+  int spares_up;             /* the spares were booted */
+  int lost_one;              /* a node-lost fault took a node for good */
 };
 
 /* The read replica (replica.c), and its stream with the writer (rstream.c). */
@@ -269,6 +283,21 @@ void check_step(struct world *w);
 void check_end(struct world *w);
 /* The shadow's page as of read point rp (NULL: zeros). */
 const uint8_t *shadow_page(const struct world *w, uint32_t page_no, uint64_t rp);
+
+/* member.c: membership in the simulated world (member.h). member_step
+ * after every event: note the coordinator's stored membership, check each
+ * change (a durable record is on Vw current segments of its PG, the
+ * membership is well formed, mepochs only grow); member_end: after the
+ * heal every PG is back to NCOPIES current segments on live nodes.
+ * member_spares_boot: the volume is placed, the spares may start.
+ * member_pg_nodes: PG pg's current segments' nodes (a mask). sim_node_az:
+ * a node's AZ (0..2). */
+void member_step(struct world *w);
+void member_end(struct world *w);
+void member_spares_boot(struct world *w);
+unsigned member_pg_nodes(const struct world *w, int pg);
+int sim_node_az(int i);
+void member_check_durable(struct world *w, int pg);
 
 /* nemesis.c */
 void nemesis_plan(struct world *w);

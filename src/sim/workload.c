@@ -103,6 +103,16 @@ static void ship(struct simwriter *wr)
     mp[j].nranges = page_diff(before, after, SIM_PAGE_SIZE, rg[j], SIM_PAGE_SIZE / 2 + 1);
   }
   t.cpl = vcore_ship(v, mp, n);
+  /* The MTR's last record in each PG it touched: the PG's tail now. */
+  for (size_t j = 0; j < n; j++) {
+    uint32_t pg = mp[j].page_no / v->pg_pages, k = 0;
+    while (k < t.npg && t.pg[k] != pg)
+      k++;
+    if (k == t.npg && pg < v->npgs) {
+      t.pg[t.npg] = pg;
+      t.last[t.npg++] = v->pgs[pg].tail;
+    }
+  }
   vcore_feed_mtr(v, mp, n, t.cpl);   /* the read replica's stream (replica.c), as vol_ship */
   /* A writer that a newer epoch superseded ships into the void: nothing
    * it ships now can become durable (its recovery never saw it). */

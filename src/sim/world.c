@@ -258,7 +258,9 @@ void node_crash(struct simnode *sn)
 
 void node_restart(struct simnode *sn)
 {
-  if (sn->n)
+  /* A node lost for good never comes back; a spare comes up only once the
+   * volume is placed (member.c). */
+  if (sn->n || sn->lost || (sn->spare && !sn->w->spares_up))
     return;
   world_trace(sn->w, "node %s restarts", sn->id);
   world_hash(sn->w, "nrestart", (uint64_t)sn->i, 0);
@@ -372,14 +374,19 @@ struct world *world_new(const struct sim_opts *o)
     struct simnode *sn = &w->nodes[i];
     sn->w = w;
     sn->i = i;
-    snprintf(sn->az, sizeof sn->az, "%c", 'A' + i / 2);
-    snprintf(sn->id, sizeof sn->id, "%s%d", sn->az, i % 2 + 1);
+    /* A1 A2 B1 B2 C1 C2, then the spares A3 B3 C3. */
+    sn->spare = i >= SIM_BASE_NODES;
+    snprintf(sn->az, sizeof sn->az, "%c", 'A' + sim_node_az(i));
+    snprintf(sn->id, sizeof sn->id, "%s%d", sn->az, sn->spare ? 3 : i % 2 + 1);
     snprintf(sn->addr, sizeof sn->addr, "%s:1", sn->id);
     sn->disk = disk_new();
     sn->hfile = hfile_new();
     struct simhost_cb cb = node_cb(sn);
     sn->h = simnet_add(w->net, sn->addr, sn->az, &cb);
-    node_boot(sn);
+    if (sn->spare)
+      simnet_crash(sn->h);     /* not yet: member_spares_boot */
+    else
+      node_boot(sn);
   }
   for (int i = 0; i < SIM_WRITERS; i++) {
     struct simwriter *wr = &w->wr[i];

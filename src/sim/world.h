@@ -43,7 +43,13 @@
 #include "sim/net.h"
 #include "sim/rng.h"
 
-#define SIM_NODES      6        /* storage nodes: two per AZ */
+#define SIM_BASE_NODES 6        /* storage nodes the volume is placed on: two per AZ */
+#define SIM_SPARES     3        /* ... and a spare in each AZ, started once the volume is
+                                  * placed (so it hosts nothing): repair's target (member.h M7) */
+#define SIM_NODES      (SIM_BASE_NODES + SIM_SPARES)
+#define SIM_REPAIR_AFTER_MS 1500 /* the coordinator repairs a node silent this long
+                                  * (REPAIR_AFTER_MS): node crashes often outlast it, so
+                                  * repairs, finishes and replaced nodes' returns are common */
 #define SIM_WRITERS    3        /* the writer, as a fault a second one (w2), and the
                                   * writer a promoted replica becomes (on the replica's
                                   * host, r1: failover.c) */
@@ -71,7 +77,7 @@ enum {
   F_SLOW, F_RECOVERY_CRASH, F_CORRUPT, F_SECOND_WRITER, F_DROP, F_DUP, F_REORDER,
   F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
   F_STREAM_CUT, F_REPLICA_SILENT, F_WRITER_LOST, F_WRITER_STOP, F_MANUAL_FAILOVER,
-  F_PROMOTE_CRASH, F_ROGUE, F_ROGUE_UNFINISHED, F_NKINDS
+  F_PROMOTE_CRASH, F_ROGUE, F_ROGUE_UNFINISHED, F_NODE_LOST, F_NKINDS
 };
 extern const char *const fault_names[F_NKINDS];
 /* `all`, the default: every kind but stale-read and rogue-unfinished,
@@ -171,6 +177,10 @@ struct sim_result {
   uint64_t hl_commit_deaths; /* nodes that died inside a group commit */
   /* The rogue member (rogue.c): attacks by kind and outcome. */
   uint64_t rogue[RG_NKINDS][RG_NOUTCOMES];
+  /* Membership (sim/member.c): PG membership changes the coordinator
+   * stored (each a new mepoch), of them finishes (a next segment became
+   * current), and the durable-copy checks made at each. */
+  uint64_t mb_changes, mb_finishes, mb_checks, mb_lost;
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };
