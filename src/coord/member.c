@@ -581,8 +581,8 @@ void member_tick(struct coord *co)
     unsigned long long seen = n->last_seen > ms->started ? n->last_seen : ms->started;
     int lost = !n->info->up && after && now - seen > after;
     struct mdrain *dr = dr_find(ms, id);
-    if (!lost && !node_out(n))
-      continue;
+    if ((!lost && !node_out(n)) || (lost && !node_out(n) && hosted(co, id, NULL) == 0))
+      continue;                /* nothing to move (a lost node repaired already) */
     if (pn == NULL)
       pn = pnodes(co);
     if (lost)

@@ -495,8 +495,11 @@ int wire_check(const Env *e, char *why, size_t whylen)
     return epoch_in(e->open_volume->if_epoch, "open volume if_epoch", why, whylen);
   case AURALOG__ENVELOPE__BODY_VOLUME: {
     const Auralog__Volume *v = e->volume;
+    int placed = 0;           /* PGs with their segments (not a probe's reports) */
+    for (size_t i = 0; i < v->n_pgs && i <= MAX_PGS && !placed; i++)
+      placed = v->pgs[i]->n_segments != 0;
     if (!wire_name_ok(v->name) || !page_size_ok(v->page_size) || v->n_pgs > MAX_PGS ||
-        (v->n_pgs && (v->pg_pages == 0 || v->pg_pages > PG_PAGES_MAX)) ||
+        (placed && v->pg_pages == 0) || v->pg_pages > PG_PAGES_MAX ||
         (v->writer[0] && !addr_ok(v->writer)))
       return bad(why, whylen, "malformed volume description");
     for (size_t i = 0; i < v->n_pgs; i++) {
