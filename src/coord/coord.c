@@ -21,7 +21,9 @@
  *                           GROW_MAX_PGS_PER_REQUEST (OpenVolume's create
  *                           makes one PG, always)
  *   EngineStat  (engine) -> nothing; its VDL, VCL, LSNs and counters for status
- *   Volume      (engine) -> Volume: the volume's header as stored now (no PGs),
+ *   NodeCmd     (operator) -> NodeCmd: drain or replace a node (coord/member.c)
+ *   Volume      (engine) -> Volume: the volume's header as stored now, and the
+ *                           PGs whose membership changed since the writer's mseq,
  *                           with its current epoch: the writer's read lease
  *                           probe (vfs/lease.h). Our epoch renews its lease,
  *                           a newer one fences it
@@ -422,55 +424,6 @@ static void on_lease_probe(struct coord *co, struct ep *c, const Env *env)
 
 /* ---- nodes --------------------------------------------------------------- */
 
-/* A node that registers again at another address (a new host, or a
- * namespace cluster brought up again on another subnet) keeps its
- * segments: the node is its key, not its address. Every volume's
- * placement names the address writers and recovery connect to, so it
- * follows the node; else a writer's recovery asks an address nobody
- * listens on, and no segment of it answers. */
-static void vol_follow_node(struct coord *co, const char *id, const char *addr)
-{
-  char why[256];
-  for (size_t v = 0; v < co->nvols; v++) {
-    const Auralog__Volume *vol = co->vols[v];
-    size_t nseg = 0, moved = 0;
-    for (size_t p = 0; p < vol->n_pgs; p++)
-      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, nseg++) {
-        const Auralog__Segment *g = vol->pgs[p]->segments[s];
-        moved += strcmp(g->node, id) == 0 && strcmp(g->addr, addr) != 0;
-      }
-    if (moved == 0)
-      continue;
-    /* Shallow copies with the new address: vol_store packs them before
-     * it frees the volume they point into. */
-    Auralog__Volume tmp = *vol;
-    Auralog__Pg **pgs = calloc(vol->n_pgs + 1, sizeof *pgs), *pgc = calloc(vol->n_pgs + 1, sizeof *pgc);
-    Auralog__Segment **segp = calloc(nseg + 1, sizeof *segp), *segc = calloc(nseg + 1, sizeof *segc);
-    size_t k = 0;
-    for (size_t p = 0; p < vol->n_pgs; p++) {
-      pgc[p] = *vol->pgs[p];
-      pgc[p].segments = &segp[k];
-      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, k++) {
-        segc[k] = *vol->pgs[p]->segments[s];
-        if (strcmp(segc[k].node, id) == 0)
-          segc[k].addr = (char *)addr;
-        segp[k] = &segc[k];
-      }
-      pgs[p] = &pgc[p];
-    }
-    tmp.pgs = pgs;
-    if (coord_vol_store(co, &co->vols[v], &tmp, why, sizeof why) == NULL)
-      logwarn_rl("volume %s: node %s moved to %s, not stored: %s", tmp.name, id, addr, why);
-    else
-      loginfo("volume %s: node %s's %zu segment%s now at %s", co->vols[v]->name, id, moved,
-              moved == 1 ? "" : "s", addr);
-    free(pgs);
-    free(pgc);
-    free(segp);
-    free(segc);
-  }
-}
-
 static void on_register(struct coord *co, struct ep *c, uint64_t req,
                         const Auralog__Register *r)
 {
@@ -527,7 +480,7 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
       coord_node_add(co, copy);
       n = coord_node_find(co, copy->id);
     }
-    vol_follow_node(co, n->info->id, n->info->addr);
+    member_follow_node(co, n->info->id, n->info->addr);
   }
   n->conn = c;                /* a newer connection of the same node wins */
   n->last_seen = io_now(co->io);

@@ -29,57 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/memberc.h"
+#include "coord/member_int.h"
 #include "coord/placement.h"
 #include "lib/log.h"
 #include "member.h"
 #include "param.h"
-
-/* A position in transition, as this coordinator began it (or found it,
- * after a restart). */
-struct mmove {
-  uint64_t vol;
-  uint32_t pg, pos;
-  char kind[8];                /* "repair", "drain", "replace" */
-  unsigned long long at;
-};
-
-/* The current writer's report (M4 a): it uses mepoch of (vol, pg) since
- * its VCL was at. Only for epoch: a new writer's counts anew. */
-struct madopt {
-  uint64_t vol;
-  uint32_t pg;
-  uint64_t epoch, mepoch, at;
-};
-
-/* A node lost (silent past the repair bound), since its last sign of life. */
-struct mlost {
-  char node[NAME_MAX_LEN + 1];
-  unsigned long long since;
-};
-
-/* A drain or replace the operator asked for: how many segments it began
- * with, and where a replace sends them. */
-struct mdrain {
-  char node[NAME_MAX_LEN + 1], to[NAME_MAX_LEN + 1];
-  char kind[8];
-  uint32_t total;
-};
-
-struct mstate {
-  unsigned long long started, last_moves;
-  int kick;                    /* try the moves at the next tick, whenever the last */
-  struct mmove *mv;
-  size_t nmv;
-  struct madopt *ad;
-  size_t nad;
-  struct mlost *lost;
-  size_t nlost;
-  struct mdrain *dr;
-  size_t ndr;
-  uint64_t mttr[MTTR_SHOWN];
-  size_t nmttr;
-};
 
 enum mop { OP_BEGIN, OP_FINISH, OP_REGROW, OP_ABORT };
 static const char *const op_names[] = {"begin", "finish", "regrow", "abort"};
@@ -114,7 +68,7 @@ unsigned long long member_repair_after(const struct coord *co)
 /* ---- lookups --------------------------------------------------------------- */
 
 /* The index of position pos's next segment in pg, or -1. */
-static int next_of(const Auralog__Pg *pg, uint32_t pos)
+int mb_next_of(const Auralog__Pg *pg, uint32_t pos)
 {
   for (size_t j = NCOPIES; j < pg->n_segments; j++)
     if (pg->segments[j]->pos == pos)
@@ -124,7 +78,7 @@ static int next_of(const Auralog__Pg *pg, uint32_t pos)
 
 /* Segments (current or next) node id hosts, in every volume; *moving: of
  * its current ones, those whose position has a next. */
-static uint32_t hosted(const struct coord *co, const char *id, uint32_t *moving)
+uint32_t mb_hosted(const struct coord *co, const char *id, uint32_t *moving)
 {
   uint32_t n = 0, m = 0;
   for (size_t v = 0; v < co->nvols; v++)
@@ -133,7 +87,7 @@ static uint32_t hosted(const struct coord *co, const char *id, uint32_t *moving)
       for (size_t s = 0; s < pg->n_segments; s++)
         if (strcmp(pg->segments[s]->node, id) == 0) {
           n++;
-          m += s < NCOPIES && next_of(pg, (uint32_t)s) >= 0;
+          m += s < NCOPIES && mb_next_of(pg, (uint32_t)s) >= 0;
         }
     }
   if (moving)
@@ -141,7 +95,7 @@ static uint32_t hosted(const struct coord *co, const char *id, uint32_t *moving)
   return n;
 }
 
-static struct mmove *mv_find(struct mstate *ms, uint64_t vol, uint32_t pg, uint32_t pos)
+struct mmove *mb_mv_find(struct mstate *ms, uint64_t vol, uint32_t pg, uint32_t pos)
 {
   for (size_t i = 0; i < ms->nmv; i++)
     if (ms->mv[i].vol == vol && ms->mv[i].pg == pg && ms->mv[i].pos == pos)
@@ -152,7 +106,7 @@ static struct mmove *mv_find(struct mstate *ms, uint64_t vol, uint32_t pg, uint3
 static void mv_put(struct mstate *ms, uint64_t vol, uint32_t pg, uint32_t pos,
                    const char *kind, unsigned long long at)
 {
-  struct mmove *m = mv_find(ms, vol, pg, pos);
+  struct mmove *m = mb_mv_find(ms, vol, pg, pos);
   if (m == NULL) {
     ms->mv = realloc(ms->mv, (ms->nmv + 1) * sizeof *ms->mv);
     m = &ms->mv[ms->nmv++];
@@ -166,12 +120,12 @@ static void mv_put(struct mstate *ms, uint64_t vol, uint32_t pg, uint32_t pos,
 
 static void mv_del(struct mstate *ms, uint64_t vol, uint32_t pg, uint32_t pos)
 {
-  struct mmove *m = mv_find(ms, vol, pg, pos);
+  struct mmove *m = mb_mv_find(ms, vol, pg, pos);
   if (m)
     *m = ms->mv[--ms->nmv];
 }
 
-static struct madopt *ad_find(struct mstate *ms, uint64_t vol, uint32_t pg)
+struct madopt *mb_ad_find(struct mstate *ms, uint64_t vol, uint32_t pg)
 {
   for (size_t i = 0; i < ms->nad; i++)
     if (ms->ad[i].vol == vol && ms->ad[i].pg == pg)
@@ -179,7 +133,7 @@ static struct madopt *ad_find(struct mstate *ms, uint64_t vol, uint32_t pg)
   return NULL;
 }
 
-static struct mdrain *dr_find(struct mstate *ms, const char *id)
+struct mdrain *mb_dr_find(struct mstate *ms, const char *id)
 {
   for (size_t i = 0; i < ms->ndr; i++)
     if (strcmp(ms->dr[i].node, id) == 0)
@@ -187,21 +141,21 @@ static struct mdrain *dr_find(struct mstate *ms, const char *id)
   return NULL;
 }
 
-static int node_out(const struct cnode *n)
+int mb_node_out(const struct cnode *n)
 {
   return n->info->state[0] != 0;      /* draining or retired */
 }
 
 /* The nodes as placement sees them, each with the segments it hosts
  * (current and next): pn[i] is co->nodes[i]. */
-static struct pnode *pnodes(const struct coord *co)
+struct pnode *mb_pnodes(const struct coord *co)
 {
   struct pnode *pn = calloc(co->nnodes + 1, sizeof *pn);
   for (size_t i = 0; i < co->nnodes; i++) {
     pn[i].id = co->nodes[i]->info->id;
     pn[i].az = co->nodes[i]->info->az[0];
     pn[i].up = co->nodes[i]->info->up;
-    pn[i].out = node_out(co->nodes[i]);
+    pn[i].out = mb_node_out(co->nodes[i]);
   }
   for (size_t v = 0; v < co->nvols; v++)
     for (size_t p = 0; p < co->vols[v]->n_pgs; p++)
@@ -394,7 +348,7 @@ int member_abort(struct coord *co, size_t vi, uint32_t pg, uint32_t pos, char *w
 
 /* Move every segment node id hosts: a current one begun on a spare (to,
  * if named) unless its position moves already, a next one regrown (or,
- * for a repair with no spare free, given up). pn: pnodes(co), kept up to
+ * for a repair with no spare free, given up). pn: mb_pnodes(co), kept up to
  * date. The segments begun or regrown; *stuck: those with no spare, the
  * first reason in why. */
 static int move_off(struct coord *co, struct pnode *pn, const char *id, const char *kind,
@@ -412,7 +366,7 @@ static int move_off(struct coord *co, struct pnode *pn, const char *id, const ch
       if (at == pg->n_segments || pg->n_segments < NCOPIES)
         continue;
       uint32_t pos = at < NCOPIES ? (uint32_t)at : pg->segments[at]->pos, pgno = pg->pg;
-      if (at < NCOPIES && next_of(pg, pos) >= 0)
+      if (at < NCOPIES && mb_next_of(pg, pos) >= 0)
         continue;              /* its position moves already: that finish takes it out */
       const char *taken[NSLOTS];
       for (size_t s = 0; s < pg->n_segments; s++)
@@ -447,7 +401,7 @@ static int move_off(struct coord *co, struct pnode *pn, const char *id, const ch
   return done;
 }
 
-static void set_state(struct coord *co, struct cnode *n, const char *state)
+void mb_set_state(struct coord *co, struct cnode *n, const char *state)
 {
   char why[256];
   Auralog__NodeInfo info = AURALOG__NODE_INFO__INIT, tmp = *n->info;
@@ -483,7 +437,7 @@ static void finish_ready(struct coord *co)
       const Auralog__Pg *pg = v->pgs[p];
       if (pg->n_segments <= NCOPIES)
         continue;
-      const struct madopt *ad = ad_find(co->ms, v->id, pg->pg);
+      const struct madopt *ad = mb_ad_find(co->ms, v->id, pg->pg);
       if (ad == NULL || ad->epoch != v->epoch)
         continue;              /* (a) only the current writer's report counts */
       for (size_t j = NCOPIES; j < pg->n_segments; j++) {
@@ -523,7 +477,7 @@ static void lost_tick(struct coord *co, unsigned long long now)
   struct mstate *ms = co->ms;
   for (size_t i = 0; i < ms->nlost; i++) {
     struct cnode *n = coord_node_find(co, ms->lost[i].node);
-    uint32_t moving = 0, h = n ? hosted(co, n->info->id, &moving) : 0;
+    uint32_t moving = 0, h = n ? mb_hosted(co, n->info->id, &moving) : 0;
     if (h == 0) {
       uint64_t t = now - ms->lost[i].since;
       if (ms->nmttr == MTTR_SHOWN)
@@ -551,10 +505,10 @@ static void moves_adopt(struct coord *co, unsigned long long now)
       const Auralog__Pg *pg = co->vols[vi]->pgs[p];
       for (size_t j = NCOPIES; j < pg->n_segments; j++) {
         uint32_t pos = pg->segments[j]->pos;
-        if (mv_find(co->ms, co->vols[vi]->id, pg->pg, pos))
+        if (mb_mv_find(co->ms, co->vols[vi]->id, pg->pg, pos))
           continue;
         struct cnode *f = pos < NCOPIES ? coord_node_find(co, pg->segments[pos]->node) : NULL;
-        mv_put(co->ms, co->vols[vi]->id, pg->pg, pos, f && node_out(f) ? "drain" : "repair",
+        mv_put(co->ms, co->vols[vi]->id, pg->pg, pos, f && mb_node_out(f) ? "drain" : "repair",
                now);
       }
     }
@@ -580,11 +534,11 @@ void member_tick(struct coord *co)
      * since the start, not since 1970. */
     unsigned long long seen = n->last_seen > ms->started ? n->last_seen : ms->started;
     int lost = !n->info->up && after && now - seen > after;
-    struct mdrain *dr = dr_find(ms, id);
-    if ((!lost && !node_out(n)) || (lost && !node_out(n) && hosted(co, id, NULL) == 0))
+    struct mdrain *dr = mb_dr_find(ms, id);
+    if ((!lost && !mb_node_out(n)) || (lost && !mb_node_out(n) && mb_hosted(co, id, NULL) == 0))
       continue;                /* nothing to move (a lost node repaired already) */
     if (pn == NULL)
-      pn = pnodes(co);
+      pn = mb_pnodes(co);
     if (lost)
       lost_note(ms, id, seen);
     char why[300];
@@ -597,8 +551,8 @@ void member_tick(struct coord *co)
     if (stuck)
       loginfo_rl("node %s: %d segment%s cannot move yet: %s", id, stuck,
                  stuck == 1 ? "" : "s", why);
-    if (!lost && hosted(co, id, NULL) == 0)
-      set_state(co, n, "retired");
+    if (!lost && mb_hosted(co, id, NULL) == 0)
+      mb_set_state(co, n, "retired");
   }
   free(pn);
   lost_tick(co, now);
@@ -632,7 +586,7 @@ void member_probe(struct coord *co, size_t vi, const Auralog__Volume *probe, int
     if (q->pg >= v->n_pgs || v->pgs[q->pg]->pg != q->pg || q->mepoch == 0 ||
         q->mepoch > v->pgs[q->pg]->mepoch)
       continue;              /* a mepoch never handed out is no one's */
-    struct madopt *a = ad_find(ms, v->id, q->pg);
+    struct madopt *a = mb_ad_find(ms, v->id, q->pg);
     if (a && a->epoch == v->epoch && a->mepoch > q->mepoch)
       continue;              /* an older report, late */
     if (a == NULL) {
@@ -663,178 +617,53 @@ void member_probe(struct coord *co, size_t vi, const Auralog__Volume *probe, int
   answer->n_pgs = n;
 }
 
-/* ---- the operator's commands ---------------------------------------------- */
+/* ---- a node at a new address ------------------------------------------ */
 
-static void reply_cmd(struct coord *co, struct ep *c, uint64_t req, const char *action,
-                      struct cnode *n)
+/* A node that registers again at another address (a new host, or a
+ * namespace cluster brought up again on another subnet) keeps its
+ * segments: the node is its key, not its address. Every volume's
+ * placement names the address writers and recovery connect to, so it
+ * follows the node; else a writer's recovery asks an address nobody
+ * listens on, and no segment of it answers. */
+void member_follow_node(struct coord *co, const char *id, const char *addr)
 {
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__NodeCmd r = AURALOG__NODE_CMD__INIT;
-  const struct mdrain *dr = dr_find(co->ms, n->info->id);
-  r.action = (char *)action;
-  r.node = n->info->id;
-  r.to = dr ? (char *)dr->to : "";
-  r.left = hosted(co, n->info->id, &r.moving);
-  r.total = dr && dr->total > r.left ? dr->total : r.left;
-  r.state = n->info->state;
-  env.req = req;
-  env.body_case = AURALOG__ENVELOPE__BODY_NODE_CMD;
-  env.node_cmd = &r;
-  io_send(co->io, c, &env);
-}
-
-/* Can every segment of node n move now (to t, if named)? 0, or -1 with
- * why: then nothing is changed. */
-static int can_move(struct coord *co, const struct cnode *n, const struct cnode *t,
-                    char *why, size_t whylen)
-{
-  struct pnode *pn = pnodes(co);
-  int rc = 0;
-  for (size_t vi = 0; vi < co->nvols && rc == 0; vi++)
-    for (size_t p = 0; p < co->vols[vi]->n_pgs && rc == 0; p++) {
-      const Auralog__Pg *pg = co->vols[vi]->pgs[p];
-      const char *taken[NSLOTS];
-      int mine = -1;
-      for (size_t s = 0; s < pg->n_segments; s++) {
-        taken[s] = pg->segments[s]->node;
-        if (strcmp(taken[s], n->info->id) == 0)
-          mine = (int)s;
+  char why[256];
+  for (size_t v = 0; v < co->nvols; v++) {
+    const Auralog__Volume *vol = co->vols[v];
+    size_t nseg = 0, moved = 0;
+    for (size_t p = 0; p < vol->n_pgs; p++)
+      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, nseg++) {
+        const Auralog__Segment *g = vol->pgs[p]->segments[s];
+        moved += strcmp(g->node, id) == 0 && strcmp(g->addr, addr) != 0;
       }
-      if (mine < 0 || (mine < NCOPIES && next_of(pg, (uint32_t)mine) >= 0))
-        continue;
-      if (t) {
-        for (size_t s = 0; s < pg->n_segments; s++)
-          if (strcmp(taken[s], t->info->id) == 0) {
-            snprintf(why, whylen, "node %s already hosts a segment of pg %u of volume %s",
-                     t->info->id, pg->pg, co->vols[vi]->name);
-            rc = -1;
-          }
-      } else if (place_spare(pn, co->nnodes, n->info->az[0], taken, pg->n_segments) ==
-                 co->nnodes) {
-        snprintf(why, whylen, "no spare in AZ %s for pg %u of volume %s (each node there is "
-                 "down, draining or hosts one of its segments; add one: auralog node add "
-                 "--az %s)", n->info->az, pg->pg, co->vols[vi]->name, n->info->az);
-        rc = -1;
+    if (moved == 0)
+      continue;
+    /* Shallow copies with the new address: vol_store packs them before
+     * it frees the volume they point into. */
+    Auralog__Volume tmp = *vol;
+    Auralog__Pg **pgs = calloc(vol->n_pgs + 1, sizeof *pgs), *pgc = calloc(vol->n_pgs + 1, sizeof *pgc);
+    Auralog__Segment **segp = calloc(nseg + 1, sizeof *segp), *segc = calloc(nseg + 1, sizeof *segc);
+    size_t k = 0;
+    for (size_t p = 0; p < vol->n_pgs; p++) {
+      pgc[p] = *vol->pgs[p];
+      pgc[p].segments = &segp[k];
+      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, k++) {
+        segc[k] = *vol->pgs[p]->segments[s];
+        if (strcmp(segc[k].node, id) == 0)
+          segc[k].addr = (char *)addr;
+        segp[k] = &segc[k];
       }
+      pgs[p] = &pgc[p];
     }
-  free(pn);
-  return rc;
-}
-
-void member_on_cmd(struct coord *co, struct ep *c, uint64_t req, const Auralog__NodeCmd *nc)
-{
-  char why[400];
-  struct cnode *n = coord_node_find(co, nc->node), *t = NULL;
-  if (n == NULL) {
-    snprintf(why, sizeof why, "no node %s", nc->node);
-    io_error(co->io, c, req, ERR_NOT_FOUND, why);
-    return;
-  }
-  if (strcmp(nc->action, "show") == 0 || strcmp(n->info->state, "retired") == 0) {
-    reply_cmd(co, c, req, nc->action, n);
-    return;
-  }
-  int replace = strcmp(nc->action, "replace") == 0;
-  if (replace && nc->to[0]) {
-    t = coord_node_find(co, nc->to);
-    if (t == NULL)
-      snprintf(why, sizeof why, "no node %s", nc->to);
-    else if (t == n)
-      snprintf(why, sizeof why, "node %s cannot replace itself", nc->to);
-    else if (strcmp(t->info->az, n->info->az) != 0)
-      snprintf(why, sizeof why, "node %s is in AZ %s, node %s in AZ %s: a segment moves "
-               "within its AZ", t->info->id, t->info->az, n->info->id, n->info->az);
-    else if (!t->info->up)
-      snprintf(why, sizeof why, "node %s is down", t->info->id);
-    else if (node_out(t))
-      snprintf(why, sizeof why, "node %s is %s", t->info->id, t->info->state);
+    tmp.pgs = pgs;
+    if (coord_vol_store(co, &co->vols[v], &tmp, why, sizeof why) == NULL)
+      logwarn_rl("volume %s: node %s moved to %s, not stored: %s", tmp.name, id, addr, why);
     else
-      why[0] = 0;
-    if (why[0]) {
-      io_error(co->io, c, req, t ? ERR_CONFLICT : ERR_NOT_FOUND, why);
-      return;
-    }
+      loginfo("volume %s: node %s's %zu segment%s now at %s", co->vols[v]->name, id, moved,
+              moved == 1 ? "" : "s", addr);
+    free(pgs);
+    free(pgc);
+    free(segp);
+    free(segc);
   }
-  if (can_move(co, n, t, why, sizeof why) != 0) {
-    io_error(co->io, c, req, ERR_UNAVAILABLE, why);
-    return;
-  }
-  struct mdrain *dr = dr_find(co->ms, n->info->id);
-  if (dr == NULL) {
-    co->ms->dr = realloc(co->ms->dr, (co->ms->ndr + 1) * sizeof *co->ms->dr);
-    dr = &co->ms->dr[co->ms->ndr++];
-    memset(dr, 0, sizeof *dr);
-    snprintf(dr->node, sizeof dr->node, "%s", n->info->id);
-    dr->total = hosted(co, n->info->id, NULL);
-  }
-  snprintf(dr->kind, sizeof dr->kind, "%s", replace ? "replace" : "drain");
-  snprintf(dr->to, sizeof dr->to, "%s", t ? t->info->id : "");
-  /* Out of service first (durable): no new segment goes to it, and a
-   * restart goes on with the drain. */
-  if (!node_out(n))
-    set_state(co, n, "draining");
-  loginfo("node %s: the operator asked to %s it%s%s", n->info->id, nc->action,
-          t ? " to " : "", t ? t->info->id : "");
-  co->ms->kick = 1;
-  member_tick(co);
-  reply_cmd(co, c, req, nc->action, coord_node_find(co, nc->node));
-}
-
-/* ---- status --------------------------------------------------------------- */
-
-void member_status(struct coord *co, const Auralog__Volume *v, Auralog__Status *st)
-{
-  struct mstate *ms = co->ms;
-  unsigned long long now = io_now(co->io);
-  st->mttr_ms = ms->mttr;
-  st->n_mttr_ms = ms->nmttr;
-  size_t n = 0;
-  for (size_t p = 0; p < v->n_pgs; p++)
-    n += v->pgs[p]->n_segments > NCOPIES ? v->pgs[p]->n_segments - NCOPIES : 0;
-  if (n == 0)
-    return;
-  Auralog__MoveStat *m = calloc(n, sizeof *m);
-  Auralog__MoveStat **mp = calloc(n, sizeof *mp);
-  size_t k = 0;
-  for (size_t p = 0; p < v->n_pgs; p++) {
-    const Auralog__Pg *pg = v->pgs[p];
-    uint64_t best = 0;
-    for (int j = 0; j < NCOPIES; j++) {
-      struct cnode *f = coord_node_find(co, pg->segments[j]->node);
-      const Auralog__SegStat *ss = f ? coord_seg_stat(f, v->id, pg->pg) : NULL;
-      if (ss && ss->scl > best)
-        best = ss->scl;
-    }
-    const struct madopt *ad = ad_find(ms, v->id, pg->pg);
-    for (size_t j = NCOPIES; j < pg->n_segments && k < n; j++, k++) {
-      const Auralog__Segment *g = pg->segments[j];
-      const struct mmove *mv = mv_find(ms, v->id, pg->pg, g->pos);
-      struct cnode *gn = coord_node_find(co, g->node);
-      const Auralog__SegStat *ss = gn ? coord_seg_stat(gn, v->id, pg->pg) : NULL;
-      int adopted = ad && ad->epoch == v->epoch && ad->mepoch >= g->since;
-      auralog__move_stat__init(&m[k]);
-      m[k].pg = pg->pg;
-      m[k].pos = g->pos;
-      m[k].from = pg->segments[g->pos < NCOPIES ? g->pos : 0]->node;
-      m[k].to = g->node;
-      m[k].age_ms = mv ? now - mv->at : 0;
-      m[k].scl = ss ? ss->scl : 0;
-      m[k].target_scl = adopted ? ad->at : best;
-      m[k].kind = mv ? (char *)mv->kind : "repair";
-      m[k].adopted = adopted;
-      mp[k] = &m[k];
-    }
-  }
-  st->moves = mp;
-  st->n_moves = k;
-}
-
-void member_status_done(Auralog__Status *st)
-{
-  if (st->moves) {
-    free(st->moves[0]);
-    free(st->moves);
-  }
-  st->moves = NULL;
-  st->n_moves = 0;
 }

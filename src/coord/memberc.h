@@ -54,6 +54,9 @@ void member_on_cmd(struct coord *co, struct ep *c, uint64_t req, const Auralog__
 void member_status(struct coord *co, const Auralog__Volume *v, Auralog__Status *st);
 void member_status_done(Auralog__Status *st);
 
+/* Node id registered at addr: every segment of it names addr from now. */
+void member_follow_node(struct coord *co, const char *id, const char *addr);
+
 /* How long a node must be silent before its segments move (0: never). */
 unsigned long long member_repair_after(const struct coord *co);
 
