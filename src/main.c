@@ -28,7 +28,7 @@ static const struct cmd cmds[] = {
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
   {"engine", engine_main, "run the database tier: SQLite on the auralog VFS"},
   {"replica", replica_main, "run a read replica: read-only SQL on the writer's volume"},
-  {"node", node_main, "run a storage node (segments in lmdb, acks with SCL)"},
+  {"node", node_main, "run a storage node; node add|drain|replace: change a cluster's nodes"},
   {"sim", sim_main, "the deterministic simulator: the whole cluster, seeded faults, checks"},
   {"bench", bench_main, "measure: bench append (durable appends into one node)"},
 };
@@ -108,6 +108,13 @@ int main(int argc, char **argv)
       op_use(1);
   if (!strcmp(name, "bench") && argc > 2 && !strcmp(argv[2], "failover"))
     return failover_bench_main(argc - 2, argv + 2);
+  /* `node add|drain|replace` change a cluster's nodes (cli/nodeadm.c),
+   * the operator's; `node` alone runs one. */
+  if (!strcmp(name, "node") && argc > 2 &&
+      (!strcmp(argv[2], "add") || !strcmp(argv[2], "drain") || !strcmp(argv[2], "replace"))) {
+    op_use(1);
+    return node_admin_main(argc - 2, argv + 2);
+  }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmds[i].name, name) == 0)
       return cmds[i].fn(argc - 1, argv + 1);

@@ -141,6 +141,11 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
                                  * the last one (a delta), but every HEARTBEAT_FULL-th lists every
                                  * segment: a coordinator that lost one heals within this many */
 #define NODE_DOWN_MS    1000    /* no heartbeat for this long: node shown down */
+#define REPAIR_AFTER_MS 5000    /* a node down this long has its segments moved to spares (member.h M7;
+                                   coord --repair-after MS, 0: never) */
+#define PROBE_PGS_MAX   64      /* PGs whose membership changed that one lease probe answer carries */
+#define MTTR_SHOWN      8       /* the last repairs' times to repair that status shows */
+#define MOVE_RETRY_MS   1000    /* a move with no spare free is tried again this often (and says why) */
 #define RECONNECT_MS    250     /* retry period for a lost link */
 #define REGISTER_RETRY_MS 1000  /* a node registers again while no Assign answers */
 

@@ -7,6 +7,7 @@
 
 int coord_main(int argc, char **argv);
 int node_main(int argc, char **argv);
+int node_admin_main(int argc, char **argv);
 int cluster_main(int argc, char **argv);
 int status_main(int argc, char **argv);
 int bench_main(int argc, char **argv);

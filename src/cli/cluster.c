@@ -62,7 +62,15 @@
 #include "cli/cluster.h"
 #include "cli/failover.h"
 
-static const char *node_names[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
+void cluster_default_nodes(struct cluster *cl, int n)
+{
+  cl->nnodes = 0;
+  for (int z = 0; z < NAZ; z++)
+    for (int k = 0; k < n / NAZ + (z < n % NAZ); k++) {
+      snprintf(cl->node[cl->nnodes].name, sizeof cl->node[0].name, "%c%d", 'A' + z, (k + 1) % 100);
+      cl->node[cl->nnodes++].az = (char)('A' + z);
+    }
+}
 
 void cluster_path(char *out, size_t n, const struct cluster *cl, const char *a,
                   const char *b, const char *c)
@@ -78,12 +86,15 @@ void cluster_dashboard_addr(const struct cluster *cl, char *out, size_t n)
 
 static void layout(struct cluster *cl)
 {
-  cl->n = 2 + NCOPIES;
+  if (cl->nnodes == 0)
+    cluster_default_nodes(cl, NCOPIES);
+  cl->n = 2 + cl->nnodes;
   for (int i = 0; i < cl->n; i++) {
     struct member *m = &cl->m[i];
     int engine = i == cl->n - 1, node = i > 0 && !engine;
-    snprintf(m->name, sizeof m->name, "%s", i == 0 ? "coord" : engine ? "engine" : node_names[i - 1]);
-    snprintf(m->az, sizeof m->az, "%s", node ? (char[]){node_names[i - 1][0], 0} : "");
+    snprintf(m->name, sizeof m->name, "%s", i == 0 ? "coord" : engine ? "engine"
+                                            : cl->node[i - 1].name);
+    snprintf(m->az, sizeof m->az, "%s", node ? (char[]){cl->node[i - 1].az, 0} : "");
     m->port = engine ? cl->base + ENGINE_PORT_OFFSET : cl->base + i;
     snprintf(m->addr, sizeof m->addr, "127.0.0.1:%d", m->port);
     char data[sizeof m->data];   /* not straight into *cl: cluster_path() reads cl->dir */
@@ -121,7 +132,7 @@ static int mkdirs(const struct cluster *cl)
  * none). */
 static int read_conf(struct cluster *cl, int *cache, int *timeout)
 {
-  char p[PATH_MAX], buf[4096];
+  char p[PATH_MAX], buf[32768];   /* thirty nodes fit */
   cluster_path(p, sizeof p, cl, "cluster.json", "", "");
   *cache = 0;
   *timeout = -1;
@@ -145,6 +156,17 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
    * from before it was the default says false, and keeps that). */
   cJSON *fo = cJSON_GetObjectItem(o, "failover");
   cl->failover = fo == NULL || cJSON_IsTrue(fo);
+  /* The storage nodes (`up --nodes`, `node add`); none listed: six. */
+  cJSON *ns = cJSON_GetObjectItem(o, "nodes"), *it;
+  cl->nnodes = 0;
+  cJSON_ArrayForEach(it, ns) {
+    cJSON *nm = cJSON_GetObjectItem(it, "name"), *az = cJSON_GetObjectItem(it, "az");
+    if (cl->nnodes < NODES_MAX && cJSON_IsString(nm) && strlen(nm->valuestring) < 8 &&
+        cJSON_IsString(az) && az->valuestring[0] >= 'A' && az->valuestring[0] <= 'C') {
+      snprintf(cl->node[cl->nnodes].name, sizeof cl->node[0].name, "%s", nm->valuestring);
+      cl->node[cl->nnodes++].az = az->valuestring[0];
+    }
+  }
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -152,7 +174,12 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   return base;
 }
 
-static int write_conf(const struct cluster *cl)
+void cluster_layout(struct cluster *cl)
+{
+  layout(cl);
+}
+
+int cluster_write_conf(const struct cluster *cl)
 {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "base_port", cl->base);
@@ -171,6 +198,13 @@ static int write_conf(const struct cluster *cl)
   cluster_dashboard_addr(cl, dash, sizeof dash);
   snprintf(url, sizeof url, "http://%s/", dash);
   cJSON_AddStringToObject(o, "dashboard", url);
+  cJSON *ns = cJSON_AddArrayToObject(o, "nodes");
+  for (int i = 0; i < cl->nnodes; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", cl->node[i].name);
+    cJSON_AddStringToObject(j, "az", (char[]){cl->node[i].az, 0});
+    cJSON_AddItemToArray(ns, j);
+  }
   cJSON *ms = cJSON_AddArrayToObject(o, "members");
   for (int i = 0; i < cl->n; i++) {
     cJSON *j = cJSON_CreateObject();
@@ -212,8 +246,9 @@ static int write_conf(const struct cluster *cl)
   return rc;
 }
 
-/* Wait until the coordinator shows every node of the cluster up. */
-static int wait_nodes(struct cluster *cl, char *why, size_t n)
+/* Wait until the coordinator shows every node of the cluster up (a
+ * retired one, drained for good, need not be). */
+int cluster_wait_nodes(struct cluster *cl, char *why, size_t n)
 {
   unsigned long long deadline = now_ms() + CLUSTER_WAIT_MS;
   char missing[256] = "";
@@ -224,7 +259,7 @@ static int wait_nodes(struct cluster *cl, char *why, size_t n)
       int up = 0;
       for (size_t j = 0; rep && j < rep->status->n_nodes; j++)
         up |= strcmp(rep->status->nodes[j]->id, cl->m[i].name) == 0 &&
-              rep->status->nodes[j]->up;
+              (rep->status->nodes[j]->up || !strcmp(rep->status->nodes[j]->state, "retired"));
       if (!up) {
         size_t len = strlen(missing);
         snprintf(missing + len, sizeof missing - len, " %s", cl->m[i].name);
@@ -302,7 +337,7 @@ static int cmd_up(struct cluster *cl)
   if (len <= 0)
     die("cluster: cannot find the auralog binary: %s", strerror(errno));
   self[len] = 0;
-  if (write_conf(cl) != 0)
+  if (cluster_write_conf(cl) != 0)
     return 1;
   /* The cluster key (auth.h): made once, beside the data, unless the
    * operator brought one (--key, AURALOG_KEY). */
@@ -343,7 +378,7 @@ static int cmd_up(struct cluster *cl)
     if (i == 0 && cluster_wait_listening(cl, m, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
-  if (wait_nodes(cl, why, sizeof why) != 0)
+  if (cluster_wait_nodes(cl, why, sizeof why) != 0)
     die("cluster: %s", why);
   /* The writer last: opening the volume is a recovery, which needs a read
    * quorum of every protection group. The coordinator says which member
@@ -393,7 +428,7 @@ static int cmd_up(struct cluster *cl)
     if (cluster_wait_listening(cl, m, why, sizeof why) != 0)
       die("cluster: %s", why);
   }
-  write_conf(cl);
+  cluster_write_conf(cl);
   printf("auralog cluster in %s (%s)\n", cl->dir,
          started ? "started what was not running" : "already running");
   for (int i = 0; i < cl->n; i++) {
@@ -577,10 +612,11 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
     "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
-    "                 [--replicas N] [--failover|--no-failover] [--key FILE]\n"
+    "                 [--replicas N] [--failover|--no-failover] [--nodes N] [--key FILE]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
-    "two in each of AZs A, B and C, and the engine serving volume main.\n"
+    "two in each of AZs A, B and C (or --nodes N), and the engine serving\n"
+    "volume main. `auralog node add|drain|replace` change its nodes.\n"
     "\n"
     "  up      start whatever part of the cluster is not running, wait until\n"
     "          every node has registered, print the addresses\n"
@@ -597,7 +633,7 @@ static void usage(FILE *f)
     "\n"
     "  --dir DIR        where the cluster keeps data, logs and pid files\n"
     "                   (default $AURALOG_DIR or ~/.auralog)\n"
-    "  --base-port N    coordinator on N, nodes on N+1..N+6, engine on N+%d\n"
+    "  --base-port N    coordinator on N, nodes on N+1.., engine on N+%d\n"
     "                   (default %d, or what the cluster in DIR was started with)\n"
     "  --cache PAGES    up: the engine's buffer cache, in pages (`auralog engine\n"
     "                   --cache`): small, reads go to storage; kept in\n"
@@ -619,11 +655,15 @@ static void usage(FILE *f)
     "                   writer stops probing its lease for %d ms (`auralog\n"
     "                   fault writer-crash`): the default; kept in cluster.json;\n"
     "                   takes effect when the coordinator starts\n"
+    "  --nodes N        up: N storage nodes (%d to %d), spread over the AZs: 9 is\n"
+    "                   A1..A3, B1..B3, C1..C3, on ports N+1..; the nodes beyond\n"
+    "                   two per AZ are spares a repair moves segments to (a node\n"
+    "                   down %d ms, `coord --repair-after`); kept in cluster.json\n"
     "  --no-failover    up: a lost writer waits for `up` to restart it in place\n"
     "                   (or for `auralog failover`); a replica is promoted only\n"
     "                   when asked\n",
     ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX,
-    REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS);
+    REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS, NCOPIES, NODES_MAX, REPAIR_AFTER_MS);
 }
 
 int cluster_main(int argc, char **argv)
@@ -633,9 +673,10 @@ int cluster_main(int argc, char **argv)
     {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
     {"pg-pages", required_argument, 0, 'g'}, {"replicas", required_argument, 0, 'r'},
     {"failover", no_argument, 0, 'F'}, {"no-failover", no_argument, 0, 'N'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"nodes", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
   int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, failover = -1, o;
+  int nodes = 0;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -676,6 +717,15 @@ int cluster_main(int argc, char **argv)
       replicas = (int)v;
       break;
     }
+    case 'n': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < NCOPIES || v > NODES_MAX)
+        die("cluster: --nodes must be a number from %d to %d (spread over AZs A, B, C)",
+            NCOPIES, NODES_MAX);
+      nodes = (int)v;
+      break;
+    }
     case 'F': failover = 1; break;
     case 'N': failover = 0; break;
     case 'h': usage(stdout); return 0;
@@ -714,10 +764,10 @@ int cluster_main(int argc, char **argv)
   }
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
     die("cluster: unknown action '%s' (say up, down, status or key)", cmd);
-  if ((cache >= 0 || timeout >= 0 || pg_pages || replicas >= 0) && strcmp(cmd, "up"))
+  if ((cache >= 0 || timeout >= 0 || pg_pages || replicas >= 0 || nodes) && strcmp(cmd, "up"))
     die("cluster: --%s is an option of `cluster up`",
         cache >= 0 ? "cache" : timeout >= 0 ? "statement-timeout" : pg_pages ? "pg-pages"
-        : "replicas");
+        : replicas >= 0 ? "replicas" : "nodes");
 
   static struct cluster cl;
   int rc = cluster_find(&cl, dir, base, cache, timeout, strcmp(cmd, "up") == 0);
@@ -736,6 +786,22 @@ int cluster_main(int argc, char **argv)
   if (replicas >= 0) {
     cl.nrep = replicas;
     layout(&cl);
+  }
+  if (nodes) {
+    /* N nodes, evenly over the AZs (9: three in each). A running node the
+     * new layout leaves out would be left running unseen: refused. */
+    struct cluster want = cl;
+    cluster_default_nodes(&want, nodes);
+    layout(&want);
+    for (int i = 1; i < cl.n - 1; i++) {
+      int kept = 0;
+      for (int j = 1; j < want.n - 1; j++)
+        kept |= !strcmp(cl.m[i].name, want.m[j].name) && cl.m[i].port == want.m[j].port;
+      if (!kept && cluster_running(&cl, &cl.m[i]))
+        die("cluster: node %s runs and %d nodes leave it out; run `cluster down` first",
+            cl.m[i].name, nodes);
+    }
+    cl = want;
   }
   if (strcmp(cmd, "up") == 0) {
     if (mkdirs(&cl) != 0)

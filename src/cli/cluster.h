@@ -13,6 +13,7 @@
 #include "param.h"
 
 #define DIR_MAX 1024       /* longest cluster directory accepted */
+#define NODES_MAX 30       /* storage nodes of a local cluster (ports base+1..base+30) */
 
 struct member {
   char name[8];
@@ -31,8 +32,13 @@ struct cluster {
   int timeout;             /* engine --statement-timeout MS (-1: the engine's default) */
   int pg_pages;            /* engine --pg-pages N (0: the default): volume main's PG size if
                               the engine creates it */
-  struct member m[2 + NCOPIES];     /* coord, nodes, engine */
+  struct member m[2 + NODES_MAX];   /* coord, nodes, engine */
   int n;
+  /* The storage nodes (kept in cluster.json): `up --nodes N` lays out N
+   * over the three AZs, `auralog node add` appends one. Node i listens
+   * on base + 1 + i. */
+  struct { char name[8]; char az; } node[NODES_MAX];
+  int nnodes;
   /* Read replicas (`up --replicas N`, kept in cluster.json): R1..RN on
    * base + REPLICA_PORT_OFFSET + i, following the engine. */
   struct member rep[REPLICAS_MAX];
@@ -65,6 +71,14 @@ void cluster_find_writer(struct cluster *cl);
 /* Send m sig and wait until it is gone; its pid, or 0 if it was not running. */
 pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig);
 
+/* cluster.c: lay out cl's members again (after a change to its nodes);
+ * write cluster.json (0, or -1 with a line said); the default layout of n
+ * nodes (n >= 6: A1.., B1.., C1.., spread evenly over the AZs); wait until
+ * the coordinator shows every node up. */
+void cluster_layout(struct cluster *cl);
+int cluster_write_conf(const struct cluster *cl);
+void cluster_default_nodes(struct cluster *cl, int n);
+int cluster_wait_nodes(struct cluster *cl, char *why, size_t n);
 /* cluster.c: DIR/a b c, the cluster's path; the coordinator's dashboard
  * address. */
 void cluster_path(char *out, size_t n, const struct cluster *cl, const char *a,

@@ -191,6 +191,7 @@ char *status_json(const Auralog__Status *st)
   }
   read_hold_json(st, o);
   failover_json(st, o);
+  status_member_json(st, o);
   status_log_json(st, o);
   status_recent_json(st, o);
   cJSON *tr = cJSON_AddArrayToObject(o, "truncations");
@@ -208,7 +209,7 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddStringToObject(j, "id", n->id);
     cJSON_AddStringToObject(j, "az", n->az);
     cJSON_AddStringToObject(j, "addr", n->addr);
-    cJSON_AddStringToObject(j, "state", state_of(n));
+    cJSON_AddStringToObject(j, "state", status_node_state(n));
     cJSON_AddBoolToObject(j, "partitioned", n->partitioned);
     cJSON_AddNumberToObject(j, "slow_ms", n->slow_ms);
     cJSON_AddBoolToObject(j, "stale", n->stale);
@@ -246,6 +247,15 @@ char *status_json(const Auralog__Status *st)
     cJSON_AddNumberToObject(jp, "pg", pg->pg);
     cJSON_AddNumberToObject(jp, "first_page", pg->first_page);
     cJSON_AddNumberToObject(jp, "npages", pg->npages);
+    /* Membership (member.h): its epoch, the oldest a writer may use, and
+     * the best SCL of its current segments (a next one hydrates towards it). */
+    cJSON_AddNumberToObject(jp, "mepoch", (double)pg->mepoch);
+    cJSON_AddNumberToObject(jp, "mepoch_min", (double)pg->mepoch_min);
+    uint64_t best = 0;
+    for (size_t s = 0; s < pg->n_segments && s < NCOPIES; s++) {
+      uint64_t c = scl_of(st, ix, pg->segments[s]->node, pg->pg);
+      best = c > best ? c : best;
+    }
     cJSON *segs = cJSON_AddArrayToObject(jp, "segments");
     for (size_t s = 0; s < pg->n_segments; s++) {
       const Auralog__Segment *seg = pg->segments[s];
@@ -253,6 +263,10 @@ char *status_json(const Auralog__Status *st)
       cJSON_AddStringToObject(js, "node", seg->node);
       cJSON_AddStringToObject(js, "az", seg->az);
       cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, ix, seg->node, pg->pg));
+      cJSON_AddNumberToObject(js, "pos", s < NCOPIES ? (double)s : (double)seg->pos);
+      cJSON_AddBoolToObject(js, "next", seg->next);
+      cJSON_AddBoolToObject(js, "hydrating",
+                            seg->next && scl_of(st, ix, seg->node, pg->pg) < best);
       /* What the segment holds (node/bg.c), as of its node's last heartbeat. */
       const Auralog__SegStat *ss = stat_of(st, ix, seg->node, pg->pg);
       static const Auralog__SegStat none = AURALOG__SEG_STAT__INIT;
@@ -567,6 +581,7 @@ void status_table(const Auralog__Status *st, FILE *f)
   }
   read_hold_table(st, f);
   failover_table(st, f);
+  status_member_table(st, f);
   status_log_table(st, f);
   if (e && e->stale_pages)
     fprintf(f, "%llu stale page%s refused by the engine's page LSN check, the last "
@@ -586,7 +601,7 @@ void status_table(const Auralog__Status *st, FILE *f)
     for (size_t i = 0; i < st->n_nodes; i++)
       if (st->nodes[i]->az[0] == 'A' + z)
         fprintf(f, "  %s %s (%s%s%s%s%s)", st->nodes[i]->id, st->nodes[i]->addr,
-                state_of(st->nodes[i]), st->nodes[i]->partitioned ? ", partitioned" : "",
+                status_node_state(st->nodes[i]), st->nodes[i]->partitioned ? ", partitioned" : "",
                 st->nodes[i]->slow_ms ? ", slow" : "",
                 st->nodes[i]->stale ? ", serves stale pages" : "",
                 st->nodes[i]->no_gossip ? ", gossip off" : "");
@@ -595,7 +610,7 @@ void status_table(const Auralog__Status *st, FILE *f)
   storage_table(st, f);
   if (v->n_pgs)
     fprintf(f, "pgs    segment SCLs (node:scl, ^N = holds records up to N above a hole, "
-            "@eN = at an older epoch N, * = down, ~ = partitioned)\n");
+            "@eN = at an older epoch N, * = down, ~ = partitioned, > = an incoming next segment)\n");
   struct statix *ix = statix_build(st);
   for (size_t p = 0; p < v->n_pgs; p++) {
     const Auralog__Pg *pg = v->pgs[p];
@@ -605,7 +620,8 @@ void status_table(const Auralog__Status *st, FILE *f)
       const Auralog__Segment *seg = pg->segments[s];
       const Auralog__NodeInfo *n = node_of(st, seg->node);
       const Auralog__SegStat *ss = stat_of(st, ix, seg->node, pg->pg);
-      fprintf(f, "  %s:%llu", seg->node, (unsigned long long)(ss ? ss->scl : 0));
+      fprintf(f, "  %s%s:%llu", seg->next ? ">" : "", seg->node,
+              (unsigned long long)(ss ? ss->scl : 0));
       if (ss && ss->max_lsn > ss->scl)
         fprintf(f, "^%llu", (unsigned long long)ss->max_lsn);    /* a hole below */
       if (ss && ss->epoch && ss->epoch < v->epoch)

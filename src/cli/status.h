@@ -35,4 +35,11 @@ uint64_t status_lal_used(const Auralog__EngineStat *e);
 /* The volume's truncations: the newest few, and how many in all. */
 void status_truncs_table(const Auralog__Status *st, FILE *f);
 
+/* status_member.c: membership changes (moves in flight, times to repair)
+ * and a node's state as status shows it: "up", "down", "draining",
+ * "retired". */
+void status_member_json(const Auralog__Status *st, struct cJSON *o);
+void status_member_table(const Auralog__Status *st, FILE *f);
+const char *status_node_state(const Auralog__NodeInfo *n);
+
 #endif

@@ -21,7 +21,9 @@
  *                           GROW_MAX_PGS_PER_REQUEST (OpenVolume's create
  *                           makes one PG, always)
  *   EngineStat  (engine) -> nothing; its VDL, VCL, LSNs and counters for status
- *   Volume      (engine) -> Volume: the volume's header as stored now (no PGs),
+ *   NodeCmd     (operator) -> NodeCmd: drain or replace a node (coord/member.c)
+ *   Volume      (engine) -> Volume: the volume's header as stored now, and the
+ *                           PGs whose membership changed since the writer's mseq,
  *                           with its current epoch: the writer's read lease
  *                           probe (vfs/lease.h). Our epoch renews its lease,
  *                           a newer one fences it
@@ -46,12 +48,13 @@
 #include <string.h>
 
 #include "coord/coord.h"
+#include "coord/memberc.h"
 #include "coord/placement.h"
 #include "record.h"
 #include "lib/log.h"
 #include "param.h"
 
-static struct cnode *node_find(struct coord *co, const char *id)
+struct cnode *coord_node_find(struct coord *co, const char *id)
 {
   for (size_t i = 0; i < co->nnodes; i++)
     if (strcmp(co->nodes[i]->info->id, id) == 0)
@@ -104,9 +107,11 @@ static void set_up(struct coord *co, struct cnode *n, int up, const char *why)
 
 /* ---- assignments --------------------------------------------------------- */
 
-/* Send node n every segment it hosts, and every segment of those PGs (its
- * gossip peers). */
-static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
+/* Send node n every segment it hosts (current and next, each with its
+ * PG's mepoch and mepoch_min: member.c keeps them on every segment), and
+ * every segment of those PGs (its gossip peers), and every volume we know:
+ * a segment of one of them it holds and this omits, it drops (M6). */
+void coord_send_assign(struct coord *co, struct cnode *n, uint64_t req)
 {
   if (n->conn == NULL)
     return;
@@ -138,12 +143,18 @@ static void send_assign(struct coord *co, struct cnode *n, uint64_t req)
   as.peers = peers;
   as.n_peers = pcnt;
   as.coord_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, co->signer.pk};
+  uint64_t *vids = malloc((co->nvols + 1) * sizeof *vids);
+  for (size_t v = 0; v < co->nvols; v++)
+    vids[v] = co->vols[v]->id;
+  as.volumes = vids;
+  as.n_volumes = co->nvols;
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_ASSIGN;
   env.assign = &as;
   io_send(co->io, n->conn, &env);
   free(segs);
   free(peers);
+  free(vids);
 }
 
 /* Tell node n which faults to play (lab partitions, slow nodes, stale
@@ -168,8 +179,8 @@ static void send_faults(struct coord *co, struct cnode *n, uint32_t drop)
 /* ---- volumes ------------------------------------------------------------- */
 
 /* Store tmp as the volume in *slot (or as a new volume if slot is NULL). */
-static Auralog__Volume *vol_store(struct coord *co, Auralog__Volume **slot,
-                                  const Auralog__Volume *tmp, char *why, size_t whylen)
+Auralog__Volume *coord_vol_store(struct coord *co, Auralog__Volume **slot,
+                                 const Auralog__Volume *tmp, char *why, size_t whylen)
 {
   Auralog__Volume *v = meta_put_volume(&co->meta, tmp, why, whylen);
   if (v == NULL)
@@ -205,6 +216,7 @@ static Auralog__Volume *vol_grow(struct coord *co, Auralog__Volume **slot,
     pn[i].id = co->nodes[i]->info->id;
     pn[i].az = co->nodes[i]->info->az[0];
     pn[i].up = co->nodes[i]->info->up;
+    pn[i].out = co->nodes[i]->info->state[0] != 0;   /* draining, retired: none for them */
     for (size_t v = 0; v < co->nvols; v++)
       for (size_t p = 0; p < co->vols[v]->n_pgs; p++)
         for (size_t s = 0; s < co->vols[v]->pgs[p]->n_segments; s++)
@@ -233,6 +245,7 @@ static Auralog__Volume *vol_grow(struct coord *co, Auralog__Volume **slot,
       s->node = n->info->id;
       s->az = n->info->az;
       s->addr = n->info->addr;
+      s->pos = (uint32_t)j;      /* member.h: position j, its current segment */
       segptrs[k * NCOPIES + j] = s;
       pn[pick[j]].nsegs++;
     }
@@ -240,12 +253,12 @@ static Auralog__Volume *vol_grow(struct coord *co, Auralog__Volume **slot,
   }
   tmp.pgs = pgs;
   tmp.n_pgs = old + add;
-  out = vol_store(co, slot, &tmp, why, whylen);
+  out = coord_vol_store(co, slot, &tmp, why, whylen);
   if (out && add) {
     loginfo("volume %s: now %zu protection group%s", out->name, out->n_pgs,
             out->n_pgs == 1 ? "" : "s");
     for (size_t i = 0; i < co->nnodes; i++)
-      send_assign(co, co->nodes[i], 0);
+      coord_send_assign(co, co->nodes[i], 0);
   }
 done:
   free(pgs);
@@ -311,7 +324,7 @@ static void on_open_volume(struct coord *co, struct ep *c, const Env *env)
     tmp.epoch++;
     tmp.writer = ov->addr;
     tmp.writer_pk = ov->writer_pk;   /* roles.c R4: its probes are signed with it */
-    if ((v = vol_store(co, slot, &tmp, why, sizeof why)) == NULL) {
+    if ((v = coord_vol_store(co, slot, &tmp, why, sizeof why)) == NULL) {
       io_error(co->io, c, req, ERR_INTERNAL, why);
       return;
     }
@@ -397,69 +410,25 @@ static void on_lease_probe(struct coord *co, struct ep *c, const Env *env)
   h.writer_pk = (*slot)->writer_pk;
   /* The writer is alive (failover.c), if it is the writer that says so
    * (roles.c R4). */
-  if (coord_writer(co, c, env, *slot, probe->epoch))
+  int writer = coord_writer(co, c, env, *slot, probe->epoch);
+  if (writer)
     fo_probe(co, *slot, probe->epoch);
   if (probe->epoch && probe->epoch < (*slot)->epoch)
     jn_fenced(co, *slot, probe->writer ? probe->writer : "", probe->epoch);
+  /* Membership (member.h M4): the writer's adoption reports, and the PGs
+   * changed since the mseq it applied. */
+  member_probe(co, (size_t)(slot - co->vols), probe, writer, &h);
   reply_volume(co, c, req, &h);
+  free(h.pgs);
 }
 
 /* ---- nodes --------------------------------------------------------------- */
-
-/* A node that registers again at another address (a new host, or a
- * namespace cluster brought up again on another subnet) keeps its
- * segments: the node is its key, not its address. Every volume's
- * placement names the address writers and recovery connect to, so it
- * follows the node; else a writer's recovery asks an address nobody
- * listens on, and no segment of it answers. */
-static void vol_follow_node(struct coord *co, const char *id, const char *addr)
-{
-  char why[256];
-  for (size_t v = 0; v < co->nvols; v++) {
-    const Auralog__Volume *vol = co->vols[v];
-    size_t nseg = 0, moved = 0;
-    for (size_t p = 0; p < vol->n_pgs; p++)
-      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, nseg++) {
-        const Auralog__Segment *g = vol->pgs[p]->segments[s];
-        moved += strcmp(g->node, id) == 0 && strcmp(g->addr, addr) != 0;
-      }
-    if (moved == 0)
-      continue;
-    /* Shallow copies with the new address: vol_store packs them before
-     * it frees the volume they point into. */
-    Auralog__Volume tmp = *vol;
-    Auralog__Pg **pgs = calloc(vol->n_pgs + 1, sizeof *pgs), *pgc = calloc(vol->n_pgs + 1, sizeof *pgc);
-    Auralog__Segment **segp = calloc(nseg + 1, sizeof *segp), *segc = calloc(nseg + 1, sizeof *segc);
-    size_t k = 0;
-    for (size_t p = 0; p < vol->n_pgs; p++) {
-      pgc[p] = *vol->pgs[p];
-      pgc[p].segments = &segp[k];
-      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, k++) {
-        segc[k] = *vol->pgs[p]->segments[s];
-        if (strcmp(segc[k].node, id) == 0)
-          segc[k].addr = (char *)addr;
-        segp[k] = &segc[k];
-      }
-      pgs[p] = &pgc[p];
-    }
-    tmp.pgs = pgs;
-    if (vol_store(co, &co->vols[v], &tmp, why, sizeof why) == NULL)
-      logwarn_rl("volume %s: node %s moved to %s, not stored: %s", tmp.name, id, addr, why);
-    else
-      loginfo("volume %s: node %s's %zu segment%s now at %s", co->vols[v]->name, id, moved,
-              moved == 1 ? "" : "s", addr);
-    free(pgs);
-    free(pgc);
-    free(segp);
-    free(segc);
-  }
-}
 
 static void on_register(struct coord *co, struct ep *c, uint64_t req,
                         const Auralog__Register *r)
 {
   char why[256];
-  struct cnode *n = node_find(co, r->id);
+  struct cnode *n = coord_node_find(co, r->id);
   /* A node is the key in its data directory (auth.h): the first key an id
    * registers with is its, and only that key may register it again, at
    * any address. So no one, member or not, can move a node away. */
@@ -492,6 +461,7 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
     info.az = r->az;
     info.addr = r->addr;
     info.id_pk = r->id_pk;
+    info.state = n ? n->info->state : "";   /* a drained node stays out (member.c) */
     if (meta_put_node(&co->meta, &info, why, sizeof why) != 0) {
       io_error(co->io, c, req, ERR_INTERNAL, why);
       return;
@@ -508,14 +478,14 @@ static void on_register(struct coord *co, struct ep *c, uint64_t req,
       n->info = copy;
     } else {
       coord_node_add(co, copy);
-      n = node_find(co, copy->id);
+      n = coord_node_find(co, copy->id);
     }
-    vol_follow_node(co, n->info->id, n->info->addr);
+    member_follow_node(co, n->info->id, n->info->addr);
   }
   n->conn = c;                /* a newer connection of the same node wins */
   n->last_seen = io_now(co->io);
   set_up(co, n, 1, "registered");
-  send_assign(co, n, req);
+  coord_send_assign(co, n, req);
   send_faults(co, n, 0);
 }
 
@@ -566,6 +536,7 @@ void coord_tick(struct coord *co)
     if (n->info->up && now - n->last_seen > NODE_DOWN_MS)
       set_up(co, n, 0, "no heartbeat");
   }
+  member_tick(co);
   fo_tick(co);
   jn_tick(co);
 }
@@ -719,7 +690,7 @@ static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
   tr[v->n_truncs] = (Auralog__TruncRange *)t;
   tmp.truncs = tr;
   tmp.n_truncs = v->n_truncs + 1;
-  if (vol_store(co, slot, &tmp, why, sizeof why) == NULL)
+  if (coord_vol_store(co, slot, &tmp, why, sizeof why) == NULL)
     logwarn_rl("%s", why);    /* every report until it is stored: rate-limited */
   else {
     loginfo("volume %s: epoch %llu truncated (%llu, %llu]", es->volume,
@@ -766,6 +737,9 @@ void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
   case AURALOG__ENVELOPE__BODY_STATUS_REQ:
     coord_on_status(co, c, env->req, env->status_req);
     break;
+  case AURALOG__ENVELOPE__BODY_NODE_CMD:
+    member_on_cmd(co, c, env->req, env->node_cmd);
+    break;
   case AURALOG__ENVELOPE__BODY_ERROR:
     break;                  /* never answer an error with an error */
   default:
@@ -787,6 +761,7 @@ void coord_on_down(struct coord *co, struct ep *c)
 int coord_init(struct coord *co, const struct io *io, char *why, size_t whylen)
 {
   co->io = io;
+  member_init(co);
   return meta_load(&co->meta, coord_node_add, coord_vol_add, co, why, whylen);
 }
 
@@ -803,6 +778,7 @@ void coord_free(struct coord *co)
       auralog__engine_stat__free_unpacked(co->engines[i].st, NULL);
   }
   fo_free(co);
+  member_free(co);
   jn_free(co);
   flog_free(co);
   free(co->nodes);

@@ -75,6 +75,12 @@ struct coord {
   struct cjn *jn;
   struct jrep *jr;             /* ... of replicas, holds, failovers (coord/jreplica.c) */
   struct flog *flog;           /* the faults heard of lately (coord/faultlog.c) */
+  /* Membership changes and repair (coord/member.c, member.h M7): a node
+   * silent for repair_after_ms (0: REPAIR_AFTER_MS) has its segments
+   * moved to spares, unless repair_off (coord --repair-after 0). */
+  unsigned long long repair_after_ms;
+  int repair_off;
+  struct mstate *ms;
 };
 
 /* faultlog.c: note a fault played or noted (lab marks and bench notes are
@@ -143,6 +149,13 @@ int coord_op(struct coord *co, struct ep *c, const Env *env);
  * co->vols (NULL: none). */
 void coord_reply_ok(struct coord *co, struct ep *c, uint64_t req);
 Auralog__Volume **coord_vol_slot(struct coord *co, const char *name);
+/* coord.c, for member.c: the node of that id (NULL: none); store tmp as
+ * the volume in *slot (NULL: a new one), durably, before anyone hears of
+ * it (NULL with a reason if it could not); send node n its whole Assign. */
+struct cnode *coord_node_find(struct coord *co, const char *id);
+Auralog__Volume *coord_vol_store(struct coord *co, Auralog__Volume **slot,
+                                 const Auralog__Volume *tmp, char *why, size_t whylen);
+void coord_send_assign(struct coord *co, struct cnode *n, uint64_t req);
 /* cstatus.c: answer a StatusReq (the dashboard's askers: above). */
 void coord_on_status(struct coord *co, struct ep *c, uint64_t req,
                      const Auralog__StatusReq *sr);
@@ -156,6 +169,11 @@ void coord_on_drop(struct coord *co, struct ep *c, uint64_t req, const Auralog__
 /* segstats.c: take a heartbeat's segment stats into n->stats (a delta
  * merged by (volume, pg), a whole one in place of all). */
 void coord_merge_stats(struct cnode *n, const Auralog__Heartbeat *hb);
+/* ... the stats n last reported for (vol, pg) (NULL: none); forget them
+ * (a segment it gets anew starts from its next heartbeat, not from what
+ * an older segment of that PG on it said). */
+const Auralog__SegStat *coord_seg_stat(const struct cnode *n, uint64_t vol, uint32_t pg);
+void coord_forget_stat(struct cnode *n, uint64_t vol, uint32_t pg);
 
 /* journal.c: the event journal's lines (see there for each kind). */
 void jn_event(struct coord *co, const char *kind, const char *fmt, ...)

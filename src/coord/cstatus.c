@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "coord/coord.h"
+#include "coord/memberc.h"
 #include "cli/status.h"
 #include "param.h"
 
@@ -97,6 +98,7 @@ static void status_build(struct coord *co, const char *name, struct status_view 
   if (slot) {
     fo_status(co, *slot, &sv->fo);
     st->failover = &sv->fo;
+    member_status(co, *slot, st);   /* moves in flight, the last times to repair */
   }
 }
 
@@ -105,6 +107,7 @@ static void status_done(struct status_view *sv)
   free(sv->st.nodes);
   free(sv->st.segs);
   free(sv->st.seg_nodes);
+  member_status_done(&sv->st);
 }
 
 void coord_on_status(struct coord *co, struct ep *c, uint64_t req,

@@ -70,7 +70,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog coord [--listen ADDR] [--data DIR] [--http ADDR|off] [--failover]\n"
-    "                     [--operator FILE]\n"
+    "                     [--operator FILE] [--repair-after MS]\n"
     "\n"
     "Run the coordinator (the control plane): it keeps volumes, protection\n"
     "groups, segment placement (2 per AZ on 6 distinct nodes) and writer\n"
@@ -86,8 +86,11 @@ static void usage(FILE *f)
     "  --operator FILE  the operator's public key (DIR/operator.pub, made by\n"
     "                 `cluster up`), kept in --data for later starts: only\n"
     "                 the operator opens writers, drops volumes, injects\n"
-    "                 faults and forces failovers (src/coord/roles.c)\n",
-    COORD_ADDR_DEFAULT, HTTP_PORT_OFFSET, WRITER_LOST_MS);
+    "                 faults and forces failovers (src/coord/roles.c)\n"
+    "  --repair-after MS  a node silent this long has each of its segments\n"
+    "                 moved to a spare node of its AZ (default %d; 0: never;\n"
+    "                 src/coord/member.c)\n",
+    COORD_ADDR_DEFAULT, HTTP_PORT_OFFSET, WRITER_LOST_MS, REPAIR_AFTER_MS);
 }
 
 int coord_main(int argc, char **argv)
@@ -95,9 +98,11 @@ int coord_main(int argc, char **argv)
   static struct option opts[] = {
     {"listen", required_argument, 0, 'l'}, {"data", required_argument, 0, 'd'},
     {"http", required_argument, 0, 'H'}, {"failover", no_argument, 0, 'F'},
-    {"operator", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"operator", required_argument, 0, 'o'}, {"repair-after", required_argument, 0, 'r'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *listen = NULL, *data = "./coord", *http = NULL, *opf = NULL;
   int o, failover = 0;
+  long repair_after = -1;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'l': listen = optarg; break;
@@ -105,6 +110,13 @@ int coord_main(int argc, char **argv)
     case 'H': http = optarg; break;
     case 'F': failover = 1; break;
     case 'o': opf = optarg; break;
+    case 'r': {
+      char *end = NULL;
+      repair_after = strtol(optarg, &end, 10);
+      if (end == optarg || *end || repair_after < 0 || repair_after > 86400000)
+        die("coord: --repair-after must be a number of ms (0: never repair)");
+      break;
+    }
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -156,6 +168,10 @@ int coord_main(int argc, char **argv)
   if (coord_init(&d.co, &d.ni.io, why, sizeof why) != 0)
     die("coord: %s", why);
   d.co.failover = failover;
+  if (repair_after >= 0) {
+    d.co.repair_after_ms = (unsigned long long)repair_after;
+    d.co.repair_off = repair_after == 0;
+  }
   {
     /* The event journal, MAC'd with the coordinator's own key, made
      * once in its data directory (journal.h): not the cluster key. */

@@ -1,5 +1,6 @@
 /*
- * placement.c: choose the nodes of a new protection group (see placement.h).
+ * placement.c: choose the nodes of a new protection group, and a spare for
+ * a position that moves (see placement.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +29,7 @@ int place_pg(const struct pnode *nodes, size_t n, size_t out[NCOPIES],
     for (size_t k = 0; k < COPIES_PER_AZ; k++) {
       size_t best = n;
       for (size_t i = 0; i < n; i++) {
-        if (nodes[i].az != az)
+        if (nodes[i].az != az || nodes[i].out)
           continue;
         int taken = 0;
         for (size_t j = 0; j < got; j++)
@@ -45,4 +46,20 @@ int place_pg(const struct pnode *nodes, size_t n, size_t out[NCOPIES],
     }
   }
   return 0;
+}
+
+size_t place_spare(const struct pnode *nodes, size_t n, char az, const char *const *taken,
+                   size_t ntaken)
+{
+  size_t best = n;
+  for (size_t i = 0; i < n; i++) {
+    if (nodes[i].az != az || !nodes[i].up || nodes[i].out)
+      continue;
+    int used = 0;
+    for (size_t j = 0; j < ntaken && !used; j++)
+      used = strcmp(taken[j], nodes[i].id) == 0;
+    if (!used && (best == n || better(&nodes[i], &nodes[best])))
+      best = i;
+  }
+  return best;
 }

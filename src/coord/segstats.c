@@ -64,3 +64,20 @@ void coord_merge_stats(struct cnode *n, const Auralog__Heartbeat *hb)
   if (n->nstats > sorted)
     qsort(n->stats, n->nstats, sizeof *n->stats, stat_cmp);
 }
+
+const Auralog__SegStat *coord_seg_stat(const struct cnode *n, uint64_t vol, uint32_t pg)
+{
+  size_t k = stat_pos(n, n->nstats, vol, pg);
+  if (k < n->nstats && n->stats[k].volume_id == vol && n->stats[k].pg == pg)
+    return &n->stats[k];
+  return NULL;
+}
+
+void coord_forget_stat(struct cnode *n, uint64_t vol, uint32_t pg)
+{
+  size_t k = stat_pos(n, n->nstats, vol, pg);
+  if (k < n->nstats && n->stats[k].volume_id == vol && n->stats[k].pg == pg) {
+    memmove(&n->stats[k], &n->stats[k + 1], (n->nstats - k - 1) * sizeof *n->stats);
+    n->nstats--;
+  }
+}

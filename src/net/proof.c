@@ -30,6 +30,8 @@ const char *role_needs_op(const Env *env)
     return "inject faults or write the cluster's journal";
   case AURALOG__ENVELOPE__BODY_FAILOVER:
     return "force a failover";
+  case AURALOG__ENVELOPE__BODY_NODE_CMD:
+    return "drain or replace a storage node";
   default:
     return NULL;
   }

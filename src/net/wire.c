@@ -495,12 +495,21 @@ int wire_check(const Env *e, char *why, size_t whylen)
     return epoch_in(e->open_volume->if_epoch, "open volume if_epoch", why, whylen);
   case AURALOG__ENVELOPE__BODY_VOLUME: {
     const Auralog__Volume *v = e->volume;
+    int placed = 0;           /* PGs with their segments (not a probe's reports) */
+    for (size_t i = 0; i < v->n_pgs && i <= MAX_PGS && !placed; i++)
+      placed = v->pgs[i]->n_segments != 0;
     if (!wire_name_ok(v->name) || !page_size_ok(v->page_size) || v->n_pgs > MAX_PGS ||
-        (v->n_pgs && (v->pg_pages == 0 || v->pg_pages > PG_PAGES_MAX)) ||
+        (placed && v->pg_pages == 0) || v->pg_pages > PG_PAGES_MAX ||
         (v->writer[0] && !addr_ok(v->writer)))
       return bad(why, whylen, "malformed volume description");
-    for (size_t i = 0; i < v->n_pgs; i++)
+    for (size_t i = 0; i < v->n_pgs; i++) {
+      /* A writer's lease probe names PGs without their segments: only
+       * pg, mepoch and adopted_at (member.h M4). Anyone reading a Volume
+       * answer's segments checks that it has them. */
+      if (v->pgs[i]->n_segments == 0 && v->pgs[i]->mepoch_min == 0)
+        continue;
       TRY(wire_check_pg(v->pgs[i], why, whylen));
+    }
     return check_volume_bounds(v, why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_GROW_VOLUME:
@@ -713,6 +722,15 @@ int wire_check(const Env *e, char *why, size_t whylen)
     if (!wire_name_ok(e->writer_req->volume))
       return bad(why, whylen, "bad volume name");
     return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_NODE_CMD: {
+    const Auralog__NodeCmd *nc = e->node_cmd;
+    if (strcmp(nc->action, "drain") && strcmp(nc->action, "replace") && strcmp(nc->action, "show"))
+      return bad(why, whylen, "node command '%.32s': say drain, replace or show", nc->action);
+    if (!wire_name_ok(nc->node) || (nc->to[0] && !wire_name_ok(nc->to)) ||
+        (nc->state[0] && !wire_name_ok(nc->state)))
+      return bad(why, whylen, "node command with a bad node id");
+    return ERR_NONE;
+  }
   case AURALOG__ENVELOPE__BODY_FAILOVER:
     if (!wire_name_ok(e->failover->volume) || (e->failover->to[0] && !addr_ok(e->failover->to)))
       return bad(why, whylen, "failover with a bad volume name or replica address");

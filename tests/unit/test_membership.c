@@ -1,0 +1,563 @@
+/*
+ * test_membership.c: the coordinator's side of PG membership changes and
+ * repair (member.h M4-M7, coord/member.c), driven through the core's
+ * events as its drivers do (cores_fix.h): nodes register and heartbeat,
+ * the writer probes its lease, the clock moves and coord_tick runs.
+ *
+ * A nine-node cluster (A1..A3, B1..B3, C1..C3): the volume's one PG is
+ * placed on the first two of each AZ, so each AZ has one spare.
+ *
+ *  - a node silent past the repair bound has its segments begun on the
+ *    spare of its AZ, as next segments with a new mepoch;
+ *  - each mepoch is stored before any Assign names it;
+ *  - no finish before the current writer's probe adopted the change, nor
+ *    before the next segment's SCL reached what the writer adopted at;
+ *  - a finish makes the next segment current and sets mepoch_min; the
+ *    node that left gets an Assign without it;
+ *  - a coordinator restart keeps the transition, and does not finish it
+ *    on an adoption heard before;
+ *  - the operator drains an up node (it stays current until the finish,
+ *    then the node is retired); a member may not;
+ *  - a next segment whose node dies mid-hydration is regrown elsewhere;
+ *  - the probe answer lists the PGs changed since the writer's mseq.
+ */
+#include "cores_fix.h"
+#include "coord/memberc.h"
+#include "coord/placement.h"
+
+#define NN 9
+static const char *const nids[NN] = {"A1", "A2", "B1", "B2", "C1", "C2", "A3", "B3", "C3"};
+static const char *const nazs[NN] = {"A", "A", "B", "B", "C", "C", "A", "B", "C"};
+static uint8_t bind0[AUTH_BIND_BYTES];
+static uint8_t sigbuf[AUTH_SIG_BYTES];
+
+struct mfix {
+  struct cfix c;
+  struct ep *n[NN + 1];          /* the nodes' endpoints (n[NN]: an extra one, B4) */
+  struct ep *w;                  /* the writer's */
+  uint64_t vid, epoch;
+  uint64_t scl[NN + 1];          /* what each node's heartbeat says of its segment */
+  int silent[NN + 1];            /* a node that sends no heartbeat */
+};
+
+static int mnode_reg(struct mfix *x, int i, const char *id, const char *az)
+{
+  char addr[32];
+  snprintf(addr, sizeof addr, "%s:1", id);
+  x->n[i] = ep_new(&x->c.f, addr);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Register reg = AURALOG__REGISTER__INIT;
+  struct auth_signer k;
+  uint8_t seed[32] = {(uint8_t)(30 + i)}, sig[AUTH_SIG_BYTES];
+  auth_signer_seed(&k, seed);
+  auth_id_sign(&k, id, az, addr, sig);
+  reg.id = (char *)id;
+  reg.az = (char *)az;
+  reg.addr = addr;
+  reg.id_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, k.pk};
+  reg.id_sig = (ProtobufCBinaryData){sizeof sig, sig};
+  env.req = 1;
+  env.body_case = REGISTER;
+  env.register_ = &reg;
+  DELIVER(coord_on_msg, x->c.co, x->n[i], &env);
+  return (int)take(&x->c.f, x->n[i], ASSIGN)->assign->n_segments;
+}
+
+static void mfix_setup(struct mfix *x)
+{
+  memset(x, 0, sizeof *x);
+  keys();
+  coord_setup(&x->c, 0);
+  for (int i = 0; i < NN; i++)
+    mnode_reg(x, i, nids[i], nazs[i]);
+  x->w = ep_new(&x->c.f, "w1:1");
+  const Auralog__Volume *v = open_volume(&x->c.f, x->c.co, x->w, 60, 1, 1)->volume;
+  x->vid = v->id;
+  x->epoch = v->epoch;
+  assert_int_equal(v->n_pgs, 1);
+  for (int j = 0; j < NCOPIES; j++) {
+    assert_string_equal(v->pgs[0]->segments[j]->node, nids[j]);
+    assert_int_equal(v->pgs[0]->segments[j]->pos, j);
+  }
+  assert_int_equal(v->mseq, 0);
+  for (int i = 0; i < NN; i++)   /* the new volume's placement, told to every node */
+    while (count(&x->c.f, x->n[i], ASSIGN))
+      take(&x->c.f, x->n[i], ASSIGN);
+}
+
+static void mfix_teardown(struct mfix *x)
+{
+  coord_teardown(&x->c);
+}
+
+static const Auralog__Pg *pg0(struct mfix *x)
+{
+  return x->c.co->vols[0]->pgs[0];
+}
+
+/* Node i's heartbeat: its segment of PG 0 at x->scl[i] (if it hosts one). */
+static void heartbeat(struct mfix *x, int i)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Heartbeat hb = AURALOG__HEARTBEAT__INIT;
+  Auralog__SegStat ss = AURALOG__SEG_STAT__INIT, *ssp = &ss;
+  ss.volume_id = x->vid;
+  ss.pg = 0;
+  ss.scl = x->scl[i];
+  ss.epoch = x->epoch;
+  int hosts = 0;
+  for (size_t s = 0; s < pg0(x)->n_segments; s++)
+    hosts |= strcmp(pg0(x)->segments[s]->node, i == NN ? "B4" : nids[i]) == 0;
+  hb.id = (char *)(i == NN ? "B4" : nids[i]);
+  hb.segs = &ssp;
+  hb.n_segs = (size_t)hosts;
+  env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
+  env.heartbeat = &hb;
+  DELIVER(coord_on_msg, x->c.co, x->n[i], &env);
+}
+
+/* ms of time in HEARTBEAT_MS steps: every node not silent beats, the
+ * coordinator ticks. */
+static void run(struct mfix *x, unsigned ms)
+{
+  for (unsigned t = 0; t < ms; t += HEARTBEAT_MS) {
+    x->c.f.now += HEARTBEAT_MS;
+    for (int i = 0; i <= NN; i++)
+      if (x->n[i] && !x->silent[i])
+        heartbeat(x, i);
+    coord_tick(x->c.co);
+  }
+}
+
+/* The writer's lease probe, reporting that it uses mepoch of PG 0 since
+ * its VCL was at (mepoch 0: no report); signed as the writer (R4) if
+ * signed. The answer. */
+static const Auralog__Volume *probe(struct mfix *x, uint64_t mseq, uint64_t mepoch, uint64_t at,
+                                    int signed_)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Volume v = AURALOG__VOLUME__INIT;
+  Auralog__Pg pg = AURALOG__PG__INIT, *pgp = &pg;
+  v.name = "v";
+  v.page_size = PSIZE;
+  v.epoch = x->epoch;
+  v.mseq = mseq;
+  pg.pg = 0;
+  pg.mepoch = mepoch;
+  pg.adopted_at = at;
+  if (mepoch) {
+    v.pgs = &pgp;
+    v.n_pgs = 1;
+  }
+  env.req = 70;
+  env.body_case = VOLUME;
+  env.volume = &v;
+  if (signed_)
+    role_writer_seal(&env, &writer_key, bind0, x->vid, x->epoch, sigbuf);
+  DELIVER(coord_on_msg, x->c.co, x->w, &env);
+  return take(&x->c.f, x->w, VOLUME)->volume;
+}
+
+/* The newest Assign node i got that the test has not looked at (NULL: none). */
+static const Auralog__Assign *last_assign(struct mfix *x, int i)
+{
+  const Auralog__Assign *a = NULL;
+  while (count(&x->c.f, x->n[i], ASSIGN))
+    a = take(&x->c.f, x->n[i], ASSIGN)->assign;
+  return a;
+}
+
+static const Auralog__Segment *assigned(const Auralog__Assign *a, const char *node)
+{
+  for (size_t s = 0; a && s < a->n_segments; s++)
+    if (strcmp(a->segments[s]->node, node) == 0)
+      return a->segments[s];
+  return NULL;
+}
+
+/* B1 (node 2, position 2) silent past the repair bound: its segment is
+ * begun on B3 (node 7). */
+static void lose_b1(struct mfix *x)
+{
+  x->silent[2] = 1;
+  run(x, REPAIR_AFTER_MS - HEARTBEAT_MS);
+  assert_int_equal(pg0(x)->n_segments, NCOPIES);   /* not before the bound */
+  run(x, 2 * MOVE_RETRY_MS);
+  assert_int_equal(pg0(x)->n_segments, NCOPIES + 1);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void a_lost_node_is_repaired_on_the_spare_of_its_az(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  lose_b1(&x);
+  const Auralog__Pg *pg = pg0(&x);
+  const Auralog__Segment *g = pg->segments[NCOPIES];
+  assert_string_equal(g->node, "B3");
+  assert_string_equal(g->az, "B");
+  assert_true(g->next);
+  assert_int_equal(g->pos, 2);
+  assert_int_equal(g->since, 1);
+  assert_string_equal(pg->segments[2]->node, "B1");   /* still current until the finish */
+  assert_int_equal(pg->mepoch, 1);
+  assert_int_equal(pg->mepoch_min, 0);
+  assert_int_equal(x.c.co->vols[0]->mseq, 1);
+  /* B3 was told, with the PG's mepoch; so were the PG's other nodes. */
+  const Auralog__Segment *a = assigned(last_assign(&x, 7), "B3");
+  assert_non_null(a);
+  assert_true(a->next);
+  assert_int_equal(a->pos, 2);
+  assert_int_equal(a->mepoch, 1);
+  assert_int_equal(a->since, 1);
+  const Auralog__Assign *a0 = last_assign(&x, 0);
+  assert_non_null(a0);
+  assert_int_equal(a0->n_volumes, 1);
+  assert_int_equal(a0->volumes[0], x.vid);
+  assert_int_equal(a0->n_peers, NCOPIES + 1);
+  /* A node outside the PG heard nothing. */
+  assert_null(last_assign(&x, 6));
+  /* Status lists the move. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__StatusReq sr = AURALOG__STATUS_REQ__INIT;
+  sr.volume = "v";
+  env.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
+  env.status_req = &sr;
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  const Auralog__Status *st = take(&x.c.f, x.w, STATUS)->status;
+  assert_int_equal(st->n_moves, 1);
+  assert_string_equal(st->moves[0]->from, "B1");
+  assert_string_equal(st->moves[0]->to, "B3");
+  assert_string_equal(st->moves[0]->kind, "repair");
+  mfix_teardown(&x);
+}
+
+/* ---- stored before told ---------------------------------------------------- */
+
+static struct mfix *hooked;
+static uint64_t stored_mseq;
+static int assigns_checked;
+
+static void keep_node(void *arg, Auralog__NodeInfo *n)
+{
+  (void)arg;
+  auralog__node_info__free_unpacked(n, NULL);
+}
+
+static void keep_vol(void *arg, Auralog__Volume *v)
+{
+  (void)arg;
+  stored_mseq = v->mseq;
+  auralog__volume__free_unpacked(v, NULL);
+}
+
+/* The fake's send, looking first at what the metadata holds: every
+ * mepoch an Assign names must be stored already. */
+static int send_checking_meta(void *ctx, struct ep *to, const Env *env)
+{
+  char why[256];
+  if (env->body_case == ASSIGN) {
+    assert_int_equal(meta_load(&hooked->c.co->meta, keep_node, keep_vol, NULL, why, sizeof why),
+                     0);
+    for (size_t s = 0; s < env->assign->n_segments; s++)
+      assert_true(env->assign->segments[s]->mepoch <= stored_mseq);
+    assigns_checked++;
+  }
+  return f_send(ctx, to, env);
+}
+
+static void each_mepoch_is_stored_before_an_assign_names_it(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  hooked = &x;
+  assigns_checked = 0;
+  x.c.f.io.send = send_checking_meta;
+  lose_b1(&x);
+  assert_true(assigns_checked >= NCOPIES);
+  assert_int_equal(stored_mseq, 1);
+  mfix_teardown(&x);
+}
+
+/* ---- the finish rule (M4) -------------------------------------------------- */
+
+static void no_finish_before_the_writer_adopted_and_the_next_caught_up(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  for (int i = 0; i < NN; i++)
+    x.scl[i] = 100;
+  lose_b1(&x);
+  x.scl[7] = 100;                 /* B3 holds as much as anyone */
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES + 1);   /* (a): no adoption yet */
+  /* A probe without the writer's signature reports nothing. */
+  probe(&x, 1, 1, 50, 0);
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES + 1);
+  /* The writer's report: mepoch 1 since VCL 150. B3 is at 100. */
+  probe(&x, 1, 1, 150, 1);
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES + 1);   /* (b): 100 < 150 */
+  last_assign(&x, 2);
+  x.scl[7] = 150;
+  run(&x, HEARTBEAT_MS * 2);
+  const Auralog__Pg *pg = pg0(&x);
+  assert_int_equal(pg->n_segments, NCOPIES);
+  assert_string_equal(pg->segments[2]->node, "B3");
+  assert_false(pg->segments[2]->next);
+  assert_int_equal(pg->segments[2]->since, 1);
+  assert_int_equal(pg->mepoch, 2);
+  assert_int_equal(pg->mepoch_min, 1);     /* M5: a writer on mepoch 0 counts B1 alone */
+  /* The node that left is told (its Assign omits the segment: M6). */
+  const Auralog__Assign *ab = last_assign(&x, 2);
+  assert_non_null(ab);
+  assert_null(assigned(ab, "B1"));
+  assert_int_equal(ab->n_volumes, 1);
+  /* B3's Assign: current now, the new mepoch and mepoch_min. */
+  const Auralog__Segment *g = assigned(last_assign(&x, 7), "B3");
+  assert_non_null(g);
+  assert_false(g->next);
+  assert_int_equal(g->mepoch, 2);
+  assert_int_equal(g->mepoch_min, 1);
+  /* B1 comes back: its whole Assign holds nothing of the PG. */
+  x.silent[2] = 0;
+  assert_int_equal(mnode_reg(&x, 2, "B1", "B"), 0);
+  mfix_teardown(&x);
+}
+
+static void a_report_of_an_older_mepoch_does_not_finish(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  lose_b1(&x);
+  /* C1 is lost too: a second change grows the transition (mepoch 2). */
+  x.silent[4] = 1;
+  run(&x, REPAIR_AFTER_MS + 2 * MOVE_RETRY_MS);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES + 2);
+  assert_int_equal(pg0(&x)->mepoch, 2);
+  /* The writer reports mepoch 1 (B3 in, C3 not yet): only B3 may finish. */
+  probe(&x, 2, 1, 0, 1);
+  run(&x, 1000);
+  const Auralog__Pg *pg = pg0(&x);
+  assert_int_equal(pg->n_segments, NCOPIES + 1);
+  assert_string_equal(pg->segments[2]->node, "B3");
+  assert_string_equal(pg->segments[NCOPIES]->node, "C3");
+  assert_int_equal(pg->mepoch, 3);
+  assert_int_equal(pg->mepoch_min, 1);
+  probe(&x, 3, 3, 0, 1);
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  assert_int_equal(pg0(&x)->mepoch_min, 2);
+  /* Both lost nodes host nothing now: two times to repair. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__StatusReq sr = AURALOG__STATUS_REQ__INIT;
+  sr.volume = "v";
+  env.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
+  env.status_req = &sr;
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  const Auralog__Status *st = take(&x.c.f, x.w, STATUS)->status;
+  assert_int_equal(st->n_moves, 0);
+  assert_int_equal(st->n_mttr_ms, 2);
+  assert_true(st->mttr_ms[0] >= REPAIR_AFTER_MS);
+  mfix_teardown(&x);
+}
+
+static void a_restart_keeps_the_transition_and_waits_for_a_new_report(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  lose_b1(&x);
+  probe(&x, 1, 1, 0, 1);         /* adopted: it would finish at B3's next heartbeat */
+  x.silent[7] = 1;               /* ... which does not come before the crash */
+  /* The coordinator crashes and starts again on its metadata. */
+  char why[256];
+  coord_free(x.c.co);
+  struct meta keep = x.c.co->meta;
+  memset(x.c.co, 0, sizeof *x.c.co);
+  x.c.co->meta = keep;
+  x.c.co->signer = coord_key;
+  memcpy(x.c.co->op_pk, op_key.pk, AUTH_PK_BYTES);
+  x.c.co->have_op_pk = 1;
+  assert_int_equal(coord_init(x.c.co, &x.c.f.io, why, sizeof why), 0);
+  const Auralog__Pg *pg = pg0(&x);
+  assert_int_equal(pg->n_segments, NCOPIES + 1);
+  assert_string_equal(pg->segments[NCOPIES]->node, "B3");
+  assert_int_equal(pg->mepoch, 1);
+  assert_int_equal(x.c.co->vols[0]->mseq, 1);
+  for (int i = 0; i < NN; i++)
+    if (i != 2)
+      mnode_reg(&x, i, nids[i], nazs[i]);
+  x.silent[7] = 0;
+  run(&x, 2000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES + 1);   /* the old report is gone */
+  probe(&x, 1, 1, 0, 1);
+  run(&x, HEARTBEAT_MS * 2);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  assert_string_equal(pg0(&x)->segments[2]->node, "B3");
+  mfix_teardown(&x);
+}
+
+/* ---- drains and regrowth ---------------------------------------------------- */
+
+static const Env *node_cmd(struct mfix *x, const char *action, const char *node, const char *to,
+                           int op)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__NodeCmd nc = AURALOG__NODE_CMD__INIT;
+  nc.action = (char *)action;
+  nc.node = (char *)node;
+  nc.to = (char *)to;
+  env.req = 80;
+  env.body_case = AURALOG__ENVELOPE__BODY_NODE_CMD;
+  env.node_cmd = &nc;
+  if (op)
+    role_op_seal(&env, &op_key, bind0, sigbuf);
+  DELIVER(coord_on_msg, x->c.co, x->w, &env);
+  return count(&x->c.f, x->w, ERROR) ? take(&x->c.f, x->w, ERROR)
+                                      : take(&x->c.f, x->w, AURALOG__ENVELOPE__BODY_NODE_CMD);
+}
+
+static void the_operator_drains_an_up_node(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  /* Only the operator. */
+  const Env *r = node_cmd(&x, "drain", "A1", "", 0);
+  assert_int_equal(r->body_case, ERROR);
+  assert_int_equal(r->error->code, ERR_AUTH);
+  assert_int_equal(node_cmd(&x, "drain", "Z9", "", 1)->error->code, ERR_NOT_FOUND);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  r = node_cmd(&x, "drain", "A1", "", 1);
+  assert_int_equal(r->body_case, AURALOG__ENVELOPE__BODY_NODE_CMD);
+  assert_int_equal(r->node_cmd->total, 1);
+  assert_int_equal(r->node_cmd->left, 1);
+  assert_int_equal(r->node_cmd->moving, 1);
+  assert_string_equal(r->node_cmd->state, "draining");
+  const Auralog__Pg *pg = pg0(&x);
+  assert_int_equal(pg->n_segments, NCOPIES + 1);
+  assert_string_equal(pg->segments[0]->node, "A1");    /* no stall: A1 serves on */
+  assert_string_equal(pg->segments[NCOPIES]->node, "A3");
+  /* A second drain in the same AZ finds no spare: refused, nothing changed. */
+  r = node_cmd(&x, "drain", "A2", "", 1);
+  assert_int_equal(r->body_case, ERROR);
+  assert_non_null(strstr(r->error->msg, "no spare in AZ A"));
+  assert_int_equal(pg0(&x)->mepoch, 1);
+  /* The writer adopts it: A3 finishes, A1 hosts nothing and retires. */
+  probe(&x, 1, 1, 0, 1);
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  assert_string_equal(pg0(&x)->segments[0]->node, "A3");
+  r = node_cmd(&x, "show", "A1", "", 1);
+  assert_int_equal(r->node_cmd->left, 0);
+  assert_int_equal(r->node_cmd->total, 1);
+  assert_string_equal(r->node_cmd->state, "retired");
+  assert_string_equal(coord_node_find(x.c.co, "A1")->info->state, "retired");
+  mfix_teardown(&x);
+}
+
+static void a_next_node_dying_mid_hydration_is_regrown(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  mnode_reg(&x, NN, "B4", "B");
+  x.c.co->repair_after_ms = 2000;
+  x.silent[2] = 1;
+  run(&x, 2000 + 2 * MOVE_RETRY_MS);
+  assert_string_equal(pg0(&x)->segments[NCOPIES]->node, "B3");   /* fewest segments, then id */
+  uint64_t m = pg0(&x)->mepoch;
+  /* B3 dies before it caught up: its next segment goes to B4. */
+  x.silent[7] = 1;
+  run(&x, 2000 + 2 * MOVE_RETRY_MS);
+  const Auralog__Pg *pg = pg0(&x);
+  assert_int_equal(pg->n_segments, NCOPIES + 1);
+  assert_string_equal(pg->segments[NCOPIES]->node, "B4");
+  assert_int_equal(pg->segments[NCOPIES]->pos, 2);
+  assert_int_equal(pg->segments[NCOPIES]->since, m + 1);
+  assert_int_equal(pg->mepoch_min, 0);
+  /* An adoption of the mepoch B3 came in with does not count B4. */
+  probe(&x, m + 1, m, 0, 1);
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES + 1);
+  probe(&x, m + 1, m + 1, 0, 1);
+  run(&x, 1000);
+  assert_string_equal(pg0(&x)->segments[2]->node, "B4");
+  mfix_teardown(&x);
+}
+
+static void repair_off_moves_nothing(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  x.c.co->repair_off = 1;
+  x.silent[2] = 1;
+  run(&x, 3 * REPAIR_AFTER_MS);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  mfix_teardown(&x);
+}
+
+/* ---- the probe's answer ----------------------------------------------------- */
+
+static void the_probe_answer_lists_what_changed_since(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  const Auralog__Volume *a = probe(&x, 0, 0, 0, 1);
+  assert_int_equal(a->mseq, 0);
+  assert_int_equal(a->n_pgs, 0);
+  lose_b1(&x);
+  a = probe(&x, 0, 0, 0, 1);
+  assert_int_equal(a->mseq, 1);
+  assert_int_equal(a->n_pgs, 1);
+  assert_int_equal(a->pgs[0]->mepoch, 1);
+  assert_int_equal(a->pgs[0]->n_segments, NCOPIES + 1);
+  assert_true(a->pgs[0]->segments[NCOPIES]->next);
+  a = probe(&x, 1, 0, 0, 1);
+  assert_int_equal(a->mseq, 1);
+  assert_int_equal(a->n_pgs, 0);
+  mfix_teardown(&x);
+}
+
+static void a_spare_is_the_least_loaded_node_of_the_az(void **state)
+{
+  (void)state;
+  struct pnode n[] = {
+    {"A1", 'A', 1, 3, 0}, {"A2", 'A', 1, 1, 0}, {"A3", 'A', 1, 1, 0}, {"A4", 'A', 0, 0, 0},
+    {"A5", 'A', 1, 0, 1}, {"B1", 'B', 1, 0, 0},
+  };
+  const char *taken[] = {"A1", "B9"};
+  assert_int_equal(place_spare(n, 6, 'A', taken, 2), 1);     /* A2: fewest, then smallest id */
+  const char *taken2[] = {"A2", "A3"};
+  assert_int_equal(place_spare(n, 6, 'A', taken2, 2), 0);    /* A4 is down, A5 draining */
+  const char *taken3[] = {"A1", "A2", "A3"};
+  assert_int_equal(place_spare(n, 6, 'A', taken3, 3), 6);    /* none */
+  assert_int_equal(place_spare(n, 6, 'C', taken, 0), 6);
+}
+
+int main(void)
+{
+  log_quiet(1);
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(a_lost_node_is_repaired_on_the_spare_of_its_az),
+    cmocka_unit_test(each_mepoch_is_stored_before_an_assign_names_it),
+    cmocka_unit_test(no_finish_before_the_writer_adopted_and_the_next_caught_up),
+    cmocka_unit_test(a_report_of_an_older_mepoch_does_not_finish),
+    cmocka_unit_test(a_restart_keeps_the_transition_and_waits_for_a_new_report),
+    cmocka_unit_test(the_operator_drains_an_up_node),
+    cmocka_unit_test(a_next_node_dying_mid_hydration_is_regrown),
+    cmocka_unit_test(repair_off_moves_nothing),
+    cmocka_unit_test(the_probe_answer_lists_what_changed_since),
+    cmocka_unit_test(a_spare_is_the_least_loaded_node_of_the_az),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
