@@ -327,6 +327,7 @@ void coord_restart(struct world *w)
   memcpy(w->co->op_pk, w->op.pk, AUTH_PK_BYTES);
   w->co->have_op_pk = 1;
   w->co->failover = sfo_on(w);   /* failover.c */
+  w->co->repair_after_ms = SIM_REPAIR_AFTER_MS;   /* member.c */
   if (meta_open_kv(&w->co->meta, disk_kv(w->coord_disk), why, sizeof why) != 0 ||
       coord_init(w->co, simhost_io(w->coord_h), why, sizeof why) != 0)
     violation(w, "the coordinator cannot restart: %s", why);
@@ -400,6 +401,7 @@ struct world *world_new(const struct sim_opts *o)
   }
   replica_new(w);
   w->co->failover = sfo_on(w);   /* with a replica, failover (failover.c) */
+  w->co->repair_after_ms = SIM_REPAIR_AFTER_MS;   /* member.c: repairs within a run */
   return w;
 }
 
