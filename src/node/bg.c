@@ -35,6 +35,13 @@
  * below a VDL differs between segments) and the peer can build it. The
  * answer is stored as the page's version and its floor becomes N (reads
  * at or above N are answered again; GC clears the floor once it passes).
+ *
+ * Catch-up. A segment whose peers freed the records it lacks (one back
+ * from a long absence, or a new one being hydrated: member.h M2) fetches
+ * every page as of a peer's GC point the same way, then moves its chain's
+ * start there (finish_catch_up); gossip brings the log above it. Those
+ * fetches come out of the node's hydration budget (member.c), as gossip's
+ * pulls do: a catch-up never starves foreground commits.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -392,12 +392,17 @@ static int idle_due(struct node *n, struct gossip *g, const struct segment *s, u
 static int ask(struct node *n, struct gossip *g, struct segment *s, int hurry)
 {
   uint64_t best = 0;
-  for (int k = 0; k < g->npeers; k++)
+  int heard = 0;
+  for (int k = 0; k < g->npeers; k++) {
     if (g->peer_scl[k] > best)
       best = g->peer_scl[k];
+    heard |= g->peer_at[k] != 0;
+  }
   /* During a catch-up by page versions (bg.c) the SCL moves only when it
-   * ends: pulls meanwhile keep the peers' state fresh at the idle pace. */
-  int behind = !s->catchup && (s->npend > 0 || best > s->scl);
+   * ends: pulls meanwhile keep the peers' state fresh at the idle pace.
+   * An incoming segment that has heard no peer yet is behind: it holds
+   * nothing of the PG's past (member.h M2). */
+  int behind = !s->catchup && (s->npend > 0 || best > s->scl || (s->next && !heard));
   if (hurry && !behind)
     return 0;
   if (!behind && !idle_due(n, g, s, best))
