@@ -139,9 +139,10 @@ static int gossip_set_peers(struct node *n, struct gossip *g, const int *want, i
   g->npeers = k;
   if (kept == old.npeers && k == old.npeers)
     return 0;
-  loginfo("gossip: volume %llu pg %u on %s: %d peer%s (%d left, %d joined)",
-          (unsigned long long)g->volume_id, g->pg, n->id, k, k == 1 ? "" : "s",
-          old.npeers - kept, k - kept);
+  if (old.npeers > 0)       /* a membership change, not the first Assign */
+    loginfo("gossip: volume %llu pg %u on %s: %d peer%s (%d left, %d joined)",
+            (unsigned long long)g->volume_id, g->pg, n->id, k, k == 1 ? "" : "s",
+            old.npeers - kept, k - kept);
   /* A repair in flight names its peer by place in the old list. */
   for (int j = 0; j < REPAIR_INFLIGHT; j++)
     if (n->rep[j].vol == g->volume_id && n->rep[j].pg == g->pg)

@@ -322,7 +322,22 @@ static void an_assign_that_omits_a_segment_drops_it_for_good(void **state)
   /* The records are in hot-log frames only (no checkpoint yet): a replay
    * would bring the segment back, were it not checkpointed first. */
   uint64_t vols[] = {VOL};
+  FILE *log = tmpfile();
+  log_quiet(0);
+  log_output(log);
   massign(&x, 6, 6, 0, 1, vols, 1);
+  log_output(stderr);
+  log_quiet(2);
+  /* One line says why. */
+  char line[1024], said[1024] = "";
+  rewind(log);
+  while (fgets(line, sizeof line, log))
+    if (strstr(line, "no longer a member"))
+      snprintf(said, sizeof said, "%s", line);
+  fclose(log);
+  assert_non_null(strstr(said, "volume 7 pg 0"));
+  assert_non_null(strstr(said, "M6"));
+  assert_non_null(strstr(said, "40 records"));
   assert_null(node_find_seg(x.n, VOL, 0));
   assert_int_equal(x.n->nsegs, 0);
   assert_int_equal(x.n->ngs, 0);               /* no gossip for it */
