@@ -38,8 +38,9 @@
  * only out of the node's hydration budget (member.c: HYDRATE_BYTES_PER_S,
  * saving up at most a tick's worth), so that filling segments never
  * starves the foreground commits. Peers that freed what it lacks make it
- * catch up by page versions first (bg.c); meanwhile it pulls at the idle
- * pace, from the catch-up point up (its SCL moves only when that ends).
+ * catch up by page versions first (bg.c); meanwhile its pulls ask for one
+ * record above the catch-up point (its SCL moves only when that ends): the
+ * log above comes after.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,18 +401,21 @@ static int ask(struct node *n, struct gossip *g, struct segment *s, int hurry)
     heard |= g->peer_at[k] != 0;
   }
   /* During a catch-up by page versions (bg.c) the SCL moves only when it
-   * ends: pulls meanwhile keep the peers' state fresh at the idle pace.
+   * ends, and the records above the catch-up point are pulled after: a
+   * pull each tick meanwhile asks for one record only, to keep the peers'
+   * state fresh (bg.c maybe_catch_up) and their GC held at the point.
    * An incoming segment that has heard no peer yet is behind: it holds
    * nothing of the PG's past (member.h M2). */
-  int behind = !s->catchup && (s->npend > 0 || best > s->scl || (s->next && !heard));
+  int catching = s->catchup != 0;
+  int behind = !catching && (s->npend > 0 || best > s->scl || (s->next && !heard));
   if (hurry && !behind)
     return 0;
-  if (!behind && !idle_due(n, g, s, best))
+  if (!behind && !catching && !idle_due(n, g, s, best))
     return 0;
   /* Behind: a pull reserves what it asks for out of the hydration budget
    * (member.h M2); too little left: the next tick (or a later push). An
    * idle pull pays after, for what it brought. */
-  uint32_t max = HYDRATE_PULL_BYTES;
+  uint32_t max = catching ? 1 : HYDRATE_PULL_BYTES;
   if (behind) {
     int64_t b = hydrate_budget(n);
     if (b < HYDRATE_PULL_BYTES / 4)
