@@ -155,6 +155,13 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define GOSSIP_IDLE_MAX 64      /* ... twice as long after each pull that found nothing moved,
                                  * up to this many periods (12.8 s): idle segments stay quiet */
 #define GOSSIP_MAX      2000    /* records in one GossipPush */
+/* Hydration (member.h M2; node/gossip.c, node/bg.c): a segment behind its
+ * PG peers (a new one being filled, one back from a failure) pulls back to
+ * back, not once per GOSSIP_MS, but within one node-wide byte budget, so
+ * that it never starves the foreground commits beside it. */
+#define HYDRATE_BYTES_PER_S (16u << 20) /* most bytes a node pulls from PG peers per second while behind (records and page versions) */
+#define HYDRATE_PULL_BYTES  (512u << 10) /* most bytes one pull asks a peer for (GossipPull.max_bytes) */
+#define HYDRATE_BURST   ((long long)HYDRATE_BYTES_PER_S * GOSSIP_MS / 1000) /* the budget saves up at most a gossip tick's worth */
 
 /* Recovery (src/vfs/open.c): records a segment returns per scan answer. */
 #define RECOVERY_PAGE   20000

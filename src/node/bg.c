@@ -35,6 +35,13 @@
  * below a VDL differs between segments) and the peer can build it. The
  * answer is stored as the page's version and its floor becomes N (reads
  * at or above N are answered again; GC clears the floor once it passes).
+ *
+ * Catch-up. A segment whose peers freed the records it lacks (one back
+ * from a long absence, or a new one being hydrated: member.h M2) fetches
+ * every page as of a peer's GC point the same way, then moves its chain's
+ * start there (finish_catch_up); gossip brings the log above it. Those
+ * fetches come out of the node's hydration budget (member.c), as gossip's
+ * pulls do: a catch-up never starves foreground commits.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +358,13 @@ static void repair_some(struct node *n, unsigned long long now)
       pending = 1;
       if (free_slot == 0 || asked(n, s, i))
         continue;
+      /* A catch-up fetches out of the hydration budget (member.h M2): it
+       * never starves foreground commits; what is left waits a BG_MS. */
+      if (s->catchup && hydrate_budget(n) < (int64_t)s->page_size) {
+        if (n->repair_at > now + BG_MS)
+          n->repair_at = now + BG_MS;
+        continue;
+      }
       for (int t = 0; t < g->npeers; t++) {
         int k = (n->rep_peer + t) % g->npeers;
         struct peer *p = &n->peers[g->peer[k]];
@@ -394,6 +408,8 @@ static void repair_some(struct node *n, unsigned long long now)
             n->rep[x] = (struct repreq){env.req, s->volume_id, need, s->pg, rp.page_no, now, k};
             break;
           }
+        if (s->catchup)
+          hydrate_take(n, s->page_size);
         free_slot--;
         n->rep_peer = k + 1;
         break;
@@ -437,6 +453,8 @@ void bg_on_answer(struct node *n, const Env *env)
   uint32_t i = pg->page_no - s->first_page;
   if (seg_floor(s, i) != UINT64_MAX)
     return;                 /* repaired meanwhile */
+  if (s->catchup)
+    s->pulled += pg->data.len;   /* hydration's progress (SegStat.pulled) */
   char why[256];
   size_t dropped = 0;
   int rc = store_begin(&n->st, why, sizeof why);

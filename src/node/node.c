@@ -229,6 +229,10 @@ void node_end_turn(struct node *n)
   if (n->st.nunidx >= n->idx_at)
     index_some(n);
   bg_work(n);
+  /* Segments a push moved and that are still behind pull again now, not
+   * a GOSSIP_MS later (within the hydration budget, gossip.c). */
+  if (n->gossip_again)
+    gossip_hurry(n);
 }
 
 static void on_append(struct node *n, struct ep *c, uint64_t req,
@@ -241,6 +245,12 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
   if (a->epoch < s->epoch && !PLANTED(BUG_NO_FENCE)) {
     seg_epoch(s, a->epoch, why, sizeof why);   /* only words the refusal */
     io_error(n->io, c, req, ERR_STALE_EPOCH, why);
+    return;
+  }
+  /* M5 (member.h): a writer on a membership epoch below mepoch_min counts
+   * a member the coordinator took out: refused before anything is stored. */
+  if (node_mepoch_ok(n, s, a->mepoch, "writer", why, sizeof why) != ERR_NONE) {
+    io_error(n->io, c, req, ERR_STALE_MEMBERSHIP, why);
     return;
   }
   /* The writer's own truncation first: records it wrote may only chain
@@ -466,10 +476,13 @@ static void on_assign(struct node *n, const Auralog__Assign *as)
       continue;
     }
     node_mark_dirty(n, n->segs[n->nsegs - 1]);
-    loginfo("now hosting volume %llu pg %u (pages %u..%u)",
+    loginfo("now hosting volume %llu pg %u (pages %u..%u)%s",
             (unsigned long long)d->volume_id, d->pg, d->first_page,
-            d->first_page + d->npages - 1);
+            d->first_page + d->npages - 1, d->next ? " as an incoming segment: it takes "
+            "new writes and fills from its peers (member.h M2)" : "");
   }
+  /* Membership epochs, and M6: what the Assign no longer lists goes. */
+  node_member_assign(n, as);
   gossip_learn(n, as);
 }
 
@@ -564,7 +577,7 @@ void node_on_msg(struct node *n, struct ep *c, const Env *env)
 
 /* The stats a heartbeat carries of s that cost O(1) to read (bg_stat's
  * unmaterialized and damaged counts cost O(pages)). */
-static void stat_cheap(const struct segment *s, Auralog__SegStat *st)
+static void stat_cheap(struct node *n, const struct segment *s, Auralog__SegStat *st)
 {
   auralog__seg_stat__init(st);
   st->volume_id = s->volume_id;
@@ -578,6 +591,9 @@ static void stat_cheap(const struct segment *s, Auralog__SegStat *st)
   st->gc_lsn = s->gc_lsn;
   st->images = s->nimgs;
   st->oldest_image = s->oldest_img;
+  st->hydrating = node_hydrating(n, s);
+  st->pulled = s->pulled;
+  st->mepoch = s->mepoch;
 }
 
 static int stat_eq(const Auralog__SegStat *a, const Auralog__SegStat *b, int cheap)
@@ -586,6 +602,7 @@ static int stat_eq(const Auralog__SegStat *a, const Auralog__SegStat *b, int che
          a->max_lsn == b->max_lsn && a->epoch == b->epoch && a->records == b->records &&
          a->bytes == b->bytes && a->pgmrpl == b->pgmrpl && a->gc_lsn == b->gc_lsn &&
          a->images == b->images && a->oldest_image == b->oldest_image &&
+         a->hydrating == b->hydrating && a->pulled == b->pulled && a->mepoch == b->mepoch &&
          (cheap || (a->unmaterialized == b->unmaterialized && a->damaged == b->damaged));
 }
 
@@ -614,7 +631,7 @@ static void send_heartbeat(struct node *n)
   for (size_t i = 0; i < n->nsegs; i++) {
     struct segx *x = &n->sx[i];
     Auralog__SegStat *st = &stats[k];
-    stat_cheap(n->segs[i], st);
+    stat_cheap(n, n->segs[i], st);
     if (!recount && x->hb_sent && stat_eq(st, &x->hb, 1))
       continue;               /* nothing that bg_stat counts moved either */
     bg_stat(n, n->segs[i], st);

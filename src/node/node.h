@@ -51,19 +51,23 @@ struct peer {
   unsigned long long retry_at;
 };
 
-/* Gossip state of one hosted segment: its PG's other segments. */
+/* Gossip state of one hosted segment: its PG's other segments, current
+ * and next (member.h: up to NSLOTS in all), as the last Assign lists them. */
 struct gossip {
   uint64_t volume_id;
   uint32_t pg;
-  int peer[NCOPIES];         /* index in node.peers */
-  uint64_t peer_scl[NCOPIES];/* SCL each peer last told us */
-  uint64_t peer_gc[NCOPIES]; /* ... and its GC point */
-  unsigned long long peer_at[NCOPIES]; /* when (0: never): holds our GC (bg.c) */
-  uint64_t peer_refused[NCOPIES]; /* the catch-up point it refused a page at (bg.c) */
+  int peer[NSLOTS];          /* index in node.peers */
+  uint64_t peer_scl[NSLOTS]; /* SCL each peer last told us */
+  uint64_t peer_gc[NSLOTS];  /* ... and its GC point */
+  unsigned long long peer_at[NSLOTS]; /* when (0: never): holds our GC (bg.c) */
+  uint64_t peer_refused[NSLOTS]; /* the catch-up point it refused a page at (bg.c) */
   int npeers;
   unsigned turn;             /* whom to ask next */
   uint64_t req;              /* our pull in flight (0: none) */
   unsigned long long sent_at;
+  uint32_t asked;            /* bytes of the hydration budget that pull reserved */
+  uint64_t pull_scl;         /* our SCL when it was sent: did the push move it? */
+  uint8_t again;             /* a push came this turn: pull again at its end if behind */
   /* Pulls of a segment with nothing missing (gossip.c ask): every `idle`
    * ticks, doubled (up to GOSSIP_IDLE_MAX) after a pull that found the
    * segment and its peers where the one before did (seen_*). */
@@ -118,6 +122,14 @@ struct node {
   size_t ngs;
   uint64_t next_req;
   unsigned ticks;
+  size_t gs_first;           /* where gossip_tick starts: each takes its turn at the budget */
+  /* Hydration (gossip.c, bg.c; member.h M2): what a segment behind its
+   * peers pulls (records by gossip, page versions by catch-up) shares
+   * one budget, refilled at HYDRATE_BYTES_PER_S up to a tick's worth, so
+   * that filling a new segment never starves foreground commits. */
+  int64_t hy_budget;         /* bytes that may be pulled now (below 0: owed) */
+  unsigned long long hy_at;  /* when it was last refilled */
+  int gossip_again;          /* some gossip[].again is set */
   /* Counters for `auralog bench` (heartbeated), since the node started;
    * st.commits and st.fsyncs are the store's. */
   struct net_count *net;     /* frames with the engine, peers and tools */
@@ -261,10 +273,31 @@ void bg_stat(const struct node *n, const struct segment *s, Auralog__SegStat *st
 void scrub_step(struct node *n);
 void scrub_soon(struct node *n, const struct segment *s);
 
+/* member.c (member.h M5, M6): membership on the node. */
+/* The Assign's membership epochs for the segments it lists; drop every
+ * hosted segment of a volume it names that it does not list. */
+void node_member_assign(struct node *n, const Auralog__Assign *as);
+/* M5: may a writer or peer at membership epoch mepoch use s? ERR_NONE,
+ * or ERR_STALE_MEMBERSHIP with a one-line reason (who: "writer", "peer"). */
+int node_mepoch_ok(const struct node *n, const struct segment *s, uint64_t mepoch,
+                   const char *who, char *why, size_t whylen);
+/* The hydration budget, refilled to now; take: use `bytes` of it. */
+int64_t hydrate_budget(struct node *n);
+void hydrate_take(struct node *n, int64_t bytes);
+
 /* gossip.c (paper §3.3 step 4) */
 int gossip_send(struct node *n, struct ep *c, const Env *env);
 struct ep *gossip_peer_conn(struct node *n, int i);
 void gossip_learn(struct node *n, const Auralog__Assign *as);
+/* s is dropped (member.h M6): forget its gossip state. */
+void gossip_forget(struct node *n, uint64_t vol, uint32_t pg);
+/* Is s an incoming (next) segment still filling from its peers: a hole, a
+ * catch-up under way, a peer known further on, or none heard yet
+ * (SegStat.hydrating)? */
+int node_hydrating(struct node *n, const struct segment *s);
+/* After a turn's commit: pull again for each segment a push moved that is
+ * still behind, within the hydration budget (node_end_turn). */
+void gossip_hurry(struct node *n);
 /* Is c a peer's endpoint? Then its message or its closing is gossip's. */
 int gossip_on_msg(struct node *n, struct ep *c, const Env *env);
 int gossip_on_up(struct node *n, struct ep *c);

@@ -88,6 +88,17 @@ struct segment {
   unsigned long long catchup_at;  /* ... since then */
   uint64_t nrecs, nimgs, bytes;  /* held, as counted since load (status) */
   uint64_t oldest_img;   /* LSN of the oldest page version held (0: none) */
+  /* Membership (member.h), as the coordinator's Assigns say (node/member.c):
+   * durable in SegMeta.seg (a store written before them loads 0s), and
+   * mepoch and mepoch_min only ever rise. */
+  uint64_t mepoch;       /* the PG's membership epoch */
+  uint64_t mepoch_min;   /* M5: an Append or gossip below it is refused */
+  uint64_t since;        /* the PG's mepoch when this segment came in */
+  uint32_t pos;          /* its position in the PG, 0..NCOPIES-1 */
+  uint8_t next;          /* an incoming segment, being hydrated (M2) */
+  /* Hydration (node/gossip.c, node/bg.c; memory only, for status): bytes
+   * of records and page versions taken from PG peers since load. */
+  uint64_t pulled;
 };
 
 /* Is a page (an index from first_page) imaged / its floor (0: none)? */

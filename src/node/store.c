@@ -255,6 +255,11 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
   seg.first_page = s->first_page;
   seg.npages = s->npages;
   seg.page_size = s->page_size;
+  seg.mepoch = s->mepoch;
+  seg.mepoch_min = s->mepoch_min;
+  seg.since = s->since;
+  seg.pos = s->pos;
+  seg.next = s->next;
   m.seg = &seg;
   m.scl = s->scl;
   m.epoch = s->epoch;
@@ -531,6 +536,12 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
                  size_t max, int *more)
 {
+  return store_above_max(st, s, lsn, out, max, FRAME_MAX / 2, more);
+}
+
+long store_above_max(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
+                     size_t max, size_t max_bytes, int *more)
+{
   struct kv_txn *txn;
   struct kv_cursor *cur;
   *out = NULL;
@@ -553,7 +564,9 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
       break;
     /* At most max records, and at most half a frame of them: an answer
      * must always fit in one frame (FRAME_MAX), whatever the page size. */
-    if (n == max || (n > 0 && bytes + val.len > FRAME_MAX / 2)) {
+    if (max_bytes > FRAME_MAX / 2)
+      max_bytes = FRAME_MAX / 2;
+    if (n == max || (n > 0 && bytes + val.len > max_bytes)) {
       if (more)
         *more = 1;
       break;
@@ -578,3 +591,51 @@ long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec **
   return (long)n;
 }
 
+
+/* Delete every key of db that starts with the 12-byte segment key k
+ * (*n: how many). */
+static int del_prefix(struct store *st, unsigned db, const uint8_t k[12], uint64_t *n)
+{
+  struct kv_cursor *cur;
+  int rc = kv_cursor(st->kv, st->txn, db, &cur);
+  if (rc != 0)
+    return rc;
+  uint8_t seek[12];
+  memcpy(seek, k, sizeof seek);
+  struct kv_val key = {sizeof seek, seek}, val;
+  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;) {
+    if (key.len < 12 || memcmp(key.data, k, 12) != 0)
+      break;
+    if ((rc = kv_cursor_del(st->kv, cur)) != 0)
+      break;
+    (*n)++;
+    rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val);
+  }
+  kv_cursor_close(st->kv, cur);
+  return rc == KV_NOTFOUND ? 0 : rc;
+}
+
+int store_drop_seg(struct store *st, const struct segment *s, uint64_t *nrecs,
+                   uint64_t *nimgs, char *why, size_t whylen)
+{
+  uint8_t k[12];
+  uint64_t nidx = 0, nun = 0;
+  seg_key(k, s->volume_id, s->pg);
+  *nrecs = *nimgs = 0;
+  struct kv_val key = {sizeof k, k};
+  int rc = kv_del(st->kv, st->txn, st->segs, &key);
+  if (rc == KV_NOTFOUND)
+    rc = 0;                  /* assigned and never committed: nothing there */
+  if (rc == 0)
+    rc = del_prefix(st, st->recs, k, nrecs);
+  if (rc == 0)
+    rc = del_prefix(st, st->pidx, k, &nidx);
+  if (rc == 0)
+    rc = del_prefix(st, st->unidx, k, &nun);
+  if (rc == 0)
+    rc = del_prefix(st, st->imgs, k, nimgs);
+  if (rc != 0)
+    return store_fail(st, rc, why, whylen, "dropping a segment");
+  st->nunidx -= nun < st->nunidx ? nun : st->nunidx;
+  return 0;
+}

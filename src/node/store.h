@@ -175,6 +175,10 @@ uint64_t store_tail(struct store *st, const struct segment *s, uint64_t upto);
  * says whether records were left above the last one returned. */
 long store_above(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
                  size_t max, int *more);
+/* The same, with at most max_bytes of records (at least one, whatever its
+ * size; max_bytes above FRAME_MAX / 2 counts as that). */
+long store_above_max(struct store *st, const struct segment *s, uint64_t lsn, Rec ***out,
+                     size_t max, size_t max_bytes, int *more);
 
 /* Install truncation t (rule T, record.h) on disk, in the open write
  * transaction: delete every record it cuts (*cut: how many). The caller
@@ -187,6 +191,15 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
 /* Chain s again from base, in the open write transaction (see seg_rechain). */
 int store_rechain(struct store *st, struct segment *s, uint64_t base, char *why,
                   size_t whylen);
+
+/* Delete segment s from disk, in the open write transaction: its
+ * SegMeta, records, page index and page versions (*nrecs, *nimgs: how
+ * many records and versions). The caller checkpoints before it begins
+ * and syncs the transaction in the kv (store_sync_txn), as for a
+ * truncation (H3): no older frame may bring the segment back at replay.
+ * (member.h M6: a segment that is no member any more; node/member.c.) */
+int store_drop_seg(struct store *st, const struct segment *s, uint64_t *nrecs,
+                   uint64_t *nimgs, char *why, size_t whylen);
 
 /* Rebuild s from what is durable on disk (after a failed commit: memory
  * must not keep what the disk lost). */

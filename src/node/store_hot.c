@@ -166,7 +166,10 @@ static void replay_meta(struct replay *rp, uint64_t vol, uint32_t pg, const uint
       changed = &rp->changed[i];
   struct segment before = *s;
   store_meta_heard(s, m);
+  store_meta_member(s, m);   /* H4 too: membership epochs never lowered */
   if (m->epoch > s->epoch || m->vdl > s->vdl || s->nheard != before.nheard ||
+      s->mepoch != before.mepoch || s->mepoch_min != before.mepoch_min ||
+      s->next != before.next ||
       memcmp(s->heard, before.heard, s->nheard * sizeof *s->heard) != 0)
     *changed = 1;
   if (m->epoch > s->epoch)

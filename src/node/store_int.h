@@ -59,6 +59,9 @@ int store_load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
  * the count returned); one that does not is counted in truncs_refused and
  * reported. */
 void store_meta_heard(struct segment *s, const Auralog__SegMeta *m);
+/* ... and its membership (mepoch, mepoch_min, since, pos, next), into s:
+ * never lowering (0s: a SegMeta written before membership existed). */
+void store_meta_member(struct segment *s, const Auralog__SegMeta *m);
 size_t store_meta_truncs(struct store *st, const struct segment *s, const Auralog__SegMeta *m,
                          struct trunc **out);
 

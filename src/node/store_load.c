@@ -163,6 +163,21 @@ static void count(struct store *st, struct kv_txn *txn, struct segment *s)
   }
 }
 
+void store_meta_member(struct segment *s, const Auralog__SegMeta *m)
+{
+  /* Membership as the coordinator last assigned it (0s in a SegMeta
+   * written before the fields existed): never lowered (node/member.c). */
+  if (m->seg->mepoch >= s->mepoch) {
+    s->since = m->seg->since;
+    s->pos = m->seg->pos;
+    s->next = m->seg->next;
+  }
+  if (m->seg->mepoch > s->mepoch)
+    s->mepoch = m->seg->mepoch;
+  if (m->seg->mepoch_min > s->mepoch_min)
+    s->mepoch_min = m->seg->mepoch_min;
+}
+
 void store_meta_heard(struct segment *s, const Auralog__SegMeta *m)
 {
   for (size_t i = 0; i + 1 < m->n_heard; i += 2)
@@ -220,6 +235,7 @@ int store_load_one(struct store *st, struct kv_txn *txn, const struct kv_val *v,
            m->seg->npages, m->seg->page_size);
   s->epoch = m->epoch;
   s->vdl = m->vdl;
+  store_meta_member(s, m);
   store_meta_heard(s, m);
   s->gc_lsn = m->gc_lsn;
   /* Its truncations, each checked again (the bound, segment.c: what an
@@ -279,6 +295,17 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
   }
   kv_abort(st->kv, txn);
   fresh.pgmrpl = s->pgmrpl;  /* heard, not stored */
+  fresh.pulled = s->pulled;
+  /* The coordinator's word stands whether or not the commit that was to
+   * store it did (it stored it before sending): never lowered. */
+  if (s->mepoch >= fresh.mepoch) {
+    fresh.since = s->since;
+    fresh.pos = s->pos;
+    fresh.next = s->next;
+    fresh.mepoch = s->mepoch;
+  }
+  if (s->mepoch_min > fresh.mepoch_min)
+    fresh.mepoch_min = s->mepoch_min;
   seg_free(s);
   *s = fresh;
   return 0;
