@@ -84,8 +84,8 @@ static size_t tail_collect(struct volume *v)
        * above it (a segment that got it by gossip, or whose Append ack
        * came after the record was freed). */
       t->acks = g->ring_acks[i];
-      for (int s = 0; s < NCOPIES; s++)
-        if (g->scl[s] >= t->lsn)
+      for (int s = 0; s < NSLOTS; s++)
+        if (g->node[s] >= 0 && g->scl[s] >= t->lsn)
           t->acks |= 1u << s;
       if (n == TAIL_MAX)
         for (size_t j = min = 0; j < n; j++)
