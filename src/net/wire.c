@@ -499,8 +499,16 @@ int wire_check(const Env *e, char *why, size_t whylen)
         (v->n_pgs && (v->pg_pages == 0 || v->pg_pages > PG_PAGES_MAX)) ||
         (v->writer[0] && !addr_ok(v->writer)))
       return bad(why, whylen, "malformed volume description");
-    for (size_t i = 0; i < v->n_pgs; i++)
+    for (size_t i = 0; i < v->n_pgs; i++) {
+      /* A writer's lease probe names, per PG in transition, only the
+       * membership epoch it uses and since which VCL (member.h M4): no
+       * segments. Every description names all of them. */
+      if (v->pgs[i]->n_segments == 0 && v->pgs[i]->mepoch) {
+        TRY(lsn_in(v->pgs[i]->adopted_at, "pg adopted_at", why, whylen));
+        continue;
+      }
       TRY(wire_check_pg(v->pgs[i], why, whylen));
+    }
     return check_volume_bounds(v, why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_GROW_VOLUME:

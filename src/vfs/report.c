@@ -167,6 +167,12 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.dirty_reads = v->dirty_reads;
   es.dirty_lsn = v->dirty_lsn;
   es.held_reads = v->held_reads;
+  /* Membership (member.h M4): as the lease probe says it. */
+  vcore_probe_free(&v->drv->mout);
+  vcore_probe_fill(v, &v->drv->mout);
+  es.mseq = v->drv->mout.mseq;
+  es.members = v->drv->mout.pgs;
+  es.n_members = v->drv->mout.n_pgs;
   pthread_mutex_unlock(&v->drv->mu);
   *trout = tr;
   if (st.trunc_to > st.trunc_from) {

@@ -84,6 +84,8 @@ static void on_wake(uv_async_t *h)
   /* vol_open waits for recovery, which runs here like every other event. */
   if (!v->opened && v->rcv == NULL && v->closing == 0)
     v->rcv = rcv_start(v, v->id, v->npgs);
+  if (v->drv->nmembers)
+    vol_members_drain(v);       /* the lease probe's news (vprobe.c) */
   vcore_wake(v);
   net_sync(v);
   int stop = v->closing == 3;
@@ -235,6 +237,8 @@ static void teardown(struct volume *v)
   uv_async_send(&v->drv->wake);
   pthread_join(v->drv->thread, NULL);
   netio_free(&v->drv->ni);
+  vol_members_drain(v);         /* frees what is left */
+  vcore_probe_free(&v->drv->mout);
   vcore_free(v);
   pthread_mutex_destroy(&v->drv->mu);
   pthread_cond_destroy(&v->drv->cond);
@@ -325,6 +329,7 @@ static struct volume *open_once(const char *coord, const char *name,
   pthread_mutex_init(&v->drv->mu, NULL);
   pthread_cond_init(&v->drv->cond, NULL);
   vol_adopt(v, vd);
+  v->mseq = vd->mseq;         /* member.h M4: the membership it opens with */
   v->signer = signer;
   if (vd->ticket)
     vol_set_ticket(v, vd->ticket->sig.data, vd->ticket->sig.len);
