@@ -180,6 +180,12 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
     snprintf(r->why, sizeof r->why, "%s",
              env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
                                                               : "unexpected reply");
+    /* A replica's segment may have left its PG (member.h M6) since it
+     * took the description: it asks the coordinator again (volume.c
+     * vol_read_at); the writer learns changes from its lease probe. */
+    if (v->reader && env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+        env->error->code == ERR_UNKNOWN_SEGMENT)
+      v->probe_soon = 1;
     read_dispatch(v, r);        /* try another segment */
   }
 }

@@ -53,6 +53,7 @@ struct vdrv {
   /* The report's membership part (vcore_probe_fill; the thread that
    * builds reports frees the last one's when it builds the next). */
   Auralog__Volume mout;
+  unsigned long long members_asked_at;  /* a replica's last membership refresh (volume.c) */
 };
 
 /* volume.c: publish the frame counts in v->st; ts = now + ms
