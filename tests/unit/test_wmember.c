@@ -9,7 +9,8 @@
  *    reaches the writer through a probe answer: it connects to the new
  *    node, sends it the PG's records not yet durable and every new one,
  *    with the PG's new mepoch, and reports the PG in its next probe
- *    (mepoch, adopted_at = its VCL then; M4 (a));
+ *    (mepoch, adopted_at = its VCL then; M4 (a)), in a probe wire_check lets
+ *    through;
  *  - while the position is in transition a record counts there only when
  *    the current segment acknowledged it and the next one's SCL covers it
  *    (M1, M2): the next one's ack with a low SCL does not make it durable;
@@ -237,6 +238,14 @@ static void a_next_segment_takes_writes_and_counts_only_by_its_scl(void **state)
   assert_int_equal(vh.pgs[0]->pg, 0);
   assert_int_equal(vh.pgs[0]->mepoch, 3);
   assert_int_equal(vh.pgs[0]->adopted_at, 0);
+  assert_int_equal(vh.pgs[0]->n_segments, 0);
+  vh.name = "v";                      /* the probe as it goes: wire_check lets it through */
+  vh.page_size = PSIZE;
+  vh.epoch = 1;
+  Env pe = AURALOG__ENVELOPE__INIT;
+  pe.body_case = VOLUME;
+  pe.volume = &vh;
+  wire_free(over_wire(&pe));
   vcore_probe_free(&vh);
   /* F (position 0's current) and positions 1..2 hold it, and G acks it
    * with SCL 0 (still hydrating): three positions at most, not durable. */
