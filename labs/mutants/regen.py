@@ -76,18 +76,21 @@ m(22, 'lal_past_limit', Q, ("  return q->next_lsn + n <= base + q->lal + 1;",
   "checks only the first of the n LSNs against the LAL, not the last")
 m(22, 'if_for_while', Q, ("""  while (q->n > 0) {
     struct qrec *r = &q->q[q->head];
-    if (__builtin_popcount(r->acks) < q->vw)
+    if (member_positions(r->acks, q_trans(q, r->pg)) < q->vw)
       break;
-""", """  if (q->n > 0 && __builtin_popcount(q->q[q->head].acks) >= q->vw) {
+""", """  if (q->n > 0 && member_positions(q->q[q->head].acks, q_trans(q, q->q[q->head].pg)) >= q->vw) {
     struct qrec *r = &q->q[q->head];
 """),
   "pops at most one record per call (if for while): a late ack does not release the records behind it")
 m(22, 'vdl_not_cpl', Q, ("""    if (r->cpl)
       q->vdl = r->lsn;""", """    q->vdl = r->lsn;"""),
   "moves the VDL to every popped record, not only to CPLs (an MTR's middle becomes durable)")
-m(22, 'quorum_three', Q, ("    if (__builtin_popcount(r->acks) < q->vw)",
-                          "    if (__builtin_popcount(r->acks) < q->vw - 1)"),
+m(22, 'quorum_three', Q, ("    if (member_positions(r->acks, q_trans(q, r->pg)) < q->vw)",
+                          "    if (member_positions(r->acks, q_trans(q, r->pg)) < q->vw - 1)"),
   "counts one ack fewer than the write quorum as durable (3 of 6)")
+m(22, 'ignores_transition', Q, ("    if (member_positions(r->acks, q_trans(q, r->pg)) < q->vw)",
+                                "    if (member_positions(r->acks, 0) < q->vw)"),
+  "counts a position in transition by its current segment alone (member.h M1): a record its next segment lacks is durable")
 m(22, 'no_wrap', Q, ("    q->head = (q->head + 1) % q->cap;", "    q->head = q->head + 1;"),
   "moves the ring's head without wrapping it at the end of the ring")
 

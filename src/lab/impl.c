@@ -75,7 +75,8 @@ static const struct impl_test vdl_tests[] = {
   {"quorum", "test_ack_upto", 5},
   {"quorum", "test_start_lsn_gap", 5},
   {"quorum", "test_allocation_after_truncation", 5},
-  {"quorum", "test_ring_growth_and_wrap", 10},
+  {"quorum", "test_ring_growth_and_wrap", 5},
+  {"quorum", "test_transition_counts_positions", 5},
   {"hidden_quorum_model", "test_random_against_model", 10, HIDDEN},
   END_TESTS};
 static const struct impl_sim vdl_sims[] = {

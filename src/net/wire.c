@@ -503,11 +503,14 @@ int wire_check(const Env *e, char *why, size_t whylen)
         (v->writer[0] && !addr_ok(v->writer)))
       return bad(why, whylen, "malformed volume description");
     for (size_t i = 0; i < v->n_pgs; i++) {
-      /* A writer's lease probe names PGs without their segments: only
-       * pg, mepoch and adopted_at (member.h M4). Anyone reading a Volume
-       * answer's segments checks that it has them. */
-      if (v->pgs[i]->n_segments == 0 && v->pgs[i]->mepoch_min == 0)
+      /* A writer's lease probe names, per PG in transition, only the
+       * membership epoch it uses and since which VCL (member.h M4): no
+       * segments. Every description names all of them; anyone reading a
+       * Volume answer's segments checks that it has them. */
+      if (v->pgs[i]->n_segments == 0 && v->pgs[i]->mepoch_min == 0) {
+        TRY(lsn_in(v->pgs[i]->adopted_at, "pg adopted_at", why, whylen));
         continue;
+      }
       TRY(wire_check_pg(v->pgs[i], why, whylen));
     }
     return check_volume_bounds(v, why, whylen);

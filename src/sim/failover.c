@@ -10,7 +10,8 @@
  *
  *   the coordinator  runs with --failover (world.c): its fo_tick detects a
  *                 writer silent for WRITER_LOST_MS and chooses a replica.
- *   lease probes  a writer, once recovered, asks the coordinator for the
+ *   lease probes  (also in runs where PG membership changes: w->members_probe;
+ *                 sfo_probing) a writer, once recovered, asks the coordinator for the
  *                 volume's epoch every ENGINE_STAT_MS on a conn of its own
  *                 (vfs/probe.c): its read lease (vfs/lease.h) and the
  *                 detector's proof of life. An answer naming a newer epoch
@@ -271,6 +272,11 @@ void sfo_opened(struct simwriter *wr, const Auralog__Volume *vd)
   wr->probe_seq = 0;
 }
 
+int sfo_probing(const struct world *w)
+{
+  return sfo_on(w) || w->members_probe;
+}
+
 static void probe_send(struct simwriter *wr)
 {
   if (wr->probe == NULL || wr->v == NULL)
@@ -280,6 +286,10 @@ static void probe_send(struct simwriter *wr)
   vh.name = VOLUME_NAME;
   vh.page_size = SIM_PAGE_SIZE;
   vh.epoch = wr->epoch;
+  /* member.h M4: the membership it applied, each PG in transition with
+   * the mepoch it uses since which VCL (vfs/vmember.c). */
+  vcore_probe_fill(wr->v, &vh);
+  wr->v->probe_soon = 0;
   env.req = ++wr->probe_seq;
   env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
   env.volume = &vh;
@@ -288,6 +298,7 @@ static void probe_send(struct simwriter *wr)
   role_writer_seal(&env, &wr->signer, bind, wr->v->id, wr->epoch, sig);   /* roles.c R4 */
   lease_sent(&wr->lease, env.req, sim_now(wr->w->clock));   /* before it leaves */
   io_send(simhost_io(wr->h), wr->probe, &env);
+  vcore_probe_free(&vh);
 }
 
 static void probe_connect(struct simwriter *wr)
@@ -299,7 +310,7 @@ static void probe_connect(struct simwriter *wr)
 /* Recovered: it proves itself alive from now on (probe.c). */
 void sfo_recovered(struct simwriter *wr)
 {
-  if (!sfo_on(wr->w))
+  if (!sfo_probing(wr->w))
     return;
   wr->probe_at = sim_now(wr->w->clock) + ENGINE_STAT_MS;
   if (wr->probe == NULL)
@@ -309,10 +320,11 @@ void sfo_recovered(struct simwriter *wr)
 void sfo_writer_tick(struct simwriter *wr)
 {
   struct world *w = wr->w;
-  if (!sfo_on(w) || wr->stopped || (wr->state != W_SERVING && wr->state != W_WAITING))
+  if (!sfo_probing(w) || wr->stopped || (wr->state != W_SERVING && wr->state != W_WAITING))
     return;
   uint64_t now = sim_now(w->clock);
-  if (now < wr->probe_at)
+  /* A node refused an Append for a stale membership (M5): ask now. */
+  if (now < wr->probe_at && !(wr->v && wr->v->probe_soon))
     return;
   wr->probe_at = now + ENGINE_STAT_MS;
   if (wr->probe == NULL)
@@ -348,6 +360,8 @@ int sfo_writer_msg(struct simwriter *wr, struct ep *e, const Env *env)
       snprintf(why, sizeof why, "fenced: the coordinator names epoch %llu (a lease probe)",
                (unsigned long long)env->volume->epoch);
       vol_fence_locked(wr->v, why);
+    } else if (wr->v && !wr->v->fenced) {
+      vcore_on_members(wr->v, env->volume);   /* the PGs whose membership changed */
     }
   } else {
     lease_drop(&wr->lease, env->req);

@@ -131,6 +131,11 @@ struct world {
   struct ep *op_ep;
   uint64_t fo_wait_until;    /* the operator waits for a promotion until then (0: not) */
   struct rogue *rogue;       /* the rogue member (rogue.c; NULL until its first fault) */
+  /* PG membership may change in this run (member.h): the writer sends its
+   * lease probe even without a replica, to learn the changes (failover.c
+   * probing, M4). Set by what makes the changes; 0 keeps every other run's
+   * messages what they were. */
+  int members_probe;
   struct oldkey oldkeys[SIM_OLDKEYS];  /* old writers' keys, for it (in runs that have it) */
   size_t noldkeys;
   /* The run. */
@@ -255,6 +260,8 @@ void sfo_writer_tick(struct simwriter *wr);
 int sfo_writer_msg(struct simwriter *wr, struct ep *e, const Env *env);
 int sfo_writer_up(struct simwriter *wr, struct ep *e);
 int sfo_writer_down(struct simwriter *wr, struct ep *e);
+/* Does the writer send lease probes (a replica, or membership changes)? */
+int sfo_probing(const struct world *w);
 void sfo_replica_tick(struct simreplica *rep);
 int sfo_replica_msg(struct simreplica *rep, struct ep *e, const Env *env);
 int sfo_replica_up(struct simreplica *rep, struct ep *e);

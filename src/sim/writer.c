@@ -227,6 +227,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
   v->signer = wr->signer;
   vol_set_ticket(v, wr->tk_sig, wr->tk_len);
   vol_adopt(v, vd);
+  v->mseq = vd->mseq;          /* member.h M4: the membership it opens with */
   /* The description, for the read replica's core (replica.c). */
   if (w->vdesc)
     auralog__volume__free_unpacked(w->vdesc, NULL);

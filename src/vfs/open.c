@@ -24,6 +24,16 @@
  *     in (hint, vdl], re-stamped with the new epoch. A write quorum of
  *     every PG must take both.
  *
+ * Membership (member.h): rounds 1 and 2 ask a PG's current segments only
+ * (slots 0..NCOPIES-1), and their read quorum counts only those (M3: a
+ * next segment is still being hydrated and is never counted). Round 3
+ * also goes to each next segment, and its write quorum counts positions
+ * (M1): a position in transition counts when its current segment took
+ * the Appends and its next one took them and reports an SCL at or above
+ * the PG's last adopted record (M2: by SCL alone). Request k of rounds 1
+ * and 2 is current segment k = pg * NCOPIES + pos; round 3's next
+ * segments are nk + pg * NCOPIES + pos.
+ *
  * Rules this keeps (DESIGN.md §4, invariants 1-3):
  *  - Recovery serves only a VDL that is durable: every record up to it is
  *    at a write quorum of its PG when the volume opens, even an MTR that a
@@ -66,6 +76,7 @@
 
 #include "bugs.h"
 #include "lib/log.h"
+#include "member.h"
 #include "vfs/recovery.h"
 #include "vfs/volume_int.h"
 
@@ -592,6 +603,47 @@ static void scan_done(struct rcv *c)
 
 static void finish(struct rcv *c);
 
+/* Round 3's Appends of PG p to one segment (node, request slot k): the
+ * truncation and the PG's adopted records recs[0..n), in order, in
+ * Appends of at most RECOVERY_PAGE records and half a frame each (all of
+ * them, and the truncation, in every Append: a segment takes them in
+ * order on one connection). */
+static void adopt_to(struct rcv *c, size_t p, int node, size_t k, Rec **recs, size_t n_all)
+{
+  struct volume *v = c->v;
+  size_t off = 0;
+  do {
+    size_t n = 0, bytes = 0;
+    while (off + n < n_all && n < RECOVERY_PAGE) {
+      size_t b = auralog__record__get_packed_size(recs[off + n]) + 8;
+      if (n > 0 && bytes + b > FRAME_MAX / 2)
+        break;
+      bytes += b;
+      n++;
+    }
+    Env *e = round_add(&c->cur, node, k);
+    Auralog__Append *a = calloc(1, sizeof *a);
+    auralog__append__init(a);
+    a->volume_id = c->vol_id;
+    a->pg = (uint32_t)p;
+    a->epoch = v->epoch;
+    a->mepoch = v->pgs[p].mepoch;  /* member.h M5 */
+    a->vdl = c->hint;         /* not vdl: see the rules above */
+    a->ticket = vol_ticket(v);
+    if (c->to > c->vdl) {
+      a->trunc = &c->wtr;
+      a->before = c->tp;      /* what it may rest on: the scan's, again */
+      a->n_before = c->ntr;
+    }
+    a->records = calloc(n + 1, sizeof *a->records);
+    memcpy(a->records, recs + off, n * sizeof *a->records);
+    a->n_records = n;
+    e->body_case = AURALOG__ENVELOPE__BODY_APPEND;
+    e->append = a;
+    off += n;
+  } while (off < n_all);
+}
+
 static void adopt_ask(struct rcv *c)
 {
   struct volume *v = c->v;
@@ -629,9 +681,7 @@ static void adopt_ask(struct rcv *c)
   c->phase = R_ADOPT;
   if (c->clean)
     return finish(c);
-  /* rm is sorted by LSN: each PG's adopted records, in order, in Appends
-   * of at most RECOVERY_PAGE records (all of them, and the truncation, in
-   * every Append: a segment takes them in order on one connection). */
+  /* rm is sorted by LSN: each PG's adopted records, in order (adopt_to). */
   size_t npgs = c->npgs;
   size_t *first = calloc(npgs + 1, sizeof *first), *cnt = calloc(npgs + 1, sizeof *cnt);
   Rec **byp = calloc(c->nadopt + 1, sizeof *byp);
@@ -644,42 +694,17 @@ static void adopt_ask(struct rcv *c)
   for (size_t i = 0; i < c->nr; i++)
     if (c->rm[i].adopt)
       byp[first[c->rm[i].pg] + fill[c->rm[i].pg]++] = c->rm[i].rec;
-  for (size_t k = 0; k < c->nk; k++) {
-    if (!c->live[k])
-      continue;
-    size_t p = k / NCOPIES;
-    size_t off = 0;
-    do {
-      /* At most RECOVERY_PAGE records and half a frame in one Append. */
-      size_t n = 0, bytes = 0;
-      while (off + n < cnt[p] && n < RECOVERY_PAGE) {
-        size_t b = auralog__record__get_packed_size(byp[first[p] + off + n]) + 8;
-        if (n > 0 && bytes + b > FRAME_MAX / 2)
-          break;
-        bytes += b;
-        n++;
-      }
-      Env *e = round_add(&c->cur, v->pgs[p].node[k % NCOPIES], k);
-      Auralog__Append *a = calloc(1, sizeof *a);
-      auralog__append__init(a);
-      a->volume_id = c->vol_id;
-      a->pg = (uint32_t)p;
-      a->epoch = v->epoch;
-      a->vdl = c->hint;         /* not vdl: see the rules above */
-      a->ticket = vol_ticket(v);
-      if (c->to > c->vdl) {
-        a->trunc = &c->wtr;
-        a->before = c->tp;      /* what it may rest on: the scan's, again */
-        a->n_before = c->ntr;
-      }
-      a->records = calloc(n + 1, sizeof *a->records);
-      memcpy(a->records, byp + first[p] + off, n * sizeof *a->records);
-      a->n_records = n;
-      e->body_case = AURALOG__ENVELOPE__BODY_APPEND;
-      e->append = a;
-      off += n;
-    } while (off < cnt[p]);
-  }
+  for (size_t k = 0; k < c->nk; k++)
+    if (c->live[k])
+      adopt_to(c, k / NCOPIES, v->pgs[k / NCOPIES].node[k % NCOPIES], k, byp + first[k / NCOPIES],
+               cnt[k / NCOPIES]);
+  /* Each next segment too (M1): a position in transition counts only
+   * when both of its segments hold what recovery keeps. */
+  for (size_t p = 0; p < npgs; p++)
+    for (int pos = 0; pos < NCOPIES; pos++)
+      if (v->pgs[p].node[NCOPIES + pos] >= 0)
+        adopt_to(c, p, v->pgs[p].node[NCOPIES + pos], c->nk + p * NCOPIES + (size_t)pos,
+                 byp + first[p], cnt[p]);
   free(first);
   free(cnt);
   free(fill);
@@ -691,36 +716,64 @@ static void adopt_done(struct rcv *c)
 {
   struct volume *v = c->v;
   struct round *r3 = &c->cur;
-  uint8_t *acked = calloc(c->nk + 1, 1);
+  /* acked[k]: segment k took every Append sent to it (current segments:
+   * k < nk, only those still live; next ones: nk + pg * NCOPIES + pos,
+   * with their highest SCL in nscl). */
+  uint8_t *acked = calloc(2 * c->nk + 1, 1);
+  uint64_t *nscl = calloc(c->nk + 1, sizeof *nscl);
   memcpy(acked, c->live, c->nk);
+  for (size_t p = 0; p < c->npgs; p++)
+    for (int pos = 0; pos < NCOPIES; pos++)
+      acked[c->nk + p * NCOPIES + (size_t)pos] = v->pgs[p].node[NCOPIES + pos] >= 0;
   for (size_t i = 0; i < r3->n; i++) {
     const Env *rep = r3->rep[i];
     size_t k = r3->seg[i];
     if (stale(c, rep)) {
       free(acked);
+      free(nscl);
       return fail(c);
     }
+    size_t p = (k < c->nk ? k : k - c->nk) / NCOPIES;
+    int s = (int)((k < c->nk ? k : k - c->nk) % NCOPIES) + (k < c->nk ? 0 : NCOPIES);
     if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK) {
-      if (rep->append_ack->scl > v->pgs[k / NCOPIES].scl[k % NCOPIES])
-        v->pgs[k / NCOPIES].scl[k % NCOPIES] = rep->append_ack->scl;
+      if (rep->append_ack->scl > v->pgs[p].scl[s])
+        v->pgs[p].scl[s] = rep->append_ack->scl;
+      if (k >= c->nk && rep->append_ack->scl > nscl[k - c->nk])
+        nscl[k - c->nk] = rep->append_ack->scl;
     } else {
       acked[k] = 0;
     }
   }
+  /* Each PG's last adopted record: a next segment holds them all when its
+   * SCL reaches it (M2). */
+  uint64_t *last = calloc(c->npgs + 1, sizeof *last);
+  for (size_t i = 0; i < c->nr; i++)
+    if (c->rm[i].adopt && c->rm[i].lsn > last[c->rm[i].pg])
+      last[c->rm[i].pg] = c->rm[i].lsn;
   for (size_t p = 0; p < c->npgs; p++) {
-    int n = 0;
-    for (int s = 0; s < NCOPIES; s++)
-      n += acked[p * NCOPIES + (size_t)s];
+    uint16_t held = 0;
+    for (int s = 0; s < NCOPIES; s++) {
+      if (acked[p * NCOPIES + (size_t)s])
+        held |= (uint16_t)(1u << s);
+      size_t kn = p * NCOPIES + (size_t)s;
+      if (acked[c->nk + kn] && nscl[kn] >= last[p])
+        held |= (uint16_t)(1u << (NCOPIES + s));
+    }
+    int n = member_positions(held, v->pgs[p].trans);   /* M1 */
     if (n < (PLANTED(BUG_WQ3) ? VW - 1 : VW)) {
       snprintf(c->why, sizeof c->why, "pg %zu: the truncation and the records to keep "
                "reached %d of %d segments; recovery needs a write quorum of %d", p, n,
                NCOPIES, VW);
       c->err = ERR_UNAVAILABLE;
       free(acked);
+      free(nscl);
+      free(last);
       return fail(c);
     }
   }
   free(acked);
+  free(nscl);
+  free(last);
   round_free(&c->cur, free_append);
   finish(c);
 }
@@ -734,6 +787,12 @@ static void finish(struct rcv *c)
     v->pgs[p].tail = v->pgs[p].durable_tail = c->tails[p];
   q_init(&v->q, c->vdl, c->to + 1, LAL, PLANTED(BUG_WQ3) ? VW - 1 : VW);
   v->last_cpl = c->vdl;
+  /* Membership (member.h M4): the writer serves with the membership its
+   * open named, next segments included, used since the VDL it proved. */
+  for (size_t p = 0; p < c->npgs; p++) {
+    q_set_trans(&v->q, (uint32_t)p, v->pgs[p].trans);
+    v->pgs[p].adopted_at = c->vdl;
+  }
   /* The page-LSN table (vfs/pagelsn.h): nothing above the VDL survives the
    * truncation; a page the chains touched in (hint, vdl] has its last
    * record among the adopted ones (rm is in LSN order). Pages last written

@@ -11,6 +11,12 @@
  * fences the volume for good, and the replies waiting on it fail. A
  * thread that runs SQL checks the lease before each job (worker.c refuse()).
  *
+ * The probe is also how the writer learns its PGs' membership changes
+ * (member.h M4): it carries the membership sequence the writer applied and
+ * each PG in transition with the mepoch it uses since which VCL
+ * (vol_probe_fill), and the answer lists the PGs changed since, which the
+ * volume applies on its I/O thread (vol_members).
+ *
  * lease_start takes the first lease before the engine serves, with one
  * blocking request. The lease's state is logged when it changes: a lab
  * watches it in the log.
@@ -52,6 +58,7 @@ static void probe_send(void)
   vh.name = E.volume;
   vh.page_size = E.page_size;
   vh.epoch = E.epoch;
+  vol_probe_fill(E.vol, &vh);       /* member.h M4: mseq, the PGs in transition */
   env.req = ++E.probe_seq;
   env.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
   env.volume = &vh;
@@ -63,6 +70,7 @@ static void probe_send(void)
     lease_sent(&E.lease, env.req, at);
     pthread_mutex_unlock(&E.lmu);
   }
+  vol_probe_free(&vh);
 }
 
 /* A newer epoch: fence the volume for good (its writes and page reads
@@ -86,6 +94,8 @@ static void on_probe_answer(struct conn *c, const Env *env)
     pthread_mutex_unlock(&E.lmu);
     if (ev == LEASE_FENCED)
       lease_fence();
+    else
+      vol_members(E.vol, env->volume);   /* the PGs whose membership changed */
   } else if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR) {
     pthread_mutex_lock(&E.lmu);
     lease_drop(&E.lease, env->req);
@@ -142,14 +152,18 @@ void lease_start(unsigned long long t0)
   vh.name = E.volume;
   vh.page_size = E.page_size;
   vh.epoch = E.epoch;
+  vol_probe_fill(E.vol, &vh);
   req.body_case = AURALOG__ENVELOPE__BODY_VOLUME;
   req.volume = &vh;
   uint64_t id = ++E.probe_seq;
   lease_sent(&E.lease, id, now_ms());
   Env *rep = rpc_once(E.coord, &req, RPC_TIMEOUT_MS, why, sizeof why);
+  vol_probe_free(&vh);
   if (rep && rpc_expect(rep, AURALOG__ENVELOPE__BODY_VOLUME, why, sizeof why) == 0 &&
       lease_answer(&E.lease, id, rep->volume->epoch) == LEASE_FENCED)
     lease_fence();
+  else if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_VOLUME)
+    vol_members(E.vol, rep->volume);
   else if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_VOLUME)
     logwarn_rl("read lease: cannot ask the coordinator: %s", why);
   wire_free(rep);

@@ -7,7 +7,9 @@
  * group, and counts acknowledgements as they come back, in any order. Two
  * points summarise them: the VCL (every record up to it has a write quorum)
  * and the VDL (the last mini-transaction end, CPL, at or below the VCL). A
- * commit is durable once the VDL reaches its commit LSN. The LAL bounds how
+ * commit is durable once the VDL reaches its commit LSN. While a
+ * membership change moves a position of a PG (member.h), the write quorum
+ * counts positions, not segments: M1 (member_positions). The LAL bounds how
  * far LSN allocation may run ahead of the VDL, which gives back-pressure
  * and lets recovery bound what could be outstanding.
  *
@@ -27,11 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "member.h"
 #include "param.h"
 #include "vfs/quorum.h"
 
-/* acks is one bit per segment slot. */
-_Static_assert(NCOPIES <= 8, "struct qrec.acks holds one bit per copy");
+/* acks is one bit per segment slot, current and next (member.h). */
+_Static_assert(NSLOTS <= 16, "struct qrec.acks holds one bit per slot");
 
 #define QCAP_MIN 64
 
@@ -52,6 +55,14 @@ void q_free(struct quorum *q)
   free(q->q);
   q->q = NULL;
   q->head = q->n = q->cap = 0;
+  free(q->trans);
+  q->trans = NULL;
+  q->ntrans = 0;
+}
+
+uint8_t q_trans(const struct quorum *q, uint32_t pg)
+{
+  return pg < q->ntrans ? q->trans[pg] : 0;
 }
 
 int q_can_alloc(const struct quorum *q, size_t n)
@@ -114,17 +125,19 @@ static struct qrec *q_find(struct quorum *q, uint64_t lsn)
 static int q_advance(struct quorum *q)
 {
   /* LAB 22 BEGIN: the VCL and the VDL (§4.1). Pop records off the head
-   * of the ring while the head has its write quorum (vw of its acks
-   * bits): the VCL becomes each popped LSN, the VDL each popped CPL.
-   * Keep the ring's invariants (head, n; head = 0 once empty). Return 1
-   * if the VDL moved.
+   * of the ring while the head has its write quorum: vw positions of its
+   * PG count for it (member.h M1: member_positions(r->acks,
+   * q_trans(q, r->pg)); with no membership change under way, that is vw
+   * of its acks bits). The VCL becomes each popped LSN, the VDL each
+   * popped CPL. Keep the ring's invariants (head, n; head = 0 once
+   * empty). Return 1 if the VDL moved.
    * stub: (void)q;
    * stub: return 0;
    */
   uint64_t old_vdl = q->vdl;
   while (q->n > 0) {
     struct qrec *r = &q->q[q->head];
-    if (__builtin_popcount(r->acks) < q->vw)
+    if (member_positions(r->acks, q_trans(q, r->pg)) < q->vw)
       break;
     q->vcl = r->lsn;
     if (r->cpl)
@@ -140,18 +153,21 @@ static int q_advance(struct quorum *q)
 
 int q_ack(struct quorum *q, uint32_t pg, int slot, uint64_t lsn)
 {
+  /* M2: a next segment (slot NCOPIES + p) may hold this record above a
+   * hole its hydration has not filled yet; only its SCL says it holds
+   * everything up to it (q_ack_upto). */
   if (slot < 0 || slot >= NCOPIES)
     return 0;
   struct qrec *r = q_find(q, lsn);
   if (r == NULL || r->pg != pg)
     return 0;               /* a stale or misdirected ack changes nothing */
-  r->acks |= (uint8_t)(1u << slot);   /* a duplicate sets the same bit */
+  r->acks |= (uint16_t)(1u << slot);   /* a duplicate sets the same bit */
   return q_advance(q);
 }
 
 int q_ack_upto(struct quorum *q, uint32_t pg, int slot, uint64_t scl)
 {
-  if (slot < 0 || slot >= NCOPIES || q->n == 0)
+  if (slot < 0 || slot >= NSLOTS || q->n == 0)
     return 0;
   /* Records at or below the VCL are at quorum already; only the pending
    * ones up to scl can change. O(pending), which the LAL bounds. */
@@ -162,9 +178,43 @@ int q_ack_upto(struct quorum *q, uint32_t pg, int slot, uint64_t scl)
   for (size_t i = 0; i < upto; i++) {
     struct qrec *r = &q->q[(q->head + i) % q->cap];
     if (r->pg == pg)
-      r->acks |= (uint8_t)(1u << slot);
+      r->acks |= (uint16_t)(1u << slot);
   }
   return q_advance(q);
+}
+
+int q_set_trans(struct quorum *q, uint32_t pg, uint8_t trans)
+{
+  trans &= (uint8_t)((1u << NCOPIES) - 1);
+  if (pg >= q->ntrans) {
+    if (trans == 0)
+      return 0;             /* none, as before */
+    size_t n = q->ntrans ? q->ntrans : 64;
+    while (n <= pg)
+      n *= 2;
+    uint8_t *t = realloc(q->trans, n);
+    if (t == NULL)
+      abort();              /* the writer cannot go on without its state */
+    memset(t + q->ntrans, 0, n - q->ntrans);
+    q->trans = t;
+    q->ntrans = n;
+  }
+  q->trans[pg] = trans;
+  return q_advance(q);      /* fewer transitions: records may be at quorum now */
+}
+
+void q_remap(struct quorum *q, uint32_t pg, const int map[NSLOTS])
+{
+  for (size_t i = 0; i < q->n; i++) {
+    struct qrec *r = &q->q[(q->head + i) % q->cap];
+    if (r->pg != pg)
+      continue;
+    uint16_t acks = 0;
+    for (int s = 0; s < NSLOTS; s++)
+      if ((r->acks & (1u << s)) && map[s] >= 0 && map[s] < NSLOTS)
+        acks |= (uint16_t)(1u << map[s]);
+    r->acks = acks;
+  }
 }
 
 size_t q_pending(const struct quorum *q)

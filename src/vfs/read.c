@@ -72,12 +72,16 @@ void read_dispatch(struct volume *v, struct readreq *r)
   struct pgout *g = &v->pgs[r->pg];
   int pick = -1;
   /* A segment known complete to the read point first (§4.2.3), then any
-   * reachable one (it answers "not complete" if it is behind). */
+   * reachable one (it answers "not complete" if it is behind). Current
+   * segments only (slots 0..NCOPIES-1, member.h): a next one is still
+   * being hydrated, and may lack versions below its SCL's records. */
   /* Passes: complete and not known slow; not known slow; any. */
   unsigned long long now = io_now(v->io);
   for (int pass = 0; pass < 3 && pick < 0; pass++)
     for (int k = 0; k < NCOPIES; k++) {
       int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
+      if (g->node[s] < 0)
+        continue;
       const struct vnode *n = &v->nodes[g->node[s]];
       if (r->tried & (1u << s) || !n->up)
         continue;
@@ -93,7 +97,7 @@ void read_dispatch(struct volume *v, struct readreq *r)
      * over shortly; a node coming up dispatches it at once. */
     int any_up = 0;
     for (int s = 0; s < NCOPIES; s++)
-      any_up |= v->nodes[g->node[s]].up;
+      any_up |= g->node[s] >= 0 && v->nodes[g->node[s]].up;
     r->tried = 0;
     r->retry_at = any_up ? now + 50 : 0;
     return;
@@ -176,6 +180,12 @@ void read_done(struct volume *v, struct readreq *r, const Env *env)
     snprintf(r->why, sizeof r->why, "%s",
              env->body_case == AURALOG__ENVELOPE__BODY_ERROR ? env->error->msg
                                                               : "unexpected reply");
+    /* A replica's segment may have left its PG (member.h M6) since it
+     * took the description: it asks the coordinator again (volume.c
+     * vol_read_at); the writer learns changes from its lease probe. */
+    if (v->reader && env->body_case == AURALOG__ENVELOPE__BODY_ERROR &&
+        env->error->code == ERR_UNKNOWN_SEGMENT)
+      v->probe_soon = 1;
     read_dispatch(v, r);        /* try another segment */
   }
 }

@@ -84,8 +84,8 @@ static size_t tail_collect(struct volume *v)
        * above it (a segment that got it by gossip, or whose Append ack
        * came after the record was freed). */
       t->acks = g->ring_acks[i];
-      for (int s = 0; s < NCOPIES; s++)
-        if (g->scl[s] >= t->lsn)
+      for (int s = 0; s < NSLOTS; s++)
+        if (g->node[s] >= 0 && g->scl[s] >= t->lsn)
           t->acks |= 1u << s;
       if (n == TAIL_MAX)
         for (size_t j = min = 0; j < n; j++)
@@ -167,6 +167,12 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.dirty_reads = v->dirty_reads;
   es.dirty_lsn = v->dirty_lsn;
   es.held_reads = v->held_reads;
+  /* Membership (member.h M4): as the lease probe says it. */
+  vcore_probe_free(&v->drv->mout);
+  vcore_probe_fill(v, &v->drv->mout);
+  es.mseq = v->drv->mout.mseq;
+  es.members = v->drv->mout.pgs;
+  es.n_members = v->drv->mout.n_pgs;
   pthread_mutex_unlock(&v->drv->mu);
   *trout = tr;
   if (st.trunc_to > st.trunc_from) {

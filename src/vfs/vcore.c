@@ -12,6 +12,11 @@
  * until the VDL passes it, so a segment that reconnects can be sent every
  * record that is not yet durable. Records below the VCL are at write
  * quorum; a segment that missed them catches up from its peers (gossip).
+ *
+ * Segments by slot (member.h): a PG's current segments and, while a
+ * membership change moves a position, its next one (vmember.c applies the
+ * changes). Records go to every present slot; the quorum counts positions
+ * (M1, vfs/quorum.c) and a next segment only by its SCL (M2).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,39 +43,6 @@ void orec_free(struct orec *o)
   free(o->ml);
   free(o->mlp);
   free(o);
-}
-
-static int node_index(struct volume *v, const char *addr)
-{
-  for (size_t i = 0; i < v->nnodes; i++)
-    if (strcmp(v->nodes[i].addr, addr) == 0)
-      return (int)i;
-  v->nodes = realloc(v->nodes, (v->nnodes + 1) * sizeof *v->nodes);
-  struct vnode *n = &v->nodes[v->nnodes];
-  memset(n, 0, sizeof *n);
-  snprintf(n->addr, sizeof n->addr, "%s", addr);
-  n->v = v;
-  /* Existing conns point at their vnode by index, so realloc is safe. */
-  return (int)v->nnodes++;
-}
-
-/* Adopt a volume description: PGs we did not know get their pgout. */
-void vol_adopt(struct volume *v, const Auralog__Volume *vd)
-{
-  if (vd->n_pgs <= v->npgs)
-    return;
-  v->pgs = realloc(v->pgs, vd->n_pgs * sizeof *v->pgs);
-  for (size_t p = v->npgs; p < vd->n_pgs; p++) {
-    struct pgout *g = &v->pgs[p];
-    memset(g, 0, sizeof *g);
-    for (int s = 0; s < NCOPIES; s++) {
-      const Auralog__Segment *seg = vd->pgs[p]->segments[s];
-      g->node[s] = node_index(v, seg->addr);
-      if (seg->node && seg->node[0])
-        snprintf(v->nodes[g->node[s]].id, sizeof v->nodes[g->node[s]].id, "%s", seg->node);
-    }
-  }
-  v->npgs = vd->n_pgs;
 }
 
 void vol_set_ticket(struct volume *v, const uint8_t *sig, size_t len)
@@ -124,7 +96,7 @@ static struct inflight *fl_add(struct volume *v, uint64_t req)
 
 /* Forget in-flight Append i: answered, timed out, or its conn is gone.
  * The last one takes its place (and its index in flidx). */
-static void fl_drop(struct volume *v, size_t i)
+void vcore_fl_drop(struct volume *v, size_t i)
 {
   struct vnode *n = &v->nodes[v->fl[i].node];
   if (n->nfl > 0)
@@ -193,6 +165,8 @@ static void stamp_sent(struct volume *v, struct pgout *g, int slot, size_t from,
     if (lo == v->ncpls || v->cpls[lo] != lsn)
       continue;                              /* durable already (a resend) */
     struct cpl_time *t = &v->cpl_t[lo];
+    if (slot >= NCOPIES)
+      continue;                              /* a next segment's: it counts by SCL */
     t->slots |= (uint8_t)(1u << slot);
     if (t->sent_us == 0 && __builtin_popcount(t->slots) >= VW) {
       if (now == 0)
@@ -206,6 +180,8 @@ static void stamp_sent(struct volume *v, struct pgout *g, int slot, size_t from,
 static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
 {
   struct pgout *g = &v->pgs[pg];
+  if (g->node[slot] < 0)
+    return;                     /* no segment there (member.h) */
   struct vnode *n = &v->nodes[g->node[slot]];
   if (!n->up || n->c == NULL)
     return;
@@ -221,6 +197,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   a.volume_id = v->id;
   a.pg = pg;
   a.epoch = v->epoch;
+  a.mepoch = g->mepoch;         /* M5: a node refuses it below the PG's mepoch_min */
   a.vdl = v->q.vdl;
   a.pgmrpl = vol_pgmrpl(v);
   /* The PG's last record at or below it, on this writer's chain (read.c
@@ -300,13 +277,15 @@ void vcore_flush(struct volume *v)
   for (size_t b = 0; b < v->nbusy; b++) {
     uint32_t p = v->busy[b];
     struct pgout *g = &v->pgs[p];
-    for (int s = 0; s < NCOPIES; s++) {
+    for (int s = 0; s < NSLOTS; s++) {
+      if (g->node[s] < 0)
+        continue;               /* no segment in this slot */
       struct vnode *n = &v->nodes[g->node[s]];
       if (g->retry_at[s] && now < g->retry_at[s])
         continue;               /* it keeps refusing: not yet */
       if (g->resend & (1u << s) && n->up) {
         g->sent[s] = g->head;   /* everything not yet durable, again */
-        g->resend &= (uint8_t)~(1u << s);
+        g->resend &= (uint16_t)~(1u << s);
       }
       if (g->sent[s] < g->n && rdy[g->node[s]] && n->up) {
         /* One Append must fit in a frame: after an outage the backlog can
@@ -345,7 +324,7 @@ void vol_fence_locked(struct volume *v, const char *msg)
 
 /* The VDL moved: free what is durable. O(PGs on v->busy + records freed
  * + commits made durable): a PG leaves the list with its last record. */
-static void advance(struct volume *v, uint64_t old_vdl)
+void vcore_advance(struct volume *v, uint64_t old_vdl)
 {
   if (v->q.vdl == old_vdl)
     return;
@@ -357,9 +336,10 @@ static void advance(struct volume *v, uint64_t old_vdl)
      * still get them, or it would have a hole until gossip fills it. */
     while (g->head < g->n && g->recs[g->head]->r.lsn <= v->q.vdl) {
       int s = 0;
-      while (s < NCOPIES && (g->sent[s] > g->head || !v->nodes[g->node[s]].up))
+      while (s < NSLOTS &&
+             (g->node[s] < 0 || g->sent[s] > g->head || !v->nodes[g->node[s]].up))
         s++;
-      if (s < NCOPIES)
+      if (s < NSLOTS)
         break;
       g->durable_tail = g->recs[g->head]->r.lsn;
       if (v->replica_floor) {
@@ -370,13 +350,13 @@ static void advance(struct volume *v, uint64_t old_vdl)
       v->undurable -= g->recs[g->head]->bytes;
       orec_free(g->recs[g->head++]);
     }
-    for (int s = 0; s < NCOPIES; s++)
+    for (int s = 0; s < NSLOTS; s++)
       if (g->sent[s] < g->head)
         g->sent[s] = g->head;   /* a down node's: resent from head when it is back */
     if (g->head > 1024 && g->head * 2 > g->n) {
       memmove(g->recs, g->recs + g->head, (g->n - g->head) * sizeof *g->recs);
       g->n -= g->head;
-      for (int s = 0; s < NCOPIES; s++)
+      for (int s = 0; s < NSLOTS; s++)
         g->sent[s] -= g->head;
       g->head = 0;
     }
@@ -421,7 +401,7 @@ static void ring_note_acks(struct pgout *g, int slot, const uint64_t *lsns, size
       continue;
     for (size_t i = 0; i < n; i++)
       if (lsns[i] == l) {
-        g->ring_acks[k] |= (uint8_t)(1u << slot);
+        g->ring_acks[k] |= (uint16_t)(1u << slot);
         break;
       }
   }
@@ -435,7 +415,13 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
       vol_fence_locked(v, env->error->msg);
       return;
     }
-    g->has_epoch &= (uint8_t)~(1u << f->slot);   /* the next carries both again */
+    /* M5: this writer's membership epoch of the PG is below its
+     * mepoch_min (a finish took out a member it still counts): a refusal
+     * like the others, and the lease probe goes soon to learn the change
+     * (vmember.c); the Appends after it carry the new mepoch. */
+    if (env->error->code == ERR_STALE_MEMBERSHIP)
+      v->probe_soon = 1;
+    g->has_epoch &= (uint16_t)~(1u << f->slot);   /* the next carries both again */
     /* e.g. the node has not heard of a new PG yet, or the segment holds
      * records a truncation it has not heard of cut (gossip brings it):
      * try again, later and later while it keeps refusing, and say so. */
@@ -444,7 +430,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
       v->refusing++;
     unsigned shift = k < 7 ? k : 7;
     g->retry_at[f->slot] = io_now(v->io) + (100ull << shift);   /* up to 12.8 s */
-    g->resend |= (uint8_t)(1u << f->slot);
+    g->resend |= (uint16_t)(1u << f->slot);
     if (k == 3 || k % 50 == 0)
       logwarn("volume %s pg %u: segment %d on %s refused %u Appends in a row: %s",
               v->name, f->pg, f->slot, v->nodes[f->node].addr, k, env->error->msg);
@@ -452,7 +438,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   }
   if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
     return;
-  g->has_epoch |= (uint8_t)(1u << f->slot);
+  g->has_epoch |= (uint16_t)(1u << f->slot);
   if (g->refused[f->slot]) {
     loginfo("volume %s pg %u: segment %d on %s takes Appends again", v->name, f->pg,
             f->slot, v->nodes[f->node].addr);
@@ -462,6 +448,8 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
     g->retry_at[f->slot] = 0;
   }
   uint64_t old = v->q.vdl;
+  /* A next segment's (slot >= NCOPIES) ack of each record is ignored
+   * there: it counts by its SCL alone (M2). */
   for (size_t i = 0; i < f->n; i++)
     q_ack(&v->q, f->pg, f->slot, f->lsns[i]);
   ring_note_acks(g, f->slot, f->lsns, f->n);
@@ -469,7 +457,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   q_ack_upto(&v->q, f->pg, f->slot, scl);
   if (scl > v->pgs[f->pg].scl[f->slot])
     v->pgs[f->pg].scl[f->slot] = scl;
-  advance(v, old);
+  vcore_advance(v, old);
 }
 
 void vcore_on_msg(struct volume *v, struct ep *c, const Env *env)
@@ -482,7 +470,7 @@ void vcore_on_msg(struct volume *v, struct ep *c, const Env *env)
     struct inflight f = v->fl[i];
     f.lsns = NULL;
     on_ack(v, &v->fl[i], env);
-    fl_drop(v, i);
+    vcore_fl_drop(v, i);
     if (v->closing)
       vcore_notify(v);
     /* The node is free again: what waited for it goes now (after an
@@ -526,7 +514,7 @@ void vcore_on_down(struct volume *v, struct ep *c)
   /* What was in flight to it is lost: acks will not come. */
   for (size_t i = 0; i < v->nfl;)
     if (v->fl[i].node == idx)
-      fl_drop(v, i);
+      vcore_fl_drop(v, i);
     else
       i++;
   n->nfl = 0;
@@ -550,14 +538,14 @@ void vcore_on_up(struct volume *v, struct ep *c)
    * any (head < n). */
   for (size_t b = 0; b < v->nbusy; b++) {
     struct pgout *g = &v->pgs[v->busy[b]];
-    for (int s = 0; s < NCOPIES; s++)
+    for (int s = 0; s < NSLOTS; s++)
       if (g->node[s] == idx && g->head < g->n)
-        g->resend |= (uint8_t)(1u << s);
+        g->resend |= (uint16_t)(1u << s);
   }
   vcore_flush(v);
 }
 
-static void connect_nodes(struct volume *v)
+void vcore_connect(struct volume *v)
 {
   unsigned long long now = io_now(v->io);
   for (size_t i = 0; i < v->nnodes; i++) {
@@ -576,15 +564,15 @@ static void connect_nodes(struct volume *v)
  * from it. */
 void vcore_wake(struct volume *v)
 {
-  connect_nodes(v);
+  vcore_connect(v);
   vcore_flush(v);
   if (v->closing == 1 && v->reader) {
     v->closing = 2;             /* a replica's volume tells the segments nothing */
     vcore_notify(v);
   } else if (v->closing == 1 && !v->fenced) {
     for (size_t p = 0; p < v->npgs; p++)
-      for (int s = 0; s < NCOPIES; s++)
-        send_append(v, (uint32_t)p, s, 0, 0);
+      for (int s = 0; s < NSLOTS; s++)
+        send_append(v, (uint32_t)p, s, 0, 0);   /* (no-op for an absent slot) */
     v->closing = 2;
     vcore_notify(v);
   }
@@ -599,8 +587,8 @@ static void expire(struct volume *v)
     struct inflight *f = &v->fl[i];
     if (now - f->sent_at > APPEND_RETRY_MS) {
       if (f->n)
-        v->pgs[f->pg].resend |= (uint8_t)(1u << f->slot);
-      fl_drop(v, i);
+        v->pgs[f->pg].resend |= (uint16_t)(1u << f->slot);
+      vcore_fl_drop(v, i);
     } else {
       i++;
     }
@@ -621,7 +609,7 @@ void vcore_tick(struct volume *v)
   if (v->rcv)
     rcv_tick(v->rcv);
   expire(v);
-  connect_nodes(v);
+  vcore_connect(v);
   vcore_flush(v);
 }
 

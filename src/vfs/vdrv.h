@@ -47,11 +47,21 @@ struct vdrv {
   Auralog__ReplicaStat rout[REPLICAS_MAX];
   Auralog__ReplicaStat *routp[REPLICAS_MAX];
   char rout_addr[REPLICAS_MAX][ADDR_MAX_LEN + 1];
+  /* Lease probes' answers waiting for the I/O thread (vprobe.c, under mu). */
+  Auralog__Volume **members;
+  size_t nmembers;
+  /* The report's membership part (vcore_probe_fill; the thread that
+   * builds reports frees the last one's when it builds the next). */
+  Auralog__Volume mout;
+  unsigned long long members_asked_at;  /* a replica's last membership refresh (volume.c) */
 };
 
 /* volume.c: publish the frame counts in v->st; ts = now + ms
  * (CLOCK_REALTIME). */
 void net_sync(struct volume *v);
+/* vprobe.c: apply the membership changes queued by vol_members (with mu
+ * held, on the I/O thread); every one is freed. */
+void vol_members_drain(struct volume *v);
 void vol_deadline_in(struct timespec *ts, int ms);
 
 #endif

@@ -84,6 +84,8 @@ static void on_wake(uv_async_t *h)
   /* vol_open waits for recovery, which runs here like every other event. */
   if (!v->opened && v->rcv == NULL && v->closing == 0)
     v->rcv = rcv_start(v, v->id, v->npgs);
+  if (v->drv->nmembers)
+    vol_members_drain(v);       /* the lease probe's news (vprobe.c) */
   vcore_wake(v);
   net_sync(v);
   int stop = v->closing == 3;
@@ -235,6 +237,8 @@ static void teardown(struct volume *v)
   uv_async_send(&v->drv->wake);
   pthread_join(v->drv->thread, NULL);
   netio_free(&v->drv->ni);
+  vol_members_drain(v);         /* frees what is left */
+  vcore_probe_free(&v->drv->mout);
   vcore_free(v);
   pthread_mutex_destroy(&v->drv->mu);
   pthread_cond_destroy(&v->drv->cond);
@@ -325,6 +329,7 @@ static struct volume *open_once(const char *coord, const char *name,
   pthread_mutex_init(&v->drv->mu, NULL);
   pthread_cond_init(&v->drv->cond, NULL);
   vol_adopt(v, vd);
+  v->mseq = vd->mseq;         /* member.h M4: the membership it opens with */
   v->signer = signer;
   if (vd->ticket)
     vol_set_ticket(v, vd->ticket->sig.data, vd->ticket->sig.len);
@@ -749,7 +754,11 @@ int vol_read(struct volume *v, uint32_t page_no, uint8_t *out, uint64_t *page_ls
 /* ---- read replicas (paper §4.2.4): the replica's volume, the writer's feed -- */
 
 /* A replica's volume learns of the writer's new PGs from the coordinator:
- * at each new stream, and when a read names a PG it does not know. */
+ * at each new stream, and when a read names a PG it does not know; and of
+ * its PGs' membership changes (member.h): a PG whose mepoch is newer than
+ * the one it holds is taken whole, so that its reads go to the current
+ * segments (a segment that left answers ERR_UNKNOWN_SEGMENT: read.c asks
+ * for this then, vol_read_at). */
 static int reader_adopt(struct volume *v, char *why, size_t whylen)
 {
   Env req = AURALOG__ENVELOPE__INIT;
@@ -761,7 +770,12 @@ static int reader_adopt(struct volume *v, char *why, size_t whylen)
   if (rep == NULL)
     return -1;
   pthread_mutex_lock(&v->drv->mu);
+  /* A reader's core sends nothing and holds no record: a change applies
+   * here, on the replica's thread, as vol_adopt does. */
+  for (size_t p = 0; p < rep->volume->n_pgs && p < v->npgs; p++)
+    vcore_on_membership(v, rep->volume->pgs[p]);
   vol_adopt(v, rep->volume);
+  v->probe_soon = 0;
   pthread_mutex_unlock(&v->drv->mu);
   wire_free(rep);
   uv_async_send(&v->drv->wake);   /* connect to the nodes of new PGs */
@@ -776,6 +790,18 @@ int vol_read_at(struct volume *v, uint32_t page_no, uint64_t rp, uint64_t need, 
    * there, need > 0): ask the coordinator, never guess a zero page. */
   if (need && page_no / v->pg_pages >= vol_npgs(v) && reader_adopt(v, why, whylen) != 0)
     return -1;
+  /* A segment it read from is no member any more (read.c): take the
+   * PGs' membership again, at most every ENGINE_STAT_MS. */
+  pthread_mutex_lock(&v->drv->mu);
+  int stale = v->probe_soon && now_ms() >= v->drv->members_asked_at + ENGINE_STAT_MS;
+  if (stale)
+    v->drv->members_asked_at = now_ms();
+  pthread_mutex_unlock(&v->drv->mu);
+  if (stale) {
+    char err[200];
+    if (reader_adopt(v, err, sizeof err) != 0)
+      logwarn_rl("volume %s: cannot refresh its membership: %s", v->name, err);
+  }
   return read_common(v, page_no, at, out, page_lsn, why, whylen);
 }
 

@@ -153,6 +153,16 @@ void vol_reads_default(int immediate);
  * it waits for the VDL), and return 1. */
 int vol_read_seen(struct volume *v, uint64_t seen, int immediate);
 
+/* Membership changes (member.h M4; vfs/vprobe.c). The lease probe's
+ * membership part: vh->mseq, the membership sequence the writer applied,
+ * and vh->pgs, each PG in transition with its mepoch and adopted_at
+ * (malloc'd: vol_probe_free). The probe's answer (the coordinator's
+ * Volume: its mseq and the PGs changed since, whole): applied on the
+ * volume's I/O thread soon after. */
+void vol_probe_fill(struct volume *v, Auralog__Volume *vh);
+void vol_probe_free(Auralog__Volume *vh);
+void vol_members(struct volume *v, const Auralog__Volume *ans);
+
 /* Fence the volume for good (a newer writer exists, as the coordinator
  * said): as a node's stale-epoch refusal does, vol_ship and vol_read fail
  * with why from now on and vol_fenced says so. The first reason stays. */

@@ -35,30 +35,41 @@ struct orec {
   size_t bytes;              /* memory it holds (the UNDURABLE_MAX budget) */
 };
 
-/* One protection group, as the writer sees it. */
+/* One protection group, as the writer sees it. Its segments by slot
+ * (member.h): slot p < NCOPIES is position p's current segment, slot
+ * NCOPIES + p position p's next one while a membership change moves it
+ * (node[s] < 0: no such segment). Records go to every present slot: a next
+ * segment takes new writes while it is hydrated. */
 struct pgout {
   struct orec **recs;        /* records above the VCL, in LSN order */
   size_t head, n, cap;       /* live: recs[head..n) */
-  size_t sent[NCOPIES];      /* recs[sent[s]..n) not yet sent to slot s */
+  size_t sent[NSLOTS];       /* recs[sent[s]..n) not yet sent to slot s */
   uint64_t tail;             /* LSN of the PG's last record: next backlink */
   uint64_t durable_tail;     /* the PG's last record at or below the VDL: a
                                 segment whose SCL reaches it can serve reads
                                 at the VDL */
-  uint64_t scl[NCOPIES];     /* SCL each segment last reported */
-  int node[NCOPIES];         /* index in v->nodes of each segment's node */
-  uint8_t resend;            /* bit i: resend pending records to slot i */
-  uint8_t has_epoch;         /* bit i: segment i acknowledged an Append of this
+  uint64_t scl[NSLOTS];      /* SCL each segment last reported */
+  int node[NSLOTS];          /* index in v->nodes of each segment's node; -1: none */
+  uint16_t resend;           /* bit i: resend pending records to slot i */
+  uint16_t has_epoch;        /* bit i: segment i acknowledged an Append of this
                                 epoch, so it holds the epoch and this writer's
                                 truncation durably: its Appends carry neither
                                 the ticket nor the truncation again (auth.h) */
-  uint32_t refused[NCOPIES]; /* Appends each segment refused in a row (not fenced) */
-  unsigned long long retry_at[NCOPIES]; /* ... so it is tried again no sooner */
+  uint32_t refused[NSLOTS];  /* Appends each segment refused in a row (not fenced) */
+  unsigned long long retry_at[NSLOTS]; /* ... so it is tried again no sooner */
   uint64_t ring_lsn[TAIL_PER_PG]; /* the PG's newest records (a ring, for viz) */
   uint8_t ring_cpl[TAIL_PER_PG];  /* ... and whether each is its MTR's CPL */
-  uint8_t ring_acks[TAIL_PER_PG]; /* ... and the segment slots that acknowledged
+  uint16_t ring_acks[TAIL_PER_PG]; /* ... and the segment slots that acknowledged
                                      each (bit i: slot i), for the pictures'
                                      "acked by": a slot that missed it shows */
   unsigned ring_n;           /* records ever noted: the next goes to ring_n % TAIL_PER_PG */
+  /* Membership (member.h): the PG's membership epoch this writer uses
+   * (Append.mepoch; a node refuses one below the PG's mepoch_min, M5), the
+   * VCL when it began to use it (its lease probe reports both while the PG
+   * is in transition: M4 (a)), and which positions have a next segment
+   * (bit p: slot NCOPIES + p is present; the quorum's q_trans too). */
+  uint64_t mepoch, adopted_at;
+  uint8_t trans;
   uint8_t busy;              /* on v->busy: it holds records (head < n) */
   /* While read replicas exist (replica_floor set), the LSNs of the PG's
    * last FREED_RING records freed, a ring (allocated at the first): the
@@ -160,8 +171,18 @@ struct volume {
   uint32_t recent[TAIL_MAX];
   unsigned nrecent;
   size_t refusing;            /* segments whose refused[] is 3 or more (status) */
+  /* Every node any slot of any PG names, by index (pgout.node): the array
+   * may move when a node is added (vmember.c), so hold indices, never
+   * pointers, across a change of membership or a grow. */
   struct vnode *nodes;
   size_t nnodes;
+  /* Membership (vmember.c, member.h M4): the coordinator's membership
+   * sequence this writer has applied (its OpenVolume answer's, then its
+   * lease probes' answers'); the PGs with a next segment now; a node
+   * refused an Append for a stale membership epoch (M5): probe soon. */
+  uint64_t mseq;
+  size_t ntrans;
+  int probe_soon;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
   /* The engine server's reads mode (vol_reads_default), the replies it
    * sent with data above the VDL (immediate) or held back until the VDL
@@ -227,6 +248,35 @@ void vcore_flush(struct volume *v);
 void vcore_notify(struct volume *v);
 /* pg has a record to send: put it on v->busy (ship.c). */
 void vcore_busy(struct volume *v, uint32_t pg);
+/* The VDL moved from old_vdl: free what is durable, wake waiters; forget
+ * in-flight Append i; connect to nodes not connected (vcore.c). */
+void vcore_advance(struct volume *v, uint64_t old_vdl);
+void vcore_fl_drop(struct volume *v, size_t i);
+void vcore_connect(struct volume *v);
+
+/* Membership (vmember.c, member.h). The index in v->nodes of the node at
+ * addr (id: its node id, "" if unknown), added if new. */
+int vcore_node_index(struct volume *v, const char *addr, const char *id);
+/* A PG's new membership, from the coordinator (a lease probe's answer, M4):
+ * ignored unless pg->mepoch is above the writer's for that PG, or while
+ * recovery runs; refused (-1, logged) if wire_check_pg refuses it. Slots
+ * are matched by node id: a segment that stays keeps its acks and what
+ * was sent to it (a finish moves a next to its position's current slot);
+ * a new one starts with no acks and is sent every record not yet freed; a
+ * leaving one's Appends in flight are forgotten. The quorum counts under
+ * the new transition mask (M1), and the VDL may advance. The PG's mepoch
+ * becomes pg->mepoch, used since the current VCL (adopted_at). 1 if
+ * applied, 0 if ignored. Sends nothing itself: vcore_flush does. */
+int vcore_on_membership(struct volume *v, const Auralog__Pg *pg);
+/* A lease probe's answer (a Volume): each of its PGs (vcore_on_membership),
+ * then the writer's mseq becomes the answer's; then sends what is due.
+ * Nothing while recovery runs (the probe answers again). */
+void vcore_on_members(struct volume *v, const Auralog__Volume *ans);
+/* A lease probe's membership part (M4 (a)): vh->mseq, and a Pg {pg,
+ * mepoch, adopted_at} for every PG with a next segment (malloc'd; free
+ * with vcore_probe_free). */
+void vcore_probe_fill(const struct volume *v, Auralog__Volume *vh);
+void vcore_probe_free(Auralog__Volume *vh);
 void orec_free(struct orec *o);
 void vcore_free(struct volume *v);
 /* A newer writer exists, stop for good; the writer's own truncation in

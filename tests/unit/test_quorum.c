@@ -11,7 +11,11 @@
  * out-of-range acks change nothing; that an SCL ack covers every record of
  * its PG up to it; that after recovery the first LSN is start_lsn and the
  * truncated gap below it is skipped; and that thousands of records wrap
- * and grow the ring. The comparison with a model of the answer on random
+ * and grow the ring. Membership changes (member.h): while position p of a
+ * PG has a next segment, a record counts at p only when both its current
+ * segment and (by its SCL only, M2) the next one hold it (M1); a new next
+ * at p starts with nothing; a finish moves the next's acks to p and may
+ * make records durable. The comparison with a model of the answer on random
  * schedules is the instructor's (tests/hidden/test_quorum_model.c: the
  * model is the answer).
  */
@@ -467,6 +471,129 @@ static void test_ring_growth_and_wrap(void **state)
   q_free(&q);
 }
 
+/* Slot of position p's next segment (member.h). */
+#define NEXT(p) (NCOPIES + (p))
+
+static void test_transition_counts_positions(void **state)
+{
+  (void)state;
+  lab_rule("member.h M1, M2: while position p has a next segment, p counts for a record only when "
+           "its current segment holds it and the next one's SCL covers it; a next segment's ack "
+           "of one record never counts");
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  expect_eq(q_trans(&q, 0), 0, "q_trans(pg 0) before any change");
+  /* position 0 of pg 0 in transition (F current, G next) */
+  lab_at("position 0 of pg 0 in transition (F at slot 0, G at slot NCOPIES)");
+  expect_eq(q_set_trans(&q, 0, 1u << 0), 0, "q_set_trans(pg 0, position 0): the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q_trans(&q, 0), 1, "q_trans(pg 0)");
+  q_alloc(&q, 0, 1);                   /* 1 */
+  q_alloc(&q, 1, 1);                   /* 2: pg 1 has no change */
+  /* record 1: F and positions 1..VW-1 acknowledge it: only VW - 1
+   * positions count, position 0 waits for G */
+  lab_at("record 1 acknowledged by F (slot 0) and slots 1..VW-1; G has not got it");
+  expect_eq(ack_k(&q, 0, 1, VW), 0, "acks of LSN 1 (pg 0) from slots 0..VW-1: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  /* G's ack of the record itself does not count (M2) */
+  lab_at("G acknowledges record 1 itself (not its SCL)");
+  expect_eq(q_ack(&q, 0, NEXT(0), 1), 0, "q_ack(pg 0, next of position 0, LSN 1): the VDL moved "
+            "(1) or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  /* G's SCL below the record: nothing; at it: position 0 counts */
+  lab_at("G reports SCL 0, then SCL 1");
+  expect_eq(q_ack_upto(&q, 0, NEXT(0), 0), 0, "q_ack_upto(pg 0, next of position 0, SCL 0): the "
+            "VDL moved (1) or not (0):");
+  expect_eq(q.vcl, 0, "the VCL");
+  expect_eq(q_ack_upto(&q, 0, NEXT(0), 1), 1, "q_ack_upto(pg 0, next of position 0, SCL 1): the "
+            "VDL moved (1) or not (0):");
+  expect_eq(q.vdl, 1, "the VDL");
+  /* pg 1 has no change: VW slots as always */
+  lab_at("record 2 of pg 1 (no change under way): VW acks");
+  expect_eq(ack_k(&q, 1, 2, VW), 1, "acks of LSN 2 (pg 1) from slots 0..VW-1: the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q.vdl, 2, "the VDL");
+  /* a record the VW positions outside the transition hold is durable
+   * whatever F and G hold */
+  lab_at("record 3 of pg 0 held by slots 1..VW (F and G have nothing)");
+  q_alloc(&q, 0, 1);                   /* 3 */
+  for (int s = 1; s < VW; s++)
+    expect_eq(q_ack(&q, 0, s, 3), 0, "q_ack(pg 0, slot s, LSN 3): the VDL moved (1) or not (0):");
+  expect_eq(q_ack(&q, 0, VW, 3), 1, "q_ack(pg 0, slot VW, LSN 3): the VDL moved (1) or not (0):");
+  expect_eq(q.vdl, 3, "the VDL");
+  /* two positions in transition: each needs both of its segments */
+  lab_at("positions 0 and 1 of pg 0 in transition; record 4 on slots 0..VW-1 and G0's SCL");
+  q_set_trans(&q, 0, (1u << 0) | (1u << 1));
+  q_alloc(&q, 0, 1);                   /* 4 */
+  ack_k(&q, 0, 4, VW);
+  q_ack_upto(&q, 0, NEXT(0), 4);
+  expect_eq(q.vcl, 3, "the VCL");      /* position 1: its next lacks it */
+  expect_eq(q_ack(&q, 0, VW, 4), 1, "q_ack(pg 0, slot VW, LSN 4): the VDL moved (1) or not (0):");
+  expect_eq(q.vdl, 4, "the VDL");
+  q_free(&q);
+}
+
+static void test_membership_change_moves_acks(void **state)
+{
+  (void)state;
+  lab_rule("member.h M1, M4: a new next segment starts with no acks; a finish moves the next's "
+           "acks to its position, and may make records durable");
+  struct quorum q;
+  q_init(&q, 0, 1, LAL, VW);
+  int same[NSLOTS];
+  for (int s = 0; s < NSLOTS; s++)
+    same[s] = s;
+  q_set_trans(&q, 0, 1u << 0);
+  q_alloc(&q, 0, 1);                   /* 1 */
+  q_alloc(&q, 0, 1);                   /* 2 */
+  /* record 1: F, slots 1..2, G by SCL: 3 positions. Record 2: slots 1..3
+   * and G (by SCL), not F: 3 positions. */
+  for (int s = 0; s < 3; s++)
+    q_ack(&q, 0, s, 1);
+  for (int s = 1; s < 4; s++)
+    q_ack(&q, 0, s, 2);
+  q_ack_upto(&q, 0, NEXT(0), 2);
+  expect_eq(q.vcl, 0, "the VCL");
+  /* the next changes (G gave up, G' comes): G's bit goes */
+  lab_at("position 0's next changes from G to G' (q_remap: G leaves)");
+  int regrow[NSLOTS];
+  memcpy(regrow, same, sizeof regrow);
+  regrow[NEXT(0)] = -1;
+  q_remap(&q, 0, regrow);
+  expect_eq(q_set_trans(&q, 0, 1u << 0), 0, "q_set_trans(pg 0, position 0): the VDL moved (1) "
+            "or not (0):");
+  expect_eq(q_pending_at(&q, 0)->acks, 0x7, "record 1's acks (G's gone)");
+  expect_eq(q_pending_at(&q, 1)->acks, 0xe, "record 2's acks (G's gone)");
+  /* record 1 gets slot 3: positions 1, 2, 3 (0 waits for G') */
+  q_ack(&q, 0, 3, 1);
+  expect_eq(q.vcl, 0, "the VCL");
+  /* G' reports SCL 1: record 1 is durable, record 2 not (F lacks it) */
+  lab_at("G' reports SCL 1");
+  expect_eq(q_ack_upto(&q, 0, NEXT(0), 1), 1, "q_ack_upto(pg 0, next of position 0, SCL 1): the "
+            "VDL moved (1) or not (0):");
+  expect_eq(q.vdl, 1, "the VDL");
+  q_ack_upto(&q, 0, NEXT(0), 2);
+  expect_eq(q.vcl, 1, "the VCL");      /* record 2: F lacks it, so position 0 does not count */
+  /* the finish: G' becomes position 0's current, F leaves */
+  lab_at("finish: G' (slot NCOPIES) becomes position 0's current; F leaves");
+  int fin[NSLOTS];
+  memcpy(fin, same, sizeof fin);
+  fin[0] = -1;
+  fin[NEXT(0)] = 0;
+  q_remap(&q, 0, fin);
+  expect_eq(q.vcl, 1, "the VCL (q_remap alone advances nothing)");
+  expect_eq(q_pending_at(&q, 0)->acks, 0xf, "record 2's acks after the finish");
+  expect_eq(q_set_trans(&q, 0, 0), 1, "q_set_trans(pg 0, none): the VDL moved (1) or not (0):");
+  expect_eq(q.vdl, 2, "the VDL");
+  expect_eq(q_trans(&q, 0), 0, "q_trans(pg 0) after the finish");
+  /* a PG far away: the mask grows on demand */
+  expect_eq(q_set_trans(&q, MAX_PGS - 1, 0x3f), 0, "q_set_trans(pg MAX_PGS - 1, all)");
+  expect_eq(q_trans(&q, MAX_PGS - 1), 0x3f, "q_trans(pg MAX_PGS - 1)");
+  expect_eq(q_trans(&q, 1), 0, "q_trans(pg 1)");
+  q_free(&q);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -479,6 +606,8 @@ int main(void)
     cmocka_unit_test(test_start_lsn_gap),
     cmocka_unit_test(test_allocation_after_truncation),
     cmocka_unit_test(test_ring_growth_and_wrap),
+    cmocka_unit_test(test_transition_counts_positions),
+    cmocka_unit_test(test_membership_change_moves_acks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
