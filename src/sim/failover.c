@@ -251,9 +251,16 @@ void sfo_ask_failover(struct world *w)
 void sfo_opened(struct simwriter *wr, const Auralog__Volume *vd)
 {
   struct world *w = wr->w;
-  if (!sfo_on(w))
+  if (!sfo_probing(w))
     return;
   uint64_t now = sim_now(w->clock);
+  if (!sfo_on(w)) {
+    /* Probing for membership alone (member.h M4): the lease it keeps
+     * knows its epoch, so that only a newer one fences it. */
+    lease_init(&wr->lease, vd->epoch, wr->open_sent);
+    wr->probe_seq = 0;
+    return;
+  }
   if (wr->if_epoch) {
     /* F1: a conditional open takes the epoch after the one it names, or
      * none: else two writers opened for one lost one. */

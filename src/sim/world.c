@@ -402,6 +402,7 @@ struct world *world_new(const struct sim_opts *o)
   replica_new(w);
   w->co->failover = sfo_on(w);   /* with a replica, failover (failover.c) */
   w->co->repair_after_ms = SIM_REPAIR_AFTER_MS;   /* member.c: repairs within a run */
+  w->members_probe = 1;      /* every run: the writer learns membership by its probes */
   return w;
 }
 
