@@ -45,6 +45,18 @@
  *                    (test_sim.c, with --faults
  *                    rogue,recovery-crash,engine-crash; unit_truncbound on
  *                    the node)
+ *   next-acks        the writer counts a next segment's acknowledgement of
+ *                    a record as if it held everything below it: a segment
+ *                    still hydrating counts before it holds the log
+ *                    (vcore.c; member.h M2)
+ *   next-only        on a membership change the writer counts a moving
+ *                    position by its next segment alone: the new
+ *                    configuration only, the old one dropped before the
+ *                    change finished (vmember.c; member.h M1)
+ *   finish-early     the coordinator finishes a change once the writer uses
+ *                    it, without waiting for the next segment's SCL to
+ *                    reach the VCL it adopted it at (coord/member.c;
+ *                    member.h M4 (b))
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
@@ -53,7 +65,7 @@ enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
   BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
   BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_PROMOTE_NO_IF_EPOCH, BUG_SCAN_FROM_ZERO,
-  BUG_TRUNC_UNBOUNDED_SCAN, BUG_N
+  BUG_TRUNC_UNBOUNDED_SCAN, BUG_NEXT_ACKS, BUG_NEXT_ONLY, BUG_FINISH_EARLY, BUG_N
 };
 
 extern unsigned planted_bugs;

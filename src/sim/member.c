@@ -82,53 +82,90 @@ void member_spares_boot(struct world *w)
       node_restart(&w->nodes[i]);
 }
 
-/* Does current segment s (of node i) hold record lsn of its PG? */
-static int holds(struct world *w, int i, uint32_t pg, uint64_t lsn)
+/* Does up node sn hold record lsn of pg (in its chain, or freed into a
+ * page version at or above it)? */
+static int up_holds(struct simnode *sn, uint32_t pg, uint64_t lsn)
 {
-  struct simnode *sn = &w->nodes[i];
-  if (sn->n == NULL)
-    return 1;                /* down (or lost): what it synced is the fault model's */
   for (size_t k = 0; k < sn->n->nsegs; k++) {
     struct segment *s = sn->n->segs[k];
     if (s->pg != pg)
       continue;
     if (lsn <= s->gc_lsn)
-      return 1;              /* freed into page versions at or above it */
+      return 1;
     uint64_t ep = 0;
     return store_held(&sn->n->st, s, lsn, &ep);
   }
-  return 0;                  /* a member that does not host its segment */
+  return 0;                  /* it does not host the PG */
+}
+
+/* Node sn goes down (a crash, or lost for good): note what it holds of
+ * every transaction's records. Down, it holds what it held then: a crash
+ * loses nothing it acknowledged (synced), and a lost node's copies are
+ * the fault's. Nothing newer: it hears nothing while down. */
+void member_node_down(struct simnode *sn)
+{
+  struct world *w = sn->w;
+  if (sn->n == NULL)
+    return;
+  free(sn->held);
+  sn->nheld = w->ntxs;
+  sn->held = calloc(sn->nheld + 1, 1);
+  for (size_t t = 0; t < sn->nheld; t++)
+    for (uint32_t j = 0; j < w->txs[t].npg; j++)
+      if (up_holds(sn, w->txs[t].pg[j], w->txs[t].last[j]))
+        sn->held[t] |= (uint8_t)(1u << j);
+}
+
+static int holds(struct world *w, int i, size_t t, uint32_t j)
+{
+  struct simnode *sn = &w->nodes[i];
+  if (sn->n)
+    return up_holds(sn, w->txs[t].pg[j], w->txs[t].last[j]);
+  return t < sn->nheld && (sn->held[t] & (1u << j));
+}
+
+/* Transaction t's records in PG pg (-1: every PG it touched): each on
+ * Vw current segments of its PG (member.h M1-M4). */
+static void check_tx_pg(struct world *w, size_t t, int pg)
+{
+  const struct txrec *x = &w->txs[t];
+  if (x->state != TX_ACKED && x->state != TX_KEPT)
+    return;
+  for (uint32_t j = 0; j < x->npg && !w->stop; j++) {
+    if (pg >= 0 && (int)x->pg[j] != pg)
+      continue;
+    unsigned cur = member_pg_nodes(w, (int)x->pg[j]);
+    int n = 0;
+    char who[64] = "";
+    for (int i = 0; i < SIM_NODES; i++)
+      if (cur & (1u << i)) {
+        if (holds(w, i, t, j))
+          n++;
+        else if (strlen(who) + 8 < sizeof who)
+          strcat(strcat(who, " "), w->nodes[i].id);
+      }
+    if (n < VW)
+      violation(w, "pg %u (mepoch %llu): record %llu of %s commit %llu is on %d current "
+                "segments, fewer than a write quorum of %d (missing on%s): a segment "
+                "outside the membership was counted (member.h M1-M4)", x->pg[j],
+                (unsigned long long)w->pg_mepoch[x->pg[j] < SIM_PGS ? x->pg[j] : 0],
+                (unsigned long long)x->last[j],
+                x->state == TX_ACKED ? "acknowledged" : "kept",
+                (unsigned long long)x->cpl, n, VW, who);
+  }
+}
+
+void member_check_tx(struct world *w, size_t t)
+{
+  if (w->members_known)
+    check_tx_pg(w, t, -1);
 }
 
 void member_check_durable(struct world *w, int pg)
 {
-  unsigned cur = member_pg_nodes(w, pg);
   w->res->mb_checks++;
-  for (size_t t = 0; t < w->ntxs && !w->stop; t++) {
-    const struct txrec *x = &w->txs[t];
-    if (x->state != TX_ACKED && x->state != TX_KEPT)
-      continue;
-    for (uint32_t j = 0; j < x->npg; j++) {
-      if ((int)x->pg[j] != pg)
-        continue;
-      int n = 0;
-      char who[64] = "";
-      for (int i = 0; i < SIM_NODES; i++)
-        if (cur & (1u << i)) {
-          if (holds(w, i, (uint32_t)pg, x->last[j]))
-            n++;
-          else if (strlen(who) + 8 < sizeof who)
-            strcat(strcat(who, " "), w->nodes[i].id);
-        }
-      if (n < VW)
-        violation(w, "pg %d (mepoch %llu): record %llu of %s commit %llu is on %d current "
-                  "segments, fewer than a write quorum of %d (missing on%s): a segment "
-                  "outside the membership was counted (member.h M1-M4)", pg,
-                  (unsigned long long)w->pg_mepoch[pg], (unsigned long long)x->last[j],
-                  x->state == TX_ACKED ? "acknowledged" : "kept",
-                  (unsigned long long)x->cpl, n, VW, who);
-    }
-  }
+  for (size_t t = 0; t < w->ntxs && !w->stop; t++)
+    check_tx_pg(w, t, pg);
 }
 
 void member_step(struct world *w)

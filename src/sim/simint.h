@@ -29,6 +29,10 @@ struct simnode {
   int down_by;               /* bit per fault holding it down */
   int spare;                 /* a spare: booted once the volume is placed (member.c) */
   int lost;                  /* lost for good (node-lost): never restarts */
+  /* What it held of the workload's records when it went down (member.c):
+   * bit j of held[t]: transaction t's last record in its j-th PG. */
+  uint8_t *held;
+  size_t nheld;
 };
 
 /* A writer host (writer.c). W_WAITING: recovered, waiting out the read
@@ -305,6 +309,8 @@ void member_spares_boot(struct world *w);
 unsigned member_pg_nodes(const struct world *w, int pg);
 int sim_node_az(int i);
 void member_check_durable(struct world *w, int pg);
+void member_check_tx(struct world *w, size_t t);
+void member_node_down(struct simnode *sn);
 
 /* nemesis.c */
 void nemesis_plan(struct world *w);

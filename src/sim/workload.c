@@ -246,6 +246,7 @@ void workload_acked(struct simwriter *wr)
                 (unsigned long long)w->max_epoch_vdl);
     else
       t->state = TX_ACKED;
+    member_check_tx(w, wr->inflight[i]);   /* on Vw current segments (member.c) */
     w->res->tx_acked++;
     if (w->healed)
       w->acked_after_heal++;

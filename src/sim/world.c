@@ -242,6 +242,7 @@ void node_crash(struct simnode *sn)
   /* The open transaction is lost, and lmdb's unsynced commits but for a
    * drawn prefix; the hot log keeps what it synced and a drawn part of
    * the rest (a torn frame, if one was being written). */
+  member_node_down(sn);       /* what it held, for the membership checks */
   uint64_t torn = hfile_stats(sn->hfile)->torn;
   sn->w->res->hl_commit_deaths += hfile_dead(sn->hfile);
   sn->w->res->hl_checkpoints += sn->n->st.checkpoints;
@@ -475,6 +476,7 @@ void world_free(struct world *w)
   simnet_free(w->net);
   simclock_free(w->clock);
   for (int i = 0; i < SIM_NODES; i++) {
+    free(w->nodes[i].held);
     disk_free(w->nodes[i].disk);
     hfile_free(w->nodes[i].hfile);
   }

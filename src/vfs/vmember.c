@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "lib/log.h"
 #include "member.h"
 #include "net/wire.h"
@@ -136,6 +137,11 @@ int vcore_on_membership(struct volume *v, const Auralog__Pg *pg)
   const Auralog__Segment *segs[NSLOTS] = {0};
   for (size_t j = 0; j < pg->n_segments; j++)
     segs[slot_of(pg, j)] = pg->segments[j];
+  for (int p = 0; PLANTED(BUG_NEXT_ONLY) && p < NCOPIES; p++)
+    if (segs[NCOPIES + p]) {
+      segs[p] = segs[NCOPIES + p];
+      segs[NCOPIES + p] = NULL;
+    }
   int map[NSLOTS], from[NSLOTS];
   for (int s = 0; s < NSLOTS; s++)
     map[s] = from[s] = -1;
