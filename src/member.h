@@ -53,7 +53,10 @@
  *    (its old one, F, leaves) only when
  *      (a) the writer of the volume's current epoch has reported using a
  *          membership epoch of this PG that includes G (its lease probe,
- *          Pg.mepoch), since its VCL was X (Pg.adopted_at), and
+ *          Pg.mepoch), since the PG's last record was X (Pg.adopted_at:
+ *          the PG's last record handed out when it began, so at or above
+ *          every record of the PG at or below its VCL then; per PG, since
+ *          an SCL is: an idle PG's segments never reach the volume's VCL),
  *      (b) G's SCL, from G's heartbeat, is at least X.
  *    Why: a record made durable before the writer used a configuration
  *    with G was counted on F (M1 with F alone) and may be on no other
@@ -62,10 +65,11 @@
  *    other positions hold it. So after the finish every durable record is
  *    on Vw current segments again, and M3 holds with G in F's place.
  *    A new writer (recovery) opens with the membership in force: its X is
- *    its recovered VDL. The coordinator forgets adoption when the epoch
- *    changes: only the current writer's report counts.
+ *    the PG's last record at or below its recovered VDL. The coordinator
+ *    forgets adoption when the epoch changes: only the current writer's
+ *    report counts.
  *
- * M5 (stale membership; node/node.c, node/gossip.c). A finish that takes F
+ * M5 (stale membership; node/member.c, node/gossip.c). A finish that takes F
  *    out sets the PG's mepoch_min to the mepoch in which G came in: a
  *    writer still on an older mepoch counts F alone at position p, which
  *    (a) no longer allows. Nodes refuse an Append, and peers refuse a
@@ -75,7 +79,7 @@
  *    configuration, so it needs no refusal and never stalls on a change.
  *    (Segment.since holds the mepoch in which a segment came in.)
  *
- * M6 (leaving; node/node.c). A segment the coordinator no longer assigns to
+ * M6 (leaving; node/member.c). A segment the coordinator no longer assigns to
  *    its node (the node's Assign omits it) is no member: the node drops it
  *    and answers for it no more. A node that returns after its segments
  *    were replaced holds only stale copies; it is never asked for them

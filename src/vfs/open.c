@@ -788,10 +788,12 @@ static void finish(struct rcv *c)
   q_init(&v->q, c->vdl, c->to + 1, LAL, PLANTED(BUG_WQ3) ? VW - 1 : VW);
   v->last_cpl = c->vdl;
   /* Membership (member.h M4): the writer serves with the membership its
-   * open named, next segments included, used since the VDL it proved. */
+   * open named, next segments included, used since the VDL it proved:
+   * in each PG, since the PG's last record at or below it (a segment's
+   * SCL is per PG: an idle PG's never reaches the volume's VDL). */
   for (size_t p = 0; p < c->npgs; p++) {
     q_set_trans(&v->q, (uint32_t)p, v->pgs[p].trans);
-    v->pgs[p].adopted_at = c->vdl;
+    v->pgs[p].adopted_at = c->tails[p];
   }
   /* The page-LSN table (vfs/pagelsn.h): nothing above the VDL survives the
    * truncation; a page the chains touched in (hint, vdl] has its last

@@ -79,9 +79,9 @@ static void pg_setup(struct volume *v, struct pgout *g, const Auralog__Pg *pg)
       g->trans |= (uint8_t)(1u << (s - NCOPIES));
   }
   g->mepoch = pg->mepoch;
-  /* Recovery sets it to the VDL it proves (open.c finish, M4: a new
-   * writer's X); a PG added later is used from the VCL of then. */
-  g->adopted_at = v->q.vcl;
+  /* Recovery sets it from the VDL it proves (open.c finish, M4: a new
+   * writer's X); a PG added later holds no record yet. */
+  g->adopted_at = 0;
 }
 
 /* Adopt a volume description: PGs we did not know get their pgout, with
@@ -211,8 +211,13 @@ int vcore_on_membership(struct volume *v, const Auralog__Pg *pg)
   g->trans = trans;
   g->mepoch = pg->mepoch;
   /* M4 (a): from here on this writer counts every record above its VCL
-   * under the new membership (the coordinator hears it from the probe). */
-  g->adopted_at = v->q.vcl;
+   * under the new membership (the coordinator hears it from the probe).
+   * X is per PG, as SCLs are: the PG's last record handed out now, at or
+   * above its last one at or below the VCL (those above are still held
+   * here and go to the new slot too, so its SCL can reach X). An idle
+   * PG's segments never pass their own last record: the volume's VCL
+   * would be out of their reach. */
+  g->adopted_at = g->tail;
   /* The quorum: acks follow their segments, then the new mask (in between
    * the state is stricter than either, never looser). M1. */
   uint64_t old_vdl = v->q.vdl;
