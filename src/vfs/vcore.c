@@ -607,11 +607,38 @@ static void expire(struct volume *v)
 }
 
 /* Every VOL_TICK_MS. */
+/* M2 counts a next segment by the SCL its acks report, and a segment
+ * reports it only in answer to an Append. One that hydrated after it
+ * acknowledged the pending records (its SCL then still below them) would
+ * never be heard again while nothing new is written: a PG that needs its
+ * position (an AZ down, a drain under it) would wait for good. So a PG
+ * whose oldest pending record stayed put for a whole tick sends its
+ * pending records again to each next segment whose SCL is below it (the
+ * node counts them duplicates and answers with its SCL). */
+static void poke_next(struct volume *v)
+{
+  for (size_t b = 0; b < v->nbusy; b++) {
+    struct pgout *g = &v->pgs[v->busy[b]];
+    if (!g->trans || g->head >= g->n) {
+      g->poke_lsn = 0;
+      continue;
+    }
+    uint64_t oldest = g->recs[g->head]->r.lsn;
+    if (oldest == g->poke_lsn)
+      for (int p = 0; p < NCOPIES; p++)
+        if ((g->trans & (1u << p)) && g->node[NCOPIES + p] >= 0 &&
+            g->scl[NCOPIES + p] < oldest)
+          g->resend |= (uint16_t)(1u << (NCOPIES + p));
+    g->poke_lsn = oldest;
+  }
+}
+
 void vcore_tick(struct volume *v)
 {
   if (v->rcv)
     rcv_tick(v->rcv);
   expire(v);
+  poke_next(v);
   vcore_connect(v);
   vcore_flush(v);
 }

@@ -165,6 +165,12 @@ int vcore_on_membership(struct volume *v, const Auralog__Pg *pg)
       if (t >= NCOPIES)
         trans |= (uint8_t)(1u << (t - NCOPIES));
     }
+    if (s >= NCOPIES && t < NCOPIES) {
+      /* A next segment made current (a finish): its acknowledgements of
+       * single records were not counted (M2) and are not kept; it gets
+       * the pending records again, and now each ack counts. */
+      g->resend |= (uint16_t)(1u << t);
+    }
     if (s >= 0) {             /* the same segment: what it holds stays */
       g->sent[t] = old.sent[s];
       g->scl[t] = old.scl[s];

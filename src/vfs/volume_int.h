@@ -70,6 +70,9 @@ struct pgout {
    * (bit p: slot NCOPIES + p is present; the quorum's q_trans too). */
   uint64_t mepoch, adopted_at;
   uint8_t trans;
+  uint64_t poke_lsn;         /* the PG's oldest pending record at the last tick: still
+                                there a tick later, its next segments are asked their
+                                SCL again (vcore.c poke_next) */
   uint8_t busy;              /* on v->busy: it holds records (head < n) */
   /* While read replicas exist (replica_floor set), the LSNs of the PG's
    * last FREED_RING records freed, a ring (allocated at the first): the
