@@ -46,9 +46,9 @@
  *                    rogue,recovery-crash,engine-crash; unit_truncbound on
  *                    the node)
  *   next-acks        the writer counts a next segment's acknowledgement of
- *                    a record as if it held everything below it: a segment
- *                    still hydrating counts before it holds the log
- *                    (vcore.c; member.h M2)
+ *                    a record for its position, as if the current segment
+ *                    had given it: a member still hydrating counts, in
+ *                    place of the one it replaces (vcore.c; member.h M1, M2)
  *   next-only        on a membership change the writer counts a moving
  *                    position by its next segment alone: the new
  *                    configuration only, the old one dropped before the

@@ -451,10 +451,8 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   /* A next segment's (slot >= NCOPIES) ack of each record is ignored
    * there: it counts by its SCL alone (M2). */
   for (size_t i = 0; i < f->n; i++)
-    if (PLANTED(BUG_NEXT_ACKS) && f->slot >= NCOPIES)
-      q_ack_upto(&v->q, f->pg, f->slot, f->lsns[i]);
-    else
-      q_ack(&v->q, f->pg, f->slot, f->lsns[i]);
+    q_ack(&v->q, f->pg, PLANTED(BUG_NEXT_ACKS) && f->slot >= NCOPIES ? f->slot - NCOPIES
+                                                                      : f->slot, f->lsns[i]);
   ring_note_acks(g, f->slot, f->lsns, f->n);
   uint64_t scl = env->append_ack->scl;
   q_ack_upto(&v->q, f->pg, f->slot, scl);
