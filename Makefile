@@ -207,7 +207,7 @@ torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests
   $(B)/tests/it_mutants $(B)/tests/it_roles
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
-	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 AURALOG_CRASH_REPAIR=1 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_ROLE_ROUNDS=30 \
 	  AURALOG_TEST_FILTER=test_sql_waits_through_failovers $(B)/tests/it_roles

@@ -79,6 +79,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog node --az A|B|C [--id ID] [--listen ADDR] [--coord ADDR] [--data DIR]\n"
+    "       auralog node add|drain|replace ...  (a cluster's nodes: auralog node drain --help)\n"
     "\n"
     "Run a storage node: it hosts segments of protection groups in lmdb,\n"
     "acknowledges each batch of redo records once it is on disk, with the\n"

@@ -181,7 +181,11 @@ static int setup(void **state)
     return -1;
   memset(sh_w, 0, sizeof *sh_w);
   sh_w->next = 1;
-  if (cluster_start_with("crash", " --statement-timeout 0") != 0)   /* crash_faults.c restart */
+  /* AURALOG_CRASH_REPAIR=1 (make torture): nine nodes, and crash points
+   * that lose one for good while the engine crashes around its repair. */
+  const char *extra = getenv("AURALOG_CRASH_REPAIR") && atoi(getenv("AURALOG_CRASH_REPAIR"))
+                        ? " --statement-timeout 0 --nodes 9" : " --statement-timeout 0";
+  if (cluster_start_with("crash", extra) != 0)   /* crash_faults.c restart */
     return -1;
   snprintf(records_path, sizeof records_path, "%s/crash-records.txt", dir);
   snprintf(errors_path, sizeof errors_path, "%s/crash-writer.err", dir);
@@ -220,7 +224,7 @@ static int env_int(const char *name, int dflt)
 static const char *const azs[] = {"A", "B", "C"};
 static const char *const nodes[] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
-enum { SH_CLASSIC, SH_INTERRUPTED, SH_AZCUT, SH_NODE_BACK, SH_SLOW, NSHAPES };
+enum { SH_CLASSIC, SH_INTERRUPTED, SH_AZCUT, SH_NODE_BACK, SH_SLOW, SH_REPAIR, NSHAPES };
 static int n_shape[NSHAPES];
 static int n_kind[4], n_first, n_cut_by_partition, n_away_recoveries, n_back_into_recovery;
 
@@ -374,6 +378,72 @@ static void slow_point(int p)
   faultf("slow %s 0", n2);
 }
 
+/* Repair (member.h; AURALOG_CRASH_REPAIR, nine nodes): node N is lost for
+ * good (SIGKILL, never restarted meanwhile); the coordinator moves each
+ * of its segments to a spare in its AZ after REPAIR_AFTER_MS. Sometimes
+ * the engine crashes while the moves run, and recovers without N (a
+ * recovery racing a repair: the membership it opens with has next
+ * segments in it); sometimes twice. Once every PG is back to six current
+ * segments, none on N, N comes back with its old segments (`cluster up`):
+ * it must hold none of them (M6). */
+static const char *const nodes9[] = {"A1", "A2", "A3", "B1", "B2", "B3", "C1", "C2", "C3"};
+static int n_repair_crashes;
+
+static int repair_settled(const char *gone, char *why, size_t n)
+{
+  cJSON *o = status("main"), *p, *g;
+  int ok = o != NULL;
+  snprintf(why, n, "no status");
+  cJSON_ArrayForEach(p, o ? cJSON_GetObjectItem(o, "pgs") : NULL) {
+    int nseg = 0;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItem(p, "segments")) {
+      nseg++;
+      const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(g, "node"));
+      if (cJSON_IsTrue(cJSON_GetObjectItem(g, "next")) || (node && strcmp(node, gone) == 0)) {
+        ok = 0;
+        snprintf(why, n, "pg %d: %s%s", (int)cJSON_GetObjectItem(p, "pg")->valuedouble,
+                 cJSON_IsTrue(cJSON_GetObjectItem(g, "next")) ? "a next segment on " : "",
+                 node ? node : "?");
+      }
+    }
+    if (nseg != 6)
+      ok = 0;
+  }
+  cJSON_Delete(o);
+  return ok;
+}
+
+static void repair_point(int p)
+{
+  const char *n = nodes9[below(9)];
+  unsigned crashes = below(3), at = 1000 + below(6000);
+  note("  node %s lost for good; %u engine crashes during its repair, the first %u ms in", n,
+       crashes, at);
+  stop_member(n, SIGKILL);
+  unsigned long long t0 = now_ms();
+  char without[16], why[256] = "";
+  snprintf(without, sizeof without, "node %s", n);
+  for (unsigned i = 0; i < crashes; i++) {
+    usleep((i == 0 ? at : 500 + below(2000)) * 1000);
+    crash_engine();
+    engine_alone(p, without);
+    more_acks(1 + below(4), p, "after a recovery during a repair");
+    n_repair_crashes++;
+  }
+  while (!repair_settled(n, why, sizeof why)) {
+    if (now_ms() - t0 > 60000) {
+      clients_stop();
+      keep_evidence();
+      fail_msg("crash point %d: 60 s after node %s was lost, the repair has not finished: %s "
+               "(cluster kept in %s)", p, n, why, dir);
+    }
+    usleep(200000);
+  }
+  note("  repaired in %llu ms", now_ms() - t0);
+  restart(p);                   /* N comes back with its old segments */
+  more_acks(2, p, "after the replaced node came back");
+}
+
 static void acknowledged_commits_survive_crashes_whole(void **state)
 {
   (void)state;
@@ -405,26 +475,33 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
   static const char *const shape_name[] = {"classic", "interrupted recoveries",
                                            "AZ cut between two recoveries",
                                            "node back with an old truncation",
-                                           "slow nodes, small cache"};
+                                           "slow nodes, small cache",
+                                           "a node lost and repaired"};
   /* AURALOG_CRASH_SHAPES (e.g. "classic,azcut"): only these shapes, to
    * replay or isolate one; a point drawn as another takes the next one
    * listed (the draws stay the same). Default: every shape. */
   static const char *const shape_key[] = {"classic", "interrupted", "azcut", "nodeback",
-                                          "slow"};
+                                          "slow", "repair"};
+  int repairs = env_int("AURALOG_CRASH_REPAIR", 0);
   int enabled[NSHAPES], any = 0;
   const char *only = getenv("AURALOG_CRASH_SHAPES");
   for (int i = 0; i < NSHAPES; i++) {
-    enabled[i] = only == NULL || !*only || strstr(only, shape_key[i]) != NULL;
+    enabled[i] = (only == NULL || !*only || strstr(only, shape_key[i]) != NULL) &&
+                 (i != SH_REPAIR || repairs);
     any |= enabled[i];
   }
   if (!any)
     fail_msg("AURALOG_CRASH_SHAPES='%s' names no shape (classic, interrupted, azcut, "
-             "nodeback, slow)", only);
+             "nodeback, slow, repair with AURALOG_CRASH_REPAIR=1)", only);
   struct tally tl = {0};
   for (int p = 1; p <= points; p++) {
     unsigned r = below(100);
     int shape = r < 40 ? SH_CLASSIC : r < 60 ? SH_INTERRUPTED : r < 75 ? SH_AZCUT
               : r < 90 ? SH_NODE_BACK : SH_SLOW;
+    /* With repairs on, one point in five loses a node (a draw of its own:
+     * without, the campaign's draws are what they were). */
+    if (repairs && below(5) == 0)
+      shape = SH_REPAIR;
     while (!enabled[shape])
       shape = (shape + 1) % NSHAPES;
     uint64_t sub = rnd();
@@ -441,6 +518,7 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
     case SH_INTERRUPTED: classic_point(p, 1, sub); break;
     case SH_AZCUT: azcut_point(p); break;
     case SH_NODE_BACK: node_back_point(p, sub); break;
+    case SH_REPAIR: repair_point(p); break;
     default: slow_point(p); break;
     }
     clients_stop();
@@ -476,6 +554,10 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
          n_crashes, n_by_hand, cut, tl.acked + tl.unknown, tl.acked, tl.unknown,
          tl.unknown_present, tl.unknown - tl.unknown_present, tl.lost, tl.partial, sh_w->reads,
          sh_w->reads_ok, tl.reader_seen, converge_max_ms, ms);
+  if (repairs)
+    printf("# crash campaign: %d points lost a node for good and saw it repaired (%d engine "
+           "crashes during the repairs); each replaced node came back holding nothing\n",
+           n_shape[SH_REPAIR], n_repair_crashes);
   note("campaign done in %llu ms", ms);
 }
 

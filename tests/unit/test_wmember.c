@@ -226,7 +226,8 @@ static void a_next_segment_takes_writes_and_counts_only_by_its_scl(void **state)
   begin(&x);
   assert_int_equal(v->pgs[0].trans, 1);
   assert_int_equal(v->pgs[0].mepoch, 3);
-  assert_int_equal(v->pgs[0].adopted_at, v->q.vcl);
+  /* X is the PG's last record handed out (member.h M4: per PG). */
+  assert_int_equal(v->pgs[0].adopted_at, l1);
   assert_int_equal(q_trans(&v->q, 0), 1);
   assert_int_equal(v->nnodes, NCOPIES + 1);
   uint64_t g1 = append_to(&x, x.g, 3);
@@ -237,7 +238,7 @@ static void a_next_segment_takes_writes_and_counts_only_by_its_scl(void **state)
   assert_int_equal(vh.n_pgs, 1);
   assert_int_equal(vh.pgs[0]->pg, 0);
   assert_int_equal(vh.pgs[0]->mepoch, 3);
-  assert_int_equal(vh.pgs[0]->adopted_at, 0);
+  assert_int_equal(vh.pgs[0]->adopted_at, l1);
   assert_int_equal(vh.pgs[0]->n_segments, 0);
   vh.name = "v";                      /* the probe as it goes: wire_check lets it through */
   vh.page_size = PSIZE;
