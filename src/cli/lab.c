@@ -74,6 +74,7 @@ static const struct lab lab_table[] = {
   {"lab08-segment", "inside a segment: a hole, its gossip fill, coalescing and GC", check8},
   {"lab09-replicas", "read replicas: lag, a long reader holding GC, failover", check9},
   {"lab10-measure", "measuring honestly: a benchmark claim, application group commit", check10},
+  {"lab11-repair", "repair and drain: a node lost for good, segments moved to spares", check11},
 };
 #define NLABS ((int)(sizeof lab_table / sizeof lab_table[0]))
 

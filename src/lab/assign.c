@@ -1,7 +1,8 @@
 /*
  * lab/assign.c: what each student's run of an observe lab must do: which
  * AZ to take out, which node to stop or slow, which row to update how
- * many times, how many rows a second writer commits. Derived from the student's
+ * many times, how many rows a second writer commits, which node to lose
+ * and which to drain (and a node's failure rate for lab 11's arithmetic). Derived from the student's
  * id and the lab number alone (a keyed hash: the same id always gets the
  * same assignment, two ids most often different ones), so a friend's
  * answers, a demo's steps or a copied run directory name the wrong AZ or
@@ -83,6 +84,17 @@ int assign_make(const char *student, int lab, struct assign *a)
     a->az = 0;
     a->count = 2 + r[5] % 8;   /* rows the second writer commits */
     return 0;
+  case 11: {
+    /* The node to lose: one of the AZ's first two, which every cluster
+     * has and which host pg 0 until a move takes it off them; the node
+     * to drain: one of another AZ's (each AZ needs a spare of its own). */
+    static const int mttf[] = {2000, 5000, 10000, 20000, 50000};
+    snprintf(a->node, sizeof a->node, "%c%d", a->az, 1 + r[1] % 2);
+    snprintf(a->drain, sizeof a->drain, "%s", others[r[2] % 4]);
+    a->mttf_h = mttf[r[4] % 5];
+    a->az = 0;
+    return 0;
+  }
   default:
     a->az = 0;
     return -1;
@@ -93,6 +105,11 @@ void assign_text(const struct assign *a, char *out, size_t n)
 {
   if (a->lab == 5 && a->count > 0) {
     snprintf(out, n, "the second writer commits %d rows", a->count);
+    return;
+  }
+  if (a->lab == 11 && a->node[0]) {
+    snprintf(out, n, "take out node %s for good; drain node %s; each node's MTTF is %d hours",
+             a->node, a->drain, a->mttf_h);
     return;
   }
   if (a->lab == 1 && a->row > 0) {
