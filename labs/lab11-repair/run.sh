@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Lab 11: repair and drain. The handout's steps, as commands, for the
-# assignment in LAB_NODE (the node to lose for good) and LAB_DRAIN (the
-# node to drain): `auralog lab start 11` names each student's.
+# assignment in LAB_POS (the position of pg 0 whose node to lose for good)
+# and LAB_DRAIN_POS (whose node to drain): `auralog lab start 11` names
+# each student's (and the nodes there now, NODE and DRAIN).
 . "$(dirname "$0")/../lib.sh"
-NODE=${LAB_NODE:-B2} DRAIN=${LAB_DRAIN:-C1}
 here=$(cd "$(dirname "$0")" && pwd)
+# The node at position $1 of pg 0 now (its current segment; pgs come in order).
+node_at() {
+  auralog status --json | grep -o "\"node\":\"[A-C][0-9]*\",\"az\":\"[A-C]\",\"scl\":[0-9]*,\"pos\":$1,\"next\":false" |
+    sed -n '1s/"node":"\([^"]*\)".*/\1/p'
+}
+NODE=$(node_at "${LAB_POS:-3}") DRAIN=$(node_at "${LAB_DRAIN_POS:-4}")
+[ -n "$NODE" ] && [ -n "$DRAIN" ] || { echo "no node at position ${LAB_POS:-3} or ${LAB_DRAIN_POS:-4} of pg 0"; exit 1; }
+echo "position ${LAB_POS:-3} of pg 0 is on $NODE (NODE); position ${LAB_DRAIN_POS:-4} on $DRAIN (DRAIN)"
 membership() { auralog status | sed -n '/^membership/,/^nodes/{/^nodes/!p}; /^  AZ /p; /^  pg [0-9]* *pages/p'; }
 # The PGs' segments in `status --json` (its "pgs", the last part): node $1's.
 segs() { local js; js=$(auralog status --json); echo "${js##*\"pgs\":}" | grep -o "\"node\":\"$1\""; }

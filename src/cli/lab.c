@@ -352,6 +352,18 @@ int lab_main(int argc, char **argv)
            n, l->title, x.student, text, ldir, l->folder, x.answers, n);
     if (n == 5)   /* step 4 names the first writer: after step 2 the coordinator names another */
       printf("the writer now (FIRST in the handout): %s\n", x.engine);
+    if (n == 11 && x.as.mttf_h > 0) {   /* the nodes at the assigned positions now */
+      fetch_status(&x);
+      const cJSON *s, *pg0 = cJSON_GetArrayItem(cJSON_GetObjectItem(x.status, "pgs"), 0);
+      const char *at[NCOPIES] = {0};
+      cJSON_ArrayForEach(s, cJSON_GetObjectItem(pg0, "segments"))
+        if (!cJSON_IsTrue(cJSON_GetObjectItem(s, "next")) && fnum(s, "pos") >= 0 &&
+            fnum(s, "pos") < NCOPIES)
+          at[(int)fnum(s, "pos")] = fstr(s, "node");
+      printf("position %d of pg 0 is on node %s now (NODE in the handout); position %d on "
+             "node %s (DRAIN)\n", x.as.pos, at[x.as.pos] ? at[x.as.pos] : "?", x.as.drain_pos,
+             at[x.as.drain_pos] ? at[x.as.drain_pos] : "?");
+    }
     return 0;
   }
 

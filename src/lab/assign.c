@@ -85,12 +85,15 @@ int assign_make(const char *student, int lab, struct assign *a)
     a->count = 2 + r[5] % 8;   /* rows the second writer commits */
     return 0;
   case 11: {
-    /* The node to lose: one of the AZ's first two, which every cluster
-     * has and which host pg 0 until a move takes it off them; the node
-     * to drain: one of another AZ's (each AZ needs a spare of its own). */
+    /* The node to lose and the node to drain, named by the positions of
+     * pg 0 they host when the student begins (positions 2k, 2k+1 are AZ
+     * k's): a node lost or drained hosts nothing, so a retry, or a second
+     * student on the cluster, finds the position on its new node. The
+     * drain in another AZ: each AZ needs a spare of its own. */
     static const int mttf[] = {2000, 5000, 10000, 20000, 50000};
-    snprintf(a->node, sizeof a->node, "%c%d", a->az, 1 + r[1] % 2);
-    snprintf(a->drain, sizeof a->drain, "%s", others[r[2] % 4]);
+    int z = a->az - 'A', dz = (z + 1 + r[2] % 2) % 3;
+    a->pos = 2 * z + r[1] % 2;
+    a->drain_pos = 2 * dz + r[3] % 2;
     a->mttf_h = mttf[r[4] % 5];
     a->az = 0;
     return 0;
@@ -107,9 +110,10 @@ void assign_text(const struct assign *a, char *out, size_t n)
     snprintf(out, n, "the second writer commits %d rows", a->count);
     return;
   }
-  if (a->lab == 11 && a->node[0]) {
-    snprintf(out, n, "take out node %s for good; drain node %s; each node's MTTF is %d hours",
-             a->node, a->drain, a->mttf_h);
+  if (a->lab == 11 && a->mttf_h > 0) {
+    snprintf(out, n, "take out for good the node at position %d of pg 0 (AZ %c); drain the "
+             "node at position %d (AZ %c); each node's MTTF is %d hours", a->pos,
+             'A' + a->pos / 2, a->drain_pos, 'A' + a->drain_pos / 2, a->mttf_h);
     return;
   }
   if (a->lab == 1 && a->row > 0) {

@@ -16,7 +16,8 @@ struct assign {
   char slow[3];                /* lab 2: the node to slow */
   int row, count;              /* lab 1: update row `row` of lab01 `count` times;
                                 * lab 5: rows the second writer commits */
-  char drain[3];               /* lab 11: the node to drain (lab 11's node: the one to lose) */
+  int pos, drain_pos;          /* lab 11: the positions of pg 0 whose nodes to lose and to
+                                * drain (a position outlives its nodes: a retry finds it) */
   int mttf_h;                  /* lab 11: each node's mean time to failure, hours */
 };
 

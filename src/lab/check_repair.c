@@ -88,58 +88,103 @@ static void moves_end(struct l11moves *ms, const cJSON *e, int finished)
   }
 }
 
-/* Which node the check follows: the assigned one, else (a demo, or no
- * assignment) the first the history shows doing it; *other: the first
- * other node seen doing it (told only if the assigned one never did). */
-static void follow(char *dst, size_t n, const char *assigned, const char *seen, char *other,
-                   size_t on)
+/* The nodes' state as the journal goes: down since, draining since. */
+struct l11node {
+  char id[16];
+  double down, draining;       /* since when (-1: not) */
+};
+
+static struct l11node *node_of(struct l11node *ns, int *n, const char *id)
 {
-  if (!dst[0])
-    snprintf(dst, n, "%s", assigned[0] ? assigned : seen);
-  if (strcmp(seen, dst) && !other[0])
-    snprintf(other, on, "%s", seen);
+  for (int i = 0; i < *n; i++)
+    if (!strcmp(ns[i].id, id))
+      return &ns[i];
+  if (*n == MOVES_MAX)
+    return &ns[MOVES_MAX];     /* the spare slot: a cluster of more nodes is no lab's */
+  struct l11node *d = &ns[(*n)++];
+  snprintf(d->id, sizeof d->id, "%s", id);
+  d->down = d->draining = -1;
+  return d;
+}
+
+/* Does a begin move the assigned position (any, with none assigned)? */
+static int at_pos(const cJSON *e, int pos)
+{
+  return pos < 0 || (fnum(e, "pg") == 0 && fnum(e, "pos") == pos);
+}
+
+/* Which nodes the lab lost and drained: the repair that began on the
+ * assigned position of pg 0 (its node down then), the drain whose move
+ * began there (its node draining then). A repair or drain of another
+ * node is noted (other_*), to say so if the assigned one has none. */
+static void l11_who(struct labctx *x, struct l11 *r)
+{
+  struct l11node ns[MOVES_MAX + 1];
+  int n = 0, pos = x->has_assign ? x->as.pos : -1, dpos = x->has_assign ? x->as.drain_pos : -1;
+  const char *vol = fstr(x->status, "volume");
+  for (long i = 0; i < hist_len(x); i++) {
+    const cJSON *e = hist_at(x, i);
+    double t = fnum(e, "t");
+    if (is(e, "start"))
+      n = 0;                   /* a coordinator restart: the nodes register again */
+    if (is(e, "node")) {
+      struct l11node *d = node_of(ns, &n, fstr(e, "node"));
+      int up = cJSON_IsTrue(cJSON_GetObjectItem(e, "up"));
+      d->down = up ? -1 : d->down >= 0 ? d->down : t;
+    } else if (is(e, "nodestate")) {
+      struct l11node *d = node_of(ns, &n, fstr(e, "node"));
+      d->draining = !strcmp(fstr(e, "state"), "draining") ? t : -1;
+    }
+    if (i <= x->start || !x->win[i] || !is(e, "member") || strcmp(fstr(e, "step"), "begin") ||
+        strcmp(fstr(e, "volume"), vol))
+      continue;
+    const struct l11node *d = node_of(ns, &n, fstr(e, "from"));
+    if (d->down >= 0 && !r->lost[0] && at_pos(e, pos)) {
+      snprintf(r->lost, sizeof r->lost, "%s", d->id);
+      r->t_down = d->down;
+    } else if (d->down >= 0 && strcmp(d->id, r->lost) && !r->other_lost[0]) {
+      snprintf(r->other_lost, sizeof r->other_lost, "%s", d->id);
+    } else if (d->down < 0 && d->draining >= 0 && !r->drained[0] && at_pos(e, dpos)) {
+      snprintf(r->drained, sizeof r->drained, "%s", d->id);
+      r->t_drain = d->draining;
+    } else if (d->down < 0 && d->draining >= 0 && strcmp(d->id, r->drained) &&
+               !r->other_drained[0]) {
+      snprintf(r->other_drained, sizeof r->other_drained, "%s", d->id);
+    }
+  }
 }
 
 static void l11_replay(struct labctx *x, struct l11 *r)
 {
   memset(r, 0, sizeof *r);
   r->t_down = r->t_repaired = r->t_drain = r->t_retired = -1;
+  l11_who(x, r);
   const char *vol = fstr(x->status, "volume");
-  const char *lose = x->has_assign ? x->as.node : "", *drain = x->has_assign ? x->as.drain : "";
-  snprintf(r->lost, sizeof r->lost, "%s", lose);
-  snprintf(r->drained, sizeof r->drained, "%s", drain);
   for (size_t i = 0; i < x->nev; i++) {
     const cJSON *e = x->ev[i];
     double t = fnum(e, "t");
-    if (is(e, "node") && !cJSON_IsTrue(cJSON_GetObjectItem(e, "up")) && !r->repaired) {
-      follow(r->lost, sizeof r->lost, lose, fstr(e, "node"), r->other_lost,
-             sizeof r->other_lost);
-      if (!strcmp(fstr(e, "node"), r->lost))
-        r->t_down = t;         /* the last loss before its repair */
-    } else if (is(e, "member") && !strcmp(fstr(e, "step"), "begin")) {
-      if (r->t_down >= 0 && !r->repaired && !strcmp(fstr(e, "from"), r->lost))
+    if (t < 0)
+      continue;
+    if (is(e, "member") && !strcmp(fstr(e, "step"), "begin")) {
+      if (r->lost[0] && t >= r->t_down && !r->repaired && !strcmp(fstr(e, "from"), r->lost))
         moves_begin(&r->rep, e);
-      else if (r->t_drain >= 0 && r->t_retired < 0 && !strcmp(fstr(e, "from"), r->drained))
+      else if (r->drained[0] && t >= r->t_drain && r->t_retired < 0 &&
+               !strcmp(fstr(e, "from"), r->drained))
         moves_begin(&r->dr, e);
     } else if (is(e, "member") && (!strcmp(fstr(e, "step"), "finish") ||
                                    !strcmp(fstr(e, "step"), "abort"))) {
       moves_end(&r->rep, e, !strcmp(fstr(e, "step"), "finish"));
       moves_end(&r->dr, e, !strcmp(fstr(e, "step"), "finish"));
-    } else if (is(e, "repaired") && r->t_down >= 0 && !r->repaired &&
+    } else if (is(e, "repaired") && r->lost[0] && t >= r->t_down && !r->repaired &&
                !strcmp(fstr(e, "node"), r->lost)) {
       r->repaired = e;
       r->t_repaired = t;
-    } else if (is(e, "nodestate") && !strcmp(fstr(e, "state"), "draining") && r->t_drain < 0) {
-      follow(r->drained, sizeof r->drained, drain, fstr(e, "node"), r->other_drained,
-             sizeof r->other_drained);
-      if (!strcmp(fstr(e, "node"), r->drained))
-        r->t_drain = t;
-    } else if (is(e, "nodestate") && !strcmp(fstr(e, "state"), "retired") && r->t_drain >= 0 &&
-               r->t_retired < 0 && !strcmp(fstr(e, "node"), r->drained)) {
+    } else if (is(e, "nodestate") && !strcmp(fstr(e, "state"), "retired") && r->drained[0] &&
+               t >= r->t_drain && r->t_retired < 0 && !strcmp(fstr(e, "node"), r->drained)) {
       r->t_retired = t;
     } else if (is(e, "stall") && !strcmp(fstr(e, "volume"), vol)) {
-      r->stall_rep += r->t_down >= 0 && !r->repaired;
-      r->stall_dr += r->t_drain >= 0 && r->t_retired < 0;
+      r->stall_rep += r->t_down >= 0 && t >= r->t_down && !r->repaired;
+      r->stall_dr += r->t_drain >= 0 && t >= r->t_drain && r->t_retired < 0;
     } else if (is(e, "dataloss")) {
       r->dataloss++;
     }
@@ -219,13 +264,18 @@ void check11(struct labctx *x)
     return;
   struct l11 r;
   l11_replay(x, &r);
+  char pos[64] = "your node", dpos[64] = "the node to drain";
+  if (x->has_assign) {
+    snprintf(pos, sizeof pos, "the node at position %d of pg 0", x->as.pos);
+    snprintf(dpos, sizeof dpos, "the node at position %d of pg 0", x->as.drain_pos);
+  }
   const char *lost = r.lost[0] ? r.lost : "your node";
   /* Step 1: the node lost, its segments moved, the repair timed. */
-  ok(x, r.t_down >= 0, "%s went down (`auralog fault node-stop %s`, or kill -9)", lost,
-     r.lost[0] ? r.lost : "ID");
-  if (r.other_lost[0] && r.t_down < 0 && x->has_assign)
-    bad(x, "the node taken out is the one your `lab start` named (%s; the history shows %s "
-        "down instead)", x->as.node, r.other_lost);
+  ok(x, r.t_down >= 0, "%s%s went down and stayed down (`auralog fault node-stop NODE`, "
+     "or kill -9)", pos, shown(r.lost[0] != 0, ", %s,", r.lost));
+  if (!r.lost[0] && r.other_lost[0] && x->has_assign)
+    bad(x, "the node taken out is %s, as your `lab start` said (the history shows %s lost "
+        "and repaired instead)", pos, r.other_lost);
   ok(x, r.rep.n > 0, "after %d ms without a heartbeat the coordinator began moving its "
      "segments to spares of its AZ%s", REPAIR_AFTER_MS,
      shown(r.rep.n > 0, " (%d: pg %.0f position %.0f -> %s%s)", r.rep.n, r.rep.m[0].pg,
@@ -242,12 +292,12 @@ void check11(struct labctx *x)
     bad(x, "a commit stalled while %s was repaired (%d stalls in the journal): a repair "
         "never waits for a write quorum it lacks", lost, r.stall_rep);
   /* Step 2: the drain. */
-  const char *drained = r.drained[0] ? r.drained : "your node";
-  ok(x, r.t_drain >= 0, "%s was drained (`auralog node drain %s`)", drained,
-     r.drained[0] ? r.drained : "ID");
-  if (r.other_drained[0] && r.t_drain < 0 && x->has_assign)
-    bad(x, "the node drained is the one your `lab start` named (%s; the history shows %s "
-        "drained instead)", x->as.drain, r.other_drained);
+  const char *drained = r.drained[0] ? r.drained : "it";
+  ok(x, r.t_drain >= 0, "%s%s was drained (`auralog node drain DRAIN`)", dpos,
+     shown(r.drained[0] != 0, ", %s,", r.drained));
+  if (!r.drained[0] && r.other_drained[0] && x->has_assign)
+    bad(x, "the node drained is %s, as your `lab start` said (the history shows %s drained "
+        "instead)", dpos, r.other_drained);
   ok(x, r.dr.n > 0 && r.dr.done == r.dr.n, "its segments moved to spares while it served%s",
      shown(r.dr.n > 0, " (%d of %d finished)", r.dr.done, r.dr.n));
   const cJSON *dn = r.drained[0] ? status_node(x, r.drained) : NULL;
@@ -286,8 +336,8 @@ void check11(struct labctx *x)
   for (int i = 0; i < r.rep.n; i++)
     if (r.rep.m[i].pg == 0 && r.rep.m[at].pg != 0)
       at = i;
-  want_node(x, "spare", r.rep.n ? r.rep.m[at].to : "", "the spare that took your node's "
-            "segment of pg 0");
+  want_node(x, "spare", r.rep.n ? r.rep.m[at].to : "", "the spare that took your node's place "
+            "at its position of pg 0");
   double moved = r.t_retired >= 0 ? r.dr.n : NAN;
   want_num(x, "drain_moved", moved, moved, moved, "the segments the drain moved");
   want_one_in(x, "second_failure_one_in", one_in(mttr / 1000, mttf),

@@ -8,9 +8,9 @@
  * node brought back), answers worked out from what the steps printed and
  * the assignment's MTTF; `auralog lab check 11` must pass, at machine
  * speed and at a person's pace, on one cluster of nine nodes that has
- * already done the lab once (the second run needs nodes of its own: a
- * student whose assignment names nodes still hosting segments, and a
- * spare added where none is left). Fooling attempts, each of which must
+ * already done the lab once (the assignment names positions of pg 0, so
+ * the second run loses and drains the nodes there now; the steps add a
+ * spare where none is left, as the handout says). Fooling attempts, each of which must
  * fail: nonsense answers with no steps; an honest student's answers
  * copied by another who did nothing; the steps done on other nodes than
  * the assignment names.
@@ -29,9 +29,10 @@
 #include "harness.h"
 #include "param.h"
 
-/* The last start's student and assignment. */
-static char who[32], lose[8], drain[8];
-static int mttf_h;
+/* The last start's assignment: the positions of pg 0 whose nodes to lose
+ * and to drain, the nodes there then, each node's MTTF. */
+static int pos, dpos, mttf_h;
+static char lose[8], drain[8];
 
 static int setup(void **state)
 {
@@ -46,68 +47,42 @@ static int teardown(void **state)
   return 0;
 }
 
-/* Segments node id hosts, and is it up and in service, by status. */
-static int usable(const char *id)
+/* `lab start 11` (as $AURALOG_STUDENT): the assignment it printed. */
+static void start(void)
 {
-  cJSON *st = status("main"), *n, *pg, *s;
-  int up = 0, segs = 0;
-  cJSON_ArrayForEach(n, cJSON_GetObjectItem(st, "nodes"))
-    if (!strcmp(cJSON_GetObjectItem(n, "id")->valuestring, id))
-      up = !strcmp(cJSON_GetObjectItem(n, "state")->valuestring, "up");
-  cJSON_ArrayForEach(pg, cJSON_GetObjectItem(st, "pgs"))
-    cJSON_ArrayForEach(s, cJSON_GetObjectItem(pg, "segments"))
-      segs += !strcmp(cJSON_GetObjectItem(s, "node")->valuestring, id);
-  cJSON_Delete(st);
-  return up && segs > 0;
-}
-
-/* `lab start 11` as student id: 0 with the assignment in lose, drain,
- * mttf_h, the student in who (and $AURALOG_STUDENT: the check's "you"). */
-static int start_as(const char *id)
-{
-  setenv("AURALOG_STUDENT", id, 1);
-  if (sh(out, OUT_SIZE, "%s lab start 11 --dir %s --student %s 2>&1", bin, dir, id) != 0)
-    fail_msg("lab start 11 --student %s:\n%s", id, out);
-  const char *a = strstr(out, "your assignment: ");
-  if (a == NULL || sscanf(a, "your assignment: take out node %7[A-C0-9] for good; drain node "
-                          "%7[A-C0-9]; each node's MTTF is %d hours", lose, drain, &mttf_h) != 3)
+  char az, daz;
+  if (sh(out, OUT_SIZE, "%s lab start 11 --dir %s 2>&1", bin, dir) != 0)
+    fail_msg("lab start 11:\n%s", out);
+  const char *a = strstr(out, "your assignment: "), *at = strstr(out, "\nposition ");
+  if (a == NULL || at == NULL ||
+      sscanf(a, "your assignment: take out for good the node at position %d of pg 0 (AZ %c); "
+             "drain the node at position %d (AZ %c); each node's MTTF is %d hours", &pos, &az,
+             &dpos, &daz, &mttf_h) != 5 ||
+      sscanf(at, "\nposition %*d of pg 0 is on node %7[A-Z0-9] now (NODE in the handout); "
+             "position %*d on node %7[A-Z0-9]", lose, drain) != 2)
     fail_msg("lab start 11 printed no assignment:\n%s", out);
-  snprintf(who, sizeof who, "%s", id);
-  return 0;
+  assert_int_equal(az, 'A' + pos / 2);
+  assert_int_equal(daz, 'A' + dpos / 2);
+  assert_int_not_equal(az, daz);
 }
 
-/* A student whose assignment names nodes that still host segments (a run
- * before took some out), and not the nodes named: their start is the last. */
-static void start_usable(const char *not_lose, const char *not_drain)
-{
-  for (int i = 1; i <= 60; i++) {
-    char id[16];
-    snprintf(id, sizeof id, "s%d", i);
-    start_as(id);
-    if (strcmp(lose, not_lose) && strcmp(drain, not_drain) && strcmp(lose, not_drain) &&
-        strcmp(drain, not_lose) && usable(lose) && usable(drain))
-      return;
-  }
-  fail_msg("no student among s1..s60 has an assignment this cluster can still do");
-}
-
-/* The handout's steps, typed, for nodes n (lose) and d (drain); env: more. */
-static void steps(const char *n, const char *d, const char *env)
+/* The handout's steps, typed, for positions p (lose) and d (drain). */
+static void steps(int p, int d, const char *env)
 {
   char e[256];
-  snprintf(e, sizeof e, "LAB_NODE=%s LAB_DRAIN=%s %s", n, d, env);
+  snprintf(e, sizeof e, "LAB_POS=%d LAB_DRAIN_POS=%d %s", p, d, env);
   lab_steps(11, "lab11-repair", e);
 }
 
 /* The answers, from what the steps printed ($O) as a student reads it:
- * the last "time to repair" figure; the node in the lost node's column of
- * pg 0's line after the repair; the drain's "K of M moved"; and §2.2's
- * arithmetic with the assignment's MTTF ($M hours). */
+ * the last "time to repair" figure; the node at the position lost ($P)
+ * in pg 0's last line (its entries are the positions in order); the
+ * drain's "K of M moved"; and §2.2's arithmetic with the assignment's
+ * MTTF ($M hours). */
 static const char *student_answers =
   "mttr=$(grep 'time to repair' $O | tail -1 | awk '{print $(NF-1)}'); "
-  "spare=$(grep '^  pg 0 *pages' $O | awk -v n=$N '"
-  "  NR == 1 { for (i = 1; i <= NF; i++) { split($i, a, \":\"); if (a[1] == n) c = i } } "
-  "  END { split($c, a, \":\"); print a[1] }'); "
+  "spare=$(grep '^  pg 0 *pages' $O | tail -1 | awk -v p=$P '{split($(5 + p), a, \":\"); "
+  "  print a[1]}'); "
   "moved=$(grep -o '[0-9]* of [0-9]* moved' $O | tail -1 | awk '{print $3}'); "
   "{ echo \"mttr_ms: $mttr\"; echo \"spare: $spare\"; echo \"drain_moved: $moved\"; "
   "  awk -v t=$mttr -v m=$M 'BEGIN { printf \"second_failure_one_in: %.0f\\n\", "
@@ -117,8 +92,8 @@ static const char *student_answers =
 
 static void answers_from_steps(void)
 {
-  int rc = sh(out, OUT_SIZE, "export O=%s/lab11.out F=%s/labs/lab11-answers.txt N=%s M=%d; %s",
-              dir, dir, lose, mttf_h, student_answers);
+  int rc = sh(out, OUT_SIZE, "export O=%s/lab11.out F=%s/labs/lab11-answers.txt P=%d M=%d; %s",
+              dir, dir, pos, mttf_h, student_answers);
   if (rc != 0)
     fail_msg("lab 11's answers:\n%s", out);
 }
@@ -127,15 +102,15 @@ static void answers_from_steps(void)
 static void nonsense_without_steps_fails(void **state)
 {
   (void)state;
-  start_as("s1");
+  start();
   lab_answers(11, "mttr_ms: 10000\nspare: X9\ndrain_moved: lots\nsecond_failure_one_in: 0\n"
               "paper_one_in: 1000000\nshortens: quorum\n");
   assert_int_not_equal(lab_check(11), 0);
   char want[96];
-  snprintf(want, sizeof want, "[missing] %s went down", lose);
+  snprintf(want, sizeof want, "[missing] the node at position %d of pg 0 went down", pos);
   assert_non_null(strstr(out, want));
   assert_non_null(strstr(out, "[missing] the coordinator recorded"));
-  snprintf(want, sizeof want, "[missing] %s was drained", drain);
+  snprintf(want, sizeof want, "[missing] the node at position %d of pg 0 was drained", dpos);
   assert_non_null(strstr(out, want));
   assert_non_null(strstr(out, "[missing] the write loop's rows are in lab11"));
   assert_non_null(failed_line(out, "mttr_ms"));
@@ -147,19 +122,21 @@ static void nonsense_without_steps_fails(void **state)
 
 static void student(const char *env)
 {
-  start_usable("", "");
-  steps(lose, drain, env);
+  start();
+  steps(pos, dpos, env);
   answers_from_steps();
   if (lab_check(11) != 0) {
     printf("lab check 11 failed:\n%s\n", out);
     sh(out, OUT_SIZE, "grep -E 'time to repair|^  pg 0 |moved' %s/lab11.out; cat "
        "%s/labs/lab11-answers.txt", dir, dir);
-    fail_msg("lab check 11 failed (%s: lose %s, drain %s); the steps and the answers:\n%s", who,
-             lose, drain, out);
+    fail_msg("lab check 11 failed (positions %d, %d: %s, %s); the steps and the answers:\n%s",
+             pos, dpos, lose, drain, out);
   }
   assert_non_null(strstr(out, "lab 11: passed"));
   char want[96];
   snprintf(want, sizeof want, "[ok] the coordinator recorded %s repaired, ", lose);
+  assert_non_null(strstr(out, want));
+  snprintf(want, sizeof want, "[ok] the drain finished: %s is retired", drain);
   assert_non_null(strstr(out, want));
   assert_non_null(strstr(out, "[ok] no insert failed"));
   /* The run directory keeps the membership lines it read. */
@@ -186,41 +163,31 @@ static void honest_student_passes_paced(void **state)
 static void copied_answers_fail(void **state)
 {
   (void)state;
-  char honest[8];
-  snprintf(honest, sizeof honest, "%s", lose);
   assert_int_equal(sh(NULL, 0, "test -s %s/labs/lab11-answers.txt", dir), 0);
-  start_usable(honest, "");
+  setenv("AURALOG_STUDENT", "s2", 1);
+  start();
   assert_int_not_equal(lab_check(11), 0);
+  setenv("AURALOG_STUDENT", "s1", 1);
   assert_non_null(strstr(out, "[missing] the coordinator recorded"));
   assert_non_null(failed_line(out, "mttr_ms"));
   assert_non_null(failed_line(out, "spare"));
-  setenv("AURALOG_STUDENT", "s1", 1);
 }
 
-/* The steps on other nodes than the assignment names: told so. */
+/* The steps on other positions' nodes than the assignment names: told so. */
 static void steps_on_other_nodes_fail(void **state)
 {
   (void)state;
-  start_usable("", "");
-  char mine[8], mydrain[8], me[32];
-  snprintf(mine, sizeof mine, "%s", lose);
-  snprintf(mydrain, sizeof mydrain, "%s", drain);
-  snprintf(me, sizeof me, "%s", who);
-  start_usable(mine, mydrain);            /* a friend's nodes, other than mine */
-  char other[8], otherdrain[8];
-  snprintf(other, sizeof other, "%s", lose);
-  snprintf(otherdrain, sizeof otherdrain, "%s", drain);
-  start_as(me);                           /* my start: the last mark */
-  steps(other, otherdrain, "");
+  start();
+  int p = (pos + 2) % NCOPIES, d = (dpos + 2) % NCOPIES;   /* other AZs, still apart */
+  steps(p, d, "");
   assert_int_not_equal(lab_check(11), 0);
   char want[160];
-  snprintf(want, sizeof want, "[wrong] the node taken out is the one your `lab start` named "
-           "(%s; the history shows %s down instead)", mine, other);
+  snprintf(want, sizeof want, "[wrong] the node taken out is the node at position %d of pg 0, "
+           "as your `lab start` said", pos);
   assert_non_null(strstr(out, want));
-  snprintf(want, sizeof want, "[wrong] the node drained is the one your `lab start` named "
-           "(%s; the history shows %s drained instead)", mydrain, otherdrain);
+  snprintf(want, sizeof want, "[wrong] the node drained is the node at position %d of pg 0, "
+           "as your `lab start` said", dpos);
   assert_non_null(strstr(out, want));
-  setenv("AURALOG_STUDENT", "s1", 1);
 }
 
 int main(void)
