@@ -21,8 +21,12 @@
  * drained node retired, neither node hosting a segment), and the rows the
  * student's write loop committed (SQL: numbered, none missing). The
  * answers are compared with the MTTR the journal recorded, not with one a
- * student types, and the student's assignment (lab/assign.c: which node
- * to lose, which to drain, a node's MTTF).
+ * student types, and the student's assignment (lab/assign.c: the position
+ * of pg 0 whose node to lose, the one whose node to drain, a node's MTTF).
+ * Positions, not node ids: a position outlives its nodes, so a retry on
+ * the same cluster (the first attempt's nodes now host nothing) loses and
+ * drains the nodes there now; the journal's begin steps name both the
+ * position and the node leaving it.
  */
 #include <ctype.h>
 #include <math.h>
@@ -37,7 +41,8 @@
 #define ONE_IN_TOL    0.02     /* "one in N" answers: within 2% (rounding, 1 - e^-x ~ x) */
 #define LATE_MS       1500     /* a commit made just before a span's end shows in a sample
                                 * this much later (the journal samples the writer each second) */
-#define MOVES_MAX     64
+#define MOVES_MAX     1024     /* segments one node hosts that the check follows (PGs) */
+#define NODES_MAX     64
 
 /* One position moving off a node: where, and whether it finished. */
 struct l11move {
@@ -99,9 +104,9 @@ static struct l11node *node_of(struct l11node *ns, int *n, const char *id)
   for (int i = 0; i < *n; i++)
     if (!strcmp(ns[i].id, id))
       return &ns[i];
-  if (*n == MOVES_MAX)
-    return &ns[MOVES_MAX];     /* the spare slot: a cluster of more nodes is no lab's */
-  struct l11node *d = &ns[(*n)++];
+  /* Past NODES_MAX, the spare slot, fresh each time: a cluster of more
+   * nodes is no lab's, and its nodes' states are not followed. */
+  struct l11node *d = *n == NODES_MAX ? &ns[NODES_MAX] : &ns[(*n)++];
   snprintf(d->id, sizeof d->id, "%s", id);
   d->down = d->draining = -1;
   return d;
@@ -119,7 +124,7 @@ static int at_pos(const cJSON *e, int pos)
  * node is noted (other_*), to say so if the assigned one has none. */
 static void l11_who(struct labctx *x, struct l11 *r)
 {
-  struct l11node ns[MOVES_MAX + 1];
+  struct l11node ns[NODES_MAX + 1];
   int n = 0, pos = x->has_assign ? x->as.pos : -1, dpos = x->has_assign ? x->as.drain_pos : -1;
   const char *vol = fstr(x->status, "volume");
   for (long i = 0; i < hist_len(x); i++) {
@@ -262,7 +267,7 @@ void check11(struct labctx *x)
 {
   if (!started(x, 11))
     return;
-  struct l11 r;
+  static struct l11 r;         /* large (MOVES_MAX); one check a process */
   l11_replay(x, &r);
   char pos[64] = "your node", dpos[64] = "the node to drain";
   if (x->has_assign) {
