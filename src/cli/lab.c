@@ -74,6 +74,7 @@ static const struct lab lab_table[] = {
   {"lab08-segment", "inside a segment: a hole, its gossip fill, coalescing and GC", check8},
   {"lab09-replicas", "read replicas: lag, a long reader holding GC, failover", check9},
   {"lab10-measure", "measuring honestly: a benchmark claim, application group commit", check10},
+  {"lab11-repair", "repair and drain: a node lost for good, segments moved to spares", check11},
 };
 #define NLABS ((int)(sizeof lab_table / sizeof lab_table[0]))
 
@@ -351,6 +352,18 @@ int lab_main(int argc, char **argv)
            n, l->title, x.student, text, ldir, l->folder, x.answers, n);
     if (n == 5)   /* step 4 names the first writer: after step 2 the coordinator names another */
       printf("the writer now (FIRST in the handout): %s\n", x.engine);
+    if (n == 11 && x.as.mttf_h > 0) {   /* the nodes at the assigned positions now */
+      fetch_status(&x);
+      const cJSON *s, *pg0 = cJSON_GetArrayItem(cJSON_GetObjectItem(x.status, "pgs"), 0);
+      const char *at[NCOPIES] = {0};
+      cJSON_ArrayForEach(s, cJSON_GetObjectItem(pg0, "segments"))
+        if (!cJSON_IsTrue(cJSON_GetObjectItem(s, "next")) && fnum(s, "pos") >= 0 &&
+            fnum(s, "pos") < NCOPIES)
+          at[(int)fnum(s, "pos")] = fstr(s, "node");
+      printf("position %d of pg 0 is on node %s now (NODE in the handout); position %d on "
+             "node %s (DRAIN)\n", x.as.pos, at[x.as.pos] ? at[x.as.pos] : "?", x.as.drain_pos,
+             at[x.as.drain_pos] ? at[x.as.drain_pos] : "?");
+    }
     return 0;
   }
 

@@ -1,7 +1,8 @@
 /*
  * lab/assign.c: what each student's run of an observe lab must do: which
  * AZ to take out, which node to stop or slow, which row to update how
- * many times, how many rows a second writer commits. Derived from the student's
+ * many times, how many rows a second writer commits, which node to lose
+ * and which to drain (and a node's failure rate for lab 11's arithmetic). Derived from the student's
  * id and the lab number alone (a keyed hash: the same id always gets the
  * same assignment, two ids most often different ones), so a friend's
  * answers, a demo's steps or a copied run directory name the wrong AZ or
@@ -83,6 +84,20 @@ int assign_make(const char *student, int lab, struct assign *a)
     a->az = 0;
     a->count = 2 + r[5] % 8;   /* rows the second writer commits */
     return 0;
+  case 11: {
+    /* The node to lose and the node to drain, named by the positions of
+     * pg 0 they host when the student begins (positions 2k, 2k+1 are AZ
+     * k's): a node lost or drained hosts nothing, so a retry, or a second
+     * student on the cluster, finds the position on its new node. The
+     * drain in another AZ: each AZ needs a spare of its own. */
+    static const int mttf[] = {2000, 5000, 10000, 20000, 50000};
+    int z = a->az - 'A', dz = (z + 1 + r[2] % 2) % 3;
+    a->pos = 2 * z + r[1] % 2;
+    a->drain_pos = 2 * dz + r[3] % 2;
+    a->mttf_h = mttf[r[4] % 5];
+    a->az = 0;
+    return 0;
+  }
   default:
     a->az = 0;
     return -1;
@@ -93,6 +108,12 @@ void assign_text(const struct assign *a, char *out, size_t n)
 {
   if (a->lab == 5 && a->count > 0) {
     snprintf(out, n, "the second writer commits %d rows", a->count);
+    return;
+  }
+  if (a->lab == 11 && a->mttf_h > 0) {
+    snprintf(out, n, "take out for good the node at position %d of pg 0 (AZ %c); drain the "
+             "node at position %d (AZ %c); each node's MTTF is %d hours", a->pos,
+             'A' + a->pos / 2, a->drain_pos, 'A' + a->drain_pos / 2, a->mttf_h);
     return;
   }
   if (a->lab == 1 && a->row > 0) {

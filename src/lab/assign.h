@@ -16,6 +16,9 @@ struct assign {
   char slow[3];                /* lab 2: the node to slow */
   int row, count;              /* lab 1: update row `row` of lab01 `count` times;
                                 * lab 5: rows the second writer commits */
+  int pos, drain_pos;          /* lab 11: the positions of pg 0 whose nodes to lose and to
+                                * drain (a position outlives its nodes: a retry finds it) */
+  int mttf_h;                  /* lab 11: each node's mean time to failure, hours */
 };
 
 int student_id_ok(const char *s);

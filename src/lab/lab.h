@@ -91,6 +91,8 @@ void check8(struct labctx *x);
 void check9(struct labctx *x);
 /* check_measure.c: lab 10, a benchmark claim and application group commit */
 void check10(struct labctx *x);
+/* check_repair.c: lab 11, a node lost and repaired, a node drained (membership, §2.2-2.3) */
+void check11(struct labctx *x);
 
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);
