@@ -39,6 +39,7 @@ struct rrep {
   double bytes;              /* bytes the spares pulled from PG peers (SegStat.pulled) */
   int segs;                  /* segments moved (positions that had a next) */
   int to_nodes;              /* distinct spares they moved to */
+  int restarts;              /* moves aborted and begun again meanwhile (a spare silent too long) */
 };
 
 /* One point: so many PGs filled with so much each. */

@@ -223,6 +223,8 @@ static int kill_and_watch(int k, struct rrep *r, double t[3])
   t[1] = 0;
   char to[RP_NODES][8];
   int nto = 0;
+  uint64_t *age = NULL;      /* per (pg, pos): the move's age when last seen */
+  size_t nage = 0;
   /* Long enough for a slow disk: the detection, then ten times what the
    * node-wide budget would take to pull every segment on one spare. */
   int after = R.repair_after >= 0 ? R.repair_after : REPAIR_AFTER_MS;
@@ -236,6 +238,20 @@ static int kill_and_watch(int k, struct rrep *r, double t[3])
     st = e->status;
     snap_of(st, r->node, &now);
     for (size_t i = 0; i < st->n_moves; i++) {
+      /* A move younger than when we last saw it was aborted and begun
+       * again (its spare went silent too long, M7): counted, as that
+       * hydration starts over. */
+      const Auralog__MoveStat *mv = st->moves[i];
+      size_t key = (size_t)mv->pg * NCOPIES + mv->pos;
+      if (key >= nage) {
+        size_t m = key * 2 + 64;
+        age = realloc(age, m * sizeof *age);
+        memset(age + nage, 0, (m - nage) * sizeof *age);
+        nage = m;
+      }
+      if (age[key] && mv->age_ms + 500 < age[key])
+        r->restarts++;
+      age[key] = mv->age_ms ? mv->age_ms : 1;
       int seen = 0;
       for (int j = 0; j < nto; j++)
         seen |= !strcmp(to[j], st->moves[i]->to);
@@ -254,11 +270,13 @@ static int kill_and_watch(int k, struct rrep *r, double t[3])
     }
     if (tn > deadline) {
       snprintf(r->err, sizeof r->err, "node %s killed %.0f s ago and not yet repaired (%d "
-               "next segments, %d still on it); see %.100s/log/coord.log", r->node,
-               (tn - t[0]) / 1e6, now.next, now.on_victim, R.dir);
+               "next segments, %d still on it; %d moves begun again); see %.100s/log/coord.log",
+               r->node, (tn - t[0]) / 1e6, now.next, now.on_victim, r->restarts, R.dir);
+      free(age);
       return -1;
     }
   }
+  free(age);
   if (!t[1])
     t[1] = t[2];                /* moved between two looks */
   r->detect_ms = (t[1] - t[0]) / 1000;
@@ -395,7 +413,7 @@ void rp_repair_loaded(int k, int base_s, uint64_t seed, struct fg *f)
     rp_check_stop();
     usleep(100000);
   }
-  double t[3];
+  double t[3] = {0, 0, 0};
   rp_progress(1, "foreground: %d clients writing, a node killed", n);
   int rc = kill_and_watch(k, &f->rep, t);
   fg_stop = 1;
@@ -409,6 +427,8 @@ void rp_repair_loaded(int k, int base_s, uint64_t seed, struct fg *f)
       snprintf(f->err, sizeof f->err, "client %d: %s", i, cs[i].err);
   if (rc != 0) {
     snprintf(f->err, sizeof f->err, "%s", f->rep.err);
+    if (t[0] > 0)
+      window(cs, n, b0, t[0], &f->base);   /* the load with no repair still counts */
   } else {
     window(cs, n, b0, t[0], &f->base);
     window(cs, n, t[0], t[1], &f->down);
