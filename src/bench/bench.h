@@ -8,7 +8,9 @@
  *   recsys.c    ... its systems: auralog's engine crash and restart, SQLite's WAL
  *   append.c    `auralog bench append`: one storage node's durable appends
  *   replicas.c  `auralog bench replicas`: replica lag, reads over replicas, a long reader
- *   limit.c     the machine's own limit on a commit, measured in the same run
+ *   repair.c    `auralog bench repair`: time to repair a lost node, hydration, foreground
+ *   limit.c     the machine's own limits (a commit; disk and loopback bandwidth),
+ *               measured in the same run
  *   breakdown.c where one commit's time goes (the engine's stage timings)
  *   report.c    the table for people and the JSON of `auralog bench`
  *
@@ -32,6 +34,7 @@
 int bench_append_main(int argc, char **argv);
 int bench_recovery_main(int argc, char **argv);
 int bench_replicas_main(int argc, char **argv);   /* replicas.c */
+int bench_repair_main(int argc, char **argv);     /* repair.c */
 
 /* The auralog binary itself, to start cluster members and engines. */
 const char *bench_self(void);
@@ -65,6 +68,10 @@ int bench_connect(struct rpc *r, const char *addr, int ms, char *why, size_t n);
 /* A fresh private cluster in dir (anything there before is removed) with
  * its coordinator on base. 0, or -1 with a reason. */
 int bench_cluster_up(const char *dir, int base, char *why, size_t n);
+/* The same with more `cluster up` options (extra: NULL-terminated, at
+ * most 15), e.g. {"--nodes", "9", NULL}. */
+int bench_cluster_up_with(const char *dir, int base, const char *const extra[], char *why,
+                          size_t n);
 void bench_cluster_down(const char *dir);
 /* Pid of cluster member name ("A1", "coord", "engine"), or -1. */
 pid_t bench_member_pid(const char *dir, const char *name);
@@ -116,6 +123,17 @@ int bench_limit(const char *dir, struct limit *l);
 void limit_json(const struct limit *l, cJSON *into);
 void limit_print(const struct limit *l, const char *dir, const char *fs);
 
+/* The machine's limit on moving bytes (limit.c), measured in dir for ms
+ * each: sequential writes with an fdatasync every few MiB, and one
+ * loopback TCP stream (`auralog bench repair`). */
+struct bwlimit {
+  int ok, ms;
+  char err[300];
+  double disk_bytes_s;       /* bytes a second written and flushed */
+  double net_bytes_s;        /* bytes a second through one loopback connection */
+};
+int bench_limit_bw(const char *dir, int ms, struct bwlimit *b);
+
 /* Where one commit's time goes (breakdown.c): the engine's stage
  * histograms (vfs/stages.h) over a window, and the nodes' own time in
  * their store's commits (heartbeats, the same window or the run). */
@@ -136,6 +154,12 @@ void breakdown_print(const char *system, const char *workload, int clients,
                      const struct breakdown *b, const struct hist *e2e,
                      const struct limit *lim);
 cJSON *breakdown_json(const struct breakdown *b, const struct hist *e2e);
+
+/* Tell the coordinator of the user's cluster ($AURALOG_DIR or
+ * ~/.auralog, if one runs) these n results for its journal (note.c), one
+ * run: the run number and the machine (cond) are filled in here.
+ * caller_key: the key this process had before the bench made its own. */
+void bench_note_each(Auralog__BenchNote *notes, int n, cJSON *cond, const char *caller_key);
 
 /* Microseconds on a monotonic clock. */
 double bench_now_us(void);

@@ -148,6 +148,12 @@ int bench_mkdirs(const char *path)
 
 int bench_cluster_up(const char *dir, int base, char *why, size_t n)
 {
+  return bench_cluster_up_with(dir, base, NULL, why, n);
+}
+
+int bench_cluster_up_with(const char *dir, int base, const char *const extra[], char *why,
+                          size_t n)
+{
   char port[16], log[1200];
   snprintf(port, sizeof port, "%d", base);
   bench_cluster_down(dir);
@@ -190,8 +196,9 @@ int bench_cluster_up(const char *dir, int base, char *why, size_t n)
   snprintf(log, sizeof log, "%s/bench-cluster.log", dir);
   /* No read replica: a benchmark measures the writer alone (a replica
    * costs the writer its stream, and the machine its CPU). */
-  const char *up[] = {"cluster", "up", "--dir", dir, "--base-port", port, "--replicas", "0",
-                      NULL};
+  const char *up[24] = {"cluster", "up", "--dir", dir, "--base-port", port, "--replicas", "0"};
+  for (int i = 0, k = 8; extra && extra[i] && k < 23; i++)
+    up[k++] = extra[i];
   if (bench_run(log, up) != 0) {
     snprintf(why, n, "`auralog cluster up --dir %s --base-port %d` failed; see %s", dir,
              base, log);

@@ -32,6 +32,9 @@
  *   rtt     loopback TCP between two plain sockets (TCP_NODELAY), an echo
  *           thread on one side: send LIMIT_PING_BYTES, read them back.
  *           The floor under libuv's loop: auralog's hops cost at least this.
+ * Bandwidth (bench_limit_bw, for `auralog bench repair`, which moves whole
+ * segments): sequential write + fdatasync bytes/s on the same file system,
+ * and one loopback TCP stream's bytes/s; see the section at the end.
  * Without group commit a node set could do at most one durable commit per
  * quorum round; with it, auralog may do more transactions per second than
  * rounds, which is the point of batching (the ratio is printed).
@@ -368,4 +371,145 @@ void limit_print(const struct limit *l, const char *dir, const char *fs)
          "plain sockets)\n", hist_ms(&l->rtt, .5), hist_ms(&l->rtt, .99), LIMIT_PING_BYTES);
   printf("  limit of one commit = 2 x rtt p50 (client<->engine, engine<->nodes) + quorum "
          "round p50 = %.3f ms\n", l->commit_ms);
+}
+
+/* ---- bandwidth: what moving a segment may cost at most ------------------------- */
+
+/* `auralog bench repair` moves whole segments: what bounds it is not a
+ * round trip or one flush but how many bytes a second the disk takes and
+ * loopback TCP carries. Each is measured for ms:
+ *   disk      one writer appends BW_CHUNK-byte chunks to a fresh file in
+ *             dir and fdatasyncs every BW_SYNC_BYTES (as a store commits
+ *             a batch), the file truncated and rewritten at BW_FILE_BYTES;
+ *             bytes / time, the flushes included.
+ *   loopback  one thread writes BW_CHUNK-byte buffers into a TCP socket,
+ *             another reads them; bytes read / time. */
+#define BW_CHUNK      (256u << 10)
+#define BW_SYNC_BYTES (4u << 20)
+#define BW_FILE_BYTES (64u << 20)
+
+static int measure_disk_bw(const char *dir, int ms, double *out, char *why, size_t n)
+{
+  char path[1200];
+  snprintf(path, sizeof path, "%s/bw-0", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    snprintf(why, n, "cannot create %.200s: %s", path, strerror(errno));
+    return -1;
+  }
+  char *buf = malloc(BW_CHUNK);
+  for (size_t i = 0; i < BW_CHUNK; i++)
+    buf[i] = (char)(i * 2654435761u >> 13);   /* not zeros: nothing may skip them */
+  uint64_t total = 0, off = 0;
+  int rc = 0;
+  double start = bench_now_us(), end = start + ms * 1000.0, t = start;
+  while (t < end) {
+    if (off + BW_CHUNK > BW_FILE_BYTES) {
+      if (ftruncate(fd, 0) != 0)
+        rc = -1;
+      off = 0;
+    }
+    if (rc || pwrite(fd, buf, BW_CHUNK, (off_t)off) != (ssize_t)BW_CHUNK) {
+      rc = -1;
+      break;
+    }
+    off += BW_CHUNK;
+    total += BW_CHUNK;
+    if (total % BW_SYNC_BYTES == 0 && fdatasync(fd) != 0) {
+      rc = -1;
+      break;
+    }
+    t = bench_now_us();
+  }
+  if (rc == 0 && fdatasync(fd) != 0)
+    rc = -1;
+  t = bench_now_us();
+  if (rc)
+    snprintf(why, n, "cannot write and fdatasync %.200s: %s", path, strerror(errno));
+  free(buf);
+  close(fd);
+  unlink(path);
+  *out = (double)total / ((t - start) / 1e6);
+  return rc;
+}
+
+struct bw_sink {
+  int ls;
+  uint64_t got;
+};
+
+static void *sink_main(void *arg)
+{
+  struct bw_sink *s = arg;
+  int fd = accept(s->ls, NULL, NULL);
+  if (fd < 0)
+    return NULL;
+  char *buf = malloc(BW_CHUNK);
+  ssize_t r;
+  while ((r = read(fd, buf, BW_CHUNK)) > 0 || (r < 0 && errno == EINTR))
+    if (r > 0)
+      s->got += (uint64_t)r;
+  free(buf);
+  close(fd);
+  return NULL;
+}
+
+static int measure_net_bw(int ms, double *out, char *why, size_t n)
+{
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  struct bw_sink s = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), 0};
+  if (s.ls < 0 || bind(s.ls, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(s.ls, 1) != 0 ||
+      getsockname(s.ls, (struct sockaddr *)&sa, &sl) != 0) {
+    snprintf(why, n, "cannot listen on loopback: %s", strerror(errno));
+    if (s.ls >= 0)
+      close(s.ls);
+    return -1;
+  }
+  pthread_t th;
+  pthread_create(&th, NULL, sink_main, &s);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    snprintf(why, n, "cannot connect on loopback: %s", strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    shutdown(s.ls, SHUT_RDWR);
+    close(s.ls);
+    pthread_cancel(th);
+    pthread_join(th, NULL);
+    return -1;
+  }
+  char *buf = calloc(1, BW_CHUNK);
+  int rc = 0;
+  double start = bench_now_us(), end = start + ms * 1000.0;
+  while (bench_now_us() < end)
+    if (full(fd, buf, BW_CHUNK, 1) != 0) {
+      snprintf(why, n, "a loopback write failed: %s", strerror(errno));
+      rc = -1;
+      break;
+    }
+  close(fd);                   /* the sink reads what is left, then EOF */
+  pthread_join(th, NULL);
+  double secs = (bench_now_us() - start) / 1e6;
+  close(s.ls);
+  free(buf);
+  *out = (double)s.got / secs;
+  return rc;
+}
+
+int bench_limit_bw(const char *dir, int ms, struct bwlimit *b)
+{
+  memset(b, 0, sizeof *b);
+  char d[1100];
+  snprintf(d, sizeof d, "%s/limit", dir);
+  if (bench_mkdirs(d) != 0) {
+    snprintf(b->err, sizeof b->err, "cannot make %.200s: %s", d, strerror(errno));
+    return -1;
+  }
+  int rc = measure_disk_bw(d, ms, &b->disk_bytes_s, b->err, sizeof b->err) != 0 ||
+           measure_net_bw(ms, &b->net_bytes_s, b->err, sizeof b->err) != 0 ? -1 : 0;
+  rmdir(d);
+  b->ms = ms;
+  b->ok = rc == 0 && b->disk_bytes_s > 0 && b->net_bytes_s > 0;
+  return rc;
 }

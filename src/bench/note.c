@@ -118,3 +118,52 @@ void bench_note(const struct opts *o, const struct result *rs, cJSON *cond,
     fprintf(stderr, "results noted in the cluster's journal: %d of %d (%s)\n", noted, tried,
             why);
 }
+
+/* The same for a benchmark of another shape (`auralog bench repair`): its
+ * notes as they are (workload, system, figures), n of them, one run. */
+void bench_note_each(Auralog__BenchNote *notes, int n, cJSON *cond, const char *caller_key)
+{
+  char cj[1200], kp[1200], coord[ADDR_MAX_LEN + 1], why[400];
+  bench_dir(cj, sizeof cj, "cluster.json");
+  if (coord_of(coord, sizeof coord) != 0) {
+    fprintf(stderr, "results not noted in a cluster's journal: no cluster in %s "
+            "(lab 10 reads them from a running cluster's journal)\n", cj);
+    return;
+  }
+  if (caller_key)
+    snprintf(kp, sizeof kp, "%s", caller_key);
+  else
+    bench_dir(kp, sizeof kp, "cluster.key");
+  static struct auth_key k;
+  if (key_read(kp, &k, why, sizeof why) != 0) {
+    fprintf(stderr, "results not noted in the journal of %s: %s\n", coord, why);
+    return;
+  }
+  key_set(&k);
+  static char cpu[97], kernel[65], fs[33];
+  uint32_t run = (uint32_t)((uint64_t)time(NULL) * 1000 + (uint64_t)getpid()) | 1;
+  const cJSON *cores = cJSON_GetObjectItem(cond, "cores");
+  int noted = 0;
+  for (int i = 0; i < n; i++) {
+    Auralog__BenchNote *b = &notes[i];
+    b->run = run;
+    b->cores = cJSON_IsNumber(cores) ? (uint32_t)cores->valuedouble : 0;
+    b->cpu = (char *)clean(cond, "cpu", cpu, sizeof cpu);
+    b->kernel = (char *)clean(cond, "kernel", kernel, sizeof kernel);
+    b->filesystem = (char *)clean(cond, "filesystem", fs, sizeof fs);
+    Auralog__Fault f = AURALOG__FAULT__INIT;
+    f.action = "bench";
+    f.az = "";
+    f.node = "";
+    f.bench = b;
+    Env *rep = fault_send(coord, &f, why, sizeof why);
+    if (rep && rpc_expect(rep, AURALOG__ENVELOPE__BODY_OK, why, sizeof why) == 0)
+      noted++;
+    wire_free(rep);
+  }
+  if (noted == n)
+    fprintf(stderr, "results noted in the journal of the cluster in %.*s (run %u, %d "
+            "notes)\n", (int)(strlen(cj) - strlen("/cluster.json")), cj, run, noted);
+  else
+    fprintf(stderr, "results noted in the cluster's journal: %d of %d (%s)\n", noted, n, why);
+}

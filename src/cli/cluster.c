@@ -136,6 +136,7 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   cluster_path(p, sizeof p, cl, "cluster.json", "", "");
   *cache = 0;
   *timeout = -1;
+  cl->repair_after = -1;
   FILE *f = fopen(p, "r");
   if (f == NULL)
     return 0;
@@ -167,6 +168,10 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
       cl->node[cl->nnodes++].az = az->valuestring[0];
     }
   }
+  /* The coordinator's --repair-after (`up --repair-after`); none: its default. */
+  cJSON *ra = cJSON_GetObjectItem(o, "repair_after_ms");
+  cl->repair_after = cJSON_IsNumber(ra) && ra->valuedouble >= 0 && ra->valuedouble <= 86400000
+                       ? ra->valueint : -1;
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -191,6 +196,8 @@ int cluster_write_conf(const struct cluster *cl)
     cJSON_AddNumberToObject(o, "engine_statement_timeout_ms", cl->timeout);
   if (cl->pg_pages > 0)
     cJSON_AddNumberToObject(o, "engine_pg_pages", cl->pg_pages);
+  if (cl->repair_after >= 0)
+    cJSON_AddNumberToObject(o, "repair_after_ms", cl->repair_after);
   cJSON_AddNumberToObject(o, "replicas", cl->nrep);
   cJSON_AddBoolToObject(o, "failover", cl->failover);
   cJSON_AddStringToObject(o, "writer", cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr);
@@ -613,6 +620,7 @@ static void usage(FILE *f)
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
     "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
     "                 [--replicas N] [--failover|--no-failover] [--nodes N] [--key FILE]\n"
+    "                 [--repair-after MS]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C (or --nodes N), and the engine serving\n"
@@ -661,9 +669,15 @@ static void usage(FILE *f)
     "                   down %d ms, `coord --repair-after`); kept in cluster.json\n"
     "  --no-failover    up: a lost writer waits for `up` to restart it in place\n"
     "                   (or for `auralog failover`); a replica is promoted only\n"
-    "                   when asked\n",
+    "                   when asked\n"
+    "  --repair-after MS\n"
+    "                   up: the coordinator moves the segments of a node silent\n"
+    "                   for MS ms to spares (`coord --repair-after`; default %d;\n"
+    "                   0: never); kept in cluster.json; takes effect when the\n"
+    "                   coordinator starts\n",
     ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX,
-    REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS, NCOPIES, NODES_MAX, REPAIR_AFTER_MS);
+    REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS, NCOPIES, NODES_MAX, REPAIR_AFTER_MS,
+    REPAIR_AFTER_MS);
 }
 
 int cluster_main(int argc, char **argv)
@@ -673,10 +687,11 @@ int cluster_main(int argc, char **argv)
     {"cache", required_argument, 0, 'c'}, {"statement-timeout", required_argument, 0, 't'},
     {"pg-pages", required_argument, 0, 'g'}, {"replicas", required_argument, 0, 'r'},
     {"failover", no_argument, 0, 'F'}, {"no-failover", no_argument, 0, 'N'},
-    {"nodes", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"nodes", required_argument, 0, 'n'}, {"repair-after", required_argument, 0, 'R'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *dir = NULL;
   int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, failover = -1, o;
-  int nodes = 0;
+  int nodes = 0, repair_after = -1;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
@@ -726,6 +741,14 @@ int cluster_main(int argc, char **argv)
       nodes = (int)v;
       break;
     }
+    case 'R': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > 86400000)
+        die("cluster: --repair-after must be a number of ms (0: never repair)");
+      repair_after = (int)v;
+      break;
+    }
     case 'F': failover = 1; break;
     case 'N': failover = 0; break;
     case 'h': usage(stdout); return 0;
@@ -764,10 +787,11 @@ int cluster_main(int argc, char **argv)
   }
   if (strcmp(cmd, "up") && strcmp(cmd, "down") && strcmp(cmd, "status"))
     die("cluster: unknown action '%s' (say up, down, status or key)", cmd);
-  if ((cache >= 0 || timeout >= 0 || pg_pages || replicas >= 0 || nodes) && strcmp(cmd, "up"))
+  if ((cache >= 0 || timeout >= 0 || pg_pages || replicas >= 0 || nodes || repair_after >= 0) &&
+      strcmp(cmd, "up"))
     die("cluster: --%s is an option of `cluster up`",
         cache >= 0 ? "cache" : timeout >= 0 ? "statement-timeout" : pg_pages ? "pg-pages"
-        : replicas >= 0 ? "replicas" : "nodes");
+        : replicas >= 0 ? "replicas" : nodes ? "nodes" : "repair-after");
 
   static struct cluster cl;
   int rc = cluster_find(&cl, dir, base, cache, timeout, strcmp(cmd, "up") == 0);
@@ -783,6 +807,12 @@ int cluster_main(int argc, char **argv)
            failover ? "on" : "off");
   if (failover >= 0)
     cl.failover = failover;
+  if (repair_after >= 0 && repair_after != cl.repair_after && cl.m[0].pid == 0 &&
+      (cl.m[0].pid = cluster_running(&cl, &cl.m[0])) != 0)
+    printf("the coordinator runs: --repair-after %d takes effect from its next start "
+           "(cluster down, then up)\n", repair_after);
+  if (repair_after >= 0)
+    cl.repair_after = repair_after;
   if (replicas >= 0) {
     cl.nrep = replicas;
     layout(&cl);

@@ -32,6 +32,8 @@ struct cluster {
   int timeout;             /* engine --statement-timeout MS (-1: the engine's default) */
   int pg_pages;            /* engine --pg-pages N (0: the default): volume main's PG size if
                               the engine creates it */
+  int repair_after;        /* coord --repair-after MS (-1: the coordinator's default,
+                              REPAIR_AFTER_MS; 0: never repair) */
   struct member m[2 + NODES_MAX];   /* coord, nodes, engine */
   int n;
   /* The storage nodes (kept in cluster.json): `up --nodes N` lays out N

@@ -144,9 +144,18 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
   char opkey[PATH_MAX + 16], oppub[PATH_MAX + 16];
   snprintf(opkey, sizeof opkey, "%s/operator.key", cl->dir);
   snprintf(oppub, sizeof oppub, "%s/operator.pub", cl->dir);
-  char *coord_argv[] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data,
-                        "--http", http, "--key", key, "--operator", oppub,
-                        cl->failover ? "--failover" : NULL, NULL};
+  char repair[16];
+  snprintf(repair, sizeof repair, "%d", cl->repair_after);
+  char *coord_argv[16] = {(char *)self, "coord", "--listen", m->addr, "--data", m->data,
+                          "--http", http, "--key", key, "--operator", oppub};
+  int nc = 12;
+  if (cl->failover)
+    coord_argv[nc++] = "--failover";
+  if (cl->repair_after >= 0) {      /* `cluster up --repair-after` */
+    coord_argv[nc++] = "--repair-after";
+    coord_argv[nc++] = repair;
+  }
+  coord_argv[nc] = NULL;
   char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
                        m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
   snprintf(cache, sizeof cache, "%d", cl->cache);
