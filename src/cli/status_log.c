@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cli/status.h"
+#include "param.h"
 
 #define TRUNCS_SHOWN 3         /* the newest truncations the table shows */
 
@@ -50,10 +51,15 @@ static const char *acked_by(const Auralog__Status *st, uint32_t pg, uint32_t ack
   for (size_t p = 0; p < v->n_pgs; p++) {
     if (v->pgs[p]->pg != pg)
       continue;
-    for (size_t s = 0; s < v->pgs[p]->n_segments && s < 32; s++)
-      if (acks & (1u << s))
-        k += (size_t)snprintf(buf + k, k < n ? n - k : 0, "%s%s", k ? " " : "",
-                              v->pgs[p]->segments[s]->node);
+    /* acks is a slot mask (member.h): slot s < NCOPIES is segments[s],
+     * slot NCOPIES + p the next segment of position p. */
+    for (size_t j = 0; j < v->pgs[p]->n_segments && j < NSLOTS; j++) {
+      const Auralog__Segment *seg = v->pgs[p]->segments[j];
+      unsigned slot = j < NCOPIES ? (unsigned)j : NCOPIES + seg->pos;
+      if (slot < 32 && (acks & (1u << slot)))
+        k += (size_t)snprintf(buf + k, k < n ? n - k : 0, "%s%s%s", k ? " " : "",
+                              j < NCOPIES ? "" : ">", seg->node);
+    }
   }
   return buf;
 }

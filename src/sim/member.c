@@ -146,8 +146,9 @@ static void check_tx_pg(struct world *w, size_t t, int pg)
       }
     if (n < VW)
       violation(w, "pg %u (mepoch %llu): record %llu of %s commit %llu is on %d current "
-                "segments, fewer than a write quorum of %d (missing on%s): a segment "
-                "outside the membership was counted (member.h M1-M4)", x->pg[j],
+                "segments, fewer than a write quorum of %d (missing on%s): it was "
+                "counted durable without a write quorum of the PG's membership (member.h "
+                "M1-M4)", x->pg[j],
                 (unsigned long long)w->pg_mepoch[x->pg[j] < SIM_PGS ? x->pg[j] : 0],
                 (unsigned long long)x->last[j],
                 x->state == TX_ACKED ? "acknowledged" : "kept",
