@@ -405,7 +405,7 @@ char *viz_dot(const Auralog__Status *st)
   draw_engine(&b, st, v);
   draw_truncs(&b, v);
   if (viz_draw_members(&b, st, v))
-    sbf(&b, "  { rank=same; members; engine; }\n  members -> engine [style=invis];\n");
+    sbf(&b, "  members -> engine [style=invis];\n");   /* above it: beside, too wide */
 
   /* The AZs, each a box of its nodes, in AZ then id order. */
   const Auralog__NodeInfo **ns = calloc(st->n_nodes + 1, sizeof *ns);

@@ -129,7 +129,7 @@ static void header_row(struct sb *b, const Auralog__Status *st, const Auralog__P
   if (pg->n_segments > NCOPIES || st->engine) {
     int n = viz_positions_count(st, pg);
     if (pg->n_segments > NCOPIES || n < NCOPIES)
-      sbf(b, "<br/><font point-size=\"9\"%s>%d of %d positions count, %d needed</font>",
+      sbf(b, "<br/><font point-size=\"9\"%s>%d of %d positions count<br/>(write quorum %d)</font>",
           n < VW ? " color=\"" C_HOLE "\"" : "", n, NCOPIES, VW);
   }
   sbf(b, "</td>");
@@ -204,7 +204,8 @@ static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__
     sbf(b, "    <tr><td bgcolor=\"" C_NEXT "\" color=\"" C_NEXT_LINE "\" style=\"dashed\" align=\"right\" "
         "cellpadding=\"1\"><font point-size=\"10\" color=\"" C_NEXT_LINE "\"><b>→");
     sb_html(b, id);
-    sbf(b, "</b>%s next (%s, SCL %s%llu of %llu)</font><br/><font point-size=\"8\">replaces ", state,
+    /* Three short lines: the label column is as wide as its widest. */
+    sbf(b, "</b>%s next (%s)</font><br/><font point-size=\"8\">SCL %s%llu of %llu<br/>replaces ", state,
         viz_hydrating(st, pg, row) ? "hydrating" : "caught up", known ? "" : "?", (ull)scl,
         (ull)viz_target(st, pg, row));
     sb_html(b, pos < pg->n_segments ? pg->segments[pos]->node : "?");
