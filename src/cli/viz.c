@@ -126,7 +126,7 @@ const Auralog__NodeInfo *viz_node(const Auralog__Status *st, const char *id)
 static uint64_t best_scl(const Auralog__Status *st, const Auralog__Pg *pg)
 {
   uint64_t best = 0;
-  for (size_t s = 0; s < pg->n_segments; s++) {
+  for (size_t s = 0; s < pg->n_segments && s < NCOPIES; s++) {
     int known;
     uint64_t scl = viz_scl_of(st, pg->segments[s]->node, pg->pg, &known);
     if (scl > best)
@@ -181,7 +181,7 @@ static void draw_engine(struct sb *b, const Auralog__Status *st, const Auralog__
     int k = 0;
     for (size_t p = 0; p < v->n_pgs; p++)
       for (size_t sg = 0; v->pgs[p]->pg == r->pg && sg < v->pgs[p]->n_segments; sg++)
-        if (r->acks & (1u << sg)) {
+        if (r->acks & (1u << viz_slot(v->pgs[p], sg))) {
           sbf(b, " ");
           sb_html(b, v->pgs[p]->segments[sg]->node);
           k++;
@@ -241,6 +241,10 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
                       const Auralog__NodeInfo *n, size_t idx)
 {
   const char *style;
+  /* Out of service (member.h): draining, its segments move to spares in
+   * its AZ; retired, it hosts none and is given none. */
+  int draining = n->state && strcmp(n->state, "draining") == 0;
+  int retired = n->state && strcmp(n->state, "retired") == 0;
   if (!n->up)
     style = "style=\"filled,dashed\" fillcolor=\"" C_DOWN "\" color=\"" C_DOWN_LINE
             "\" fontcolor=\"#707070\"";
@@ -249,6 +253,10 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
             C_PART_LINE "\"";
   else if (n->slow_ms)
     style = "style=\"filled\" penwidth=2.5 fillcolor=\"" C_SLOW "\" color=\"" C_SLOW_LINE "\"";
+  else if (draining)
+    style = "style=\"filled,dashed\" penwidth=2.5 fillcolor=\"" C_DRAIN "\" color=\"" C_DRAIN_LINE "\"";
+  else if (retired)
+    style = "style=\"filled,dotted\" penwidth=2 fillcolor=\"" C_RETIRED "\" color=\"" C_DOWN_LINE "\"";
   else
     style = "style=\"filled\" fillcolor=\"white\"";
   sbf(b, "    n%zu [%s label=<<table border=\"0\" cellspacing=\"0\" cellpadding=\"2\">\n"
@@ -272,6 +280,10 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
     sbf(b, "%s<font color=\"" C_FLAG_LINE "\"><b>STALE PAGES</b></font>", sep);
   if (n->up && n->no_gossip)
     sbf(b, "%s<font color=\"" C_FLAG_LINE "\"><b>GOSSIP OFF</b></font>", sep);
+  if (draining)
+    sbf(b, "<br/><font color=\"" C_DRAIN_LINE "\"><b>DRAINING</b></font>");
+  else if (retired)
+    sbf(b, "<br/><font color=\"" C_DOWN_LINE "\"><b>RETIRED</b></font>");
   sbf(b, "</td></tr>\n");
   size_t rows = 0, more = 0;
   for (size_t p = 0; v && p < v->n_pgs; p++) {
@@ -285,9 +297,19 @@ static void draw_node(struct sb *b, const Auralog__Status *st, const Auralog__Vo
       }
       int known;
       uint64_t scl = viz_scl_of(st, n->id, pg->pg, &known);
+      /* An incoming next segment (member.h) fills towards its target; a
+       * current one whose position moves is leaving this node. */
+      if (s >= NCOPIES) {
+        sbf(b, "      <tr><td align=\"left\" bgcolor=\"" C_NEXT "\">pg %u <font color=\"" C_NEXT_LINE
+            "\"><b>next</b></font></td><td align=\"right\" bgcolor=\"" C_NEXT "\">SCL <b>%s%llu"
+            "</b>/%llu</td></tr>\n", pg->pg, known ? "" : "?", (ull)scl, (ull)viz_target(st, pg, s));
+        rows++;
+        continue;
+      }
       int behind = known && scl < best_scl(st, pg);
-      sbf(b, "      <tr><td align=\"left\"%s>pg %u</td>", behind ? " bgcolor=\"" C_BEHIND "\"" : "",
-          pg->pg);
+      int leaving = viz_next_of(pg, (uint32_t)s) >= 0;
+      sbf(b, "      <tr><td align=\"left\"%s>pg %u%s</td>", behind ? " bgcolor=\"" C_BEHIND "\"" : "",
+          pg->pg, leaving ? " <font color=\"" C_NEXT_LINE "\">leaving</font>" : "");
       const Auralog__SegStat *ss = viz_seg_of(st, n->id, pg->pg);
       if (known) {
         /* Above the SCL it may hold later records (a hole below them, which
@@ -337,9 +359,21 @@ static void draw_legend(struct sb *b)
     "    <tr><td bgcolor=\"" C_MISSING "\" style=\"dashed\">missing</td><td align=\"left\" "
     "border=\"0\">missing, and all after</td>"
     "<td bgcolor=\"" C_HELD "\"><b>SCL</b></td><td align=\"left\" border=\"0\">the segment's SCL</td></tr>\n"
+    "    <tr><td bgcolor=\"" C_DRAIN "\" color=\"" C_DRAIN_LINE "\" style=\"dashed\" border=\"2\">node</td>"
+    "<td align=\"left\" border=\"0\">draining: its segments move off</td>"
+    "<td bgcolor=\"" C_NEXT "\" color=\"" C_NEXT_LINE "\" style=\"dashed\"><font color=\"" C_NEXT_LINE
+    "\"><b>→A3</b> next</font></td><td align=\"left\" border=\"0\">incoming next segment of a moving "
+    "position</td></tr>\n"
+    "    <tr><td bgcolor=\"" C_RETIRED "\" color=\"" C_DOWN_LINE "\" style=\"dotted\">node</td>"
+    "<td align=\"left\" border=\"0\">retired</td>"
+    "<td bgcolor=\"" C_NEXT_MISS "\" color=\"" C_NEXT_LINE "\" style=\"dashed\">to fill</td>"
+    "<td align=\"left\" border=\"0\">a next segment lacks it yet</td></tr>\n"
     "    <tr><td border=\"0\" colspan=\"4\" align=\"left\">SCL: the segment holds every record of "
     "its PG up to it. VDL flag: the highest CPL &lt;= VCL.<br align=\"left\"/>A log: the writer's newest "
-    "records of the PG on top, a row per segment below.</td></tr>\n"
+    "records of the PG on top, a row per segment below.<br align=\"left\"/>mepoch: the PG's membership "
+    "epoch. A moving position has its current segment and a next one,<br align=\"left\"/>which takes "
+    "writes but counts for the quorum only up to its SCL; it replaces<br align=\"left\"/>the current "
+    "one once it reaches its target and the writer uses it.<br align=\"left\"/></td></tr>\n"
     "  </table>>];\n");
 }
 
@@ -358,15 +392,20 @@ char *viz_dot(const Auralog__Status *st)
       "  graph [fontname=\"Helvetica\" fontsize=16 labelloc=t newrank=true nodesep=0.25 "
       "ranksep=0.45 label=<<b>auralog</b>  volume ");
   sb_html(&b, v->name);
-  sbf(&b, "%s  ·  epoch %llu  ·  %zu PG%s  ·  %zu of %zu nodes up>];\n",
+  sbf(&b, "%s  ·  epoch %llu  ·  %zu PG%s  ·  %zu of %zu nodes up",
       st->exists ? "" : " (not created yet)", (ull)v->epoch, v->n_pgs, v->n_pgs == 1 ? "" : "s",
       up, st->n_nodes);
+  if (st->n_moves)
+    sbf(&b, "  ·  %zu position%s moving", st->n_moves, st->n_moves == 1 ? "" : "s");
+  sbf(&b, ">];\n");
   sbf(&b, "  node [fontname=\"Helvetica\" fontsize=11 shape=box style=\"rounded,filled\" "
       "fillcolor=white margin=\"0.08,0.04\"];\n"
       "  edge [color=\"#4d4d4d\" arrowsize=0.6 fontname=\"Helvetica\"];\n");
 
   draw_engine(&b, st, v);
   draw_truncs(&b, v);
+  if (viz_draw_members(&b, st, v))
+    sbf(&b, "  members -> engine [style=invis];\n");   /* above it: beside, too wide */
 
   /* The AZs, each a box of its nodes, in AZ then id order. */
   const Auralog__NodeInfo **ns = calloc(st->n_nodes + 1, sizeof *ns);
@@ -398,12 +437,14 @@ char *viz_dot(const Auralog__Status *st)
       sbf(&b, "  engine -> n%zu;\n", i);
   }
 
-  /* The PG strips below the AZs, one under the other: the PGs with recent
-   * records first to get a strip, then the others while there is room. */
+  /* The PG strips below the AZs, one under the other: the PGs with a
+   * position moving (member.h) or recent records first to get a strip,
+   * then the others while there is room. */
   const Auralog__EngineStat *e = st->engine;
   unsigned char *has = calloc(v->n_pgs + 1, 1);
   size_t nwith = 0;
   for (size_t p = 0; p < v->n_pgs; p++) {
+    has[p] = v->pgs[p]->n_segments > NCOPIES;
     for (size_t i = 0; e && i < e->n_tail && !has[p]; i++)
       has[p] = e->tail[i]->pg == v->pgs[p]->pg;
     nwith += has[p];

@@ -113,8 +113,26 @@ static void header_row(struct sb *b, const Auralog__Status *st, const Auralog__P
 {
   const Auralog__EngineStat *e = st->engine;
   sbf(b, "    <tr><td border=\"0\" align=\"left\"><b>pg %u</b>&#160;log tail<br/>"
-      "<font point-size=\"9\">pages %u..%u</font></td>", pg->pg, pg->first_page,
-      pg->first_page + (pg->npages ? pg->npages - 1 : 0));
+      "<font point-size=\"9\">pages %u..%u  mepoch %llu</font>", pg->pg, pg->first_page,
+      pg->first_page + (pg->npages ? pg->npages - 1 : 0), (ull)pg->mepoch);
+  /* Its positions in transition (member.h), and how many positions can
+   * count towards a write quorum now: a moving one only once its next
+   * segment caught up (M1, M2). */
+  for (size_t s = NCOPIES; s < pg->n_segments; s++) {
+    uint32_t pos = pg->segments[s]->pos;
+    sbf(b, "<br/><font point-size=\"9\" color=\"" C_NEXT_LINE "\"><b>moving: pos %u ", pos);
+    sb_html(b, pos < pg->n_segments ? pg->segments[pos]->node : "?");
+    sbf(b, "→");
+    sb_html(b, pg->segments[s]->node);
+    sbf(b, "</b></font>");
+  }
+  if (pg->n_segments > NCOPIES || st->engine) {
+    int n = viz_positions_count(st, pg);
+    if (pg->n_segments > NCOPIES || n < NCOPIES)
+      sbf(b, "<br/><font point-size=\"9\"%s>%d of %d positions count<br/>(write quorum %d)</font>",
+          n < VW ? " color=\"" C_HOLE "\"" : "", n, NCOPIES, VW);
+  }
+  sbf(b, "</td>");
   if (nrec && lo > 1)
     sbf(b, "<td border=\"0\">...</td>");
   if (nrec == 0)
@@ -160,10 +178,11 @@ static int holds(const struct ev *x, int slot, int known, uint64_t scl)
 
 /* Segment slot of pg, on node id: a row of cells under the header's. */
 static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__Volume *v,
-                        const Auralog__Pg *pg, int slot, const struct ev *ev, size_t n,
+                        const Auralog__Pg *pg, size_t row, const struct ev *ev, size_t n,
                         size_t nrec, uint64_t lo, uint64_t prev)
 {
-  const char *id = pg->segments[slot]->node;
+  const char *id = pg->segments[row]->node;
+  int slot = viz_slot(pg, row), next = row >= NCOPIES;
   int known;
   uint64_t scl = viz_scl_of(st, id, pg->pg, &known);
   const Auralog__SegStat *ss = viz_seg_of(st, id, pg->pg);
@@ -178,14 +197,31 @@ static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__
     top = max;
 
   const char *state = node == NULL ? "" : !node->up ? " DOWN" : node->partitioned ? " CUT OFF" : "";
-  sbf(b, "    <tr><td border=\"0\" align=\"right\" cellpadding=\"1\"><font point-size=\"10\"><b>");
-  sb_html(b, id);
-  sbf(b, "</b>%s  ", state);
-  if (known)
-    sbf(b, "SCL %llu", (ull)scl);
-  else
-    sbf(b, "SCL ?");
-  sbf(b, "</font></td>");
+  if (next) {
+    /* An incoming next segment (member.h): which position, whom it
+     * replaces, how far it has hydrated towards its target (M4). */
+    uint32_t pos = pg->segments[row]->pos;
+    sbf(b, "    <tr><td bgcolor=\"" C_NEXT "\" color=\"" C_NEXT_LINE "\" style=\"dashed\" align=\"right\" "
+        "cellpadding=\"1\"><font point-size=\"10\" color=\"" C_NEXT_LINE "\"><b>→");
+    sb_html(b, id);
+    /* Three short lines: the label column is as wide as its widest. */
+    sbf(b, "</b>%s next (%s)</font><br/><font point-size=\"8\">SCL %s%llu of %llu<br/>replaces ", state,
+        viz_hydrating(st, pg, row) ? "hydrating" : "caught up", known ? "" : "?", (ull)scl,
+        (ull)viz_target(st, pg, row));
+    sb_html(b, pos < pg->n_segments ? pg->segments[pos]->node : "?");
+    sbf(b, " at position %u</font></td>", pos);
+  } else {
+    sbf(b, "    <tr><td border=\"0\" align=\"right\" cellpadding=\"1\"><font point-size=\"10\"><b>");
+    sb_html(b, id);
+    sbf(b, "</b>%s  ", state);
+    if (viz_next_of(pg, (uint32_t)row) >= 0)
+      sbf(b, "<font color=\"" C_NEXT_LINE "\">leaving</font>  ");
+    if (known)
+      sbf(b, "SCL %llu", (ull)scl);
+    else
+      sbf(b, "SCL ?");
+    sbf(b, "</font></td>");
+  }
   if (nrec && lo > 1) {
     /* Below the first record drawn: complete up to it, or not. The PG's
      * record before it, when the tail has it, says; else an SCL right
@@ -201,6 +237,9 @@ static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__
         below = 1;
     if (below == 0)
       sbf(b, "<td border=\"0\"></td>");
+    else if (below < 0 && next)
+      sbf(b, "<td bgcolor=\"" C_NEXT_MISS "\" color=\"" C_NEXT_LINE "\" style=\"dashed\" cellpadding=\"1\">"
+          "<font point-size=\"8\">to fill<br/>after %llu</font></td>", (ull)scl);
     else if (below > 0)
       sbf(b, "<td bgcolor=\"" C_HELD "\" cellpadding=\"1\"><font point-size=\"8\">%s</font></td>",
           prev && scl == prev ? "<b>SCL</b>" : "held");
@@ -222,6 +261,9 @@ static void segment_row(struct sb *b, const Auralog__Status *st, const Auralog__
             known && x->lsn == scl ? "<b>SCL</b>" : "held");
       else if (!known && !x->acks)
         sbf(b, "<td border=\"0\" cellpadding=\"1\"><font point-size=\"8\">?</font></td>");
+      else if (next)       /* hydration fills it: no hole to worry about */
+        sbf(b, "<td bgcolor=\"" C_NEXT_MISS "\" color=\"" C_NEXT_LINE "\" style=\"dashed\" cellpadding=\"1\">"
+            "<font point-size=\"8\">to fill</font></td>");
       else if (x->lsn < top)
         sbf(b, "<td bgcolor=\"" C_HOLE "\" cellpadding=\"1\"><font point-size=\"8\" color=\"white\">"
             "<b>hole</b></font></td>");
@@ -254,8 +296,8 @@ void viz_draw_log(struct sb *b, const Auralog__Status *st, const Auralog__Volume
       "cellpadding=\"3\">\n", pg->pg);
   header_row(b, st, pg, ev, n, nrec, lo);
   if (st->engine)
-    for (size_t s = 0; s < pg->n_segments && s < 32; s++)
-      segment_row(b, st, v, pg, (int)s, ev, n, nrec, lo, prev);
+    for (size_t s = 0; s < pg->n_segments && s < NSLOTS; s++)
+      segment_row(b, st, v, pg, s, ev, n, nrec, lo, prev);
   sbf(b, "  </table>>];\n");
   free(ev);
 }

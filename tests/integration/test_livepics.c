@@ -19,7 +19,15 @@
  *   - `auralog viz` draws pg 0's log a row per segment with A2's hole
  *     shaded, no wider than the window either.
  *
- * The PNGs (dashboard-faults.png, viz-segments.png), the page's DOM and
+ * Then a drain in flight (member.h): a spare A3 joins AZ A with its
+ * gossip off, so the segments it takes over from A1 cannot hydrate and
+ * the moves stay in flight; the dashboard's membership panel lists them
+ * (kind, from, to, age), A1's card says draining and A3's has its next
+ * segments; `auralog viz` labels A3's rows as incoming, with whom they
+ * replace, and the PG's epoch and move in its title. Both still fit.
+ *
+ * The PNGs (dashboard-faults.png, viz-segments.png, dashboard-drain.png,
+ * viz-drain.png), the page's DOM and
  * the status stay in build/test-logs/pictures/ (beside AURALOG_BIN, as
  * it_pictures keeps its own), to be looked at.
  */
@@ -326,12 +334,86 @@ static void viz_draws_each_segment_with_its_hole(void **state)
   print_message("the drawing in the browser: %s\n", png);
 }
 
+/* A drain that cannot finish: A3 (a new spare, gossip off) gets A1's
+ * segments as next ones and never hydrates them. */
+static void a_drain_in_flight_shows(void **state)
+{
+  (void)state;
+  assert_int_equal(sh(out, OUT_SIZE, "%s node add --az A --dir %s 2>&1", bin, dir), 0);
+  fault("gossip A3 off");
+  if (sh(out, OUT_SIZE, "%s node drain A1 --no-wait --dir %s 2>&1", bin, dir) != 0)
+    fail_msg("node drain A1: %s", out);
+  write_rows(3);
+  usleep(2500000);           /* heartbeats carry the next segments' SCLs */
+  cJSON *o = status("main");
+  char *js = cJSON_Print(o);
+  save("dashboard-drain-status.json", js);
+  free(js);
+  int drains = 0;
+  cJSON *r;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItem(o, "repairs"))
+    drains += !strcmp(cJSON_GetObjectItem(r, "kind")->valuestring, "drain") &&
+              !strcmp(cJSON_GetObjectItem(r, "from")->valuestring, "A1") &&
+              !strcmp(cJSON_GetObjectItem(r, "to")->valuestring, "A3");
+  cJSON_Delete(o);
+  print_message("drain A1 -> A3: %d positions in flight\n", drains);
+  if (drains == 0)
+    fail_msg("no move from A1 to A3 in flight: the drain finished or never began");
+
+  /* The dashboard: the moves, A1 draining, A3's next segments; it fits. */
+  char url[128], png[512];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/", http_port);
+  chromium(url, NULL);
+  save("dashboard-drain.html", out);
+  if (count("class=\"move\"") < 1 || strstr(out, "data-kind=\"drain\" data-from=\"A1\" data-to=\"A3\"") == NULL)
+    fail_msg("the dashboard's membership panel lists no drain A1 -> A3");
+  assert_non_null(strstr(out, "id=\"node-A1\" data-state=\"draining\""));
+  assert_true(count("class=\"seg next\" id=\"seg-A3-") >= 1);
+  assert_non_null(strstr(out, "id=\"mttr\""));
+  int sw = atoi(html_attr("data-scroll-width"));
+  if (sw > 1400 || html_attr("data-clipped")[0])
+    fail_msg("with a drain in flight the dashboard is %d px wide, cut short: '%s'", sw,
+             html_attr("data-clipped"));
+  if (atoi(html_attr("data-overlaps")) != 0)
+    fail_msg("labels overlap: %s", html_attr("data-overlap-pairs"));
+  snprintf(png, sizeof png, "%s/dashboard-drain.png", logs);
+  chromium(url, png);
+  print_message("the dashboard with a drain in flight: %s\n", png);
+
+  /* viz: A3's rows are incoming, the titles say the move and the epoch. */
+  char svg[512];
+  assert_int_equal(sh(out, OUT_SIZE, "%s viz --dir %s --format dot 2>&1", bin, dir), 0);
+  save("viz-drain.dot", out);
+  assert_non_null(strstr(out, "<b>→A3</b>"));
+  assert_non_null(strstr(out, "replaces A1 at position"));
+  assert_non_null(strstr(out, "moving: pos "));
+  assert_non_null(strstr(out, "mepoch "));
+  assert_non_null(strstr(out, "<b>DRAINING</b>"));
+  assert_non_null(strstr(out, "members [shape=plaintext"));
+  snprintf(svg, sizeof svg, "%s/viz-drain.svg", logs);
+  assert_int_equal(sh(out, OUT_SIZE, "%s viz --dir %s -o %s 2>&1", bin, dir, svg), 0);
+  assert_int_equal(sh(out, OUT_SIZE, "head -c 2000 %s", svg), 0);
+  double wpt = 0;
+  const char *w = strstr(out, "<svg width=\"");
+  assert_non_null(w);
+  sscanf(w + 12, "%lfpt", &wpt);
+  /* The row of AZs sets the width: six nodes fit 1400 px (above), and the
+   * spare adds a seventh box; the membership marks add no width of their
+   * own (the panel sits above the engine, next rows' labels are short). */
+  print_message("viz with a drain: %.0f pt = %.0f px wide (7 nodes)\n", wpt, wpt * 4 / 3);
+  assert_true(wpt * 4 / 3 <= 1400 * 7 / 6);
+  snprintf(png, sizeof png, "%s/viz-drain.png", logs);
+  assert_int_equal(sh(out, OUT_SIZE, "%s viz --dir %s -o %s 2>&1", bin, dir, png), 0);
+  print_message("the drawing: %s\n", png);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_fault_of_each_kind),
     cmocka_unit_test(the_dashboard_fits_and_draws_every_fault),
     cmocka_unit_test(viz_draws_each_segment_with_its_hole),
+    cmocka_unit_test(a_drain_in_flight_shows),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests_name("integration: the live cluster's pictures", tests, setup, teardown);

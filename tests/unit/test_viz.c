@@ -174,13 +174,14 @@ static const char *attr(void *obj, const char *name)
   return v ? v : "";
 }
 
-/* The node whose label names id as its title. */
+/* The node whose label names id as its title (the membership panel
+ * names nodes too). */
 static Agnode_t *node_named(Agraph_t *g, const char *id)
 {
   char want[32];
   snprintf(want, sizeof want, "<b>%s</b>", id);
   for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n))
-    if (strstr(attr(n, "label"), want))
+    if (strcmp(agnameof(n), "members") != 0 && strstr(attr(n, "label"), want))
       return n;
   return NULL;
 }
@@ -472,6 +473,7 @@ static const char *row_cells(const char *label, const char *id)
     char cell[256];
     snprintf(cell, sizeof cell, "%.*s", (int)(close - td), td);
     const char *w = strstr(cell, "<b>SCL</b>") ? "SCL" : strstr(cell, "<b>hole</b>") ? "hole"
+                  : strstr(cell, "to fill") ? "fill"
                   : strstr(cell, "missing") ? "missing" : strstr(cell, "held") ? "held"
                   : strstr(cell, ">?<") ? "?" : "band";
     snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", words[0] ? " " : "", w);
@@ -508,6 +510,110 @@ static void segment_rows_show_holes_and_scl(void **state)
   const char *legend = attr(agnode(g, "legend", 0), "label");
   assert_non_null(strstr(legend, "missing, a later one held"));
   agclose(g);
+  free(dot);
+}
+
+/* A drain in flight (member.h): pg 0's position 1 moves from A2 (draining)
+ * to A3, a spare in AZ A, whose next segment hydrates (SCL 10000100 of
+ * 10000130) and acknowledged 10000130 (slot NCOPIES + 1, not its index 6
+ * in the segment list). The log labels A3's row as the incoming next
+ * segment, says whom it replaces, draws what it lacks as "to fill" (not
+ * holes), and its title gives the mepoch, the move and the positions that
+ * count (A2's waits for A3, B2 is down, C1 cut off: 3 of 6, below Vw).
+ * The nodes' boxes show A2 draining and A3's next segment; a panel lists
+ * the move with its kind and age, and the last time to repair. */
+static void next_segment_is_drawn_as_incoming(void **state)
+{
+  (void)state;
+  struct sample s;
+  sample(&s);
+  Auralog__NodeInfo a3 = s.node[0], *nodep[7];
+  a3.id = "A3";
+  a3.addr = "127.0.0.1:7407";
+  for (int i = 0; i < 6; i++)
+    nodep[i] = &s.node[i];
+  nodep[6] = &a3;
+  s.st.nodes = nodep;
+  s.st.n_nodes = 7;
+  s.node[1].state = "draining";
+  s.node[1].slow_ms = 0;
+  Auralog__Segment g = s.seg[0][1], *segp[7];
+  g.node = "A3";
+  g.pos = 1;
+  g.next = 1;
+  for (int i = 0; i < 6; i++)
+    segp[i] = &s.seg[0][i];
+  segp[6] = &g;
+  s.pg[0].segments = segp;
+  s.pg[0].n_segments = 7;
+  s.pg[0].mepoch = 7;
+  Auralog__SegStat gs = s.ss[1], *ssp[13];
+  char *ssn[13];
+  gs.scl = 10000100;
+  gs.max_lsn = 10000130;
+  for (int i = 0; i < 12; i++) {
+    ssp[i] = &s.ss[i];
+    ssn[i] = s.ssn[i];
+  }
+  ssp[12] = &gs;
+  ssn[12] = "A3";
+  s.st.segs = ssp;
+  s.st.seg_nodes = ssn;
+  s.st.n_segs = s.st.n_seg_nodes = 13;
+  s.tail[4].acks = 0x37 | 1u << (6 + 1);  /* 10000130: all but B2, and A3's slot */
+  Auralog__MoveStat m = AURALOG__MOVE_STAT__INIT, *mp[1] = {&m};
+  m.pg = 0;
+  m.pos = 1;
+  m.from = "A2";
+  m.to = "A3";
+  m.age_ms = 5200;
+  m.scl = 10000100;
+  m.target_scl = 10000130;
+  m.kind = "drain";
+  s.st.moves = mp;
+  s.st.n_moves = 1;
+  uint64_t mttr[1] = {6300};
+  s.st.mttr_ms = mttr;
+  s.st.n_mttr_ms = 1;
+  s.v.mseq = 7;
+  char *dot = viz_dot(&s.st);
+  Agraph_t *g0 = parse(dot);
+  const char *l = attr(agnode(g0, "pg0", 0), "label");
+  assert_non_null(strstr(l, "mepoch 7"));
+  assert_non_null(strstr(l, "moving: pos 1 A2→A3"));
+  assert_non_null(strstr(l, "3 of 6 positions count<br/>(write quorum 4)"));
+  assert_non_null(strstr(l, "<b>→A3</b> next (hydrating)"));
+  assert_non_null(strstr(l, "SCL 10000100 of 10000130<br/>replaces A2 at position 1"));
+  assert_non_null(strstr(l, "<b>A2</b>  <font color=\"#762a83\">leaving</font>  SCL 10000130"));
+  /* What it lacks it has yet to be filled with; 10000130 it acknowledged. */
+  assert_string_equal(row_cells(l, "→A3"), "band band fill fill fill fill held band fill band fill");
+  /* The boxes: A2 draining, A3 hosting pg 0's next segment. */
+  const char *a2 = attr(node_named(g0, "A2"), "label");
+  assert_non_null(strstr(a2, "<b>DRAINING</b>"));
+  assert_non_null(strstr(a2, "pg 0 <font color=\"#762a83\">leaving</font>"));
+  const char *a3b = attr(node_named(g0, "A3"), "label");
+  assert_non_null(strstr(a3b, "<b>next</b>"));
+  assert_non_null(strstr(a3b, "SCL <b>10000100</b>/10000130"));
+  /* The panel: the move, its kind and age, the last time to repair. */
+  Agnode_t *mem = agnode(g0, "members", 0);
+  assert_non_null(mem);
+  const char *ml = attr(mem, "label");
+  assert_non_null(strstr(ml, "mseq 7: 1 position moving"));
+  assert_non_null(strstr(ml, "pg 0 pos 1"));
+  assert_non_null(strstr(ml, "drain"));
+  assert_non_null(strstr(ml, "5.2 s"));
+  assert_non_null(strstr(ml, "SCL 10000100 of 10000130; writer not on it yet"));
+  assert_non_null(strstr(ml, "time to repair, last: 6.3 s"));
+  assert_non_null(strstr(attr(agnode(g0, "legend", 0), "label"), "incoming next segment"));
+  agclose(g0);
+  free(dot);
+  /* A stable cluster draws no panel. */
+  sample(&s);
+  dot = viz_dot(&s.st);
+  assert_null(strstr(dot, "members ["));
+  assert_null(strstr(dot, "moving: "));
+  assert_null(strstr(dot, "position moving"));
+  assert_null(strstr(dot, "positions moving"));
   free(dot);
 }
 
@@ -552,6 +658,7 @@ int main(void)
     cmocka_unit_test(odd_text_and_stray_tail),
     cmocka_unit_test(segment_rows_show_holes_and_scl),
     cmocka_unit_test(many_pgs_are_summarised),
+    cmocka_unit_test(next_segment_is_drawn_as_incoming),
   };
   gvc = gvContext();
   int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,8 @@ const NODE_COLORS = { A1: "#60a5fa", A2: "#a5c8ff", B1: "#34d399", B2: "#99ecc8"
 const SPARE_COLORS = ["#f472b6", "#38bdf8", "#4ade80", "#e879f9", "#2dd4bf", "#818cf8"];
 /* What a lane shades while it lasts (a node's or the engine's state). */
 const FAULT_COLORS = { down: "#f87171", partitioned: "#fb923c", slow: "#facc15",
-                       unreachable: "#64748b", stale: "#c084fc", "gossip-off": "#2dd4bf" };
+                       unreachable: "#64748b", stale: "#c084fc", "gossip-off": "#2dd4bf",
+                       draining: "#d6a35c", retired: "#475569" };
 /* Every fault command, as `auralog fault` names it (cli/fault.c), with
  * its colour: what breaks in warm colours, what mends in green. */
 const FAULT_KINDS = {
@@ -48,17 +49,24 @@ function nodeColor(id, i) {
   return NODE_COLORS[id] || SPARE_COLORS[i % SPARE_COLORS.length];
 }
 
-/* A node's state as the page shows it: down beats partitioned beats slow. */
+/* Is the node's process answering? ("draining" is up and out of service:
+ * its segments move to spares, member.h; "retired" hosts nothing.) */
+const isUp = (n) => n.state === "up" || n.state === "draining";
+
+/* A node's state as the page shows it: down beats retired beats
+ * partitioned beats slow beats draining. */
 function nodeState(n) {
-  if (n.state !== "up") return "down";
+  if (n.state === "retired") return "retired";
+  if (!isUp(n)) return "down";
   if (n.partitioned) return "partitioned";
   if (n.slow_ms) return "slow";
+  if (n.state === "draining") return "draining";
   return "up";
 }
 
 /* The faults a node plays besides its state: "stale", "gossip-off". */
 function nodeFlags(n) {
-  if (n.state !== "up") return "";
+  if (!isUp(n)) return "";
   return [n.stale ? "stale" : "", n.no_gossip ? "gossip-off" : ""].filter(Boolean).join(" ");
 }
 
@@ -241,15 +249,20 @@ function drawAzs(st, now) {
    * is missing records its peers have (gossip will fill them). */
   const mine = {}, peak = {};
   for (const pg of st.pgs) {
-    peak[pg.pg] = Math.max(0, ...pg.segments.map((s) => s.scl));
-    for (const seg of pg.segments) (mine[seg.node] = mine[seg.node] || []).push({ pg: pg.pg, scl: seg.scl,
-      max: seg.max_lsn || 0, epoch: seg.epoch || 0 });
+    /* (An incoming next segment hydrates towards its peers: it is not one.) */
+    peak[pg.pg] = Math.max(0, ...pg.segments.filter((s) => !s.next).map((s) => s.scl));
+    for (const seg of pg.segments) {
+      const nx = !seg.next && pg.segments.find((g) => g.next && g.pos === seg.pos);
+      (mine[seg.node] = mine[seg.node] || []).push({ pg: pg.pg, scl: seg.scl,
+        max: seg.max_lsn || 0, epoch: seg.epoch || 0, next: !!seg.next, pos: seg.pos,
+        hydrating: !!seg.hydrating, to: nx ? nx.node : "", target: moveTarget(st, pg, seg.pos) });
+    }
   }
   const azs = {};
   st.nodes.forEach((n, i) => { (azs[n.az] = azs[n.az] || []).push([n, i]); });
   let html = "";
   for (const az of Object.keys(azs).sort()) {
-    const up = azs[az].filter(([n]) => n.state === "up").length;
+    const up = azs[az].filter(([n]) => isUp(n)).length;
     const cut = azs[az].filter(([n]) => nodeState(n) === "partitioned").length;
     const azState = up === 0 ? "down" : cut === azs[az].length ? "partitioned" : "up";
     html += '<div class="az" id="az-' + esc(az) + '" data-state="' + azState + '"><h3>AZ ' + esc(az) + "<span>" +
@@ -258,12 +271,13 @@ function drawAzs(st, now) {
     for (const [n, i] of azs[az]) {
       const state = nodeState(n);
       const label = state === "slow" ? "slow " + n.slow_ms + " ms" : state;
+      const flagsOn = isUp(n) && state !== "retired";
       const dr = recentDrops(n.id, now);
       html += '<div class="node" id="node-' + esc(n.id) + '" data-state="' + state + '">' +
               '<div class="top"><span class="id">' + esc(n.id) + '</span><span class="badge ' + state + '">' +
               esc(label) + "</span>" +
-              (n.state === "up" && n.stale ? '<span class="badge stale">stale pages</span>' : "") +
-              (n.state === "up" && n.no_gossip ? '<span class="badge gossip-off">gossip off</span>' : "") +
+              (flagsOn && n.stale ? '<span class="badge stale">stale pages</span>' : "") +
+              (flagsOn && n.no_gossip ? '<span class="badge gossip-off">gossip off</span>' : "") +
               (dr ? '<span class="badge drop" title="drop: Appends lost ' + ago(now - dr.t) + '">dropped ' + dr.n + "</span>" : "") +
               '<span class="addr num">' + esc(n.addr.replace(/^127\.0\.0\.1/, "")) + "</span></div>";
       const segs = mine[n.id] || [];
@@ -271,12 +285,25 @@ function drawAzs(st, now) {
       else {
         html += '<ul class="segs"><li class="seghead"><span>PG</span><span>SCL</span><span>vs. peers</span></li>';
         for (const s of segs) {
+          if (s.next) {
+            /* An incoming next segment (member.h): how far it has hydrated
+             * towards what it must reach to take the position (M4). */
+            html += '<li class="seg next" id="seg-' + esc(n.id) + "-" + s.pg + '" data-pg="' + s.pg +
+                    '" data-scl="' + s.scl + '" data-next="1" data-pos="' + s.pos + '" title="' + esc(n.id) +
+                    " is the incoming next segment of protection group " + s.pg + ", position " + s.pos +
+                    ": it takes writes, and counts for the quorum only up to its SCL" + '">' +
+                    '<span class="pg num">' + s.pg + '</span><span class="num">' + s.scl + "</span>" +
+                    '<span class="lag num">next · ' + (s.hydrating ? "hydrating " + s.scl + "/" + s.target
+                                                                    : "caught up") + "</span></li>";
+            continue;
+          }
           const behind = peak[s.pg] - s.scl;
           html += '<li class="seg' + (behind > 0 ? " behind" : "") + '" id="seg-' + esc(n.id) + "-" + s.pg +
                   '" style="--c:' + nodeColor(n.id, i) +
                   '" data-pg="' + s.pg + '" data-scl="' + s.scl + '" title="SCL of ' + esc(n.id) + "'s segment of protection group " + s.pg + '">' +
                   '<span class="pg num">' + s.pg + '</span><span class="num">' + s.scl + "</span>" +
-                  '<span class="lag num">' + (behind > 0 ? behind + " behind" : "in step") +
+                  '<span class="lag num">' + (s.to ? '<span class="leaving">leaving → ' + esc(s.to) + "</span> " : "") +
+                  (behind > 0 ? behind + " behind" : "in step") +
                   /* Records above a hole (gossip fills it, §3.3); an epoch the
                    * newest writer has not brought it yet (§4.3). */
                   (s.max > s.scl ? ' <span class="hole" data-max="' + s.max + '" title="a hole: it holds records up to ' + s.max +
@@ -293,15 +320,93 @@ function drawAzs(st, now) {
   $("azs").innerHTML = html || '<div class="none">no nodes registered</div>';
 }
 
+/* ---- membership: moves in flight, time to repair ----------------------------- */
+
+/* What position pos of pg's next segment must reach to finish (member.h
+ * M4): the coordinator's target, else its current segments' best SCL. */
+function moveTarget(st, pg, pos) {
+  const m = (st.repairs || []).find((r) => r.pg === pg.pg && r.pos === pos);
+  if (m && m.target_scl) return m.target_scl;
+  return Math.max(0, ...pg.segments.filter((s) => !s.next).map((s) => s.scl));
+}
+
+function secs(ms) {
+  return ms < 1000 ? ms + " ms" : ms < 10000 ? (ms / 1000).toFixed(1) + " s" : Math.round(ms / 1000) + " s";
+}
+
+const MEMBER_PGS = 3;           /* moving PGs drawn in full; the rest summed up */
+
+/* Per moving PG: its membership epoch, its positions (a moving one with
+ * its current and next node), how many can count towards a write quorum
+ * now (M1, M2: a moving position only once its next segment caught up),
+ * and each move with its kind, age and the next segment's progress. Then
+ * the nodes out of service, the last times to repair, the stable PGs. */
+function drawMembers(st) {
+  const nodes = {};
+  for (const n of st.nodes) nodes[n.id] = n;
+  const serves = (id) => nodes[id] && isUp(nodes[id]) && !nodes[id].partitioned;
+  const moves = st.repairs || [];
+  const moving = st.pgs.filter((pg) => pg.segments.some((s) => s.next));
+  let html = "";
+  for (const pg of moving.slice(0, MEMBER_PGS)) {
+    const cur = pg.segments.filter((s) => !s.next), nx = pg.segments.filter((s) => s.next);
+    let count = 0, chips = "";
+    cur.forEach((c, pos) => {
+      const g = nx.find((s) => s.pos === pos);
+      const ok = serves(c.node) && (!g || (serves(g.node) && !g.hydrating));
+      count += ok ? 1 : 0;
+      chips += '<span class="pos' + (g ? " moving" : "") + (ok ? "" : " out") + '" title="position ' + pos +
+               (ok ? ": counts" : ": counts for no new record now") + '"><i>' + pos + "</i>" + esc(c.node) +
+               (g ? "→<b>" + esc(g.node) + "</b>" : "") + "</span>";
+    });
+    html += '<div class="mpg" id="mpg-' + pg.pg + '" data-mepoch="' + pg.mepoch + '" data-count="' + count + '">' +
+            '<div class="mhead"><b>pg ' + pg.pg + "</b> mepoch " + pg.mepoch +
+            '<span class="' + (count >= 4 ? "qok" : "qbad") + '">' + count + " of " + cur.length +
+            " positions count, 4 needed</span></div>" + '<div class="chips">' + chips + "</div>";
+    for (const m of moves.filter((r) => r.pg === pg.pg)) {
+      const pct = m.target_scl ? Math.min(100, Math.round(100 * m.scl / m.target_scl)) : 100;
+      html += '<div class="move" data-pg="' + m.pg + '" data-pos="' + m.pos + '" data-kind="' + esc(m.kind) +
+              '" data-from="' + esc(m.from) + '" data-to="' + esc(m.to) + '" data-age="' + m.age_ms + '">' +
+              "<span>pos " + m.pos + " " + esc(m.kind) + " " + esc(m.from) + " → <b>" + esc(m.to) + "</b></span>" +
+              '<span class="num">' + secs(m.age_ms) + "</span>" +
+              '<span class="bar" title="the next segment\'s SCL against what it must reach to take the position">' +
+              '<i style="width:' + pct + '%"></i></span><span class="num">SCL ' + m.scl + "/" + m.target_scl +
+              (m.adopted ? "" : ' <span class="notyet" title="the writer has not reported using this membership yet">writer: not yet</span>') +
+              "</span></div>";
+    }
+    html += "</div>";
+  }
+  if (moving.length > MEMBER_PGS)
+    html += '<div class="mline">and ' + (moving.length - MEMBER_PGS) + " more PGs moving</div>";
+  for (const n of st.nodes)
+    if (n.state === "draining" || n.state === "retired")
+      html += '<div class="mline">node <b>' + esc(n.id) + "</b> " + n.state +
+              (n.state === "draining" ? ": its segments move to spares in AZ " + esc(n.az) : ": hosts nothing") + "</div>";
+  const stable = st.pgs.filter((pg) => !pg.segments.some((s) => s.next));
+  if (stable.length) {
+    const ep = stable.map((pg) => pg.mepoch);
+    const lo = Math.min(...ep), hi = Math.max(...ep);
+    html += '<div class="mline">' + (moving.length ? "the other " : "all ") + stable.length + " PG" +
+            (stable.length === 1 ? "" : "s") + " stable, mepoch " + (lo === hi ? lo : lo + "–" + hi) + "</div>";
+  }
+  const mttr = st.mttr_ms || [];
+  html += '<div class="mline" id="mttr" data-n="' + mttr.length + '">time to repair, last: ' +
+          (mttr.length ? mttr.map(secs).join(", ") : "none yet") + "</div>";
+  $("members").innerHTML = html;
+  $("mseq").textContent = "mseq " + (st.mseq || 0) + " · " + moves.length + " position" +
+    (moves.length === 1 ? "" : "s") + " moving";
+}
+
 /* ---- faults: now, and lately ------------------------------------------------ */
 
 function drawFaults(st, now) {
   const items = [];
   for (const n of st.nodes) {
     const s = nodeState(n);
-    if (s !== "up") items.push([s, n.id + " " + (s === "slow" ? "slow " + n.slow_ms + " ms" : s)]);
-    if (n.state === "up" && n.stale) items.push(["stale", n.id + " serves stale pages"]);
-    if (n.state === "up" && n.no_gossip) items.push(["gossip-off", n.id + " gossip off"]);
+    if (s !== "up" && s !== "draining" && s !== "retired")
+      items.push([s, n.id + " " + (s === "slow" ? "slow " + n.slow_ms + " ms" : s)]);
+    if (isUp(n) && n.stale) items.push(["stale", n.id + " serves stale pages"]);
+    if (isUp(n) && n.no_gossip) items.push(["gossip-off", n.id + " gossip off"]);
   }
   if (st.engine.state !== "up") items.push(["down", "writer down (no report)"]);
   let html = items.map(([k, what]) => '<li class="now" data-kind="' + k + '"><i class="chip" style="background:' +
@@ -362,6 +467,7 @@ function drawAll() {
     const now = Date.now();
     drawMetrics(last);
     drawAzs(last, now);
+    drawMembers(last);
     drawFaults(last, now);
     drawAcked(last);
   }

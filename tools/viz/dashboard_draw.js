@@ -439,7 +439,7 @@ function drawLegend() {
     html += '<span><i style="background:' + nodeColor(n.id, i) + '"></i>SCL ' + esc(n.id) + "</span>";
   });
   html += '<span class="sep">|</span>';
-  for (const k of ["down", "partitioned", "slow", "stale", "gossip-off", "unreachable"])
+  for (const k of ["down", "partitioned", "slow", "stale", "gossip-off", "unreachable", "draining"])
     html += '<span><i class="box" style="background:' + FAULT_COLORS[k] + (k === "stale" || k === "gossip-off" ? ";height:4px" : "") +
             '"></i>' + k.replace("-", " ") + "</span>";
   html += '<span class="sep">|</span><span>fault commands: ▼ a stop or crash · ◆ drop · ■ slow, stale, ' +
