@@ -206,6 +206,8 @@ static void index_some(struct node *n)
   n->idx_at = IDX_BATCH * 3 / 4 + (size_t)(n->io->random(n->io->ctx) % (IDX_BATCH / 2 + 1));
 }
 
+static void send_heartbeat(struct node *n);
+
 void node_end_turn(struct node *n)
 {
   node_commit(n);
@@ -215,6 +217,13 @@ void node_end_turn(struct node *n)
    * about HOTLOG_CHECKPOINT bytes, and lmdb's file on disk is at most
    * that old (what a reader of data.mdb, e.g. a test, sees). */
   unsigned long long now = io_now(n->io);
+  /* A node busy turn after turn (hydrating a segment: member.h M2) may
+   * run its heartbeat timer late; silent past REPAIR_AFTER_MS it would be
+   * taken for lost and its segments moved (M7), its own moves undone. So
+   * a heartbeat two periods late goes out here, before the background
+   * work (a checkpoint of what hydration brought can take a while). */
+  if (n->hb_sent_at && now - n->hb_sent_at >= 2 * HEARTBEAT_MS)
+    send_heartbeat(n);
   if (store_checkpoint_due(&n->st) ||
       (now >= n->ckpt_at + CHECKPOINT_MS && store_pending(&n->st))) {
     char why[256];
@@ -620,6 +629,7 @@ static void send_heartbeat(struct node *n)
 {
   if (n->coord_conn == NULL || !n->coord_up)
     return;
+  n->hb_sent_at = io_now(n->io);
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Heartbeat hb = AURALOG__HEARTBEAT__INIT;
   Auralog__SegStat *stats = calloc(n->nsegs + 1, sizeof *stats);

@@ -107,6 +107,7 @@ struct node {
   struct ep *coord_conn;     /* NULL: not connected (retry at coord_retry_at) */
   int coord_up;
   int assigned;              /* an Assign came since the last Register */
+  unsigned long long hb_sent_at; /* the last heartbeat sent (0: none yet) */
   unsigned long long registered_at;
   unsigned long long coord_retry_at;
   /* Lab faults, set by the coordinator. */
