@@ -287,6 +287,8 @@ static void apply(struct vs *v, const struct rec *r, int c)
   if (r->type == R_SCL) {
     v->val[a][r->x] = r->y;
     v->mx[a][r->x] = r->z;
+    if (!v->hosted[a][r->x])
+      v->hosted[a][r->x] = (c >= 0 ? c : 0) + 1;
   }
   if (r->type == R_READ && c >= 0) {
     if (v->nreads[a][c]++ == 0 || r->y < v->rplo[a][c])

@@ -74,6 +74,9 @@ struct vs {
   unsigned char st[VS_L];       /* the replay's state now */
   ull val[VS_L][VS_PG];         /* writer: [0] VDL, [1] epoch; node: SCL per PG */
   ull mx[VS_L][VS_PG];          /* node: the highest LSN held per PG */
+  int hosted[VS_L][VS_PG];      /* node: 1 + the column of its first SCL line for the PG
+                                   (0: none yet): a spare hosts a PG only once a repair
+                                   moved one of its segments there (sim/member.c) */
   short cut[VS_CUTS][2];
   int ncut, nspan;
   unsigned azcut;               /* bit c - 'A': AZ c is partitioned */

@@ -99,6 +99,8 @@ static int seg_class(const struct vs *v, int l, int p, int c)
 {
   if (v->worst[l][c] == S_DOWN)
     return K_DOWN;
+  if (!v->hosted[l][p] || c < v->hosted[l][p] - 1)
+    return K_STEP;              /* no segment of the PG there (yet): nothing behind */
   if (v->endmx[l][p][c] > v->end[l][p][c])
     return K_HOLE;
   return v->end[l][p][c] < v->best0[p][c] ? K_BEHIND : K_STEP;

@@ -42,6 +42,8 @@
 
 #include "sim/simint.h"
 
+static void trace_marks(struct world *w);
+
 void violation(struct world *w, const char *fmt, ...)
 {
   char line[400];
@@ -52,6 +54,11 @@ void violation(struct world *w, const char *fmt, ...)
   if (w->res->violations++ == 0)
     snprintf(w->res->first, sizeof w->res->first, "at %llu ms: %s",
              (unsigned long long)sim_now(w->clock), line);
+  /* The watermarks of this very event first (a check inside it, as at an
+   * acknowledgement, stops the run before check_step would write them):
+   * a timeline then finds the VDL that reached the commit. */
+  if (w->o.trace)
+    trace_marks(w);
   world_trace(w, "VIOLATION %s", line);
   w->stop = 1;
 }
@@ -92,9 +99,13 @@ static void trace_marks(struct world *w)
       /* The highest LSN held too, where it is above the SCL: records
        * above a hole (what status writes S^M). */
       uint64_t max = s->max_lsn > s->scl ? s->max_lsn : s->scl;
+      /* The first line of a segment even at 0: a node's first line for a
+       * PG says it hosts it (a spare, once a repair moved one there). */
       if (s->pg >= SIM_PGS ||
-          (s->scl == w->traced_scl[i][s->pg] && max == w->traced_max[i][s->pg]))
+          (w->traced_seen[i][s->pg] && s->scl == w->traced_scl[i][s->pg] &&
+           max == w->traced_max[i][s->pg]))
         continue;
+      w->traced_seen[i][s->pg] = 1;
       w->traced_scl[i][s->pg] = s->scl;
       w->traced_max[i][s->pg] = max;
       if (max > s->scl)

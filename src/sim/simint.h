@@ -155,6 +155,7 @@ struct world {
   size_t nsched, capsched;
   /* The watermarks last written to the trace. */
   uint64_t traced_vdl[SIM_WRITERS], traced_scl[SIM_NODES][SIM_PGS], traced_max[SIM_NODES][SIM_PGS];
+  uint8_t traced_seen[SIM_NODES][SIM_PGS];   /* a line written for it: it hosts the PG */
   int active[F_NKINDS];
   /* Membership (member.c): each PG's current segments' nodes (bit i:
    * nodes[i]) and membership epoch, as the coordinator last stored them

@@ -51,6 +51,10 @@ static const char sample[] =
   "     200 scl A1 0 5\n     200 scl A2 0 5\n     200 scl B1 0 5\n"
   "     200 scl B2 0 5\n     200 scl C1 0 5\n     200 scl C2 0 5\n"
   "     201 scl A1 1 4\n     201 scl C2 1 4\n"
+  /* The others host pg 1 too, at 0 (a node's first line for a PG says
+   * it hosts it: a spare's rows start only when a repair moves one of
+   * its segments there). */
+  "     201 scl A2 1 0\n     201 scl B1 1 0\n     201 scl B2 1 0\n     201 scl C1 1 0\n"
   "     210 vdl w1 1 5\n"
   "     300 net deliver w1:1 A1:1 5 40\n"
   "     301 net deliver A1:1 w1:1 6 12\n"
