@@ -23,6 +23,7 @@
 #define AURALOG_BENCH_H
 
 #include <cjson/cJSON.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -163,5 +164,13 @@ void bench_note_each(Auralog__BenchNote *notes, int n, cJSON *cond, const char *
 
 /* Microseconds on a monotonic clock. */
 double bench_now_us(void);
+/* One line of progress on stderr, "bench WHO: ...": redrawn in place on a
+ * terminal (at most every 100 ms unless force), else printed only when
+ * force (a new phase). bench_progress_end clears a redrawn line. */
+void bench_progress_v(const char *who, int force, const char *fmt, va_list ap);
+void bench_progress_end(void);
+/* Refuse (die, naming bench `who`) a --dir that is not empty and holds no
+ * cluster: bench_cluster_up would empty it. */
+void bench_check_dir(const char *who, const char *dir);
 
 #endif

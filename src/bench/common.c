@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE         /* nftw */
 #include <limits.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -353,4 +354,51 @@ double bench_now_us(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* ---- one line of progress on stderr ---------------------------------------- */
+
+static int prog_tty = -1;
+static double prog_last;
+
+void bench_progress_v(const char *who, int force, const char *fmt, va_list ap)
+{
+  if (prog_tty < 0)
+    prog_tty = isatty(2);
+  double now = bench_now_us();
+  if (!force && (!prog_tty || now - prog_last < 100000))
+    return;
+  prog_last = now;
+  fprintf(stderr, prog_tty ? "\r\033[Kbench %s: " : "bench %s: ", who);
+  vfprintf(stderr, fmt, ap);
+  if (!prog_tty)
+    fputc('\n', stderr);
+}
+
+void bench_progress_end(void)
+{
+  if (prog_tty > 0)
+    fprintf(stderr, "\r\033[K");
+}
+
+/* Refuse a directory we did not make: bench_cluster_up empties it. */
+void bench_check_dir(const char *who, const char *dir)
+{
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/cluster.json", dir);
+  DIR *d = opendir(dir);
+  if (d == NULL || access(p, F_OK) == 0) {
+    if (d)
+      closedir(d);
+    return;
+  }
+  struct dirent *de;
+  int empty = 1;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      empty = 0;
+  closedir(d);
+  if (!empty)
+    die("bench %s: %s is not empty and holds no cluster; it would be emptied: give "
+        "another --dir", who, dir);
 }

@@ -108,30 +108,18 @@ static void cleanup(void)
 
 /* ---- progress -------------------------------------------------------------- */
 
-static int tty;
-
-/* One line on stderr: redrawn in place on a terminal (at most every 100
- * ms unless force), else printed only when force (a new phase). */
+/* One line on stderr (common.c bench_progress_v). */
 void progress(int force, const char *fmt, ...)
 {
-  static double last;
-  double now = bench_now_us();
-  if (!force && (!tty || now - last < 100000))
-    return;
-  last = now;
   va_list ap;
   va_start(ap, fmt);
-  fputs(tty ? "\r\033[Kbench recovery: " : "bench recovery: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  if (!tty)
-    fputc('\n', stderr);
+  bench_progress_v("recovery", force, fmt, ap);
   va_end(ap);
 }
 
 static void progress_end(void)
 {
-  if (tty)
-    fprintf(stderr, "\r\033[K");
+  bench_progress_end();
 }
 
 void check_stop(void)
@@ -235,28 +223,6 @@ static long parse_num(const char *opt, const char *s, long lo, long hi)
   if (errno || end == s || *end || x < lo || x > hi)
     die("bench recovery: %s wants a number from %ld to %ld, not '%s'", opt, lo, hi, s);
   return x;
-}
-
-/* Refuse a directory we did not make: bench_cluster_up empties it. */
-static void check_dir(const char *dir)
-{
-  char p[1200];
-  snprintf(p, sizeof p, "%s/cluster.json", dir);
-  DIR *d = opendir(dir);
-  if (d == NULL || access(p, F_OK) == 0) {
-    if (d)
-      closedir(d);
-    return;
-  }
-  struct dirent *de;
-  int empty = 1;
-  while ((de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-      empty = 0;
-  closedir(d);
-  if (!empty)
-    die("bench recovery: %s is not empty and holds no cluster; it would be emptied: "
-        "give another --dir", dir);
 }
 
 static void add_num_or_null(cJSON *o, const char *k, int ok, double v)
@@ -375,8 +341,7 @@ int bench_recovery_main(int argc, char **argv)
     bench_dir(B.dir, sizeof B.dir, "bench-recovery");
   if (strchr(B.dir, '\''))
     die("bench recovery: the directory name may not hold a quote: %s", B.dir);
-  check_dir(B.dir);
-  tty = isatty(2);
+  bench_check_dir("recovery", B.dir);
   B.owner = getpid();
   atexit(cleanup);
   struct sigaction sa;

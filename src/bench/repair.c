@@ -64,28 +64,17 @@ static void cleanup(void)
     rp_cluster_down();
 }
 
-static int tty;
-
 void rp_progress(int force, const char *fmt, ...)
 {
-  static double last;
-  double now = bench_now_us();
-  if (!force && (!tty || now - last < 100000))
-    return;
-  last = now;
   va_list ap;
   va_start(ap, fmt);
-  fputs(tty ? "\r\033[Kbench repair: " : "bench repair: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  if (!tty)
-    fputc('\n', stderr);
+  bench_progress_v("repair", force, fmt, ap);
   va_end(ap);
 }
 
 static void progress_end(void)
 {
-  if (tty)
-    fprintf(stderr, "\r\033[K");
+  bench_progress_end();
 }
 
 void rp_check_stop(void)
@@ -233,28 +222,6 @@ static void parse_points(const char *s, struct ropts *o)
       return;
     p = end + 1;
   }
-}
-
-/* Refuse a directory we did not make: the cluster's start empties it. */
-static void check_dir(const char *dir)
-{
-  char p[1200];
-  snprintf(p, sizeof p, "%s/cluster.json", dir);
-  DIR *d = opendir(dir);
-  if (d == NULL || access(p, F_OK) == 0) {
-    if (d)
-      closedir(d);
-    return;
-  }
-  struct dirent *de;
-  int empty = 1;
-  while ((de = readdir(d)))
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-      empty = 0;
-  closedir(d);
-  if (!empty)
-    die("bench repair: %s is not empty and holds no cluster; it would be emptied: give "
-        "another --dir", dir);
 }
 
 /* ---- the report ---------------------------------------------------------------- */
@@ -690,7 +657,7 @@ int bench_repair_main(int argc, char **argv)
     bench_dir(R.dir, sizeof R.dir, "bench-repair");
   if (strchr(R.dir, '\''))
     die("bench repair: the directory name may not hold a quote: %s", R.dir);
-  check_dir(R.dir);
+  bench_check_dir("repair", R.dir);
   if (bench_mkdirs(R.dir) != 0)
     die("bench repair: cannot make %s: %s", R.dir, strerror(errno));
   /* The user's cluster's key, for the journal notes, before the private
@@ -698,7 +665,6 @@ int bench_repair_main(int argc, char **argv)
   static char caller_key[1200];
   snprintf(caller_key, sizeof caller_key, "%s", getenv("AURALOG_KEY") ? getenv("AURALOG_KEY")
                                                                         : "");
-  tty = isatty(2);
   R.owner = getpid();
   atexit(cleanup);
   struct sigaction sa;
