@@ -77,7 +77,8 @@ static void snap_of(const Auralog__Status *st, const char *victim, struct snap *
     if (strcmp(st->seg_nodes[i], victim) && st->segs[i]->volume_id == v->id)
       s->pulled += (double)st->segs[i]->pulled;
   s->nmttr = st->n_mttr_ms < MTTR_SHOWN ? st->n_mttr_ms : MTTR_SHOWN;
-  memcpy(s->mttr, st->mttr_ms, s->nmttr * sizeof s->mttr[0]);
+  if (s->nmttr)                /* none yet: mttr_ms may be NULL (memcpy may not take it) */
+    memcpy(s->mttr, st->mttr_ms, s->nmttr * sizeof s->mttr[0]);
 }
 
 /* A new time to repair since before: the list grew, or (full) shifted. */
