@@ -392,9 +392,10 @@ static int n_repair_crashes;
 static int repair_settled(const char *gone, char *why, size_t n)
 {
   cJSON *o = status("main"), *p, *g;
+  cJSON *pgs = o ? cJSON_GetObjectItem(o, "pgs") : NULL;
   int ok = o != NULL;
   snprintf(why, n, "no status");
-  cJSON_ArrayForEach(p, o ? cJSON_GetObjectItem(o, "pgs") : NULL) {
+  cJSON_ArrayForEach(p, pgs) {
     int nseg = 0;
     cJSON_ArrayForEach(g, cJSON_GetObjectItem(p, "segments")) {
       nseg++;
