@@ -557,7 +557,7 @@ static void acknowledged_commits_survive_crashes_whole(void **state)
          sh_w->reads_ok, tl.reader_seen, converge_max_ms, ms);
   if (repairs)
     printf("# crash campaign: %d points lost a node for good and saw it repaired (%d engine "
-           "crashes during the repairs); each replaced node came back holding nothing\n",
+           "crashes during the repairs), then started the replaced node again\n",
            n_shape[SH_REPAIR], n_repair_crashes);
   note("campaign done in %llu ms", ms);
 }
