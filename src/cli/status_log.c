@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cli/status.h"
+#include "member.h"
 #include "param.h"
 
 #define TRUNCS_SHOWN 3         /* the newest truncations the table shows */
@@ -64,12 +65,20 @@ static const char *acked_by(const Auralog__Status *st, uint32_t pg, uint32_t ack
   return buf;
 }
 
-static int popcount(uint32_t x)
+/* How many positions of pg count for a record with these acks (member.h
+ * M1): a moving position (a next segment in the description) counts only
+ * when both its segments hold it, so a next segment's ack never makes the
+ * count pass 6; "4 of 6" is what the writer waits for. */
+static int counted(const Auralog__Status *st, uint32_t pg, uint32_t acks)
 {
-  int c = 0;
-  for (; x; x &= x - 1)
-    c++;
-  return c;
+  const Auralog__Volume *v = st->volume;
+  uint8_t trans = 0;
+  for (size_t p = 0; v && p < v->n_pgs; p++)
+    if (v->pgs[p]->pg == pg)
+      for (size_t j = NCOPIES; j < v->pgs[p]->n_segments && j < NSLOTS; j++)
+        if (v->pgs[p]->segments[j]->pos < NCOPIES)
+          trans |= (uint8_t)(1u << v->pgs[p]->segments[j]->pos);
+  return member_positions((uint16_t)acks, trans);
 }
 
 /* Where the writer's LAL window begins: its VDL, or the end of the
@@ -103,7 +112,7 @@ void status_log_json(const Auralog__Status *st, cJSON *o)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "lsn", (double)r->lsn);
     cJSON_AddNumberToObject(j, "pg", r->pg);
-    cJSON_AddNumberToObject(j, "acks", popcount(r->acks));
+    cJSON_AddNumberToObject(j, "acks", counted(st, r->pg, r->acks));
     cJSON *by = cJSON_AddArrayToObject(j, "acked_by");
     acked_by(st, r->pg, r->acks, names, sizeof names);
     for (char *t = strtok(names, " "); t; t = strtok(NULL, " "))
@@ -140,8 +149,9 @@ void status_log_table(const Auralog__Status *st, FILE *f)
     if (i == 0)
       fprintf(f, "       waiting for a write quorum (4 of 6)%s:\n",
               e->pending > e->n_pending_recs ? ", the oldest" : "");
-    fprintf(f, "         lsn %llu  pg %u  acked by %d: %s\n", (unsigned long long)r->lsn, r->pg,
-            popcount(r->acks), r->acks ? acked_by(st, r->pg, r->acks, names, sizeof names)
+    fprintf(f, "         lsn %llu  pg %u  %d positions count; acked by: %s\n",
+            (unsigned long long)r->lsn, r->pg,
+            counted(st, r->pg, r->acks), r->acks ? acked_by(st, r->pg, r->acks, names, sizeof names)
                                        : "none");
   }
   for (size_t i = 0; i < st->n_fenced; i++)
@@ -173,7 +183,7 @@ void status_recent_json(const Auralog__Status *st, cJSON *o)
     cJSON_AddNumberToObject(j, "lsn", (double)t[i]->lsn);
     cJSON_AddNumberToObject(j, "pg", t[i]->pg);
     cJSON_AddBoolToObject(j, "cpl", t[i]->cpl);
-    cJSON_AddNumberToObject(j, "acks", popcount(t[i]->acks));
+    cJSON_AddNumberToObject(j, "acks", counted(st, t[i]->pg, t[i]->acks));
     cJSON *by = cJSON_AddArrayToObject(j, "acked_by");
     acked_by(st, t[i]->pg, t[i]->acks, names, sizeof names);
     for (char *w = strtok(names, " "); w; w = strtok(NULL, " "))
