@@ -158,6 +158,44 @@ static void fetch_status(struct labctx *x)
   wire_free(rep);
 }
 
+/* Labs 1-10 are written for six nodes, every PG on all six, and take nodes
+ * down for longer than REPAIR_AFTER_MS expecting them back as they were
+ * (lab 2: an AZ and a node down stall writes). On a cluster with spares
+ * (lab 11's nine nodes) a PG lives on six of them and such a node is
+ * repaired onto a spare (member.h M7): the lab shows something else. Say
+ * so at the start. Lab 11 needs repair on: say so if it is off. */
+static void warn_spares(struct labctx *x, int lab)
+{
+  char p[PATH_MAX + 16];
+  snprintf(p, sizeof p, "%s/cluster.json", x->dir);
+  FILE *f = fopen(p, "r");
+  char buf[16384];
+  size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[got] = 0;
+  cJSON *c = cJSON_Parse(buf), *ra = cJSON_GetObjectItem(c, "repair_after_ms");
+  int off = cJSON_IsNumber(ra) && ra->valuedouble == 0;
+  cJSON_Delete(c);
+  if (off && lab == 11)
+    printf("note: repair is off in this cluster (cluster up --repair-after 0, kept in "
+           "cluster.json): this lab needs it on (auralog cluster down; auralog cluster up "
+           "--repair-after %d)\n", REPAIR_AFTER_MS);
+  if (off || lab == 11)
+    return;
+  fetch_status(x);
+  int nodes = 0;
+  const cJSON *nd;
+  cJSON_ArrayForEach(nd, cJSON_GetObjectItem(x->status, "nodes"))
+    nodes += strcmp(fstr(nd, "state"), "retired") != 0;
+  if (nodes > NCOPIES)
+    printf("note: this cluster has %d nodes: a node down %d s is repaired onto a spare "
+           "(lab 11), and a PG need not live on the nodes this lab names. Labs 1-10 are "
+           "written for six nodes, each PG on all six: run this one on a six-node cluster "
+           "(auralog cluster up --dir DIR, a fresh directory)\n", nodes,
+           REPAIR_AFTER_MS / 1000);
+}
+
 static void usage(FILE *f)
 {
   fprintf(f,
@@ -350,6 +388,8 @@ int lab_main(int argc, char **argv)
            "follow %s/%s/README.md; answers go in %s\n"
            "then: auralog lab check %d (it looks at what happens from now on)\n",
            n, l->title, x.student, text, ldir, l->folder, x.answers, n);
+    if (n <= 11)  /* labs 1-10 keep nodes down longer than a repair waits; 11 needs it */
+      warn_spares(&x, n);
     if (n == 5)   /* step 4 names the first writer: after step 2 the coordinator names another */
       printf("the writer now (FIRST in the handout): %s\n", x.engine);
     if (n == 11 && x.as.mttf_h > 0) {   /* the nodes at the assigned positions now */
