@@ -154,6 +154,8 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define GOSSIP_IDLE     5       /* ... others every GOSSIP_IDLE periods, to learn peers' SCLs, */
 #define GOSSIP_IDLE_MAX 64      /* ... twice as long after each pull that found nothing moved,
                                  * up to this many periods (12.8 s): idle segments stay quiet */
+#define GOSSIP_TF_IDLE  20      /* ... but at most 20 (4 s) while a truncation may be forgotten
+                                 * once more peers are seen holding it (node/tforget.c) */
 #define GOSSIP_MAX      2000    /* records in one GossipPush */
 /* Hydration (member.h M2; node/gossip.c, node/bg.c): a segment behind its
  * PG peers (a new one being filled, one back from a failure) pulls back to

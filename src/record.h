@@ -50,7 +50,10 @@ typedef Auralog__Record Rec;
  *  - Hence a record on the durable chain is never cut, and every record a
  *    truncation cuts lies above a proven VDL: it was never acknowledged.
  * Truncations never expire or shrink: a segment that learns an old one
- * late still cuts the old records it covers.
+ * late still cuts the old records it covers. A segment stops carrying
+ * one only when no record it cuts can reach it any more: below its GC
+ * point (store_gc), or once every member of its PG holds it (rule TF,
+ * node/tforget.c); it counts such a one as held all the same.
  *
  * Its authority travels with it (auth.h): the ticket of its epoch (the
  * writer's public key, the coordinator's signature) and the writer's
@@ -66,6 +69,7 @@ struct trunc_proof {
 struct trunc {
   uint64_t epoch, from, to;
   struct trunc_proof proof;
+  uint32_t seen;               /* a node's: peers seen holding it (node/tforget.c) */
 };
 
 /* The proof of a TruncRange, and back (pb's bytes point into t). */

@@ -566,6 +566,7 @@ int wire_check(const Env *e, char *why, size_t whylen)
       TRY(check_rec_bounds(si->recs[i], "segment info", why, whylen));
       TRY(rec_check(si->recs[i], PAGE_SIZE_MAX, why, whylen));
     }
+    TRY(check_truncs(si->forgot, si->n_forgot, "segment info (forgot)", why, whylen));
     return check_truncs(si->truncs, si->n_truncs, "segment info", why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_TRUNCATE: {
@@ -756,6 +757,7 @@ int wire_check(const Env *e, char *why, size_t whylen)
     for (size_t i = 0; i < g->n_truncs; i++)
       if (g->truncs[i]->to < g->truncs[i]->from)
         return bad(why, whylen, "gossip truncation with to < from");
+    TRY(check_truncs(g->forgot, g->n_forgot, "gossip push (forgot)", why, whylen));
     return check_truncs(g->truncs, g->n_truncs, "gossip push", why, whylen);
   }
   default:

@@ -506,7 +506,7 @@ void bg_work(struct node *n)
     int rc = gc_some(n, now);
     if (n->gc_behind)
       n->gc_at = now + BG_MS;
-    if (rc != 0)
+    if (rc != 0 || tf_work(n) != 0)   /* and truncations all members hold (TF) */
       return;
   }
   if (now >= n->scrub_at) {

@@ -184,8 +184,12 @@ void gossip_learn(struct node *n, const Auralog__Assign *as)
     kmap_put(&mine, d->volume_id, d->pg, 0);
   }
   for (size_t gi = 0; gi < n->ngs; gi++)
-    if (kmap_get(&mine, n->gs[gi].volume_id, n->gs[gi].pg) != KMAP_NONE)
-      gossip_set_peers(n, &n->gs[gi], want[gi], nw[gi]);
+    if (kmap_get(&mine, n->gs[gi].volume_id, n->gs[gi].pg) != KMAP_NONE &&
+        gossip_set_peers(n, &n->gs[gi], want[gi], nw[gi])) {
+      struct segment *s = node_find_seg(n, n->gs[gi].volume_id, n->gs[gi].pg);
+      if (s != NULL)
+        tf_reset(s);       /* rule TF: a new member must be seen too */
+    }
   free(want);
   free(nw);
   kmap_free(&mine);
@@ -247,6 +251,7 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
       g->peer_scl[k] = gp->scl;
       g->peer_gc[k] = gp->gc_lsn;
       g->peer_at[k] = io_now(n->io);
+      tf_seen(s, k, gp);    /* what it holds and forgot (rule TF, tforget.c) */
     }
   /* LAB 24 BEGIN: the gossip merge (§3.3). Merge a peer's push into
    * segment s: its truncations (gp->truncs, node_truncate_pb, TP_GOSSIP)
@@ -375,11 +380,20 @@ static int idle_due(struct node *n, struct gossip *g, const struct segment *s, u
     if (g->next - g->last > GOSSIP_IDLE)
       g->next = g->last + GOSSIP_IDLE;
   }
+  /* A truncation that may be forgotten once every peer is seen holding
+   * it (rule TF, tforget.c): every GOSSIP_TF_IDLE at most, so that an idle
+   * PG forgets the last recovery's within a minute. */
+  int tf = g->idle > GOSSIP_TF_IDLE && tf_pending(s, g->npeers);
+  if (tf) {
+    g->idle = GOSSIP_TF_IDLE;
+    if (g->next - g->last > GOSSIP_TF_IDLE)
+      g->next = g->last + GOSSIP_TF_IDLE;
+  }
   if (g->idle && (int)(n->ticks - g->next) < 0)
     return 0;
   if (g->idle == 0 || moved)
     g->idle = GOSSIP_IDLE;
-  else if (g->idle < GOSSIP_IDLE_MAX)
+  else if (g->idle < GOSSIP_IDLE_MAX && !tf)
     g->idle = 2 * g->idle < GOSSIP_IDLE_MAX ? 2 * g->idle : GOSSIP_IDLE_MAX;
   g->last = n->ticks;
   g->next = n->ticks + g->idle;
@@ -574,6 +588,8 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
   gp.records = recs;
   gp.n_records = (size_t)nrecs;
   gp.n_truncs = store_truncs_pb(s, &tr, &gp.truncs);
+  Auralog__TruncRange *fv;
+  gp.n_forgot = tf_tombs_pb(s, &fv, &gp.forgot);
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_GOSSIP_PUSH;
   env.gossip_push = &gp;
@@ -583,4 +599,6 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
   free(recs);
   free(tr);
   free(gp.truncs);
+  free(fv);
+  free(gp.forgot);
 }

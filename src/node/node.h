@@ -169,6 +169,7 @@ struct node {
   /* Truncations refused, on any path: their signatures or their bound
    * (seg_trunc_ok); those the store refused at start are its own count. */
   uint64_t truncs_refused;
+  uint64_t truncs_forgotten;  /* rule TF (tforget.c): kept as tombstones */
   /* Lab evidence the node reports itself (heartbeats): times it was
    * told it is partitioned, and the wall ms its process started. */
   uint32_t partitions;
@@ -285,6 +286,20 @@ int node_mepoch_ok(const struct node *n, const struct segment *s, uint64_t mepoc
 /* The hydration budget, refilled to now; take: use `bytes` of it. */
 int64_t hydrate_budget(struct node *n);
 void hydrate_take(struct node *n, int64_t bytes);
+
+/* tforget.c (rule TF): forgetting the truncations every member holds.
+ * tf_seen: peer k's push (its truncations, what it forgot, its GC point);
+ * tf_reset: the peer set changed; tf_forget: do it for s (how many went
+ * from its held list: write its SegMeta); tf_tombs_pb: the forgotten ranges, as
+ * a message lists them; tf_work: tf_forget on every segment, committed. */
+void tf_seen(struct segment *s, int k, const Auralog__GossipPush *gp);
+void tf_reset(struct segment *s);
+int tf_forget(struct segment *s, int npeers);   /* how many it forgot */
+size_t tf_tombs_pb(const struct segment *s, Auralog__TruncRange **tv,
+                   Auralog__TruncRange ***tp);
+int tf_work(struct node *n);
+/* Would s forget something once more peers are seen (pull sooner)? */
+int tf_pending(const struct segment *s, int npeers);
 
 /* gossip.c (paper §3.3 step 4) */
 int gossip_send(struct node *n, struct ep *c, const Env *env);

@@ -33,6 +33,9 @@ void seg_free(struct segment *s)
   free(s->truncs);
   s->truncs = NULL;
   s->ntruncs = 0;
+  free(s->tombs);
+  s->tombs = NULL;
+  s->ntombs = 0;
   free(s->pend);
   s->pend = NULL;
   s->npend = s->cap = 0;
@@ -133,6 +136,12 @@ int seg_has_trunc(const struct segment *s, uint64_t epoch, uint64_t from, uint64
     return 1;
   for (size_t j = 0; j < s->ntruncs; j++)
     if (s->truncs[j].epoch == epoch && s->truncs[j].from == from && s->truncs[j].to == to)
+      return 1;
+  /* Forgotten once every member held it (rule TF, tforget.c): moot on
+   * every member, so as good as held. Taken again, a peer that has not
+   * forgotten it yet would give it back to each that has, for ever. */
+  for (size_t j = 0; j < s->ntombs; j++)
+    if (s->tombs[j].epoch == epoch && s->tombs[j].from == from && s->tombs[j].to == to)
       return 1;
   return 0;
 }
@@ -244,7 +253,9 @@ int seg_heard_note(struct segment *s, uint64_t epoch, uint64_t vdl)
  * Appends carry them (Append.before), gossip sends a segment's all, and
  * node_truncate checks a message's ranges oldest epoch first. One that a
  * segment forgot (store_gc: wholly at or below the GC point) is covered by
- * gc_lsn; store_gc keeps one that a kept newer one builds on.
+ * gc_lsn; store_gc keeps one that a kept newer one builds on. One that
+ * every member held (rule TF, tforget.c) stays as a tombstone, read here
+ * as held, and is kept too while a kept newer one builds on it.
  *
  * Why it keeps B3. A writer of epoch E truncates once, from the VDL its
  * recovery proved, and every Append of its epoch carries that range
@@ -277,18 +288,26 @@ int seg_trunc_ok(const struct segment *s, const struct trunc *t, uint64_t base, 
              (unsigned long long)v, (unsigned long long)who);
     return ERR_CONFLICT;
   }
-  for (size_t j = 0; j < s->ntruncs; j++)
-    if (s->truncs[j].epoch == t->epoch && start < s->truncs[j].from) {
+  /* B3 and B2 read the forgotten ones (rule TF) as held: they are. */
+  for (size_t j = 0; j < s->ntruncs + s->ntombs; j++) {
+    uint64_t e = j < s->ntruncs ? s->truncs[j].epoch : s->tombs[j - s->ntruncs].epoch;
+    uint64_t f = j < s->ntruncs ? s->truncs[j].from : s->tombs[j - s->ntruncs].from;
+    uint64_t u = j < s->ntruncs ? s->truncs[j].to : s->tombs[j - s->ntruncs].to;
+    if (e == t->epoch && start < f) {
       snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu starts below (%llu, %llu], "
                "the one of its epoch this segment holds: refused", (unsigned long long)t->from,
                (unsigned long long)t->to, (unsigned long long)t->epoch,
-               (unsigned long long)s->truncs[j].from, (unsigned long long)s->truncs[j].to);
+               (unsigned long long)f, (unsigned long long)u);
       return ERR_CONFLICT;
     }
+  }
   uint64_t h = start > base ? start : base;
   for (size_t j = 0; j < s->ntruncs; j++)
     if (s->truncs[j].epoch < t->epoch && s->truncs[j].to > h)
       h = s->truncs[j].to;
+  for (size_t j = 0; j < s->ntombs; j++)
+    if (s->tombs[j].epoch < t->epoch && s->tombs[j].to > h)
+      h = s->tombs[j].to;
   if (t->to > h && t->to - h > LAL) {
     snprintf(why, whylen, "truncation (%llu, %llu] of epoch %llu ends more than LAL (%llu) "
              "above %llu, the highest point this segment knows it may start from: refused",

@@ -55,6 +55,14 @@ struct heard {
   uint64_t vdl;
 };
 
+/* A truncation this segment held and forgot once every member held it
+ * (rule TF, node/tforget.c): counted as held, never installed again, and
+ * dropped once every member is seen without its proof. Memory only. */
+struct tomb {
+  uint64_t epoch, from, to;
+  uint32_t seen;         /* peers seen without its proof */
+};
+
 struct segment {
   uint64_t volume_id;
   uint32_t pg;
@@ -73,6 +81,8 @@ struct segment {
   size_t nheard;
   struct trunc *truncs;  /* truncations held; records they cut are refused */
   size_t ntruncs;
+  struct tomb *tombs;    /* ... and those forgotten (rule TF): held all the same */
+  size_t ntombs;
   struct pend *pend;     /* held records above scl, sorted by lsn */
   size_t npend, cap;
   /* Background work (node/bg.c, node/store_pages.c): the driver's state,

@@ -501,6 +501,11 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
       s->truncs[kept++] = s->truncs[i];
   s->ntruncs = kept;
   free(keep);
+  kept = 0;                  /* forgotten ones (rule TF) the GC point covers now */
+  for (size_t i = 0; i < s->ntombs; i++)
+    if (s->tombs[i].to > gc)
+      s->tombs[kept++] = s->tombs[i];
+  s->ntombs = kept;
   /* A floor at or below gc is moot: the version as of gc is here (the
    * one fetched at the floor, or one coalesced since). */
   if (s->floor)

@@ -163,6 +163,8 @@ static void reply_info(struct node *n, struct ep *c, uint64_t req,
   si.gc_lsn = s->gc_lsn;
   Auralog__TruncRange *tr;
   si.n_truncs = store_truncs_pb(s, &tr, &si.truncs);
+  Auralog__TruncRange *fv;
+  si.n_forgot = tf_tombs_pb(s, &fv, &si.forgot);   /* held all the same (rule TF) */
   Rec **recs = NULL;
   long nrecs = 0;
   if (scan) {
@@ -183,6 +185,8 @@ static void reply_info(struct node *n, struct ep *c, uint64_t req,
   free(recs);
   free(tr);
   free(si.truncs);
+  free(fv);
+  free(si.forgot);
 }
 
 /* Commit what this turn staged now, rather than at the end of the turn:

@@ -568,8 +568,10 @@ static void act_run(void *arg)
     for (int i = 0; i < SIM_NODES; i++) {
       struct node *n = a->w->nodes[i].n;
       for (size_t k = 0; n && k < n->nsegs; k++)
-        for (size_t t = 0; t < n->segs[k]->ntruncs; t++)
-          if (n->segs[k]->truncs[t].epoch == a->epoch)
+        for (size_t t = 0; t < n->segs[k]->ntruncs + n->segs[k]->ntombs; t++)
+          if ((t < n->segs[k]->ntruncs ? n->segs[k]->truncs[t].epoch
+                                       : n->segs[k]->tombs[t - n->segs[k]->ntruncs].epoch) ==
+              a->epoch)
             holders |= 1u << i;
     }
     if (holders == 0 || !within_model(a->w, holders)) {

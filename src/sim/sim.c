@@ -298,8 +298,8 @@ size_t sim_shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n, int v
 struct tally {
   uint64_t seeds, failed, steps, sim_ms, tx, acked, reads, recov;
   uint64_t faults[F_NKINDS];
-  uint64_t bg[7];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups,
-                              * truncations refused */
+  uint64_t bg[8];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups,
+                              * truncations refused, forgotten (rule TF) */
   uint64_t hl_ckpt, hl_replays, hl_replayed, hl_torn, hl_damaged, hl_deaths;
   uint64_t rep_starts, rep_reads, rep_cache, rep_refused, rep_applied, rep_gc, rep_gc_held;
   uint64_t rep_gc_lapsed;
@@ -329,9 +329,9 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->acked += r.tx_acked;
     t->reads += r.reads_checked;
     t->recov += r.recoveries;
-    uint64_t bg[7] = {r.bg_coalesced, r.bg_gc_records, r.bg_scrubbed, r.bg_damage,
-                      r.bg_repaired, r.bg_catchups, r.truncs_refused};
-    for (int k = 0; k < 7; k++)
+    uint64_t bg[8] = {r.bg_coalesced, r.bg_gc_records, r.bg_scrubbed, r.bg_damage,
+                      r.bg_repaired, r.bg_catchups, r.truncs_refused, r.truncs_forgotten};
+    for (int k = 0; k < 8; k++)
       t->bg[k] += bg[k];
     for (int k = 0; k < F_NKINDS; k++)
       t->faults[k] += r.faults[k];
@@ -540,11 +540,11 @@ int sim_main(int argc, char **argv)
     printf("\n");
     printf("storage nodes: %llu page versions coalesced, %llu records freed by GC, %llu "
            "items scrubbed, %llu damaged found, %llu repaired, %llu catch-ups, %llu "
-           "truncations refused\n",
+           "truncations refused, %llu forgotten once every member held them\n",
            (unsigned long long)t.bg[0], (unsigned long long)t.bg[1],
            (unsigned long long)t.bg[2], (unsigned long long)t.bg[3],
            (unsigned long long)t.bg[4], (unsigned long long)t.bg[5],
-           (unsigned long long)t.bg[6]);
+           (unsigned long long)t.bg[6], (unsigned long long)t.bg[7]);
     printf("hot logs: %llu checkpoints (at crashes), %llu replays storing %llu records "
            "lmdb had lost, %llu deaths inside a commit, %llu torn tails, %llu damaged "
            "frames skipped\n", (unsigned long long)t.hl_ckpt,

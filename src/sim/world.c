@@ -229,6 +229,7 @@ static void bg_tally(struct world *w, const struct node *n)
   w->res->bg_repaired += n->repaired;
   w->res->bg_catchups += n->catchups;
   w->res->truncs_refused += n->truncs_refused + n->st.truncs_refused;
+  w->res->truncs_forgotten += n->truncs_forgotten;
 }
 
 void node_crash(struct simnode *sn)

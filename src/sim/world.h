@@ -167,7 +167,8 @@ struct sim_result {
   uint64_t fo_as_replica;    /* old writers' hosts that came back as the replica */
   /* The nodes' background work (node/bg.c), over every node life. */
   uint64_t bg_coalesced, bg_gc_records, bg_scrubbed, bg_damage, bg_repaired, bg_catchups;
-  uint64_t truncs_refused;   /* truncations the nodes refused (node/segment.c, the bound) */
+  uint64_t truncs_refused;
+  uint64_t truncs_forgotten; /* ... and forgot once every member held them (rule TF) */   /* truncations the nodes refused (node/segment.c, the bound) */
   /* The nodes' hot logs (node/hotlog.h). */
   uint64_t hl_checkpoints;   /* checkpoints made */
   uint64_t hl_replays;       /* starts that replayed frames */

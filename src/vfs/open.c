@@ -305,14 +305,17 @@ static int keeps_bound(const struct trunc *t, const Auralog__SegInfo *si, uint64
 {
   if (t->to <= t->from || t->to <= si->gc_lsn)
     return 1;
-  for (size_t i = 0; i < si->n_truncs; i++) {
-    const Auralog__TruncRange *u = si->truncs[i];
+  /* What it forgot once every member held it (rule TF, node/tforget.c)
+   * it counts as held, in the bound too. */
+  size_t nu = si->n_truncs + si->n_forgot;
+  for (size_t i = 0; i < nu; i++) {
+    const Auralog__TruncRange *u = i < si->n_truncs ? si->truncs[i] : si->forgot[i - si->n_truncs];
     if (u->epoch == t->epoch && u->from == t->from && u->to == t->to)
       return 1;
   }
   uint64_t start = t->from > si->gc_lsn ? t->from : si->gc_lsn, h = start > base ? start : base;
-  for (size_t i = 0; i < si->n_truncs; i++) {
-    const Auralog__TruncRange *u = si->truncs[i];
+  for (size_t i = 0; i < nu; i++) {
+    const Auralog__TruncRange *u = i < si->n_truncs ? si->truncs[i] : si->forgot[i - si->n_truncs];
     if (u->epoch == t->epoch && start < u->from)
       return 0;
     if (u->epoch < t->epoch && u->to > h)
