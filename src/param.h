@@ -137,6 +137,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 
 /* Membership (src/coord). */
 #define HEARTBEAT_MS    200     /* node -> coordinator heartbeat period */
+#define ASSIGN_AGAIN_MS 1000    /* coordinator: an Assign a heartbeat shows lost is sent again at most this often */
 #define HEARTBEAT_FULL  10      /* a heartbeat lists only the segments whose stats changed since
                                  * the last one (a delta), but every HEARTBEAT_FULL-th lists every
                                  * segment: a coordinator that lost one heals within this many */

@@ -505,6 +505,7 @@ static void on_heartbeat(struct coord *co, struct ep *c, const Auralog__Heartbea
   n->last_seen = io_now(co->io);
   set_up(co, n, 1, NULL);
   coord_merge_stats(n, hb);
+  member_check_node(co, n, hb);   /* an Assign it lost (M5, M6) */
   /* The latest counters win: they are cumulative (since the node started). */
   n->info->commits = hb->commits;
   n->info->fsyncs = hb->fsyncs;

@@ -30,6 +30,7 @@ struct cnode {
   Auralog__SegStat *stats;     /* each segment's, from the last heartbeat that listed it,
                                   sorted by (volume, pg): heartbeats are deltas (coord.c) */
   size_t nstats, capstats;
+  unsigned long long assign_again_at;  /* member.c member_check_node: the last resend */
 };
 
 /* The last report of a volume's engine. */

@@ -668,3 +668,39 @@ void member_follow_node(struct coord *co, const char *id, const char *addr)
     free(segc);
   }
 }
+
+/* M6 and M5 need every Assign to arrive; one can be lost (a connection
+ * cut while the coordinator sent it, a dropped message: the simulator's
+ * seed 1236 at --time 60000 left a node on a PG's mepoch 6 while the PG
+ * moved to 18, its pulls refused by every peer for good). A heartbeat that
+ * shows a segment behind its PG (a mepoch below the PG's, or a PG that no
+ * longer lists the node: it should have dropped it) gets the node the
+ * whole Assign again, at most once per ASSIGN_AGAIN_MS (an Assign in
+ * flight looks the same for a moment: a second one changes nothing). */
+void member_check_node(struct coord *co, struct cnode *n, const Auralog__Heartbeat *hb)
+{
+  unsigned long long now = io_now(co->io);
+  if (n->assign_again_at && now - n->assign_again_at < ASSIGN_AGAIN_MS)
+    return;
+  for (size_t i = 0; i < hb->n_segs; i++) {
+    const Auralog__SegStat *st = hb->segs[i];
+    const Auralog__Volume *vol = NULL;
+    for (size_t v = 0; v < co->nvols && vol == NULL; v++)
+      if (co->vols[v]->id == st->volume_id)
+        vol = co->vols[v];
+    if (vol == NULL || st->pg >= vol->n_pgs)
+      continue;             /* a dropped volume: the Assign's `volumes` says so */
+    const Auralog__Pg *pg = vol->pgs[st->pg];
+    int listed = 0;
+    for (size_t s = 0; s < pg->n_segments && !listed; s++)
+      listed = strcmp(pg->segments[s]->node, n->info->id) == 0;
+    if (listed && st->mepoch >= pg->mepoch)
+      continue;
+    loginfo("node %s: volume %s pg %u on mepoch %llu, the PG's is %llu%s: its Assign "
+            "again", n->info->id, vol->name, st->pg, (unsigned long long)st->mepoch,
+            (unsigned long long)pg->mepoch, listed ? "" : " (no longer a member)");
+    n->assign_again_at = now ? now : 1;
+    coord_send_assign(co, n, 0);
+    return;
+  }
+}

@@ -57,6 +57,10 @@ void member_status_done(Auralog__Status *st);
 /* Node id registered at addr: every segment of it names addr from now. */
 void member_follow_node(struct coord *co, const char *id, const char *addr);
 
+/* A heartbeat showing a segment behind its PG's membership (a lost
+ * Assign): send the node its whole Assign again (rate-limited). */
+void member_check_node(struct coord *co, struct cnode *n, const Auralog__Heartbeat *hb);
+
 /* How long a node must be silent before its segments move (0: never). */
 unsigned long long member_repair_after(const struct coord *co);
 

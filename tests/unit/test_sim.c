@@ -227,6 +227,31 @@ static void seeds_that_once_failed_pass(void **state)
   }
 }
 
+/* Longer runs (60 s of faults, as `--time 60000`): segments forget the
+ * truncations every member of their PG holds (rule TF, node/tforget.c),
+ * and nothing is lost to it (1006 forgets dozens); a node that lost an
+ * Assign gets it again (1236: a node stayed on a PG's mepoch 6 while the
+ * PG moved to 18, refused by every peer, and never converged; now the
+ * coordinator resends it when a heartbeat shows it behind,
+ * coord/member.c member_check_node). */
+static void long_runs_forget_truncations_and_resend_lost_assigns(void **state)
+{
+  (void)state;
+  static const uint64_t seeds[] = {1006, 1236};
+  uint64_t forgotten = 0;
+  for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+    struct sim_opts o = opts(seeds[i], ALL_FAULTS, 0);
+    o.time_ms = 60000;
+    struct sim_result r;
+    run(&o, &r);
+    if (r.violations)
+      fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --time 60000)",
+               (unsigned long long)seeds[i], r.first, (unsigned long long)seeds[i]);
+    forgotten += r.truncs_forgotten;
+  }
+  assert_true(forgotten > 0);
+}
+
 static void beyond_the_model_nothing_is_lost_and_commits_resume(void **state)
 {
   (void)state;
@@ -560,6 +585,7 @@ int main(void)
     cmocka_unit_test(a_seed_replays_bit_for_bit),
     cmocka_unit_test(a_few_hundred_seeds_find_nothing),
     cmocka_unit_test(seeds_that_once_failed_pass),
+    cmocka_unit_test(long_runs_forget_truncations_and_resend_lost_assigns),
     cmocka_unit_test(beyond_the_model_nothing_is_lost_and_commits_resume),
     cmocka_unit_test(a_data_loss_alarm_is_a_violation_within_the_model_only),
     cmocka_unit_test(the_safety_scenarios_replay),
