@@ -134,7 +134,15 @@ void check9(struct labctx *x)
   ok(x, r.hold != NULL, "a read transaction on a replica held the PGMRPL while the VDL moved "
      "on%s", shown(r.hold != NULL, " (at %.0f: replica %s, client %s)", held,
                    fstr(r.hold, "replica"), fstr(r.hold, "client")));
-  ok(x, r.release && fnum(r.release, "growth_records") > 0 && fnum(r.hold, "gc_lsn") <= held,
+  /* GC may still free, during the hold, records below the held point that
+   * it had not reached when the hold began (a young cluster's): the record
+   * count can then fall while the writer's records are all kept (under a
+   * loaded make test: -18 records, +6005 bytes). So: GC at or below the
+   * point at both ends of the hold, and the segments grew in records or
+   * in bytes. */
+  ok(x, r.release && (fnum(r.release, "growth_records") > 0 ||
+                      fnum(r.release, "growth_bytes") > 0) &&
+     fnum(r.hold, "gc_lsn") <= held && fnum(r.release, "gc_lsn") <= held,
      "meanwhile GC stayed at or below it and storage kept more%s%s",
      shown(r.hold != NULL, " (gc point %.0f)", fnum(r.hold, "gc_lsn")),
      shown(r.release != NULL, ": %+.0f records, %+.0f bytes on the volume's segments",
