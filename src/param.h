@@ -173,7 +173,9 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define VOL_TICK_MS     100     /* the writer's timer: expire, reconnect, resend */
 #define RCV_CONNECT_MS  1000    /* recovery gives up a node not connected by then ... */
 #define RCV_ANSWER_MS   2000    /* ... or silent this long with a request unanswered */
-#define RECOVERY_RETRY_MS 10000 /* an engine without a quorum tries recovery again this long */
+#define RECOVERY_RETRY_MS 30000 /* an engine without a quorum tries recovery again this long (a
+                                 * moving position's next segment may take longer than 10 s to
+                                 * fill, member.h M1/M2: the crash campaign's point 50) */
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
 #define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 #define READ_SLOW_MS    5000    /* ... and that node gets reads only when no other can, this long */

@@ -245,11 +245,23 @@ int cluster_died(const struct cluster *cl, struct member *m, char *why, size_t n
 }
 
 /* Wait until member m accepts connections (the engine only listens once
- * its volume is recovered). */
+ * its volume is recovered). An engine waiting for a write quorum tries
+ * again for RECOVERY_RETRY_MS (vfs/volume.c): while it runs, so do we,
+ * saying every 5 s what it last said, so that a person sees why. */
 int cluster_wait_listening(struct cluster *cl, struct member *m, char *why, size_t n)
 {
-  unsigned long long deadline = now_ms() + CLUSTER_WAIT_MS;
+  unsigned long long start = now_ms(), said = start;
+  unsigned long long deadline = start + CLUSTER_WAIT_MS;
+  if (strcmp(m->name, "engine") == 0)
+    deadline += RECOVERY_RETRY_MS;
   while (now_ms() < deadline) {
+    if (now_ms() - said >= 5000) {
+      char line[256];
+      last_log_line(cl, m, line, sizeof line);
+      fprintf(stderr, "cluster: %s not serving yet after %llu s; its log: %s\n", m->name,
+              (now_ms() - start) / 1000, line);
+      said = now_ms();
+    }
     struct rpc r;
     char err[200];
     if (rpc_open(&r, m->addr, 500, err, sizeof err) == 0) {

@@ -392,7 +392,9 @@ int vol_open_again(int err)
  * epoch each time, for up to RECOVERY_RETRY_MS before it gives up; for
  * that alone (vol_open_again): a data-loss alarm (ERR_DATA_LOSS, open.c)
  * is final, and trying again would take epoch after epoch to prove the
- * same VDL. */
+ * same VDL. Waits grow from 500 ms to 4 s: each try fences and scans
+ * every PG, work that slows the very thing it waits for (a next segment
+ * filling from its peers: member.h M2). */
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
                         uint32_t pg_pages, char *why, size_t whylen)
 {
@@ -406,6 +408,7 @@ struct volume *vol_open_if(const char *coord, const char *name, const char *engi
                            uint32_t pg_pages, uint64_t if_epoch, char *why, size_t whylen)
 {
   unsigned long long give_up = now_ms() + RECOVERY_RETRY_MS;
+  long wait_ms = 500;
   struct auth_signer signer;
   if (writer_signer(&signer, why, whylen) != 0)
     return NULL;
@@ -416,11 +419,12 @@ struct volume *vol_open_if(const char *coord, const char *name, const char *engi
                                  &err, why, whylen);
     if (if_epoch && took)
       if_epoch = took;
-    if (v || !vol_open_again(err) || now_ms() + 500 > give_up)
+    if (v || !vol_open_again(err) || now_ms() + (unsigned long long)wait_ms > give_up)
       return v;
-    logwarn_rl("volume %s: %s; trying again in 500 ms", name, why);
-    struct timespec ts = {0, 500 * 1000000L};
+    logwarn_rl("volume %s: %s; trying again in %ld ms", name, why, wait_ms);
+    struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+    wait_ms = wait_ms * 2 < 4000 ? wait_ms * 2 : 4000;
   }
 }
 

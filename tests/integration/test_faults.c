@@ -312,7 +312,10 @@ static void an_idle_pg_forgets_truncations_every_member_holds(void **state)
  * (restarting, or not yet told of a PG made while they were down: found
  * by the crash campaign, crash point 259 of 500) must not stop the
  * engine for good. It tries again, with a new epoch, for up to
- * RECOVERY_RETRY_MS, and serves once the nodes are back. */
+ * RECOVERY_RETRY_MS, and serves once the nodes are back. 12 s here: a
+ * moving position's next segment took 11 s to fill in the crash campaign
+ * (point 50, an AZ cut during a repair), and an engine that gave up after
+ * 10 s failed `cluster up`. */
 static void an_engine_without_a_quorum_waits_for_the_nodes(void **state)
 {
   (void)state;
@@ -330,6 +333,9 @@ static void an_engine_without_a_quorum_waits_for_the_nodes(void **state)
   usleep(1500 * 1000);           /* its first recovery fails for want of a quorum */
   assert_true(pid_of("engine") > 0);
   assert_int_equal(sh(out, sizeof out, "grep -c 'trying again' %s", log), 0);
+  usleep(10500 * 1000);          /* still trying after 12 s */
+  pid_t e = pid_of("engine");
+  assert_true(e > 0 && pid_alive(e));
   fault("node-start B1");
   for (int i = 0; i < 200 && sql("select count(*), sum(i) from f;") != 0; i++)
     usleep(50000);
