@@ -307,7 +307,13 @@ cJSON *status(const char *volume)
   const size_t cap = 16 << 20;
   if (out == NULL && (out = malloc(cap)) == NULL)
     fail_msg("status: out of memory");
-  int rc = sh(out, cap, "%s status --json --volume %s --coord %s", bin, volume, coord);
+  /* Three tries: during a repair of hundreds of PGs the coordinator
+   * stores every membership step before answering anything else, and
+   * once missed the CLI's 5 s (the crash campaign beside it_storage). */
+  int rc = 1;
+  for (int t = 0; t < 3 && rc != 0; t++)
+    if ((rc = sh(out, cap, "%s status --json --volume %s --coord %s", bin, volume, coord)) != 0)
+      print_message("auralog status --volume %s failed (try %d of 3)\n", volume, t + 1);
   if (rc != 0)
     fail_msg("auralog status --volume %s failed (%d): %.300s", volume, rc, out);
   cJSON *o = cJSON_Parse(out);
