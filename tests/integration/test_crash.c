@@ -391,10 +391,10 @@ static int n_repair_crashes;
 
 /* How long a repair may take: 60 s, and 250 ms a PG. The campaign's
  * volume grows by megabytes a point (361 PGs at point 62), a lost node
- * holds two thirds of its AZ's segments, each up to a PG's 1 MiB, and a
+ * may hold a segment of every PG (A1 held all 361), each up to 1 MiB, and a
  * spare fills at most HYDRATE_BYTES_PER_S (about 9 MiB/s measured, bench
  * repair), slower while the engine recovers beside it: a fixed 60 s
- * failed there, the repair moving 240 segments past two recoveries. */
+ * failed there, the repair moving its segments past two recoveries. */
 static unsigned long long repair_limit_ms(void)
 {
   cJSON *o = status("main");
