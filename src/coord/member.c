@@ -470,6 +470,49 @@ static void lost_note(struct mstate *ms, const char *id, unsigned long long sinc
   ms->lost[ms->nlost++].since = since;
 }
 
+/* A node declared lost that registers again before its repair is done
+ * was not lost: it restarted, or was cut off for a while (the crash
+ * campaign's point 49 stopped one for 5.7 s, past REPAIR_AFTER_MS). The
+ * moves begun for it that have not finished are aborted (its current
+ * segments stay, and catch up by gossip), rather than filling a spare
+ * with all it held: until a next segment fills, its position counts only
+ * with it (M1, M2), so the moves also made each PG one position short of
+ * a write quorum whenever an AZ was down (point 50: no commit for 30 s).
+ * Safe as any abort (member.h M1): every record acknowledged meanwhile
+ * is on the current segment too. Moves that finished stay finished. */
+static void lost_back(struct coord *co)
+{
+  struct mstate *ms = co->ms;
+  for (size_t i = 0; i < ms->nlost; i++) {
+    struct cnode *n = coord_node_find(co, ms->lost[i].node);
+    if (n == NULL || !n->info->up || mb_node_out(n))
+      continue;
+    int aborted = 0;
+    char why[256];
+    for (size_t k = ms->nmv; k-- > 0;) {
+      const struct mmove *m = &ms->mv[k];
+      if (strcmp(m->kind, "repair") != 0)
+        continue;
+      size_t vi = 0;
+      while (vi < co->nvols && co->vols[vi]->id != m->vol)
+        vi++;
+      if (vi == co->nvols || m->pg >= co->vols[vi]->n_pgs || m->pos >= NCOPIES)
+        continue;
+      const Auralog__Pg *pg = co->vols[vi]->pgs[m->pg];
+      if (m->pos >= pg->n_segments || strcmp(pg->segments[m->pos]->node, n->info->id) != 0)
+        continue;
+      if (member_abort(co, vi, m->pg, m->pos, why, sizeof why) == 0)
+        aborted++;
+      else
+        logwarn_rl("node %s is back: a move of its segment could not be aborted: %s",
+                   n->info->id, why);
+    }
+    if (aborted)
+      loginfo("node %s is back before its repair finished: %d move%s aborted, its "
+              "segments stay", n->info->id, aborted, aborted == 1 ? "" : "s");
+  }
+}
+
 /* A lost node that hosts nothing any more is repaired: its time to repair
  * (M7: from its last sign of life). One that came back with nothing of it
  * moving is forgotten, unrepaired. */
@@ -525,6 +568,7 @@ void member_tick(struct coord *co)
   ms->kick = 0;
   ms->last_moves = now;
   moves_adopt(co, now);
+  lost_back(co);
   struct pnode *pn = NULL;
   for (size_t i = 0; i < co->nnodes; i++) {
     struct cnode *n = co->nodes[i];
