@@ -63,6 +63,16 @@ static int listed(Auralog__TruncRange *const *r, size_t n, uint64_t e, uint64_t 
   return 0;
 }
 
+/* TF3: the newest epoch's truncation held stays. */
+static uint64_t newest_epoch(const struct segment *s)
+{
+  uint64_t newest = 0;
+  for (size_t i = 0; i < s->ntruncs; i++)
+    if (s->truncs[i].epoch > newest)
+      newest = s->truncs[i].epoch;
+  return newest;
+}
+
 void tf_reset(struct segment *s)
 {
   for (size_t i = 0; i < s->ntruncs; i++)
@@ -102,10 +112,7 @@ int tf_forget(struct segment *s, int npeers)
   s->ntombs = kept;
   if (s->ntruncs < 2)
     return 0;                /* TF3: the newest stays */
-  uint64_t newest = 0;
-  for (size_t i = 0; i < s->ntruncs; i++)
-    if (s->truncs[i].epoch > newest)
-      newest = s->truncs[i].epoch;
+  uint64_t newest = newest_epoch(s);
   uint8_t *keep = calloc(s->ntruncs, 1);
   size_t ngo = 0;
   for (size_t i = 0; i < s->ntruncs; i++) {
@@ -151,10 +158,7 @@ int tf_pending(const struct segment *s, int npeers)
       return 1;
   if (s->ntruncs < 2)
     return 0;
-  uint64_t newest = 0;
-  for (size_t i = 0; i < s->ntruncs; i++)
-    if (s->truncs[i].epoch > newest)
-      newest = s->truncs[i].epoch;
+  uint64_t newest = newest_epoch(s);
   for (size_t i = 0; i < s->ntruncs; i++) {
     const struct trunc *t = &s->truncs[i];
     if (t->epoch != newest && t->epoch <= s->epoch && (t->seen & all) != all)
