@@ -86,11 +86,20 @@ void node_mark_dirty(struct node *n, struct segment *s)
   n->dirty[n->ndirty++] = s;
 }
 
-/* The turn's SegMeta rewrites are done (or lost): empty the list. */
+int node_staged_recs(struct node *n, const struct segment *s)
+{
+  return n->sx[seg_index(n, s)].staged;
+}
+
+/* The turn's SegMeta rewrites are done (or lost): empty the list. A
+ * segment with records staged is on it (node_stage marks it dirty), so
+ * its `staged` mark goes too. */
 static void dirty_clear(struct node *n)
 {
-  for (size_t i = 0; i < n->ndirty; i++)
-    n->sx[seg_index(n, n->dirty[i])].dirty = 0;
+  for (size_t i = 0; i < n->ndirty; i++) {
+    struct segx *x = &n->sx[seg_index(n, n->dirty[i])];
+    x->dirty = x->staged = 0;
+  }
   n->ndirty = 0;
 }
 
@@ -137,6 +146,7 @@ void node_rollback(struct node *n, uint32_t code, const char *why)
     n->io->release(n->io->ctx, n->acks[i].c);
   }
   n->nacks = n->nlinks = 0;
+  n->fenced = 0;
   dirty_clear(n);
 }
 
@@ -175,6 +185,10 @@ int node_commit(struct node *n)
     io_cork(n->io, n->acks[i].c, 1);
   for (size_t i = 0; i < n->nacks; i++) {
     struct staged *a = &n->acks[i];
+    if (a->info) {
+      node_reply_info(n, a->c, a->req, a->s, a->upto);
+      continue;
+    }
     Env env = AURALOG__ENVELOPE__INIT;
     Auralog__AppendAck ack = AURALOG__APPEND_ACK__INIT;
     ack.volume_id = a->s->volume_id;
@@ -193,6 +207,11 @@ int node_commit(struct node *n)
   }
   n->nacks = n->nlinks = 0;
   dirty_clear(n);
+  if (n->fenced)              /* one line a commit, not one per segment */
+    loginfo("volume %llu: %zu segment%s fenced below epoch %llu",
+            (unsigned long long)n->fenced_vol, n->fenced, n->fenced == 1 ? "" : "s",
+            (unsigned long long)n->fenced_epoch);
+  n->fenced = 0;
   return 0;
 }
 
@@ -306,12 +325,17 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
     s->pgmrpl = a->pgmrpl;
   if (a->pgmrpl_tail > s->pgmrpl_tail)   /* 0: the writer could not say */
     s->pgmrpl_tail = a->pgmrpl_tail;
+  node_defer(n, (struct staged){c, req, s, added, dups, 0, 0});
+}
+
+void node_defer(struct node *n, struct staged a)
+{
   if (n->nacks == n->capacks) {
     n->capacks = n->capacks ? 2 * n->capacks : 64;
     n->acks = realloc(n->acks, n->capacks * sizeof *n->acks);
   }
-  n->io->hold(n->io->ctx, c);
-  n->acks[n->nacks++] = (struct staged){c, req, s, added, dups};
+  n->io->hold(n->io->ctx, a.c);
+  n->acks[n->nacks++] = a;
 }
 
 int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
@@ -357,12 +381,14 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
       if ((rc = store_put_rec(&n->st, s, r, why, whylen)) != 0)
         goto lost;
       node_mark_dirty(n, s);
+      n->sx[seg_index(n, s)].staged = 1;
       continue;
     }
     if (fate[i])
       continue;
     if ((rc = store_put_rec(&n->st, s, r, why, whylen)) != 0)
       goto lost;
+    n->sx[seg_index(n, s)].staged = 1;     /* on the dirty list below */
     if (n->nlinks == n->caplinks) {
       n->caplinks = n->caplinks ? 2 * n->caplinks : 1024;
       n->links = realloc(n->links, n->caplinks * sizeof *n->links);

@@ -26,12 +26,18 @@
 #include "node/store.h"
 #include "param.h"
 
-/* An Append written into the open transaction, to acknowledge at commit. */
+/* A request whose answer waits for the open transaction's commit: an
+ * Append (acknowledged with an AppendAck), or a recovering writer's
+ * SegQuery that fenced the segment (answered with a SegInfo at `upto`,
+ * trunc.c). Every answer that promises something durable goes out only
+ * after the commit that made it so, and all of one turn's together. */
 struct staged {
   struct ep *c;
   uint64_t req;
   struct segment *s;
   uint32_t added, dups;
+  uint8_t info;              /* 1: a SegInfo, not an AppendAck */
+  uint64_t upto;             /* a SegInfo's tail point */
 };
 
 /* A record written into the open transaction, to chain at commit. */
@@ -78,8 +84,16 @@ struct gossip {
 /* What the node keeps beside each hosted segment (sx[i] is segs[i]'s). */
 struct segx {
   uint8_t dirty;             /* on n->dirty (this turn's SegMeta rewrites) */
+  uint8_t staged;            /* records of it staged in the open transaction */
   uint8_t hb_sent;           /* hb is what the coordinator last heard of it */
   Auralog__SegStat hb;       /* its stats in the last heartbeat that listed it */
+};
+
+/* The last epoch ticket whose signature held (trunc.c node_epoch_auth). */
+struct tk_ok {
+  int have;
+  uint64_t vol, epoch;
+  uint8_t pk[AUTH_PK_BYTES], sig[AUTH_SIG_BYTES], coord_pk[AUTH_PK_BYTES];
 };
 
 struct node {
@@ -104,6 +118,8 @@ struct node {
   size_t nacks, capacks;
   struct link *links;
   size_t nlinks, caplinks;
+  size_t fenced;             /* fences in the open transaction (trunc.c), for the log */
+  uint64_t fenced_vol, fenced_epoch;
   struct ep *coord_conn;     /* NULL: not connected (retry at coord_retry_at) */
   int coord_up;
   int assigned;              /* an Assign came since the last Register */
@@ -145,6 +161,7 @@ struct node {
   struct auth_signer ident;
   uint8_t coord_pk[AUTH_PK_BYTES];
   int have_coord_pk;
+  struct tk_ok tk_ok;
   /* Truncations this node has checked (volume, epoch, from, to): a
    * truncation is volume-wide, and a recovery sends every one it learned
    * to every segment, so each is checked once per node, not once per
@@ -202,9 +219,20 @@ struct segment *node_find_seg(struct node *n, uint64_t vol, uint32_t pg);
 struct segment *node_seg_for(struct node *n, struct ep *c, uint64_t req,
                              uint64_t vol, uint32_t pg);
 void node_mark_dirty(struct node *n, struct segment *s);
+/* Has the open transaction staged records of s? (A truncation of s may
+ * not join it then: trunc.c.) */
+int node_staged_recs(struct node *n, const struct segment *s);
 
 /* Answer a writer's request: at once, or late on a slow node (a lab fault). */
 void node_reply(struct node *n, struct ep *c, const Env *env);
+
+/* Answer a request once the open transaction commits (struct staged);
+ * an error instead if it is lost (node_rollback). */
+void node_defer(struct node *n, struct staged a);
+
+/* A SegInfo for s (its state, the tail at or below upto), sent to c now. */
+void node_reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
+                     uint64_t upto);
 
 /* Commit the open transaction, then chain and acknowledge what it held.
  * Returns 0, or an ERR_* code (everything staged was then refused). */
@@ -247,7 +275,7 @@ int node_truncate_pb(struct node *n, struct segment *s, Auralog__TruncRange *con
 /* trunc.c: may s raise its epoch to epoch on the strength of ticket
  * (NULL: none)? ERR_NONE if epoch is not newer than s's, or ticket is the
  * coordinator's for it; else an ERR_* code with why. */
-int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoch,
+int node_epoch_auth(struct node *n, const struct segment *s, uint64_t epoch,
                     const Auralog__EpochTicket *ticket, char *why, size_t whylen);
 /* trunc.c: does t carry its authority (a ticket for its epoch, its
  * writer's signature)? ERR_NONE if so or s holds it already. */

@@ -103,6 +103,10 @@ void store_shutdown(struct store *st);
  * may be open). Nothing to do without a hot log or with an empty one.
  * Returns 0 or an ERR_* code with a reason. */
 int store_checkpoint(struct store *st, char *why, size_t whylen);
+/* May a truncation join the open transaction, with no checkpoint before
+ * it (H3)? Yes if that is synced in the kv, not framed, and the hot log
+ * holds no frame (node/trunc.c). */
+int store_cut_joins(const struct store *st);
 /* Does a checkpoint have anything to do? */
 int store_pending(const struct store *st);
 /* Has the hot log grown past its checkpoint size? */

@@ -73,6 +73,17 @@ void store_sync_txn(struct store *st)
   st->txn_sync = 1;
 }
 
+int store_cut_joins(const struct store *st)
+{
+  /* Without a hot log every commit is synced in lmdb and no frame exists.
+   * With one: the open transaction is synced in lmdb at its commit (it
+   * writes no frame: what it staged for one is dropped) and the log holds
+   * no frame now. The log grows only at a commit, so when this one
+   * commits no frame older than it exists to be replayed after it (H3). */
+  return st->txn != NULL &&
+         (st->hl == NULL || (st->txn_sync && hl_used(st->hl) <= HL_HDR));
+}
+
 int store_checkpoint(struct store *st, char *why, size_t whylen)
 {
   if (st->hl == NULL || st->txn != NULL ||

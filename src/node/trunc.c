@@ -10,12 +10,15 @@
  * adopts (an Append, node.c). A Truncate installs one truncation directly.
  *
  * Invariants kept here:
- *  - a truncation runs in a transaction of its own, after what was staged
- *    before it commits, and rechains the segment from disk: the SCL in
- *    memory never counts a record the disk lost;
+ *  - a truncation runs in a transaction that staged no record of its
+ *    segment before it (what was staged commits first otherwise), and
+ *    rechains the segment from disk: the SCL in memory never counts a
+ *    record the disk lost; the truncations of many segments (a recovery's,
+ *    one turn's) share one such transaction, answered at its commit;
  *  - before it, the store checkpoints (lmdb synced, the hot log started
- *    again), and its transaction is synced in lmdb: no hot-log frame
- *    older than a truncation is ever replayed after it (store.c, H3);
+ *    again), or the transaction it joins began with the hot log empty,
+ *    and its transaction is synced in lmdb: no hot-log frame older than
+ *    a truncation is ever replayed after it (store.c, H3);
  *  - it deletes exactly what rule T cuts (older epochs' records in its
  *    range), so a truncation heard late, by gossip or a scan, never cuts
  *    a newer writer's records;
@@ -51,7 +54,23 @@
 #include "lib/log.h"
 #include "node/node.h"
 
-int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoch,
+/* Is tk, for s's volume, byte for byte the last ticket whose signature
+ * held here? A recovery sends the same ticket to every segment of the
+ * volume (1,000 on a node at 1,000 PGs): one signature check, not one
+ * per segment (~50 us each). Only the coordinator's key could have made
+ * those bytes, whoever sends them again. */
+static int ticket_seen(const struct node *n, const struct segment *s,
+                       const Auralog__EpochTicket *tk)
+{
+  const struct tk_ok *o = &n->tk_ok;
+  return o->have && o->vol == s->volume_id && o->epoch == tk->epoch &&
+         memcmp(o->coord_pk, n->coord_pk, AUTH_PK_BYTES) == 0 &&
+         tk->writer_pk.len == AUTH_PK_BYTES && tk->sig.len == AUTH_SIG_BYTES &&
+         memcmp(o->pk, tk->writer_pk.data, AUTH_PK_BYTES) == 0 &&
+         memcmp(o->sig, tk->sig.data, AUTH_SIG_BYTES) == 0;
+}
+
+int node_epoch_auth(struct node *n, const struct segment *s, uint64_t epoch,
                     const Auralog__EpochTicket *tk, char *why, size_t whylen)
 {
   if (epoch <= s->epoch)
@@ -61,6 +80,8 @@ int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoc
              "answered this node", (unsigned long long)epoch);
     return ERR_UNAVAILABLE;
   }
+  if (tk != NULL && tk->epoch == epoch && ticket_seen(n, s, tk))
+    return ERR_NONE;
   if (tk == NULL || tk->epoch != epoch ||
       !auth_ticket_ok(n->coord_pk, s->volume_id, epoch, tk->writer_pk.data,
                       tk->writer_pk.len, tk->sig.data, tk->sig.len)) {
@@ -69,6 +90,13 @@ int node_epoch_auth(const struct node *n, const struct segment *s, uint64_t epoc
              (unsigned long long)s->volume_id);
     return ERR_AUTH;
   }
+  struct tk_ok *o = &n->tk_ok;
+  o->have = 1;
+  o->vol = s->volume_id;
+  o->epoch = epoch;
+  memcpy(o->pk, tk->writer_pk.data, AUTH_PK_BYTES);
+  memcpy(o->sig, tk->sig.data, AUTH_SIG_BYTES);
+  memcpy(o->coord_pk, n->coord_pk, AUTH_PK_BYTES);
   return ERR_NONE;
 }
 
@@ -138,8 +166,7 @@ int node_trunc_auth(struct node *n, const struct segment *s, const struct trunc 
 
 /* Answer with the segment's state; tail: its highest record <= upto. For
  * a scan, also the records above `after`, at most max of them. */
-static void reply_info(struct node *n, struct ep *c, uint64_t req,
-                       struct segment *s, uint64_t upto, int scan, uint64_t after,
+static void reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s, uint64_t upto, int scan, uint64_t after,
                        size_t max)
 {
   Env env = AURALOG__ENVELOPE__INIT;
@@ -199,10 +226,23 @@ static int flush_now(struct node *n, struct ep *c, uint64_t req)
   return rc;
 }
 
+void node_reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
+                     uint64_t upto)
+{
+  reply_info(n, c, req, s, upto, 0, 0, 0);
+}
+
 /* Raise s's epoch to epoch, durably, before answering (§4.3: asking
- * fences older writers). Returns 0, or an error already sent to c. */
+ * fences older writers). Returns 0, or an error already sent to c.
+ *
+ * defer: the caller answers with the turn's commit (node_defer), so the
+ * fence is only staged, in a transaction synced in lmdb; every fence of
+ * one turn then costs one commit. A recovery asks every segment of the
+ * volume at once: a node hosting 1,000 of them paid 1,000 synced commits
+ * for its fences alone, one after another. Otherwise (a scan, a Truncate,
+ * which go on to read or cut what the fence guards) it commits now. */
 static int fence(struct node *n, struct ep *c, uint64_t req, struct segment *s,
-                 uint64_t epoch, const Auralog__EpochTicket *ticket)
+                 uint64_t epoch, const Auralog__EpochTicket *ticket, int defer)
 {
   char why[256];
   uint64_t old = s->epoch;
@@ -225,11 +265,10 @@ static int fence(struct node *n, struct ep *c, uint64_t req, struct segment *s,
    * node answered with it (store.c, H6). */
   store_sync_txn(&n->st);
   node_mark_dirty(n, s);
-  if ((rc = flush_now(n, c, req)) != 0)
-    return rc;
-  loginfo("volume %llu pg %u: fenced below epoch %llu",
-          (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->epoch);
-  return 0;
+  n->fenced++;
+  n->fenced_vol = s->volume_id;
+  n->fenced_epoch = s->epoch;
+  return defer ? 0 : flush_now(n, c, req);
 }
 
 void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
@@ -237,10 +276,15 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
 {
   char why[256];
   struct segment *s = node_seg_for(n, c, req, q->volume_id, q->pg);
-  if (s == NULL || fence(n, c, req, s, q->epoch, q->ticket) != 0)
+  if (s == NULL || fence(n, c, req, s, q->epoch, q->ticket, !q->scan) != 0)
     return;
   if (!q->scan) {
-    reply_info(n, c, req, s, s->vdl, 0, 0, 0);
+    /* With anything staged (this fence, or another of this turn, of this
+     * very segment maybe: a resent query), the answer waits for it. */
+    if (n->st.txn != NULL)
+      node_defer(n, (struct staged){c, req, s, 0, 0, 1, s->vdl});
+    else
+      reply_info(n, c, req, s, s->vdl, 0, 0, 0);
     return;
   }
   /* A scan: first every truncation the recovery learned from the read
@@ -312,20 +356,27 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
     free(ok);
     return r.any && !lenient(path) ? ERR_CONFLICT : 0;
   }
-  /* Commit what this turn staged first. Records staged in the open
-   * transaction are chained only at its commit; a truncation that deleted
-   * some of them would leave them to be chained after it, with the SCL
-   * above what the disk holds (a segment then refused its new writer for
-   * good). So a truncation always runs in a transaction of its own. */
-  int rc = node_commit(n);
-  /* Then checkpoint (store.c, H3): lmdb synced, the hot log restarted, so
-   * no frame written before this truncation is ever replayed after it (a
-   * frame may hold records it cuts). Its own transaction is synced in
+  /* Records staged in the open transaction are chained only at its
+   * commit; a truncation that deleted some of s's would leave them to be
+   * chained after it, with the SCL above what the disk holds (a segment
+   * then refused its new writer for good). And no hot-log frame written
+   * before a truncation may be replayed after it (store.c, H3: a frame
+   * may hold records it cuts). So a truncation joins the open transaction
+   * only if that stages no record of s and is one that no frame will
+   * carry, begun with the hot log empty (store_cut_joins: the
+   * truncations of other segments a recovery sent in the same turn);
+   * otherwise what is staged commits first, then the store checkpoints
+   * (lmdb synced, the hot log restarted), and the truncation begins a
+   * transaction of its own. Either way that transaction is synced in
    * lmdb (store_truncate makes it so), never a frame. */
-  if (rc == 0)
-    rc = store_checkpoint(&n->st, why, whylen);
-  if (rc == 0)
-    rc = store_begin(&n->st, why, whylen);
+  int rc = 0;
+  if (!store_cut_joins(&n->st) || node_staged_recs(n, s)) {
+    rc = node_commit(n);
+    if (rc == 0)
+      rc = store_checkpoint(&n->st, why, whylen);
+    if (rc == 0)
+      rc = store_begin(&n->st, why, whylen);
+  }
   if (rc != 0) {
     free(ord);
     free(ok);
@@ -363,7 +414,11 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
     node_rollback(n, (uint32_t)rc, why);
     return rc;
   }
-  if ((rc = node_commit(n)) != 0)
+  /* A writer's (its Append, its Truncate) is answered with the turn's
+   * commit (node_defer): every truncation of one recovery that reaches
+   * this node in one turn costs one synced commit, not a checkpoint and a
+   * commit each. The others are read or passed on at once: commit now. */
+  if (path != TP_WRITER && path != TP_EARLIER && (rc = node_commit(n)) != 0)
     return rc;
   loginfo("volume %llu pg %u: %zu truncation%s installed (lowest from %llu), %zu "
           "record%s cut, scl now %llu", (unsigned long long)s->volume_id, s->pg, nnew,
@@ -407,7 +462,7 @@ void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
 {
   char why[256];
   struct segment *s = node_seg_for(n, c, req, tq->volume_id, tq->pg);
-  if (s == NULL || fence(n, c, req, s, tq->epoch, tq->ticket) != 0)
+  if (s == NULL || fence(n, c, req, s, tq->epoch, tq->ticket, 1) != 0)
     return;
   struct trunc t = {tq->epoch, tq->from, tq->to};
   const Auralog__EpochTicket *tk = tq->ticket;
@@ -429,6 +484,10 @@ void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
   }
   /* The VDL hint is not raised here: recovery proved `from` from records
    * some of which may still be on too few segments; the writer's Appends
-   * carry its VDL once they are at write quorum (vfs/open.c). */
-  reply_info(n, c, req, s, tq->from, 0, 0, 0);
+   * carry its VDL once they are at write quorum (vfs/open.c). Answered
+   * once the truncation is durable, with the turn's commit. */
+  if (n->st.txn != NULL)
+    node_defer(n, (struct staged){c, req, s, 0, 0, 1, tq->from});
+  else
+    reply_info(n, c, req, s, tq->from, 0, 0, 0);
 }

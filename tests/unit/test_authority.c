@@ -69,7 +69,16 @@ static void node_takes_an_epoch_only_with_the_coordinators_ticket(void **state)
 
   /* The coordinator's ticket for epoch 3 fences it. */
   seg_query(&x, r, 44, 3, ticket(3, &tk, sig));
+  node_end_turn(x.n);           /* answered with the turn's commit */
   assert_int_equal(take(&x.f, r, SEG_INFO)->seg_info->epoch, 3);
+  assert_int_equal(s->epoch, 3);
+
+  /* The node remembers that ticket's bytes held (a recovery sends them
+   * to every segment): the same bytes named epoch 4 are still refused. */
+  ticket(3, &tk, sig);
+  tk.epoch = 4;
+  seg_query(&x, r, 45, 4, &tk);
+  assert_int_equal(take(&x.f, r, ERROR)->error->code, ERR_AUTH);
   assert_int_equal(s->epoch, 3);
   node_teardown(&x);
 }
@@ -127,6 +136,7 @@ static void node_installs_a_truncation_only_signed_by_its_writer(void **state)
   /* Epoch 3's writer signs (2, 10]: installed, nothing it covers held. */
   assert_int_equal(x.n->nchecked, 0);
   truncate_seg(&x, r, 52, 3, 2, 10, &writer_key);
+  node_end_turn(x.n);
   assert_int_equal(take(&x.f, r, SEG_INFO)->req, 52);
   assert_int_equal(s->ntruncs, 1);
   assert_true(s->truncs[0].proof.have);

@@ -162,7 +162,9 @@ static void node_seg_query_of_a_newer_epoch_fences(void **state)
   env.body_case = SEG_QUERY;
   env.seg_query = &q;
   DELIVER(node_on_msg, x.n, r, &env);
-  /* Answered at once, not at the end of the turn: the fence is durable. */
+  /* Not answered before the fence is durable: with the turn's commit. */
+  assert_int_equal(count(&x.f, r, 0), 0);
+  node_end_turn(x.n);
   const Env *si = take(&x.f, r, SEG_INFO);
   assert_int_equal(si->req, 30);
   assert_int_equal(si->seg_info->epoch, 3);

@@ -362,6 +362,128 @@ static void idle_segments_gossip_rarely_one_with_a_hole_every_period(void **stat
   node_teardown(&x);
 }
 
+/* A recovery of epoch 3 asks segment pg of x's node (round 1: fences). */
+static void seg_query_pg(struct nfix *x, struct ep *r, uint64_t req, uint32_t pg)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__SegQuery q = AURALOG__SEG_QUERY__INIT;
+  Auralog__EpochTicket tk;
+  uint8_t sig[AUTH_SIG_BYTES];
+  q.volume_id = VOL;
+  q.pg = pg;
+  q.epoch = 3;
+  q.ticket = ticket(3, &tk, sig);
+  env.req = req;
+  env.body_case = SEG_QUERY;
+  env.seg_query = &q;
+  DELIVER(node_on_msg, x->n, r, &env);
+}
+
+/* ... then writes its truncation (1, 100] with its first record, 101
+ * (backlink 1), to segment pg: one Append (the last round). */
+static void append_trunc_pg(struct nfix *x, struct ep *r, uint64_t req, uint32_t pg)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Append a = AURALOG__APPEND__INIT;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
+  Auralog__EpochTicket tk;
+  uint8_t tsig[AUTH_SIG_BYTES], sig[AUTH_SIG_BYTES];
+  struct trec t;
+  Rec *rec = mkrec(&t, 101, 1, pg * PG_PAGES, 0, 0x44, REC_CPL, 3);
+  a.volume_id = VOL;
+  a.pg = pg;
+  a.epoch = 3;
+  a.ticket = ticket(3, &tk, tsig);
+  tr.epoch = 3;
+  tr.from = 1;
+  tr.to = 100;
+  tr.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, writer_key.pk};
+  tr.ticket_sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, tsig};
+  auth_trunc_sign(&writer_key, VOL, 3, 1, 100, sig);
+  tr.sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, sig};
+  a.trunc = &tr;
+  a.records = &rec;
+  a.n_records = 1;
+  env.req = req;
+  env.body_case = APPEND;
+  env.append = &a;
+  DELIVER(node_on_msg, x->n, r, &env);
+}
+
+/* A recovery asks every segment of the volume at once, and a node may
+ * host a segment of each of 1,000 PGs. Each fence and each truncation
+ * used to be a synced commit of its own (a truncation two: a checkpoint
+ * before it), one after another: seconds of recovery at 1,000 PGs. Now
+ * every fence, and every writer's truncation, that reaches the node in
+ * one turn shares one commit, and is answered only after it: a crash
+ * before it loses them, unanswered. */
+static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
+{
+  (void)state;
+  enum { NPG = 64 };
+  struct nfix x;
+  log_quiet(1);
+  node_setup(&x);
+  assign_pgs(&x, 0, NPG, 0);
+  for (uint32_t pg = 0; pg < NPG; pg++) {
+    struct trec t1, t2;
+    Rec *recs[2] = {mkrec(&t1, 1, 0, pg * PG_PAGES, 0, 0x11, REC_CPL, 2),
+                    mkrec(&t2, 2, 1, pg * PG_PAGES + 1, 0, 0x22, REC_CPL, 2)};
+    append_pg(&x, 100 + pg, pg, recs, 2);
+  }
+  struct ep *r = ep_new(&x.f, "w2:1");
+
+  /* Round 1: NPG fences, staged, unanswered; a crash loses them all. */
+  for (uint32_t pg = 0; pg < NPG; pg++)
+    seg_query_pg(&x, r, 1000 + pg, pg);
+  assert_int_equal(count(&x.f, r, 0), 0);
+  node_crash(&x);
+  node_boot(&x);
+  assign_pgs(&x, 0, NPG, 0);    /* the coordinator's key, again */
+  assert_int_equal(node_find_seg(x.n, VOL, NPG - 1)->epoch, 2);
+  uint64_t c0 = x.n->st.commits;
+  for (uint32_t pg = 0; pg < NPG; pg++)
+    seg_query_pg(&x, r, 1000 + pg, pg);
+  assert_int_equal(count(&x.f, r, 0), 0);
+  node_end_turn(x.n);
+  assert_int_equal(x.n->st.commits - c0, 1);
+  assert_int_equal(count(&x.f, r, SEG_INFO), NPG);
+  for (uint32_t pg = 0; pg < NPG; pg++) {
+    const Env *si = take(&x.f, r, SEG_INFO);
+    assert_int_equal(si->req, 1000 + pg);
+    assert_int_equal(si->seg_info->epoch, 3);
+    assert_int_equal(si->seg_info->scl, 2);
+  }
+
+  /* The last round: NPG truncations, each with its first record, in one
+   * commit; acknowledged after it, record 2 cut and 101 chained on 1. */
+  c0 = x.n->st.commits;
+  for (uint32_t pg = 0; pg < NPG; pg++)
+    append_trunc_pg(&x, r, 2000 + pg, pg);
+  assert_int_equal(count(&x.f, r, 0), 0);
+  node_end_turn(x.n);
+  assert_int_equal(x.n->st.commits - c0, 1);
+  for (uint32_t pg = 0; pg < NPG; pg++) {
+    const Env *ack = take(&x.f, r, APPEND_ACK);
+    assert_int_equal(ack->req, 2000 + pg);
+    assert_int_equal(ack->append_ack->scl, 101);
+  }
+  /* Durable: after a crash, every segment holds 1 and 101, not 2. */
+  node_crash(&x);
+  node_boot(&x);
+  assign_pgs(&x, 0, NPG, 0);
+  for (uint32_t pg = 0; pg < NPG; pg++) {
+    struct segment *s = node_find_seg(x.n, VOL, pg);
+    assert_int_equal(s->epoch, 3);
+    assert_int_equal(s->ntruncs, 1);
+    assert_int_equal(s->scl, 101);
+    assert_int_equal(s->max_lsn, 101);
+  }
+  assert_int_equal(disk_entries(x.d, "recs"), 2 * NPG);
+  log_quiet(0);
+  node_teardown(&x);
+}
+
 int main(void)
 {
   keys();
@@ -370,6 +492,7 @@ int main(void)
     cmocka_unit_test(heartbeats_list_only_changed_segments_and_all_every_n),
     cmocka_unit_test(coord_merges_heartbeat_deltas_by_volume_and_pg),
     cmocka_unit_test(idle_segments_gossip_rarely_one_with_a_hole_every_period),
+    cmocka_unit_test(a_recovery_of_many_pgs_costs_one_commit_a_turn),
   };
   return cmocka_run_group_tests_name("unit: scale", tests, NULL, NULL);
 }
