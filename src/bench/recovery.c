@@ -162,8 +162,8 @@ static double maxof(const double *v, int n)
 static void usage(FILE *f)
 {
   fprintf(f,
-    "usage: auralog bench recovery [--records LIST] [--repeats N] [--seed N] [--json]\n"
-    "                              [--dir DIR] [--base-port N]\n"
+    "usage: auralog bench recovery [--records LIST | --pgs LIST] [--repeats N] [--seed N]\n"
+    "                              [--json] [--dir DIR] [--base-port N]\n"
     "\n"
     "Measure how long the engine takes to recover after a crash (SIGKILL) as\n"
     "the log of unmaterialized redo records grows, beside stock SQLite\n"
@@ -173,6 +173,9 @@ static void usage(FILE *f)
     "\n"
     "  --records LIST  log lengths at which to crash, ascending, comma-separated\n"
     "                  (k and M suffixes allowed; default 10000,100000,1000000)\n"
+    "  --pgs LIST      instead: volume sizes in protection groups at which to\n"
+    "                  crash, ascending (e.g. 10,100,1000): recovery against the\n"
+    "                  volume's size, not its log (no SQLite beside it)\n"
     "  --repeats N     crashes and restarts (sqlite: replays) at each length\n"
     "                  (default 3; median and max are shown)\n"
     "  --seed N        seed of the rows each transaction updates (default 1)\n"
@@ -185,6 +188,29 @@ static void usage(FILE *f)
     "SQLite needs about 4 KiB of disk per record (a WAL frame per page); a\n"
     "length that would leave less than 2 GB free is skipped, with the reason.\n",
     UPD, ROWS, UPD, ENGINE_PORT_OFFSET);
+}
+
+/* "10,100,1000" into v (ascending, 1..MAX_PGS); count, or die. */
+static int parse_pgs(const char *s, uint32_t *v)
+{
+  int n = 0;
+  const char *p = s;
+  for (;;) {
+    char *end;
+    errno = 0;
+    unsigned long x = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 0;
+    if (x < 1 || x > MAX_PGS || errno || (*end != ',' && *end))
+      die("bench recovery: --pgs wants PG counts of 1..%d separated by commas, like "
+          "10,100,1000, not '%s'", MAX_PGS, s);
+    if (n == NSIZES)
+      die("bench recovery: --pgs takes at most %d sizes", NSIZES);
+    if (n && x <= v[n - 1])
+      die("bench recovery: --pgs must ascend (a volume only grows): '%s'", s);
+    v[n++] = (uint32_t)x;
+    if (*end == 0)
+      return n;
+    p = end + 1;
+  }
 }
 
 /* "10000,100k,1M" into v (ascending); count, or die. */
@@ -308,10 +334,13 @@ int bench_recovery_main(int argc, char **argv)
 {
   static struct option opts[] = {
     {"records", required_argument, 0, 'r'}, {"repeats", required_argument, 0, 'n'},
+    {"pgs", required_argument, 0, 'g'},
     {"seed", required_argument, 0, 's'}, {"json", no_argument, 0, 'j'},
     {"dir", required_argument, 0, 'd'}, {"base-port", required_argument, 0, 'p'},
     {"help", no_argument, 0, 'h'}, {0}};
   uint64_t want[NSIZES], seed = 1;
+  uint32_t pgs[NSIZES];
+  int npg = 0, by_records = 0;
   int nz = parse_sizes("10000,100000,1000000", want), json = 0, reps = 3, base = 7700, o;
   const char *dir = NULL;
   /* argv[0] is "recovery" (bench/bench.c dispatches). Errors are ours,
@@ -319,7 +348,8 @@ int bench_recovery_main(int argc, char **argv)
   opterr = 0;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
-    case 'r': nz = parse_sizes(optarg, want); break;
+    case 'r': nz = parse_sizes(optarg, want); by_records = 1; break;
+    case 'g': npg = parse_pgs(optarg, pgs); break;
     case 'n': reps = (int)parse_num("--repeats", optarg, 1, MAXREP); break;
     case 's': seed = (uint64_t)parse_num("--seed", optarg, 0, 0x7fffffffL); break;
     case 'j': json = 1; break;
@@ -335,6 +365,8 @@ int bench_recovery_main(int argc, char **argv)
   if (optind < argc)
     die("bench recovery: unexpected argument '%s' (see auralog bench recovery --help)",
         argv[optind]);
+  if (npg && by_records)
+    die("bench recovery: --records and --pgs measure different things: give one");
   if (dir)
     snprintf(B.dir, sizeof B.dir, "%s", dir);
   else
@@ -369,6 +401,31 @@ int bench_recovery_main(int argc, char **argv)
   snprintf(e.coord, sizeof e.coord, "127.0.0.1:%d", base);
   snprintf(e.addr, sizeof e.addr, "127.0.0.1:%d", base + ENGINE_PORT_OFFSET);
   eng_learn(&e, NULL);
+
+  if (npg) {
+    cJSON *out = cJSON_CreateObject(), *c = cJSON_AddObjectToObject(out, "conditions");
+    bench_conditions(c, B.dir);
+    cJSON_AddNumberToObject(c, "seed", (double)seed);
+    cJSON_AddNumberToObject(c, "repeats", reps);
+    cJSON_AddStringToObject(c, "crash", "SIGKILL of the engine (auralog fault "
+                            "engine-crash), restart with auralog cluster up");
+    cJSON_AddStringToObject(c, "auralog_recovery_ms", "the engine's own measure: quorum "
+                            "reads of every PG, VDL, truncation (status recovery_ms)");
+    rec_pgs(&e, pgs, npg, reps, seed, json, out, c);
+    progress(1, "stopping the cluster and removing its data");
+    cleanup();
+    progress_end();
+    cJSON_AddNumberToObject(c, "elapsed_s", (double)(long)((bench_now_us() - t0) / 1e5) / 10);
+    if (json) {
+      char *s = cJSON_PrintUnformatted(out);
+      puts(s);
+      free(s);
+    } else {
+      printf("run took %.0f s\n", (bench_now_us() - t0) / 1e6);
+    }
+    cJSON_Delete(out);
+    return 0;
+  }
 
   static struct size zs[NSIZES];
   uint64_t sq_txns = 0, prev = 0;

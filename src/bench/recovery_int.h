@@ -81,6 +81,13 @@ void eng_write(struct eng *e, uint64_t want, uint64_t seed);
 /* SIGKILL the engine, start it again, and time repeat k into z. */
 void eng_crash(struct eng *e, struct size *z, int k, uint64_t seed);
 
+/* recpgs.c: --pgs: grow the volume to each of pgs[0..n) PGs in turn and
+ * crash the engine reps times at each; the results go into out (json) or
+ * a table on stdout, with cond (the conditions) beside them. */
+struct cJSON;
+void rec_pgs(struct eng *e, const uint32_t *pgs, int n, int reps, uint64_t seed, int json,
+             struct cJSON *out, struct cJSON *cond);
+
 /* recsys.c: the SQLite side of one size: grow the WAL to the same
  * transactions, crash, time the replay. sq_txns: transactions already in
  * the WAL; gave_up: a smaller size did not fit on the disk. */
