@@ -29,12 +29,15 @@
 #include "param.h"
 #include "record.h"
 #include "roles.h"
+#include "net/auth.h"
+#include "net/keyfile.h"
 #include "net/rpc.h"
 #include "bench/bench.h"
 
 struct client {
   const char *addr;          /* the node */
   uint64_t volume_id, epoch;
+  const Auralog__EpochTicket *ticket;   /* the epoch's: a node takes it only with it */
   uint32_t pg, first_page, npages, page_size;
   int batch, bytes;
   unsigned long long until;  /* now_ms() deadline */
@@ -70,6 +73,7 @@ static int append(struct client *c, struct rpc *r, uint64_t *prev, int n, uint8_
     recs[i].prev_lsn = *prev;
     recs[i].page_no = c->first_page + (uint32_t)(lsn % c->npages);
     recs[i].flags = REC_CPL;
+    recs[i].epoch = c->epoch;
     recs[i].ranges = &gp[i];
     recs[i].n_ranges = 1;
     rec_seal(&recs[i]);
@@ -81,6 +85,7 @@ static int append(struct client *c, struct rpc *r, uint64_t *prev, int n, uint8_
   a.volume_id = c->volume_id;
   a.pg = c->pg;
   a.epoch = c->epoch;
+  a.ticket = (Auralog__EpochTicket *)c->ticket;
   a.records = ptrs;
   a.n_records = (size_t)n;
   req.body_case = AURALOG__ENVELOPE__BODY_APPEND;
@@ -158,18 +163,18 @@ static double pct(double *v, size_t n, double p)
   return v[i];
 }
 
-static int run(const char *name, const char *addr, Auralog__Volume *v, int node_seg,
-               int clients, int batch, int bytes, int seconds, struct result *res)
+static int run(const char *name, const char *addr, Auralog__Volume *v,
+               const Auralog__EpochTicket *tk, int clients, int batch, int bytes, int seconds,
+               struct result *res)
 {
   struct client *cs = calloc((size_t)clients, sizeof *cs);
   pthread_t *th = calloc((size_t)clients, sizeof *th);
   unsigned long long t0 = now_ms();
   for (int i = 0; i < clients; i++) {
     Auralog__Pg *pg = v->pgs[i];
-    cs[i] = (struct client){addr, v->id, v->epoch, pg->pg, pg->first_page, pg->npages,
+    cs[i] = (struct client){addr, v->id, v->epoch, tk, pg->pg, pg->first_page, pg->npages,
                             v->page_size, batch, bytes, t0 + (unsigned)seconds * 1000,
                             0, NULL, 0, 0, ""};
-    (void)node_seg;
     pthread_create(&th[i], NULL, client_run, &cs[i]);
   }
   size_t nlat = 0;
@@ -284,19 +289,39 @@ int bench_append_main(int argc, char **argv)
     dir = dflt;
   }
 
-  /* A writer on volume "bench" with 8 PGs: one chain per client. */
+  /* The cluster key (and the operator's) in DIR, as every other command
+   * finds them there. */
+  if (dir)
+    key_use_dir(dir);
+  /* A writer on volume "bench" with 8 PGs: one chain per client. Its own
+   * key pair: the coordinator's ticket for the epoch names the public
+   * half, and every Append carries the ticket (auth.h). */
   char why[256];
+  struct auth_signer signer;
+  if (auth_init() != 0)
+    die("bench: libsodium failed to start");
+  auth_signer_new(&signer);
   Env req = AURALOG__ENVELOPE__INIT;
   Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
   ov.name = "bench";
   ov.create = 1;
   ov.writer = 1;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, signer.pk};
   req.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
   req.open_volume = &ov;
   Env *rep = rpc_once(coord, &req, RPC_TIMEOUT_MS, why, sizeof why);
   if (rep == NULL || rpc_expect(rep, AURALOG__ENVELOPE__BODY_VOLUME, why, sizeof why))
     die("bench: coordinator: %s (is the cluster up?)", why);
   uint64_t epoch = rep->volume->epoch;
+  Auralog__EpochTicket tk = AURALOG__EPOCH_TICKET__INIT;
+  uint8_t tsig[AUTH_SIG_BYTES];
+  if (rep->volume->ticket == NULL || rep->volume->ticket->sig.len != AUTH_SIG_BYTES)
+    die("bench: the coordinator gave no ticket for epoch %llu of volume bench",
+        (unsigned long long)epoch);
+  memcpy(tsig, rep->volume->ticket->sig.data, sizeof tsig);
+  tk.epoch = epoch;
+  tk.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, signer.pk};
+  tk.sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, tsig};
   wire_free(rep);
   Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
   g.name = "bench";
@@ -324,7 +349,7 @@ int bench_append_main(int argc, char **argv)
   if (!json) {
     printf("auralog bench append: durable redo records into one storage node\n");
     printf("conditions: node %s at %s; %d-byte payload per record (1 range); "
-           "lmdb fsync on every commit; %d s per run; one Append outstanding per "
+           "one hot-log fdatasync per group commit; %d s per run; one Append outstanding per "
            "client; %ld cores; %s %s; baseline file in %s\n\n",
            node, addr, bytes, seconds, cores, u.sysname, u.release, dir);
     printf("%-42s %7s %5s %11s %10s %8s %8s %9s\n", "run", "clients", "batch",
@@ -340,7 +365,7 @@ int bench_append_main(int argc, char **argv)
       printf("%-42s %7d %5d %11.0f %10.0f %8.3f %8.3f %9.2f\n", r->name, r->clients,
              r->batch, r->records_s, r->appends_s, r->p50, r->p99, 1.0);
     }
-    bad |= run(runs[i].name, addr, v, 0, runs[i].clients, runs[i].batch, bytes,
+    bad |= run(runs[i].name, addr, v, &tk, runs[i].clients, runs[i].batch, bytes,
                seconds, &res[nres]) != 0;
     if (!json) {
       struct result *r = &res[nres];
