@@ -103,15 +103,30 @@ void bg_on_read(struct node *n, struct segment *s, uint32_t page)
 
 static uint64_t own_point(struct node *n, const struct segment *s);
 
+static int bgpage_cmp(const void *a, const void *b)
+{
+  const struct bgpage *x = a, *y = b;
+  if (x->vol != y->vol)
+    return x->vol < y->vol ? -1 : 1;
+  if (x->pg != y->pg)
+    return x->pg < y->pg ? -1 : 1;
+  return x->page < y->page ? -1 : x->page > y->page;
+}
+
 static int coalesce_some(struct node *n)
 {
   char why[256];
   if (store_begin(&n->st, why, sizeof why) != 0)
     return -1;
+  /* The newest COALESCE_BATCH queued (the hottest), by segment and page. */
   size_t take = n->ncoq < COALESCE_BATCH ? n->ncoq : COALESCE_BATCH;
+  struct bgpage *done = malloc((take + 1) * sizeof *done);
+  memcpy(done, &n->coq[n->ncoq - take], take * sizeof *done);
+  n->ncoq -= take;          /* the pages taken leave the queue whatever becomes of them */
+  qsort(done, take, sizeof *done, bgpage_cmp);
   int rc = 0;
   for (size_t j = 0; j < take && rc == 0; j++) {
-    struct bgpage *q = &n->coq[n->ncoq - 1 - j];  /* newest first: the hottest */
+    struct bgpage *q = &done[j];
     struct segment *s = node_find_seg(n, q->vol, q->pg);
     if (s == NULL)
       continue;
@@ -128,10 +143,6 @@ static int coalesce_some(struct node *n)
     }
     n->coalesced += made;
   }
-  /* The pages taken leave the queue whatever became of them. */
-  struct bgpage *done = malloc((take + 1) * sizeof *done);
-  memcpy(done, &n->coq[n->ncoq - take], take * sizeof *done);
-  n->ncoq -= take;
   if (rc != 0) {
     free(done);
     logwarn_rl("%s", why);

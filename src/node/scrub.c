@@ -50,6 +50,7 @@ static int drop_rec(struct store *st, struct segment *s, uint64_t lsn, int page_
     struct kv_val pkey = {sizeof pk, pk};
     kv_del(st->kv, st->txn, st->pidx, &pkey);
   }
+  store_umap_drop(st);
   if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
     st->nunidx--;
   int rc = kv_del(st->kv, st->txn, st->recs, &rkey);

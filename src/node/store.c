@@ -202,6 +202,7 @@ void store_close(struct store *st)
   free(st->frame);
   st->frame = NULL;
   st->flen = st->fcap = 0;
+  store_umap_free(st);
   if (st->kv)
     kv_close(st->kv);
   st->kv = NULL;
@@ -333,8 +334,10 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
      * pidx leaf per record). */
     put_be32(pno, r->page_no);
     struct kv_val pv = {sizeof pno, pno};
-    if ((rc = kv_put(st->kv, st->txn, st->unidx, &key, &pv, 0)) == 0)
+    if ((rc = kv_put(st->kv, st->txn, st->unidx, &key, &pv, 0)) == 0) {
       st->staged_unidx++;
+      store_umap_add(st, s->volume_id, s->pg, r->page_no, r->lsn);
+    }
   }
   return rc ? store_fail(st, rc, why, whylen, "storing records") : 0;
 }
@@ -371,15 +374,19 @@ int store_index(struct store *st, size_t max, char *why, size_t whylen)
     if ((rc = kv_put(st->kv, txn, st->pidx, &pkey, &empty, 0)) != 0 ||
         (rc = kv_cursor_del(st->kv, cur)) != 0)
       break;
+    store_umap_del(st, get_be64(pk), get_be32(pk + 8), get_be32(pk + 12), get_be64(pk + 16));
     done++;
   }
   kv_cursor_close(st->kv, cur);
   if (rc != 0 && rc != KV_NOTFOUND) {
     kv_abort(st->kv, txn);
+    store_umap_drop(st);     /* it named them moved: built again */
     return store_fail(st, rc, why, whylen, "indexing records");
   }
-  if ((rc = store_kv_commit(st, txn)) != 0)
+  if ((rc = store_kv_commit(st, txn)) != 0) {
+    store_umap_drop(st);
     return store_fail(st, rc, why, whylen, "indexing records");
+  }
   /* nunidx is a count kept by hand: fewer than max means none are left. */
   st->nunidx = done < max ? 0 : st->nunidx > done ? st->nunidx - done : 0;
   return 0;
@@ -396,6 +403,8 @@ int store_commit(struct store *st, char *why, size_t whylen)
   uint64_t commits = st->commits;
   int rc = store_kv_commit(st, st->txn);
   st->txn = NULL;
+  if (rc != 0)
+    store_umap_drop(st);     /* nothing of it was stored */
   if (rc == 0 && store_framing(st) && st->flen > 0) {
     char hwhy[200];
     int hrc = hl_append(st->hl, st->frame, st->flen, hwhy, sizeof hwhy);
@@ -435,6 +444,7 @@ int store_commit(struct store *st, char *why, size_t whylen)
 
 void store_abort(struct store *st)
 {
+  store_umap_drop(st);       /* it named what the transaction staged */
   if (st->txn)
     kv_abort(st->kv, st->txn);
   st->txn = NULL;
@@ -522,6 +532,10 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
       struct kv_val pkey = {sizeof pk, pk};
       kv_del(st->kv, st->txn, st->pidx, &pkey);
     }
+    if (v[i].has_page)
+      store_umap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
+    else
+      store_umap_drop(st);  /* its page cannot be read: the map is built again */
     if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
       st->nunidx--;         /* approximate: only says when to index */
     rc = kv_del(st->kv, st->txn, st->recs, &rkey);
@@ -630,6 +644,7 @@ int store_drop_seg(struct store *st, const struct segment *s, uint64_t *nrecs,
     rc = del_prefix(st, st->recs, k, nrecs);
   if (rc == 0)
     rc = del_prefix(st, st->pidx, k, &nidx);
+  store_umap_drop(st);
   if (rc == 0)
     rc = del_prefix(st, st->unidx, k, &nun);
   if (rc == 0)

@@ -74,6 +74,7 @@ struct store {
   uint64_t persist_us;       /* time in store_commit()s that wrote: the kv's
                                 commit and the frame's append and flush */
   uint64_t replayed;         /* records the last open replayed from the hot log */
+  struct umap *umap;         /* unindexed records by page, in memory (store_umap.c) */
 };
 
 /* Open the store in lmdb in directory dir (created if missing). hot: a

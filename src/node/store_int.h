@@ -76,6 +76,20 @@ int store_framing(const struct store *st);
 int store_open_hot_log(struct store *st, struct hl_file f, uint64_t ckpt, uint64_t chunk,
                        char *why, size_t whylen);
 
+/* The unindexed records by page, in memory (store_umap.c, Invariant U):
+ * what a put into unidx adds, a delete of a known page removes; drop:
+ * not ready (a delete of an unknown page, an abort), built again from
+ * unidx at the next get. get appends the LSNs of s's page_no unindexed in
+ * (after, upto] to *v (n, cap as page_lsns keeps them); -1: no map (the
+ * caller scans unidx). */
+void store_umap_add(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
+void store_umap_del(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
+void store_umap_drop(struct store *st);
+void store_umap_free(struct store *st);
+int store_umap_get(struct store *st, struct kv_txn *txn, const struct segment *s,
+                   uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **v, size_t *n,
+                   size_t *cap);
+
 /* A page version's CRC (store_pages.c): over its key and its bytes. */
 uint32_t store_img_crc(const uint8_t key[24], const uint8_t *page, uint32_t len);
 

@@ -124,8 +124,9 @@ static int lsn_cmp(const void *a, const void *b)
 }
 
 /* The LSNs of page_no's records in (after, upto], in order, into *out
- * (malloc'd). The indexed ones are a range of pidx; the others are in
- * unidx, at most a few index batches, scanned whole for the segment. */
+ * (malloc'd). The indexed ones are a range of pidx; the others, in unidx,
+ * the in-memory map names (store_umap.c); without one, unidx is scanned
+ * for the segment. */
 static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segment *s,
                         uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **out)
 {
@@ -153,26 +154,30 @@ static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segme
     kv_cursor_close(st->kv, cur);
   }
   size_t nidx = n;
-  rec_key(k, s->volume_id, s->pg, after + 1);
-  key.len = 20;
-  key.data = k;
-  if (kv_cursor(st->kv, txn, st->unidx, &cur) == 0) {
-    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
-         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
-      if (key.len != 20 || memcmp(key.data, k, 12) != 0)
-        break;
-      uint64_t lsn = get_be64((uint8_t *)key.data + 12);
-      if (lsn > upto)
-        break;
-      if (val.len != 4 || get_be32(val.data) != page_no)
-        continue;
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        v = realloc(v, cap * sizeof *v);
+  if (store_umap_get(st, txn, s, page_no, after, upto, &v, &n, &cap) == 0) {
+    /* the map said (Invariant U, store_umap.c) */
+  } else {
+    rec_key(k, s->volume_id, s->pg, after + 1);
+    key.len = 20;
+    key.data = k;
+    if (kv_cursor(st->kv, txn, st->unidx, &cur) == 0) {
+      for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
+           rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
+        if (key.len != 20 || memcmp(key.data, k, 12) != 0)
+          break;
+        uint64_t lsn = get_be64((uint8_t *)key.data + 12);
+        if (lsn > upto)
+          break;
+        if (val.len != 4 || get_be32(val.data) != page_no)
+          continue;
+        if (n == cap) {
+          cap = cap ? 2 * cap : 16;
+          v = realloc(v, cap * sizeof *v);
+        }
+        v[n++] = lsn;
       }
-      v[n++] = lsn;
+      kv_cursor_close(st->kv, cur);
     }
-    kv_cursor_close(st->kv, cur);
   }
   if (nidx > 0 && n > nidx)
     qsort(v, n, sizeof *v, lsn_cmp);  /* two sorted runs */
@@ -460,6 +465,7 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
     page_key(pk, s->volume_id, s->pg, v[i].page, v[i].lsn);
     struct kv_val rkey = {sizeof rk, rk}, pkey = {sizeof pk, pk};
     kv_del(st->kv, st->txn, st->pidx, &pkey);
+    store_umap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
     if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
       st->nunidx--;
     rc = kv_del(st->kv, st->txn, st->recs, &rkey);
@@ -547,6 +553,7 @@ int store_jump(struct store *st, struct segment *s, uint64_t to, char *why, size
     uint8_t rk[20];
     memcpy(rk, key.data, 20);
     struct kv_val rkey = {sizeof rk, rk};
+    store_umap_drop(st);
     if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
       st->nunidx--;
     s->bytes -= s->bytes >= val.len ? val.len : s->bytes;

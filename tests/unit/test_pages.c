@@ -883,11 +883,111 @@ static void the_stale_version_bug_would_be_seen(void **state)
   model_free(&m);
 }
 
+/* What page p's records above its newest version are, counted from the
+ * kv itself (every record of the PG unpacked): the truth store_unmat's
+ * answer (through the in-memory map of unindexed records) must match. */
+static uint32_t unmat_truth(struct sfix *x, uint32_t p)
+{
+  struct kv_txn *txn;
+  struct kv_cursor *cur;
+  struct kv_val key, val, img;
+  uint64_t have = 0;
+  assert_int_equal(store_rtxn(&x->st, &txn), 0);
+  uint8_t pk[24];
+  page_key(pk, VOL, 0, p, UINT64_MAX);
+  /* the newest version: the last imgs key of the page */
+  assert_int_equal(kv_cursor(x->st.kv, txn, x->st.imgs, &cur), 0);
+  for (int rc = kv_cursor_get(x->st.kv, cur, KV_FIRST, &key, &img); rc == 0;
+       rc = kv_cursor_get(x->st.kv, cur, KV_NEXT, &key, &img))
+    if (key.len == 24 && memcmp(key.data, pk, 16) == 0)
+      have = get_be64((uint8_t *)key.data + 16);
+  kv_cursor_close(x->st.kv, cur);
+  uint32_t n = 0;
+  assert_int_equal(kv_cursor(x->st.kv, txn, x->st.recs, &cur), 0);
+  for (int rc = kv_cursor_get(x->st.kv, cur, KV_FIRST, &key, &val); rc == 0;
+       rc = kv_cursor_get(x->st.kv, cur, KV_NEXT, &key, &val)) {
+    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+    assert_non_null(r);
+    n += r->page_no == p && r->lsn > have;
+    auralog__record__free_unpacked(r, NULL);
+  }
+  kv_cursor_close(x->st.kv, cur);
+  store_rdone(&x->st, txn);
+  return n;
+}
+
+static void unmat_is_right(struct sfix *x, const char *after)
+{
+  for (uint32_t p = 0; p < NP; p++) {
+    uint32_t want = unmat_truth(x, p), got = store_unmat(&x->st, &x->s, p);
+    if (got != want)
+      fail_msg("after %s: page %u has %u records above its version, the store says %u",
+               after, p, want, got);
+  }
+}
+
+/* Invariant U (store_umap.c): the in-memory map of records not yet
+ * indexed names exactly what unidx holds, through every way unidx
+ * changes: writes committed and aborted, indexing part of them, GC,
+ * coalescing, a truncation, a reload. Before the map, a GC scanned unidx
+ * once per page it touched (half of a busy node's CPU); a map that missed
+ * a change would build pages without some records, or count them wrong. */
+static void the_unindexed_map_follows_every_change(void **state)
+{
+  (void)state;
+  char why[256];
+  struct sfix x;
+  s_setup(&x, 29);
+  for (int round = 0; round < 40; round++) {
+    int op = (int)rng_uniform(&x.rng, 6);
+    if (op <= 1 || x.m.n < 20) {
+      s_write(&x, 1 + (int)rng_uniform(&x.rng, 30));
+      unmat_is_right(&x, "a write");
+    } else if (op == 2) {
+      /* Staged, then aborted: none of it is there, nor in the map. */
+      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+      struct model scratch = x.m;
+      for (int i = 0; i < 5; i++) {
+        struct mrec t;
+        assert_int_equal(store_put_rec(&x.st, &x.s, next_rec(&scratch, &x.rng, &t), why,
+                                       sizeof why), 0);
+      }
+      for (uint64_t l = x.m.n + 1; l <= scratch.n; l++)
+        free(scratch.after[l]);
+      store_abort(&x.st);
+      unmat_is_right(&x, "an abort");
+    } else if (op == 3) {
+      assert_int_equal(store_index(&x.st, 1 + rng_uniform(&x.rng, 40), why, sizeof why), 0);
+      unmat_is_right(&x, "indexing some");
+    } else if (op == 4 && x.s.scl > x.s.gc_lsn + 4) {
+      s_gc(&x, x.s.gc_lsn + 1 + rng_uniform(&x.rng, x.s.scl - x.s.gc_lsn - 2));
+      unmat_is_right(&x, "GC");
+      reads_right(&x, x.s.gc_lsn, 20);
+    } else if (op == 5) {
+      uint32_t p = (uint32_t)rng_uniform(&x.rng, NP);
+      coalesce(&x, p, x.s.scl);
+      unmat_is_right(&x, "coalescing");
+      s_reload(&x);
+      unmat_is_right(&x, "a reload");
+    }
+  }
+  /* A truncation of the last few (a newer epoch's): cut from the map too. */
+  struct trunc t = {3, x.s.scl - 3, x.s.scl + 10};
+  size_t cut = 0;
+  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+  assert_int_equal(store_truncate(&x.st, &x.s, &t, &cut, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+  assert_int_equal(cut, 3);
+  unmat_is_right(&x, "a truncation");
+  s_teardown(&x);
+}
+
 int main(void)
 {
   log_quiet(getenv("VERBOSE") ? 0 : 1);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(coalesced_versions_read_like_the_records),
+    cmocka_unit_test(the_unindexed_map_follows_every_change),
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
     cmocka_unit_test(old_truncations_are_forgotten_below_the_gc_point),
     cmocka_unit_test(a_late_truncation_keeps_page_versions),
