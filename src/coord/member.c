@@ -180,6 +180,8 @@ static void add_who(char who[][NAME_MAX_LEN + 1], size_t *n, const char *id)
 }
 
 /* One step on position pos of PG pgno of co->vols[vi] (see memberc.h). */
+static void tell(struct coord *co, char (*who)[NAME_MAX_LEN + 1], size_t nwho, const char *ev);
+
 static int change(struct coord *co, size_t vi, uint32_t pgno, uint32_t pos, enum mop op,
                   const char *to, char *why, size_t whylen)
 {
@@ -297,18 +299,95 @@ static int change(struct coord *co, size_t vi, uint32_t pgno, uint32_t pos, enum
     return -1;
   if (tn)                      /* its SCL counts from its next heartbeat (M4 b) */
     coord_forget_stat(tn, vid, pgno);
-  for (size_t i = 0; i < nwho; i++) {
-    struct cnode *n = coord_node_find(co, who[i]);
-    if (n)
-      coord_send_assign(co, n, 0);
-  }
   loginfo("volume %s pg %u position %u: %s %s%s%s (mepoch %llu, mepoch_min %llu)", name, pgno,
           pos, op_names[op], from, tn ? " -> " : "", tn ? to : "", (unsigned long long)m,
           (unsigned long long)min);
-  jn_event(co, "member", "\"volume\":\"%s\",\"pg\":%u,\"pos\":%u,\"step\":\"%s\",\"from\":\"%s\","
+  char ev[600];
+  snprintf(ev, sizeof ev, "\"volume\":\"%s\",\"pg\":%u,\"pos\":%u,\"step\":\"%s\",\"from\":\"%s\","
            "\"to\":\"%s\",\"mepoch\":%llu,\"mepoch_min\":%llu", name, pgno, pos, op_names[op],
            from, tn ? to : "", (unsigned long long)m, (unsigned long long)min);
+  tell(co, who, nwho, ev);
   return 0;
+}
+
+/* Tell the nodes in who their new Assign, and the journal the step: now,
+ * or, in a batch, once the batch is durable (batch_end). */
+static void tell(struct coord *co, char (*who)[NAME_MAX_LEN + 1], size_t nwho, const char *ev)
+{
+  struct mstate *ms = co->ms;
+  if (!ms->batch) {
+    for (size_t i = 0; i < nwho; i++) {
+      struct cnode *n = coord_node_find(co, who[i]);
+      if (n)
+        coord_send_assign(co, n, 0);
+    }
+    jn_event(co, "member", "%s", ev);
+    return;
+  }
+  for (size_t i = 0; i < nwho; i++) {
+    size_t k = 0;
+    while (k < ms->ntell && strcmp(ms->tell[k], who[i]) != 0)
+      k++;
+    if (k == ms->ntell) {
+      ms->tell = realloc(ms->tell, (ms->ntell + 1) * sizeof *ms->tell);
+      memcpy(ms->tell[ms->ntell], who[i], sizeof ms->tell[0]);
+      ms->tell[ms->ntell++][NAME_MAX_LEN] = 0;
+    }
+  }
+  ms->events = realloc(ms->events, (ms->nevents + 1) * sizeof *ms->events);
+  ms->events[ms->nevents++] = strdup(ev);
+}
+
+/* A batch of membership steps (member_tick). Each step was one synced
+ * metadata commit, and an Assign to each node of its PG, before the
+ * next: a repair of a node hosting ~900 segments kept the coordinator
+ * from answering anyone (registrations, status) for ~30 s, and nodes
+ * taken for lost moved on (crash campaign, point 80). In a batch the
+ * steps are committed unsynced, one after another, and made durable
+ * together at its end; only then is anyone told (each node its Assign
+ * once, the journal each step in order). The rule of each step is kept:
+ * durable before anyone hears of it. A crash inside the batch loses
+ * steps no one heard of; a restart loads what is durable. */
+static void batch_begin(struct coord *co)
+{
+  char why[256];
+  if (meta_batch(&co->meta, 1, why, sizeof why) != 0) {
+    logwarn_rl("membership steps one by one: %s", why);
+    return;
+  }
+  co->ms->batch = 1;
+}
+
+static void batch_end(struct coord *co)
+{
+  struct mstate *ms = co->ms;
+  if (!ms->batch)
+    return;
+  ms->batch = 0;
+  char why[256];
+  if (meta_batch(&co->meta, 0, why, sizeof why) != 0) {
+    /* Memory holds steps the disk may not: no one was told of them, and
+     * only a restart (which loads what is durable) can go on. */
+    snprintf(why + strlen(why), sizeof why - strlen(why), "; the coordinator must restart");
+    logwarn("membership: %s", why);
+    if (co->io->fatal)
+      co->io->fatal(co->io->ctx, why);
+  } else {
+    for (size_t i = 0; i < ms->ntell; i++) {
+      struct cnode *n = coord_node_find(co, ms->tell[i]);
+      if (n)
+        coord_send_assign(co, n, 0);
+    }
+    for (size_t i = 0; i < ms->nevents; i++)
+      jn_event(co, "member", "%s", ms->events[i]);
+  }
+  for (size_t i = 0; i < ms->nevents; i++)
+    free(ms->events[i]);
+  free(ms->events);
+  free(ms->tell);
+  ms->events = NULL;
+  ms->tell = NULL;
+  ms->nevents = ms->ntell = 0;
 }
 
 int member_begin(struct coord *co, size_t vi, uint32_t pg, uint32_t pos, const char *to,
@@ -558,7 +637,16 @@ static void moves_adopt(struct coord *co, unsigned long long now)
     }
 }
 
+static void tick(struct coord *co);
+
 void member_tick(struct coord *co)
+{
+  batch_begin(co);
+  tick(co);
+  batch_end(co);
+}
+
+static void tick(struct coord *co)
 {
   struct mstate *ms = co->ms;
   unsigned long long now = io_now(co->io), after = member_repair_after(co);

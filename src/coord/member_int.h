@@ -54,6 +54,13 @@ struct mstate {
   size_t ndr;
   uint64_t mttr[MTTR_SHOWN];
   size_t nmttr;
+  /* A batch of steps (member_tick, member.c batch_begin): stored in one
+   * synced metadata commit at its end, and only then told. */
+  int batch;
+  char (*tell)[NAME_MAX_LEN + 1];   /* nodes to send their Assign to */
+  size_t ntell;
+  char **events;                    /* journal "member" events, in order */
+  size_t nevents;
 };
 
 /* The index of position pos's next segment in pg, or -1. */

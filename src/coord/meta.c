@@ -96,7 +96,21 @@ static int put(struct meta *m, unsigned db, const char *k, const void *v,
     return kv_fail(m, rc, why, whylen, "writing");
   }
   rc = kv_commit(m->kv, txn, &wrote);
+  m->dirty |= m->batched;
   return rc ? kv_fail(m, rc, why, whylen, "committing") : 0;
+}
+
+int meta_batch(struct meta *m, int on, char *why, size_t whylen)
+{
+  /* The end syncs first, if the batch wrote: leaving batched mode need
+   * not make what it held durable (the simulator's disk does not), a
+   * sync does. A batch that wrote nothing (most ticks) costs no sync. */
+  int rc = !on && m->dirty ? kv_sync(m->kv) : 0;
+  if (rc == 0)
+    rc = kv_set_nosync(m->kv, on);
+  m->batched = on && rc == 0;
+  m->dirty = 0;
+  return rc ? kv_fail(m, rc, why, whylen, on ? "starting a batch" : "committing a batch") : 0;
 }
 
 int meta_put_node(struct meta *m, const Auralog__NodeInfo *n, char *why, size_t whylen)
@@ -147,6 +161,7 @@ int meta_del_volume(struct meta *m, const char *name, char *why, size_t whylen)
     return kv_fail(m, rc, why, whylen, "dropping a volume");
   }
   rc = kv_commit(m->kv, txn, &wrote);
+  m->dirty |= m->batched;
   return rc ? kv_fail(m, rc, why, whylen, "dropping a volume") : 0;
 }
 
@@ -160,9 +175,10 @@ int meta_dropped(struct meta *m, const char *name, int forget)
   snprintf(tk, sizeof tk, "dropped:%s", name);
   struct kv_val key = {strlen(tk), tk}, val;
   int dropped = kv_get(m->kv, txn, m->ctr, &key, &val) == 0;
-  if (dropped && forget && kv_del(m->kv, txn, m->ctr, &key) == 0)
+  if (dropped && forget && kv_del(m->kv, txn, m->ctr, &key) == 0) {
     kv_commit(m->kv, txn, &wrote);
-  else
+    m->dirty |= m->batched;
+  } else
     kv_abort(m->kv, txn);
   return dropped;
 }
@@ -187,9 +203,10 @@ uint64_t meta_next_volume_id(struct meta *m, char *why, size_t whylen)
     val = (struct kv_val){8, next};
     rc = kv_put(m->kv, txn, m->ctr, &key, &val, 0);
   }
-  if (rc == 0)
+  if (rc == 0) {
     rc = kv_commit(m->kv, txn, &wrote);
-  else
+    m->dirty |= m->batched;
+  } else
     kv_abort(m->kv, txn);
   if (rc != 0) {
     kv_fail(m, rc, why, whylen, "taking a volume id");

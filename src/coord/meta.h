@@ -19,6 +19,7 @@
 struct meta {
   struct kv *kv;
   unsigned nodes, vols, ctr;   /* database handles (kv_db) */
+  int batched, dirty;          /* in a batch (meta_batch); it wrote something */
 };
 
 /* lmdb in directory dir (created if missing). */
@@ -28,6 +29,9 @@ int meta_open(struct meta *m, const char *dir, char *why, size_t whylen);
 int meta_open_kv(struct meta *m, struct kv *kv, char *why, size_t whylen);
 void meta_close(struct meta *m);
 
+/* Batched writes (on): later puts commit without a sync, until the batch
+ * ends (off), which makes all of them durable with one synced commit. */
+int meta_batch(struct meta *m, int on, char *why, size_t whylen);
 int meta_put_node(struct meta *m, const Auralog__NodeInfo *n, char *why, size_t whylen);
 /* Store v under its name; on success return it unpacked again (a fresh,
  * self-contained copy the caller owns), else NULL with a reason. */

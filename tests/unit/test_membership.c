@@ -282,6 +282,75 @@ static void each_mepoch_is_stored_before_an_assign_names_it(void **state)
   mfix_teardown(&x);
 }
 
+
+/* A node hosting many segments is lost: every move is begun in one batch,
+ * made durable by one synced metadata commit, and each node hears one
+ * Assign for all of them. Before, each step was a synced commit of the
+ * whole volume and an Assign to each node of its PG: a repair of ~900
+ * segments kept the coordinator from answering anyone for ~30 s (crash
+ * campaign, point 80: `cluster up` found no node registered). */
+static void a_repair_of_many_pgs_is_one_durable_batch(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__GrowVolume g = AURALOG__GROW_VOLUME__INIT;
+  g.name = "v";
+  g.npgs = 60;
+  env.req = 61;
+  env.body_case = AURALOG__ENVELOPE__BODY_GROW_VOLUME;
+  env.grow_volume = &g;
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  assert_int_equal(take(&x.c.f, x.w, VOLUME)->volume->n_pgs, 60);
+  for (int i = 0; i < NN; i++)
+    last_assign(&x, i);
+  const Auralog__Volume *v = x.c.co->vols[0];
+  int on_b1 = 0;
+  for (size_t p = 0; p < v->n_pgs; p++)
+    for (size_t s = 0; s < v->pgs[p]->n_segments; s++)
+      on_b1 += strcmp(v->pgs[p]->segments[s]->node, "B1") == 0;
+  assert_true(on_b1 >= 10);
+  uint64_t syncs = disk_stats(x.c.d)->syncs;
+  x.silent[2] = 1;
+  /* The step (one heartbeat period) in which the moves begin: the
+   * Assigns sent in it. */
+  int told[NN] = {0}, moving = 0;
+  for (unsigned t = 0; t < REPAIR_AFTER_MS + 2 * MOVE_RETRY_MS && moving == 0;
+       t += HEARTBEAT_MS) {
+    for (int i = 0; i < NN; i++)
+      last_assign(&x, i);
+    run(&x, HEARTBEAT_MS);
+    v = x.c.co->vols[0];
+    for (size_t p = 0; p < v->n_pgs; p++)
+      moving += v->pgs[p]->n_segments > NCOPIES;
+    for (int i = 0; i < NN; i++)
+      while (count(&x.c.f, x.n[i], ASSIGN)) {
+        take(&x.c.f, x.n[i], ASSIGN);
+        told[i]++;
+      }
+  }
+  assert_int_equal(moving, on_b1);
+  /* One synced commit for the batch (a step was one each: on_b1 of them). */
+  uint64_t used = disk_stats(x.c.d)->syncs - syncs;
+  if (used > 2)
+    fail_msg("%d moves begun with %llu syncs of the metadata", on_b1,
+             (unsigned long long)used);
+  /* Each node of those PGs heard one Assign, not one per PG. */
+  for (int i = 0; i < NN; i++)
+    if (told[i] > 2)
+      fail_msg("node %s got %d Assigns for one repair", nids[i], told[i]);
+  /* And what was told is durable: what a restart finds after a crash
+   * (which undoes every commit not synced). */
+  struct cfix *c = &x.c;
+  char why[256];
+  disk_crash(c->d);
+  stored_mseq = 0;
+  assert_int_equal(meta_load(&c->co->meta, keep_node, keep_vol, NULL, why, sizeof why), 0);
+  assert_int_equal(stored_mseq, x.c.co->vols[0]->mseq);
+  mfix_teardown(&x);
+}
+
 /* ---- the finish rule (M4) -------------------------------------------------- */
 
 static void no_finish_before_the_writer_adopted_and_the_next_caught_up(void **state)
@@ -549,6 +618,7 @@ int main(void)
   log_quiet(1);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_lost_node_is_repaired_on_the_spare_of_its_az),
+    cmocka_unit_test(a_repair_of_many_pgs_is_one_durable_batch),
     cmocka_unit_test(each_mepoch_is_stored_before_an_assign_names_it),
     cmocka_unit_test(no_finish_before_the_writer_adopted_and_the_next_caught_up),
     cmocka_unit_test(a_report_of_an_older_mepoch_does_not_finish),
