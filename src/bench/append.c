@@ -383,7 +383,7 @@ int bench_append_main(int argc, char **argv)
     cJSON_AddNumberToObject(c, "seconds", seconds);
     cJSON_AddNumberToObject(c, "cores", (double)cores);
     cJSON_AddStringToObject(c, "kernel", u.release);
-    cJSON_AddStringToObject(c, "durability", "lmdb commit with fsync");
+    cJSON_AddStringToObject(c, "durability", "one hot-log fdatasync per group commit");
     cJSON *rs = cJSON_AddArrayToObject(o, "results");
     for (int i = 0; i < nres; i++) {
       cJSON *j = cJSON_CreateObject();

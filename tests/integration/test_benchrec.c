@@ -97,6 +97,63 @@ static void two_sizes_in_json(void **state)
   unlink(err);
 }
 
+/* --pgs: recovery against the volume's size, the same cluster grown. */
+static void recovery_against_pgs_in_json(void **state)
+{
+  (void)state;
+  int rc = sh(out, sizeof out, "%s bench recovery --pgs 4,40 --repeats 2 --json --dir %s "
+              "--base-port %d 2>%s.err", bin, dir, base, dir);
+  if (rc != 0)
+    fail_msg("bench recovery --pgs exited %d; its stderr is in %s.err", rc, dir);
+  cJSON *o = cJSON_Parse(out);
+  if (o == NULL)
+    fail_msg("stdout is not one JSON object: %.300s", out);
+  assert_true(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "conditions"),
+                                                 "pgs")));
+  cJSON *rs = cJSON_GetObjectItem(o, "results");
+  assert_int_equal(cJSON_GetArraySize(rs), 2);
+  for (int i = 0; i < 2; i++) {
+    cJSON *r = cJSON_GetArrayItem(rs, i);
+    assert_int_equal((int)num(r, "pgs"), i ? 40 : 4);
+    double ms = num(r, "auralog_recovery_ms");
+    if (ms <= 0 || ms >= 10000)
+      fail_msg("recovery took %g ms at %d PGs", ms, i ? 40 : 4);
+    assert_true(num(r, "auralog_recovery_ms_max") >= ms);
+    assert_true(num(r, "auralog_first_query_ms") > 0);
+  }
+  cJSON_Delete(o);
+  char err[300];
+  snprintf(err, sizeof err, "%s.err", dir);
+  unlink(err);
+}
+
+/* `auralog bench append` against a running cluster, as a person runs it:
+ * `cluster up`, then the bench with --dir (the key is found there). */
+static void append_into_one_node_in_json(void **state)
+{
+  (void)state;
+  if (sh(out, sizeof out, "%s cluster up --dir %s-app --base-port %d >%s-app.up 2>&1", bin,
+         dir, base, dir) != 0)
+    fail_msg("cluster up failed: see %s-app.up", dir);
+  int rc = sh(out, sizeof out, "%s bench append --dir %s-app --coord 127.0.0.1:%d "
+              "--seconds 1 --json 2>%s-app.err", bin, dir, base, dir);
+  sh(NULL, 0, "%s cluster down --dir %s-app >/dev/null 2>&1", bin, dir);
+  if (rc != 0)
+    fail_msg("bench append exited %d; its stderr is in %s-app.err", rc, dir);
+  cJSON *o = cJSON_Parse(out);
+  if (o == NULL)
+    fail_msg("stdout is not one JSON object: %.300s", out);
+  cJSON *rs = cJSON_GetObjectItem(o, "results"), *r;
+  assert_true(cJSON_GetArraySize(rs) >= 4);
+  cJSON_ArrayForEach(r, rs)
+    if (num(r, "records_per_s") <= 0)
+      fail_msg("run %s made no record durable",
+               cJSON_GetStringValue(cJSON_GetObjectItem(r, "run")));
+  cJSON_Delete(o);
+  if (getenv("AURALOG_KEEP") == NULL)
+    sh(NULL, 0, "rm -rf %s-app %s-app.up %s-app.err", dir, dir, dir);
+}
+
 static void leaves_no_process_and_no_data(void **state)
 {
   (void)state;
@@ -132,6 +189,10 @@ static void bad_options_fail_in_one_line(void **state)
   fails_in_one_line("--base-port 99999", "--base-port");
   fails_in_one_line("--seed x", "--seed");
   fails_in_one_line("--bogus", "--bogus");
+  fails_in_one_line("--pgs abc", "--pgs");
+  fails_in_one_line("--pgs 40,4", "--pgs");
+  fails_in_one_line("--pgs 5000", "--pgs");
+  fails_in_one_line("--pgs 4 --records 1000", "--pgs");
   char p[300];
   struct stat sb;
   snprintf(p, sizeof p, "%s-bad", dir);
@@ -145,6 +206,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(bad_options_fail_in_one_line),
     cmocka_unit_test(two_sizes_in_json),
+    cmocka_unit_test(recovery_against_pgs_in_json),
+    cmocka_unit_test(append_into_one_node_in_json),
     cmocka_unit_test(leaves_no_process_and_no_data),
   };
   return cmocka_run_group_tests_name("integration: bench recovery", tests, setup, teardown);
