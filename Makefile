@@ -13,7 +13,7 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := libuv libprotobuf-c lmdb libcjson zlib sqlite3 libgvc libsodium
+PKGS := libuv libprotobuf-c lmdb libcjson libxxhash sqlite3 libgvc libsodium
 CFLAGS ?= -O2 -g
 # -fPIC: the same objects go into build/auralog.so (the SQLite extension).
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -fPIC \

@@ -17,7 +17,7 @@ pkgs=(
   libcjson-dev                    # status JSON, cluster state file
   libhttp-parser-dev              # the coordinator's dashboard parses HTTP requests with it
   xxd                             # embeds the dashboard page into the binary at build time
-  zlib1g-dev                      # crc32 for records
+  libxxhash-dev                   # XXH3 sums of records, page versions, hot-log frames
   libsodium-dev                   # the cluster key: authenticated connections, signed epochs
   iproute2                        # lab 6: network namespaces as stand-in machines
 )

@@ -10,43 +10,37 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "param.h"
 #include "bugs.h"
+#include "lib/sum.h"
 #include "record.h"
 #include "net/wire.h"
 
-static uLong crc_u64(uLong c, uint64_t v)
-{
-  uint8_t b[8];
-  put_be64(b, v);
-  return crc32(c, b, 8);
-}
-
 uint32_t rec_crc(const Rec *r)
 {
-  uLong c = crc32(0L, Z_NULL, 0);
-  c = crc_u64(c, r->lsn);
-  c = crc_u64(c, r->prev_lsn);
-  c = crc_u64(c, (uint64_t)r->page_no << 32 | r->flags);
+  struct sum c;
+  sum_init(&c);
+  sum_u64(&c, r->lsn);
+  sum_u64(&c, r->prev_lsn);
+  sum_u64(&c, (uint64_t)r->page_no << 32 | r->flags);
   for (size_t i = 0; i < r->n_ranges; i++) {
     const Auralog__Range *g = r->ranges[i];
-    c = crc_u64(c, (uint64_t)g->off << 32 | (uint32_t)g->data.len);
+    sum_u64(&c, (uint64_t)g->off << 32 | (uint32_t)g->data.len);
     if (g->data.len)
-      c = crc32(c, g->data.data, (uInt)g->data.len);
+      sum_bytes(&c, g->data.data, g->data.len);
     else
-      c = crc_u64(c, (uint64_t)g->from << 32 | g->len);   /* a copy */
+      sum_u64(&c, (uint64_t)g->from << 32 | g->len);   /* a copy */
   }
   /* Everything recovery trusts is covered too: the writer's epoch (rule T,
    * node/segment.h) and a CPL's MTR shape (vfs/recovery.c). */
-  c = crc_u64(c, r->epoch);
-  c = crc_u64(c, r->prev_cpl);
+  sum_u64(&c, r->epoch);
+  sum_u64(&c, r->prev_cpl);
   for (size_t i = 0; i < r->n_mtr; i++) {
-    c = crc_u64(c, r->mtr[i]->pg);
-    c = crc_u64(c, r->mtr[i]->lsn);
+    sum_u64(&c, r->mtr[i]->pg);
+    sum_u64(&c, r->mtr[i]->lsn);
   }
-  return (uint32_t)c;
+  return sum_end(&c);
 }
 
 int trunc_cuts(const struct trunc *t, size_t n, uint64_t lsn, uint64_t epoch)

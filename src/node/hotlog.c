@@ -26,12 +26,12 @@
  *
  * A frame (integers big-endian, as every key of the store):
  *
- *    0  magic   4   "AHL1"
+ *    0  magic   4   "AHL2" ("AHL1": an older auralog's, refused)
  *    4  len     4   payload bytes
  *    8  gen     8   the generation the frame belongs to
  *   16  seq     8   its number in the generation: 0 is the generation's
  *                   start frame (empty), then 1, 2, 3, ... without a gap
- *   24  crc     4   zlib crc32 of bytes 4..24 and of the payload
+ *   24  crc     4   the sum (lib/sum.h) of bytes 4..24 and of the payload
  *   28  payload len bytes (store.c says what is in it)
  *
  * Frames follow each other without padding. The scan (hl_open) reads the
@@ -77,24 +77,24 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "lib/log.h"
+#include "lib/sum.h"
 #include "node/hotlog.h"
 #include "net/wire.h"
 
-#define HL_MAGIC 0x41484C31u /* "AHL1" */
+#define HL_MAGIC 0x41484C32u /* "AHL2": sums by XXH3 (lib/sum.h) */
+#define HL_MAGIC_OLD 0x41484C31u /* "AHL1": zlib crc32, store format 1 */
 
 /* ---- frames ---------------------------------------------------------------- */
 
 static uint32_t frame_crc(const uint8_t *hdr, const uint8_t *p, size_t n)
 {
-  uLong c = crc32(0L, Z_NULL, 0);
-  c = crc32(c, hdr + 4, 20);
-  /* zlib takes at most 4 GiB at once; a payload is far below (len is 32 bits). */
-  if (n)
-    c = crc32(c, p, (uInt)n);
-  return (uint32_t)c;
+  struct sum c;
+  sum_init(&c);
+  sum_bytes(&c, hdr + 4, 20);
+  sum_bytes(&c, p, n);
+  return sum_end(&c);
 }
 
 /* Is buf[off..] a whole frame (magic, length within n, CRC)? Then its
@@ -140,7 +140,8 @@ static void frame_header(uint8_t *h, uint64_t gen, uint64_t seq, uint32_t len)
 static int find_later(const uint8_t *buf, size_t n, uint64_t off, uint64_t gen,
                       uint64_t seq, uint64_t *at, uint64_t *next)
 {
-  static const uint8_t m[4] = {0x41, 0x48, 0x4C, 0x31};
+  uint8_t m[4];
+  put_be32(m, HL_MAGIC);
   for (uint64_t p = off; p + HL_HDR <= n; p++) {
     const uint8_t *q = memchr(buf + p, m[0], n - HL_HDR + 1 - p);
     if (q == NULL)
@@ -287,6 +288,16 @@ int hl_open(struct hotlog *h, struct hl_file f, uint64_t chunk, hl_frame_fn fn,
   }
   h->alloc = size;
   size_t n = got;
+  /* A log an older auralog wrote (its sums are zlib's crc32): every frame
+   * would look damaged, and replaying nothing would lose what only it
+   * holds. Refused: the store it belongs to is refused too (store.c). */
+  if (n >= 4 && get_be32(buf) == HL_MAGIC_OLD) {
+    snprintf(why, whylen, "hot log: written by an older auralog (store format 1); this one "
+             "reads only format 2: start the cluster in a new directory");
+    free(buf);
+    hl_close(h);
+    return -1;
+  }
 
   /* The current generation: the start frame at 0; if that one is damaged,
    * the frame that follows it (number 1, right after an empty start), but

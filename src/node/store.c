@@ -68,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/log.h"
@@ -104,14 +105,51 @@ int store_kv_commit(struct store *st, struct kv_txn *txn)
   return rc;
 }
 
-/* Open the databases (where: the directory, for messages; may be NULL). */
-static int open_kv(struct store *st, struct kv *kv, const char *where, char *why,
-                   size_t whylen)
+/* The store's format (STORE_FORMAT), in database "format": what a store
+ * holds, as it was when opened first. A store with segments or a hot log
+ * and no format was written by an auralog before formats were named
+ * (format 1: zlib crc32 sums); its sums would all look damaged, so it is
+ * refused, with what to do, rather than served or "repaired". An empty
+ * new one is stamped. *found: the format found (0: none stamped yet). */
+static int check_format(struct store *st, struct kv_txn *txn, int had_log, unsigned *found)
+{
+  unsigned db;
+  uint8_t fk[5] = {'s', 't', 'o', 'r', 'e'}, fv[4];
+  struct kv_val key = {sizeof fk, fk}, val;
+  int rc = kv_db(st->kv, txn, "format", &db);
+  if (rc != 0)
+    return rc;
+  *found = 0;
+  rc = kv_get(st->kv, txn, db, &key, &val);
+  if (rc == 0) {
+    *found = val.len == 4 ? get_be32(val.data) : 1;
+    return 0;
+  }
+  if (rc != KV_NOTFOUND)
+    return rc;
+  size_t nsegs = 0;
+  if ((rc = kv_count(st->kv, txn, st->segs, &nsegs)) != 0)
+    return rc;
+  if (nsegs > 0 || had_log) {
+    *found = 1;
+    return 0;
+  }
+  put_be32(fv, STORE_FORMAT);
+  val = (struct kv_val){sizeof fv, fv};
+  *found = STORE_FORMAT;
+  return kv_put(st->kv, txn, db, &key, &val, 0);
+}
+
+/* Open the databases (where: the directory, for messages; may be NULL;
+ * had_log: a hot log was there). */
+static int open_kv(struct store *st, struct kv *kv, const char *where, int had_log,
+                   char *why, size_t whylen)
 {
   memset(st, 0, sizeof *st);
   st->kv = kv;
   st->syncs_per_commit = kv->syncs_per_commit;
   struct kv_txn *txn;
+  unsigned format = STORE_FORMAT;
   int rc = kv_begin(kv, 0, &txn);
   if (rc == 0) {
     if (rc == 0) rc = kv_db(kv, txn, "segs", &st->segs);
@@ -120,11 +158,22 @@ static int open_kv(struct store *st, struct kv *kv, const char *where, char *why
     if (rc == 0) rc = kv_db(kv, txn, "imgs", &st->imgs);
     if (rc == 0) rc = kv_db(kv, txn, "unidx", &st->unidx);
     if (rc == 0)
-      rc = kv_count(kv, txn, st->unidx, &st->nunidx); /* left by a crash: indexed next */
+      rc = check_format(st, txn, had_log, &format);
     if (rc == 0)
+      rc = kv_count(kv, txn, st->unidx, &st->nunidx); /* left by a crash: indexed next */
+    if (rc == 0 && format == STORE_FORMAT)
       rc = store_kv_commit(st, txn);
     else
       kv_abort(kv, txn);
+  }
+  if (rc == 0 && format != STORE_FORMAT) {
+    snprintf(why, whylen, "storage%s%s was written by %s auralog (store format %u); this "
+             "one reads only format %d: start the cluster in a new directory (or delete "
+             "this one: its data is lost)", where ? " in " : "", where ? where : "",
+             format < STORE_FORMAT ? "an older" : "a newer", format, STORE_FORMAT);
+    kv_close(kv);
+    st->kv = NULL;
+    return -1;
   }
   if (rc != 0) {
     snprintf(why, whylen, "cannot open storage%s%s: %s", where ? " in " : "",
@@ -141,14 +190,16 @@ int store_open(struct store *st, const char *dir, int hot, char *why, size_t why
 {
   struct kv *kv;
   memset(st, 0, sizeof *st);
-  if (kv_lmdb_open(dir, NODE_MAP_SIZE, &kv, why, whylen) != 0)
-    return -1;
-  if (open_kv(st, kv, dir, why, whylen) != 0)
-    return -1;
-  st->timed = 1;             /* a real disk: the simulator's clock is not the wall's */
   char path[1024];
   struct hl_file f;
   snprintf(path, sizeof path, "%s/hot.log", dir);
+  struct stat sb;
+  int had_log = stat(path, &sb) == 0 && sb.st_size > 0;
+  if (kv_lmdb_open(dir, NODE_MAP_SIZE, &kv, why, whylen) != 0)
+    return -1;
+  if (open_kv(st, kv, dir, had_log, why, whylen) != 0)
+    return -1;
+  st->timed = 1;             /* a real disk: the simulator's clock is not the wall's */
   if (!hot && access(path, F_OK) != 0)
     return 0;                /* lmdb alone, each commit synced */
   if (hl_file_posix(path, &f, why, whylen) != 0) {
@@ -177,13 +228,13 @@ int store_open(struct store *st, const char *dir, int hot, char *why, size_t why
 
 int store_open_kv(struct store *st, struct kv *kv, char *why, size_t whylen)
 {
-  return open_kv(st, kv, NULL, why, whylen);
+  return open_kv(st, kv, NULL, 0, why, whylen);
 }
 
 int store_open_hot(struct store *st, struct kv *kv, struct hl_file f, uint64_t ckpt,
                    uint64_t chunk, char *why, size_t whylen)
 {
-  if (open_kv(st, kv, NULL, why, whylen) != 0) {
+  if (open_kv(st, kv, NULL, 0, why, whylen) != 0) {
     f.ops->close(f.ctx);
     return -1;
   }

@@ -38,6 +38,10 @@
 #include "node/kv.h"
 #include "node/segment.h"
 
+/* The store's format: 2 since sums are XXH3 (lib/sum.h); 1 was zlib's
+ * crc32. A store of another format is refused at open (store.c). */
+#define STORE_FORMAT 2
+
 struct store {
   struct kv *kv;             /* the store's: store_close closes it */
   unsigned segs, recs, pidx, imgs, unidx;   /* kv database handles */

@@ -7,7 +7,7 @@
  * to some LSN applied. It is stored under (volume, pg, page, P), P being
  * the LSN of the newest record it holds, so that the version as of any
  * point R >= P with no record of the page in (P, R] is that image itself.
- * Its value is the page's bytes and then a CRC-32 over the 24-byte key and
+ * Its value is the page's bytes and then a sum (lib/sum.h) over the 24-byte key and
  * those bytes: a damaged version, or one stored under another page's or
  * LSN's key, is never served.
  *
@@ -50,18 +50,20 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "bugs.h"
 #include "lib/log.h"
+#include "lib/sum.h"
 #include "node/store_int.h"
 #include "param.h"
 
 uint32_t store_img_crc(const uint8_t key[24], const uint8_t *page, uint32_t len)
 {
-  uLong c = crc32(0L, Z_NULL, 0);
-  c = crc32(c, key, 24);
-  return (uint32_t)crc32(c, page, len);
+  struct sum c;
+  sum_init(&c);
+  sum_bytes(&c, key, 24);
+  sum_bytes(&c, page, len);
+  return sum_end(&c);
 }
 
 /* Is (key, val) a whole version of a page of s? */

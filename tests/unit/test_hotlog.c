@@ -39,10 +39,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "node/hotlog.h"
+#include "node/kv.h"
+#include "param.h"
 #include "node/segment.h"
 #include "node/store.h"
 #include "record.h"
@@ -683,6 +686,55 @@ static void test_store_on_lmdb_replays(void **state)
   store_close(&st);
 }
 
+/* A node's data from an older auralog (store format 1: zlib crc32 sums)
+ * is refused at open with what to do, never read as damage (every sum
+ * would fail: the scrub would "repair" it all away) nor replayed as an
+ * empty log. Tried as an upgrading user would: the old directory kept. */
+static void test_older_store_format_refused(void **state)
+{
+  (void)state;
+  char why[400], mdb[192], hot[256];
+  snprintf(mdb, sizeof mdb, "%s/old", dir);
+  struct store st;
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), 0);
+  struct segment s;
+  seg_init(&s, 7, 3, FIRST, NPAGES, PSIZE);
+  group(&st, &s, 1, 0, 10, 1);
+  store_shutdown(&st);
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), 0);   /* ours: opens */
+  store_shutdown(&st);
+  /* As an older auralog left it: segments, and no format stamped. */
+  struct kv *kv;
+  struct kv_txn *txn;
+  unsigned db;
+  assert_int_equal(kv_lmdb_open(mdb, NODE_MAP_SIZE, &kv, why, sizeof why), 0);
+  assert_int_equal(kv_begin(kv, 0, &txn), 0);
+  assert_int_equal(kv_db(kv, txn, "format", &db), 0);
+  uint8_t fk[5] = {'s', 't', 'o', 'r', 'e'};
+  struct kv_val key = {sizeof fk, fk};
+  assert_int_equal(kv_del(kv, txn, db, &key), 0);
+  int wrote;
+  assert_int_equal(kv_commit(kv, txn, &wrote), 0);
+  kv_close(kv);
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), -1);
+  if (strstr(why, "older auralog (store format 1)") == NULL ||
+      strstr(why, "new directory") == NULL)
+    fail_msg("not said: %s", why);
+  /* A fresh directory holding only an older hot log: refused too. */
+  snprintf(mdb, sizeof mdb, "%s/oldlog", dir);
+  assert_int_equal(mkdir(mdb, 0755), 0);
+  snprintf(hot, sizeof hot, "%s/hot.log", mdb);
+  FILE *f = fopen(hot, "w");
+  assert_non_null(f);
+  uint8_t frame[HL_HDR + 8] = {'A', 'H', 'L', '1'};
+  assert_int_equal(fwrite(frame, 1, sizeof frame, f), sizeof frame);
+  fclose(f);
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), -1);
+  if (strstr(why, "older auralog") == NULL)
+    fail_msg("not said: %s", why);
+  seg_free(&s);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -696,6 +748,7 @@ int main(void)
     cmocka_unit_test(test_truncation_not_resurrected),
     cmocka_unit_test(test_replay_never_lowers_meta),
     cmocka_unit_test(test_store_on_lmdb_replays),
+    cmocka_unit_test(test_older_store_format_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
