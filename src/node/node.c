@@ -360,6 +360,14 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
     free(fate);
     return rc;
   }
+  /* Can a record seg_admit calls new be on disk, whole, already? Only if
+   * this transaction staged it (every whole record committed is chained
+   * or pending: segment.h), so only if it staged records of s before this
+   * batch, or the batch names an LSN twice (its LSNs do not rise). Else
+   * no lookup: one per record was a tenth of a busy node's store work. */
+  int look = node_staged_recs(n, s);
+  for (size_t i = 1; i < cnt && !look; i++)
+    look = recs[i]->lsn <= recs[i - 1]->lsn;
   for (size_t i = 0; i < cnt; i++) {
     const Rec *r = recs[i];
     uint64_t held_epoch;
@@ -369,7 +377,7 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
      * linked, counted or acknowledged as added twice. Only a whole copy
      * counts: a damaged one left on disk (rechain skips it) is what this
      * good copy must replace (simulator, seeds 307 and 644). */
-    if (fate[i] == 0 && store_held_whole(&n->st, s, r->lsn)) {
+    if (fate[i] == 0 && look && store_held_whole(&n->st, s, r->lsn)) {
       fate[i] = 1;
       (*dups)++;
     }
@@ -394,7 +402,7 @@ int node_stage(struct node *n, struct segment *s, Rec *const *recs, size_t cnt,
       n->links = realloc(n->links, n->caplinks * sizeof *n->links);
     }
     n->links[n->nlinks++] = (struct link){s, r->lsn, r->prev_lsn, r->page_no,
-                                          (uint32_t)auralog__record__get_packed_size(r)};
+                                          (uint32_t)n->st.last_put_len};
     (*added)++;
   }
   free(fate);

@@ -366,7 +366,7 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
   uint8_t k[20], pno[4];
   rec_key(k, s->volume_id, s->pg, r->lsn);
   struct kv_val key = {sizeof k, k}, val;
-  val.len = auralog__record__get_packed_size(r);
+  val.len = st->last_put_len = auralog__record__get_packed_size(r);
   /* KV_RESERVE: the kv hands out the space and we pack straight into it. */
   int rc = kv_put(st->kv, st->txn, st->recs, &key, &val, KV_RESERVE);
   if (rc == 0) {

@@ -78,6 +78,7 @@ struct store {
   uint64_t persist_us;       /* time in store_commit()s that wrote: the kv's
                                 commit and the frame's append and flush */
   uint64_t replayed;         /* records the last open replayed from the hot log */
+  size_t last_put_len;       /* the packed size of the last record store_put_rec put */
   struct umap *umap;         /* unindexed records by page, in memory (store_umap.c) */
 };
 

@@ -86,6 +86,39 @@ static void node_acks_an_append_at_group_commit_and_keeps_it(void **state)
   node_teardown(&x);
 }
 
+
+/* A record sent twice before the turn's commit (an engine's resend beside
+ * the first Append) is stored, linked and counted once: the node looks on
+ * disk for what this transaction staged when it staged records of the
+ * segment before (or a batch's LSNs do not rise: the wire refuses that
+ * from a writer), and only then. */
+static void a_record_sent_twice_in_one_turn_counts_once(void **state)
+{
+  (void)state;
+  struct nfix x;
+  node_setup(&x);
+  struct trec t1, t2, t1b;
+  Rec *a[2] = {mkrec(&t1, 1, 0, 5, 100, 0x11, 0, 2), mkrec(&t2, 2, 1, 5, 104, 0x22, REC_CPL, 2)};
+  append(&x, 10, 2, a, 2);
+  Rec *b[1] = {mkrec(&t1b, 1, 0, 5, 100, 0x11, 0, 2)};
+  append(&x, 11, 2, b, 1);                      /* the same record 1, same turn */
+  append(&x, 12, 2, a, 2);                      /* and the whole batch again */
+  node_end_turn(x.n);
+  const Env *k = take(&x.f, x.w, APPEND_ACK);
+  assert_int_equal(k->append_ack->added, 2);
+  k = take(&x.f, x.w, APPEND_ACK);
+  assert_int_equal(k->append_ack->added, 0);
+  assert_int_equal(k->append_ack->duplicates, 1);
+  k = take(&x.f, x.w, APPEND_ACK);
+  assert_int_equal(k->append_ack->added, 0);
+  assert_int_equal(k->append_ack->duplicates, 2);
+  struct segment *s = node_find_seg(x.n, VOL, 0);
+  assert_int_equal(s->scl, 2);
+  assert_int_equal(s->nrecs, 2);
+  assert_int_equal(disk_entries(x.d, "recs"), 2);
+  node_teardown(&x);
+}
+
 static const Env *read_page(struct nfix *x, uint64_t req, uint32_t page, uint64_t need, int body)
 {
   Env env = AURALOG__ENVELOPE__INIT;
@@ -406,6 +439,7 @@ int main(void)
     cmocka_unit_test(node_acks_an_append_at_group_commit_and_keeps_it),
     cmocka_unit_test(node_reads_a_page_only_up_to_its_scl),
     cmocka_unit_test(node_seg_query_of_a_newer_epoch_fences),
+    cmocka_unit_test(a_record_sent_twice_in_one_turn_counts_once),
     cmocka_unit_test(coord_places_volumes_gives_epochs_and_watches_nodes),
     cmocka_unit_test(coord_takes_destructive_requests_only_from_the_operator),
     cmocka_unit_test(coord_refuses_a_huge_growth_and_changes_nothing),
