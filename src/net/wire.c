@@ -305,6 +305,14 @@ static int check_truncs(Auralog__TruncRange *const *t, size_t n, const char *whe
 static int check_rec_bounds(const Auralog__Record *r, const char *where,
                             char *why, size_t whylen)
 {
+  /* Every record of every Append comes here: test first, word the
+   * refusal only for one that fails (the words were 4% of a node's CPU). */
+  int fine = r->lsn <= LSN_MAX && r->prev_lsn <= LSN_MAX && r->prev_cpl <= LSN_MAX &&
+             r->epoch <= EPOCH_MAX;
+  for (size_t j = 0; j < r->n_mtr && fine; j++)
+    fine = r->mtr[j]->lsn <= LSN_MAX;
+  if (fine)
+    return ERR_NONE;
   char what[128];
   snprintf(what, sizeof what, "%s: record LSN", where);
   TRY(lsn_in(r->lsn, what, why, whylen));
