@@ -63,10 +63,13 @@ struct snap {
   double redo_bytes, redo_msgs, records, net_bytes, net_msgs, syncs, disk_bytes;
   double node_fsyncs, gossip_bytes, gossip_msgs, node_commits, node_persist_us;
   double cpu_engine, cpu_nodes;
+  double cpu_node[NCOPIES], cpu_coord, cpu_replica;   /* per role (bench_int.h) */
 };
 
 /* The machine's limit on one commit, measured before the systems (limit.c). */
 struct limit lim;
+
+const char *const bench_node_ids[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
 /* Ctrl-C or SIGTERM: stop the run, then the private cluster. */
 static volatile sig_atomic_t interrupted;
@@ -208,9 +211,12 @@ static int snapshot(struct sys *y, struct rpc *r, struct snap *sn, char *why, si
   sn->cpu_engine = bench_cpu_s(y->pid);
   if (y->volume == NULL)
     return 0;
-  static const char *nodes[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
-  for (int k = 0; k < NCOPIES; k++)
-    sn->cpu_nodes += bench_cpu_s(bench_member_pid(y->cdir, nodes[k]));
+  for (int k = 0; k < NCOPIES; k++) {
+    sn->cpu_node[k] = bench_cpu_s(bench_member_pid(y->cdir, bench_node_ids[k]));
+    sn->cpu_nodes += sn->cpu_node[k];
+  }
+  sn->cpu_coord = bench_cpu_s(bench_member_pid(y->cdir, "coord"));
+  sn->cpu_replica = bench_cpu_s(bench_member_pid(y->cdir, "R1"));
   Env *st = status_fetch(y->coord, y->volume, why, n);
   if (st == NULL)
     return -1;
@@ -324,6 +330,7 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
     pthread_create(&cs[i].th, NULL, client_main, &cs[i]);
   }
   double start = bench_now_us(), mstart = start, last = start;
+  struct prof pf = {0};
   uint64_t lasttx = 0;
   for (;;) {
     usleep(100000);
@@ -331,6 +338,8 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
     if (run.phase == 0 && t >= o->warmup) {
       run.phase = 1;
       mstart = now;
+      if (o->profile && ON_CLUSTER(y->i))
+        prof_start(&pf, o->profile, sys_names[y->i], y->pid, bench_member_pid(y->cdir, "A1"));
       /* The engine's stage timings from here on (breakdown.c). */
       if (ON_CLUSTER(y->i) && breakdown_fetch(&r, &b0, b0.err, sizeof b0.err) != 0)
         b0.ok = 0;
@@ -347,6 +356,7 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   }
   run.phase = 2;
   double mend = bench_now_us();
+  prof_stop(&pf);
   if (ON_CLUSTER(y->i)) {
     if (b0.ok && breakdown_fetch(&r, &res->bd, res->bd.err, sizeof res->bd.err) == 0)
       breakdown_window(&res->bd, &b0);
@@ -388,6 +398,10 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   res->disk_bytes = (s1.disk_bytes - s0.disk_bytes) / tx;
   res->cpu_engine_ms = (s1.cpu_engine - s0.cpu_engine) * 1000 / tx;
   res->cpu_nodes_ms = (s1.cpu_nodes - s0.cpu_nodes) * 1000 / tx;
+  for (int k = 0; k < NCOPIES; k++)
+    res->cpu_node_ms[k] = (s1.cpu_node[k] - s0.cpu_node[k]) * 1000 / tx;
+  res->cpu_coord_ms = (s1.cpu_coord - s0.cpu_coord) * 1000 / tx;
+  res->cpu_replica_ms = (s1.cpu_replica - s0.cpu_replica) * 1000 / tx;
   if (run.errors)
     snprintf(res->err, sizeof res->err, "%llu failed transactions; the first: %.300s",
              (unsigned long long)run.errors, run.err);
@@ -462,6 +476,11 @@ static void usage(FILE *f)
     "                  default each system's result and the conditions go to\n"
     "                  the coordinator of the cluster in $AURALOG_DIR or\n"
     "                  ~/.auralog, if one runs: lab 10 reads them there)\n"
+    "  --profile DIR   where CPU goes: perf samples the engine and node A1 of each\n"
+    "                  cluster system over its measured window, into\n"
+    "                  DIR/SYSTEM-ROLE.perf.data, with the top of perf report in\n"
+    "                  DIR/SYSTEM-ROLE.txt (needs perf: Debian's linux-perf;\n"
+    "                  sampling costs a few percent: quote unprofiled runs)\n"
     "\n"
     "What each figure means and how to read it honestly: bench/README.md.\n");
 }
@@ -494,7 +513,8 @@ int bench_main(int argc, char **argv)
     {"dir", required_argument, 0, 'D'}, {"base-port", required_argument, 0, 'p'},
     {"reads", required_argument, 0, 'R'}, {"help", no_argument, 0, 'h'},
     {"group", required_argument, 0, 'g'}, {"group-timeout", required_argument, 0, 'G'},
-    {"no-limit", no_argument, 0, 'L'}, {"no-note", no_argument, 0, 'N'}, {0}};
+    {"no-limit", no_argument, 0, 'L'}, {"no-note", no_argument, 0, 'N'},
+    {"profile", required_argument, 0, 'P'}, {0}};
   static struct opts o;
   o = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
                     .warmup = 2, .sys = {1, 1, 1, 1, 1, 1}, .base = 7600, .reads = "durable",
@@ -542,6 +562,7 @@ int bench_main(int argc, char **argv)
     case 'G': o.group_ms = parse_int("--group-timeout", optarg, 0, 10000); break;
     case 'L': o.no_limit = 1; break;
     case 'N': o.no_note = 1; break;
+    case 'P': o.profile = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -562,6 +583,13 @@ int bench_main(int argc, char **argv)
     any |= o.sys[i];
   if (!any)
     die("bench: --systems names no system");
+  if (o.profile) {
+    char pwhy[300];
+    if (strchr(o.profile, '\''))
+      die("bench: --profile: the directory name may not hold a quote: %s", o.profile);
+    if (prof_check(o.profile, pwhy, sizeof pwhy) != 0)
+      die("bench: %s", pwhy);
+  }
   if (!o.dir[0])
     bench_dir(o.dir, sizeof o.dir, "bench");
   if (bench_mkdirs(o.dir) != 0)

@@ -16,6 +16,7 @@
 #define ON_CLUSTER(i) ((i) < 2 || (i) == SYS_NOKEY)
 #define TX_TIMEOUT  30000        /* ms: one transaction's answer */
 
+extern const char *const bench_node_ids[NCOPIES];  /* "A1".."C2" (bench.c) */
 extern const char *const sys_names[NSYS];   /* "auralog", ... (bench.c) */
 
 struct opts {
@@ -27,6 +28,7 @@ struct opts {
   int group, group_ms;       /* application group commit (group.c): 1 is off */
   int no_limit;              /* --no-limit: skip the machine's limit */
   int no_note;               /* --no-note: tell no cluster's journal (note.c) */
+  const char *profile;       /* --profile DIR: perf over the measured window (profile.c) */
   char dir[1024];
 };
 
@@ -42,6 +44,9 @@ struct result {
   /* per transaction, over tx_all */
   double net_bytes, net_msgs, redo_bytes, redo_msgs, records, gossip_bytes, gossip_msgs;
   double fsyncs_engine, fsyncs_nodes, disk_bytes, cpu_engine_ms, cpu_nodes_ms;
+  /* CPU per transaction by role: each node (bench_node_ids), the
+   * coordinator, the read replica (0 where the system has none). */
+  double cpu_node_ms[NCOPIES], cpu_coord_ms, cpu_replica_ms;
   double load_s;
   struct breakdown bd;       /* where a commit's time went (a cluster system) */
   /* Group commit: logical transactions per SQL one, and the SQL
@@ -49,6 +54,21 @@ struct result {
   double mean_group;
   struct hist sqlh;
 };
+
+/* profile.c: perf over a cluster system's measured window, for the
+ * engine and node A1 (--profile). prof_check: perf is there and dir made
+ * (else why); prof_start / prof_stop around the window. */
+struct profrec {
+  pid_t perf;
+  char data[1200], txt[1200], role[16];
+};
+struct prof {
+  struct profrec r[2];
+  int n;
+};
+int prof_check(const char *dir, char *why, size_t n);
+void prof_start(struct prof *pf, const char *dir, const char *sys, pid_t engine, pid_t node);
+void prof_stop(struct prof *pf);
 
 /* Application group commit among one run's clients (group.c). */
 struct group;

@@ -101,6 +101,13 @@ cJSON *report_json(const struct result *rs, int i)
   cJSON_AddNumberToObject(j, "disk_bytes_per_tx", r->disk_bytes);
   cJSON_AddNumberToObject(j, "cpu_ms_per_tx_engine", r->cpu_engine_ms);
   cJSON_AddNumberToObject(j, "cpu_ms_per_tx_nodes", r->cpu_nodes_ms);
+  if (ON_CLUSTER(i)) {
+    cJSON *per = cJSON_AddObjectToObject(j, "cpu_ms_per_tx_node");
+    for (int k = 0; k < NCOPIES; k++)
+      cJSON_AddNumberToObject(per, bench_node_ids[k], r->cpu_node_ms[k]);
+    cJSON_AddNumberToObject(j, "cpu_ms_per_tx_coord", r->cpu_coord_ms);
+    cJSON_AddNumberToObject(j, "cpu_ms_per_tx_replica", r->cpu_replica_ms);
+  }
   cJSON_AddNumberToObject(j, "transactions", (double)r->tx_all);
   cJSON_AddNumberToObject(j, "latency_samples", (double)r->h.n);
   cJSON_AddNumberToObject(j, "load_s", r->load_s);
@@ -235,4 +242,15 @@ void report_table(const struct opts *o, const struct result *rs, cJSON *cond)
            "tier; engine CPU %.3f ms, nodes CPU %.3f ms\n", rs[0].fsyncs_nodes,
            rs[0].gossip_bytes / 1024, rs[0].cpu_engine_ms, rs[0].cpu_nodes_ms);
   }
+  for (int i = 0; i < NSYS; i++)
+    if (ON_CLUSTER(i) && rs[i].ran && !rs[i].err[0]) {
+      const struct result *r = &rs[i];
+      printf("\nCPU per transaction by role, %s (ms): engine %.3f, coordinator %.3f, "
+             "replica %.3f, nodes %.3f =", sys_names[i], r->cpu_engine_ms, r->cpu_coord_ms,
+             r->cpu_replica_ms, r->cpu_nodes_ms);
+      for (int k = 0; k < NCOPIES; k++)
+        printf(" %s %.3f", bench_node_ids[k], r->cpu_node_ms[k]);
+      printf("\n");
+      break;                   /* the first cluster system's */
+    }
 }
