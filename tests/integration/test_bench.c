@@ -218,6 +218,19 @@ static void all_six_systems_in_json(void **state)
   assert_true(num(au, "fsyncs_engine_per_tx") == 0);   /* the engine has no disk */
   assert_true(num(au, "fsyncs_nodes_per_tx") > 0);
   assert_true(num(pg, "redo_bytes_per_tx") > 10 * num(au, "redo_bytes_per_tx"));
+  /* CPU by role: each of the six nodes did work; together they are the
+   * nodes' figure; the coordinator's is there. */
+  cJSON *per = cJSON_GetObjectItem(au, "cpu_ms_per_tx_node");
+  assert_int_equal(cJSON_GetArraySize(per), 6);
+  double sum = 0;
+  cJSON *it;
+  cJSON_ArrayForEach(it, per) {
+    assert_true(cJSON_IsNumber(it) && it->valuedouble > 0);
+    sum += it->valuedouble;
+  }
+  assert_true(fabs(sum - num(au, "cpu_ms_per_tx_nodes")) < 1e-6 + 1e-6 * sum);
+  assert_true(num(au, "cpu_ms_per_tx_coord") >= 0);
+  assert_true(num(au, "cpu_ms_per_tx_replica") >= 0);
   limit_and_stages_in_json(doc, au, 4);
   cJSON *wal = result(doc, "sqlite-wal-full"), *del = result(doc, "sqlite-delete-full");
   cJSON *mem = result(doc, "sqlite-memory");
@@ -315,7 +328,8 @@ static void bad_options_fail_in_one_line(void **state)
 {
   (void)state;
   const char *bad[] = {"sideways", "--clients 0", "--systems auralog,mysql", "--rows abc",
-                       "--duration -1", "write-only extra", "--base-port 80"};
+                       "--duration -1", "write-only extra", "--base-port 80",
+                       "--profile /proc/auralog-no-such-dir"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char err[1024] = "";
     int rc = sh(err, sizeof err, "%s bench %s --dir %s-bad 2>&1", bin, bad[i], bdir);
