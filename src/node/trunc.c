@@ -166,8 +166,8 @@ int node_trunc_auth(struct node *n, const struct segment *s, const struct trunc 
 
 /* Answer with the segment's state; tail: its highest record <= upto. For
  * a scan, also the records above `after`, at most max of them. */
-static void reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s, uint64_t upto, int scan, uint64_t after,
-                       size_t max)
+static void reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
+                       uint64_t upto, int scan, uint64_t after, size_t max)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
