@@ -391,7 +391,22 @@ static int idle_due(struct node *n, struct gossip *g, const struct segment *s, u
   }
   if (g->idle && (int)(n->ticks - g->next) < 0)
     return 0;
-  if (g->idle == 0 || moved)
+  /* A peer heard lately that this segment knows only below its own SCL
+   * holds its GC there (bg.c gc_point) until heard again: no backing off
+   * while one does. Else, after a burst of writes to an idle PG, the five
+   * peers were heard one pull at a time at 1, 2, 4, 8, 12.8 s: GC came
+   * ~16-28 s after the last write (it_storage waited 15 s, and failed
+   * under load). Not counted: a peer silent that long (a node that is
+   * down does not keep its peers pulling every second), and one known
+   * below this segment's GC point (a spare filling: it pulls, and so is
+   * heard, as often as it needs; 450 segments of a repair pulling every
+   * second for it would slow the repair). */
+  int lag = 0;
+  unsigned long long now = io_now(n->io);
+  for (int k = 0; k < g->npeers && !lag; k++)
+    lag = g->peer_at[k] && now - g->peer_at[k] < (unsigned long long)GOSSIP_IDLE_MAX * GOSSIP_MS &&
+          g->peer_scl[k] < s->scl && g->peer_scl[k] >= s->gc_lsn;
+  if (g->idle == 0 || moved || lag)
     g->idle = GOSSIP_IDLE;
   else if (g->idle < GOSSIP_IDLE_MAX && !tf)
     g->idle = 2 * g->idle < GOSSIP_IDLE_MAX ? 2 * g->idle : GOSSIP_IDLE_MAX;

@@ -558,6 +558,7 @@ static double node_seg_min(const char *id, const char *k)
 /* Wait (up to ms) until every node but skip has freed main up to lsn. */
 static void wait_gc_all(uint64_t lsn, const char *skip, int ms)
 {
+  unsigned long long t0 = now_ms();
   for (int t = 0; t < ms / 200; t++) {
     cJSON *st = status("main");
     int ok = 1;
@@ -566,8 +567,11 @@ static void wait_gc_all(uint64_t lsn, const char *skip, int ms)
           seg_min(st, node_ids[i], "gc_lsn") < (double)lsn)
         ok = 0;
     cJSON_Delete(st);
-    if (ok)
+    if (ok) {
+      printf("# every node freed main up to %llu %llu ms after the last write\n",
+             (unsigned long long)lsn, now_ms() - t0);
       return;
+    }
     usleep(200000);
   }
   fail_msg("the nodes did not free main up to %llu in %d ms", (unsigned long long)lsn, ms);

@@ -359,6 +359,24 @@ static void idle_segments_gossip_rarely_one_with_a_hole_every_period(void **stat
   for (int i = 0; i < GOSSIP_IDLE; i++)
     gossip_period(&x, pulls, 2);
   assert_int_equal(pulls[0], before + 1);
+  /* Its five peers, heard lately, are known only below its SCL until
+   * each is heard again (one a pull): they hold its GC there (bg.c). So
+   * it does not back off until all are: five pulls within about five
+   * GOSSIP_IDLE periods (backing off, 1, 2, 4, 8 times that: GC came up
+   * to ~28 s after the last write). Then it backs off again. */
+  for (int i = 0; i < 5 * GOSSIP_IDLE; i++)
+    gossip_period(&x, pulls, 2);
+  if (pulls[0] < before + NCOPIES - 1)
+    fail_msg("%u pulls in %d periods after a write: the peers are not all heard again",
+             pulls[0] - before, 6 * GOSSIP_IDLE);
+  struct segment *s0 = node_find_seg(x.n, VOL, 0);
+  const struct gossip *g0 = &x.n->gs[kmap_get(&x.n->gsidx, VOL, 0)];
+  for (int k = 0; k < g0->npeers; k++)
+    assert_true(g0->peer_scl[k] >= s0->scl);
+  before = pulls[0];
+  for (int i = 0; i < 12 * GOSSIP_IDLE; i++)
+    gossip_period(&x, pulls, 2);
+  assert_true(pulls[0] - before <= 4);
   node_teardown(&x);
 }
 
