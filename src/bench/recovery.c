@@ -138,7 +138,7 @@ static int cmp_double(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static double median(const double *v, int n)
+double median(const double *v, int n)
 {
   double s[MAXREP];
   if (n <= 0)
@@ -148,7 +148,7 @@ static double median(const double *v, int n)
   return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-static double maxof(const double *v, int n)
+double maxof(const double *v, int n)
 {
   double m = 0;
   for (int i = 0; i < n; i++)

@@ -81,6 +81,10 @@ void eng_write(struct eng *e, uint64_t want, uint64_t seed);
 /* SIGKILL the engine, start it again, and time repeat k into z. */
 void eng_crash(struct eng *e, struct size *z, int k, uint64_t seed);
 
+/* recovery.c: the median and the largest of v[0..n) (at most MAXREP). */
+double median(const double *v, int n);
+double maxof(const double *v, int n);
+
 /* recpgs.c: --pgs: grow the volume to each of pgs[0..n) PGs in turn and
  * crash the engine reps times at each; the results go into out (json) or
  * a table on stdout, with cond (the conditions) beside them. */

@@ -53,26 +53,6 @@ static void grow_to(const struct eng *e, uint32_t npgs)
   }
 }
 
-static double med(double *v, int n)
-{
-  for (int i = 1; i < n; i++)          /* a handful: insertion sort */
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static double top(const double *v, int n)
-{
-  double m = 0;
-  for (int i = 0; i < n; i++)
-    if (v[i] > m)
-      m = v[i];
-  return m;
-}
-
 void rec_pgs(struct eng *e, const uint32_t *pgs, int n, int reps, uint64_t seed, int json,
              cJSON *out, cJSON *cond)
 {
@@ -97,10 +77,10 @@ void rec_pgs(struct eng *e, const uint32_t *pgs, int n, int reps, uint64_t seed,
       progress(1, "auralog: crash and restart %d of %d at %u PGs", k + 1, reps, pgs[i]);
       eng_crash(e, z, k, seed);
     }
-    recx[i] = top(z->rec, reps);
-    recm[i] = med(z->rec, reps);
-    firstm[i] = med(z->first, reps);
-    openm[i] = med(z->open, reps);
+    recx[i] = maxof(z->rec, reps);
+    recm[i] = median(z->rec, reps);
+    firstm[i] = median(z->first, reps);
+    openm[i] = median(z->open, reps);
   }
   cJSON_AddStringToObject(cond, "pgs", "the volume grown to that many PGs before the "
                           "crashes; the table's pages are in the first few, the others "

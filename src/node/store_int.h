@@ -14,6 +14,7 @@
 #define AURALOG_STORE_INT_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "node/hotlog.h"
 #include "node/store.h"
@@ -82,6 +83,16 @@ int store_open_hot_log(struct store *st, struct hl_file f, uint64_t ckpt, uint64
  * unidx at the next get. get appends the LSNs of s's page_no unindexed in
  * (after, upto] to *v (n, cap as page_lsns keeps them); -1: no map (the
  * caller scans unidx). */
+/* Append lsn to the growing list *v (*n of *cap used). */
+static inline void lsn_push(uint64_t **v, size_t *n, size_t *cap, uint64_t lsn)
+{
+  if (*n == *cap) {
+    *cap = *cap ? 2 * *cap : 16;
+    *v = realloc(*v, *cap * sizeof **v);
+  }
+  (*v)[(*n)++] = lsn;
+}
+
 void store_umap_add(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
 void store_umap_del(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
 void store_umap_drop(struct store *st);

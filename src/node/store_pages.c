@@ -147,18 +147,13 @@ static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segme
       uint64_t lsn = get_be64((uint8_t *)key.data + 16);
       if (lsn > upto)
         break;
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        v = realloc(v, cap * sizeof *v);
-      }
-      v[n++] = lsn;
+      lsn_push(&v, &n, &cap, lsn);
     }
     kv_cursor_close(st->kv, cur);
   }
   size_t nidx = n;
-  if (store_umap_get(st, txn, s, page_no, after, upto, &v, &n, &cap) == 0) {
-    /* the map said (Invariant U, store_umap.c) */
-  } else {
+  /* The map says (Invariant U, store_umap.c); without one, unidx. */
+  if (store_umap_get(st, txn, s, page_no, after, upto, &v, &n, &cap) != 0) {
     rec_key(k, s->volume_id, s->pg, after + 1);
     key.len = 20;
     key.data = k;
@@ -172,11 +167,7 @@ static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segme
           break;
         if (val.len != 4 || get_be32(val.data) != page_no)
           continue;
-        if (n == cap) {
-          cap = cap ? 2 * cap : 16;
-          v = realloc(v, cap * sizeof *v);
-        }
-        v[n++] = lsn;
+        lsn_push(&v, &n, &cap, lsn);
       }
       kv_cursor_close(st->kv, cur);
     }

@@ -222,12 +222,7 @@ int store_umap_get(struct store *st, struct kv_txn *txn, const struct segment *s
   if (!b->used)
     return 0;
   const uint64_t *l = b->lsn + b->off;
-  for (uint32_t i = lsn_at(b, after + 1); i < b->n && l[i] <= upto; i++) {
-    if (*n == *cap) {
-      *cap = *cap ? 2 * *cap : 16;
-      *v = realloc(*v, *cap * sizeof **v);
-    }
-    (*v)[(*n)++] = l[i];
-  }
+  for (uint32_t i = lsn_at(b, after + 1); i < b->n && l[i] <= upto; i++)
+    lsn_push(v, n, cap, l[i]);
   return 0;
 }
