@@ -179,6 +179,10 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
 #define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 #define READ_SLOW_MS    5000    /* ... and that node gets reads only when no other can, this long */
+#define READ_NEAR_MS    5       /* a segment whose reads take at most 2x the fastest's plus this
+                                 * is as good as the fastest: reads rotate among those (read.c) */
+#define READ_LAT_MS     5000    /* a node's read latency not measured for this long is unknown
+                                 * again (worth one read): a slow node that healed gets reads back */
 #define READ_STALE_MS   30000   /* a node that served a page older (or newer) than the writer knows it gets reads only when no other can, this long (vfs/pagelsn.h) */
 
 /* Page index on a node (store.c): a commit stores records in LSN order and

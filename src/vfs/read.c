@@ -8,6 +8,13 @@
  * read time out or served a stale page lately last (paper §2.1: the
  * quorum, and reads, route around an outlier); a segment that refuses, is
  * slow or answers a page the end-to-end check refuses is left for another.
+ * Within each of those, the fastest: each node's read round trip is a
+ * moving average, and reads rotate among the segments within 2x the
+ * fastest's plus READ_NEAR_MS (on one machine, all of them), skipping one
+ * that answers late but in time (two nodes 300 ms slow once made a full
+ * scan take minutes while four fast segments were complete: the crash
+ * campaign's point 100). A latency not measured for READ_LAT_MS is
+ * unknown again, so a node that healed is tried and gets its share back.
  *
  * Rules kept here (DESIGN.md §4, invariant 4):
  *  - need is exact: the PG's last record at or below the read point, from
@@ -67,6 +74,43 @@ uint64_t pg_freed_at(const struct pgout *g, uint64_t lsn)
   return g->freed[(first + lo - 1) % FREED_RING];
 }
 
+/* What node n's reads are known to take, ms x 16; 0 (worth a try) if
+ * never measured or not for READ_LAT_MS. */
+static uint32_t read_lat(const struct vnode *n, unsigned long long now)
+{
+  if (n->read_lat_at == 0 || now - n->read_lat_at > READ_LAT_MS)
+    return 0;
+  return n->read_ms16;
+}
+
+/* Node n answered a read sent at sent_at: a quarter of the new sample,
+ * or all of it when what was known is forgotten (a healed node is not
+ * held to its old average). */
+static void read_learn(struct vnode *n, unsigned long long sent_at, unsigned long long now)
+{
+  unsigned long long ms = now > sent_at ? now - sent_at : 0;
+  uint32_t sample = (uint32_t)(ms < 60000 ? ms : 60000) * 16;
+  int known = n->read_lat_at != 0 && now - n->read_lat_at <= READ_LAT_MS;
+  n->read_ms16 = known ? (3 * n->read_ms16 + sample) / 4 : sample;
+  n->read_lat_at = now ? now : 1;
+}
+
+/* May segment slot s of g take read r in pass `pass`? */
+static int read_may(const struct volume *v, const struct pgout *g, const struct readreq *r,
+                    int s, int pass, unsigned long long now)
+{
+  if (g->node[s] < 0)
+    return 0;
+  const struct vnode *n = &v->nodes[g->node[s]];
+  if (r->tried & (1u << s) || !n->up)
+    return 0;
+  if (pass == 0 && g->scl[s] < r->need)
+    return 0;
+  if (pass < 2 && (now < n->read_slow_until || now < n->stale_until))
+    return 0;
+  return 1;
+}
+
 void read_dispatch(struct volume *v, struct readreq *r)
 {
   struct pgout *g = &v->pgs[r->pg];
@@ -75,23 +119,27 @@ void read_dispatch(struct volume *v, struct readreq *r)
    * reachable one (it answers "not complete" if it is behind). Current
    * segments only (slots 0..NCOPIES-1, member.h): a next one is still
    * being hydrated, and may lack versions below its SCL's records. */
-  /* Passes: complete and not known slow; not known slow; any. */
+  /* Passes: complete and not known slow; not known slow; any. In each,
+   * the first in the page's rotation that is near the fastest. */
   unsigned long long now = io_now(v->io);
-  for (int pass = 0; pass < 3 && pick < 0; pass++)
+  for (int pass = 0; pass < 3 && pick < 0; pass++) {
+    uint32_t best = UINT32_MAX;
+    for (int s = 0; s < NCOPIES; s++)
+      if (read_may(v, g, r, s, pass, now)) {
+        uint32_t l = read_lat(&v->nodes[g->node[s]], now);
+        best = l < best ? l : best;
+      }
+    if (best == UINT32_MAX)
+      continue;
+    uint32_t near = 2 * best + READ_NEAR_MS * 16;
     for (int k = 0; k < NCOPIES; k++) {
       int s = (int)((r->page_no + (unsigned)k) % NCOPIES);
-      if (g->node[s] < 0)
-        continue;
-      const struct vnode *n = &v->nodes[g->node[s]];
-      if (r->tried & (1u << s) || !n->up)
-        continue;
-      if (pass == 0 && g->scl[s] < r->need)
-        continue;
-      if (pass < 2 && (now < n->read_slow_until || now < n->stale_until))
-        continue;
-      pick = s;
-      break;
+      if (read_may(v, g, r, s, pass, now) && read_lat(&v->nodes[g->node[s]], now) <= near) {
+        pick = s;
+        break;
+      }
     }
+  }
   if (pick < 0) {
     /* Everyone reachable refused (or no one is reachable yet): start
      * over shortly; a node coming up dispatches it at once. */
@@ -128,6 +176,7 @@ void read_dispatch(struct volume *v, struct readreq *r)
 void read_done(struct volume *v, struct readreq *r, const Env *env)
 {
   r->req = 0;
+  read_learn(&v->nodes[r->node], r->sent_at, io_now(v->io));
   if (env->body_case == AURALOG__ENVELOPE__BODY_PAGE &&
       env->page->data.len == v->page_size) {
     /* End to end (invariants 4, 8; vfs/pagelsn.h): the page must carry

@@ -102,6 +102,8 @@ struct vnode {
   unsigned long long retry_at;
   struct volume *v;
   unsigned long long read_slow_until; /* it let a read time out: others first till then */
+  uint32_t read_ms16;        /* its reads' round trip, ms x 16, a moving average (read.c) */
+  unsigned long long read_lat_at; /* when read_ms16 last learned (0: never) */
   unsigned long long stale_until; /* it served a page the end-to-end check refused
                                      (read.c): others first till then */
   unsigned nfl;              /* Appends in flight to it: while any is, new

@@ -495,10 +495,12 @@ static void failover_promotes_and_loses_nothing(void **state)
    * the turn's commit (node/trunc.c node_defer), the coordinator to tell
    * a tick's membership steps at its end (coord/member.c), and idle
    * gossip to keep pulling while a peer is known behind (node/gossip.c):
-   * the same messages, in another order. */
+   * the same messages, in another order. And when reads began to go to
+   * the segments near the fastest (vfs/read.c): the same reads, some to
+   * other segments (seed 3 two steps fewer). */
   static const struct {
     uint64_t seed, hash;
-  } before[] = {{1, 0x0765ce289d13b3ffull}, {2, 0x726dc0a728860385ull}, {3, 0x7d7f053fbd410996ull}};
+  } before[] = {{1, 0x8bc639c285f2b538ull}, {2, 0x786db0980498fd6cull}, {3, 0xcf8ae388073edca5ull}};
   for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
     struct sim_opts o = opts(before[i].seed, ALL_FAULTS, 0);
     struct sim_result r;

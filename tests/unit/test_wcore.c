@@ -25,6 +25,9 @@
  *    newest record) is refused, counted and named; the read goes to
  *    another segment, whose right page is what the reader gets, and the
  *    stale node gets no reads while others can serve;
+ *  - reads go to the fast segments: two nodes that answer in 300 ms (in
+ *    time, so never counted slow) get a read now and then to measure them,
+ *    not a third of them; once they heal, they get their share back;
  *  - after a recovery, the pages of the records it proved and adopted are
  *    checked exactly, and a page whose only record above the VDL was cut
  *    is not held to the cut LSN.
@@ -402,6 +405,59 @@ static void a_page_first_read_is_a_floor_for_later_reads(void **state)
   assert_memory_equal(out, pg, PSIZE);
   read_reap(v);
   free(r);
+  writer_teardown(&x);
+}
+
+/* Two segments that answer every read in 300 ms, in time (READ_TRY_MS),
+ * so never counted slow: reads go to the four fast ones once that is
+ * measured, bar one a READ_LAT_MS to measure them again; healed, they get
+ * their share back. Before: every page whose rotation began at or reached
+ * them first paid 300 ms (two of every six reads or more). */
+static void reads_go_to_the_fast_segments(void **state)
+{
+  (void)state;
+  struct wfix x;
+  open_clean(&x);
+  struct volume *v = x.v;
+  static uint8_t pg[PSIZE], out[PSIZE];
+  uint64_t l1 = write_durable(&x, 0, pg, 0, "fast");
+  int slow_a = 2, slow_b = 4;    /* B1 and C1 */
+  int to_slow = 0, reads = 0;
+  for (int k = 0; k < 60; k++) {
+    uint32_t page = (uint32_t)k % 6;     /* every rotation */
+    struct readreq *r = vcore_read(v, page, out);
+    vcore_wake(v);
+    const Env *q;
+    int s = read_sent_to(&x, &q);
+    int slow = s == slow_a || s == slow_b;
+    x.f.now += slow ? 300 : 1;
+    to_slow += slow;
+    reads++;
+    answer_page(&x, s, q, page == 0 ? pg : (const uint8_t[PSIZE]){0}, page == 0 ? l1 : 0);
+    assert_int_equal(r->done, 1);
+    read_reap(v);
+    free(r);
+  }
+  /* Each slow one: one read to learn it, then one a READ_LAT_MS (the loop
+   * took about 60 ms, plus 300 a slow read). */
+  assert_true(to_slow <= 4);
+  /* Healed: after READ_LAT_MS unheard they are tried again, answer fast,
+   * and take reads again. */
+  x.f.now += READ_LAT_MS + 1;
+  to_slow = 0;
+  for (int k = 0; k < 60; k++) {
+    uint32_t page = (uint32_t)k % 6;
+    struct readreq *r = vcore_read(v, page, out);
+    vcore_wake(v);
+    const Env *q;
+    int s = read_sent_to(&x, &q);
+    x.f.now += 1;
+    to_slow += s == slow_a || s == slow_b;
+    answer_page(&x, s, q, page == 0 ? pg : (const uint8_t[PSIZE]){0}, page == 0 ? l1 : 0);
+    read_reap(v);
+    free(r);
+  }
+  assert_true(to_slow >= 10);
   writer_teardown(&x);
 }
 
@@ -812,6 +868,7 @@ int main(void)
     cmocka_unit_test(recovery_needs_a_read_quorum),
     cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
+    cmocka_unit_test(reads_go_to_the_fast_segments),
     cmocka_unit_test(recovery_teaches_the_adopted_pages_and_forgets_the_cut),
     cmocka_unit_test(recovery_below_a_heard_vdl_is_a_data_loss_alarm),
     cmocka_unit_test(truncation_ends_lal_past_the_vdl_or_earlier_end),
