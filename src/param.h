@@ -177,6 +177,8 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
                                  * moving position's next segment may take longer than 10 s to
                                  * fill, member.h M1/M2: the crash campaign's point 50) */
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
+#define MRPL_TELL_MS    1000    /* a PG idle this long whose segments last heard an older PGMRPL
+                                 * than now frees is told it (an Append with no records, vcore.c) */
 #define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 #define READ_SLOW_MS    5000    /* ... and that node gets reads only when no other can, this long */
 #define READ_NEAR_MS    5       /* a segment whose reads take at most 2x the fastest's plus this

@@ -409,6 +409,7 @@ static void read_hold(const Auralog__Status *st, struct read_hold *h)
   memset(h, 0, sizeof *h);
   const Auralog__EngineStat *e = st->engine;
   h->min_gc = UINT64_MAX;
+  uint64_t max_gc = 0;
   for (size_t k = 0; k < st->n_segs; k++) {
     const Auralog__SegStat *ss = st->segs[k];
     h->recs += ss->records;
@@ -416,9 +417,12 @@ static void read_hold(const Auralog__Status *st, struct read_hold *h)
     h->bytes += ss->bytes;
     if (ss->records && ss->gc_lsn < h->min_gc)
       h->min_gc = ss->gc_lsn;    /* (a segment holding nothing has nothing to free) */
+    max_gc = ss->gc_lsn > max_gc ? ss->gc_lsn : max_gc;
   }
+  /* None holds a record: GC freed all it was given, up to the furthest
+   * point any segment reached (coord/jreplica.c seg_totals: the same). */
   if (h->min_gc == UINT64_MAX)
-    h->min_gc = 0;
+    h->min_gc = max_gc;
   if (e == NULL)
     return;
   h->pgmrpl = e->pgmrpl;

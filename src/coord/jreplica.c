@@ -83,6 +83,7 @@ static void seg_totals(const struct coord *co, uint64_t vol_id, uint64_t *recs, 
 {
   *recs = *vers = *bytes = 0;
   *min_gc = UINT64_MAX;
+  uint64_t max_gc = 0;
   for (size_t i = 0; i < co->nnodes; i++) {
     const struct cnode *n = co->nodes[i];
     for (size_t j = 0; j < n->nstats; j++) {
@@ -94,10 +95,15 @@ static void seg_totals(const struct coord *co, uint64_t vol_id, uint64_t *recs, 
       *bytes += s->bytes;
       if (s->records && s->gc_lsn < *min_gc)
         *min_gc = s->gc_lsn;
+      max_gc = s->gc_lsn > max_gc ? s->gc_lsn : max_gc;
     }
   }
+  /* None holds a record: GC freed everything it was given, up to the
+   * furthest point a segment reached (an idle volume, once its segments
+   * heard the PGMRPL: vfs/vcore.c tell_pgmrpl). 0 here kept `gcpassed`
+   * from ever being written when GC had freed all. */
   if (*min_gc == UINT64_MAX)
-    *min_gc = 0;
+    *min_gc = max_gc;
 }
 
 /* The replica whose read point is the PGMRPL (the oldest reader first),

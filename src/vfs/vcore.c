@@ -209,6 +209,10 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   if (tail > a.pgmrpl)
     tail = pg_freed_at(g, a.pgmrpl);   /* a replica's read point, below what is kept */
   a.pgmrpl_tail = tail <= a.pgmrpl ? tail : 0;
+  if (a.pgmrpl_tail > g->told_tail)
+    g->told_tail = a.pgmrpl_tail;
+  g->told_at = io_now(v->io);
+  g->told = 1;
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
   Auralog__TruncRange tr, *btv = NULL, **btp = NULL;
@@ -631,6 +635,49 @@ static void poke_next(struct volume *v)
   }
 }
 
+/* The PGMRPL reaches storage with every Append (send_append), so a PG
+ * written steadily hears each new one at once. One that stopped being
+ * written would not: its segments keep the PGMRPL of its last Append,
+ * below its own last records, and a reader that ended after the writes
+ * stopped (lab 9, by hand: the writer's loop was over before the student
+ * typed COMMIT) would hold their GC until the next write, however long.
+ * So every MRPL_TELL_MS, if the PGMRPL moved (or a PG was left for
+ * later), each PG with nothing pending whose segments last heard a tail
+ * below the one they could now free to, and that sent nothing for
+ * MRPL_TELL_MS, gets an Append with no records at every segment. A PG
+ * being written is never sent one (its Appends carry it), so a busy
+ * volume pays one comparison a PG a second; an idle one that was written
+ * pays six small messages a PG, once. Only a writer (a replica's volume
+ * writes nothing); not while recovering, fenced or closing. */
+static void tell_pgmrpl(struct volume *v)
+{
+  unsigned long long now = io_now(v->io);
+  if (v->reader || !v->opened || v->fenced || v->closing || now < v->mrpl_at)
+    return;
+  v->mrpl_at = now + MRPL_TELL_MS;
+  uint64_t p = vol_pgmrpl(v);
+  if (p == v->mrpl_passed && !v->mrpl_again)
+    return;
+  v->mrpl_passed = p;
+  v->mrpl_again = 0;
+  for (size_t i = 0; i < v->npgs; i++) {
+    struct pgout *g = &v->pgs[i];
+    if (!g->told)
+      continue;                 /* never written by this writer: nothing new to free */
+    uint64_t tail = pg_need(g, p);
+    if (tail > p)
+      tail = pg_freed_at(g, p);
+    if (tail > p || tail <= g->told_tail)
+      continue;                 /* unknown, or told already */
+    if (g->head < g->n || now - g->told_at < MRPL_TELL_MS) {
+      v->mrpl_again = 1;        /* being written: its Appends tell it, or a later pass */
+      continue;
+    }
+    for (int s = 0; s < NSLOTS; s++)
+      send_append(v, (uint32_t)i, s, 0, 0);   /* (no-op for an absent slot) */
+  }
+}
+
 void vcore_tick(struct volume *v)
 {
   if (v->rcv)
@@ -639,6 +686,7 @@ void vcore_tick(struct volume *v)
   poke_next(v);
   vcore_connect(v);
   vcore_flush(v);
+  tell_pgmrpl(v);
 }
 
 /* Free what the core holds (the driver frees v itself). */

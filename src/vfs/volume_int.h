@@ -81,6 +81,11 @@ struct pgout {
    * here rather than left unknown (pg_freed_at). */
   uint64_t *freed;
   unsigned freed_n;          /* ever noted: the next goes to freed_n % FREED_RING */
+  /* The PGMRPL's tail its last Append carried, and when it went (vcore.c
+   * tell_pgmrpl: an idle PG's segments hear a PGMRPL that moved). */
+  uint64_t told_tail;
+  unsigned long long told_at;
+  uint8_t told;              /* this writer sent it an Append */
 };
 
 /* The PG's last record at or below lsn among the records it freed lately
@@ -189,6 +194,11 @@ struct volume {
   size_t ntrans;
   int probe_soon;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
+  /* The PGMRPL at the last pass of tell_pgmrpl (vcore.c), when it is due
+   * again, and whether a PG was left for a later pass. */
+  uint64_t mrpl_passed;
+  unsigned long long mrpl_at;
+  int mrpl_again;
   /* The engine server's reads mode (vol_reads_default), the replies it
    * sent with data above the VDL (immediate) or held back until the VDL
    * covered it (durable) (vol_read_seen; under drv->mu): reported, lab 7. */

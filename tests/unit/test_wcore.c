@@ -25,6 +25,10 @@
  *    newest record) is refused, counted and named; the read goes to
  *    another segment, whose right page is what the reader gets, and the
  *    stale node gets no reads while others can serve;
+ *  - an idle PG's segments hear the PGMRPL: once writes stop (or a read
+ *    that held it ends after they stopped), each segment of a PG written
+ *    gets one Append with no records carrying the tail it may free to,
+ *    after MRPL_TELL_MS, and only once;
  *  - reads go to the fast segments: two nodes that answer in 300 ms (in
  *    time, so never counted slow) get a read now and then to measure them,
  *    not a third of them; once they heal, they get their share back;
@@ -405,6 +409,69 @@ static void a_page_first_read_is_a_floor_for_later_reads(void **state)
   assert_memory_equal(out, pg, PSIZE);
   read_reap(v);
   free(r);
+  writer_teardown(&x);
+}
+
+/* Every segment of pg 0 got one Append with no records, carrying tail:
+ * acked; nothing else went. */
+static void beacons_carry(struct wfix *x, uint64_t tail)
+{
+  for (int i = 0; i < NCOPIES; i++) {
+    assert_int_equal(count(&x->f, x->seg[i], APPEND), 1);
+    const Env *e = take(&x->f, x->seg[i], APPEND);
+    assert_int_equal(e->append->n_records, 0);
+    assert_int_equal(e->append->pgmrpl_tail, tail);
+    ack(x, i, e->req, tail);
+  }
+}
+
+static void an_idle_pg_hears_the_pgmrpl_once(void **state)
+{
+  (void)state;
+  struct wfix x;
+  open_clean(&x);
+  struct volume *v = x.v;
+  static uint8_t pg[PSIZE], out[PSIZE];
+  write_durable(&x, 1, pg, 0, "a");
+  uint64_t l2 = write_durable(&x, 1, pg, 4, "b");
+  /* The Append of l2 carried the PGMRPL before it (the tail l1): the
+   * segments may not free l2's page versions yet. Writes stop. */
+  x.f.now += MRPL_TELL_MS + 1;
+  vcore_tick(v);
+  beacons_carry(&x, l2);
+  /* Once: later ticks send nothing while nothing moves. */
+  for (int k = 0; k < 3; k++) {
+    x.f.now += MRPL_TELL_MS + 1;
+    vcore_tick(v);
+    for (int i = 0; i < NCOPIES; i++)
+      assert_int_equal(count(&x.f, x.seg[i], APPEND), 0);
+  }
+  /* A read holds the PGMRPL at l2 while l3 is written; it ends after the
+   * writes stopped: the segments hear l3, a MRPL_TELL_MS later. */
+  struct readreq *r = vcore_read(v, 1, out);
+  vcore_wake(v);
+  const Env *q;
+  int s = read_sent_to(&x, &q);
+  uint64_t l3 = write_durable(&x, 1, pg, 8, "c");
+  x.f.now += MRPL_TELL_MS + 1;
+  vcore_tick(v);               /* the read still holds it at l2: told already */
+  for (int i = 0; i < NCOPIES; i++)
+    assert_int_equal(count(&x.f, x.seg[i], APPEND), 0);
+  /* (That read was late, READ_TRY_MS: the tick sent it to another
+   * segment, which answers.) */
+  const Env *q2;
+  int s2 = read_sent_to(&x, &q2);
+  assert_int_not_equal(s2, s);
+  static uint8_t was[PSIZE];
+  memcpy(was, pg, PSIZE);
+  memset(was + 8, 0, 1);
+  answer_page(&x, s2, q2, was, l2);
+  assert_int_equal(r->done, 1);
+  read_reap(v);
+  free(r);
+  x.f.now += MRPL_TELL_MS + 1;
+  vcore_tick(v);
+  beacons_carry(&x, l3);
   writer_teardown(&x);
 }
 
@@ -869,6 +936,7 @@ int main(void)
     cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(reads_go_to_the_fast_segments),
+    cmocka_unit_test(an_idle_pg_hears_the_pgmrpl_once),
     cmocka_unit_test(recovery_teaches_the_adopted_pages_and_forgets_the_cut),
     cmocka_unit_test(recovery_below_a_heard_vdl_is_a_data_loss_alarm),
     cmocka_unit_test(truncation_ends_lal_past_the_vdl_or_earlier_end),
