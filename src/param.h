@@ -179,6 +179,8 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
 #define MRPL_TELL_MS    1000    /* a PG idle this long whose segments last heard an older PGMRPL
                                  * than now frees is told it (an Append with no records, vcore.c) */
+#define FARENA_CHUNK    (64 * 1024) /* a received frame's messages are unpacked into chunks this
+                                     * large, reused frame after frame (net/farena.h) */
 #define READ_TRY_MS     500     /* a page read not answered by then goes to another segment */
 #define READ_SLOW_MS    5000    /* ... and that node gets reads only when no other can, this long */
 #define READ_NEAR_MS    5       /* a segment whose reads take at most 2x the fastest's plus this

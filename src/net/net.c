@@ -9,6 +9,7 @@
 #include "net/keyfile.h"
 #include "lib/addr.h"
 #include "lib/log.h"
+#include "net/farena.h"
 #include "net/net.h"
 #include "param.h"
 
@@ -445,7 +446,7 @@ static void alloc_in(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 /* Take the next whole frame off c->in at off: 1 with *env (NULL if it
  * was the handshake's and is handled), 0 if it is not all there, -1 if
  * the conn failed. */
-static int next_frame(struct conn *c, size_t *off, Env **env)
+static int next_frame(struct conn *c, size_t *off, Env **env, ProtobufCAllocator *alloc)
 {
   char why[256];
   size_t avail = c->nin - *off, used, need;
@@ -475,7 +476,7 @@ static int next_frame(struct conn *c, size_t *off, Env **env)
               "replayed or from another connection)");
     return -1;
   }
-  int rc = wire_parse(p, 4 + (size_t)len, env, &used, &need, why, sizeof why);
+  int rc = wire_parse_in(p, 4 + (size_t)len, alloc, env, &used, &need, why, sizeof why);
   if (rc <= 0) {
     conn_fail(c, 0, ERR_BAD_FRAME, why);
     return -1;
@@ -509,9 +510,14 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   while (!c->closing) {
     Env *env;
     char why[256];
-    int rc = next_frame(c, &off, &env);
-    if (rc <= 0)
+    /* The frame's messages live in the frame arena (net/farena.h) until
+     * its handler returns: nothing of it may be kept past that. */
+    ProtobufCAllocator *fa = farena_enter();
+    int rc = next_frame(c, &off, &env, fa);
+    if (rc <= 0) {
+      farena_leave();
       break;
+    }
     int code = wire_check(env, why, sizeof why);
     if (code != ERR_NONE)
       conn_fail(c, env->req, (uint32_t)code, why);
@@ -523,7 +529,9 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
       conn_fail(c, env->req, ERR_BAD_MSG, "a second handshake on one connection");
     else
       c->on_msg(c, env);
-    wire_free(env);
+    if (fa == NULL)
+      wire_free(env);          /* (from the arena: let go all at once) */
+    farena_leave();
   }
   if (!c->closing) {
     memmove(c->in, c->in + off, c->nin - off);

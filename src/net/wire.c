@@ -54,6 +54,12 @@ uint8_t *wire_frame_room(const Env *env, size_t room, size_t *len)
 int wire_parse(const uint8_t *buf, size_t n, Env **out, size_t *used,
                size_t *need, char *why, size_t whylen)
 {
+  return wire_parse_in(buf, n, NULL, out, used, need, why, whylen);
+}
+
+int wire_parse_in(const uint8_t *buf, size_t n, ProtobufCAllocator *alloc, Env **out,
+                  size_t *used, size_t *need, char *why, size_t whylen)
+{
   *out = NULL;
   *used = 0;
   *need = 4;
@@ -72,7 +78,7 @@ int wire_parse(const uint8_t *buf, size_t n, Env **out, size_t *used,
   *need = 4 + (size_t)len;
   if (n < *need)
     return 0;
-  Env *env = auralog__envelope__unpack(NULL, len, buf + 4);
+  Env *env = auralog__envelope__unpack(alloc, len, buf + 4);
   if (env == NULL) {
     snprintf(why, whylen, "frame of %u bytes is not an auralog message", len);
     return -1;

@@ -63,6 +63,10 @@ uint8_t *wire_frame_room(const Env *env, size_t room, size_t *len);
  *  -1  bad frame: why says what was wrong; the connection must be closed. */
 int wire_parse(const uint8_t *buf, size_t n, Env **out, size_t *used,
                size_t *need, char *why, size_t whylen);
+/* The same, its messages from alloc (NULL: the system's; net.c gives a
+ * frame arena, net/farena.h, and then does not wire_free it). */
+int wire_parse_in(const uint8_t *buf, size_t n, ProtobufCAllocator *alloc, Env **out,
+                  size_t *used, size_t *need, char *why, size_t whylen);
 
 void wire_free(Env *env);
 

@@ -7,7 +7,9 @@
  * that an oversized or empty frame is refused with a reason before any
  * memory is set aside for it; and that random garbage (random bytes, random
  * well-formed protobuf, valid frames with bytes changed) never crashes the
- * reader or wire_check.
+ * reader or wire_check; and that a frame unpacked into the frame arena
+ * (net/farena.h, as net.c does) reads the same, stays whole under a nested
+ * frame, and leaves one chunk behind, frame after frame, however large.
  *
  * What wire_check refuses is in test_wirecheck.c (malformed messages,
  * unknown fields) and test_wirebounds.c (LSNs and epochs out of range).
@@ -23,6 +25,7 @@
 
 #include "rng.h"
 #include "wire_util.h"
+#include "net/farena.h"
 
 /* ---- round trips --------------------------------------------------------- */
 
@@ -398,6 +401,103 @@ static void test_mutated_frames(void **state)
   free(f);
 }
 
+/* ---- the frame arena (net/farena.h) ------------------------------------ */
+
+/* frame[0..len) of an Append of three records, as a peer sends it. */
+static uint8_t *append_frame(struct trec *recs, struct tappend *t, size_t *len)
+{
+  trec_make(&recs[0], 10, 0, 5, 1, 0, 16);
+  trec_make(&recs[1], 11, 10, 6, 3, 40, 33);
+  trec_make(&recs[2], 15, 11, 5, 2, 4000, 8);
+  tappend_make(t, recs, 3);
+  uint8_t *f = wire_frame(&t->env, len);
+  assert_non_null(f);
+  return f;
+}
+
+static void same_append(const Env *e, const struct trec *recs)
+{
+  assert_int_equal(e->body_case, AURALOG__ENVELOPE__BODY_APPEND);
+  assert_int_equal(e->append->n_records, 3);
+  for (size_t i = 0; i < 3; i++) {
+    const Auralog__Record *a = e->append->records[i], *b = &recs[i].r;
+    assert_int_equal(a->lsn, b->lsn);
+    assert_int_equal(a->n_ranges, b->n_ranges);
+    for (size_t j = 0; j < a->n_ranges; j++)
+      assert_memory_equal(a->ranges[j]->data.data, b->ranges[j]->data.data,
+                          b->ranges[j]->data.len);
+  }
+}
+
+static void test_frame_arena(void **state)
+{
+  (void)state;
+  struct trec recs[3];
+  struct tappend t;
+  size_t len, used, need;
+  char why[128];
+  uint8_t *f = append_frame(recs, &t, &len);
+  ProtobufCAllocator *fa = farena_enter();
+  if (fa == NULL) {             /* a sanitizer build: the system allocator */
+    farena_leave();
+    free(f);
+    skip();
+  }
+  /* Frame after frame: the same contents, one chunk held between them. */
+  for (int k = 0; k < 200; k++) {
+    if (k)
+      assert_ptr_equal(farena_enter(), fa);
+    Env *e;
+    assert_int_equal(wire_parse_in(f, len, fa, &e, &used, &need, why, sizeof why), 1);
+    assert_int_equal(used, len);
+    check_is(e, ERR_NONE);
+    same_append(e, recs);
+    farena_leave();
+    assert_int_equal(farena_held(), FARENA_CHUNK);
+  }
+  /* A frame received while another is handled: the outer one stays whole
+   * until the outermost leave (Invariant A), even when the inner one
+   * takes more chunks. */
+  Env *outer, *inner;
+  farena_enter();
+  assert_int_equal(wire_parse_in(f, len, fa, &outer, &used, &need, why, sizeof why), 1);
+  farena_enter();
+  for (int k = 0; k < 2000; k++)
+    assert_int_equal(wire_parse_in(f, len, fa, &inner, &used, &need, why, sizeof why), 1);
+  assert_true(farena_held() > FARENA_CHUNK);
+  farena_leave();
+  same_append(outer, recs);
+  same_append(inner, recs);
+  farena_leave();
+  assert_int_equal(farena_held(), FARENA_CHUNK);
+  /* A message larger than a chunk gets a chunk of its own, let go after. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Page pg = AURALOG__PAGE__INIT;
+  size_t big = 3 * FARENA_CHUNK;
+  uint8_t *data = malloc(big);
+  for (size_t i = 0; i < big; i++)
+    data[i] = (uint8_t)(i * 7);
+  pg.volume_id = 1;
+  pg.data.data = data;
+  pg.data.len = big;
+  env.req = 5;
+  env.body_case = AURALOG__ENVELOPE__BODY_PAGE;
+  env.page = &pg;
+  size_t blen;
+  uint8_t *bf = wire_frame(&env, &blen);
+  assert_non_null(bf);
+  farena_enter();
+  Env *e;
+  assert_int_equal(wire_parse_in(bf, blen, fa, &e, &used, &need, why, sizeof why), 1);
+  assert_int_equal(e->page->data.len, big);
+  assert_memory_equal(e->page->data.data, data, big);
+  farena_leave();
+  assert_true(farena_held() <= FARENA_CHUNK);
+  free(bf);
+  free(data);
+  free(f);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -413,6 +513,7 @@ int main(void)
     cmocka_unit_test(test_garbage_payload),
     cmocka_unit_test(test_structured_garbage),
     cmocka_unit_test(test_mutated_frames),
+    cmocka_unit_test(test_frame_arena),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
