@@ -182,6 +182,7 @@ struct node {
   struct repreq { uint64_t req, vol, need; uint32_t pg, page;
                   unsigned long long sent_at; int peer; } rep[REPAIR_INFLIGHT];
   int rep_peer;
+  int rep_soon;              /* answers came this turn: refill the window at its end (bg.c) */
   uint64_t coalesced, gc_records, gc_images, scrubbed, damage_found, repaired, catchups;
   /* Truncations refused, on any path: their signatures or their bound
    * (seg_trunc_ok); those the store refused at start are its own count. */

@@ -15,7 +15,11 @@
  *    of time is at most HYDRATE_BYTES_PER_S for it plus one tick's
  *    savings (HYDRATE_BURST), and it does not wait GOSSIP_MS per pull;
  *  - its heartbeat says it is hydrating, and how much it pulled, until
- *    it is done.
+ *    it is done;
+ *  - a catch-up refills its window of page reads once a turn, after the
+ *    turn's answers, not once per answer: a refill scans every segment
+ *    the node hosts, and per answer a spare hydrating 484 segments
+ *    fetched 2.3 MiB/s (bench repair, 700 PGs; 11.9 MiB/s once a turn).
  * Each prints how long the hydration took (simulated clock, instant
  * network) and the CPU it cost.
  */
@@ -447,6 +451,67 @@ static void hydration_keeps_to_its_rate_bound_and_does_not_wait_a_tick_per_pull(
   hfree(&g);
 }
 
+/* Page reads G has sent so far. */
+static size_t reads_sent(const struct hn *g)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < g->f.nout; i++)
+    k += g->f.out[i].env->body_case == AURALOG__ENVELOPE__BODY_READ_PAGE;
+  return k;
+}
+
+static void a_catch_up_refills_its_window_once_a_turn(void **state)
+{
+  (void)state;
+  struct hn p, g;
+  keys();
+  hboot(&p, "A1", "A1:1", 1000);
+  p.n->gc_peer_wait_ms = 1;
+  hassign(&p, 0, 1);
+  const uint64_t n = 20000, gc = 12000;
+  const uint32_t pages = 256;
+  hwrite_all(&p, 1, n, pages, 8, 0);
+  hwrite(&p, n + 1, n + 1, pages, 8, gc);
+  for (int i = 0; i < 20 && node_find_seg(p.n, VOL, 0)->gc_lsn < gc; i++) {
+    p.f.now += GC_MS;
+    node_end_turn(p.n);
+  }
+  hboot(&g, "A3", "A3:1", p.f.now);
+  hassign(&g, 1, 2);
+  hassign(&p, 1, 2);
+  struct segment *sg = node_find_seg(g.n, VOL, 0);
+  int seen = 0;
+  for (int t = 0; t < 200 && !seen && sg->scl < n; t++) {
+    p.f.now += GOSSIP_MS;
+    g.f.now = p.f.now;
+    gossip_tick(p.n);
+    gossip_tick(g.n);
+    node_end_turn(p.n);
+    node_end_turn(g.n);
+    bring_up(&p, &g);
+    bring_up(&g, &p);
+    if (carry(&g, &p))
+      node_end_turn(p.n);     /* P answers what G asked */
+    size_t r0 = reads_sent(&g);
+    size_t answers = 0;
+    for (size_t i = p.routed; i < p.f.nout; i++)
+      answers += p.f.out[i].env->body_case == PAGE;
+    carry(&p, &g);            /* every answer in one turn of G's */
+    size_t r1 = reads_sent(&g);
+    node_end_turn(g.n);
+    size_t r2 = reads_sent(&g);
+    if (answers >= 8 && sg->catchup) {
+      assert_int_equal(r1, r0);        /* none asked within the turn ... */
+      assert_true(r2 >= r1 + answers / 2);   /* ... the window refilled at its end */
+      seen = 1;
+    }
+  }
+  assert_true(seen);
+  settle(&p, &g);
+  hfree(&p);
+  hfree(&g);
+}
+
 int main(void)
 {
   log_quiet(2);
@@ -454,6 +519,7 @@ int main(void)
     cmocka_unit_test(a_new_segment_pulls_the_whole_log_of_peers_that_freed_nothing),
     cmocka_unit_test(a_new_segment_of_peers_that_freed_their_early_log_fetches_pages_then_the_log),
     cmocka_unit_test(hydration_keeps_to_its_rate_bound_and_does_not_wait_a_tick_per_pull),
+    cmocka_unit_test(a_catch_up_refills_its_window_once_a_turn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
