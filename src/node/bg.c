@@ -228,6 +228,7 @@ static int gc_some(struct node *n, unsigned long long now)
       return -1;
     opened = 1;
     size_t nr, ni;
+    uint64_t made0 = n->st.gc_made;
     int rc = store_gc(&n->st, s, p, budget, &nr, &ni, why, sizeof why);
     if (rc != 0) {
       logwarn_rl("%s", why);
@@ -239,6 +240,12 @@ static int gc_some(struct node *n, unsigned long long now)
       node_mark_dirty(n, s);
     n->gc_records += nr;
     n->gc_images += ni;
+    /* The versions GC made are records coalesced into pages (paper
+     * §4.2.3: "advance the materialized pages ... by coalescing the older
+     * log records and then safely garbage collecting them"). Not counted,
+     * lab 8's check saw none made where GC ran before any page reached
+     * COALESCE_RECS records (an idle PG hears the PGMRPL: vcore.c). */
+    n->coalesced += n->st.gc_made - made0;
     budget -= nr < budget ? nr : budget;
   }
   n->gc_next++;

@@ -70,6 +70,8 @@ struct store {
   unsigned last_applied;
   int last_damaged;
   uint64_t met_damage;      /* damaged items met outside the scrub (load, GC): counted for status */
+  uint64_t gc_made;         /* page versions GC made (each page it frees records of gets its
+                               version at the GC point first): coalescing too (bg.c counts it) */
   uint64_t truncs_refused;  /* truncations load or replay found out of bounds (seg_trunc_ok) */
   uint64_t checkpoints;      /* hot-log checkpoints made */
   uint64_t ckpt_fsyncs;      /* device syncs outside group commits: checkpoints

@@ -432,6 +432,7 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
     }
     if (rc != 0)
       break;
+    st->gc_made += (uint64_t)made;
     struct kv_val img;
     uint64_t at = 0;
     if (find_image(st, st->txn, s, p, gc, &img, &at) == 1) {

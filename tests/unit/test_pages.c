@@ -647,6 +647,30 @@ static void write_history(struct nfix *x, struct model *m, struct rng *rng)
   }
 }
 
+/* A few records a page, fewer than COALESCE_RECS: the coalescer never
+ * queues them, GC makes their pages' versions as it frees them, and
+ * those count as coalesced (the node's heartbeat; lab 8's check). */
+static void versions_gc_makes_count_as_coalesced(void **state)
+{
+  (void)state;
+  struct nfix x;
+  struct model m;
+  struct rng rng;
+  struct segment *s = start_node(&x, &m, &rng, 11);
+  for (int round = 0; round < 8; round++) {
+    w_append(&x, &m, &rng, 4);
+    peers_answer(&x, &m, m.n);
+    idle(&x, 2 * GC_MS);
+  }
+  assert_true(s->gc_lsn > 0);
+  assert_true(x.n->st.gc_made > 0);
+  assert_int_equal(x.n->coalesced, x.n->st.gc_made);   /* all of them by GC */
+  for (uint32_t p = 0; p < NP; p++)
+    assert_int_equal(w_read(&x, &m, p, m.n), 1);
+  node_teardown(&x);
+  model_free(&m);
+}
+
 static void a_running_node_frees_scrubs_and_repairs(void **state)
 {
   (void)state;
@@ -1037,6 +1061,7 @@ int main(void)
   log_quiet(getenv("VERBOSE") ? 0 : 1);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(coalesced_versions_read_like_the_records),
+    cmocka_unit_test(versions_gc_makes_count_as_coalesced),
     cmocka_unit_test(the_unindexed_map_follows_every_change),
     cmocka_unit_test(indexing_a_page_s_records_oldest_first_keeps_the_map),
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
