@@ -314,8 +314,14 @@ cJSON *status(const char *volume)
   for (int t = 0; t < 3 && rc != 0; t++)
     if ((rc = sh(out, cap, "%s status --json --volume %s --coord %s", bin, volume, coord)) != 0)
       print_message("auralog status --volume %s failed (try %d of 3)\n", volume, t + 1);
-  if (rc != 0)
-    fail_msg("auralog status --volume %s failed (%d): %.300s", volume, rc, out);
+  if (rc != 0) {
+    /* Keep the cluster for its logs (cluster_stop leaves it): the crash
+     * campaign once stopped here, at point ~220 of 500, its coordinator
+     * silent for three 5 s tries, and its directory was gone. */
+    setenv("AURALOG_KEEP", "1", 1);
+    fail_msg("auralog status --volume %s failed (%d), cluster kept in %s: %.300s", volume, rc,
+             dir, out);
+  }
   cJSON *o = cJSON_Parse(out);
   if (o == NULL)
     fail_msg("auralog status --volume %s printed %zu bytes that do not parse as JSON",
