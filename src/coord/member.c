@@ -55,6 +55,7 @@ void member_free(struct coord *co)
   free(co->ms->ad);
   free(co->ms->lost);
   free(co->ms->dr);
+  free(co->ms->store);
   free(co->ms);
   co->ms = NULL;
 }
@@ -180,7 +181,6 @@ static void add_who(char who[][NAME_MAX_LEN + 1], size_t *n, const char *id)
 }
 
 /* One step on position pos of PG pgno of co->vols[vi] (see memberc.h). */
-static void tell(struct coord *co, char (*who)[NAME_MAX_LEN + 1], size_t nwho, const char *ev);
 
 static int change(struct coord *co, size_t vi, uint32_t pgno, uint32_t pos, enum mop op,
                   const char *to, char *why, size_t whylen)
@@ -285,17 +285,10 @@ static int change(struct coord *co, size_t vi, uint32_t pgno, uint32_t pos, enum
   pgc.mepoch_min = min;
   if (wire_check_pg(&pgc, why, whylen) != ERR_NONE)
     return -1;
-  Auralog__Pg **pgs = malloc(vol->n_pgs * sizeof *pgs);
-  memcpy(pgs, vol->pgs, vol->n_pgs * sizeof *pgs);
-  pgs[pgno] = &pgc;
-  Auralog__Volume tmp = *vol;
-  tmp.pgs = pgs;
-  tmp.mseq = m;
   /* Durable before anyone hears of it: a mepoch handed out is never
-   * handed out again, and a restart keeps the transition. */
-  Auralog__Volume *nv = coord_vol_store(co, &co->vols[vi], &tmp, why, whylen);
-  free(pgs);
-  if (nv == NULL)
+   * handed out again, and a restart keeps the transition (in a batch, at
+   * its end: mbatch.c). */
+  if (mb_store_pg(co, vi, &pgc, m, why, whylen) != 0)
     return -1;
   if (tn)                      /* its SCL counts from its next heartbeat (M4 b) */
     coord_forget_stat(tn, vid, pgno);
@@ -306,88 +299,8 @@ static int change(struct coord *co, size_t vi, uint32_t pgno, uint32_t pos, enum
   snprintf(ev, sizeof ev, "\"volume\":\"%s\",\"pg\":%u,\"pos\":%u,\"step\":\"%s\",\"from\":\"%s\","
            "\"to\":\"%s\",\"mepoch\":%llu,\"mepoch_min\":%llu", name, pgno, pos, op_names[op],
            from, tn ? to : "", (unsigned long long)m, (unsigned long long)min);
-  tell(co, who, nwho, ev);
+  mb_tell(co, who, nwho, ev);
   return 0;
-}
-
-/* Tell the nodes in who their new Assign, and the journal the step: now,
- * or, in a batch, once the batch is durable (batch_end). */
-static void tell(struct coord *co, char (*who)[NAME_MAX_LEN + 1], size_t nwho, const char *ev)
-{
-  struct mstate *ms = co->ms;
-  if (!ms->batch) {
-    for (size_t i = 0; i < nwho; i++) {
-      struct cnode *n = coord_node_find(co, who[i]);
-      if (n)
-        coord_send_assign(co, n, 0);
-    }
-    jn_event(co, "member", "%s", ev);
-    return;
-  }
-  for (size_t i = 0; i < nwho; i++) {
-    size_t k = 0;
-    while (k < ms->ntell && strcmp(ms->tell[k], who[i]) != 0)
-      k++;
-    if (k == ms->ntell) {
-      ms->tell = realloc(ms->tell, (ms->ntell + 1) * sizeof *ms->tell);
-      memcpy(ms->tell[ms->ntell], who[i], sizeof ms->tell[0]);
-      ms->tell[ms->ntell++][NAME_MAX_LEN] = 0;
-    }
-  }
-  ms->events = realloc(ms->events, (ms->nevents + 1) * sizeof *ms->events);
-  ms->events[ms->nevents++] = strdup(ev);
-}
-
-/* A batch of membership steps (member_tick). Each step was one synced
- * metadata commit, and an Assign to each node of its PG, before the
- * next: a repair of a node hosting ~900 segments kept the coordinator
- * from answering anyone (registrations, status) for ~30 s, and nodes
- * taken for lost moved on (crash campaign, point 80). In a batch the
- * steps are committed unsynced, one after another, and made durable
- * together at its end; only then is anyone told (each node its Assign
- * once, the journal each step in order). The rule of each step is kept:
- * durable before anyone hears of it. A crash inside the batch loses
- * steps no one heard of; a restart loads what is durable. */
-static void batch_begin(struct coord *co)
-{
-  char why[256];
-  if (meta_batch(&co->meta, 1, why, sizeof why) != 0) {
-    logwarn_rl("membership steps one by one: %s", why);
-    return;
-  }
-  co->ms->batch = 1;
-}
-
-static void batch_end(struct coord *co)
-{
-  struct mstate *ms = co->ms;
-  if (!ms->batch)
-    return;
-  ms->batch = 0;
-  char why[256];
-  if (meta_batch(&co->meta, 0, why, sizeof why) != 0) {
-    /* Memory holds steps the disk may not: no one was told of them, and
-     * only a restart (which loads what is durable) can go on. */
-    snprintf(why + strlen(why), sizeof why - strlen(why), "; the coordinator must restart");
-    logwarn("membership: %s", why);
-    if (co->io->fatal)
-      co->io->fatal(co->io->ctx, why);
-  } else {
-    for (size_t i = 0; i < ms->ntell; i++) {
-      struct cnode *n = coord_node_find(co, ms->tell[i]);
-      if (n)
-        coord_send_assign(co, n, 0);
-    }
-    for (size_t i = 0; i < ms->nevents; i++)
-      jn_event(co, "member", "%s", ms->events[i]);
-  }
-  for (size_t i = 0; i < ms->nevents; i++)
-    free(ms->events[i]);
-  free(ms->events);
-  free(ms->tell);
-  ms->events = NULL;
-  ms->tell = NULL;
-  ms->nevents = ms->ntell = 0;
 }
 
 int member_begin(struct coord *co, size_t vi, uint32_t pg, uint32_t pos, const char *to,
@@ -641,9 +554,9 @@ static void tick(struct coord *co);
 
 void member_tick(struct coord *co)
 {
-  batch_begin(co);
+  mb_batch_begin(co);
   tick(co);
-  batch_end(co);
+  mb_batch_end(co);
 }
 
 static void tick(struct coord *co)

@@ -61,6 +61,8 @@ struct mstate {
   size_t ntell;
   char **events;                    /* journal "member" events, in order */
   size_t nevents;
+  uint64_t *store;                  /* ids of the volumes changed in memory */
+  size_t nstore;
 };
 
 /* The index of position pos's next segment in pg, or -1. */
@@ -76,6 +78,17 @@ int mb_node_out(const struct cnode *n);
 /* The nodes as placement sees them, with the segments each hosts (current
  * and next): pn[i] is co->nodes[i]; free it. */
 struct pnode *mb_pnodes(const struct coord *co);
+/* A batch of steps (mbatch.c): begun, ended (stored, synced, told). */
+void mb_batch_begin(struct coord *co);
+void mb_batch_end(struct coord *co);
+/* Step mseq of volume co->vols[vi]: its PG pgc->pg is now pgc (which may
+ * point into the old one). Stored now, or in a batch at its end. 0, or
+ * -1 and why (nothing changed). */
+int mb_store_pg(struct coord *co, size_t vi, const Auralog__Pg *pgc, uint64_t mseq, char *why,
+                size_t whylen);
+/* Tell the nodes in who their Assign and the journal event ev: now, or in
+ * a batch once it is durable. */
+void mb_tell(struct coord *co, char (*who)[NAME_MAX_LEN + 1], size_t nwho, const char *ev);
 /* Set node n's state ("draining", "retired"), durably. */
 void mb_set_state(struct coord *co, struct cnode *n, const char *state);
 
