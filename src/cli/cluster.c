@@ -43,6 +43,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,31 @@ static int wait_promotion(struct cluster *cl, const char *old)
   return 0;
 }
 
+/* `cluster up` failed after starting some members: stop those it started
+ * (members that ran before it keep running), so that a failed start
+ * leaves no half cluster behind holding ports and data (a port in use,
+ * say, and the bench's next try met the members of the last one). */
+static void __attribute__((noreturn, format(printf, 2, 3))) up_fail(struct cluster *cl,
+                                                                   const char *fmt, ...)
+{
+  char why[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  int stopped = 0;
+  for (int i = 0; i < cl->n + cl->nrep; i++) {
+    struct member *m = i < cl->n ? &cl->m[i] : &cl->rep[i - cl->n];
+    if (m->spawned && cluster_stop_member(cl, m, SIGTERM))
+      stopped++;
+    m->spawned = 0;
+  }
+  if (stopped)
+    die("cluster: %s (stopped the %d member%s this start began)", why, stopped,
+        stopped == 1 ? "" : "s");
+  die("cluster: %s", why);
+}
+
 static int cmd_up(struct cluster *cl)
 {
   char self[PATH_MAX], why[512];
@@ -380,13 +406,14 @@ static int cmd_up(struct cluster *cl)
     if ((m->pid = cluster_running(cl, m)) != 0)
       continue;
     if (cluster_spawn(cl, m, self) < 0)
-      die("cluster: cannot start %s: %s", m->name, strerror(errno));
+      up_fail(cl, "cannot start %s: %s", m->name, strerror(errno));
     started++;
+    m->spawned = 1;
     if (i == 0 && cluster_wait_listening(cl, m, why, sizeof why) != 0)
-      die("cluster: %s", why);
+      up_fail(cl, "%s", why);
   }
   if (cluster_wait_nodes(cl, why, sizeof why) != 0)
-    die("cluster: %s", why);
+    up_fail(cl, "%s", why);
   /* The writer last: opening the volume is a recovery, which needs a read
    * quorum of every protection group. The coordinator says which member
    * writes (the engine until a failover). */
@@ -410,10 +437,11 @@ static int cmd_up(struct cluster *cl)
   if ((w->pid = cluster_running(cl, w)) == 0) {
     engine_started = 1;
     if (cluster_spawn(cl, w, self) < 0)
-      die("cluster: cannot start the writer %s: %s", w->name, strerror(errno));
+      up_fail(cl, "cannot start the writer %s: %s", w->name, strerror(errno));
     started++;
+    w->spawned = 1;
     if (cluster_wait_listening(cl, w, why, sizeof why) != 0)
-      die("cluster: %s", why);
+      up_fail(cl, "%s", why);
   }
   for (int i = -1; i < cl->nrep; i++) {
     struct member *m = i < 0 ? engine : &cl->rep[i];
@@ -430,10 +458,11 @@ static int cmd_up(struct cluster *cl)
     if (m->pid)
       continue;
     if (cluster_spawn(cl, m, self) < 0)
-      die("cluster: cannot start replica %s: %s", m->name, strerror(errno));
+      up_fail(cl, "cannot start replica %s: %s", m->name, strerror(errno));
     started++;
+    m->spawned = 1;
     if (cluster_wait_listening(cl, m, why, sizeof why) != 0)
-      die("cluster: %s", why);
+      up_fail(cl, "%s", why);
   }
   cluster_write_conf(cl);
   printf("auralog cluster in %s (%s)\n", cl->dir,

@@ -23,6 +23,7 @@ struct member {
   char data[DIR_MAX + 16];
   const char *tag;         /* an argument only this member's process has */
   pid_t pid;               /* running pid, or 0 */
+  int spawned;             /* started by this `cluster up` (stopped if it fails) */
 };
 
 struct cluster {

@@ -15,7 +15,10 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -524,6 +527,55 @@ static void commands_find_the_cluster_by_its_directory(void **state)
   sh(NULL, 0, "rmdir %s", empty);
 }
 
+/* Tried as a new user would: a `cluster up` that fails half way (here a
+ * node's port is taken by another program) says why in one line and
+ * leaves nothing of its own running; the members it started held ports
+ * and data, and the next `cluster up` met them. */
+static void a_failed_cluster_up_leaves_nothing_running(void **state)
+{
+  (void)state;
+  char d2[300], o[8192];
+  snprintf(d2, sizeof d2, "%s-busy", dir);
+  int b2 = free_block((int)getpid() * 2 + 7);
+  int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(b2 + 3)),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(s, 4), 0);
+  int rc = sh(o, sizeof o, "%s cluster up --dir %s --base-port %d --no-failover 2>&1", bin, d2,
+              b2);
+  close(s);
+  if (rc == 0)
+    fail_msg("`cluster up` with a node's port taken succeeded: %s", o);
+  assert_non_null(strstr(o, "stopped the"));
+  /* Any auralog process whose command line names d2 (argv[0] is the
+   * binary: not a shell that mentions it). */
+  DIR *pd = opendir("/proc");
+  struct dirent *e;
+  int left = 0;
+  while ((e = readdir(pd)) != NULL) {
+    char p[300], buf[4096];
+    snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
+    FILE *f = e->d_name[0] >= '0' && e->d_name[0] <= '9' ? fopen(p, "r") : NULL;
+    if (f == NULL)
+      continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    int is_auralog = strstr(buf, "auralog") != NULL;   /* argv[0] only: up to its NUL */
+    for (size_t i = 0; i < n; i++)
+      if (buf[i] == 0)
+        buf[i] = ' ';
+    left += is_auralog && strstr(buf, d2) != NULL;
+  }
+  closedir(pd);
+  if (left)
+    fail_msg("%d member%s of the failed start still run%s: %s", left, left == 1 ? "" : "s",
+             left == 1 ? "s" : "", o);
+  sh(NULL, 0, "%s cluster down --dir %s >/dev/null 2>&1; rm -rf %s", bin, d2, d2);
+}
+
 static void cluster_down_leaves_no_process(void **state)
 {
   (void)state;
@@ -555,6 +607,7 @@ int main(void)
     cmocka_unit_test(silent_node_is_shown_down_then_up),
     cmocka_unit_test(garbage_closes_only_that_connection),
     cmocka_unit_test(commands_fail_with_one_clear_line),
+    cmocka_unit_test(a_failed_cluster_up_leaves_nothing_running),
     cmocka_unit_test(commands_find_the_cluster_by_its_directory),
     cmocka_unit_test(cluster_down_leaves_no_process),
   };
