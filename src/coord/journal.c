@@ -103,6 +103,7 @@ struct jseg {
   uint32_t pg;
   int behind;
   uint64_t from, since, gossip;
+  uint64_t from_writer, from_peers;   /* the segment's counts when it fell behind */
   /* A hole (max_lsn > scl): since when (0: none), journaled yet, the
    * SCL it held and the node's gossip count when it opened. */
   uint64_t hole_at, hole_scl, hole_gossip;
@@ -413,6 +414,13 @@ static struct jseg *jseg(struct cjn *j, const char *node, uint64_t vol, uint32_t
   return s;
 }
 
+/* A count's growth since a segment fell behind; the count itself if it
+ * went down (the node restarted: counted from zero since). */
+static uint64_t since_behind(uint64_t now, uint64_t then)
+{
+  return now >= then ? now - then : now;
+}
+
 static void hole_scan(struct coord *co, struct cnode *n, const Auralog__SegStat *s,
                       struct jseg *g, uint64_t now);
 static void gc_sample(struct coord *co, struct cjn *j, uint64_t now);
@@ -462,6 +470,8 @@ void jn_tick(struct coord *co)
         g->from = s->scl;
         g->since = now;
         g->gossip = n->info->gossip_msgs;
+        g->from_writer = s->from_writer;
+        g->from_peers = s->from_peers;
         jn_event(co, "behind", "\"node\":\"%s\",\"az\":\"%s\",\"volume_id\":%llu,\"pg\":%u,"
                  "\"scl\":%llu,\"peers\":%llu,\"up\":%s", n->info->id, n->info->az,
                  (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->scl,
@@ -470,13 +480,16 @@ void jn_tick(struct coord *co)
       } else if (!behind && g->behind && s->scl >= p->max) {
         g->behind = 0;
         jn_event(co, "caughtup", "\"node\":\"%s\",\"az\":\"%s\",\"volume_id\":%llu,\"pg\":%u,"
-                 "\"from\":%llu,\"scl\":%llu,\"ms\":%llu,\"gossip_msgs\":%llu",
+                 "\"from\":%llu,\"scl\":%llu,\"ms\":%llu,\"gossip_msgs\":%llu,"
+                 "\"from_writer\":%llu,\"from_peers\":%llu",
                  n->info->id, n->info->az, (unsigned long long)s->volume_id, s->pg,
                  (unsigned long long)g->from, (unsigned long long)s->scl,
                  (unsigned long long)(now - g->since),
                  (unsigned long long)(n->info->gossip_msgs >= g->gossip
                                                   ? n->info->gossip_msgs - g->gossip
-                                                  : n->info->gossip_msgs));
+                                                  : n->info->gossip_msgs),
+                 (unsigned long long)since_behind(s->from_writer, g->from_writer),
+                 (unsigned long long)since_behind(s->from_peers, g->from_peers));
       }
     }
   }

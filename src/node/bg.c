@@ -498,6 +498,7 @@ void bg_on_answer(struct node *n, const Env *env)
     node_rollback(n, (uint32_t)rc, why);
     return;
   }
+  s->from_peers++;
   /* Served again from N up; below it only once GC passes N (store_gc). */
   s->floor[i] = r.need > s->gc_lsn ? r.need : 0;
   if (s->floor[i] == 0 && pg->page_lsn > 0) {

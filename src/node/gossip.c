@@ -300,7 +300,12 @@ int gossip_on_msg(struct node *n, struct ep *c, const Env *env)
   if (p == NULL)
     return 0;
   if (env->body_case == AURALOG__ENVELOPE__BODY_GOSSIP_PUSH) {
+    /* What the push staged, new to its segment (a link each; a rollback
+     * drops them all): counted here, outside the merge (lab 24's body). */
+    size_t before = n->nlinks;
     on_push(n, p, env);
+    for (size_t k = before; k < n->nlinks; k++)
+      n->links[k].s->from_peers++;
     return 1;
   }
   if (env->body_case == AURALOG__ENVELOPE__BODY_ERROR && env->req) {

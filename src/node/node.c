@@ -308,6 +308,7 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
     io_error(n->io, c, req, (uint32_t)rc, why);  /* refused: nothing changed */
     return;
   }
+  s->from_writer += added;
   /* Accepted: a newer epoch fences older writers from now on, and the
    * writer's VDL is a point recovery may start from (§4.3), heard from its
    * epoch: no truncation of a newer one may start below it (segment.c
@@ -637,6 +638,8 @@ static void stat_cheap(struct node *n, const struct segment *s, Auralog__SegStat
   st->hydrating = node_hydrating(n, s);
   st->pulled = s->pulled;
   st->mepoch = s->mepoch;
+  st->from_writer = s->from_writer;
+  st->from_peers = s->from_peers;
 }
 
 static int stat_eq(const Auralog__SegStat *a, const Auralog__SegStat *b, int cheap)
@@ -646,6 +649,7 @@ static int stat_eq(const Auralog__SegStat *a, const Auralog__SegStat *b, int che
          a->bytes == b->bytes && a->pgmrpl == b->pgmrpl && a->gc_lsn == b->gc_lsn &&
          a->images == b->images && a->oldest_image == b->oldest_image &&
          a->hydrating == b->hydrating && a->pulled == b->pulled && a->mepoch == b->mepoch &&
+         a->from_writer == b->from_writer && a->from_peers == b->from_peers &&
          (cheap || (a->unmaterialized == b->unmaterialized && a->damaged == b->damaged));
 }
 

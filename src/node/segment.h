@@ -109,6 +109,10 @@ struct segment {
   /* Hydration (node/gossip.c, node/bg.c; memory only, for status): bytes
    * of records and page versions taken from PG peers since load. */
   uint64_t pulled;
+  /* Who filled it (memory only, SegStat.from_writer / from_peers): records
+   * new to it from the writer's Appends, and records and page versions
+   * new to it from PG peers, since the node started. */
+  uint64_t from_writer, from_peers;
 };
 
 /* Is a page (an index from first_page) imaged / its floor (0: none)? */

@@ -296,6 +296,8 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen)
   kv_abort(st->kv, txn);
   fresh.pgmrpl = s->pgmrpl;  /* heard, not stored */
   fresh.pulled = s->pulled;
+  fresh.from_writer = s->from_writer;
+  fresh.from_peers = s->from_peers;
   /* The coordinator's word stands whether or not the commit that was to
    * store it did (it stored it before sending): never lowered. */
   if (s->mepoch >= fresh.mepoch) {
