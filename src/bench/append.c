@@ -153,6 +153,7 @@ struct result {
   const char *name;
   int clients, batch;
   double records_s, appends_s, p50, p99;
+  double cpu_us_rec, cpu_us_append;   /* the node's CPU (user + system); -1: unknown */
 };
 
 static double pct(double *v, size_t n, double p)
@@ -163,12 +164,13 @@ static double pct(double *v, size_t n, double p)
   return v[i];
 }
 
-static int run(const char *name, const char *addr, Auralog__Volume *v,
+static int run(const char *name, const char *addr, pid_t node_pid, Auralog__Volume *v,
                const Auralog__EpochTicket *tk, int clients, int batch, int bytes, int seconds,
                struct result *res)
 {
   struct client *cs = calloc((size_t)clients, sizeof *cs);
   pthread_t *th = calloc((size_t)clients, sizeof *th);
+  double cpu0 = node_pid > 0 ? bench_cpu_s(node_pid) : 0;
   unsigned long long t0 = now_ms();
   for (int i = 0; i < clients; i++) {
     Auralog__Pg *pg = v->pgs[i];
@@ -190,6 +192,7 @@ static int run(const char *name, const char *addr, Auralog__Volume *v,
     recs += cs[i].records;
   }
   double secs = (double)(now_ms() - t0) / 1000;
+  double cpu = node_pid > 0 ? bench_cpu_s(node_pid) - cpu0 : -1;
   double *all = malloc((nlat + 1) * sizeof *all);
   size_t k = 0;
   for (int i = 0; i < clients; i++) {
@@ -199,7 +202,9 @@ static int run(const char *name, const char *addr, Auralog__Volume *v,
   }
   qsort(all, nlat, sizeof *all, cmp_double);
   *res = (struct result){name, clients, batch, (double)recs / secs, (double)nlat / secs,
-                         pct(all, nlat, 0.50), pct(all, nlat, 0.99)};
+                         pct(all, nlat, 0.50), pct(all, nlat, 0.99),
+                         cpu >= 0 && recs ? cpu * 1e6 / (double)recs : -1,
+                         cpu >= 0 && nlat ? cpu * 1e6 / (double)nlat : -1};
   free(all);
   free(cs);
   free(th);
@@ -230,7 +235,7 @@ static void fsync_ceiling(const char *dir, int seconds, struct result *res)
   unlink(p);
   qsort(lat, n, sizeof *lat, cmp_double);
   *res = (struct result){"fsync ceiling (4 KiB write + fdatasync)", 1, 1, n / secs, n / secs,
-                         pct(lat, n, 0.5), pct(lat, n, 0.99)};
+                         pct(lat, n, 0.5), pct(lat, n, 0.99), -1, -1};
   free(lat);
 }
 
@@ -242,7 +247,9 @@ static void usage(FILE *f)
     "\n"
     "Measure durable appends to one storage node of a running cluster:\n"
     "unbatched (one record per Append) and batched (100 per Append), with 1\n"
-    "and 8 concurrent clients, beside the fsync ceiling of the same disk.\n"
+    "and 8 concurrent clients, beside the fsync ceiling of the same disk, and\n"
+    "the node's CPU (user + system, from /proc; the node's pid file in DIR)\n"
+    "per record and per Append: what a commit's records cost each node.\n"
     "\n"
     "  --node ID      node to load (default A1)\n"
     "  --seconds N    length of each run (default 3)\n"
@@ -341,6 +348,9 @@ int bench_append_main(int argc, char **argv)
   if (addr == NULL)
     die("bench: node %s holds no segment of volume bench", node);
 
+  /* The node's CPU per record: from its pid file in DIR (cluster up's);
+   * unknown (-) for a node this machine does not run. */
+  pid_t node_pid = bench_member_pid(dir, node);
   struct utsname u;
   uname(&u);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -352,8 +362,9 @@ int bench_append_main(int argc, char **argv)
            "one hot-log fdatasync per group commit; %d s per run; one Append outstanding per "
            "client; %ld cores; %s %s; baseline file in %s\n\n",
            node, addr, bytes, seconds, cores, u.sysname, u.release, dir);
-    printf("%-42s %7s %5s %11s %10s %8s %8s %9s\n", "run", "clients", "batch",
-           "records/s", "appends/s", "p50 ms", "p99 ms", "x fsync");
+    printf("%-42s %7s %5s %11s %10s %8s %8s %9s %11s %11s\n", "run", "clients", "batch",
+           "records/s", "appends/s", "p50 ms", "p99 ms", "x fsync", "cpu us/rec",
+           "cpu us/app");
   }
   fsync_ceiling(dir, seconds, &res[nres++]);
   struct { const char *name; int clients, batch; } runs[] = {
@@ -362,16 +373,21 @@ int bench_append_main(int argc, char **argv)
   for (size_t i = 0; i < 4; i++) {
     if (!json && nres == 1) {
       struct result *r = &res[0];
-      printf("%-42s %7d %5d %11.0f %10.0f %8.3f %8.3f %9.2f\n", r->name, r->clients,
-             r->batch, r->records_s, r->appends_s, r->p50, r->p99, 1.0);
+      printf("%-42s %7d %5d %11.0f %10.0f %8.3f %8.3f %9.2f %11s %11s\n", r->name, r->clients,
+             r->batch, r->records_s, r->appends_s, r->p50, r->p99, 1.0, "-", "-");
     }
-    bad |= run(runs[i].name, addr, v, &tk, runs[i].clients, runs[i].batch, bytes,
+    bad |= run(runs[i].name, addr, node_pid, v, &tk, runs[i].clients, runs[i].batch, bytes,
                seconds, &res[nres]) != 0;
     if (!json) {
       struct result *r = &res[nres];
-      printf("%-42s %7d %5d %11.0f %10.0f %8.3f %8.3f %9.2f\n", r->name, r->clients,
+      char cr[32] = "-", ca[32] = "-";
+      if (r->cpu_us_rec >= 0)
+        snprintf(cr, sizeof cr, "%.1f", r->cpu_us_rec);
+      if (r->cpu_us_append >= 0)
+        snprintf(ca, sizeof ca, "%.1f", r->cpu_us_append);
+      printf("%-42s %7d %5d %11.0f %10.0f %8.3f %8.3f %9.2f %11s %11s\n", r->name, r->clients,
              r->batch, r->records_s, r->appends_s, r->p50, r->p99,
-             r->records_s / res[0].records_s);
+             r->records_s / res[0].records_s, cr, ca);
       fflush(stdout);
     }
     nres++;
@@ -395,6 +411,10 @@ int bench_append_main(int argc, char **argv)
       cJSON_AddNumberToObject(j, "p50_ms", res[i].p50);
       cJSON_AddNumberToObject(j, "p99_ms", res[i].p99);
       cJSON_AddNumberToObject(j, "vs_fsync", res[i].records_s / res[0].records_s);
+      if (res[i].cpu_us_rec >= 0) {
+        cJSON_AddNumberToObject(j, "node_cpu_us_per_record", res[i].cpu_us_rec);
+        cJSON_AddNumberToObject(j, "node_cpu_us_per_append", res[i].cpu_us_append);
+      }
       cJSON_AddItemToArray(rs, j);
     }
     char *s = cJSON_PrintUnformatted(o);
