@@ -181,7 +181,6 @@ static void add_who(char who[][NAME_MAX_LEN + 1], size_t *n, const char *id)
 }
 
 /* One step on position pos of PG pgno of co->vols[vi] (see memberc.h). */
-
 static int change(struct coord *co, size_t vi, uint32_t pgno, uint32_t pos, enum mop op,
                   const char *to, char *why, size_t whylen)
 {
