@@ -96,6 +96,19 @@ static void after_event_core(struct simwriter *wr)
         data_loss(wr, proved, why);
         return;
       }
+      /* Fenced in its recovery: a newer writer opened the volume. vol_open
+       * tries again only for lack of a quorum; the engine exits, and the
+       * volume is the newer writer's. Opened again here, the two writers
+       * fenced each other's recoveries for good once a recovery took
+       * longer than REOPEN_MS (a node lost for good: each waited
+       * RCV_CONNECT_MS for it): seed 9474, no commit after the heal.
+       * (With failover the coordinator says who writes: failover.c.) */
+      if (err == ERR_STALE_EPOCH && !sfo_on(w)) {
+        world_trace(w, "writer %d: fenced in its recovery: it exits, as the engine does",
+                    wr->i);
+        writer_crash(wr);       /* down, and not opened again */
+        return;
+      }
       open_failed(wr);        /* a promotion: on the epoch it took */
       return;
     }
