@@ -158,6 +158,8 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
     v->drv->rout[i] = v->drv->rstat[i];
     memcpy(v->drv->rout_addr[i], v->drv->raddr[i], sizeof v->drv->rout_addr[i]);
     v->drv->rout[i].addr = v->drv->rout_addr[i];
+    memcpy(v->drv->rout_holder[i], v->drv->rholder[i], sizeof v->drv->rout_holder[i]);
+    v->drv->rout[i].holder = v->drv->rout_holder[i];
     v->drv->routp[i] = &v->drv->rout[i];
   }
   es.replicas = v->drv->routp;

@@ -42,11 +42,16 @@ struct vdrv {
   Auralog__ReplicaStat rstat[REPLICAS_MAX];
   Auralog__ReplicaStat *rstatp[REPLICAS_MAX];
   char raddr[REPLICAS_MAX][ADDR_MAX_LEN + 1];
+  char rholder[REPLICAS_MAX][ADDR_MAX_LEN + 1];
   size_t nrstat;
-  /* ... and the report's copy of them (the thread that builds reports). */
+  /* ... and the report's copy of them (the thread that builds reports).
+   * Every string is copied, under mu: the report is packed outside it,
+   * and a string the feed's thread rewrites meanwhile (a replica's
+   * reader, `holder`) made pack write past the size it had measured. */
   Auralog__ReplicaStat rout[REPLICAS_MAX];
   Auralog__ReplicaStat *routp[REPLICAS_MAX];
   char rout_addr[REPLICAS_MAX][ADDR_MAX_LEN + 1];
+  char rout_holder[REPLICAS_MAX][ADDR_MAX_LEN + 1];
   /* Lease probes' answers waiting for the I/O thread (vprobe.c, under mu). */
   Auralog__Volume **members;
   size_t nmembers;

@@ -893,9 +893,14 @@ void vol_set_replicas(struct volume *v, uint64_t floor, const Auralog__ReplicaSt
   if (n > REPLICAS_MAX)
     n = REPLICAS_MAX;
   for (size_t i = 0; i < n; i++) {
+    /* Copied whole: rs points into the feed's state, which its thread
+     * changes after this returns (the reader's holder on each ack). */
     v->drv->rstat[i] = *rs[i];
     snprintf(v->drv->raddr[i], sizeof v->drv->raddr[i], "%s", rs[i]->addr);
     v->drv->rstat[i].addr = v->drv->raddr[i];
+    snprintf(v->drv->rholder[i], sizeof v->drv->rholder[i], "%s",
+             rs[i]->holder ? rs[i]->holder : "");
+    v->drv->rstat[i].holder = v->drv->rholder[i];
   }
   v->drv->nrstat = n;
   pthread_mutex_unlock(&v->drv->mu);

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "rng.h"
+#include "vfs/vdrv.h"
 #include "vfs/volume_int.h"
 
 /* A PG whose freed records end at durable_tail and whose list holds the
@@ -96,11 +97,41 @@ static void test_need_against_brute_force(void **state)
   }
 }
 
+/* The replicas' stats the engine reports (vol_set_replicas) own their
+ * strings: the feed's thread rewrites a replica's reader (holder) on each
+ * ack while the I/O thread packs the report, and pack wrote 64 bytes past
+ * the size it had measured (ASan, it_replica under make test SAN=1). */
+static void test_replica_stats_own_their_strings(void **state)
+{
+  (void)state;
+  struct volume v;
+  struct vdrv d;
+  memset(&v, 0, sizeof v);
+  memset(&d, 0, sizeof d);
+  pthread_mutex_init(&d.mu, NULL);
+  v.drv = &d;
+  char addr[64] = "127.0.0.1:7410", holder[64] = "";
+  Auralog__ReplicaStat rs = AURALOG__REPLICA_STAT__INIT;
+  const Auralog__ReplicaStat *rp = &rs;
+  rs.addr = addr;
+  rs.holder = holder;
+  rs.readers = 1;
+  vol_set_replicas(&v, 0, &rp, 1);
+  snprintf(holder, sizeof holder, "127.0.0.1:53638 (a reader that came since)");
+  snprintf(addr, sizeof addr, "127.0.0.1:9999");
+  assert_int_equal(d.nrstat, 1);
+  assert_string_equal(d.rstat[0].holder, "");
+  assert_string_equal(d.rstat[0].addr, "127.0.0.1:7410");
+  assert_ptr_not_equal(d.rstat[0].holder, holder);
+  pthread_mutex_destroy(&d.mu);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_need_is_the_last_record_at_or_below),
     cmocka_unit_test(test_need_against_brute_force),
+    cmocka_unit_test(test_replica_stats_own_their_strings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
