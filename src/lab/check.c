@@ -578,9 +578,11 @@ void check4(struct labctx *x)
    * the gap splits depends on the run: at a person's pace the writer
    * often holds nothing any more, and gossip fills it all. So the right
    * word is what this run's segment says it took from whom. */
-  const char *who = by_peers < 0 ? "both"
-                    : by_peers > 0 && by_writer > 0 ? "both"
-                    : by_peers > 0 ? "peers" : by_writer > 0 ? "engine" : "both";
+  const char *who = "both";     /* also for a journal without the counts */
+  if (by_peers > 0 && by_writer <= 0)
+    who = "peers";
+  else if (by_writer > 0 && by_peers <= 0)
+    who = "engine";
   char what[300];
   const char *given = answer(x, "who_resends");
   if (by_peers >= 0 && !(given && strcmp(given, who) == 0))
