@@ -56,6 +56,8 @@ struct shared {
   long last_us;                 /* how long the last acknowledged one took */
   long next;                    /* next txn number */
   long acked, failed;
+  long pace_us;                 /* parent -> writer: wait this long after each acknowledged
+                                 * commit (0: back to back) */
   int rstop;                    /* parent -> reader: stop now */
   long reads, reads_ok, reads_full;
 };

@@ -104,6 +104,9 @@ static void writer_main(void)
       __atomic_store_n(&sh_w->last_us, (long)(now_us() - t0), __ATOMIC_SEQ_CST);
       __atomic_add_fetch(&sh_w->acked, 1, __ATOMIC_SEQ_CST);
       backoff = 0;
+      long pace = __atomic_load_n(&sh_w->pace_us, __ATOMIC_SEQ_CST);
+      if (pace > 0)
+        usleep((useconds_t)pace);
     } else {
       __atomic_add_fetch(&sh_w->failed, 1, __ATOMIC_SEQ_CST);
       backoff = backoff ? (backoff < 100000 ? 2 * backoff : backoff) : 10000;

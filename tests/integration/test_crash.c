@@ -63,7 +63,8 @@
  * its PG (gossip converged).
  *
  * AURALOG_CRASH_POINTS sets the number of crash points (default 20; `make
- * torture` runs 500), AURALOG_CRASH_SEED the seed, AURALOG_CRASH_SHAPES
+ * torture` runs 500 on six nodes, then a campaign of its own with repairs:
+ * AURALOG_CRASH_REPAIR=1, below), AURALOG_CRASH_SEED the seed, AURALOG_CRASH_SHAPES
  * (a list of classic, interrupted, azcut, nodeback, slow) the shapes to
  * play, to isolate one (default all). An engine without --cache (`auralog
  * engine --help`) runs with its default cache; the summary says so. On a
@@ -445,6 +446,12 @@ static void repair_point(int p)
     more_acks(1 + below(4), p, "after a recovery during a repair");
     n_repair_crashes++;
   }
+  /* The wait for the repair to settle: the writer goes on, paced to five
+   * commits a second, so the spares hydrate under writes to the end. Back
+   * to back, it wrote tens of megabytes into each long repair, the next
+   * repair had that much more to move, and the campaign's time grew
+   * faster than its points (more than four hours for 500). */
+  __atomic_store_n(&sh_w->pace_us, 200000L, __ATOMIC_SEQ_CST);
   while (!repair_settled(n, why, sizeof why)) {
     if (now_ms() - t0 > limit) {
       clients_stop();
@@ -454,6 +461,7 @@ static void repair_point(int p)
     }
     usleep(200000);
   }
+  __atomic_store_n(&sh_w->pace_us, 0L, __ATOMIC_SEQ_CST);
   note("  repaired in %llu ms", now_ms() - t0);
   restart(p);                   /* N comes back with its old segments */
   more_acks(2, p, "after the replaced node came back");
