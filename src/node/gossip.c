@@ -96,7 +96,10 @@ static struct gossip *gossip_of(struct node *n, uint64_t vol, uint32_t pg)
 
 static struct gossip *gossip_new(struct node *n, uint64_t vol, uint32_t pg)
 {
-  n->gs = realloc(n->gs, (n->ngs + 1) * sizeof *n->gs);
+  if (n->ngs == n->capgs) {      /* doubles, as node.c's segs */
+    n->capgs = n->capgs ? 2 * n->capgs : 64;
+    n->gs = realloc(n->gs, n->capgs * sizeof *n->gs);
+  }
   kmap_put(&n->gsidx, vol, pg, (uint32_t)n->ngs);
   struct gossip *g = &n->gs[n->ngs++];
   memset(g, 0, sizeof *g);
@@ -352,7 +355,7 @@ void gossip_free(struct node *n)
   kmap_free(&n->gsidx);
   n->peers = NULL;
   n->gs = NULL;
-  n->npeers = n->ngs = 0;
+  n->npeers = n->ngs = n->capgs = 0;
 }
 
 /* The connection to peer i, if it is up; starts one if not. */

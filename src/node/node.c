@@ -56,12 +56,17 @@ static void add_seg(void *arg, struct segment *s)
   struct node *n = arg;
   struct segment *copy = malloc(sizeof *copy);
   *copy = *s;
-  n->segs = realloc(n->segs, (n->nsegs + 1) * sizeof *n->segs);
-  n->sx = realloc(n->sx, (n->nsegs + 1) * sizeof *n->sx);
+  /* The arrays double: grown by one per segment, an Assign of thousands
+   * copied them thousands of times (seconds without a heartbeat). */
+  if (n->nsegs == n->capsegs) {
+    n->capsegs = n->capsegs ? 2 * n->capsegs : 64;
+    n->segs = realloc(n->segs, n->capsegs * sizeof *n->segs);
+    n->sx = realloc(n->sx, n->capsegs * sizeof *n->sx);
+    n->dirty = realloc(n->dirty, n->capsegs * sizeof *n->dirty);
+  }
   memset(&n->sx[n->nsegs], 0, sizeof *n->sx);
   kmap_put(&n->segidx, copy->volume_id, copy->pg, (uint32_t)n->nsegs);
   n->segs[n->nsegs++] = copy;
-  n->dirty = realloc(n->dirty, n->nsegs * sizeof *n->dirty);
 }
 
 /* s's index in segs (every segment the core handles is there). */

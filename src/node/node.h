@@ -104,7 +104,7 @@ struct node {
   const char *coord;
   struct store st;
   struct segment **segs;
-  size_t nsegs;
+  size_t nsegs, capsegs;      /* capsegs: room in segs, sx and dirty (they double) */
   struct segx *sx;           /* beside segs, index for index */
   struct kmap segidx;        /* (volume, pg) -> index in segs: node_find_seg is O(1) */
   struct kmap gsidx;         /* (volume, pg) -> index in gs (gossip.c) */
@@ -136,7 +136,7 @@ struct node {
   struct peer *peers;
   size_t npeers;
   struct gossip *gs;
-  size_t ngs;
+  size_t ngs, capgs;
   uint64_t next_req;
   unsigned ticks;
   size_t gs_first;           /* where gossip_tick starts: each takes its turn at the budget */
