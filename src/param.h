@@ -189,15 +189,6 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
                                  * again (worth one read): a slow node that healed gets reads back */
 #define READ_STALE_MS   30000   /* a node that served a page older (or newer) than the writer knows it gets reads only when no other can, this long (vfs/pagelsn.h) */
 
-/* Page index on a node (store.c): a commit stores records in LSN order and
- * leaves indexing them by page for later, in batches this large (a random
- * pidx leaf per page touched, shared by the batch's records of that page).
- * Each node draws its next batch size between 3/4 and 5/4 of it, so that
- * the nodes, which get the same records, do not all index at once. */
-#define IDX_BATCH       16384   /* records waiting before the node indexes them */
-#define IDX_CHUNK       65536   /* most records indexed in one transaction */
-#define IDX_READ_MIN    1024    /* a page read indexes first if this many wait */
-
 /* Background work of a storage node (node/bg.c, node/store_pages.c;
  * paper §3.3 steps 5, 7, 8). The bound on a page read: it applies the
  * records above the page's newest version, which is at most COALESCE_HOT

@@ -25,7 +25,8 @@
  *   A cursor walks one database in key order: KV_SEEK finds the first key
  *   >= the one given, KV_FIRST / KV_LAST the ends, KV_NEXT / KV_PREV the
  *   neighbours. kv_cursor_del deletes the current entry, and KV_NEXT then
- *   gives the one after it (store_index drains unidx that way).
+ *   gives the one after it (a drain of a database, as the format upgrade
+ *   does, works that way).
  *
  *   A value returned by kv_get or a cursor points into the store: it stays
  *   valid until the next change in the transaction, or its end. kv_put with

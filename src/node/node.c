@@ -17,9 +17,8 @@
  * unacknowledged records. After the acks, a checkpoint if the hot log is
  * due one.
  *
- * Indexing the records by page is left out of that commit (store.h): once
- * about IDX_BATCH records wait, the node indexes them in a transaction of
- * its own, after the turn's acks went out.
+ * The records of each page are indexed in memory (store_pmap.c): a
+ * record costs the commit one kv put, in LSN order.
  *
  * The decisions (is a record new, a duplicate, refused? what is the SCL?)
  * are made by node/segment.c; this file sequences them with the store. Filling
@@ -220,16 +219,6 @@ int node_commit(struct node *n)
   return 0;
 }
 
-/* Index a batch of records by page (store.h), outside the acknowledged
- * commits: after this turn's acks went out. */
-static void index_some(struct node *n)
-{
-  char why[256];
-  if (store_index(&n->st, IDX_CHUNK, why, sizeof why) != 0)
-    logwarn("%s", why);
-  n->idx_at = IDX_BATCH * 3 / 4 + (size_t)(n->io->random(n->io->ctx) % (IDX_BATCH / 2 + 1));
-}
-
 static void send_heartbeat(struct node *n);
 
 void node_end_turn(struct node *n)
@@ -259,8 +248,6 @@ void node_end_turn(struct node *n)
       return;
     }
   }
-  if (n->st.nunidx >= n->idx_at)
-    index_some(n);
   bg_work(n);
   /* Segments a push moved and that are still behind pull again now, not
    * a GOSSIP_MS later (within the hydration budget, gossip.c). */
@@ -470,11 +457,6 @@ static void on_read_page(struct node *n, struct ep *c, uint64_t req,
     io_error(n->io, c, req, ERR_NOT_COMPLETE, why);
     return;
   }
-  /* A read scans the segment's records not yet indexed (store.c): when
-   * many wait (writes stopped short of a batch, then reads came: an
-   * engine restarting), index them first, once, rather than per read. */
-  if (n->st.txn == NULL && n->st.nunidx >= IDX_READ_MIN)
-    index_some(n);
   uint8_t *buf = malloc(s->page_size);
   uint64_t page_lsn = 0;
   int rc = store_read_page(&n->st, s, rp->page_no, need, buf, &page_lsn, why, sizeof why);
@@ -812,7 +794,6 @@ int node_init(struct node *n, const struct io *io, const char *id, const char *a
   n->coord_net = coord_net;
   if (store_load(&n->st, add_seg, n, why, whylen) != 0)
     return -1;
-  n->idx_at = IDX_BATCH * 3 / 4 + (size_t)(io->random(io->ctx) % (IDX_BATCH / 2 + 1));
   connect_coord(n);
   return 0;
 }

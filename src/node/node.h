@@ -152,9 +152,6 @@ struct node {
   struct net_count *net;     /* frames with the engine, peers and tools */
   struct net_count *coord_net;/* frames with the coordinator, kept apart */
   uint64_t gossip_bytes, gossip_msgs;  /* pulls and pushes sent to peers */
-  /* Background page indexing (store_index). */
-  size_t idx_at;             /* index once this many records wait (reads
-                                look in unidx too, so none need wait less) */
   /* Authority (auth.h). The driver sets ident (the key pair kept in the
    * data directory) before node_init; the coordinator's public key comes
    * with its Assign. */

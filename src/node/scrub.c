@@ -36,23 +36,18 @@
 #include "node/node.h"
 #include "node/store_int.h"
 
-/* Delete record lsn of s from every database that names it, in the open
- * write transaction (its page, if it can still be read, for pidx). */
+/* Delete record lsn of s, in the open write transaction, and from the
+ * page map (by its page, if it can still be read). */
 static int drop_rec(struct store *st, struct segment *s, uint64_t lsn, int page_known,
                     uint32_t page)
 {
   uint8_t rk[20];
   rec_key(rk, s->volume_id, s->pg, lsn);
   struct kv_val rkey = {sizeof rk, rk};
-  if (page_known) {
-    uint8_t pk[24];
-    page_key(pk, s->volume_id, s->pg, page, lsn);
-    struct kv_val pkey = {sizeof pk, pk};
-    kv_del(st->kv, st->txn, st->pidx, &pkey);
-  }
-  store_umap_drop(st);
-  if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
-    st->nunidx--;
+  if (page_known)
+    store_pmap_del(st, s->volume_id, s->pg, page, lsn);
+  else
+    store_pmap_del_lsn(st, s->volume_id, s->pg, lsn);
   int rc = kv_del(st->kv, st->txn, st->recs, &rkey);
   if (rc == 0)
     s->nrecs -= s->nrecs > 0;

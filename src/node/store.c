@@ -9,13 +9,11 @@
  * it again (store_load), so a stale hint costs time, never correctness.
  *
  * The pages a commit dirties cost more than its syncs: writing each record
- * into pidx too (a key in page order: a random leaf, and its branch pages,
- * per record) made a group commit of ~110 records write ~220 lmdb pages
- * (strace, 32 clients), and its fdatasync took ~4 ms. Hence the deferred
- * index (store.h): recs and unidx are both in LSN order, so a commit
- * appends to a few pages per PG, and store_index pays for the random
- * leaves once per large batch (records of one page in a batch share their
- * leaf).
+ * into a page index too (a key in page order: a random leaf, and its
+ * branch pages, per record) made a group commit of ~110 records write ~220
+ * lmdb pages (strace, 32 clients), and its fdatasync took ~4 ms. recs is
+ * in LSN order, so a commit appends to a few pages per PG; the page index
+ * is in memory (store_pmap.c).
  *
  * The hot log (hotlog.c, store_hot.c; on unless `auralog node
  * --no-hot-log`). lmdb's durable commit is two device flushes; a node
@@ -44,8 +42,7 @@
  *       the frame; if the append fails, the kv is synced instead, and if
  *       that fails too the node stops (store.broken: only a restart can
  *       tell what is durable); transactions with no frame (a truncation, a
- *       fence: store_sync_txn) sync the kv themselves; page indexing
- *       (store_index) only moves what the kv holds already.
+ *       fence: store_sync_txn) sync the kv themselves.
  *   H3. Replay never resurrects what a truncation cut: a truncation first
  *       checkpoints (trunc.c), so no frame older than it is replayed after
  *       it, and its own transaction is synced in the kv; replay also puts
@@ -105,6 +102,39 @@ int store_kv_commit(struct store *st, struct kv_txn *txn)
   return rc;
 }
 
+/* Empty database name, if the store has it (*n: keys deleted). */
+static int empty_db(struct store *st, struct kv_txn *txn, const char *name, size_t *n)
+{
+  unsigned db;
+  struct kv_cursor *cur;
+  struct kv_val key, val;
+  int rc = kv_db(st->kv, txn, name, &db);
+  if (rc == 0)
+    rc = kv_cursor(st->kv, txn, db, &cur);
+  if (rc != 0)
+    return rc;
+  while ((rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val)) == 0 &&
+         (rc = kv_cursor_del(st->kv, cur)) == 0)
+    (*n)++;
+  kv_cursor_close(st->kv, cur);
+  return rc == KV_NOTFOUND ? 0 : rc;
+}
+
+/* Format 2 -> 3: the same records, segments and versions; its page index
+ * (pidx, and unidx for what was not indexed yet) is now the page map's,
+ * built at load from recs. Emptied, so nothing stale is ever read. */
+static int upgrade_from_2(struct store *st, struct kv_txn *txn)
+{
+  size_t n = 0;
+  int rc = empty_db(st, txn, "pidx", &n);
+  if (rc == 0)
+    rc = empty_db(st, txn, "unidx", &n);
+  if (rc == 0)
+    loginfo("storage upgraded from format 2 to %d: the page index (%zu entries) now lives "
+            "in memory, built from the records at start", STORE_FORMAT, n);
+  return rc;
+}
+
 /* The store's format (STORE_FORMAT), in database "format": what a store
  * holds, as it was when opened first. A store with segments or a hot log
  * and no format was written by an auralog before formats were named
@@ -123,7 +153,13 @@ static int check_format(struct store *st, struct kv_txn *txn, int had_log, unsig
   rc = kv_get(st->kv, txn, db, &key, &val);
   if (rc == 0) {
     *found = val.len == 4 ? get_be32(val.data) : 1;
-    return 0;
+    if (*found == 2 && (rc = upgrade_from_2(st, txn)) == 0) {
+      put_be32(fv, STORE_FORMAT);
+      val = (struct kv_val){sizeof fv, fv};
+      *found = STORE_FORMAT;
+      rc = kv_put(st->kv, txn, db, &key, &val, 0);
+    }
+    return rc;
   }
   if (rc != KV_NOTFOUND)
     return rc;
@@ -154,13 +190,9 @@ static int open_kv(struct store *st, struct kv *kv, const char *where, int had_l
   if (rc == 0) {
     if (rc == 0) rc = kv_db(kv, txn, "segs", &st->segs);
     if (rc == 0) rc = kv_db(kv, txn, "recs", &st->recs);
-    if (rc == 0) rc = kv_db(kv, txn, "pidx", &st->pidx);
     if (rc == 0) rc = kv_db(kv, txn, "imgs", &st->imgs);
-    if (rc == 0) rc = kv_db(kv, txn, "unidx", &st->unidx);
     if (rc == 0)
       rc = check_format(st, txn, had_log, &format);
-    if (rc == 0)
-      rc = kv_count(kv, txn, st->unidx, &st->nunidx); /* left by a crash: indexed next */
     if (rc == 0 && format == STORE_FORMAT)
       rc = store_kv_commit(st, txn);
     else
@@ -253,7 +285,7 @@ void store_close(struct store *st)
   free(st->frame);
   st->frame = NULL;
   st->flen = st->fcap = 0;
-  store_umap_free(st);
+  store_pmap_free(st);
   if (st->kv)
     kv_close(st->kv);
   st->kv = NULL;
@@ -363,7 +395,7 @@ int store_put_meta(struct store *st, const struct segment *s, char *why,
 int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
                   char *why, size_t whylen)
 {
-  uint8_t k[20], pno[4];
+  uint8_t k[20];
   rec_key(k, s->volume_id, s->pg, r->lsn);
   struct kv_val key = {sizeof k, k}, val;
   val.len = st->last_put_len = auralog__record__get_packed_size(r);
@@ -379,68 +411,9 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
         memcpy(e, val.data, val.len);
     }
   }
-  if (rc == 0) {
-    /* The page index waits for store_index; unidx remembers the record
-     * (same key order as recs: a few appended pages, not one random
-     * pidx leaf per record). */
-    put_be32(pno, r->page_no);
-    struct kv_val pv = {sizeof pno, pno};
-    if ((rc = kv_put(st->kv, st->txn, st->unidx, &key, &pv, 0)) == 0) {
-      st->staged_unidx++;
-      store_umap_add(st, s->volume_id, s->pg, r->page_no, r->lsn);
-    }
-  }
+  if (rc == 0)
+    store_pmap_add(st, s->volume_id, s->pg, r->page_no, r->lsn);
   return rc ? store_fail(st, rc, why, whylen, "storing records") : 0;
-}
-
-int store_index(struct store *st, size_t max, char *why, size_t whylen)
-{
-  if (st->txn != NULL || st->nunidx == 0)
-    return 0;
-  struct kv_txn *txn;
-  struct kv_cursor *cur;
-  int rc = kv_begin(st->kv, 0, &txn);
-  if (rc != 0)
-    return store_fail(st, rc, why, whylen, "indexing records");
-  if ((rc = kv_cursor(st->kv, txn, st->unidx, &cur)) != 0) {
-    kv_abort(st->kv, txn);
-    return store_fail(st, rc, why, whylen, "indexing records");
-  }
-  struct kv_val key, val;
-  size_t done = 0;
-  for (rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val); rc == 0 && done < max;
-       rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val)) {
-    if (key.len != 20 || val.len != 4) {
-      rc = kv_cursor_del(st->kv, cur);  /* not ours: cannot be indexed */
-      if (rc != 0)
-        break;
-      continue;
-    }
-    const uint8_t *kk = key.data;
-    uint8_t pk[24];
-    memcpy(pk, kk, 12);
-    memcpy(pk + 12, val.data, 4);
-    memcpy(pk + 16, kk + 12, 8);
-    struct kv_val pkey = {sizeof pk, pk}, empty = {0, ""};
-    if ((rc = kv_put(st->kv, txn, st->pidx, &pkey, &empty, 0)) != 0 ||
-        (rc = kv_cursor_del(st->kv, cur)) != 0)
-      break;
-    store_umap_del(st, get_be64(pk), get_be32(pk + 8), get_be32(pk + 12), get_be64(pk + 16));
-    done++;
-  }
-  kv_cursor_close(st->kv, cur);
-  if (rc != 0 && rc != KV_NOTFOUND) {
-    kv_abort(st->kv, txn);
-    store_umap_drop(st);     /* it named them moved: built again */
-    return store_fail(st, rc, why, whylen, "indexing records");
-  }
-  if ((rc = store_kv_commit(st, txn)) != 0) {
-    store_umap_drop(st);
-    return store_fail(st, rc, why, whylen, "indexing records");
-  }
-  /* nunidx is a count kept by hand: fewer than max means none are left. */
-  st->nunidx = done < max ? 0 : st->nunidx > done ? st->nunidx - done : 0;
-  return 0;
 }
 
 int store_commit(struct store *st, char *why, size_t whylen)
@@ -454,8 +427,6 @@ int store_commit(struct store *st, char *why, size_t whylen)
   uint64_t commits = st->commits;
   int rc = store_kv_commit(st, st->txn);
   st->txn = NULL;
-  if (rc != 0)
-    store_umap_drop(st);     /* nothing of it was stored */
   if (rc == 0 && store_framing(st) && st->flen > 0) {
     char hwhy[200];
     int hrc = hl_append(st->hl, st->frame, st->flen, hwhy, sizeof hwhy);
@@ -473,16 +444,19 @@ int store_commit(struct store *st, char *why, size_t whylen)
   }
   if (rc == 0 && st->commits > commits && st->timed)
     st->persist_us += now_us() - t0;   /* for bench's stage breakdown */
-  if (rc == 0)
-    st->nunidx += st->staged_unidx;
-  else if (st->hl && !st->broken && st->kv_committed) {
+  /* Invariant P (store_pmap.c): the map keeps the transaction's changes
+   * if the kv does, and undoes them if nothing of it was stored. */
+  if (st->kv_committed)
+    store_pmap_commit(st);
+  else
+    store_pmap_abort(st);
+  if (rc != 0 && st->hl && !st->broken && st->kv_committed) {
     /* Committed in the kv and durable nowhere we know of: memory, which
      * is reloaded from the kv after a failure, would count records a
      * power loss can take. Only a restart (replay, then a sync) can tell
      * what is durable: the node must stop (node_commit). */
     st->broken = 1;
   }
-  st->staged_unidx = 0;
   st->flen = 0;
   st->txn_sync = 0;
   if (rc != 0 && st->broken) {
@@ -495,11 +469,10 @@ int store_commit(struct store *st, char *why, size_t whylen)
 
 void store_abort(struct store *st)
 {
-  store_umap_drop(st);       /* it named what the transaction staged */
+  store_pmap_abort(st);      /* Invariant P: the map as the kv is again */
   if (st->txn)
     kv_abort(st->kv, st->txn);
   st->txn = NULL;
-  st->staged_unidx = 0;
   st->flen = 0;
   st->txn_sync = 0;
 }
@@ -577,18 +550,10 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
   for (size_t i = 0; i < n && rc == 0; i++) {
     rec_key(k, s->volume_id, s->pg, v[i].lsn);
     struct kv_val rkey = {sizeof k, k};
-    if (v[i].has_page) {
-      uint8_t pk[24];
-      page_key(pk, s->volume_id, s->pg, v[i].page, v[i].lsn);
-      struct kv_val pkey = {sizeof pk, pk};
-      kv_del(st->kv, st->txn, st->pidx, &pkey);
-    }
     if (v[i].has_page)
-      store_umap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
+      store_pmap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
     else
-      store_umap_drop(st);  /* its page cannot be read: the map is built again */
-    if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
-      st->nunidx--;         /* approximate: only says when to index */
+      store_pmap_del_lsn(st, s->volume_id, s->pg, v[i].lsn);  /* its page cannot be read */
     rc = kv_del(st->kv, st->txn, st->recs, &rkey);
   }
   free(v);
@@ -684,7 +649,6 @@ int store_drop_seg(struct store *st, const struct segment *s, uint64_t *nrecs,
                    uint64_t *nimgs, char *why, size_t whylen)
 {
   uint8_t k[12];
-  uint64_t nidx = 0, nun = 0;
   seg_key(k, s->volume_id, s->pg);
   *nrecs = *nimgs = 0;
   struct kv_val key = {sizeof k, k};
@@ -694,14 +658,10 @@ int store_drop_seg(struct store *st, const struct segment *s, uint64_t *nrecs,
   if (rc == 0)
     rc = del_prefix(st, st->recs, k, nrecs);
   if (rc == 0)
-    rc = del_prefix(st, st->pidx, k, &nidx);
-  store_umap_drop(st);
-  if (rc == 0)
-    rc = del_prefix(st, st->unidx, k, &nun);
+    store_pmap_drop_seg(st, s->volume_id, s->pg);
   if (rc == 0)
     rc = del_prefix(st, st->imgs, k, nimgs);
   if (rc != 0)
     return store_fail(st, rc, why, whylen, "dropping a segment");
-  st->nunidx -= nun < st->nunidx ? nun : st->nunidx;
   return 0;
 }

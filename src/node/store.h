@@ -6,10 +6,10 @@
  * Databases:
  *   segs   (volume, pg)                -> SegMeta (geometry, SCL hint, epoch)
  *   recs   (volume, pg, lsn)           -> packed Record, as received
- *   pidx   (volume, pg, page, lsn)     -> (empty): the records of each page
- *   unidx  (volume, pg, lsn)           -> page: records not in pidx yet
  *   imgs   (volume, pg, page, lsn)     -> page image as of lsn (coalesced)
- * Keys are big-endian so the kv's byte order is numeric order.
+ * Keys are big-endian so the kv's byte order is numeric order. The
+ * records of each page are indexed in memory (store_pmap.c, the page
+ * map), not in the kv: a record costs one put and, at GC, one delete.
  *
  * Writes go into one open transaction (store_begin) that the node commits
  * once per event-loop turn: every Append that arrived in that turn becomes
@@ -25,12 +25,8 @@
  * the kv before anything is served. Without one (store_open_kv, tests),
  * every kv commit syncs, as before.
  *
- * The page index is background work (paper §3.3: only steps 1-2, persist
- * and acknowledge, are in the foreground): a record's commit writes it to
- * recs and notes it in unidx, both in LSN order, so a commit dirties a few
- * pages however many records it holds; store_index later moves a large
- * batch of notes into pidx, whose keys are in page order (a random leaf
- * per record), so that cost is shared by many records. Reads look in both.
+ * Background work (paper §3.3: only steps 1-2, persist and acknowledge,
+ * are in the foreground): coalescing, GC and the scrub (node/bg.c).
  */
 #ifndef AURALOG_STORE_H
 #define AURALOG_STORE_H
@@ -38,16 +34,17 @@
 #include "node/kv.h"
 #include "node/segment.h"
 
-/* The store's format: 2 since sums are XXH3 (lib/sum.h); 1 was zlib's
- * crc32. A store of another format is refused at open (store.c). */
-#define STORE_FORMAT 2
+/* The store's format: 3 since the page index is in memory (no pidx and
+ * unidx databases: an older auralog would build pages from an index that
+ * lacks the records this one stored); 2 since sums are XXH3 (lib/sum.h);
+ * 1 was zlib's crc32. Format 2 is upgraded in place at open (its index
+ * databases emptied); any other is refused (store.c). */
+#define STORE_FORMAT 3
 
 struct store {
   struct kv *kv;             /* the store's: store_close closes it */
-  unsigned segs, recs, pidx, imgs, unidx;   /* kv database handles */
+  unsigned segs, recs, imgs;  /* kv database handles */
   struct kv_txn *txn;        /* the open write transaction, or NULL */
-  size_t nunidx;             /* about how many records wait in unidx */
-  size_t staged_unidx;       /* ... of them in the open transaction */
   /* The hot log (NULL: none, every kv commit syncs). */
   struct hotlog *hl;
   uint8_t *frame;            /* the open transaction's frame payload */
@@ -81,7 +78,7 @@ struct store {
                                 commit and the frame's append and flush */
   uint64_t replayed;         /* records the last open replayed from the hot log */
   size_t last_put_len;       /* the packed size of the last record store_put_rec put */
-  struct umap *umap;         /* unindexed records by page, in memory (store_umap.c) */
+  struct pmap *pmap;         /* every record held, by page, in memory (store_pmap.c) */
 };
 
 /* Open the store in lmdb in directory dir (created if missing). hot: a
@@ -125,7 +122,8 @@ int store_checkpoint_due(const struct store *st);
 void store_sync_txn(struct store *st);
 
 /* Call fn for every segment on disk, with the segment rebuilt: geometry,
- * epoch, and every durable record above the SCL hint chained again. */
+ * epoch, and every durable record above the SCL hint chained again; the
+ * page map is built on the way (store_pmap.c). */
 int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
                void *arg, char *why, size_t whylen);
 
@@ -136,9 +134,6 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
                   char *why, size_t whylen);
 int store_commit(struct store *st, char *why, size_t whylen);
 
-/* Move up to max records from unidx into the page index, in a transaction
- * of its own (none may be open). Returns 0 or an ERR_* code. */
-int store_index(struct store *st, size_t max, char *why, size_t whylen);
 void store_abort(struct store *st);
 
 /* The page as of read_point into out (s->page_size bytes); *page_lsn is the
@@ -205,7 +200,7 @@ int store_rechain(struct store *st, struct segment *s, uint64_t base, char *why,
                   size_t whylen);
 
 /* Delete segment s from disk, in the open write transaction: its
- * SegMeta, records, page index and page versions (*nrecs, *nimgs: how
+ * SegMeta, records and page versions (and its records from the page map) (*nrecs, *nimgs: how
  * many records and versions). The caller checkpoints before it begins
  * and syncs the transaction in the kv (store_sync_txn), as for a
  * truncation (H3): no older frame may bring the segment back at replay.

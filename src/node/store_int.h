@@ -8,7 +8,7 @@
  * Keys are big-endian so that the kv's byte order is numeric order:
  *   segment (volume, pg)              12 bytes
  *   record  (volume, pg, lsn)         20 bytes
- *   page    (volume, pg, page, lsn)   24 bytes  (pidx and imgs)
+ *   page    (volume, pg, page, lsn)   24 bytes  (imgs)
  */
 #ifndef AURALOG_STORE_INT_H
 #define AURALOG_STORE_INT_H
@@ -77,12 +77,6 @@ int store_framing(const struct store *st);
 int store_open_hot_log(struct store *st, struct hl_file f, uint64_t ckpt, uint64_t chunk,
                        char *why, size_t whylen);
 
-/* The unindexed records by page, in memory (store_umap.c, Invariant U):
- * what a put into unidx adds, a delete of a known page removes; drop:
- * not ready (a delete of an unknown page, an abort), built again from
- * unidx at the next get. get appends the LSNs of s's page_no unindexed in
- * (after, upto] to *v (n, cap as page_lsns keeps them); -1: no map (the
- * caller scans unidx). */
 /* Append lsn to the growing list *v (*n of *cap used). */
 static inline void lsn_push(uint64_t **v, size_t *n, size_t *cap, uint64_t lsn)
 {
@@ -93,11 +87,26 @@ static inline void lsn_push(uint64_t **v, size_t *n, size_t *cap, uint64_t lsn)
   (*v)[(*n)++] = lsn;
 }
 
-void store_umap_add(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
-void store_umap_del(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
-void store_umap_drop(struct store *st);
-void store_umap_free(struct store *st);
-int store_umap_get(struct store *st, struct kv_txn *txn, const struct segment *s,
+/* The page map (store_pmap.c, Invariant P): every record recs holds, by
+ * page, in memory. add/del: a put or delete in the open write transaction
+ * (undone if it aborts); del_lsn: one whose page cannot be read any more;
+ * drop_seg: all of a segment's; commit/abort: the transaction ended;
+ * reset/loaded: store_load empties it, notes what it loads, and makes it
+ * ready; note: a record found in recs (load, rechain), nothing to undo.
+ * get appends the LSNs of s's page_no in (after, upto] to *v (n, cap as
+ * lsn_push keeps them), building the map through txn if it is not ready;
+ * -1: it cannot (no cursor). */
+void store_pmap_add(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
+void store_pmap_del(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
+void store_pmap_del_lsn(struct store *st, uint64_t vol, uint32_t pg, uint64_t lsn);
+void store_pmap_drop_seg(struct store *st, uint64_t vol, uint32_t pg);
+void store_pmap_commit(struct store *st);
+void store_pmap_abort(struct store *st);
+void store_pmap_reset(struct store *st);
+void store_pmap_loaded(struct store *st);
+void store_pmap_note(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
+void store_pmap_free(struct store *st);
+int store_pmap_get(struct store *st, struct kv_txn *txn, const struct segment *s,
                    uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **v, size_t *n,
                    size_t *cap);
 

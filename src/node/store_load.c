@@ -80,6 +80,7 @@ int store_rechain_in(struct store *st, struct kv_txn *txn, struct segment *s,
       continue;
     }
     seg_add(s, r->lsn, r->prev_lsn);
+    store_pmap_note(st, s->volume_id, s->pg, r->page_no, r->lsn);
     auralog__record__free_unpacked(r, NULL);
   }
   kv_cursor_close(st->kv, cur);
@@ -116,6 +117,8 @@ static uint64_t whole_to(struct store *st, struct kv_txn *txn, const struct segm
     char rwhy[160];
     int ok = r && rec_check(r, s->page_size, rwhy, sizeof rwhy) == ERR_NONE &&
              r->prev_lsn == prev;
+    if (ok)                  /* the page map (store_pmap.c): built at load */
+      store_pmap_note(st, s->volume_id, s->pg, r->page_no, lsn);
     if (r)
       auralog__record__free_unpacked(r, NULL);
     if (!ok) {
@@ -363,6 +366,7 @@ int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
   }
   struct kv_val key, val;
   int out = 0;
+  store_pmap_reset(st);      /* built on the way: every record is unpacked here */
   for (rc = kv_cursor_get(st->kv, cur, KV_FIRST, &key, &val); rc == 0;
        rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
     struct segment s;
@@ -374,5 +378,7 @@ int store_load(struct store *st, void (*fn)(void *arg, struct segment *s),
   }
   kv_cursor_close(st->kv, cur);
   kv_abort(st->kv, txn);
+  if (out == 0)
+    store_pmap_loaded(st);
   return out;
 }

@@ -119,63 +119,21 @@ int store_put_image(struct store *st, struct segment *s, uint32_t page_no, uint6
   return 0;
 }
 
-static int lsn_cmp(const void *a, const void *b)
-{
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* The LSNs of page_no's records in (after, upto], in order, into *out
- * (malloc'd). The indexed ones are a range of pidx; the others, in unidx,
- * the in-memory map names (store_umap.c); without one, unidx is scanned
- * for the segment. */
-static size_t page_lsns(struct store *st, struct kv_txn *txn, const struct segment *s,
-                        uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **out)
+ * (malloc'd): the page map's (store_pmap.c, Invariant P). -1 if the map
+ * cannot be built (a kv error): never a page built without its records. */
+static long page_lsns(struct store *st, struct kv_txn *txn, const struct segment *s,
+                      uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **out)
 {
   uint64_t *v = NULL;
   size_t n = 0, cap = 0;
-  uint8_t k[24];
-  page_key(k, s->volume_id, s->pg, page_no, after + 1);
-  struct kv_val key = {sizeof k, k}, val;
-  struct kv_cursor *cur;
-  int rc;
-  if (kv_cursor(st->kv, txn, st->pidx, &cur) == 0) {
-    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
-         rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
-      if (key.len != 24 || memcmp(key.data, k, 16) != 0)
-        break;
-      uint64_t lsn = get_be64((uint8_t *)key.data + 16);
-      if (lsn > upto)
-        break;
-      lsn_push(&v, &n, &cap, lsn);
-    }
-    kv_cursor_close(st->kv, cur);
+  *out = NULL;
+  if (store_pmap_get(st, txn, s, page_no, after, upto, &v, &n, &cap) != 0) {
+    free(v);
+    return -1;
   }
-  size_t nidx = n;
-  /* The map says (Invariant U, store_umap.c); without one, unidx. */
-  if (store_umap_get(st, txn, s, page_no, after, upto, &v, &n, &cap) != 0) {
-    rec_key(k, s->volume_id, s->pg, after + 1);
-    key.len = 20;
-    key.data = k;
-    if (kv_cursor(st->kv, txn, st->unidx, &cur) == 0) {
-      for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;
-           rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
-        if (key.len != 20 || memcmp(key.data, k, 12) != 0)
-          break;
-        uint64_t lsn = get_be64((uint8_t *)key.data + 12);
-        if (lsn > upto)
-          break;
-        if (val.len != 4 || get_be32(val.data) != page_no)
-          continue;
-        lsn_push(&v, &n, &cap, lsn);
-      }
-      kv_cursor_close(st->kv, cur);
-    }
-  }
-  if (nidx > 0 && n > nidx)
-    qsort(v, n, sizeof *v, lsn_cmp);  /* two sorted runs */
   *out = v;
-  return n;
+  return (long)n;
 }
 
 /* Page page_no as of point into out, through txn: see the top. Returns 0
@@ -210,7 +168,13 @@ static int build(struct store *st, struct kv_txn *txn, const struct segment *s,
     return ERR_NOT_COMPLETE;
   }
   uint64_t *lsns = NULL;
-  size_t nl = page_lsns(st, txn, s, page_no, f ? base_lsn : 0, point, &lsns);
+  long got = page_lsns(st, txn, s, page_no, f ? base_lsn : 0, point, &lsns);
+  if (got < 0) {
+    snprintf(why, whylen, "page %u: the page map cannot be built (a storage error): try "
+             "another segment", page_no);
+    return ERR_INTERNAL;
+  }
+  size_t nl = (size_t)got;
   Rec **recs = calloc(nl + 1, sizeof *recs);
   size_t n = 0;
   int rc = 0;
@@ -291,10 +255,10 @@ uint32_t store_unmat(struct store *st, const struct segment *s, uint32_t page_no
   if (find_image(st, txn, s, page_no, UINT64_MAX, &img, &have) != 1)
     have = 0;
   uint64_t *lsns = NULL;
-  size_t n = page_lsns(st, txn, s, page_no, have, UINT64_MAX, &lsns);
+  long n = page_lsns(st, txn, s, page_no, have, UINT64_MAX, &lsns);
   free(lsns);
   store_rdone(st, txn);
-  return (uint32_t)n;
+  return n < 0 ? 0 : (uint32_t)n;
 }
 
 /* Delete page_no's versions below keep, in the open write transaction. */
@@ -335,10 +299,10 @@ static uint32_t page_count(struct store *st, const struct segment *s, uint32_t p
   if (store_rtxn(st, &txn) != 0)
     return 0;
   uint64_t *lsns = NULL;
-  size_t n = page_lsns(st, txn, s, page_no, after, UINT64_MAX, &lsns);
+  long n = page_lsns(st, txn, s, page_no, after, UINT64_MAX, &lsns);
   free(lsns);
   store_rdone(st, txn);
-  return (uint32_t)n;
+  return n < 0 ? 0 : (uint32_t)n;
 }
 
 int store_drop_versions(struct store *st, struct segment *s, uint32_t page_no,
@@ -454,14 +418,10 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
   free(pages);
   /* Then the records themselves, from every database that names them. */
   for (size_t i = 0; i < n && rc == 0; i++) {
-    uint8_t rk[20], pk[24];
+    uint8_t rk[20];
     rec_key(rk, s->volume_id, s->pg, v[i].lsn);
-    page_key(pk, s->volume_id, s->pg, v[i].page, v[i].lsn);
-    struct kv_val rkey = {sizeof rk, rk}, pkey = {sizeof pk, pk};
-    kv_del(st->kv, st->txn, st->pidx, &pkey);
-    store_umap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
-    if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
-      st->nunidx--;
+    struct kv_val rkey = {sizeof rk, rk};
+    store_pmap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
     rc = kv_del(st->kv, st->txn, st->recs, &rkey);
     if (rc != 0) {
       store_fail(st, rc, why, whylen, "freeing records");
@@ -538,18 +498,11 @@ int store_jump(struct store *st, struct segment *s, uint64_t to, char *why, size
       break;
     Rec *r = auralog__record__unpack(NULL, val.len, val.data);
     if (r) {
-      uint8_t pk[24];
-      page_key(pk, s->volume_id, s->pg, r->page_no, lsn);
-      struct kv_val pkey = {sizeof pk, pk};
-      kv_del(st->kv, st->txn, st->pidx, &pkey);
+      store_pmap_del(st, s->volume_id, s->pg, r->page_no, lsn);
       auralog__record__free_unpacked(r, NULL);
+    } else {
+      store_pmap_del_lsn(st, s->volume_id, s->pg, lsn);
     }
-    uint8_t rk[20];
-    memcpy(rk, key.data, 20);
-    struct kv_val rkey = {sizeof rk, rk};
-    store_umap_drop(st);
-    if (kv_del(st->kv, st->txn, st->unidx, &rkey) == 0 && st->nunidx > 0)
-      st->nunidx--;
     s->bytes -= s->bytes >= val.len ? val.len : s->bytes;
     s->nrecs -= s->nrecs > 0;
     if ((rc = kv_cursor_del(st->kv, cur)) != 0)

@@ -25,7 +25,7 @@
  * keeps the order of writes: the last transactions are lost, whole.
  *
  * Cursors remember the key they stand on, not just its index: after a
- * change in their database (store_index deletes under its cursor) they
+ * change in their database (a drain deletes under its cursor) they
  * find their place again by key, so KV_NEXT after a delete gives the
  * entry after the deleted one, as lmdb's cursors do.
  */

@@ -66,7 +66,7 @@ void disk_crash_keep(struct disk *d, uint64_t r);
  * the byte, then the bit. The damage is on the disk, committed or not.
  * Returns 1, or 0 if no record is stored. */
 int disk_corrupt(struct disk *d, uint64_t r);
-/* The same in the database called db (segs, unidx... hold no CRC: what
+/* The same in the database called db (segs, format... hold no CRC: what
  * damage there does is the store's problem to find). */
 int disk_corrupt_db(struct disk *d, const char *db, uint64_t r);
 

@@ -735,6 +735,74 @@ static void test_older_store_format_refused(void **state)
   seg_free(&s);
 }
 
+/* A node's data from the auralog before the page map (store format 2:
+ * a page index in databases pidx and unidx) is upgraded in place, as an
+ * upgrading user would meet it: its records, segments and versions are
+ * the same, its index databases are emptied (nothing stale is ever read),
+ * the page map is built from the records at load, and every page reads as
+ * before. Format 3 is stamped, so an older auralog refuses the directory
+ * rather than build pages from an index that lacks newer records. */
+static void test_format_2_store_upgraded_in_place(void **state)
+{
+  (void)state;
+  char why[400], mdb[192];
+  snprintf(mdb, sizeof mdb, "%s/two", dir);
+  struct store st;
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), 0);
+  struct segment s;
+  seg_init(&s, 7, 3, FIRST, NPAGES, PSIZE);
+  group(&st, &s, 1, 0, 30, 1);
+  uint8_t before[PSIZE], after[PSIZE];
+  uint64_t lb, la;
+  assert_int_equal(store_read_page(&st, &s, FIRST + 1, 30, before, &lb, why, sizeof why), 0);
+  store_shutdown(&st);
+  /* As format 2 left it: stamped 2, with index entries beside. */
+  struct kv *kv;
+  struct kv_txn *txn;
+  unsigned db, pidx, unidx;
+  assert_int_equal(kv_lmdb_open(mdb, NODE_MAP_SIZE, &kv, why, sizeof why), 0);
+  assert_int_equal(kv_begin(kv, 0, &txn), 0);
+  assert_int_equal(kv_db(kv, txn, "format", &db), 0);
+  assert_int_equal(kv_db(kv, txn, "pidx", &pidx), 0);
+  assert_int_equal(kv_db(kv, txn, "unidx", &unidx), 0);
+  uint8_t fk[5] = {'s', 't', 'o', 'r', 'e'}, fv[4] = {0, 0, 0, 2}, ik[24] = {1}, iv[4] = {0};
+  struct kv_val key = {sizeof fk, fk}, val = {sizeof fv, fv};
+  assert_int_equal(kv_put(kv, txn, db, &key, &val, 0), 0);
+  struct kv_val pk = {24, ik}, empty = {0, ""}, uk = {20, ik}, uv = {4, iv};
+  assert_int_equal(kv_put(kv, txn, pidx, &pk, &empty, 0), 0);
+  assert_int_equal(kv_put(kv, txn, unidx, &uk, &uv, 0), 0);
+  int wrote;
+  assert_int_equal(kv_commit(kv, txn, &wrote), 0);
+  kv_close(kv);
+  assert_int_equal(store_open(&st, mdb, 1, why, sizeof why), 0);
+  memset(&loaded, 0, sizeof loaded);
+  assert_int_equal(store_load(&st, keep, NULL, why, sizeof why), 0);
+  assert_int_equal(loaded.scl, 30);
+  assert_int_equal(store_read_page(&st, &loaded, FIRST + 1, 30, after, &la, why, sizeof why), 0);
+  assert_int_equal(la, lb);
+  assert_memory_equal(after, before, PSIZE);
+  store_shutdown(&st);
+  /* Stamped 3; the old index is empty. */
+  size_t n;
+  assert_int_equal(kv_lmdb_open(mdb, NODE_MAP_SIZE, &kv, why, sizeof why), 0);
+  assert_int_equal(kv_begin(kv, KV_RDONLY, &txn), 0);
+  assert_int_equal(kv_db(kv, txn, "format", &db), 0);
+  assert_int_equal(kv_get(kv, txn, db, &key, &val), 0);
+  assert_int_equal(val.len, 4);
+  assert_int_equal(get_be32(val.data), STORE_FORMAT);
+  assert_int_equal(STORE_FORMAT, 3);
+  assert_int_equal(kv_db(kv, txn, "pidx", &pidx), 0);
+  assert_int_equal(kv_count(kv, txn, pidx, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(kv_db(kv, txn, "unidx", &unidx), 0);
+  assert_int_equal(kv_count(kv, txn, unidx, &n), 0);
+  assert_int_equal(n, 0);
+  kv_abort(kv, txn);
+  kv_close(kv);
+  seg_free(&loaded);
+  seg_free(&s);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -749,6 +817,7 @@ int main(void)
     cmocka_unit_test(test_replay_never_lowers_meta),
     cmocka_unit_test(test_store_on_lmdb_replays),
     cmocka_unit_test(test_older_store_format_refused),
+    cmocka_unit_test(test_format_2_store_upgraded_in_place),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

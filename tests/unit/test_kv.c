@@ -5,7 +5,7 @@
  * Every semantic test runs against both, and they must agree: keys come
  * back in lmdb's order (memcmp, then the shorter first); a seek finds the
  * first key >= the one asked; cursors stop at both ends and step from an
- * unpositioned start; deleting under a cursor (store_index's drain) keeps
+ * unpositioned start; deleting under a cursor (a drain, as the format upgrade does) keeps
  * its place; an abort undoes every change (overwrites and deletes
  * included); a crash loses the open transaction and keeps what was
  * committed; a write transaction reads its own changes; a commit that
@@ -286,14 +286,14 @@ static void test_delete_while_iterating(void **state)
   assert_memory_equal(key.data, "k049", 4);
   kv_cursor_close(e->kv, c);
 
-  /* store_index's drain: delete FIRST until there is none. */
+  /* a drain: delete FIRST until there is none. */
   assert_int_equal(kv_cursor(e->kv, t, e->b, &c), 0);
   i = 0;
   for (rc = kv_cursor_get(e->kv, c, KV_FIRST, &key, &val); rc == 0;
        rc = kv_cursor_get(e->kv, c, KV_FIRST, &key, &val), i++) {
     snprintf(k, sizeof k, "k%03d", i);
     assert_memory_equal(key.data, k, 4);
-    /* a put in another database meanwhile (store_index puts into pidx) */
+    /* a put in another database meanwhile (as a store might) */
     put(e, t, e->a, k, "indexed");
     assert_int_equal(kv_cursor_del(e->kv, c), 0);
   }

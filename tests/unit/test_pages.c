@@ -224,10 +224,8 @@ static void coalesced_versions_read_like_the_records(void **state)
       s_write(&x, 20 + (int)rng_uniform(&x.rng, 60));
       for (int k = (int)rng_uniform(&x.rng, 4); k > 0; k--)
         coalesce(&x, (uint32_t)rng_uniform(&x.rng, NP), 1 + rng_uniform(&x.rng, x.s.scl));
-      if (round % 3 == 0) {
-        char why[256];
-        assert_int_equal(store_index(&x.st, 1000, why, sizeof why), 0);
-      }
+      if (round % 3 == 0)
+        s_reload(&x);        /* the page map rebuilt from what is stored */
       reads_right(&x, 1, 40);
     }
     /* Coalesced at the SCL, a page is read applying nothing. */
@@ -957,20 +955,21 @@ static void unmat_is_right(struct sfix *x, const char *after)
   }
 }
 
-/* Invariant U (store_umap.c): the in-memory map of records not yet
- * indexed names exactly what unidx holds, through every way unidx
- * changes: writes committed and aborted, indexing part of them, GC,
- * coalescing, a truncation, a reload. Before the map, a GC scanned unidx
- * once per page it touched (half of a busy node's CPU); a map that missed
- * a change would build pages without some records, or count them wrong. */
-static void the_unindexed_map_follows_every_change(void **state)
+/* Invariant P (store_pmap.c): the page map, the only index of records
+ * by page, names exactly the records the store holds, through every way
+ * they change: writes committed and aborted, a crash with a transaction
+ * open (the map built again at load), GC, coalescing, a truncation, a
+ * reload, and a segment dropped beside. A map that missed a change would
+ * build pages without some records (a wrong page served), or count them
+ * wrong. Each step is also read back: every page at random points. */
+static void the_page_map_follows_every_change(void **state)
 {
   (void)state;
   char why[256];
   struct sfix x;
   s_setup(&x, 29);
-  for (int round = 0; round < 40; round++) {
-    int op = (int)rng_uniform(&x.rng, 6);
+  for (int round = 0; round < 60; round++) {
+    int op = (int)rng_uniform(&x.rng, 7);
     if (op <= 1 || x.m.n < 20) {
       s_write(&x, 1 + (int)rng_uniform(&x.rng, 30));
       unmat_is_right(&x, "a write");
@@ -988,8 +987,19 @@ static void the_unindexed_map_follows_every_change(void **state)
       store_abort(&x.st);
       unmat_is_right(&x, "an abort");
     } else if (op == 3) {
-      assert_int_equal(store_index(&x.st, 1 + rng_uniform(&x.rng, 40), why, sizeof why), 0);
-      unmat_is_right(&x, "indexing some");
+      /* Staged, then the process dies: the map, built again at load from
+       * what was committed, has none of it. */
+      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+      struct model scratch = x.m;
+      for (int i = 0; i < 4; i++) {
+        struct mrec t;
+        assert_int_equal(store_put_rec(&x.st, &x.s, next_rec(&scratch, &x.rng, &t), why,
+                                       sizeof why), 0);
+      }
+      for (uint64_t l = x.m.n + 1; l <= scratch.n; l++)
+        free(scratch.after[l]);
+      s_reload(&x);
+      unmat_is_right(&x, "a crash with a transaction open");
     } else if (op == 4 && x.s.scl > x.s.gc_lsn + 4) {
       s_gc(&x, x.s.gc_lsn + 1 + rng_uniform(&x.rng, x.s.scl - x.s.gc_lsn - 2));
       unmat_is_right(&x, "GC");
@@ -1000,7 +1010,33 @@ static void the_unindexed_map_follows_every_change(void **state)
       unmat_is_right(&x, "coalescing");
       s_reload(&x);
       unmat_is_right(&x, "a reload");
+    } else if (op == 6) {
+      /* Another segment of the same pages' numbers, written then dropped:
+       * only its entries go. */
+      struct segment o;
+      seg_init(&o, VOL, 1, 0, PG_PAGES, PSIZE);
+      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+      struct model other = {0};
+      for (int i = 0; i < 6; i++) {
+        struct mrec t;
+        assert_int_equal(store_put_rec(&x.st, &o, next_rec(&other, &x.rng, &t), why,
+                                       sizeof why), 0);
+      }
+      assert_int_equal(store_put_meta(&x.st, &o, why, sizeof why), 0);
+      assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+      assert_int_equal(store_unmat(&x.st, &o, other.page[1]) > 0, 1);
+      uint64_t nr, ni;
+      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+      assert_int_equal(store_drop_seg(&x.st, &o, &nr, &ni, why, sizeof why), 0);
+      assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+      assert_int_equal(nr, 6);
+      for (uint32_t p = 0; p < NP; p++)
+        assert_int_equal(store_unmat(&x.st, &o, p), 0);
+      model_free(&other);
+      seg_free(&o);
+      unmat_is_right(&x, "a segment dropped beside");
     }
+    reads_right(&x, x.s.gc_lsn > 0 ? x.s.gc_lsn : 1, 10);
   }
   /* A truncation of the last few (a newer epoch's): cut from the map too. */
   struct trunc t = {3, x.s.scl - 3, x.s.scl + 10};
@@ -1020,17 +1056,16 @@ static double cpu_ms_now(void)
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Indexing takes a page's unindexed records oldest first, and so does
- * GC: the map drops each from the front of its page's list in O(1) (it
- * moved the rest down each time: indexing 60,000 records of one page
- * moved ~10^10 bytes; it_badinput under ASan timed out on it). The map
- * must stay right through it: every record of the page counted before
- * (all in the map) and after (all in pidx, the map empty), and a record
+/* GC takes a page's records oldest first: the page map drops each from
+ * the front of its page's list in O(1) (moving the rest down each time,
+ * taking 60,000 records of one page moved ~10^10 bytes; it_badinput under
+ * ASan timed out on it). The map stays right through it: every record of
+ * the page counted before, those above the GC point after, and a record
  * put after. */
-static void indexing_a_page_s_records_oldest_first_keeps_the_map(void **state)
+static void gc_of_a_page_s_records_oldest_first_keeps_the_map(void **state)
 {
   (void)state;
-  enum { N = 60000 };
+  enum { N = 60000, KEEP = 100 };
   char why[256];
   struct sfix x;
   s_setup(&x, 31);
@@ -1039,20 +1074,26 @@ static void indexing_a_page_s_records_oldest_first_keeps_the_map(void **state)
     struct trec t;
     assert_int_equal(store_put_rec(&x.st, &x.s, mkrec(&t, l, l - 1, 3, 0, (uint8_t)l, REC_CPL, 2),
                                    why, sizeof why), 0);
+    seg_add(&x.s, l, l - 1);
   }
   assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+  x.s.vdl = x.s.scl;
   assert_int_equal(store_unmat(&x.st, &x.s, 3), N);    /* the map, built */
   double t0 = cpu_ms_now();
-  assert_int_equal(store_index(&x.st, N, why, sizeof why), 0);
+  size_t nr, ni;
+  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+  assert_int_equal(store_gc(&x.st, &x.s, N - KEEP, N, &nr, &ni, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
   double ms = cpu_ms_now() - t0;
-  printf("# indexing %d records of one page: %.0f ms of CPU\n", N, ms);
-  assert_int_equal(store_unmat(&x.st, &x.s, 3), N);    /* now all in pidx */
+  printf("# GC of %d records of one page: %.0f ms of CPU\n", N - KEEP, ms);
+  assert_int_equal(nr, N - KEEP);
+  assert_int_equal(store_unmat(&x.st, &x.s, 3), KEEP);
   struct trec t;
   assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
   assert_int_equal(store_put_rec(&x.st, &x.s, mkrec(&t, N + 1, N, 3, 0, 1, REC_CPL, 2), why,
                                  sizeof why), 0);
   assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
-  assert_int_equal(store_unmat(&x.st, &x.s, 3), N + 1);
+  assert_int_equal(store_unmat(&x.st, &x.s, 3), KEEP + 1);
   s_teardown(&x);
 }
 
@@ -1062,8 +1103,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(coalesced_versions_read_like_the_records),
     cmocka_unit_test(versions_gc_makes_count_as_coalesced),
-    cmocka_unit_test(the_unindexed_map_follows_every_change),
-    cmocka_unit_test(indexing_a_page_s_records_oldest_first_keeps_the_map),
+    cmocka_unit_test(the_page_map_follows_every_change),
+    cmocka_unit_test(gc_of_a_page_s_records_oldest_first_keeps_the_map),
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
     cmocka_unit_test(old_truncations_are_forgotten_below_the_gc_point),
     cmocka_unit_test(a_late_truncation_keeps_page_versions),
