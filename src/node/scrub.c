@@ -47,7 +47,7 @@ static int drop_rec(struct store *st, struct segment *s, uint64_t lsn, int page_
   if (page_known)
     store_pmap_del(st, s->volume_id, s->pg, page, lsn);
   else
-    store_pmap_del_lsn(st, s->volume_id, s->pg, lsn);
+    store_pmap_del_lsn(st, s, lsn);
   int rc = kv_del(st->kv, st->txn, st->recs, &rkey);
   if (rc == 0)
     s->nrecs -= s->nrecs > 0;

@@ -553,7 +553,7 @@ int store_truncate(struct store *st, const struct segment *s, const struct trunc
     if (v[i].has_page)
       store_pmap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
     else
-      store_pmap_del_lsn(st, s->volume_id, s->pg, v[i].lsn);  /* its page cannot be read */
+      store_pmap_del_lsn(st, s, v[i].lsn);  /* its page cannot be read */
     rc = kv_del(st->kv, st->txn, st->recs, &rkey);
   }
   free(v);
@@ -658,7 +658,7 @@ int store_drop_seg(struct store *st, const struct segment *s, uint64_t *nrecs,
   if (rc == 0)
     rc = del_prefix(st, st->recs, k, nrecs);
   if (rc == 0)
-    store_pmap_drop_seg(st, s->volume_id, s->pg);
+    store_pmap_drop_seg(st, s);
   if (rc == 0)
     rc = del_prefix(st, st->imgs, k, nimgs);
   if (rc != 0)

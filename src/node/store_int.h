@@ -98,8 +98,8 @@ static inline void lsn_push(uint64_t **v, size_t *n, size_t *cap, uint64_t lsn)
  * -1: it cannot (no cursor). */
 void store_pmap_add(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
 void store_pmap_del(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn);
-void store_pmap_del_lsn(struct store *st, uint64_t vol, uint32_t pg, uint64_t lsn);
-void store_pmap_drop_seg(struct store *st, uint64_t vol, uint32_t pg);
+void store_pmap_del_lsn(struct store *st, const struct segment *s, uint64_t lsn);
+void store_pmap_drop_seg(struct store *st, const struct segment *s);
 void store_pmap_commit(struct store *st);
 void store_pmap_abort(struct store *st);
 void store_pmap_reset(struct store *st);

@@ -501,7 +501,7 @@ int store_jump(struct store *st, struct segment *s, uint64_t to, char *why, size
       store_pmap_del(st, s->volume_id, s->pg, r->page_no, lsn);
       auralog__record__free_unpacked(r, NULL);
     } else {
-      store_pmap_del_lsn(st, s->volume_id, s->pg, lsn);
+      store_pmap_del_lsn(st, s, lsn);
     }
     s->bytes -= s->bytes >= val.len ? val.len : s->bytes;
     s->nrecs -= s->nrecs > 0;

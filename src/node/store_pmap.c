@@ -225,33 +225,60 @@ void store_pmap_del(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, 
     remember(st, vol, pg, page, lsn, 0);
 }
 
-void store_pmap_del_lsn(struct store *st, uint64_t vol, uint32_t pg, uint64_t lsn)
+/* The buckets of segment s: looked up page by page when it has fewer
+ * pages than the map has slots, else found by a walk of the map. A drop
+ * of every segment of a node back after its repair (member.h M6) costs
+ * its segments' pages, not the map's size each. Calls fn on each. */
+static void seg_buckets(struct pmap *m, const struct segment *s,
+                        int (*fn)(struct store *, struct pmap *, struct pbucket *, uint64_t),
+                        struct store *st, uint64_t arg)
 {
-  struct pmap *m = map_of(st);
-  /* Its page cannot be read any more (damage): look in every page of the
-   * segment. Rare (the scrub, a truncation, meeting damage), so a walk. */
-  for (size_t i = 0; m->ready && i < m->cap; i++) {
-    struct pbucket *b = &m->b[i];
-    if (b->used && b->vol == vol && b->pg == pg && b->n > 0 && del_in(m, b, lsn)) {
-      remember(st, vol, pg, b->page, lsn, 0);
-      return;
+  if (!m->ready || m->cap == 0)
+    return;
+  if (s->npages < m->cap) {
+    for (uint32_t i = 0; i < s->npages; i++) {
+      struct pbucket *b = &m->b[slot_of(m, s->volume_id, s->pg, s->first_page + i)];
+      if (b->used && b->n > 0 && fn(st, m, b, arg))
+        return;
     }
+    return;
+  }
+  for (size_t i = 0; i < m->cap; i++) {
+    struct pbucket *b = &m->b[i];
+    if (b->used && b->vol == s->volume_id && b->pg == s->pg && b->n > 0 && fn(st, m, b, arg))
+      return;
   }
 }
 
-void store_pmap_drop_seg(struct store *st, uint64_t vol, uint32_t pg)
+static int del_from(struct store *st, struct pmap *m, struct pbucket *b, uint64_t lsn)
 {
-  struct pmap *m = map_of(st);
-  for (size_t i = 0; m->ready && i < m->cap; i++) {
-    struct pbucket *b = &m->b[i];
-    if (!b->used || b->vol != vol || b->pg != pg)
-      continue;
-    while (b->n > 0) {
-      uint64_t lsn = b->lsn[b->off + b->n - 1];
-      del_in(m, b, lsn);
-      remember(st, vol, pg, b->page, lsn, 0);
-    }
+  if (!del_in(m, b, lsn))
+    return 0;
+  remember(st, b->vol, b->pg, b->page, lsn, 0);
+  return 1;                  /* found: stop */
+}
+
+static int empty_bucket(struct store *st, struct pmap *m, struct pbucket *b, uint64_t unused)
+{
+  (void)unused;
+  while (b->n > 0) {
+    uint64_t lsn = b->lsn[b->off + b->n - 1];
+    del_in(m, b, lsn);
+    remember(st, b->vol, b->pg, b->page, lsn, 0);
   }
+  return 0;                  /* on to the next */
+}
+
+void store_pmap_del_lsn(struct store *st, const struct segment *s, uint64_t lsn)
+{
+  /* Its page cannot be read any more (damage): look in every page of the
+   * segment. Rare (the scrub, a truncation, a catch-up meeting damage). */
+  seg_buckets(map_of(st), s, del_from, st, lsn);
+}
+
+void store_pmap_drop_seg(struct store *st, const struct segment *s)
+{
+  seg_buckets(map_of(st), s, empty_bucket, st, 0);
 }
 
 void store_pmap_commit(struct store *st)
