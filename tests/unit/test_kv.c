@@ -5,12 +5,13 @@
  * Every semantic test runs against both, and they must agree: keys come
  * back in lmdb's order (memcmp, then the shorter first); a seek finds the
  * first key >= the one asked; cursors stop at both ends and step from an
- * unpositioned start; deleting under a cursor (a drain, as the format upgrade does) keeps
- * its place; an abort undoes every change (overwrites and deletes
- * included); a crash loses the open transaction and keeps what was
- * committed; a write transaction reads its own changes; a commit that
- * changed nothing says so; and a long random mix of puts, deletes,
- * commits and aborts leaves both backends holding the same bytes.
+ * unpositioned start; deleting under a cursor (a drain, as the format
+ * upgrade does) keeps its place; an abort undoes every change
+ * (overwrites and deletes included); a crash loses the open transaction
+ * and keeps what was committed; a write transaction reads its own
+ * changes; a commit that changed nothing says so; and a long random mix
+ * of puts, deletes, commits and aborts leaves both backends holding the
+ * same bytes.
  *
  * And lmdb's errors as the store sees them (kv_lmdb_classify): a full map
  * and ENOSPC are KV_FULL; an EIO (lmdb's word for a short write) is
