@@ -166,6 +166,15 @@ static int coalesce_some(struct node *n)
 
 /* ---- GC -------------------------------------------------------------------- */
 
+/* s's gossip state (its PG peers), by the node's hash (gossip.c keeps
+ * gsidx): a scan of every segment's was O(segments) per segment, each GC
+ * and repair pass O(segments^2) on a node hosting thousands. */
+static struct gossip *gossip_for(struct node *n, const struct segment *s)
+{
+  uint32_t i = kmap_get(&n->gsidx, s->volume_id, s->pg);
+  return i == KMAP_NONE ? NULL : &n->gs[i];
+}
+
 /* How long a silent peer holds GC (the simulator shortens it, so that its
  * runs of seconds see segments come back behind their peers' GC point). */
 static unsigned long long peer_wait(const struct node *n)
@@ -197,19 +206,15 @@ static uint64_t own_point(struct node *n, const struct segment *s)
 static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long long now)
 {
   uint64_t p = own_point(n, s);
-  int found = 0;
-  for (size_t i = 0; i < n->ngs; i++) {
-    const struct gossip *g = &n->gs[i];
-    if (g->volume_id != s->volume_id || g->pg != s->pg)
-      continue;
-    found = 1;
-    for (int k = 0; k < g->npeers; k++) {
-      unsigned long long at = g->peer_at[k] ? g->peer_at[k] : n->started_at;
-      if (now - at < peer_wait(n) && g->peer_scl[k] < p)
-        p = g->peer_scl[k];
-    }
+  const struct gossip *g = gossip_for(n, s);
+  if (g == NULL)
+    return 0;               /* peers not known yet: they may need everything */
+  for (int k = 0; k < g->npeers; k++) {
+    unsigned long long at = g->peer_at[k] ? g->peer_at[k] : n->started_at;
+    if (now - at < peer_wait(n) && g->peer_scl[k] < p)
+      p = g->peer_scl[k];
   }
-  return found ? p : 0;     /* peers not known yet: they may need everything */
+  return p;
 }
 
 static int gc_some(struct node *n, unsigned long long now)
@@ -257,14 +262,6 @@ static int gc_some(struct node *n, unsigned long long now)
 }
 
 /* ---- repair ---------------------------------------------------------------- */
-
-static struct gossip *gossip_for(struct node *n, const struct segment *s)
-{
-  for (size_t i = 0; i < n->ngs; i++)
-    if (n->gs[i].volume_id == s->volume_id && n->gs[i].pg == s->pg)
-      return &n->gs[i];
-  return NULL;
-}
 
 /* Is page (index i of s) asked of a peer now? */
 static int asked(const struct node *n, const struct segment *s, uint32_t i)
