@@ -340,11 +340,6 @@ void store_pmap_free(struct store *st)
   }
 }
 
-size_t store_pmap_entries(const struct store *st)
-{
-  return st->pmap && st->pmap->ready ? st->pmap->entries : 0;
-}
-
 /* Build the map from every readable record of recs, through txn. */
 static void build(struct store *st, struct kv_txn *txn)
 {
