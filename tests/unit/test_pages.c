@@ -955,6 +955,22 @@ static void unmat_is_right(struct sfix *x, const char *after)
   }
 }
 
+/* n more records staged in an open write transaction, left open; the
+ * model does not count them (the caller aborts or crashes). */
+static void stage_more(struct sfix *x, int n)
+{
+  char why[256];
+  assert_int_equal(store_begin(&x->st, why, sizeof why), 0);
+  struct model scratch = x->m;
+  for (int i = 0; i < n; i++) {
+    struct mrec t;
+    assert_int_equal(store_put_rec(&x->st, &x->s, next_rec(&scratch, &x->rng, &t), why,
+                                   sizeof why), 0);
+  }
+  for (uint64_t l = x->m.n + 1; l <= scratch.n; l++)
+    free(scratch.after[l]);
+}
+
 /* Invariant P (store_pmap.c): the page map, the only index of records
  * by page, names exactly the records the store holds, through every way
  * they change: writes committed and aborted, a crash with a transaction
@@ -975,29 +991,13 @@ static void the_page_map_follows_every_change(void **state)
       unmat_is_right(&x, "a write");
     } else if (op == 2) {
       /* Staged, then aborted: none of it is there, nor in the map. */
-      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
-      struct model scratch = x.m;
-      for (int i = 0; i < 5; i++) {
-        struct mrec t;
-        assert_int_equal(store_put_rec(&x.st, &x.s, next_rec(&scratch, &x.rng, &t), why,
-                                       sizeof why), 0);
-      }
-      for (uint64_t l = x.m.n + 1; l <= scratch.n; l++)
-        free(scratch.after[l]);
+      stage_more(&x, 5);
       store_abort(&x.st);
       unmat_is_right(&x, "an abort");
     } else if (op == 3) {
       /* Staged, then the process dies: the map, built again at load from
        * what was committed, has none of it. */
-      assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
-      struct model scratch = x.m;
-      for (int i = 0; i < 4; i++) {
-        struct mrec t;
-        assert_int_equal(store_put_rec(&x.st, &x.s, next_rec(&scratch, &x.rng, &t), why,
-                                       sizeof why), 0);
-      }
-      for (uint64_t l = x.m.n + 1; l <= scratch.n; l++)
-        free(scratch.after[l]);
+      stage_more(&x, 4);
       s_reload(&x);
       unmat_is_right(&x, "a crash with a transaction open");
     } else if (op == 4 && x.s.scl > x.s.gc_lsn + 4) {
