@@ -166,15 +166,6 @@ static int coalesce_some(struct node *n)
 
 /* ---- GC -------------------------------------------------------------------- */
 
-/* s's gossip state (its PG peers), by the node's hash (gossip.c keeps
- * gsidx): a scan of every segment's was O(segments) per segment, each GC
- * and repair pass O(segments^2) on a node hosting thousands. */
-static struct gossip *gossip_for(struct node *n, const struct segment *s)
-{
-  uint32_t i = kmap_get(&n->gsidx, s->volume_id, s->pg);
-  return i == KMAP_NONE ? NULL : &n->gs[i];
-}
-
 /* How long a silent peer holds GC (the simulator shortens it, so that its
  * runs of seconds see segments come back behind their peers' GC point). */
 static unsigned long long peer_wait(const struct node *n)
@@ -206,7 +197,7 @@ static uint64_t own_point(struct node *n, const struct segment *s)
 static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long long now)
 {
   uint64_t p = own_point(n, s);
-  const struct gossip *g = gossip_for(n, s);
+  const struct gossip *g = gossip_of(n, s->volume_id, s->pg);
   if (g == NULL)
     return 0;               /* peers not known yet: they may need everything */
   for (int k = 0; k < g->npeers; k++) {
@@ -362,7 +353,7 @@ static void repair_some(struct node *n, unsigned long long now)
   }
   for (size_t j = 0; j < n->nsegs; j++) {
     struct segment *s = n->segs[j];
-    struct gossip *g = gossip_for(n, s);
+    struct gossip *g = gossip_of(n, s->volume_id, s->pg);
     maybe_catch_up(n, s, g, now);
     if (s->floor == NULL || g == NULL)
       continue;
@@ -464,7 +455,7 @@ void bg_on_answer(struct node *n, const Env *env)
      * can, the catch-up takes a later point (maybe_catch_up; simulator,
      * seed 9641). */
     struct segment *s = node_find_seg(n, r.vol, r.pg);
-    struct gossip *g = s ? gossip_for(n, s) : NULL;
+    struct gossip *g = s ? gossip_of(n, s->volume_id, s->pg) : NULL;
     if (g && s->catchup && r.need == s->catchup && r.peer >= 0 && r.peer < g->npeers)
       g->peer_refused[r.peer] = s->catchup;
     return;

@@ -88,7 +88,7 @@ static int peer_index(struct node *n, const Auralog__Segment *d)
   return (int)n->npeers++;
 }
 
-static struct gossip *gossip_of(struct node *n, uint64_t vol, uint32_t pg)
+struct gossip *gossip_of(struct node *n, uint64_t vol, uint32_t pg)
 {
   uint32_t i = kmap_get(&n->gsidx, vol, pg);
   return i == KMAP_NONE ? NULL : &n->gs[i];

@@ -333,6 +333,9 @@ struct ep *gossip_peer_conn(struct node *n, int i);
 void gossip_learn(struct node *n, const Auralog__Assign *as);
 /* s is dropped (member.h M6): forget its gossip state. */
 void gossip_forget(struct node *n, uint64_t vol, uint32_t pg);
+/* The gossip state (PG peers, their SCLs) of the node's segment (vol, pg),
+ * by hash (gsidx), or NULL. */
+struct gossip *gossip_of(struct node *n, uint64_t vol, uint32_t pg);
 /* Is s an incoming (next) segment still filling from its peers: a hole, a
  * catch-up under way, a peer known further on, or none heard yet
  * (SegStat.hydrating)? */
