@@ -211,6 +211,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define SCRUB_BATCH     4096    /* ... of at most this many records (then the versions) */
 #define REPAIR_MS       500     /* a damaged page version is asked of a peer this often */
 #define REPAIR_INFLIGHT 32      /* page versions asked of peers at once (repair, catch-up) */
+#define RCACHE_BYTES    (32u << 20) /* records a node keeps decoded in memory until GC frees them (store_rcache.c) */
 #define CATCHUP_STUCK_MS 3000   /* a catch-up with pages no peer gives takes a later point after this */
 
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs

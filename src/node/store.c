@@ -411,8 +411,10 @@ int store_put_rec(struct store *st, const struct segment *s, const Rec *r,
         memcpy(e, val.data, val.len);
     }
   }
-  if (rc == 0)
+  if (rc == 0) {
     store_pmap_add(st, s->volume_id, s->pg, r->page_no, r->lsn);
+    store_rc_put(st, s->volume_id, s->pg, r);   /* Invariant R: the copy stored */
+  }
   return rc ? store_fail(st, rc, why, whylen, "storing records") : 0;
 }
 

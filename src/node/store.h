@@ -79,6 +79,7 @@ struct store {
   uint64_t replayed;         /* records the last open replayed from the hot log */
   size_t last_put_len;       /* the packed size of the last record store_put_rec put */
   struct pmap *pmap;         /* every record held, by page, in memory (store_pmap.c) */
+  struct rcache *rcache;     /* records stored lately, decoded (store_rcache.c) */
 };
 
 /* Open the store in lmdb in directory dir (created if missing). hot: a
@@ -217,5 +218,10 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen);
 int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t *epoch);
 /* Is record lsn stored whole (it reads back and its CRC holds)? */
 int store_held_whole(struct store *st, const struct segment *s, uint64_t lsn);
+
+/* The record cache's Invariant R (store_rcache.c) checked against the kv:
+ * how many cached records differ from what recs holds, as a read sees it
+ * now (the first said in why). For the tests and the simulator. */
+size_t store_rc_check(struct store *st, char *why, size_t whylen);
 
 #endif

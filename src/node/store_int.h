@@ -110,6 +110,22 @@ int store_pmap_get(struct store *st, struct kv_txn *txn, const struct segment *s
                    uint32_t page_no, uint64_t after, uint64_t upto, uint64_t **v, size_t *n,
                    size_t *cap);
 
+/* The record cache (store_rcache.c, Invariant R): records stored lately,
+ * decoded, by (volume, pg, lsn). put: the copy store_put_rec stored (an
+ * abort removes it); del: recs no longer holds it (the page map's hooks
+ * call it); get: the record, or NULL (read the kv); commit/abort: the
+ * write transaction ended; clear: forget all; stats: records, bytes, and
+ * lookups that hit and missed. */
+void store_rc_put(struct store *st, uint64_t vol, uint32_t pg, const Rec *r);
+void store_rc_del(struct store *st, uint64_t vol, uint32_t pg, uint64_t lsn);
+const Rec *store_rc_get(struct store *st, uint64_t vol, uint32_t pg, uint64_t lsn);
+void store_rc_commit(struct store *st);
+void store_rc_abort(struct store *st);
+void store_rc_clear(struct store *st);
+void store_rc_free(struct store *st);
+void store_rc_stats(const struct store *st, size_t *n, size_t *bytes, uint64_t *hits,
+                    uint64_t *misses);
+
 /* A page version's CRC (store_pages.c): over its key and its bytes. */
 uint32_t store_img_crc(const uint8_t key[24], const uint8_t *page, uint32_t len);
 

@@ -176,9 +176,17 @@ static int build(struct store *st, struct kv_txn *txn, const struct segment *s,
   }
   size_t nl = (size_t)got;
   Rec **recs = calloc(nl + 1, sizeof *recs);
+  uint8_t *owned = calloc(nl + 1, 1);   /* unpacked here: freed here */
   size_t n = 0;
   int rc = 0;
   for (size_t li = 0; li < nl; li++) {
+    /* Invariant R (store_rcache.c): a cached record is the one recs holds,
+     * checked when it was stored. */
+    const Rec *hit = store_rc_get(st, s->volume_id, s->pg, lsns[li]);
+    if (hit) {
+      recs[n++] = (Rec *)hit;
+      continue;
+    }
     uint8_t rk[20];
     rec_key(rk, s->volume_id, s->pg, lsns[li]);
     struct kv_val rkey = {sizeof rk, rk}, rval;
@@ -195,6 +203,7 @@ static int build(struct store *st, struct kv_txn *txn, const struct segment *s,
       rc = ERR_INTERNAL;
       break;
     }
+    owned[n] = 1;
     recs[n++] = r;
   }
   free(lsns);
@@ -204,7 +213,9 @@ static int build(struct store *st, struct kv_txn *txn, const struct segment *s,
     *applied = (unsigned)n;
   }
   for (size_t j = 0; j < n; j++)
-    auralog__record__free_unpacked(recs[j], NULL);
+    if (owned[j])
+      auralog__record__free_unpacked(recs[j], NULL);
+  free(owned);
   free(recs);
   return rc;
 }
@@ -345,11 +356,15 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
     uint64_t lsn = get_be64((uint8_t *)key.data + 12);
     if (lsn > upto)
       break;
-    Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+    /* Its page and backlink: from the cache (Invariant R), else unpacked
+     * and checked. */
+    const Rec *hit = store_rc_get(st, s->volume_id, s->pg, lsn);
+    Rec *r = hit ? NULL : auralog__record__unpack(NULL, val.len, val.data);
     char rwhy[160];
-    int ok = r && rec_check(r, s->page_size, rwhy, sizeof rwhy) == ERR_NONE &&
-             r->prev_lsn == prev;
-    uint32_t page = ok ? r->page_no : 0;
+    int ok = hit ? hit->prev_lsn == prev
+                 : r && rec_check(r, s->page_size, rwhy, sizeof rwhy) == ERR_NONE &&
+                       r->prev_lsn == prev;
+    uint32_t page = !ok ? 0 : hit ? hit->page_no : r->page_no;
     if (r)
       auralog__record__free_unpacked(r, NULL);
     if (!ok)

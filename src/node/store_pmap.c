@@ -37,6 +37,10 @@
  * unknown. It is never served either: the segment's chain stops below it
  * (store_load.c), so no read point at or above it is answered here until a
  * good copy replaces it (a put, which adds it).
+ *
+ * Every delete from recs is reported here, so the record cache
+ * (store_rcache.c, Invariant R) is told of each from here too, and is
+ * emptied at a load.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +225,7 @@ void store_pmap_add(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, 
 void store_pmap_del(struct store *st, uint64_t vol, uint32_t pg, uint32_t page, uint64_t lsn)
 {
   struct pmap *m = map_of(st);
+  store_rc_del(st, vol, pg, lsn);
   if (m->ready && del(m, vol, pg, page, lsn))
     remember(st, vol, pg, page, lsn, 0);
 }
@@ -264,6 +269,7 @@ static int empty_bucket(struct store *st, struct pmap *m, struct pbucket *b, uin
   while (b->n > 0) {
     uint64_t lsn = b->lsn[b->off + b->n - 1];
     del_in(m, b, lsn);
+    store_rc_del(st, b->vol, b->pg, lsn);
     remember(st, b->vol, b->pg, b->page, lsn, 0);
   }
   return 0;                  /* on to the next */
@@ -273,16 +279,21 @@ void store_pmap_del_lsn(struct store *st, const struct segment *s, uint64_t lsn)
 {
   /* Its page cannot be read any more (damage): look in every page of the
    * segment. Rare (the scrub, a truncation, a catch-up meeting damage). */
+  store_rc_del(st, s->volume_id, s->pg, lsn);
   seg_buckets(map_of(st), s, del_from, st, lsn);
 }
 
 void store_pmap_drop_seg(struct store *st, const struct segment *s)
 {
-  seg_buckets(map_of(st), s, empty_bucket, st, 0);
+  struct pmap *m = map_of(st);
+  if (!m->ready)
+    store_rc_clear(st);      /* its records are not listed here: forget every one */
+  seg_buckets(m, s, empty_bucket, st, 0);
 }
 
 void store_pmap_commit(struct store *st)
 {
+  store_rc_commit(st);
   if (st->pmap) {
     st->pmap->nundo = 0;
     st->pmap->built_in_txn = 0;
@@ -292,6 +303,7 @@ void store_pmap_commit(struct store *st)
 void store_pmap_abort(struct store *st)
 {
   struct pmap *m = st->pmap;
+  store_rc_abort(st);        /* Invariant R: what it put is not in the kv */
   if (m == NULL || !m->ready)
     return;
   if (m->built_in_txn) {     /* which entries were the transaction's is unknown */
@@ -314,6 +326,7 @@ void store_pmap_reset(struct store *st)
   struct pmap *m = map_of(st);
   clear(m);
   m->ready = m->built_in_txn = 0;
+  store_rc_clear(st);        /* a load: the kv is read afresh (Invariant R) */
 }
 
 void store_pmap_loaded(struct store *st)
@@ -332,6 +345,7 @@ void store_pmap_note(struct store *st, uint64_t vol, uint32_t pg, uint32_t page,
 
 void store_pmap_free(struct store *st)
 {
+  store_rc_free(st);
   if (st->pmap) {
     clear(st->pmap);
     free(st->pmap->undo);

@@ -13,6 +13,9 @@
  *                                         the newer one truncated
  *   4. a page read equals the shadow      workload.c reads_check
  *      model of the page at its read point
+ *   record cache: a node's cached         check_rcache, before each node
+ *   records are the ones it stores        crash and at the end
+ *   (store_rcache.c, Invariant R)
  *   6. no segment's SCL above its stored  check_end (and after every node
  *      chain; convergence after the heal  restart): the chain of backlinks
  *                                         from the SCL down is all there
@@ -193,6 +196,13 @@ static void check_chain(struct world *w, struct simnode *sn, struct segment *s)
               (unsigned long long)s->scl, (unsigned long long)prev);
 }
 
+void check_rcache(struct world *w, struct simnode *sn)
+{
+  char why[300];
+  if (sn->n && !w->stop && store_rc_check(&sn->n->st, why, sizeof why) != 0)
+    violation(w, "node %s: %s", sn->id, why);
+}
+
 void check_end(struct world *w)
 {
   struct simwriter *wr = serving(w);
@@ -205,6 +215,7 @@ void check_end(struct world *w)
     struct simnode *sn = &w->nodes[i];
     if (sn->n == NULL)
       continue;
+    check_rcache(w, sn);
     for (size_t k = 0; k < sn->n->nsegs && !w->stop; k++) {
       struct segment *s = sn->n->segs[k];
       check_chain(w, sn, s);

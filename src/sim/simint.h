@@ -293,6 +293,8 @@ void trace_read(struct world *w, const char *who, uint32_t page, uint64_t rp, ui
 void violation(struct world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void check_step(struct world *w);
 void check_end(struct world *w);
+/* Invariant R of sn's record cache (store_rcache.c), checked against its kv. */
+void check_rcache(struct world *w, struct simnode *sn);
 /* The shadow's page as of read point rp (NULL: zeros). */
 const uint8_t *shadow_page(const struct world *w, uint32_t page_no, uint64_t rp);
 

@@ -238,6 +238,7 @@ void node_crash(struct simnode *sn)
     return;
   world_trace(sn->w, "node %s crashes", sn->id);
   world_hash(sn->w, "ncrash", (uint64_t)sn->i, 0);
+  check_rcache(sn->w, sn);
   simnet_crash(sn->h);
   bg_tally(sn->w, sn->n);
   /* The open transaction is lost, and lmdb's unsynced commits but for a

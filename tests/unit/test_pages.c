@@ -953,6 +953,11 @@ static void unmat_is_right(struct sfix *x, const char *after)
       fail_msg("after %s: page %u has %u records above its version, the store says %u",
                after, p, want, got);
   }
+  /* Invariant R (store_rcache.c): the record cache, which GC and page
+   * builds read instead of the kv, follows the same changes. */
+  char why[256];
+  if (store_rc_check(&x->st, why, sizeof why) != 0)
+    fail_msg("after %s: %s", after, why);
 }
 
 /* n more records staged in an open write transaction, left open; the
@@ -1050,6 +1055,69 @@ static void the_page_map_follows_every_change(void **state)
   s_teardown(&x);
 }
 
+/* Invariant R (store_rcache.c): the record cache never holds a record the
+ * kv does not, nor a copy the kv does not hold. A recovery's adopted copy
+ * (the same record under a newer epoch) put and then aborted leaves the
+ * kv's older copy: the cache must not serve the aborted one. A delete
+ * undone by an abort, and a GC, are followed too. And the cache is what
+ * page builds and GC read: they hit it. */
+static void the_record_cache_never_holds_what_the_store_does_not(void **state)
+{
+  (void)state;
+  char why[256];
+  struct sfix x;
+  s_setup(&x, 37);
+  s_write(&x, 40);
+  assert_int_equal(store_rc_check(&x.st, why, sizeof why), 0);
+  size_t n, bytes;
+  uint64_t hits, misses;
+  store_rc_stats(&x.st, &n, &bytes, &hits, &misses);
+  assert_int_equal(n, 40);
+  reads_right(&x, 1, 30);
+  store_rc_stats(&x.st, &n, &bytes, &hits, &misses);
+  assert_true(hits > 0);
+  assert_int_equal(misses, 0);
+  /* Record 20 again under epoch 3 (an adoption), aborted. */
+  struct kv_txn *rt;
+  assert_int_equal(kv_begin(x.st.kv, KV_RDONLY, &rt), 0);
+  uint8_t k[20];
+  rec_key(k, VOL, 0, 20);
+  struct kv_val key = {sizeof k, k}, val;
+  assert_int_equal(kv_get(x.st.kv, rt, x.st.recs, &key, &val), 0);
+  Rec *r = auralog__record__unpack(NULL, val.len, val.data);
+  kv_abort(x.st.kv, rt);
+  assert_non_null(r);
+  r->epoch = 3;
+  rec_seal(r);
+  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+  assert_int_equal(store_put_rec(&x.st, &x.s, r, why, sizeof why), 0);
+  assert_int_equal(store_rc_check(&x.st, why, sizeof why), 0);   /* the txn sees it */
+  store_abort(&x.st);
+  if (store_rc_check(&x.st, why, sizeof why) != 0)
+    fail_msg("after an adopted copy was aborted: %s", why);
+  /* ... and committed. */
+  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+  assert_int_equal(store_put_rec(&x.st, &x.s, r, why, sizeof why), 0);
+  assert_int_equal(store_commit(&x.st, why, sizeof why), 0);
+  auralog__record__free_unpacked(r, NULL);
+  unmat_is_right(&x, "an adopted copy committed");
+  /* A GC aborted: the records are back in the kv, and read right. */
+  size_t nr, ni;
+  assert_int_equal(store_begin(&x.st, why, sizeof why), 0);
+  assert_int_equal(store_gc(&x.st, &x.s, 30, MAXR, &nr, &ni, why, sizeof why), 0);
+  assert_int_equal(nr, 30);
+  unmat_is_right(&x, "a GC, in its transaction");
+  store_abort(&x.st);
+  if (store_rc_check(&x.st, why, sizeof why) != 0)
+    fail_msg("after a GC was aborted: %s", why);
+  s_reload(&x);              /* the segment's memory as the kv is again */
+  reads_right(&x, 1, 30);
+  s_gc(&x, 30);
+  unmat_is_right(&x, "a GC");
+  reads_right(&x, 30, 30);
+  s_teardown(&x);
+}
+
 static double cpu_ms_now(void)
 {
   struct timespec ts;
@@ -1106,6 +1174,7 @@ int main(void)
     cmocka_unit_test(versions_gc_makes_count_as_coalesced),
     cmocka_unit_test(the_page_map_follows_every_change),
     cmocka_unit_test(gc_of_a_page_s_records_oldest_first_keeps_the_map),
+    cmocka_unit_test(the_record_cache_never_holds_what_the_store_does_not),
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
     cmocka_unit_test(old_truncations_are_forgotten_below_the_gc_point),
     cmocka_unit_test(a_late_truncation_keeps_page_versions),
