@@ -94,6 +94,11 @@ struct io {
   /* Optional (may be NULL: zeros): ep's binding (auth.h, roles), the same
    * at both ends of one connection and at no other. Role proofs sign it. */
   void (*binding)(void *ctx, struct ep *e, uint8_t out[32]);
+  /* Bytes of the frames send queued so far (4-byte length prefix
+   * included), kept by a driver that packs them anyway (netio.c); 0 where
+   * the driver keeps no count (the simulator). A core reads it around a
+   * send to count what it sent without packing the message twice. */
+  uint64_t sent_bytes;
 };
 
 static inline int io_send(const struct io *io, struct ep *to, const Env *env)
