@@ -68,7 +68,10 @@
  * of PGs or the length of the log. A node that does not connect within
  * RCV_CONNECT_MS, goes down, or leaves a request unanswered for
  * RCV_ANSWER_MS is given up for the rest of the recovery: its segments
- * count as not answering (the quorums decide whether that matters).
+ * count as not answering (the quorums decide whether that matters). One
+ * that has not connected is given up sooner, RCV_QUORUM_WAIT_MS into a
+ * round, once every other request is answered and every PG has a write
+ * quorum of answers (quorum_in_hand).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -894,12 +897,70 @@ void rcv_on_down(struct rcv *c, int node)
   }
 }
 
+/* May the nodes that have not connected since the round began be given
+ * up now, RCV_QUORUM_WAIT_MS in, rather than at RCV_CONNECT_MS? Only if
+ * every request sent has its answer, and every PG has a write quorum of
+ * segments that answered all of theirs without an error: the round then
+ * has what a recovery needs (a read quorum for rounds 1 and 2, a write
+ * quorum for round 3), and a host that is gone (an AZ down) costs this
+ * wait, not a second. What it decides is what giving them up at
+ * RCV_CONNECT_MS would have decided: the quorums, not the wait, make a
+ * recovery right. A node that does connect after is sent nothing more in
+ * this recovery; gossip and the writer's Appends bring it the truncation. */
+static int quorum_in_hand(const struct rcv *c, unsigned long long now)
+{
+  const struct round *r = &c->cur;
+  int unsent = 0;
+  for (size_t k = 0; k < r->n; k++) {
+    if (r->rep[k] == NULL && r->sent[k] && !c->gone[r->node[k]])
+      return 0;              /* in flight: its answer is on the way */
+    if (!r->sent[k] && !c->gone[r->node[k]]) {
+      if (now - c->last[r->node[k]] < RCV_QUORUM_WAIT_MS)
+        return 0;
+      unsent = 1;
+    }
+  }
+  if (!unsent)
+    return 0;
+  /* Per segment: 1 every request answered well, 2 one missing or an error. */
+  uint8_t *bad = calloc(c->nk + 1, 1), *seen = calloc(c->nk + 1, 1);
+  for (size_t k = 0; k < r->n; k++) {
+    size_t seg = r->seg[k];
+    seen[seg] = 1;
+    if (r->rep[k] == NULL || r->rep[k]->body_case == AURALOG__ENVELOPE__BODY_ERROR)
+      bad[seg] = 1;
+  }
+  int ok = 1;
+  for (size_t p = 0; p < c->npgs && ok; p++) {
+    int good = 0, asked = 0;
+    for (size_t s = 0; s < NCOPIES; s++) {
+      asked += seen[p * NCOPIES + s];
+      good += seen[p * NCOPIES + s] && !bad[p * NCOPIES + s];
+    }
+    ok = asked == 0 || good >= VW;   /* a PG this round asks nothing of: fine */
+  }
+  free(bad);
+  free(seen);
+  return ok;
+}
+
 /* Nodes that did not connect in time, or stopped answering, are given up. */
 void rcv_tick(struct rcv *c)
 {
   if (c->phase >= R_DONE || c->cur.n == 0)
     return;
   unsigned long long now = io_now(c->v->io);
+  if (quorum_in_hand(c, now)) {
+    for (size_t k = 0; k < c->cur.n; k++)
+      if (!c->cur.sent[k] && !c->gone[c->cur.node[k]]) {
+        loginfo("recovery: node %s has not connected in %d ms; every PG has a write "
+                "quorum of answers without it: going on", c->v->nodes[c->cur.node[k]].id,
+                RCV_QUORUM_WAIT_MS);
+        give_up(c, (size_t)c->cur.node[k]);
+      }
+    step(c);
+    return;
+  }
   for (size_t i = 0; i < c->nn; i++) {
     int waiting = c->left[i] > 0;
     int unsent = 0;

@@ -54,7 +54,7 @@ struct wfix {
 /* Set a writer of epoch `epoch` up from a volume description of one PG on
  * the six nodes, as sim/writer.c does, start recovery and bring the six
  * endpoints up. */
-static void writer_setup_at(struct wfix *x, uint64_t epoch)
+static void writer_setup_up(struct wfix *x, uint64_t epoch, int nup)
 {
   Auralog__Segment seg[NCOPIES], *ptr[NCOPIES];
   memset(x, 0, sizeof *x);
@@ -89,8 +89,14 @@ static void writer_setup_at(struct wfix *x, uint64_t epoch)
   for (int i = 0; i < NCOPIES; i++) {
     x->seg[i] = ep_named(&x->f, addrs[i]);
     assert_int_equal(count(&x->f, x->seg[i], 0), 0);
-    vcore_on_up(v, x->seg[i]);
+    if (i < nup)
+      vcore_on_up(v, x->seg[i]);
   }
+}
+
+static void writer_setup_at(struct wfix *x, uint64_t epoch)
+{
+  writer_setup_up(x, epoch, NCOPIES);
 }
 
 static void writer_setup(struct wfix *x)
@@ -218,6 +224,49 @@ static void recovery_needs_a_read_quorum(void **state)
   assert_int_equal(rcv_error(v->rcv), ERR_UNAVAILABLE);
   assert_true(vol_open_again(rcv_error(v->rcv)));
   assert_int_equal(count(&x.f, x.seg[0], SEG_QUERY), 0);   /* no scan went out */
+  writer_teardown(&x);
+}
+
+/* An AZ is down: its two nodes never connect. Recovery does not wait
+ * RCV_CONNECT_MS for them once the four others answered every request
+ * of a round (a write quorum of the PG): it goes on RCV_QUORUM_WAIT_MS
+ * in. With three answers it still waits: a read quorum is not what round
+ * 3 needs, and the missing nodes may yet come. */
+static void recovery_goes_on_without_nodes_that_never_connect(void **state)
+{
+  (void)state;
+  struct wfix x;
+  char why[256];
+  writer_setup_up(&x, 1, 4);   /* nodes 4 and 5 never connect */
+  struct volume *v = x.v;
+  assert_int_equal(rcv_round(v->rcv), 1);
+  assert_int_equal(count(&x.f, x.seg[4], SEG_QUERY), 0);
+  for (int i = 0; i < 3; i++)
+    answer_query(&x, i, 0);
+  x.f.now += 2 * RCV_QUORUM_WAIT_MS;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);    /* three: a read quorum only, waits */
+  answer_query(&x, 3, 0);
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 2);    /* four: on, well before RCV_CONNECT_MS */
+  for (int i = 0; i < 4; i++)
+    answer_query(&x, i, 1);
+  /* Not every segment answered: round 3 writes the truncation, to the four. */
+  assert_int_equal(rcv_round(v->rcv), 3);
+  for (int i = 0; i < 4; i++) {
+    const Env *e = take(&x.f, x.seg[i], APPEND);
+    assert_non_null(e->append->trunc);
+    Env env = AURALOG__ENVELOPE__INIT;
+    Auralog__AppendAck ack = AURALOG__APPEND_ACK__INIT;
+    ack.volume_id = VOL;
+    env.req = e->req;
+    env.body_case = APPEND_ACK;
+    env.append_ack = &ack;
+    DELIVER(vcore_on_msg, v, x.seg[i], &env);
+  }
+  assert_int_equal(count(&x.f, x.seg[4], APPEND), 0);
+  assert_int_equal(rcv_result(v->rcv, why, sizeof why), 1);
+  assert_true(x.f.now - 1000 < RCV_CONNECT_MS);
   writer_teardown(&x);
 }
 
@@ -933,6 +982,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(writer_recovers_a_clean_volume_then_commits_at_write_quorum),
     cmocka_unit_test(recovery_needs_a_read_quorum),
+    cmocka_unit_test(recovery_goes_on_without_nodes_that_never_connect),
     cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(reads_go_to_the_fast_segments),
