@@ -69,9 +69,8 @@
  * RCV_CONNECT_MS, goes down, or leaves a request unanswered for
  * RCV_ANSWER_MS is given up for the rest of the recovery: its segments
  * count as not answering (the quorums decide whether that matters). One
- * that has not connected is given up sooner, RCV_QUORUM_WAIT_MS into a
- * round, once every other request is answered and every PG has a write
- * quorum of answers (quorum_in_hand).
+ * not heard from for RCV_QUORUM_WAIT_MS is given up sooner, once every PG
+ * has a write quorum of answers without it (quorum_in_hand).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -897,30 +896,30 @@ void rcv_on_down(struct rcv *c, int node)
   }
 }
 
-/* May the nodes that have not connected since the round began be given
- * up now, RCV_QUORUM_WAIT_MS in, rather than at RCV_CONNECT_MS? Only if
- * every request sent has its answer, and every PG has a write quorum of
- * segments that answered all of theirs without an error: the round then
- * has what a recovery needs (a read quorum for rounds 1 and 2, a write
- * quorum for round 3), and a host that is gone (an AZ down) costs this
- * wait, not a second. What it decides is what giving them up at
- * RCV_CONNECT_MS would have decided: the quorums, not the wait, make a
- * recovery right. A node that does connect after is sent nothing more in
- * this recovery; gossip and the writer's Appends bring it the truncation. */
+/* May the nodes still owing this round something be given up now,
+ * RCV_QUORUM_WAIT_MS after they were last heard from (or sent to), rather
+ * than at RCV_CONNECT_MS (never connected) or RCV_ANSWER_MS (silent)? Only
+ * if every PG has a write quorum of segments that answered all of theirs
+ * without an error: the round then has what a recovery needs (a read
+ * quorum for rounds 1 and 2, a write quorum for round 3), and a host that
+ * is gone or cut off (an AZ down, a partition) costs this wait, not one
+ * or two seconds. What it decides is what giving them up later would have
+ * decided: the quorums, not the wait, make a recovery right (a slow node
+ * is an outlier the 4/6 quorum hides, paper §2.1). A node given up is sent
+ * nothing more in this recovery; gossip and the writer's Appends bring it
+ * the truncation. */
 static int quorum_in_hand(const struct rcv *c, unsigned long long now)
 {
   const struct round *r = &c->cur;
-  int unsent = 0;
+  int owing = 0;
   for (size_t k = 0; k < r->n; k++) {
-    if (r->rep[k] == NULL && r->sent[k] && !c->gone[r->node[k]])
-      return 0;              /* in flight: its answer is on the way */
-    if (!r->sent[k] && !c->gone[r->node[k]]) {
-      if (now - c->last[r->node[k]] < RCV_QUORUM_WAIT_MS)
-        return 0;
-      unsent = 1;
-    }
+    if (r->rep[k] != NULL || c->gone[r->node[k]])
+      continue;
+    if (now - c->last[r->node[k]] < RCV_QUORUM_WAIT_MS)
+      return 0;              /* heard lately: its answers are on the way */
+    owing = 1;
   }
-  if (!unsent)
+  if (!owing)
     return 0;
   /* Per segment: 1 every request answered well, 2 one missing or an error. */
   uint8_t *bad = calloc(c->nk + 1, 1), *seen = calloc(c->nk + 1, 1);
@@ -952,10 +951,10 @@ void rcv_tick(struct rcv *c)
   unsigned long long now = io_now(c->v->io);
   if (quorum_in_hand(c, now)) {
     for (size_t k = 0; k < c->cur.n; k++)
-      if (!c->cur.sent[k] && !c->gone[c->cur.node[k]]) {
-        loginfo("recovery: node %s has not connected in %d ms; every PG has a write "
-                "quorum of answers without it: going on", c->v->nodes[c->cur.node[k]].id,
-                RCV_QUORUM_WAIT_MS);
+      if (c->cur.rep[k] == NULL && !c->gone[c->cur.node[k]]) {
+        loginfo("recovery: node %s has %s in %d ms; every PG has a write quorum of "
+                "answers without it: going on", c->v->nodes[c->cur.node[k]].id,
+                c->cur.sent[k] ? "not answered" : "not connected", RCV_QUORUM_WAIT_MS);
         give_up(c, (size_t)c->cur.node[k]);
       }
     step(c);

@@ -270,6 +270,29 @@ static void recovery_goes_on_without_nodes_that_never_connect(void **state)
   writer_teardown(&x);
 }
 
+/* AZ C is partitioned: its nodes took the queries and never answer. Once
+ * the four others answered (a write quorum of the PG), recovery gives the
+ * two up RCV_QUORUM_WAIT_MS after it last heard from them, not at
+ * RCV_ANSWER_MS; while one of them was heard lately, it waits. */
+static void recovery_goes_on_without_nodes_that_never_answer(void **state)
+{
+  (void)state;
+  struct wfix x;
+  writer_setup(&x);
+  struct volume *v = x.v;
+  for (int i = 0; i < 4; i++)
+    answer_query(&x, i, 0);
+  x.f.now += RCV_QUORUM_WAIT_MS / 2;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);    /* asked just now: their answers may come */
+  x.f.now += RCV_QUORUM_WAIT_MS;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 2);    /* silent: on without them */
+  assert_true(x.f.now - 1000 < RCV_ANSWER_MS);
+  assert_int_equal(count(&x.f, x.seg[4], SEG_QUERY), 1);   /* round 1's only */
+  writer_teardown(&x);
+}
+
 /* ---- the end-to-end page check ---------------------------------------------- */
 
 #define READ_PAGE AURALOG__ENVELOPE__BODY_READ_PAGE
@@ -983,6 +1006,7 @@ int main(void)
     cmocka_unit_test(writer_recovers_a_clean_volume_then_commits_at_write_quorum),
     cmocka_unit_test(recovery_needs_a_read_quorum),
     cmocka_unit_test(recovery_goes_on_without_nodes_that_never_connect),
+    cmocka_unit_test(recovery_goes_on_without_nodes_that_never_answer),
     cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(reads_go_to_the_fast_segments),
