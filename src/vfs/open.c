@@ -921,20 +921,26 @@ static int quorum_in_hand(const struct rcv *c, unsigned long long now)
   }
   if (!owing)
     return 0;
-  /* Per segment: 1 every request answered well, 2 one missing or an error. */
-  uint8_t *bad = calloc(c->nk + 1, 1), *seen = calloc(c->nk + 1, 1);
+  /* Per request slot (p * NCOPIES + pos; a next segment's: nk + the same,
+   * round 3 only): asked, and any request of it unanswered or an error. */
+  uint8_t *bad = calloc(2 * c->nk + 1, 1), *seen = calloc(2 * c->nk + 1, 1);
   for (size_t k = 0; k < r->n; k++) {
     size_t seg = r->seg[k];
+    if (seg >= 2 * c->nk)
+      continue;
     seen[seg] = 1;
     if (r->rep[k] == NULL || r->rep[k]->body_case == AURALOG__ENVELOPE__BODY_ERROR)
       bad[seg] = 1;
   }
+  /* A position counts when its segment answered well and, in transition
+   * (member.h M1), its next segment too, as round 3 counts it. */
   int ok = 1;
   for (size_t p = 0; p < c->npgs && ok; p++) {
     int good = 0, asked = 0;
     for (size_t s = 0; s < NCOPIES; s++) {
-      asked += seen[p * NCOPIES + s];
-      good += seen[p * NCOPIES + s] && !bad[p * NCOPIES + s];
+      size_t k = p * NCOPIES + s, nx = c->nk + k;
+      asked += seen[k];
+      good += seen[k] && !bad[k] && !(seen[nx] && bad[nx]);
     }
     ok = asked == 0 || good >= VW;   /* a PG this round asks nothing of: fine */
   }

@@ -214,6 +214,10 @@ static const struct {
    * node lost for good made every recovery wait RCV_CONNECT_MS for it.
    * The engine exits when fenced; so does the simulated one now. */
   {9474, "liveness: two writers fenced each other's recoveries for ever", "all"},
+  /* Recovery's early stop (vfs/open.c quorum_in_hand) indexed round 3's
+   * next segments (slots nk and up) past arrays of nk: the heap was
+   * overwritten ("free(): invalid next size"), with replicas' faults. */
+  {604, "a recovery overran its quorum arrays (a PG with next segments)", "replicas"},
 };
 
 static void seeds_that_once_failed_pass(void **state)
@@ -222,7 +226,11 @@ static void seeds_that_once_failed_pass(void **state)
   for (size_t i = 0; i < sizeof once_failed / sizeof once_failed[0]; i++) {
     const char *f = once_failed[i].faults;
     struct sim_opts o = opts(once_failed[i].seed,
-                             f == NULL ? PRE_ROGUE : !strcmp(f, "all") ? ALL_FAULTS : fault(f), 0);
+                             f == NULL                ? PRE_ROGUE
+                             : !strcmp(f, "all")      ? ALL_FAULTS
+                             : !strcmp(f, "replicas") ? F_ALL | F_REPLICAS
+                                                      : fault(f),
+                             0);
     struct sim_result r;
     run(&o, &r);
     if (r.violations)
