@@ -149,17 +149,23 @@ static void wrote(uv_write_t *req, int status)
   free(w);
 }
 
-int conn_send(struct conn *c, const Env *env)
+int conn_send_sized(struct conn *c, const Env *env, size_t *len)
 {
+  *len = 0;
   if (c->closing)
     return -1;
-  size_t len;
-  uint8_t *frame = wire_frame_room(env, NET_FRAME_ROOM, &len);
+  uint8_t *frame = wire_frame_room(env, NET_FRAME_ROOM, len);
   if (frame == NULL) {
-    logwarn_rl("%s: reply over the frame limit dropped", c->peer);
+    logwarn_rl("%s: a message over the frame limit dropped", c->peer);
     return -1;
   }
-  return conn_send_frame(c, frame, len);
+  return conn_send_frame(c, frame, *len);
+}
+
+int conn_send(struct conn *c, const Env *env)
+{
+  size_t len;
+  return conn_send_sized(c, env, &len);
 }
 
 /* Hand n frames to libuv in one write. bufs is a malloc'd array the write

@@ -90,6 +90,9 @@ struct conn *net_connect(uv_loop_t *loop, const char *addr,
 
 /* Queue env on c. Returns 0, or -1 if c is closing or env is too large. */
 int conn_send(struct conn *c, const Env *env);
+/* The same; *len: the frame's bytes (its 4-byte length included, its MAC
+ * not), where it was queued. */
+int conn_send_sized(struct conn *c, const Env *env, size_t *len);
 
 /* Queue an already framed message, made with wire_frame_room(env,
  * NET_FRAME_ROOM, ...) (the room holds its tag); takes ownership of it. */

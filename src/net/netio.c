@@ -54,17 +54,9 @@ static void conn_up(struct conn *c, int status)
 static int io_send_(void *ctx, struct ep *to, const Env *env)
 {
   struct netio *ni = ctx;
-  struct conn *c = (struct conn *)to;
-  if (c->closing)
-    return -1;
   size_t len;
-  uint8_t *frame = wire_frame_room(env, NET_FRAME_ROOM, &len);
-  if (frame == NULL) {
-    logwarn_rl("%s: a message over the frame limit dropped", c->peer);
-    return -1;
-  }
   ni->in_call++;
-  int rc = conn_send_frame(c, frame, len);
+  int rc = conn_send_sized((struct conn *)to, env, &len);
   ni->in_call--;
   if (rc == 0)
     ni->io.sent_bytes += len;

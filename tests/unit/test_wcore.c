@@ -129,6 +129,21 @@ static void answer_query(struct wfix *x, int i, int scan)
   DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
 }
 
+/* Segment i acknowledges Append req, complete to scl. */
+static void ack(struct wfix *x, int i, uint64_t req, uint64_t scl)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__AppendAck a = AURALOG__APPEND_ACK__INIT;
+  a.volume_id = VOL;
+  a.pg = 0;
+  a.scl = scl;
+  a.added = 1;
+  env.req = req;
+  env.body_case = APPEND_ACK;
+  env.append_ack = &a;
+  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
+}
+
 static void writer_recovers_a_clean_volume_then_commits_at_write_quorum(void **state)
 {
   (void)state;
@@ -256,13 +271,7 @@ static void recovery_goes_on_without_nodes_that_never_connect(void **state)
   for (int i = 0; i < 4; i++) {
     const Env *e = take(&x.f, x.seg[i], APPEND);
     assert_non_null(e->append->trunc);
-    Env env = AURALOG__ENVELOPE__INIT;
-    Auralog__AppendAck ack = AURALOG__APPEND_ACK__INIT;
-    ack.volume_id = VOL;
-    env.req = e->req;
-    env.body_case = APPEND_ACK;
-    env.append_ack = &ack;
-    DELIVER(vcore_on_msg, v, x.seg[i], &env);
+    ack(&x, i, e->req, 0);
   }
   assert_int_equal(count(&x.f, x.seg[4], APPEND), 0);
   assert_int_equal(rcv_result(v->rcv, why, sizeof why), 1);
@@ -310,21 +319,6 @@ static void open_clean(struct wfix *x)
   rcv_free(x->v->rcv);
   x->v->rcv = NULL;
   x->v->opened = 1;
-}
-
-/* Segment i acknowledges Append req, complete to scl. */
-static void ack(struct wfix *x, int i, uint64_t req, uint64_t scl)
-{
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__AppendAck a = AURALOG__APPEND_ACK__INIT;
-  a.volume_id = VOL;
-  a.pg = 0;
-  a.scl = scl;
-  a.added = 1;
-  env.req = req;
-  env.body_case = APPEND_ACK;
-  env.append_ack = &a;
-  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
 }
 
 /* The writer writes "text" at off of page page_no (one MTR) and all six
