@@ -244,9 +244,10 @@ static void recovery_needs_a_read_quorum(void **state)
 
 /* An AZ is down: its two nodes never connect. Recovery does not wait
  * RCV_CONNECT_MS for them once the four others answered every request
- * of a round (a write quorum of the PG): it goes on RCV_QUORUM_WAIT_MS
- * in. With three answers it still waits: a read quorum is not what round
- * 3 needs, and the missing nodes may yet come. */
+ * of a round (a write quorum of the PG): it goes on when they have been
+ * silent twice as long as that quorum took (here 200 ms: at 400). With
+ * three answers it still waits: a read quorum is not what round 3 needs,
+ * and the missing nodes may yet come. */
 static void recovery_goes_on_without_nodes_that_never_connect(void **state)
 {
   (void)state;
@@ -261,9 +262,14 @@ static void recovery_goes_on_without_nodes_that_never_connect(void **state)
   x.f.now += 2 * RCV_QUORUM_WAIT_MS;
   rcv_tick(v->rcv);
   assert_int_equal(rcv_round(v->rcv), 1);    /* three: a read quorum only, waits */
-  answer_query(&x, 3, 0);
+  answer_query(&x, 3, 0);                    /* the quorum, 200 ms in */
   rcv_tick(v->rcv);
-  assert_int_equal(rcv_round(v->rcv), 2);    /* four: on, well before RCV_CONNECT_MS */
+  x.f.now += 2 * RCV_QUORUM_WAIT_MS - 1;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);    /* silent 399 ms: not yet twice 200 */
+  x.f.now += 1;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 2);    /* on, well before RCV_CONNECT_MS */
   for (int i = 0; i < 4; i++)
     answer_query(&x, i, 1);
   /* Not every segment answered: round 3 writes the truncation, to the four. */
@@ -299,6 +305,33 @@ static void recovery_goes_on_without_nodes_that_never_answer(void **state)
   assert_int_equal(rcv_round(v->rcv), 2);    /* silent: on without them */
   assert_true(x.f.now - 1000 < RCV_ANSWER_MS);
   assert_int_equal(count(&x.f, x.seg[4], SEG_QUERY), 1);   /* round 1's only */
+  writer_teardown(&x);
+}
+
+/* On a slow machine every answer is slow: the four answers of round 1
+ * came 500 ms in. The two still owing answers keep their place until they
+ * have been silent twice that long (a slow node is no partition): a round
+ * that dropped them at RCV_QUORUM_WAIT_MS could fall short of round 3's
+ * write quorum when one of the four is slow there in turn. */
+static void a_slow_round_waits_longer_for_its_last_nodes(void **state)
+{
+  (void)state;
+  struct wfix x;
+  writer_setup(&x);
+  struct volume *v = x.v;
+  x.f.now += 500;
+  for (int i = 0; i < 4; i++)
+    answer_query(&x, i, 0);
+  rcv_tick(v->rcv);
+  x.f.now += 499;            /* silent 999 ms */
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);
+  answer_query(&x, 4, 0);    /* one of them was slow, not gone */
+  x.f.now += 1;              /* node 5 silent 1000 ms: twice the quorum's 500 */
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 2);
+  assert_int_equal(count(&x.f, x.seg[4], SEG_QUERY), 1);   /* 4 is in round 2 */
+  assert_int_equal(count(&x.f, x.seg[5], SEG_QUERY), 1);   /* 5: round 1's only */
   writer_teardown(&x);
 }
 
@@ -1001,6 +1034,7 @@ int main(void)
     cmocka_unit_test(recovery_needs_a_read_quorum),
     cmocka_unit_test(recovery_goes_on_without_nodes_that_never_connect),
     cmocka_unit_test(recovery_goes_on_without_nodes_that_never_answer),
+    cmocka_unit_test(a_slow_round_waits_longer_for_its_last_nodes),
     cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(reads_go_to_the_fast_segments),
