@@ -26,7 +26,8 @@
  *    (store_pmap.c) are where every delete is reported already (GC, a
  *    truncation, the scrub, a catch-up's jump, a dropped segment), and they
  *    call here; a delete that an abort undoes leaves the key out (a miss);
- *  - a load, or a page map made not ready, empties it (store_pmap.c);
+ *  - a load empties it, and so does a dropped segment while the page map
+ *    is not ready (which records were the segment's is not known then);
  *  - it is memory: a crash takes it with the kv's unsynced commits.
  * The copies are records that were checked before they were stored
  * (seg_admit, wire_check, the hot log's replay), so a hit is checked
