@@ -148,7 +148,28 @@ while [ $(( ${#queue[@]} + ${#pqueue[@]} )) -gt 0 ]; do
 done
 while [ "${#running[@]}" -gt 0 ]; do reap; done
 
+# A CI log keeps only its tail, and a failing binary's output scrolled
+# away under the others'. So each failure is told again here, last: the
+# lines of every failed test, from its "[ RUN" to its "[  FAILED" or
+# "[  ERROR" (at most 40: the assertion and what the test printed before
+# it), or, where no test says it failed (a crash, a hang killed), the
+# log's last 30 lines.
+failure_lines() {
+  awk '
+    /^\[ RUN      \]/ { n = 0 }
+    { buf[n++ % 40] = $0 }
+    /^\[  (FAILED|ERROR) +\] [^ ]/ && !/test\(s\)/ && !seen[$NF]++ {
+      k = n > 40 ? n - 40 : 0
+      for (i = k; i < n; i++) print "  " buf[i % 40]
+      said = 1; n = 0
+    }
+    END { exit said ? 0 : 1 }' "$1" || tail -n 30 "$1" | sed 's/^/  /'
+}
 if [ "${#failed[@]}" -gt 0 ]; then
+  for n in "${failed[@]}"; do
+    echo "== why $n failed (from $logdir/$n.log):"
+    failure_lines "$logdir/$n.log"
+  done
   echo "${TEST_LABEL:-integration}: FAILED: ${failed[*]} (their whole output is above, and in $logdir)"
   exit 1
 fi
