@@ -118,6 +118,8 @@ struct limit {
   struct hist quorum;        /* six writers, a round ends at the 4th flush */
   double quorum_per_s;
   struct hist rtt;           /* loopback TCP round trip */
+  double fsync_cpu_us;       /* CPU of one append + fdatasync */
+  double rtt_cpu_us;         /* CPU of one round trip, both sides */
   double commit_ms;          /* 2 x rtt p50 + quorum p50 */
 };
 int bench_limit(const char *dir, struct limit *l);

@@ -35,6 +35,15 @@
  * Bandwidth (bench_limit_bw, for `auralog bench repair`, which moves whole
  * segments): sequential write + fdatasync bytes/s on the same file system,
  * and one loopback TCP stream's bytes/s; see the section at the end.
+ * CPU: each measurement also times the CPU its threads spent (their
+ * thread CPU clocks): a flush's (pwrite + fdatasync, one writer), and a
+ * round trip's (both sides: two sends, two receives). A node cannot do a
+ * group commit with less than one flush, one message in and one out, so
+ *     the nodes' CPU floor per tx = their flushes per tx x (flush CPU +
+ *                                   half a round trip's CPU)
+ * (report.c prints it beside the nodes' measured CPU). It is measured on
+ * an idle machine: under load a flush costs more (a virtual machine's
+ * disk notifications), so the floor is a lower bound, not a target.
  * Without group commit a node set could do at most one durable commit per
  * quorum round; with it, auralog may do more transactions per second than
  * rounds, which is the point of batching (the ratio is printed).
@@ -49,10 +58,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
 #include "param.h"
+
+/* The calling thread's CPU time so far, in microseconds. */
+static double thread_cpu_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
 
 /* A writer's log file: preallocated, zero-filled, synced once. */
 static int log_open(const char *path, char *why, size_t n)
@@ -102,6 +120,7 @@ static int measure_fsync(const char *dir, struct limit *l, char *why, size_t n)
   memset(&h, 0, sizeof h);
   off_t off = 0;
   double start = bench_now_us(), end = start + LIMIT_MS * 1000.0, t = start;
+  double cpu0 = thread_cpu_us();
   while (t < end) {
     double t0 = bench_now_us();
     if (append_flush(fd, &off) != 0) {
@@ -112,6 +131,7 @@ static int measure_fsync(const char *dir, struct limit *l, char *why, size_t n)
     t = bench_now_us();
     hist_add(&h, t - t0);
   }
+  l->fsync_cpu_us = h.n ? (thread_cpu_us() - cpu0) / (double)h.n : 0;
   close(fd);
   unlink(path);
   l->fsync = h;
@@ -244,17 +264,21 @@ static int full(int fd, char *buf, size_t len, int writing)
   return 0;
 }
 
+static double echo_cpu_us;   /* the echo thread's CPU, from accept to EOF */
+
 static void *echo_main(void *arg)
 {
   int ls = *(int *)arg, one = 1;
   int fd = accept(ls, NULL, NULL);
   if (fd < 0)
     return NULL;
+  double cpu0 = thread_cpu_us();
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   char buf[LIMIT_PING_BYTES];
   while (full(fd, buf, sizeof buf, 0) == 0 && full(fd, buf, sizeof buf, 1) == 0)
     ;
   close(fd);
+  echo_cpu_us = thread_cpu_us() - cpu0;
   return NULL;
 }
 
@@ -289,7 +313,8 @@ static int measure_rtt(struct limit *l, char *why, size_t n)
   char buf[LIMIT_PING_BYTES];
   memset(buf, 7, sizeof buf);
   int rc = 0;
-  double end = bench_now_us() + LIMIT_MS * 1000.0, t = 0;
+  double end = bench_now_us() + LIMIT_MS * 1000.0, t = 0, cpu0 = thread_cpu_us();
+  echo_cpu_us = 0;
   while (t < end) {
     double t0 = bench_now_us();
     if (full(fd, buf, sizeof buf, 1) != 0 || full(fd, buf, sizeof buf, 0) != 0) {
@@ -300,10 +325,12 @@ static int measure_rtt(struct limit *l, char *why, size_t n)
     t = bench_now_us();
     hist_add(&h, t - t0);
   }
+  double mine = thread_cpu_us() - cpu0;
   close(fd);                   /* the echo thread reads EOF and ends */
   pthread_join(th, NULL);
   close(ls);
   l->rtt = h;
+  l->rtt_cpu_us = h.n ? (mine + echo_cpu_us) / (double)h.n : 0;
   return rc;
 }
 
@@ -344,6 +371,8 @@ void limit_json(const struct limit *l, cJSON *o)
   cJSON_AddNumberToObject(o, "quorum_rounds_per_s", l->quorum_per_s);
   cJSON_AddNumberToObject(o, "rtt_p50_ms", hist_ms(&l->rtt, .5));
   cJSON_AddNumberToObject(o, "rtt_p99_ms", hist_ms(&l->rtt, .99));
+  cJSON_AddNumberToObject(o, "fsync_cpu_us", l->fsync_cpu_us);
+  cJSON_AddNumberToObject(o, "rtt_cpu_us", l->rtt_cpu_us);
   cJSON_AddNumberToObject(o, "commit_limit_ms", l->commit_ms);
   cJSON_AddStringToObject(o, "commit_limit_is",
                           "2 x loopback rtt p50 (client<->engine, engine<->nodes) + "
@@ -362,13 +391,14 @@ void limit_print(const struct limit *l, const char *dir, const char *fs)
   printf("\nthe machine's limit, measured in this run before the systems (%s on %s, "
          "%.1f s each):\n", dir, fs, LIMIT_MS / 1000.0);
   printf("  fdatasync after a %d B append   p50 %.3f ms  p99 %.3f ms  %.0f/s (one writer, "
-         "preallocated log)\n", LIMIT_RECORD_BYTES, hist_ms(&l->fsync, .5),
-         hist_ms(&l->fsync, .99), l->fsync_per_s);
+         "preallocated log), %.1f us CPU each\n", LIMIT_RECORD_BYTES, hist_ms(&l->fsync, .5),
+         hist_ms(&l->fsync, .99), l->fsync_per_s, l->fsync_cpu_us);
   printf("  quorum flush round (%d of %d)     p50 %.3f ms  p99 %.3f ms  %.0f rounds/s "
          "(%d writers, a file each)\n", VW, NCOPIES, hist_ms(&l->quorum, .5),
          hist_ms(&l->quorum, .99), l->quorum_per_s, NCOPIES);
   printf("  loopback TCP round trip         p50 %.3f ms  p99 %.3f ms  (%d B each way, "
-         "plain sockets)\n", hist_ms(&l->rtt, .5), hist_ms(&l->rtt, .99), LIMIT_PING_BYTES);
+         "plain sockets), %.1f us CPU each (both sides)\n", hist_ms(&l->rtt, .5),
+         hist_ms(&l->rtt, .99), LIMIT_PING_BYTES, l->rtt_cpu_us);
   printf("  limit of one commit = 2 x rtt p50 (client<->engine, engine<->nodes) + quorum "
          "round p50 = %.3f ms\n", l->commit_ms);
 }
