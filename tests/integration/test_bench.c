@@ -139,6 +139,13 @@ static void limit_and_stages_in_json(cJSON *doc, cJSON *au, int clients)
   near(lim, 2 * num(l, "rtt_p50_ms") + num(l, "quorum_p50_ms"), 1e-9, "commit limit");
   near(num(au, "p50_vs_limit"), num(au, "p50_ms") / lim, 1e-9, "p50 / limit");
   assert_true(num(au, "p50_vs_limit") > 1);      /* no commit beats the hardware */
+  /* The CPU of a flush and of a round trip, and the nodes' floor from
+   * them: their flushes per tx x (a flush + half a round trip). */
+  assert_true(num(l, "fsync_cpu_us") > 0);
+  assert_true(num(l, "rtt_cpu_us") > 0);
+  near(num(au, "cpu_ms_per_tx_nodes_floor"),
+       num(au, "fsyncs_nodes_per_tx") * (num(l, "fsync_cpu_us") + num(l, "rtt_cpu_us") / 2) / 1000,
+       1e-9, "the nodes' CPU floor");
 
   cJSON *st = cJSON_GetObjectItem(au, "stages");
   assert_non_null(st);
@@ -292,6 +299,14 @@ static void the_table_for_people(void **state)
   assert_int_equal(sscanf(m, "  auralog        commit p50 %lf ms = %lfx the limit", &p50, &times), 2);
   near(times, p50 / lim, 0.06, "printed multiple");    /* rounding of what is printed */
   assert_true(times > 1);
+  /* The nodes' CPU floor, beside what they spend. */
+  const char *f = strstr(out, "the nodes' CPU floor on this machine: ");
+  assert_non_null(f);
+  double fl = 0, spend = 0;
+  assert_non_null(strstr(f, ") = "));
+  assert_int_equal(sscanf(strstr(f, ") = "), ") = %lf ms/tx; the nodes spend %lfx that", &fl,
+                          &spend), 2);
+  assert_true(fl > 0 && spend > 0);
   /* The stage table: eight stages, their sums, the clients' end to end. */
   const char *t = strstr(out, "where one commit's time goes (auralog, write-only, 4 clients;");
   assert_non_null(t);
