@@ -213,6 +213,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define REPAIR_INFLIGHT 32      /* page versions asked of peers at once (repair, catch-up) */
 #define RCACHE_BYTES    (32u << 20) /* records a node keeps decoded in memory until GC frees them (store_rcache.c) */
 #define CATCHUP_STUCK_MS 3000   /* a catch-up with pages no peer gives takes a later point after this */
+#define SCL_STUCK_MS    1000    /* a segment behind, its SCL still this long, catches up by pages (bg.c) */
 
 /* Storage. lmdb maps the file; the map is sparse, so a large size costs
  * nothing until used, and MDB_MAP_FULL becomes a clear "storage map full"

@@ -266,19 +266,38 @@ static int asked(const struct node *n, const struct segment *s, uint32_t i)
 
 /* Should s catch up by page versions? When every peer ahead of it has
  * freed the records it lacks (its GC point is above our SCL), gossip by
- * records cannot fill the hole: take every page as of that GC point. */
+ * records cannot fill the hole: take every page as of that GC point.
+ *
+ * Or when its SCL has not moved for SCL_STUCK_MS while peers are ahead
+ * and one of them freed past it: gossip by records is not filling the
+ * hole, whatever a peer that still holds them could send. That is a
+ * segment that missed a recovery and holds, above that recovery's VDL,
+ * records of a branch it cut, and cannot install the cut: it holds a
+ * range of the same epoch signed with that epoch's key after the epoch
+ * ended (a stolen key: segment.c seg_trunc_ok B3 refuses the real one for
+ * good). Its SCL stays on the dead branch, its peers that still hold the
+ * records hold their GC for it, and neither side moves (simulator, seed
+ * 5919, once recovery went on without a restarting node). Pages as of a
+ * peer's GC point are that peer's chain, which the cut branch is not on:
+ * the jump drops every record of s below the point, the dead ones with
+ * them, and s chains on from there (finish_catch_up). */
 static void maybe_catch_up(struct node *n, struct segment *s, const struct gossip *g,
                            unsigned long long now)
 {
   if (g == NULL)
     return;
+  if (s->scl != s->scl_seen || s->scl_seen_at == 0) {
+    s->scl_seen = s->scl;
+    s->scl_seen_at = now ? now : 1;
+  }
+  int stuck_scl = !s->catchup && now - s->scl_seen_at > SCL_STUCK_MS;
   uint64_t to = 0;
   int can = 0;              /* a peer can still build the pages at s->catchup */
   for (int k = 0; k < g->npeers; k++) {
     if (g->peer_at[k] == 0 || now - g->peer_at[k] > peer_wait(n) ||
         g->peer_scl[k] <= s->scl)
       continue;
-    if (g->peer_gc[k] <= s->scl && !s->catchup)
+    if (g->peer_gc[k] <= s->scl && !s->catchup && !stuck_scl)
       return;               /* this one can send records: gossip will */
     if (s->catchup && g->peer_gc[k] <= s->catchup && g->peer_scl[k] >= s->catchup &&
         g->peer_refused[k] != s->catchup)
@@ -291,14 +310,17 @@ static void maybe_catch_up(struct node *n, struct segment *s, const struct gossi
   int stuck = s->catchup && now - s->catchup_at > CATCHUP_STUCK_MS;
   if (to == 0 || (s->catchup && ((can && !stuck) || to <= s->catchup)))
     return;
+  if (!s->catchup && to <= s->scl)
+    return;                 /* stuck, but no peer freed past it: gossip must do */
   /* A peer that did not hear from us lately went on freeing: once every
    * peer ahead is past the point we were catching up to, no one can build
    * the pages there any more; start again at a point one can (the peers
    * we pull from hold their GC for us meanwhile, gc_point). */
   loginfo("catch-up on %s: volume %llu pg %u is complete to %llu, but its peers freed "
-          "their records up to %llu: fetching every page as of %llu%s", n->id,
+          "their records up to %llu%s: fetching every page as of %llu%s", n->id,
           (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->scl,
-          (unsigned long long)to, (unsigned long long)to,
+          (unsigned long long)to, stuck_scl ? " (and gossip has not moved it for a while)" : "",
+          (unsigned long long)to,
           s->catchup ? " (again: they freed past the last point)" : "");
   s->catchup = to;
   s->catchup_at = now;

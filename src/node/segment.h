@@ -96,6 +96,8 @@ struct segment {
   uint64_t catchup;      /* catching up to a peer's GC point by page versions (bg.c) */
   unsigned rechains;     /* seg_rechain calls: a scrub that saw the chain change starts again */
   unsigned long long catchup_at;  /* ... since then */
+  uint64_t scl_seen;     /* the SCL when bg.c last saw it move (memory only) ... */
+  unsigned long long scl_seen_at;  /* ... and when: a stuck SCL (maybe_catch_up) */
   uint64_t nrecs, nimgs, bytes;  /* held, as counted since load (status) */
   uint64_t oldest_img;   /* LSN of the oldest page version held (0: none) */
   /* Membership (member.h), as the coordinator's Assigns say (node/member.c):
