@@ -173,6 +173,9 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define VOL_TICK_MS     100     /* the writer's timer: expire, reconnect, resend */
 #define RCV_CONNECT_MS  1000    /* recovery gives up a node not connected by then ... */
 #define RCV_ANSWER_MS   2000    /* ... or silent this long with a request unanswered */
+#define RCV_QUORUM_WAIT_MS 100  /* ... or not heard from this long (and twice the time the
+                                 * round's quorum took), once every PG has a write quorum of
+                                 * answers without it (open.c quorum_in_hand) */
 #define RECOVERY_RETRY_MS 30000 /* an engine without a quorum tries recovery again this long (a
                                  * moving position's next segment may take longer than 10 s to
                                  * fill, member.h M1/M2: the crash campaign's point 50) */

@@ -68,7 +68,10 @@
  * of PGs or the length of the log. A node that does not connect within
  * RCV_CONNECT_MS, goes down, or leaves a request unanswered for
  * RCV_ANSWER_MS is given up for the rest of the recovery: its segments
- * count as not answering (the quorums decide whether that matters).
+ * count as not answering (the quorums decide whether that matters). One
+ * not heard from for twice as long as the round's quorum took to gather
+ * (RCV_QUORUM_WAIT_MS at least) is given up sooner, once every PG has a
+ * write quorum of answers without it (quorum_in_hand).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +95,9 @@ struct round {
   uint8_t *sent;
   size_t n, cap, left;       /* left: neither answered nor given up */
   uint64_t base;
+  /* When it was sent, its latest answer came, and (0: not yet) when every
+   * PG was seen to have a write quorum of answers (quorum_in_hand). */
+  unsigned long long t0, heard_at, quorum_at;
 };
 
 struct rcv {
@@ -220,6 +226,8 @@ static void ask(struct rcv *c, void (*free_body)(Env *))
   r->left = 0;
   c->free_body = free_body;
   unsigned long long now = io_now(c->v->io);
+  r->t0 = r->heard_at = now;
+  r->quorum_at = 0;
   for (size_t i = 0; i < c->nn; i++) {
     c->left[i] = 0;
     c->last[i] = now;
@@ -870,6 +878,7 @@ int rcv_on_msg(struct rcv *c, const Env *env)
   if (r->rep[k] || c->gone[i] || !r->sent[k])
     return 1;                   /* a duplicate, or from a node given up */
   r->rep[k] = wire_copy(env);
+  r->heard_at = io_now(c->v->io);
   r->left--;
   if (c->left[i])
     c->left[i]--;
@@ -894,12 +903,86 @@ void rcv_on_down(struct rcv *c, int node)
   }
 }
 
+/* May the nodes still owing this round answers be given up now, rather
+ * than at RCV_CONNECT_MS (never connected) or RCV_ANSWER_MS (silent)?
+ * Only once every PG has a write quorum of segments that answered all of
+ * theirs without an error: the round then has what a recovery needs (a
+ * read quorum for rounds 1 and 2, a write quorum for round 3). And only
+ * for a node not heard from (nor sent to) for twice as long as that
+ * quorum took to gather, RCV_QUORUM_WAIT_MS at least: a host that is gone
+ * or cut off (an AZ down, a partition) then costs a fraction of a second,
+ * and a node merely slower than the others, on a machine where every
+ * answer is slow, keeps its place (a round that loses it may fall short
+ * of round 3's write quorum: it_storage under ASan once did, with every
+ * node up). What it decides is what giving them up later would have
+ * decided: the quorums, not the wait, make a recovery right (the outlier
+ * of paper §2.1). A node given up is sent nothing more in this recovery;
+ * gossip and the writer's Appends bring it the truncation. */
+static int quorum_in_hand(struct rcv *c, unsigned long long now)
+{
+  struct round *r = &c->cur;
+  int owing = 0;
+  for (size_t k = 0; k < r->n && !owing; k++)
+    owing = r->rep[k] == NULL && !c->gone[r->node[k]];
+  if (!owing)
+    return 0;
+  if (r->quorum_at == 0) {
+    /* Per request slot (p * NCOPIES + pos; a next segment's: nk + the
+     * same, round 3 only): asked, and a request of it unanswered or an
+     * error. A position counts when its segment answered well and, in
+     * transition (member.h M1), its next segment too, as round 3 counts. */
+    uint8_t *bad = calloc(2 * c->nk + 1, 1), *seen = calloc(2 * c->nk + 1, 1);
+    for (size_t k = 0; k < r->n; k++) {
+      size_t seg = r->seg[k];
+      if (seg >= 2 * c->nk)
+        continue;
+      seen[seg] = 1;
+      if (r->rep[k] == NULL || r->rep[k]->body_case == AURALOG__ENVELOPE__BODY_ERROR)
+        bad[seg] = 1;
+    }
+    int ok = 1;
+    for (size_t p = 0; p < c->npgs && ok; p++) {
+      int good = 0, asked = 0;
+      for (size_t s = 0; s < NCOPIES; s++) {
+        size_t k = p * NCOPIES + s, nx = c->nk + k;
+        asked += seen[k];
+        good += seen[k] && !bad[k] && !(seen[nx] && bad[nx]);
+      }
+      ok = asked == 0 || good >= VW;   /* a PG this round asks nothing of: fine */
+    }
+    free(bad);
+    free(seen);
+    if (!ok)
+      return 0;
+    r->quorum_at = r->heard_at;  /* at the latest: the answer that completed it */
+  }
+  unsigned long long wait = 2 * (r->quorum_at - r->t0);
+  if (wait < RCV_QUORUM_WAIT_MS)
+    wait = RCV_QUORUM_WAIT_MS;
+  for (size_t k = 0; k < r->n; k++)
+    if (r->rep[k] == NULL && !c->gone[r->node[k]] && now - c->last[r->node[k]] < wait)
+      return 0;              /* heard lately: its answers may be on the way */
+  return 1;
+}
+
 /* Nodes that did not connect in time, or stopped answering, are given up. */
 void rcv_tick(struct rcv *c)
 {
   if (c->phase >= R_DONE || c->cur.n == 0)
     return;
   unsigned long long now = io_now(c->v->io);
+  if (quorum_in_hand(c, now)) {
+    for (size_t k = 0; k < c->cur.n; k++)
+      if (c->cur.rep[k] == NULL && !c->gone[c->cur.node[k]]) {
+        loginfo("recovery: node %s has %s in %llu ms; every PG has a write quorum of "
+                "answers without it: going on", c->v->nodes[c->cur.node[k]].id,
+                c->cur.sent[k] ? "not answered" : "not connected",
+                now - c->last[c->cur.node[k]]);
+        give_up(c, (size_t)c->cur.node[k]);
+      }
+    step(c);
+    return;
+  }
   for (size_t i = 0; i < c->nn; i++) {
     int waiting = c->left[i] > 0;
     int unsent = 0;

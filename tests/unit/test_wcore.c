@@ -54,7 +54,7 @@ struct wfix {
 /* Set a writer of epoch `epoch` up from a volume description of one PG on
  * the six nodes, as sim/writer.c does, start recovery and bring the six
  * endpoints up. */
-static void writer_setup_at(struct wfix *x, uint64_t epoch)
+static void writer_setup_up(struct wfix *x, uint64_t epoch, int nup)
 {
   Auralog__Segment seg[NCOPIES], *ptr[NCOPIES];
   memset(x, 0, sizeof *x);
@@ -89,8 +89,14 @@ static void writer_setup_at(struct wfix *x, uint64_t epoch)
   for (int i = 0; i < NCOPIES; i++) {
     x->seg[i] = ep_named(&x->f, addrs[i]);
     assert_int_equal(count(&x->f, x->seg[i], 0), 0);
-    vcore_on_up(v, x->seg[i]);
+    if (i < nup)
+      vcore_on_up(v, x->seg[i]);
   }
+}
+
+static void writer_setup_at(struct wfix *x, uint64_t epoch)
+{
+  writer_setup_up(x, epoch, NCOPIES);
 }
 
 static void writer_setup(struct wfix *x)
@@ -120,6 +126,21 @@ static void answer_query(struct wfix *x, int i, int scan)
   env.req = q->req;
   env.body_case = SEG_INFO;
   env.seg_info = &si;
+  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
+}
+
+/* Segment i acknowledges Append req, complete to scl. */
+static void ack(struct wfix *x, int i, uint64_t req, uint64_t scl)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__AppendAck a = AURALOG__APPEND_ACK__INIT;
+  a.volume_id = VOL;
+  a.pg = 0;
+  a.scl = scl;
+  a.added = 1;
+  env.req = req;
+  env.body_case = APPEND_ACK;
+  env.append_ack = &a;
   DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
 }
 
@@ -221,6 +242,99 @@ static void recovery_needs_a_read_quorum(void **state)
   writer_teardown(&x);
 }
 
+/* An AZ is down: its two nodes never connect. Recovery does not wait
+ * RCV_CONNECT_MS for them once the four others answered every request
+ * of a round (a write quorum of the PG): it goes on when they have been
+ * silent twice as long as that quorum took (here 200 ms: at 400). With
+ * three answers it still waits: a read quorum is not what round 3 needs,
+ * and the missing nodes may yet come. */
+static void recovery_goes_on_without_nodes_that_never_connect(void **state)
+{
+  (void)state;
+  struct wfix x;
+  char why[256];
+  writer_setup_up(&x, 1, 4);   /* nodes 4 and 5 never connect */
+  struct volume *v = x.v;
+  assert_int_equal(rcv_round(v->rcv), 1);
+  assert_int_equal(count(&x.f, x.seg[4], SEG_QUERY), 0);
+  for (int i = 0; i < 3; i++)
+    answer_query(&x, i, 0);
+  x.f.now += 2 * RCV_QUORUM_WAIT_MS;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);    /* three: a read quorum only, waits */
+  answer_query(&x, 3, 0);                    /* the quorum, 200 ms in */
+  rcv_tick(v->rcv);
+  x.f.now += 2 * RCV_QUORUM_WAIT_MS - 1;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);    /* silent 399 ms: not yet twice 200 */
+  x.f.now += 1;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 2);    /* on, well before RCV_CONNECT_MS */
+  for (int i = 0; i < 4; i++)
+    answer_query(&x, i, 1);
+  /* Not every segment answered: round 3 writes the truncation, to the four. */
+  assert_int_equal(rcv_round(v->rcv), 3);
+  for (int i = 0; i < 4; i++) {
+    const Env *e = take(&x.f, x.seg[i], APPEND);
+    assert_non_null(e->append->trunc);
+    ack(&x, i, e->req, 0);
+  }
+  assert_int_equal(count(&x.f, x.seg[4], APPEND), 0);
+  assert_int_equal(rcv_result(v->rcv, why, sizeof why), 1);
+  assert_true(x.f.now - 1000 < RCV_CONNECT_MS);
+  writer_teardown(&x);
+}
+
+/* AZ C is partitioned: its nodes took the queries and never answer. Once
+ * the four others answered (a write quorum of the PG), recovery gives the
+ * two up RCV_QUORUM_WAIT_MS after it last heard from them, not at
+ * RCV_ANSWER_MS; while one of them was heard lately, it waits. */
+static void recovery_goes_on_without_nodes_that_never_answer(void **state)
+{
+  (void)state;
+  struct wfix x;
+  writer_setup(&x);
+  struct volume *v = x.v;
+  for (int i = 0; i < 4; i++)
+    answer_query(&x, i, 0);
+  x.f.now += RCV_QUORUM_WAIT_MS / 2;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);    /* asked just now: their answers may come */
+  x.f.now += RCV_QUORUM_WAIT_MS;
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 2);    /* silent: on without them */
+  assert_true(x.f.now - 1000 < RCV_ANSWER_MS);
+  assert_int_equal(count(&x.f, x.seg[4], SEG_QUERY), 1);   /* round 1's only */
+  writer_teardown(&x);
+}
+
+/* On a slow machine every answer is slow: the four answers of round 1
+ * came 500 ms in. The two still owing answers keep their place until they
+ * have been silent twice that long (a slow node is no partition): a round
+ * that dropped them at RCV_QUORUM_WAIT_MS could fall short of round 3's
+ * write quorum when one of the four is slow there in turn. */
+static void a_slow_round_waits_longer_for_its_last_nodes(void **state)
+{
+  (void)state;
+  struct wfix x;
+  writer_setup(&x);
+  struct volume *v = x.v;
+  x.f.now += 500;
+  for (int i = 0; i < 4; i++)
+    answer_query(&x, i, 0);
+  rcv_tick(v->rcv);
+  x.f.now += 499;            /* silent 999 ms */
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 1);
+  answer_query(&x, 4, 0);    /* one of them was slow, not gone */
+  x.f.now += 1;              /* node 5 silent 1000 ms: twice the quorum's 500 */
+  rcv_tick(v->rcv);
+  assert_int_equal(rcv_round(v->rcv), 2);
+  assert_int_equal(count(&x.f, x.seg[4], SEG_QUERY), 1);   /* 4 is in round 2 */
+  assert_int_equal(count(&x.f, x.seg[5], SEG_QUERY), 1);   /* 5: round 1's only */
+  writer_teardown(&x);
+}
+
 /* ---- the end-to-end page check ---------------------------------------------- */
 
 #define READ_PAGE AURALOG__ENVELOPE__BODY_READ_PAGE
@@ -238,21 +352,6 @@ static void open_clean(struct wfix *x)
   rcv_free(x->v->rcv);
   x->v->rcv = NULL;
   x->v->opened = 1;
-}
-
-/* Segment i acknowledges Append req, complete to scl. */
-static void ack(struct wfix *x, int i, uint64_t req, uint64_t scl)
-{
-  Env env = AURALOG__ENVELOPE__INIT;
-  Auralog__AppendAck a = AURALOG__APPEND_ACK__INIT;
-  a.volume_id = VOL;
-  a.pg = 0;
-  a.scl = scl;
-  a.added = 1;
-  env.req = req;
-  env.body_case = APPEND_ACK;
-  env.append_ack = &a;
-  DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
 }
 
 /* The writer writes "text" at off of page page_no (one MTR) and all six
@@ -933,6 +1032,9 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(writer_recovers_a_clean_volume_then_commits_at_write_quorum),
     cmocka_unit_test(recovery_needs_a_read_quorum),
+    cmocka_unit_test(recovery_goes_on_without_nodes_that_never_connect),
+    cmocka_unit_test(recovery_goes_on_without_nodes_that_never_answer),
+    cmocka_unit_test(a_slow_round_waits_longer_for_its_last_nodes),
     cmocka_unit_test(a_stale_page_is_refused_and_another_segment_asked),
     cmocka_unit_test(a_page_first_read_is_a_floor_for_later_reads),
     cmocka_unit_test(reads_go_to_the_fast_segments),
