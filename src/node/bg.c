@@ -268,19 +268,21 @@ static int asked(const struct node *n, const struct segment *s, uint32_t i)
  * freed the records it lacks (its GC point is above our SCL), gossip by
  * records cannot fill the hole: take every page as of that GC point.
  *
- * Or when its SCL has not moved for SCL_STUCK_MS while peers are ahead
- * and one of them freed past it: gossip by records is not filling the
- * hole, whatever a peer that still holds them could send. That is a
- * segment that missed a recovery and holds, above that recovery's VDL,
- * records of a branch it cut, and cannot install the cut: it holds a
- * range of the same epoch signed with that epoch's key after the epoch
- * ended (a stolen key: segment.c seg_trunc_ok B3 refuses the real one for
- * good). Its SCL stays on the dead branch, its peers that still hold the
- * records hold their GC for it, and neither side moves (simulator, seed
- * 5919, once recovery went on without a restarting node). Pages as of a
- * peer's GC point are that peer's chain, which the cut branch is not on:
- * the jump drops every record of s below the point, the dead ones with
- * them, and s chains on from there (finish_catch_up). */
+ * Or when it is stuck on a cut it cannot install: its SCL has not moved
+ * for SCL_STUCK_MS while peers are ahead, it refused since then a range
+ * a peer holds or the writer rests on, and a peer freed past it. That is
+ * a segment that missed a recovery and holds, above that recovery's VDL,
+ * records of a branch it cut, and holds a range of the same epoch signed
+ * with that epoch's key after the epoch ended (a stolen key), which came
+ * first: segment.c seg_trunc_ok B3 then refuses the real one for good.
+ * Its SCL stays on the dead branch, its peers that still hold the records
+ * hold their GC for it, and gossip moves nothing (simulator, seed 5919,
+ * once recovery went on without a restarting node). Pages as of a peer's
+ * GC point are that peer's chain, which the cut branch is not on: the
+ * jump drops every record of s below the point, the dead ones with them,
+ * and s chains on from there (finish_catch_up). Only then: a segment
+ * stuck for any other reason is a bug to see (the simulator's check that
+ * every segment converges), not one to paper over. */
 static void maybe_catch_up(struct node *n, struct segment *s, const struct gossip *g,
                            unsigned long long now)
 {
@@ -290,7 +292,8 @@ static void maybe_catch_up(struct node *n, struct segment *s, const struct gossi
     s->scl_seen = s->scl;
     s->scl_seen_at = now ? now : 1;
   }
-  int stuck_scl = !s->catchup && now - s->scl_seen_at > SCL_STUCK_MS;
+  int stuck_scl = !s->catchup && now - s->scl_seen_at > SCL_STUCK_MS &&
+                  s->cut_refused_at >= s->scl_seen_at;
   uint64_t to = 0;
   int can = 0;              /* a peer can still build the pages at s->catchup */
   for (int k = 0; k < g->npeers; k++) {
@@ -319,7 +322,7 @@ static void maybe_catch_up(struct node *n, struct segment *s, const struct gossi
   loginfo("catch-up on %s: volume %llu pg %u is complete to %llu, but its peers freed "
           "their records up to %llu%s: fetching every page as of %llu%s", n->id,
           (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->scl,
-          (unsigned long long)to, stuck_scl ? " (and gossip has not moved it for a while)" : "",
+          (unsigned long long)to, stuck_scl ? " (and it cannot install a cut its PG holds)" : "",
           (unsigned long long)to,
           s->catchup ? " (again: they freed past the last point)" : "");
   s->catchup = to;

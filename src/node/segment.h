@@ -98,6 +98,7 @@ struct segment {
   unsigned long long catchup_at;  /* ... since then */
   uint64_t scl_seen;     /* the SCL when bg.c last saw it move (memory only) ... */
   unsigned long long scl_seen_at;  /* ... and when: a stuck SCL (maybe_catch_up) */
+  unsigned long long cut_refused_at;  /* when it last refused a peer's or the writer's range */
   uint64_t nrecs, nimgs, bytes;  /* held, as counted since load (status) */
   uint64_t oldest_img;   /* LSN of the oldest page version held (0: none) */
   /* Membership (member.h), as the coordinator's Assigns say (node/member.c):

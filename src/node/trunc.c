@@ -315,7 +315,7 @@ static int lenient(enum trunc_path path)
  * and skipped; otherwise the first one's reason is the answer. */
 struct refusal {
   struct node *n;
-  const struct segment *s;
+  struct segment *s;
   enum trunc_path path;
   char *why;
   size_t whylen;
@@ -327,6 +327,11 @@ static void on_refused(void *arg, const struct trunc *t, const char *why)
   struct refusal *r = arg;
   (void)t;
   r->n->truncs_refused++;
+  /* A range a PG peer holds, or the writer rests on, that this segment
+   * cannot install: the segment and its PG disagree on what was cut
+   * (bg.c maybe_catch_up). */
+  if (r->path == TP_GOSSIP || r->path == TP_EARLIER)
+    r->s->cut_refused_at = io_now(r->n->io);
   if (lenient(r->path))
     logwarn_rl("%s: volume %llu pg %u: %s", r->path == TP_GOSSIP ? "gossip"
                : r->path == TP_SCAN ? "scan" : "append",
