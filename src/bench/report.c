@@ -69,6 +69,13 @@ static void commits_hist(const struct result *r, struct hist *w)
   hist_sub(w, &r->rh);
 }
 
+/* The nodes' CPU floor per transaction (limit.c): no group commit costs a
+ * node less than a flush, a message in and one out, measured alone here. */
+static double nodes_floor_ms(const struct result *r)
+{
+  return r->fsyncs_nodes * (lim.fsync_cpu_us + lim.rtt_cpu_us / 2) / 1000;
+}
+
 cJSON *report_json(const struct result *rs, int i)
 {
   const struct result *r = &rs[i];
@@ -114,9 +121,8 @@ cJSON *report_json(const struct result *rs, int i)
   cJSON_AddNumberToObject(j, "mean_group", r->mean_group);
   if (ON_CLUSTER(i) && lim.ok && !r->err[0])
     cJSON_AddNumberToObject(j, "p50_vs_limit", hist_ms(&r->h, .5) / lim.commit_ms);
-  if (ON_CLUSTER(i) && lim.ok && !r->err[0])   /* limit.c: the nodes' CPU floor */
-    cJSON_AddNumberToObject(j, "cpu_ms_per_tx_nodes_floor",
-                            r->fsyncs_nodes * (lim.fsync_cpu_us + lim.rtt_cpu_us / 2) / 1000);
+  if (ON_CLUSTER(i) && lim.ok && !r->err[0])
+    cJSON_AddNumberToObject(j, "cpu_ms_per_tx_nodes_floor", nodes_floor_ms(r));
   if (ON_CLUSTER(i)) {
     static struct hist w;
     commits_hist(r, &w);
@@ -254,10 +260,8 @@ void report_table(const struct opts *o, const struct result *rs, cJSON *cond)
       for (int k = 0; k < NCOPIES; k++)
         printf(" %s %.3f", bench_node_ids[k], r->cpu_node_ms[k]);
       printf("\n");
-      /* The floor (limit.c): no group commit costs a node less than a
-       * flush, a message in and one out, measured alone on this machine. */
       if (lim.ok && r->fsyncs_nodes > 0) {
-        double floor = r->fsyncs_nodes * (lim.fsync_cpu_us + lim.rtt_cpu_us / 2) / 1000;
+        double floor = nodes_floor_ms(r);
         printf("the nodes' CPU floor on this machine: %.2f flushes per tx x (%.1f us a flush + "
                "%.1f us a message in and out) = %.3f ms/tx; the nodes spend %.1fx that\n",
                r->fsyncs_nodes, lim.fsync_cpu_us, lim.rtt_cpu_us / 2, floor,
