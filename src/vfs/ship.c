@@ -22,6 +22,19 @@
 #include "lib/log.h"
 #include "vfs/volume_int.h"
 
+/* A record is final once sealed (its CRC): pack it for the wire now, once
+ * for all its segments (orec_pack), counting the bytes against
+ * UNDURABLE_MAX with the rest of it. Out of memory, it stays unpacked and
+ * send_append packs it the old way. */
+static void seal(struct volume *v, struct orec *o)
+{
+  rec_seal(&o->r);
+  if (orec_pack(o) == 0) {
+    o->bytes += o->wlen;
+    v->undurable += o->wlen;
+  }
+}
+
 static struct orec *make_rec(const struct mtr_page *p, uint32_t pg, uint64_t lsn,
                              uint64_t prev)
 {
@@ -133,7 +146,7 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
     ml[j].lsn = lsn;
     last = o;
     if (i < n - 1)
-      rec_seal(&o->r);
+      seal(v, o);
   }
   last->r.flags |= REC_CPL;
   last->r.prev_cpl = v->last_cpl;
@@ -143,7 +156,7 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
     last->mlp[j] = &ml[j];
   last->r.mtr = last->mlp;
   last->r.n_mtr = nml;
-  rec_seal(&last->r);
+  seal(v, last);
   uint64_t cpl = last->r.lsn;
   v->last_cpl = cpl;
   if (v->ncpls == v->capcpls) {

@@ -42,7 +42,35 @@ void orec_free(struct orec *o)
   free(o->data);
   free(o->ml);
   free(o->mlp);
+  free(o->wire);
   free(o);
+}
+
+/* Field 4 of an Append (repeated Record) on the wire is, per record, its
+ * tag, its length as a varint and the packed record. protobuf-c packs
+ * the unknown fields of a message as they are (the tag, then the bytes,
+ * which for a length-delimited field begin with the length), so a record
+ * packed here once and handed over as an unknown field 4 comes out byte
+ * for byte as if it had been in a->records: the receiver unpacks it as a
+ * Record. Packing every record for each of the PG's six segments was
+ * about a twelfth of a busy engine's CPU (`auralog bench --profile`). */
+int orec_pack(struct orec *o)
+{
+  size_t n = auralog__record__get_packed_size(&o->r);
+  uint8_t *w = malloc(n + 10);
+  if (w == NULL)
+    return -1;
+  size_t k = 0;
+  for (size_t x = n; ; x >>= 7) {         /* the length, as a varint */
+    w[k++] = (uint8_t)(x & 0x7f) | (x >= 0x80 ? 0x80 : 0);
+    if (x < 0x80)
+      break;
+  }
+  auralog__record__pack(&o->r, w + k);
+  free(o->wire);
+  o->wire = w;
+  o->wlen = k + n;
+  return 0;
 }
 
 void vol_set_ticket(struct volume *v, const uint8_t *sig, size_t len)
@@ -188,9 +216,18 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   size_t cnt = to - from;
   Rec **ptrs = malloc((cnt + 1) * sizeof *ptrs);
   uint64_t *lsns = malloc((cnt + 1) * sizeof *lsns);
+  ProtobufCMessageUnknownField *wire = malloc((cnt + 1) * sizeof *wire);
   for (size_t i = 0; i < cnt; i++) {
-    ptrs[i] = &g->recs[from + i]->r;
-    lsns[i] = ptrs[i]->lsn;
+    struct orec *o = g->recs[from + i];
+    ptrs[i] = &o->r;
+    lsns[i] = o->r.lsn;
+    if (wire && (o->wire || orec_pack(o) == 0))
+      wire[i] = (ProtobufCMessageUnknownField){4, PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED,
+                                               o->wlen, o->wire};
+    else {
+      free(wire);              /* out of memory: protobuf-c packs them */
+      wire = NULL;
+    }
   }
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Append a = AURALOG__APPEND__INIT;
@@ -235,8 +272,13 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
       a.n_before = v->nbefore;
     }
   }
-  a.records = ptrs;
-  a.n_records = cnt;
+  if (wire && cnt) {            /* the records, packed once (orec_pack) */
+    a.base.unknown_fields = wire;
+    a.base.n_unknown_fields = cnt;
+  } else {
+    a.records = ptrs;
+    a.n_records = cnt;
+  }
   env.req = ++v->next_req;
   env.body_case = AURALOG__ENVELOPE__BODY_APPEND;
   env.append = &a;
@@ -256,6 +298,7 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
     free(lsns);
   }
   free(ptrs);
+  free(wire);
   free(btv);
   free(btp);
 }

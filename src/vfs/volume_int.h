@@ -32,6 +32,13 @@ struct orec {
   Auralog__Range *g, **gp;
   uint8_t *data;
   Auralog__PgLast *ml, **mlp;
+  /* The record as it goes on the wire inside an Append, packed once when
+   * it is sealed: its length (a varint) and its bytes. Every segment of
+   * the PG gets the same bytes, so send_append (vcore.c) hands them to
+   * protobuf-c as field 4 already encoded instead of packing the record
+   * again for each of them (orec_pack). */
+  uint8_t *wire;
+  size_t wlen;
   size_t bytes;              /* memory it holds (the UNDURABLE_MAX budget) */
 };
 
@@ -293,6 +300,8 @@ void vcore_on_members(struct volume *v, const Auralog__Volume *ans);
 void vcore_probe_fill(const struct volume *v, Auralog__Volume *vh);
 void vcore_probe_free(Auralog__Volume *vh);
 void orec_free(struct orec *o);
+/* Pack o's sealed record into o->wire (vcore.c); 0, or -1: out of memory. */
+int orec_pack(struct orec *o);
 void vcore_free(struct volume *v);
 /* A newer writer exists, stop for good; the writer's own truncation in
  * *tr, or NULL. */
