@@ -146,7 +146,9 @@ static int add(struct pmap *m, uint64_t vol, uint32_t pg, uint32_t page, uint64_
     *b = (struct pbucket){vol, pg, page, NULL, 0, 0, 0, 1};
     m->used++;
   }
-  uint32_t at = lsn_at(b, lsn);
+  /* LSNs come rising: past the last one it goes at the end, without the
+   * binary search (a fifth of a put's CPU, `auralog bench --profile`). */
+  uint32_t at = b->n == 0 || b->lsn[b->off + b->n - 1] < lsn ? b->n : lsn_at(b, lsn);
   if (at < b->n && b->lsn[b->off + at] == lsn)
     return 0;                /* put again (an adopted copy, a rechain): one entry */
   if (b->off + b->n == b->cap) {
