@@ -79,6 +79,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define LOCK_WAIT_MS    5000    /* without that deadline, a wait for another connection's lock gives up after this */
 #define LOCK_POLL_MS    2       /* a thread waiting for a lock tries again when another's statement ends, or after this */
 #define ENGINE_READERS  2       /* engine threads that run read-only requests beside the one writer thread (more than the cores only adds switching) */
+#define ENGINE_LISTEN_WAIT_MS 10000  /* an engine whose port is still taken (the one before exiting) waits this long for it */
 /* Read replicas (paper §4.2.4; vfs/feed.c, vfs/replica.c) */
 #define REPLICAS_MAX       15      /* replicas one writer feeds */
 #define REPLICA_PORT_OFFSET 110    /* cluster: replica N's port = base port + this + N - 1 */

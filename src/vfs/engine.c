@@ -50,6 +50,7 @@
  * read lease.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -59,6 +60,9 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "lib/addr.h"
 #include "net/keyfile.h"
@@ -505,6 +509,34 @@ int engine_opt_timeout(const char *who, const char *arg)
   return (int)ms;
 }
 
+/* The engine before on this address, crashed or stopped a moment ago,
+ * may still be exiting (a large one takes a while to die on a busy
+ * machine): its port is free again soon. Wait for it before opening the
+ * volume (whose leases start then), up to ENGINE_LISTEN_WAIT_MS; past
+ * that, engine_serve says why it cannot listen. */
+static void wait_port(const char *listen)
+{
+  struct sockaddr_in sa;
+  char why[160];
+  if (addr_parse(listen, &sa, why, sizeof why) != 0)
+    return;                  /* engine_serve says what is wrong with it */
+  unsigned long long until = now_ms() + ENGINE_LISTEN_WAIT_MS;
+  for (int waited = 0;; waited++) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    if (fd < 0)
+      return;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int taken = bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno == EADDRINUSE;
+    close(fd);
+    if (!taken || now_ms() >= until)
+      return;
+    if (waited == 0)
+      loginfo("engine: %s is taken: waiting up to %d s for it (an engine that stopped may "
+              "still be exiting)", listen, ENGINE_LISTEN_WAIT_MS / 1000);
+    uv_sleep(100);
+  }
+}
+
 int engine_main(int argc, char **argv)
 {
   static struct option opts[] = {
@@ -609,6 +641,7 @@ int engine_main(int argc, char **argv)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&pg_pages=%ld", pg_pages);
     if (if_epoch)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&if_epoch=%llu", if_epoch);
+    wait_port(listen);
     if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
       die("engine: cannot register the auralog VFS");
     auralog_vfs_ship_pages(E.ship_pages);
@@ -668,7 +701,19 @@ int engine_serve(const char *listen)
     uv_timer_init(E.loop, &E.probe_tick);
     uv_timer_start(&E.probe_tick, on_probe_tick, 0, ENGINE_STAT_MS);
   }
-  if (net_listen(E.loop, listen, on_msg, on_close, &E, why, sizeof why) != 0)
+  /* The engine before on this address, crashed or stopped a moment ago,
+   * may still be exiting (a large one takes a while to die on a busy
+   * machine): its port is free again soon, so wait for it a while. */
+  unsigned long long listen_until = now_ms() + ENGINE_LISTEN_WAIT_MS;
+  int lrc, waited = 0;
+  while ((lrc = net_listen(E.loop, listen, on_msg, on_close, &E, why, sizeof why)) ==
+             UV_EADDRINUSE && now_ms() < listen_until) {
+    if (!waited++)
+      loginfo("engine: %s: waiting up to %d s for it (an engine that stopped may still "
+              "be exiting)", why, ENGINE_LISTEN_WAIT_MS / 1000);
+    uv_sleep(100);
+  }
+  if (lrc != 0)
     die("engine: %s", why);
   pthread_create(&E.worker, NULL, worker_main, NULL);
   for (int i = 0; i < ENGINE_READERS; i++)

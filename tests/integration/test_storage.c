@@ -1054,8 +1054,9 @@ static void engine_kill(const char *name)
   pid_t pid = pid_of(name);
   if (pid <= 0)
     return;
+  /* A large engine under ASan on a busy machine takes seconds to die. */
   if (kill(pid, SIGKILL) == 0)
-    for (int i = 0; i < 500 && pid_alive(pid); i++)
+    for (int i = 0; i < 3000 && pid_alive(pid); i++)
       usleep(10000);
   sh(NULL, 0, "rm -f %s/run/%s.pid", dir, name);
 }
