@@ -258,6 +258,14 @@ static void remove_at(struct rcache *c, struct rseg *g, size_t i)
     g->head++;
   if (g->head == g->n) {
     g->head = g->n = g->hint = 0;
+    /* No copy left: the segment's chunk goes too. An idle segment then
+     * holds none, and a thousand PGs written once do not keep a chunk
+     * each against RCACHE_BYTES (which would stop all caching). */
+    if (g->cur && g->cur->live == 0) {
+      c->bytes -= sizeof *g->cur + g->cur->cap;
+      free(g->cur);
+      g->cur = NULL;
+    }
   } else if (i + 1 == g->n) {
     while (g->n > g->head && g->e[g->n - 1].r == NULL)
       g->n--;

@@ -41,6 +41,7 @@ static inline uint64_t rng_uniform(struct rng *r, uint64_t n) { return rng_next(
 #include "bugs.h"
 #include "node/store.h"
 #include "node/store_int.h"
+#include "param.h"
 
 #define NP    8              /* pages written, 0..NP-1 of PG 0 */
 #define MAXR  1600           /* records at most in one test */
@@ -1166,6 +1167,36 @@ static void gc_of_a_page_s_records_oldest_first_keeps_the_map(void **state)
   s_teardown(&x);
 }
 
+/* The record cache on a volume of many PGs: each segment cuts its copies
+ * from a chunk of its own, and RCACHE_BYTES counts the chunks. A segment
+ * whose copies are all freed gives its chunk back: a thousand PGs written
+ * once and freed must not keep a chunk each and leave no room for the
+ * records that come next (every read of them would unpack from the kv). */
+static void the_record_cache_keeps_room_after_many_pgs_are_freed(void **state)
+{
+  (void)state;
+  struct sfix x;
+  s_setup(&x, 41);
+  Rec r = AURALOG__RECORD__INIT;
+  r.page_no = 1;
+  uint32_t npg = RCACHE_BYTES / (64u << 10) + 16;   /* more chunks than the budget */
+  for (uint32_t pg = 0; pg < npg; pg++) {
+    r.lsn = 1 + pg;
+    store_rc_put(&x.st, VOL, pg, &r);
+    store_rc_del(&x.st, VOL, pg, r.lsn);
+  }
+  size_t n, bytes;
+  uint64_t hits, misses;
+  store_rc_stats(&x.st, &n, &bytes, &hits, &misses);
+  assert_int_equal(n, 0);
+  if (bytes >= RCACHE_BYTES)
+    fail_msg("%u PGs written once and freed hold %zu bytes of the record cache", npg, bytes);
+  r.lsn = 1 + npg;
+  store_rc_put(&x.st, VOL, 0, &r);
+  assert_non_null(store_rc_get(&x.st, VOL, 0, r.lsn));
+  s_teardown(&x);
+}
+
 int main(void)
 {
   log_quiet(getenv("VERBOSE") ? 0 : 1);
@@ -1175,6 +1206,7 @@ int main(void)
     cmocka_unit_test(the_page_map_follows_every_change),
     cmocka_unit_test(gc_of_a_page_s_records_oldest_first_keeps_the_map),
     cmocka_unit_test(the_record_cache_never_holds_what_the_store_does_not),
+    cmocka_unit_test(the_record_cache_keeps_room_after_many_pgs_are_freed),
     cmocka_unit_test(gc_keeps_exactly_what_the_pgmrpl_needs),
     cmocka_unit_test(old_truncations_are_forgotten_below_the_gc_point),
     cmocka_unit_test(a_late_truncation_keeps_page_versions),
