@@ -150,7 +150,7 @@ void node_rollback(struct node *n, uint32_t code, const char *why)
     n->io->release(n->io->ctx, n->acks[i].c);
   }
   n->nacks = n->nlinks = 0;
-  n->fenced = 0;
+  n->fenced = n->quiet = n->quiet_truncs = 0;
   dirty_clear(n);
 }
 
@@ -216,6 +216,14 @@ int node_commit(struct node *n)
             (unsigned long long)n->fenced_vol, n->fenced, n->fenced == 1 ? "" : "s",
             (unsigned long long)n->fenced_epoch);
   n->fenced = 0;
+  /* A recovery of a thousand PGs installs its truncation on every segment,
+   * most of which it cuts nothing from: one line, not a thousand. */
+  if (n->quiet)
+    loginfo("volume %llu: %zu segment%s installed %zu truncation%s (lowest from %llu) "
+            "that cut no record", (unsigned long long)n->quiet_vol, n->quiet,
+            n->quiet == 1 ? "" : "s", n->quiet_truncs, n->quiet_truncs == 1 ? "" : "s",
+            (unsigned long long)n->quiet_from);
+  n->quiet = n->quiet_truncs = 0;
   return 0;
 }
 

@@ -120,6 +120,8 @@ struct node {
   size_t nlinks, caplinks;
   size_t fenced;             /* fences in the open transaction (trunc.c), for the log */
   uint64_t fenced_vol, fenced_epoch;
+  size_t quiet, quiet_truncs; /* ... and segments whose truncations cut nothing */
+  uint64_t quiet_vol, quiet_from;
   struct ep *coord_conn;     /* NULL: not connected (retry at coord_retry_at) */
   int coord_up;
   int assigned;              /* an Assign came since the last Register */

@@ -425,6 +425,14 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
    * commit each. The others are read or passed on at once: commit now. */
   if (path != TP_WRITER && path != TP_EARLIER && (rc = node_commit(n)) != 0)
     return rc;
+  if (cut == 0 && n->st.txn) {   /* said with the commit (node_commit), with the others */
+    if (n->quiet == 0 || min_from < n->quiet_from)
+      n->quiet_from = min_from;
+    n->quiet_vol = s->volume_id;
+    n->quiet++;
+    n->quiet_truncs += nnew;
+    return 0;
+  }
   loginfo("volume %llu pg %u: %zu truncation%s installed (lowest from %llu), %zu "
           "record%s cut, scl now %llu", (unsigned long long)s->volume_id, s->pg, nnew,
           nnew == 1 ? "" : "s", (unsigned long long)min_from, cut, cut == 1 ? "" : "s",
