@@ -648,11 +648,6 @@ int net_listen(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
   return net_listen_count(loop, addr, on_msg, on_close, data, NULL, why, whylen);
 }
 
-static void listener_closed(uv_handle_t *h)
-{
-  free(h->data);
-}
-
 int net_listen_count(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
                      conn_close_fn on_close, void *data, struct net_count *count,
                      char *why, size_t whylen)
@@ -678,8 +673,7 @@ int net_listen_count(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
     rc = uv_listen((uv_stream_t *)&l->tcp, 128, on_accept);
   if (rc != 0) {
     snprintf(why, whylen, "cannot listen on %s: %s", addr, uv_strerror(rc));
-    uv_close((uv_handle_t *)&l->tcp, listener_closed);   /* so the caller may try again */
-    return rc;
+    return -1;
   }
   return 0;
 }

@@ -74,9 +74,7 @@ struct conn {
 };
 
 /* Listen on addr ("host:port"); every accepted conn gets the callbacks and
- * data. Returns 0, or with a reason: libuv's error (UV_EADDRINUSE: the
- * port is taken; nothing is left listening, so it may be tried again), or
- * -1 (a bad address). */
+ * data. Returns 0, or -1 with a reason. */
 int net_listen(uv_loop_t *loop, const char *addr, conn_msg_fn on_msg,
                conn_close_fn on_close, void *data, char *why, size_t whylen);
 /* The same, every accepted conn counting its frames into count. */

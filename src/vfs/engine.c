@@ -513,8 +513,9 @@ int engine_opt_timeout(const char *who, const char *arg)
  * may still be exiting (a large one takes a while to die on a busy
  * machine): its port is free again soon. Wait for it before opening the
  * volume (whose leases start then), up to ENGINE_LISTEN_WAIT_MS; past
- * that, engine_serve says why it cannot listen. */
-static void wait_port(const char *listen)
+ * that, engine_serve says why it cannot listen. A writer and a replica
+ * both (replica.c). */
+void engine_wait_port(const char *listen)
 {
   struct sockaddr_in sa;
   char why[160];
@@ -641,7 +642,7 @@ int engine_main(int argc, char **argv)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&pg_pages=%ld", pg_pages);
     if (if_epoch)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&if_epoch=%llu", if_epoch);
-    wait_port(listen);
+    engine_wait_port(listen);
     if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
       die("engine: cannot register the auralog VFS");
     auralog_vfs_ship_pages(E.ship_pages);
@@ -701,20 +702,8 @@ int engine_serve(const char *listen)
     uv_timer_init(E.loop, &E.probe_tick);
     uv_timer_start(&E.probe_tick, on_probe_tick, 0, ENGINE_STAT_MS);
   }
-  /* The engine before on this address, crashed or stopped a moment ago,
-   * may still be exiting (a large one takes a while to die on a busy
-   * machine): its port is free again soon, so wait for it a while. */
-  unsigned long long listen_until = now_ms() + ENGINE_LISTEN_WAIT_MS;
-  int lrc, waited = 0;
-  while ((lrc = net_listen(E.loop, listen, on_msg, on_close, &E, why, sizeof why)) ==
-             UV_EADDRINUSE && now_ms() < listen_until) {
-    if (!waited++)
-      loginfo("engine: %s: waiting up to %d s for it (an engine that stopped may still "
-              "be exiting)", why, ENGINE_LISTEN_WAIT_MS / 1000);
-    uv_sleep(100);
-  }
-  if (lrc != 0)
-    die("engine: %s", why);
+  if (net_listen(E.loop, listen, on_msg, on_close, &E, why, sizeof why) != 0)
+    die("engine: %s", why);   /* (engine_wait_port waited for a port still taken) */
   pthread_create(&E.worker, NULL, worker_main, NULL);
   for (int i = 0; i < ENGINE_READERS; i++)
     pthread_create(&E.readers[i], NULL, reader_main, NULL);

@@ -105,6 +105,9 @@ void *reader_main(void *arg);
 
 /* engine.c: serve SQL on listen (E.root, E.uri, E.vol or E.rvol set):
  * the loop, the threads, the signals; returns when the loop ends. */
+/* Wait up to ENGINE_LISTEN_WAIT_MS for listen's port, if another process
+ * (the engine before, still exiting) holds it; before opening a volume. */
+void engine_wait_port(const char *listen);
 int engine_serve(const char *listen);
 
 /* feed.c, on the loop: the writer's read replicas (paper §4.2.4). A

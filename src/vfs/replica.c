@@ -287,6 +287,7 @@ int replica_main(int argc, char **argv)
   pthread_mutex_init(&E.lmu, NULL);
   snprintf(E.volume, sizeof E.volume, "%s", volume);
   snprintf(E.uri, sizeof E.uri, "file:%s?vfs=auralog&coord=%s", volume, coord);
+  engine_wait_port(listen);
   if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
     die("replica: cannot register the auralog VFS");
   E.loop = uv_default_loop();
