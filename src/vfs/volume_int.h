@@ -36,7 +36,10 @@ struct orec {
    * it is sealed: its length (a varint) and its bytes. Every segment of
    * the PG gets the same bytes, so send_append (vcore.c) hands them to
    * protobuf-c as field 4 already encoded instead of packing the record
-   * again for each of them (orec_pack). */
+   * again for each of them (orec_pack). Invariant W1: an orec's record
+   * is never changed after it is sealed (ship.c is its only writer; a
+   * recovery adopts its own copies, open.c), so these bytes are always
+   * the record: a resend after a reconnect or a new epoch sends them. */
   uint8_t *wire;
   size_t wlen;
   size_t bytes;              /* memory it holds (the UNDURABLE_MAX budget) */
