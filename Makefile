@@ -13,7 +13,7 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := libuv libprotobuf-c lmdb libcjson libxxhash sqlite3 libgvc libsodium
+PKGS := libuv libprotobuf-c lmdb libcjson libxxhash sqlite3 libgvc libsodium libcurl libxml-2.0
 CFLAGS ?= -O2 -g
 # -fPIC: the same objects go into build/auralog.so (the SQLite extension).
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -fPIC \
@@ -35,7 +35,7 @@ CORE_SRC := $(sort $(wildcard src/net/*.c)) src/journal.c src/record.c src/bugs.
             $(sort $(wildcard src/sim/*.c)) $(sort $(wildcard src/coord/*.c)) \
             $(sort $(wildcard src/cli/*.c)) $(sort $(wildcard src/lab/*.c)) \
             $(sort $(filter-out src/vfs/ext.c,$(wildcard src/vfs/*.c))) \
-            $(sort $(wildcard src/bench/*.c))
+            $(sort $(wildcard src/bench/*.c)) $(sort $(wildcard src/backup/*.c))
 # A student repository (auralog lab export; labs/README.md) carries the
 # implement labs' reference cores as objects in ref/ARCH/: a lab file the
 # student has not touched links its reference object, one they edited is

@@ -20,6 +20,8 @@ pkgs=(
   libxxhash-dev                   # XXH3 sums of records, page versions, hot-log frames
   libsodium-dev                   # the cluster key: authenticated connections, signed epochs
   iproute2                        # lab 6: network namespaces as stand-in machines
+  libcurl4-openssl-dev            # backup to the S3 API (requests signed by libcurl's SigV4)
+  libxml2-dev                     # the S3 API's XML answers (object listings, errors)
 )
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(
