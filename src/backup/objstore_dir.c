@@ -198,8 +198,10 @@ static int walk(const struct dirstore *d, const char *rel, const char *prefix, s
       size_t kl = strlen(key), pl = strlen(prefix);
       if (strncmp(key, prefix, kl < pl ? kl : pl) != 0)
         continue;
-      char sub[OBJ_KEY_MAX + 300];
-      snprintf(sub, sizeof sub, "%s/", key);
+      char sub[OBJ_KEY_MAX + 302];
+      memcpy(sub, key, (size_t)n);     /* n <= OBJ_KEY_MAX */
+      sub[n] = '/';
+      sub[n + 1] = 0;
       rc = walk(d, sub, prefix, ks);
     } else if (S_ISREG(st.st_mode) && obj_key_ok(key) &&   /* D2: never a .tmp+ file */
                strncmp(key, prefix, strlen(prefix)) == 0) {
@@ -282,6 +284,6 @@ int dir_open(struct objstore *o, const char *path, char *why, size_t whylen)
   }
   o->ops = &dir_ops;
   o->impl = d;
-  snprintf(o->desc, sizeof o->desc, "dir %s", d->root);
+  snprintf(o->desc, sizeof o->desc, "dir %.290s", d->root);
   return 0;
 }
