@@ -1,0 +1,187 @@
+/*
+ * bkplan.c: what a backup holds, and which objects restore a point
+ * (bkplan.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backup/bkfmt.h"
+#include "backup/bkplan.h"
+
+static struct bk_pgset *pg_of(struct bk_volset *vs, uint32_t pg)
+{
+  if (pg >= vs->npgs) {
+    vs->pgs = realloc(vs->pgs, ((size_t)pg + 1) * sizeof *vs->pgs);
+    memset(vs->pgs + vs->npgs, 0, ((size_t)pg + 1 - vs->npgs) * sizeof *vs->pgs);
+    vs->npgs = (size_t)pg + 1;
+  }
+  return &vs->pgs[pg];
+}
+
+void bk_volset_add(struct bk_volset *vs, const char *key, uint64_t bytes)
+{
+  struct bk_key k;
+  if (bk_key_parse(key, &k) != 0 || k.vol != vs->vol)
+    return;                  /* not ours: left alone */
+  struct bk_pgset *p = pg_of(vs, k.pg);
+  p->present = 1;
+  p->bytes += bytes;
+  if (k.kind == BK_BASE) {
+    if (p->nbases == p->cap_b) {
+      p->cap_b = p->cap_b ? 2 * p->cap_b : 8;
+      p->bases = realloc(p->bases, p->cap_b * sizeof *p->bases);
+    }
+    p->bases[p->nbases++] = k.a;
+  } else {
+    if (p->nlogs == p->cap_l) {
+      p->cap_l = p->cap_l ? 2 * p->cap_l : 64;
+      p->logs = realloc(p->logs, p->cap_l * sizeof *p->logs);
+    }
+    p->logs[p->nlogs++] = (struct bk_span){k.a, k.b, bytes};
+  }
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+  const struct bk_span *x = a, *y = b;
+  if (x->from != y->from)
+    return x->from < y->from ? -1 : 1;
+  return x->to < y->to ? -1 : x->to > y->to;
+}
+
+void bk_volset_sort(struct bk_volset *vs)
+{
+  for (size_t i = 0; i < vs->npgs; i++) {
+    struct bk_pgset *p = &vs->pgs[i];
+    if (p->nbases)
+      qsort(p->bases, p->nbases, sizeof *p->bases, u64_cmp);
+    if (p->nlogs)
+      qsort(p->logs, p->nlogs, sizeof *p->logs, span_cmp);
+  }
+}
+
+static int on_key(void *arg, const char *key, uint64_t size)
+{
+  bk_volset_add(arg, key, size);
+  return 0;
+}
+
+int bk_scan(struct objstore *o, uint64_t vol, struct bk_volset *vs, char *why, size_t whylen)
+{
+  char prefix[BK_KEY_MAX];
+  *vs = (struct bk_volset){.vol = vol};
+  bk_prefix_vol(prefix, vol);
+  int rc = obj_list(o, prefix, on_key, vs, why, whylen);
+  bk_volset_sort(vs);
+  return rc;
+}
+
+void bk_volset_free(struct bk_volset *vs)
+{
+  for (size_t i = 0; i < vs->npgs; i++) {
+    free(vs->pgs[i].bases);
+    free(vs->pgs[i].logs);
+  }
+  free(vs->pgs);
+  *vs = (struct bk_volset){0};
+}
+
+/* Greedy: from point at, of the pieces that start at or below it and end
+ * above it, take the one that ends furthest; again from its end. Each
+ * step moves the point up, so it ends; the result is the furthest any
+ * chain of pieces reaches (a piece not taken ends at or below one taken
+ * from the same point). O(pieces) per step, with the pieces sorted by
+ * from: a step looks only at those starting at or below the point. */
+uint64_t bk_reach(const struct bk_pgset *p, uint64_t start, size_t *path, size_t *npath)
+{
+  uint64_t at = start;
+  size_t n = 0;
+  for (;;) {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < p->nlogs && p->logs[i].from <= at; i++)
+      if (p->logs[i].to > at && (best == SIZE_MAX || p->logs[i].to > p->logs[best].to))
+        best = i;
+    if (best == SIZE_MAX)
+      break;
+    if (path)
+      path[n] = best;
+    n++;
+    at = p->logs[best].to;
+  }
+  if (npath)
+    *npath = n;
+  return at;
+}
+
+int bk_plan(const struct bk_pgset *p, uint64_t L, uint64_t *base, size_t *path,
+            size_t *npath)
+{
+  /* Newest base first: the fewest records to apply. The empty PG (0)
+   * comes last. */
+  for (size_t j = p->nbases + 1; j-- > 0;) {
+    uint64_t b = j == 0 ? 0 : p->bases[j - 1];
+    if (b > L || (j == 0 && p->nbases && p->bases[0] == 0))
+      continue;
+    size_t n = 0;
+    /* Only the pieces up to L: follow the greedy walk and stop once past. */
+    uint64_t at = b;
+    while (at < L) {
+      size_t best = SIZE_MAX;
+      for (size_t i = 0; i < p->nlogs && p->logs[i].from <= at; i++)
+        if (p->logs[i].to > at && (best == SIZE_MAX || p->logs[i].to > p->logs[best].to))
+          best = i;
+      if (best == SIZE_MAX)
+        break;
+      if (path)
+        path[n] = best;
+      n++;
+      at = p->logs[best].to;
+    }
+    if (at >= L) {
+      *base = b;
+      if (npath)
+        *npath = n;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+int bk_window(const struct bk_pgset *p, uint64_t *lo, uint64_t *hi)
+{
+  /* Each start (the empty PG, each base) gives the run [start, reach]:
+   * the newest run is the one reaching furthest, widened by every run
+   * that overlaps it. */
+  size_t ns = p->nbases + 1;
+  uint64_t best_hi = 0, best_lo = 0;
+  int found = 0;
+  for (size_t j = 0; j < ns; j++) {
+    uint64_t s = j == 0 ? 0 : p->bases[j - 1];
+    uint64_t r = bk_reach(p, s, NULL, NULL);
+    if (!found || r > best_hi || (r == best_hi && s < best_lo)) {
+      best_hi = r;
+      best_lo = s;
+      found = 1;
+    }
+  }
+  /* Widen down: a run that starts lower and reaches into [lo, hi]. */
+  for (int moved = 1; moved;) {
+    moved = 0;
+    for (size_t j = 0; j < ns; j++) {
+      uint64_t s = j == 0 ? 0 : p->bases[j - 1];
+      if (s < best_lo && bk_reach(p, s, NULL, NULL) >= best_lo) {
+        best_lo = s;
+        moved = 1;
+      }
+    }
+  }
+  *lo = best_lo;
+  *hi = best_hi;
+  return found;
+}

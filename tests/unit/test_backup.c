@@ -1,0 +1,374 @@
+/*
+ * test_backup.c: backup objects and plans (src/backup/bkfmt.c, bkplan.c)
+ * and the object store's dir backend (src/backup/objstore_dir.c).
+ *
+ *   - keys name what they hold and parse back; anything else in the store
+ *     is not taken for a backup object;
+ *   - a log piece and a base image come back as encoded; one byte changed
+ *     anywhere, or the object cut short, is refused with a reason, and so
+ *     is an object under another's name, records out of order or off the
+ *     chain, a page outside the PG;
+ *   - plans: the pieces chain from a base or from the empty PG; a gap
+ *     stops them; overlapping pieces (two uploaders) are walked through;
+ *     the newest base that reaches the target is used; a target past the
+ *     end, or below the oldest base once the first pieces are gone, is
+ *     refused;
+ *   - the dir store: objects whole, listed in order under a prefix, a
+ *     leftover temporary file never listed, bad keys refused.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "backup/bkfmt.h"
+#include "backup/bkplan.h"
+#include "backup/objstore.h"
+#include "record.h"
+
+/* ---- keys ------------------------------------------------------------------ */
+
+static void test_keys_parse_back(void **state)
+{
+  (void)state;
+  char key[BK_KEY_MAX];
+  struct bk_key k;
+  bk_key_log(key, 7, 3, 0x10, 0x2f);
+  assert_string_equal(key, "v7/pg3/log/0000000000000010-000000000000002f");
+  assert_int_equal(bk_key_parse(key, &k), 0);
+  assert_int_equal(k.kind, BK_LOG);
+  assert_true(k.vol == 7 && k.pg == 3 && k.a == 0x10 && k.b == 0x2f);
+  bk_key_base(key, 12, 0, 99);
+  assert_int_equal(bk_key_parse(key, &k), 0);
+  assert_int_equal(k.kind, BK_BASE);
+  assert_true(k.vol == 12 && k.pg == 0 && k.a == 99);
+  /* Not backup objects: left alone. */
+  const char *others[] = {"v7/pg3/log/0000000000000010", "v7/pg3/log/00000000000000x0-0000000000000020",
+                          "v07/pg3/base/0000000000000001", "v7/pg3/manifest", "readme",
+                          "v7/pg3/log/0000000000000020-0000000000000010",
+                          "v7/pg3/base/0000000000000001.tmp"};
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+    assert_int_equal(bk_key_parse(others[i], &k), -1);
+}
+
+/* ---- objects ---------------------------------------------------------------- */
+
+#define PS 512
+
+static Rec *mkrec(uint64_t lsn, uint64_t prev, uint32_t page, int cpl)
+{
+  Rec *r = calloc(1, sizeof *r);
+  auralog__record__init(r);
+  r->lsn = lsn;
+  r->prev_lsn = prev;
+  r->page_no = page;
+  r->flags = cpl ? REC_CPL : 0;
+  r->n_ranges = 1;
+  r->ranges = calloc(1, sizeof *r->ranges);
+  r->ranges[0] = calloc(1, sizeof *r->ranges[0]);
+  auralog__range__init(r->ranges[0]);
+  r->ranges[0]->off = (uint32_t)(lsn % 100);
+  uint8_t *b = malloc(4);
+  memset(b, (int)lsn, 4);
+  r->ranges[0]->data = (ProtobufCBinaryData){4, b};
+  r->epoch = 1;
+  rec_seal(r);
+  return r;
+}
+
+static void free_log(Auralog__BackupLog *m)
+{
+  for (size_t i = 0; i < m->n_records; i++)
+    auralog__record__free_unpacked(m->records[i], NULL);
+  free(m->records);
+}
+
+/* A log piece of vol 1, pg 2 (pages 16..31) over (from, to] with records
+ * at lsns[], chained from prev. */
+static void mklog(Auralog__BackupLog *m, uint64_t from, uint64_t to, const uint64_t *lsns,
+                  size_t n, uint64_t prev)
+{
+  auralog__backup_log__init(m);
+  m->volume_id = 1;
+  m->pg = 2;
+  m->from = from;
+  m->to = to;
+  m->first_page = 16;
+  m->npages = 16;
+  m->page_size = PS;
+  m->n_records = n;
+  m->records = calloc(n ? n : 1, sizeof *m->records);
+  for (size_t i = 0; i < n; i++) {
+    m->records[i] = mkrec(lsns[i], prev, 16 + (uint32_t)(lsns[i] % 16), i + 1 == n);
+    prev = lsns[i];
+  }
+}
+
+static void test_log_piece_round_trip_and_damage(void **state)
+{
+  (void)state;
+  Auralog__BackupLog m;
+  uint64_t lsns[] = {11, 12, 15, 20};
+  mklog(&m, 10, 25, lsns, 4, 9);
+  uint64_t clock[] = {1000, 12, 2000, 20};
+  m.n_clock = 4;
+  m.clock = clock;
+  size_t len;
+  uint8_t *b = bk_encode(BK_LOG, &m.base, &len);
+  char key[BK_KEY_MAX], why[300];
+  bk_key_log(key, 1, 2, 10, 25);
+  Auralog__BackupLog *d = bk_decode_log(key, b, len, why, sizeof why);
+  assert_non_null(d);
+  assert_int_equal(d->n_records, 4);
+  assert_int_equal(d->records[3]->lsn, 20);
+  assert_int_equal(d->n_clock, 4);
+  auralog__backup_log__free_unpacked(d, NULL);
+  /* Every byte flipped, and every cut: refused, with a reason. */
+  for (size_t i = 0; i < len; i++) {
+    b[i] ^= 0x40;
+    why[0] = 0;
+    assert_null(bk_decode_log(key, b, len, why, sizeof why));
+    assert_true(strlen(why) > 0 && strchr(why, '\n') == NULL);
+    b[i] ^= 0x40;
+    assert_null(bk_decode_log(key, b, i, why, sizeof why));
+  }
+  /* Under another name. */
+  char other[BK_KEY_MAX];
+  bk_key_log(other, 1, 2, 10, 26);
+  assert_null(bk_decode_log(other, b, len, why, sizeof why));
+  assert_non_null(strstr(why, "than its name says"));
+  bk_key_base(other, 1, 2, 10);
+  assert_null(bk_decode_log(other, b, len, why, sizeof why));
+  free(b);
+  free_log(&m);
+  /* Off the chain: a backlink to a record it lacks. */
+  mklog(&m, 10, 25, lsns, 4, 9);
+  m.records[2]->prev_lsn = 11;
+  rec_seal(m.records[2]);
+  b = bk_encode(BK_LOG, &m.base, &len);
+  assert_null(bk_decode_log(key, b, len, why, sizeof why));
+  assert_non_null(strstr(why, "off the PG's chain"));
+  free(b);
+  free_log(&m);
+  /* A record outside the range. */
+  uint64_t late[] = {11, 30};
+  mklog(&m, 10, 25, late, 2, 9);
+  b = bk_encode(BK_LOG, &m.base, &len);
+  assert_null(bk_decode_log(key, b, len, why, sizeof why));
+  assert_non_null(strstr(why, "outside its range"));
+  free(b);
+  free_log(&m);
+  /* A page outside the PG. */
+  mklog(&m, 10, 25, lsns, 4, 9);
+  m.records[1]->page_no = 3;
+  rec_seal(m.records[1]);
+  b = bk_encode(BK_LOG, &m.base, &len);
+  assert_null(bk_decode_log(key, b, len, why, sizeof why));
+  assert_non_null(strstr(why, "outside its PG"));
+  free(b);
+  free_log(&m);
+}
+
+static void test_base_image_round_trip(void **state)
+{
+  (void)state;
+  Auralog__BackupBase m = AURALOG__BACKUP_BASE__INIT;
+  m.volume_id = 1;
+  m.pg = 2;
+  m.at = 40;
+  m.first_page = 16;
+  m.npages = 16;
+  m.page_size = PS;
+  Auralog__BasePage p[2] = {AURALOG__BASE_PAGE__INIT, AURALOG__BASE_PAGE__INIT};
+  Auralog__BasePage *pp[2] = {&p[0], &p[1]};
+  uint8_t a[PS], c[PS];
+  memset(a, 1, PS);
+  memset(c, 2, PS);
+  p[0].page_no = 17;
+  p[0].data = (ProtobufCBinaryData){PS, a};
+  p[1].page_no = 30;
+  p[1].data = (ProtobufCBinaryData){PS, c};
+  m.n_pages = 2;
+  m.pages = pp;
+  size_t len;
+  uint8_t *b = bk_encode(BK_BASE, &m.base, &len);
+  char key[BK_KEY_MAX], why[300];
+  bk_key_base(key, 1, 2, 40);
+  Auralog__BackupBase *d = bk_decode_base(key, b, len, why, sizeof why);
+  assert_non_null(d);
+  assert_int_equal(d->n_pages, 2);
+  assert_memory_equal(d->pages[1]->data.data, c, PS);
+  auralog__backup_base__free_unpacked(d, NULL);
+  /* A log decoder is not fooled by a base, nor the reverse. */
+  bk_key_log(key, 1, 2, 39, 40);
+  assert_null(bk_decode_log(key, b, len, why, sizeof why));
+  free(b);
+  /* A page of the wrong size. */
+  p[1].data.len = PS - 1;
+  b = bk_encode(BK_BASE, &m.base, &len);
+  bk_key_base(key, 1, 2, 40);
+  assert_null(bk_decode_base(key, b, len, why, sizeof why));
+  assert_non_null(strstr(why, "wrong size"));
+  free(b);
+}
+
+/* ---- plans ------------------------------------------------------------------ */
+
+static void add(struct bk_volset *vs, uint32_t pg, int base, uint64_t a, uint64_t b)
+{
+  char key[BK_KEY_MAX];
+  if (base)
+    bk_key_base(key, vs->vol, pg, a);
+  else
+    bk_key_log(key, vs->vol, pg, a, b);
+  bk_volset_add(vs, key, 100);
+}
+
+static void test_plans_chain_pieces_and_stop_at_gaps(void **state)
+{
+  (void)state;
+  struct bk_volset vs = {.vol = 5};
+  add(&vs, 0, 0, 0, 10);
+  add(&vs, 0, 0, 10, 20);
+  add(&vs, 0, 0, 15, 40);    /* overlaps: another uploader took over at 15 */
+  add(&vs, 0, 0, 40, 50);
+  add(&vs, 0, 0, 60, 70);    /* after a gap (50, 60] */
+  add(&vs, 0, 1, 55, 0);     /* a base at 55 bridges it */
+  add(&vs, 0, 0, 55, 60);
+  add(&vs, 3, 0, 0, 5);      /* PG 3 only: PGs 1 and 2 absent */
+  add(&vs, 0, 0, 0, 0);      /* not a valid key (from == to): ignored */
+  bk_volset_sort(&vs);
+  assert_int_equal(vs.npgs, 4);
+  assert_true(vs.pgs[0].present && !vs.pgs[1].present && !vs.pgs[2].present &&
+              vs.pgs[3].present);
+  const struct bk_pgset *p = &vs.pgs[0];
+  size_t path[16], n;
+  assert_int_equal(bk_reach(p, 0, path, &n), 50);
+  assert_int_equal(n, 4);    /* (0,10] (10,20] (15,40] (40,50] */
+  assert_int_equal(p->logs[path[2]].to, 40);
+  assert_int_equal(bk_reach(p, 55, NULL, NULL), 70);
+  uint64_t base;
+  assert_int_equal(bk_plan(p, 45, &base, path, &n), 0);
+  assert_int_equal(base, 0);
+  assert_int_equal(bk_plan(p, 57, &base, path, &n), 0);
+  assert_int_equal(base, 55);
+  assert_int_equal(n, 1);
+  assert_int_equal(bk_plan(p, 55, &base, path, &n), 0);   /* the base alone */
+  assert_int_equal(base, 55);
+  assert_int_equal(n, 0);
+  assert_int_equal(bk_plan(p, 52, &base, path, &n), -1);  /* in the gap */
+  assert_int_equal(bk_plan(p, 71, &base, path, &n), -1);  /* past the end */
+  uint64_t lo, hi;
+  assert_true(bk_window(p, &lo, &hi));
+  assert_true(lo == 55 && hi == 70);
+  bk_volset_free(&vs);
+
+  /* Retention took the first pieces: below the oldest base, nothing. */
+  vs = (struct bk_volset){.vol = 5};
+  add(&vs, 0, 1, 100, 0);
+  add(&vs, 0, 0, 100, 130);
+  add(&vs, 0, 1, 120, 0);
+  add(&vs, 0, 0, 130, 150);
+  bk_volset_sort(&vs);
+  p = &vs.pgs[0];
+  assert_int_equal(bk_plan(p, 99, &base, path, &n), -1);
+  assert_int_equal(bk_plan(p, 140, &base, path, &n), 0);
+  assert_int_equal(base, 120);
+  assert_true(bk_window(p, &lo, &hi));
+  assert_true(lo == 100 && hi == 150);
+  bk_volset_free(&vs);
+}
+
+/* ---- the dir store ---------------------------------------------------------- */
+
+struct seen {
+  char keys[16][128];
+  uint64_t size[16];
+  int n;
+};
+
+static int on_key(void *arg, const char *key, uint64_t size)
+{
+  struct seen *s = arg;
+  if (s->n < 16) {
+    snprintf(s->keys[s->n], sizeof s->keys[0], "%s", key);
+    s->size[s->n] = size;
+  }
+  s->n++;
+  return 0;
+}
+
+static void test_dir_store_objects_and_listing(void **state)
+{
+  (void)state;
+  char root[] = "/tmp/auralog-unit-backup-XXXXXX", url[200], why[300];
+  assert_non_null(mkdtemp(root));
+  snprintf(url, sizeof url, "dir:%s/store", root);
+  struct objstore *o = obj_open(url, why, sizeof why);
+  assert_non_null(o);
+  assert_int_equal(obj_put(o, "v1/pg2/log/b", "hello", 5, why, sizeof why), 0);
+  assert_int_equal(obj_put(o, "v1/pg2/log/a", "", 0, why, sizeof why), 0);
+  assert_int_equal(obj_put(o, "v1/pg10/base/x", "12", 2, why, sizeof why), 0);
+  assert_int_equal(obj_put(o, "v2/other", "z", 1, why, sizeof why), 0);
+  assert_int_equal(obj_put(o, "v1/pg2/log/b", "HELLO!", 6, why, sizeof why), 0);  /* replaced */
+  uint8_t *d;
+  size_t n;
+  assert_int_equal(obj_get(o, "v1/pg2/log/b", &d, &n, why, sizeof why), 0);
+  assert_int_equal(n, 6);
+  assert_memory_equal(d, "HELLO!", 6);
+  free(d);
+  assert_int_equal(obj_get(o, "v1/pg2/log/none", &d, &n, why, sizeof why), OBJ_NOTFOUND);
+  /* A crash's leftover temporary file is not an object. */
+  char tmp[300];
+  snprintf(tmp, sizeof tmp, "%s/store/v1/pg2/log/c.tmp+123-1", root);
+  FILE *f = fopen(tmp, "w");
+  assert_non_null(f);
+  fputs("half", f);
+  fclose(f);
+  struct seen s = {0};
+  assert_int_equal(obj_list(o, "v1/", on_key, &s, why, sizeof why), 0);
+  assert_int_equal(s.n, 3);
+  assert_string_equal(s.keys[0], "v1/pg10/base/x");   /* byte order */
+  assert_string_equal(s.keys[1], "v1/pg2/log/a");
+  assert_string_equal(s.keys[2], "v1/pg2/log/b");
+  assert_int_equal(s.size[2], 6);
+  s.n = 0;
+  assert_int_equal(obj_list(o, "v3/", on_key, &s, why, sizeof why), 0);
+  assert_int_equal(s.n, 0);
+  /* Bad keys: refused, nothing written. */
+  const char *bad[] = {"../x", "/abs", "a b", "", "a//b", "v1/pg2/log/c.tmp+1"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    why[0] = 0;
+    assert_int_equal(obj_put(o, bad[i], "x", 1, why, sizeof why), OBJ_ERR);
+    assert_non_null(strstr(why, "bad key"));
+  }
+  s.n = 0;
+  assert_int_equal(obj_list(o, "", on_key, &s, why, sizeof why), 0);
+  assert_int_equal(s.n, 4);
+  assert_int_equal(obj_del(o, "v2/other", why, sizeof why), 0);
+  assert_int_equal(obj_del(o, "v2/other", why, sizeof why), OBJ_NOTFOUND);
+  obj_close(o);
+  /* Unknown schemes are refused. */
+  assert_null(obj_open("ftp://x/y", why, sizeof why));
+  assert_non_null(strstr(why, "unknown scheme"));
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_keys_parse_back),
+    cmocka_unit_test(test_log_piece_round_trip_and_damage),
+    cmocka_unit_test(test_base_image_round_trip),
+    cmocka_unit_test(test_plans_chain_pieces_and_stop_at_gaps),
+    cmocka_unit_test(test_dir_store_objects_and_listing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
