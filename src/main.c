@@ -24,6 +24,8 @@ static const struct cmd cmds[] = {
   {"fault", fault_main, "take out an AZ, a node, the engine; partition; slow a node"},
   {"failover", failover_main, "promote a read replica to writer (the coordinator fences the old one)"},
   {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
+  {"backup", backup_main, "continuous backup to an object store: backup status"},
+  {"restore", restore_main, "rebuild a volume as of an LSN or a time from its backup"},
   {"viz", viz_main, "draw the cluster, its segments and log tail (graphviz)"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},
   {"engine", engine_main, "run the database tier: SQLite on the auralog VFS"},
@@ -102,7 +104,7 @@ int main(int argc, char **argv)
    * load that key (coord/roles.c). A promoted replica's engine turns it
    * off again (engine.c: --if-epoch). */
   static const char *const operator_cmds[] = {"cluster", "lab", "fault", "failover", "engine",
-                                              "bench"};
+                                              "bench", "restore"};
   for (size_t i = 0; i < sizeof operator_cmds / sizeof *operator_cmds; i++)
     if (strcmp(name, operator_cmds[i]) == 0)
       op_use(1);

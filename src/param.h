@@ -234,6 +234,15 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define HOTLOG_CHECKPOINT (32ull << 20) /* checkpoint (sync lmdb, restart the log) past this many bytes; bounds replay at start */
 #define CHECKPOINT_MS     1000          /* ... and this long after the last one, if anything is new */
 
+/* Continuous backup (src/backup/, node/nbackup.c). */
+#define BACKUP_MS          500     /* a PG's uploader stages what is new this often */
+#define BACKUP_PIECE_MAX   (4u << 20) /* bytes of records in one log piece (then another) */
+#define BACKUP_TAKEOVER_MS 30000   /* a PG peer silent this long no longer holds the upload
+                                      (longer than an idle PG's gossip period: GOSSIP_IDLE_MAX) */
+#define BACKUP_RETRY_MS    2000    /* after a failed upload or listing, wait this long */
+#define BK_CLOCK_MAX       64      /* (time, vdl) notes a segment keeps for its next piece */
+#define BK_CLOCK_EVERY_MS  100     /* ... at most one this often */
+
 /* Client side (src/net/rpc.c, CLI). */
 #define RPC_TIMEOUT_MS  5000    /* a CLI request gives up after this long */
 #define CLUSTER_WAIT_MS 20000   /* `cluster up` waits this long for registration */

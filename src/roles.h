@@ -10,6 +10,8 @@ int node_main(int argc, char **argv);
 int node_admin_main(int argc, char **argv);
 int cluster_main(int argc, char **argv);
 int status_main(int argc, char **argv);
+int backup_main(int argc, char **argv);   /* cli/backupcli.c */
+int restore_main(int argc, char **argv);
 int bench_main(int argc, char **argv);
 int engine_main(int argc, char **argv);
 int replica_main(int argc, char **argv);

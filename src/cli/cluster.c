@@ -173,6 +173,10 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   cJSON *ra = cJSON_GetObjectItem(o, "repair_after_ms");
   cl->repair_after = cJSON_IsNumber(ra) && ra->valuedouble >= 0 && ra->valuedouble <= 86400000
                        ? ra->valueint : -1;
+  cJSON *bk = cJSON_GetObjectItem(o, "backup");
+  snprintf(cl->backup, sizeof cl->backup, "%s",
+           cJSON_IsString(bk) && strlen(bk->valuestring) < sizeof cl->backup ? bk->valuestring
+                                                                            : "");
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -201,6 +205,8 @@ int cluster_write_conf(const struct cluster *cl)
     cJSON_AddNumberToObject(o, "repair_after_ms", cl->repair_after);
   cJSON_AddNumberToObject(o, "replicas", cl->nrep);
   cJSON_AddBoolToObject(o, "failover", cl->failover);
+  if (cl->backup[0])
+    cJSON_AddStringToObject(o, "backup", cl->backup);
   cJSON_AddStringToObject(o, "writer", cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr);
   char dash[64], url[80];
   cluster_dashboard_addr(cl, dash, sizeof dash);
@@ -703,7 +709,14 @@ static void usage(FILE *f)
     "                   up: the coordinator moves the segments of a node silent\n"
     "                   for MS ms to spares (`coord --repair-after`; default %d;\n"
     "                   0: never); kept in cluster.json; takes effect when the\n"
-    "                   coordinator starts\n",
+    "                   coordinator starts\n"
+    "  --backup dir|URL|off\n"
+    "                   up: every node stages its PGs' log and pages to an object\n"
+    "                   store (paper Fig. 4 step 6): dir is DIR/backup, a URL is a\n"
+    "                   directory or s3://BUCKET[/PREFIX] (AURALOG_S3_ENDPOINT,\n"
+    "                   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); kept in\n"
+    "                   cluster.json; takes effect when each node starts.\n"
+    "                   `auralog backup status`, `auralog restore`\n",
     ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX,
     REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS, NCOPIES, NODES_MAX, REPAIR_AFTER_MS,
     REPAIR_AFTER_MS);
@@ -717,7 +730,9 @@ int cluster_main(int argc, char **argv)
     {"pg-pages", required_argument, 0, 'g'}, {"replicas", required_argument, 0, 'r'},
     {"failover", no_argument, 0, 'F'}, {"no-failover", no_argument, 0, 'N'},
     {"nodes", required_argument, 0, 'n'}, {"repair-after", required_argument, 0, 'R'},
+    {"backup", required_argument, 0, 'B'},
     {"help", no_argument, 0, 'h'}, {0}};
+  const char *backup = NULL;
   const char *dir = NULL;
   int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, failover = -1, o;
   int nodes = 0, repair_after = -1;
@@ -780,6 +795,7 @@ int cluster_main(int argc, char **argv)
     }
     case 'F': failover = 1; break;
     case 'N': failover = 0; break;
+    case 'B': backup = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -842,6 +858,19 @@ int cluster_main(int argc, char **argv)
            "(cluster down, then up)\n", repair_after);
   if (repair_after >= 0)
     cl.repair_after = repair_after;
+  if (backup && strcmp(cmd, "up"))
+    die("cluster: --backup is an option of `cluster up`");
+  if (backup) {
+    /* "dir": DIR/backup; "off": none; else a store's url (objstore.h). */
+    if (strcmp(backup, "off") == 0)
+      cl.backup[0] = 0;
+    else if (strcmp(backup, "dir") == 0)
+      snprintf(cl.backup, sizeof cl.backup, "%s/backup", cl.dir);
+    else if (strlen(backup) >= sizeof cl.backup)
+      die("cluster: --backup: location too long");
+    else
+      snprintf(cl.backup, sizeof cl.backup, "%s", backup);
+  }
   if (replicas >= 0) {
     cl.nrep = replicas;
     layout(&cl);

@@ -52,6 +52,9 @@ struct cluster {
    * the others start as its replicas. */
   int failover;
   char writer[ADDR_MAX_LEN + 1];
+  /* Continuous backup (`up --backup`, kept in cluster.json): the object
+   * store every node stages its PGs to (node --backup); "" none. */
+  char backup[DIR_MAX + 32];
 };
 
 /* Find the cluster in dir (NULL: $AURALOG_DIR or ~/.auralog), creating the

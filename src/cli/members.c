@@ -156,8 +156,13 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
     coord_argv[nc++] = repair;
   }
   coord_argv[nc] = NULL;
-  char *node_argv[] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
-                       m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
+  char *node_argv[18] = {(char *)self, "node", "--az", m->az, "--id", id, "--listen",
+                         m->addr, "--coord", coord, "--data", m->data, "--key", key, NULL};
+  if (cl->backup[0]) {       /* `cluster up --backup` */
+    node_argv[14] = "--backup";
+    node_argv[15] = (char *)cl->backup;
+    node_argv[16] = NULL;
+  }
   snprintf(cache, sizeof cache, "%d", cl->cache);
   snprintf(timeout, sizeof timeout, "%d", cl->timeout);
   snprintf(pg_pages, sizeof pg_pages, "%d", cl->pg_pages);

@@ -398,6 +398,12 @@ static int check_append(const Auralog__Append *a, char *why, size_t whylen)
              (unsigned long long)a->pgmrpl_tail, (unsigned long long)a->pgmrpl);
     return ERR_BAD_MSG;
   }
+  TRY(lsn_in(a->vdl_tail, "append vdl_tail", why, whylen));
+  if (a->vdl_tail > a->vdl) {
+    snprintf(why, whylen, "append vdl_tail %llu lies above its vdl %llu",
+             (unsigned long long)a->vdl_tail, (unsigned long long)a->vdl);
+    return ERR_BAD_MSG;
+  }
   if (a->trunc) {
     TRY(check_trunc(a->trunc, "append", why, whylen));
     if (a->trunc->epoch > a->epoch)

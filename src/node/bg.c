@@ -205,7 +205,9 @@ static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long 
     if (now - at < peer_wait(n) && g->peer_scl[k] < p)
       p = g->peer_scl[k];
   }
-  return p;
+  /* Invariant 11: nothing the backup has not staged (nbackup.c). */
+  uint64_t b = nbk_gc_bound(n, s);
+  return p < b ? p : b;
 }
 
 static int gc_some(struct node *n, unsigned long long now)
@@ -563,6 +565,7 @@ void bg_work(struct node *n)
     n->rep_soon = 0;
     repair_some(n, now);     /* keep the window full */
   }
+  nbk_work(n);               /* stage what is due to the backup (nbackup.c) */
 }
 
 void bg_stat(const struct node *n, const struct segment *s, Auralog__SegStat *st)

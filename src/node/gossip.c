@@ -256,6 +256,7 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
       g->peer_at[k] = io_now(n->io);
       tf_seen(s, k, gp);    /* what it holds and forgot (rule TF, tforget.c) */
     }
+  nbk_heard(s, gp->bk_point);   /* the PG's backup point (nbackup.c) */
   /* LAB 24 BEGIN: the gossip merge (§3.3). Merge a peer's push into
    * segment s: its truncations (gp->truncs, node_truncate_pb, TP_GOSSIP)
    * and then its records (gp->records, node_stage: the path a writer's batch
@@ -493,6 +494,7 @@ static int ask(struct node *n, struct gossip *g, struct segment *s, int hurry)
    * the peer freed). */
   gp.scl = s->catchup > s->scl ? s->catchup : s->scl;
   gp.gc_lsn = s->gc_lsn;
+  gp.bk_point = s->bk.point;
   gp.node = n->id;
   gp.mepoch = s->mepoch;    /* M5: a peer refuses it below its mepoch_min */
   gp.max_bytes = max;
@@ -594,6 +596,7 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
       g->peer_gc[k] = p->gc_lsn;  /* both fresh: what we know of it must agree */
       g->peer_at[k] = io_now(n->io);
     }
+  nbk_heard(s, p->bk_point);
   Rec **recs = NULL;
   long nrecs = p->scl < s->max_lsn
                  ? store_above_max(&n->st, s, p->scl, &recs, GOSSIP_MAX,
@@ -607,6 +610,7 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
   gp.pg = s->pg;
   gp.scl = s->scl;
   gp.gc_lsn = s->gc_lsn;
+  gp.bk_point = s->bk.point;
   gp.mepoch = s->mepoch;
   gp.records = recs;
   gp.n_records = (size_t)nrecs;

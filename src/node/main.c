@@ -20,6 +20,7 @@
 #include "net/keyfile.h"
 #include "lib/log.h"
 #include "net/netio.h"
+#include "node/nbkdrv.h"
 #include "node/node.h"
 #include "param.h"
 #include "roles.h"
@@ -94,7 +95,11 @@ static void usage(FILE *f)
     "                 commit (two device flushes) instead of from the hot log,\n"
     "                 an append-only log flushed once per group commit (paper\n"
     "                 §3.3 steps 1-2; lmdb then commits at checkpoints); also\n"
-    "                 AURALOG_HOT_LOG=0, which `cluster up` passes on\n",
+    "                 AURALOG_HOT_LOG=0, which `cluster up` passes on\n"
+    "  --backup URL   stage this node's PGs to an object store (paper Fig. 4\n"
+    "                 step 6): a directory, or s3://BUCKET[/PREFIX] with\n"
+    "                 AURALOG_S3_ENDPOINT and AWS_ACCESS_KEY_ID/_SECRET_ACCESS_KEY;\n"
+    "                 its nodes then free no record the backup still needs\n",
     NODE_PORT_BASE, COORD_ADDR_DEFAULT);
 }
 
@@ -104,9 +109,9 @@ int node_main(int argc, char **argv)
     {"az", required_argument, 0, 'z'}, {"id", required_argument, 0, 'i'},
     {"listen", required_argument, 0, 'l'}, {"coord", required_argument, 0, 'c'},
     {"data", required_argument, 0, 'd'}, {"hot-log", no_argument, 0, 'H'},
-    {"no-hot-log", no_argument, 0, 'N'},
+    {"no-hot-log", no_argument, 0, 'N'}, {"backup", required_argument, 0, 'b'},
     {"help", no_argument, 0, 'h'}, {0}};
-  const char *az = NULL, *id = NULL, *coord = NULL, *data = NULL;
+  const char *az = NULL, *id = NULL, *coord = NULL, *data = NULL, *backup = NULL;
   const char *hotenv = getenv("AURALOG_HOT_LOG");
   int hot = !(hotenv && strcmp(hotenv, "0") == 0);   /* on unless told off */
   char listen[ADDR_MAX_LEN + 1];
@@ -121,6 +126,7 @@ int node_main(int argc, char **argv)
     case 'd': data = optarg; break;
     case 'H': hot = 1; break;  /* the default; kept for scripts that name it */
     case 'N': hot = 0; break;
+    case 'b': backup = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -188,6 +194,9 @@ int node_main(int argc, char **argv)
     logwarn("AURALOG_NO_GC=1: this node never frees records or page versions "
             "(a measurement switch; its disk use only grows)");
   }
+  static struct nbkdrv bk;
+  if (backup && nbkdrv_start(&bk, d.loop, &d.n, backup, why, sizeof why) != 0)
+    die("node: backup: %s", why);
   uv_check_init(d.loop, &d.commit);
   d.commit.data = &d;
   uv_check_start(&d.commit, on_commit);

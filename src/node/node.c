@@ -326,6 +326,8 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
     s->pgmrpl = a->pgmrpl;
   if (a->pgmrpl_tail > s->pgmrpl_tail)   /* 0: the writer could not say */
     s->pgmrpl_tail = a->pgmrpl_tail;
+  if (a->vdl_known && a->epoch == s->epoch)
+    nbk_on_vdl(n, s, a->vdl, a->vdl_tail);   /* what may be staged to the backup */
   node_defer(n, (struct staged){c, req, s, added, dups, 0, 0});
 }
 

@@ -197,7 +197,48 @@ struct node {
    * it from AURALOG_NO_GC=1, node/main.c), to compare disk use with and
    * without GC (tests/integration/test_storage.c). Never set otherwise. */
   int no_gc;
+  /* Continuous backup (nbackup.c): NULL when this node stages nothing
+   * (`auralog node` without --backup). */
+  const struct nbk_io *bk_io;
+  unsigned long long bk_at;  /* the next staging pass */
+  uint64_t bk_bytes, bk_objects, bk_failures;  /* since the node started */
 };
+
+/* ---- nbackup.c: continuous backup (paper Fig. 4 step 6; Invariant 11) ---- */
+
+/* One piece of work for the object store, made by the core and run by the
+ * driver on a thread of its own (the store's calls block), then handed
+ * back on the loop (nbk_done). */
+struct nbk_job {
+  int kind;                  /* NBK_LIST: the PG's backup point in the store; NBK_PUT */
+  uint64_t vol;
+  uint32_t pg;
+  char key[96];
+  uint8_t *data;             /* NBK_PUT: the object (the job owns it) */
+  size_t len;
+  uint64_t point;            /* NBK_PUT: the backup point it makes; NBK_LIST: the answer */
+  int rc;                    /* the driver's: 0, or -1 with why */
+  char why[320];
+};
+#define NBK_LIST 1
+#define NBK_PUT  2
+
+struct nbk_io {
+  void *ctx;
+  void (*submit)(void *ctx, struct nbk_job *j);
+  uint64_t (*wall_ms)(void *ctx);   /* unix ms (the pieces' clock notes) */
+};
+
+/* The writer's (vdl, vdl_tail) pair from an Append of s's epoch. */
+void nbk_on_vdl(struct node *n, struct segment *s, uint64_t vdl, uint64_t tail);
+/* A peer's word of the PG's backup point (gossip). */
+void nbk_heard(struct segment *s, uint64_t point);
+/* The background pass (bg_work): list and stage what is due. */
+void nbk_work(struct node *n);
+/* A job the driver ran (on the loop): the core frees it. */
+void nbk_done(struct node *n, struct nbk_job *j);
+/* GC of s frees nothing above this (UINT64_MAX: no backup here). */
+uint64_t nbk_gc_bound(const struct node *n, const struct segment *s);
 
 /* Set n up as node id of AZ az serving at addr, with coordinator coord, on
  * its opened store n->st (its segments are loaded from it). net and

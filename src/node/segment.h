@@ -116,6 +116,22 @@ struct segment {
    * new to it from the writer's Appends, and records and page versions
    * new to it from PG peers, since the node started. */
   uint64_t from_writer, from_peers;
+  /* Continuous backup (node/nbackup.c; memory only: a restarted node
+   * learns it again from the writer, its peers and the object store). */
+  struct seg_bk {
+    uint64_t vdl, tail;    /* the writer's latest (vdl, vdl_tail) pair: the PG's last
+                              record at or below vdl is tail (vdl 0: none heard) */
+    uint64_t point;        /* the PG's backup point as known here: every record of
+                              the PG at or below it is in the object store */
+    uint64_t listed;       /* 1 + the point the store showed when this node last
+                              looked as the PG's uploader (0: not looked) */
+    uint8_t busy;          /* a listing or an upload of it is in flight */
+    uint8_t uploader;      /* this node stages the PG now (rule U) */
+    uint64_t bytes, objects;   /* staged by this node since it started */
+    uint64_t clock[2 * BK_CLOCK_MAX];  /* (unix ms, vdl) pairs noted from Appends, a ring */
+    unsigned nclock;       /* ever noted: the next goes to nclock % BK_CLOCK_MAX */
+    unsigned long long fail_at;   /* the last upload failed then: try again after a pause */
+  } bk;
 };
 
 /* Is a page (an index from first_page) imaged / its floor (0: none)? */

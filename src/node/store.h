@@ -218,6 +218,10 @@ int store_reload(struct store *st, struct segment *s, char *why, size_t whylen);
 int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t *epoch);
 /* Is record lsn stored whole (it reads back and its CRC holds)? */
 int store_held_whole(struct store *st, const struct segment *s, uint64_t lsn);
+/* Record lsn of s, decoded and checked (rec_check): the record cache's
+ * copy (*owned 0: valid until the store next changes) or one read from
+ * the kv (*owned 1: the caller frees it). NULL if not held or damaged. */
+const Rec *store_get_rec(struct store *st, const struct segment *s, uint64_t lsn, int *owned);
 
 /* The record cache's Invariant R (store_rcache.c) checked against the kv:
  * how many cached records differ from what recs holds, as a read sees it

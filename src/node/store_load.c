@@ -326,6 +326,32 @@ int store_held(struct store *st, const struct segment *s, uint64_t lsn, uint64_t
   return h;
 }
 
+const Rec *store_get_rec(struct store *st, const struct segment *s, uint64_t lsn, int *owned)
+{
+  *owned = 0;
+  const Rec *hit = store_rc_get(st, s->volume_id, s->pg, lsn);
+  if (hit)
+    return hit;              /* Invariant R: the copy stored, checked when it came */
+  struct kv_txn *txn;
+  if (store_rtxn(st, &txn) != 0)
+    return NULL;
+  uint8_t k[20];
+  rec_key(k, s->volume_id, s->pg, lsn);
+  struct kv_val key = {sizeof k, k}, val;
+  Rec *r = NULL;
+  if (kv_get(st->kv, txn, st->recs, &key, &val) == 0) {
+    char why[160];
+    r = auralog__record__unpack(NULL, val.len, val.data);
+    if (r && (r->lsn != lsn || rec_check(r, s->page_size, why, sizeof why) != ERR_NONE)) {
+      auralog__record__free_unpacked(r, NULL);
+      r = NULL;
+    }
+  }
+  store_rdone(st, txn);
+  *owned = r != NULL;
+  return r;
+}
+
 int store_held_whole(struct store *st, const struct segment *s, uint64_t lsn)
 {
   struct kv_txn *txn;

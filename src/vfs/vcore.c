@@ -250,6 +250,13 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
     g->told_tail = a.pgmrpl_tail;
   g->told_at = io_now(v->io);
   g->told = 1;
+  /* The PG's last record at or below the VDL (exact: pg_need), which lets
+   * a segment stage the PG's log up to the VDL to the backup. */
+  uint64_t vt = pg_need(g, a.vdl);
+  if (vt <= a.vdl) {
+    a.vdl_tail = vt;
+    a.vdl_known = 1;
+  }
   /* The truncation this writer's recovery wrote: a segment installs it
    * before taking the records (node.c on_append). */
   Auralog__TruncRange tr, *btv = NULL, **btp = NULL;

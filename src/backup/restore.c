@@ -1,0 +1,367 @@
+/*
+ * restore.c: a volume as it was at a point, rebuilt from its backup
+ * (restore.h).
+ *
+ * Rules kept here:
+ *   R1. Only a consistent point: the highest CPL at or below the target.
+ *       A base image's point is a VDL the writer announced, and a VDL is
+ *       a CPL, so every base used lies at or below that CPL and none holds
+ *       a part of a transaction above it.
+ *   R2. Every PG's records are those of its chain: within a piece they
+ *       chain (bk_decode_log checks it), and across pieces each record's
+ *       backlink must be the last record taken (or at or below the base's
+ *       point for the first): a gap or a foreign piece stops the restore
+ *       with its name, never a silently older page.
+ *   R3. Nothing is written where the user said to until the file is whole
+ *       and SQLite says it is sound: it is built under a temporary name,
+ *       checked with PRAGMA integrity_check, then renamed into place.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backup/bkfmt.h"
+#include "backup/bkplan.h"
+#include "backup/restore.h"
+#include "record.h"
+
+static int scan(struct objstore *o, uint64_t vol, struct bk_volset *vs, uint64_t *lo,
+                uint64_t *hi, char *why, size_t whylen)
+{
+  if (bk_scan(o, vol, vs, why, whylen) != 0)
+    return -1;
+  if (vs->npgs == 0) {
+    snprintf(why, whylen, "no backup of volume %" PRIu64 " in %s", vol, obj_describe(o));
+    return -1;
+  }
+  *lo = 0;
+  *hi = UINT64_MAX;
+  for (size_t i = 0; i < vs->npgs; i++) {
+    uint64_t l, h;
+    if (!vs->pgs[i].present || !bk_window(&vs->pgs[i], &l, &h)) {
+      snprintf(why, whylen, "volume %" PRIu64 ": pg %zu has no backup in %s (the backup "
+               "is not complete)", vol, i, obj_describe(o));
+      return -1;
+    }
+    if (l > *lo)
+      *lo = l;
+    if (h < *hi)
+      *hi = h;
+  }
+  if (*lo > *hi) {
+    snprintf(why, whylen, "volume %" PRIu64 ": its PGs' backups hold no point in common "
+             "(one starts at %" PRIu64 ", another ends at %" PRIu64 ")", vol, *lo, *hi);
+    return -1;
+  }
+  return 0;
+}
+
+int restore_window(struct objstore *o, uint64_t vol, uint64_t *lo, uint64_t *hi,
+                   uint32_t *npgs, char *why, size_t whylen)
+{
+  struct bk_volset vs;
+  int rc = scan(o, vol, &vs, lo, hi, why, whylen);
+  *npgs = (uint32_t)vs.npgs;
+  bk_volset_free(&vs);
+  return rc;
+}
+
+static uint8_t *fetch(struct objstore *o, const char *key, size_t *len, struct rs_result *res,
+                      char *why, size_t whylen)
+{
+  uint8_t *b;
+  int rc = obj_get(o, key, &b, len, why, whylen);
+  if (rc == OBJ_NOTFOUND)
+    snprintf(why, whylen, "backup object %s is gone (deleted while restoring?)", key);
+  if (rc != 0)
+    return NULL;
+  res->objects++;
+  res->bytes += *len;
+  return b;
+}
+
+/* The highest VDL noted at or before ms in the clock of any piece of any
+ * PG within [lo, hi] (0: none), and when. */
+static int by_time(struct objstore *o, const struct bk_volset *vs, uint64_t lo, uint64_t hi,
+                   uint64_t ms, uint64_t *lsn, uint64_t *at, struct rs_result *res, char *why,
+                   size_t whylen)
+{
+  *lsn = *at = 0;
+  for (size_t i = 0; i < vs->npgs; i++)
+    for (size_t k = 0; k < vs->pgs[i].nlogs; k++) {
+      const struct bk_span *sp = &vs->pgs[i].logs[k];
+      if (sp->to <= lo || sp->from >= hi)
+        continue;
+      char key[BK_KEY_MAX];
+      size_t len;
+      bk_key_log(key, vs->vol, (uint32_t)i, sp->from, sp->to);
+      uint8_t *b = fetch(o, key, &len, res, why, whylen);
+      Auralog__BackupLog *m = b ? bk_decode_log(key, b, len, why, whylen) : NULL;
+      free(b);
+      if (m == NULL)
+        return -1;
+      for (size_t c = 0; c + 1 < m->n_clock; c += 2)
+        if (m->clock[c] <= ms && m->clock[c + 1] <= hi && m->clock[c + 1] >= *lsn) {
+          *lsn = m->clock[c + 1];
+          *at = m->clock[c];
+        }
+      auralog__backup_log__free_unpacked(m, NULL);
+    }
+  return 0;
+}
+
+/* One PG as the plan says: its geometry and its records up to target, in
+ * LSN order (R2), and its base's pages. */
+struct pgdata {
+  uint64_t base_at;
+  Auralog__BackupBase *base;
+  Auralog__BackupLog **pieces;
+  size_t npieces;
+  const Rec **recs;
+  size_t nrecs;
+  uint32_t first_page, npages, page_size;
+};
+
+static int load_pg(struct objstore *o, const struct bk_volset *vs, uint32_t pg, uint64_t target,
+                   struct pgdata *d, struct rs_result *res, char *why, size_t whylen)
+{
+  const struct bk_pgset *p = &vs->pgs[pg];
+  size_t *path = malloc((p->nlogs + 1) * sizeof *path), n = 0;
+  memset(d, 0, sizeof *d);
+  if (bk_plan(p, target, &d->base_at, path, &n) != 0) {
+    snprintf(why, whylen, "pg %u cannot be restored to %" PRIu64 " (a gap in its backup)", pg,
+             target);
+    free(path);
+    return -1;
+  }
+  char key[BK_KEY_MAX];
+  size_t len;
+  if (d->base_at > 0) {
+    bk_key_base(key, vs->vol, pg, d->base_at);
+    uint8_t *b = fetch(o, key, &len, res, why, whylen);
+    d->base = b ? bk_decode_base(key, b, len, why, whylen) : NULL;
+    free(b);
+    if (d->base == NULL) {
+      free(path);
+      return -1;
+    }
+    d->first_page = d->base->first_page;
+    d->npages = d->base->npages;
+    d->page_size = d->base->page_size;
+  }
+  d->pieces = calloc(n ? n : 1, sizeof *d->pieces);
+  size_t cap = 0;
+  uint64_t last = d->base_at;   /* R2: the last record taken (the base's point first) */
+  int first = 1;
+  for (size_t i = 0; i < n; i++) {
+    const struct bk_span *sp = &p->logs[path[i]];
+    bk_key_log(key, vs->vol, pg, sp->from, sp->to);
+    uint8_t *b = fetch(o, key, &len, res, why, whylen);
+    Auralog__BackupLog *m = b ? bk_decode_log(key, b, len, why, whylen) : NULL;
+    free(b);
+    if (m == NULL) {
+      free(path);
+      return -1;
+    }
+    d->pieces[d->npieces++] = m;
+    if (d->page_size == 0) {
+      d->first_page = m->first_page;
+      d->npages = m->npages;
+      d->page_size = m->page_size;
+    } else if (m->page_size != d->page_size || m->first_page != d->first_page ||
+               m->npages != d->npages) {
+      snprintf(why, whylen, "backup object %s: another PG geometry than the PG's others", key);
+      free(path);
+      return -1;
+    }
+    for (size_t k = 0; k < m->n_records; k++) {
+      const Rec *r = m->records[k];
+      if (r->lsn <= last && !first)
+        continue;            /* an overlap: the piece before held it */
+      if (r->lsn > target)
+        break;
+      if (first ? r->prev_lsn > last : r->prev_lsn != last) {
+        snprintf(why, whylen, "backup object %s: record %" PRIu64 " does not follow %" PRIu64
+                 " (its backlink is %" PRIu64 "): the PG's log has a gap", key, r->lsn, last,
+                 r->prev_lsn);
+        free(path);
+        return -1;
+      }
+      if (r->lsn <= last)
+        continue;            /* at or below the base: in it already */
+      if (d->nrecs == cap) {
+        cap = cap ? 2 * cap : 256;
+        d->recs = realloc(d->recs, cap * sizeof *d->recs);
+      }
+      d->recs[d->nrecs++] = r;
+      last = r->lsn;
+      first = 0;
+    }
+  }
+  free(path);
+  return 0;
+}
+
+static void free_pg(struct pgdata *d)
+{
+  if (d->base)
+    auralog__backup_base__free_unpacked(d->base, NULL);
+  for (size_t i = 0; i < d->npieces; i++)
+    auralog__backup_log__free_unpacked(d->pieces[i], NULL);
+  free(d->pieces);
+  free(d->recs);
+}
+
+/* R3: SQLite's own check of the file. */
+static int check_file(const char *path, char *why, size_t whylen)
+{
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+  sqlite3_stmt *st = NULL;
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL);
+  int ok = 0;
+  if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    const char *t = (const char *)sqlite3_column_text(st, 0);
+    ok = t && strcmp(t, "ok") == 0;
+    if (!ok)
+      snprintf(why, whylen, "the rebuilt file fails SQLite's integrity check: %s",
+               t ? t : "(no answer)");
+  } else {
+    snprintf(why, whylen, "the rebuilt file is not a database SQLite can read: %s",
+             db ? sqlite3_errmsg(db) : "out of memory");
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return ok ? 0 : -1;
+}
+
+int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
+                  const char *path, struct rs_result *res, char *why, size_t whylen)
+{
+  memset(res, 0, sizeof *res);
+  struct bk_volset vs;
+  uint64_t lo, hi;
+  if (scan(o, vol, &vs, &lo, &hi, why, whylen) != 0) {
+    bk_volset_free(&vs);
+    return -1;
+  }
+  res->lo = lo;
+  res->hi = hi;
+  res->npgs = (uint32_t)vs.npgs;
+  uint64_t target = hi;
+  int rc = 0;
+  if (t->to_ms) {
+    rc = by_time(o, &vs, lo, hi, t->to_ms, &target, &res->at_ms, res, why, whylen);
+    if (rc == 0 && (target == 0 || target < lo)) {
+      snprintf(why, whylen, "the backup holds no point at or before that time (it holds "
+               "LSNs %" PRIu64 " to %" PRIu64 ")", lo, hi);
+      rc = -1;
+    }
+  } else if (t->to_lsn) {
+    target = t->to_lsn;
+    if (target > hi) {
+      snprintf(why, whylen, "the backup reaches LSN %" PRIu64 " for every PG, not %" PRIu64
+               " (it holds %" PRIu64 " to %" PRIu64 "; later points are still being staged, "
+               "or were never durable)", hi, target, lo, hi);
+      rc = -1;
+    } else if (target < lo) {
+      snprintf(why, whylen, "LSN %" PRIu64 " is below what the backup still holds (%" PRIu64
+               " to %" PRIu64 "): retention let it go", target, lo, hi);
+      rc = -1;
+    }
+  }
+  res->target = target;
+  struct pgdata *pd = calloc(vs.npgs, sizeof *pd);
+  for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++)
+    rc = load_pg(o, &vs, i, target, &pd[i], res, why, whylen);
+  /* R1: the highest CPL at or below the target; the bases' points count. */
+  uint64_t cpl = 0;
+  for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++) {
+    if (pd[i].base_at > cpl)
+      cpl = pd[i].base_at;
+    for (size_t k = 0; k < pd[i].nrecs; k++)
+      if ((pd[i].recs[k]->flags & REC_CPL) && pd[i].recs[k]->lsn > cpl)
+        cpl = pd[i].recs[k]->lsn;
+  }
+  res->cpl = cpl;
+  /* The file: every PG's pages, then cut to the size page 1 says. */
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.restoring-%ld", path, (long)getpid());
+  FILE *f = NULL;
+  if (rc == 0 && (f = fopen(tmp, "wb")) == NULL) {
+    snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
+    rc = -1;
+  }
+  uint32_t ps = 0;
+  uint8_t page1[100] = {0};
+  for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++) {
+    struct pgdata *d = &pd[i];
+    if (d->page_size == 0)
+      continue;              /* nothing ever written there: zeros */
+    if (ps == 0)
+      ps = d->page_size;
+    if (d->page_size != ps) {
+      snprintf(why, whylen, "pg %u has %u-byte pages, pg 0 %u", i, d->page_size, ps);
+      rc = -1;
+      break;
+    }
+    res->pg_pages = d->npages;
+    uint8_t *pages = calloc(d->npages, ps);
+    for (size_t k = 0; d->base && k < d->base->n_pages; k++)
+      memcpy(pages + (size_t)(d->base->pages[k]->page_no - d->first_page) * ps,
+             d->base->pages[k]->data.data, ps);
+    for (size_t k = 0; k < d->nrecs && d->recs[k]->lsn <= cpl; k++) {
+      rec_apply(pages + (size_t)(d->recs[k]->page_no - d->first_page) * ps, ps, d->recs[k]);
+      res->records++;
+    }
+    if (d->first_page == 0)
+      memcpy(page1, pages, sizeof page1);
+    if (fseeko(f, (off_t)d->first_page * ps, SEEK_SET) != 0 ||
+        fwrite(pages, ps, d->npages, f) != d->npages) {
+      snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
+      rc = -1;
+    }
+    free(pages);
+  }
+  res->page_size = ps;
+  if (f && fflush(f) != 0 && rc == 0) {
+    snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
+    rc = -1;
+  }
+  if (f)
+    fclose(f);
+  /* The in-header database size (bytes 28..31), valid while its change
+   * counter matches (bytes 24 and 92): the pages past it are free space
+   * SQLite does not count. */
+  uint32_t npages = (uint32_t)page1[28] << 24 | (uint32_t)page1[29] << 16 |
+                    (uint32_t)page1[30] << 8 | page1[31];
+  if (rc == 0 && ps && npages && memcmp(page1 + 24, page1 + 92, 4) == 0) {
+    if (truncate(tmp, (off_t)npages * ps) != 0) {
+      snprintf(why, whylen, "cannot size %s: %s", tmp, strerror(errno));
+      rc = -1;
+    }
+    res->pages = npages;
+  }
+  if (rc == 0 && ps == 0) {
+    snprintf(why, whylen, "nothing was ever written to volume %" PRIu64 " at that point", vol);
+    rc = -1;
+  }
+  if (rc == 0)
+    rc = check_file(tmp, why, whylen);
+  if (rc == 0 && rename(tmp, path) != 0) {
+    snprintf(why, whylen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    rc = -1;
+  }
+  if (rc != 0)
+    unlink(tmp);
+  for (uint32_t i = 0; i < vs.npgs; i++)
+    free_pg(&pd[i]);
+  free(pd);
+  bk_volset_free(&vs);
+  return rc;
+}

@@ -1,0 +1,319 @@
+/*
+ * nbackup.c: continuous backup, the storage node's side (paper Figure 4,
+ * step 6: "periodically stage log and new pages to S3"; DESIGN.md
+ * invariant 11). The storage tier backs itself up: the writer does no
+ * work for it and waits for none of it.
+ *
+ * What goes to the object store (src/backup/bkfmt.h): per PG, log pieces
+ * (every record of the PG in an LSN range) and, where a piece cannot start
+ * from what is already there, a base image (every page of the PG as of a
+ * point). A PG can be restored to any point its objects reach without a
+ * gap (src/backup/bkplan.h); the highest such point is the PG's backup
+ * point.
+ *
+ * What may be staged. Only what no truncation can ever cut: the PG's
+ * records at or below a VDL its writer announced. Each Append carries the
+ * writer's VDL and the PG's last record at or below it (vdl_tail, exact:
+ * vfs/read.c pg_need). A segment whose chain holds that record holds
+ * every record of the PG up to the VDL (backlinks fix the chain below a
+ * record, and no LSN is handed out twice), and a piece is read by walking
+ * the backlinks down from it: a record off that chain (a branch an older
+ * writer left, not yet cut here) is never reached, so never staged.
+ *
+ * Who stages a PG (rule U). Each PG's log is uploaded once, not six
+ * times: by the segment on the node with the lowest id among those of the
+ * PG's members this node has heard from (gossip) within
+ * BACKUP_TAKEOVER_MS, itself included. When that node goes silent the next
+ * one takes over after BACKUP_TAKEOVER_MS, first reading the PG's backup
+ * point from the store itself (NBK_LIST): so it starts where the last
+ * uploader's objects end, even if that uploader died before its peers
+ * heard how far it got. Two nodes may both think they stage a PG (a
+ * partition, the moment of a takeover): their pieces overlap, and hold the
+ * same records, so nothing is lost and restore walks through them.
+ *
+ * The GC bound (Invariant 11): with backup on, a segment frees nothing
+ * above the PG's backup point as it knows it (bg.c gc_point): its own
+ * uploads, or its peers' word of theirs (gossip carries bk_point; a peer
+ * says a point only once its objects are stored). A node that knows no
+ * point (just started) frees nothing until it hears one. So an uploader
+ * taking over always finds the records above the store's point in its own
+ * segment, unless its segment was filled by page versions from a peer
+ * (catch-up) or backup began after GC had run: then it stages a base
+ * image at the writer's VDL first and the log from there.
+ *
+ * A failed upload or listing is tried again after BACKUP_RETRY_MS; while
+ * the store is away the backup point stands still, GC waits, and the
+ * records wait in the segment; staging catches up in pieces of at most
+ * BACKUP_PIECE_MAX bytes once the store answers again.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backup/bkfmt.h"
+#include "backup/bkplan.h"
+#include "lib/log.h"
+#include "node/node.h"
+#include "node/store_int.h"
+
+void nbk_on_vdl(struct node *n, struct segment *s, uint64_t vdl, uint64_t tail)
+{
+  if (n->bk_io == NULL || vdl <= s->bk.vdl || tail > vdl)
+    return;
+  s->bk.vdl = vdl;
+  s->bk.tail = tail;
+  /* A clock note for restore --to-time: at this wall time the VDL had
+   * reached vdl (a little earlier, in fact: it travelled here). */
+  uint64_t ms = n->bk_io->wall_ms(n->bk_io->ctx);
+  unsigned last = (s->bk.nclock + BK_CLOCK_MAX - 1) % BK_CLOCK_MAX;
+  if (s->bk.nclock == 0 || ms >= s->bk.clock[2 * last] + BK_CLOCK_EVERY_MS) {
+    unsigned i = s->bk.nclock++ % BK_CLOCK_MAX;
+    s->bk.clock[2 * i] = ms;
+    s->bk.clock[2 * i + 1] = vdl;
+  }
+}
+
+void nbk_heard(struct segment *s, uint64_t point)
+{
+  if (point > s->bk.point)
+    s->bk.point = point;
+}
+
+uint64_t nbk_gc_bound(const struct node *n, const struct segment *s)
+{
+  return n->bk_io ? s->bk.point : UINT64_MAX;
+}
+
+/* Rule U: does this node stage s's PG now? */
+static int uploader(struct node *n, const struct segment *s, unsigned long long now)
+{
+  if (s->next || s->catchup)
+    return 0;                /* still being filled: not a whole copy yet */
+  struct gossip *g = gossip_of(n, s->volume_id, s->pg);
+  if (g == NULL)
+    return 0;                /* peers not known yet */
+  for (int k = 0; k < g->npeers; k++) {
+    const struct peer *p = &n->peers[g->peer[k]];
+    unsigned long long at = g->peer_at[k] ? g->peer_at[k] : n->started_at;
+    if (strcmp(p->id, n->id) < 0 && now - at < BACKUP_TAKEOVER_MS)
+      return 0;
+  }
+  return 1;
+}
+
+static void submit(struct node *n, struct segment *s, struct nbk_job *j)
+{
+  j->vol = s->volume_id;
+  j->pg = s->pg;
+  s->bk.busy = 1;
+  n->bk_io->submit(n->bk_io->ctx, j);
+}
+
+/* The clock notes of s in (from, to], oldest first, into out (pairs):
+ * how many values. */
+static size_t clock_in(const struct segment *s, uint64_t from, uint64_t to, uint64_t *out)
+{
+  unsigned n = s->bk.nclock < BK_CLOCK_MAX ? s->bk.nclock : BK_CLOCK_MAX;
+  size_t k = 0;
+  for (unsigned i = s->bk.nclock - n; i < s->bk.nclock; i++) {
+    const uint64_t *c = &s->bk.clock[2 * (i % BK_CLOCK_MAX)];
+    if (c[1] > from && c[1] <= to) {
+      out[k++] = c[0];
+      out[k++] = c[1];
+    }
+  }
+  return k;
+}
+
+/* A base image of s as of the writer's VDL heard (bk.vdl): every page as
+ * of bk.tail, the PG's last record at or below it. */
+static int stage_base(struct node *n, struct segment *s)
+{
+  uint64_t at = s->bk.vdl, tail = s->bk.tail;
+  Auralog__BackupBase m = AURALOG__BACKUP_BASE__INIT;
+  m.volume_id = s->volume_id;
+  m.pg = s->pg;
+  m.at = at;
+  m.first_page = s->first_page;
+  m.npages = s->npages;
+  m.page_size = s->page_size;
+  m.by = n->id;
+  Auralog__BasePage *pv = calloc(s->npages, sizeof *pv);
+  Auralog__BasePage **pp = calloc(s->npages, sizeof *pp);
+  uint8_t *buf = malloc((size_t)s->npages * s->page_size);
+  int rc = 0;
+  char why[300];
+  for (uint32_t i = 0; i < s->npages && rc == 0; i++) {
+    uint8_t *page = buf + (size_t)i * s->page_size;
+    uint64_t plsn;
+    rc = store_read_page(&n->st, s, s->first_page + i, tail, page, &plsn, why, sizeof why);
+    if (rc != 0)
+      break;
+    size_t z = 0;
+    while (z < s->page_size && page[z] == 0)
+      z++;
+    if (z == s->page_size)
+      continue;              /* all zeros: restore makes it so */
+    auralog__base_page__init(&pv[m.n_pages]);
+    pv[m.n_pages].page_no = s->first_page + i;
+    pv[m.n_pages].data = (ProtobufCBinaryData){s->page_size, page};
+    pp[m.n_pages] = &pv[m.n_pages];
+    m.n_pages++;
+  }
+  if (rc == 0) {
+    m.pages = pp;
+    struct nbk_job *j = calloc(1, sizeof *j);
+    j->kind = NBK_PUT;
+    j->point = at;
+    bk_key_base(j->key, s->volume_id, s->pg, at);
+    j->data = bk_encode(BK_BASE, &m.base, &j->len);
+    submit(n, s, j);
+  } else {
+    logwarn_rl("backup: volume %llu pg %u: cannot read its pages as of %llu for a base "
+               "image: %s", (unsigned long long)s->volume_id, s->pg,
+               (unsigned long long)tail, why);
+  }
+  free(buf);
+  free(pp);
+  free(pv);
+  return rc;
+}
+
+/* The next log piece of s: its records in (point, bk.vdl], walked down
+ * the chain from bk.tail, at most BACKUP_PIECE_MAX bytes of them (then
+ * the piece ends at its last record, and the next one goes on from there). */
+static void stage_piece(struct node *n, struct segment *s)
+{
+  uint64_t from = s->bk.point, to = s->bk.vdl, tail = s->bk.tail;
+  size_t cap = 64, cnt = 0;
+  const Rec **recs = malloc(cap * sizeof *recs);
+  uint8_t *owned = malloc(cap);
+  int ok = 1;
+  for (uint64_t lsn = tail; lsn > from;) {
+    int own;
+    const Rec *r = store_get_rec(&n->st, s, lsn, &own);
+    if (r == NULL) {
+      ok = 0;                /* not held whole: wait (gossip or the scrub mends it) */
+      break;
+    }
+    if (cnt == cap) {
+      cap *= 2;
+      recs = realloc(recs, cap * sizeof *recs);
+      owned = realloc(owned, cap);
+    }
+    recs[cnt] = r;
+    owned[cnt++] = (uint8_t)own;
+    lsn = r->prev_lsn;
+  }
+  if (ok) {
+    /* Oldest first, and cut at BACKUP_PIECE_MAX. */
+    for (size_t i = 0; i < cnt / 2; i++) {
+      const Rec *t = recs[i];
+      recs[i] = recs[cnt - 1 - i];
+      recs[cnt - 1 - i] = t;
+      uint8_t o = owned[i];
+      owned[i] = owned[cnt - 1 - i];
+      owned[cnt - 1 - i] = o;
+    }
+    size_t keep = cnt, bytes = 0;
+    for (size_t i = 0; i < cnt; i++) {
+      bytes += auralog__record__get_packed_size(recs[i]);
+      if (bytes > BACKUP_PIECE_MAX && i > 0) {
+        keep = i;
+        to = recs[i - 1]->lsn;
+        break;
+      }
+    }
+    Auralog__BackupLog m = AURALOG__BACKUP_LOG__INIT;
+    m.volume_id = s->volume_id;
+    m.pg = s->pg;
+    m.from = from;
+    m.to = to;
+    m.first_page = s->first_page;
+    m.npages = s->npages;
+    m.page_size = s->page_size;
+    m.records = (Rec **)recs;
+    m.n_records = keep;
+    uint64_t clock[2 * BK_CLOCK_MAX];
+    m.n_clock = clock_in(s, from, to, clock);
+    m.clock = clock;
+    m.by = n->id;
+    struct nbk_job *j = calloc(1, sizeof *j);
+    j->kind = NBK_PUT;
+    j->point = to;
+    bk_key_log(j->key, s->volume_id, s->pg, from, to);
+    j->data = bk_encode(BK_LOG, &m.base, &j->len);
+    submit(n, s, j);
+  }
+  for (size_t i = 0; i < cnt; i++)
+    if (owned[i])
+      auralog__record__free_unpacked((Rec *)recs[i], NULL);
+  free(recs);
+  free(owned);
+}
+
+/* Stage what is due of s, its PG's uploader. */
+static void stage(struct node *n, struct segment *s)
+{
+  if (s->bk.listed == 0) {
+    struct nbk_job *j = calloc(1, sizeof *j);
+    j->kind = NBK_LIST;
+    submit(n, s, j);
+    return;
+  }
+  if (s->bk.vdl <= s->bk.point)
+    return;                  /* nothing new below a VDL */
+  uint64_t tail = s->bk.tail;
+  if (tail > s->scl || (tail > 0 && tail > s->gc_lsn && !store_held(&n->st, s, tail, NULL)))
+    return;                  /* our chain does not hold it yet: gossip brings it */
+  /* The records just above the point are freed here (backup began after
+   * GC, or page versions from a peer filled the segment): a base first. */
+  if (s->bk.point < s->gc_lsn && tail > s->bk.point) {
+    stage_base(n, s);
+    return;
+  }
+  stage_piece(n, s);
+}
+
+void nbk_work(struct node *n)
+{
+  if (n->bk_io == NULL)
+    return;
+  unsigned long long now = io_now(n->io);
+  if (now < n->bk_at)
+    return;
+  n->bk_at = now + BACKUP_MS;
+  for (size_t i = 0; i < n->nsegs; i++) {
+    struct segment *s = n->segs[i];
+    int up = uploader(n, s, now);
+    if (up && !s->bk.uploader)
+      s->bk.listed = 0;      /* taking it over: read the store's point first */
+    s->bk.uploader = (uint8_t)up;
+    if (up && !s->bk.busy && now >= s->bk.fail_at)
+      stage(n, s);
+  }
+}
+
+void nbk_done(struct node *n, struct nbk_job *j)
+{
+  struct segment *s = node_find_seg(n, j->vol, j->pg);
+  if (s != NULL) {
+    s->bk.busy = 0;
+    if (j->rc != 0) {
+      s->bk.fail_at = io_now(n->io) + BACKUP_RETRY_MS;
+      n->bk_failures++;
+      logwarn_rl("backup: volume %llu pg %u: %s (trying again in %d ms)",
+                 (unsigned long long)j->vol, j->pg, j->why, BACKUP_RETRY_MS);
+    } else if (j->kind == NBK_LIST) {
+      s->bk.listed = j->point + 1;
+      nbk_heard(s, j->point);
+    } else {
+      nbk_heard(s, j->point);
+      s->bk.bytes += j->len;
+      s->bk.objects++;
+      n->bk_bytes += j->len;
+      n->bk_objects++;
+    }
+  }
+  free(j->data);
+  free(j);
+}
