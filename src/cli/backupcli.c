@@ -73,6 +73,7 @@ static void status_usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog backup status [--volume NAME | --volume-id N] [--backup URL] [--json]\n"
+    "                             [--dir DIR]\n"
     "\n"
     "What the object store holds of a volume, per PG: its backup point (every\n"
     "record at or below it is staged), how far that lags the volume's VDL, the\n"
@@ -86,7 +87,8 @@ static int status_cmd(int argc, char **argv)
   static struct option opts[] = {
     {"volume", required_argument, 0, 'v'}, {"volume-id", required_argument, 0, 'i'},
     {"backup", required_argument, 0, 'b'}, {"json", no_argument, 0, 'j'},
-    {"coord", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"coord", required_argument, 0, 'c'}, {"dir", required_argument, 0, 'd'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *url = NULL, *coord = NULL;
   uint64_t vol = 0;
   int json = 0, o;
@@ -98,6 +100,7 @@ static int status_cmd(int argc, char **argv)
     case 'b': url = optarg; break;
     case 'j': json = 1; break;
     case 'c': coord = optarg; break;
+    case 'd': setenv("AURALOG_DIR", optarg, 1); break;
     case 'h': status_usage(stdout); return 0;
     default: status_usage(stderr); return 2;
     }
@@ -173,7 +176,7 @@ static void restore_usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog restore [--volume NAME | --volume-id N] [--to-lsn N | --to-time T]\n"
-    "                       (--into NEWVOL | --file PATH) [--backup URL]\n"
+    "                       (--into NEWVOL | --file PATH) [--backup URL] [--dir DIR]\n"
     "\n"
     "Rebuild a volume as it was at a point, from its backup in the object\n"
     "store: the highest CPL at or below the point (whole transactions only),\n"
@@ -268,7 +271,7 @@ static int restore_cmd(int argc, char **argv)
     {"backup", required_argument, 0, 'b'}, {"to-lsn", required_argument, 0, 'l'},
     {"to-time", required_argument, 0, 't'}, {"into", required_argument, 0, 'n'},
     {"file", required_argument, 0, 'f'}, {"coord", required_argument, 0, 'c'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"dir", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *url = NULL, *into = NULL, *file = NULL, *coord = NULL;
   const char *targ = NULL;
   uint64_t vol = 0;
@@ -296,6 +299,7 @@ static int restore_cmd(int argc, char **argv)
     case 'n': into = optarg; break;
     case 'f': file = optarg; break;
     case 'c': coord = optarg; break;
+    case 'd': setenv("AURALOG_DIR", optarg, 1); break;
     case 'h': restore_usage(stdout); return 0;
     default: restore_usage(stderr); return 2;
     }

@@ -1,0 +1,271 @@
+/*
+ * Integration: continuous backup to an object store and point-in-time
+ * restore (paper Fig. 4 step 6; DESIGN.md invariant 11), on a real
+ * cluster started with `cluster up --backup dir` (DIR/backup).
+ *
+ *  - A ledger workload runs through the engine; after each commit the
+ *    test notes its commit LSN and a dump of the ledger. Once the backup
+ *    has staged them, restores to 10 of those points, chosen at random,
+ *    each give a SQLite file whose dump is the one noted there; one more
+ *    goes into a new volume, read back through the auralog VFS.
+ *  - The store goes away (its directory replaced by a file) while commits
+ *    go on for longer than GC's period: the backup point stands still, the
+ *    nodes log why, and once the store is back the backup catches up, and
+ *    a point committed during the outage restores: the nodes kept its
+ *    records for it.
+ *  - The node that stages every PG (A1, the lowest id: rule U) is
+ *    stopped: another takes over after BACKUP_TAKEOVER_MS, from the
+ *    store's own point, and a point committed after the stop restores.
+ *  - Restore refuses what it cannot make, with one clear line: a point
+ *    past the backup, a volume name already taken, no destination, a
+ *    time it cannot read.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "net/rpc.h"
+#include "param.h"
+
+#define NPOINTS 40
+
+struct point {
+  uint64_t lsn;
+  char *dump;
+};
+static struct point pts[3 * NPOINTS];
+static int npts;
+static struct rpc eng;
+static int eng_open;
+
+static int setup(void **state)
+{
+  (void)state;
+  return cluster_start_with("backup", " --replicas 0 --backup dir");
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  if (eng_open)
+    rpc_close(&eng);
+  for (int i = 0; i < npts; i++)
+    free(pts[i].dump);
+  cluster_stop();
+  return 0;
+}
+
+static void engine_conn(void)
+{
+  char why[300];
+  if (!eng_open) {
+    assert_int_equal(rpc_open(&eng, engine, 5000, why, sizeof why), 0);
+    eng_open = 1;
+  }
+}
+
+#define DUMP "select id, acct, amount from ledger order by id"
+
+/* One transaction of the workload, then its point (LSN, dump). */
+static void commit_one(int i)
+{
+  char sql[600], o[1 << 16];
+  uint64_t lsn = 0;
+  switch (i % 4) {
+  case 0:
+    snprintf(sql, sizeof sql, "insert into ledger(acct, amount) values (%d, %d), (%d, %d)",
+             i % 7, i * 10, (i + 3) % 7, -i * 10);
+    break;
+  case 1:
+    snprintf(sql, sizeof sql, "update ledger set amount = amount + %d where acct = %d or "
+             "id = (select max(id) from ledger)", i, i % 7);
+    break;
+  case 2:
+    snprintf(sql, sizeof sql, "begin; insert into ledger(acct, amount) values (%d, 1); "
+             "delete from ledger where id = (select min(id) from ledger); commit", i % 5);
+    break;
+  default:
+    snprintf(sql, sizeof sql, "with recursive c(x) as (select 1 union all select x + 1 "
+             "from c where x < 50) insert into ledger(acct, amount) select x %% 7, %d from c",
+             i);
+    break;
+  }
+  engine_conn();
+  int rc = rpc_sql(&eng, sql, o, sizeof o, 10000, &lsn);
+  if (rc != 0)
+    fail_msg("commit %d: %s", i, o);
+  if (lsn == 0)
+    fail_msg("commit %d had no commit LSN (%s): %s", i, sql, o);
+  rc = rpc_sql(&eng, DUMP, o, sizeof o, 10000, NULL);
+  if (rc != 0)
+    fail_msg("dump: %s", o);
+  assert_true(npts < (int)(sizeof pts / sizeof *pts));
+  pts[npts].lsn = lsn;
+  pts[npts].dump = strdup(o);
+  npts++;
+}
+
+/* The backup point every PG reaches, from `backup status --json` (0: none
+ * yet, or the store cannot be read). */
+static uint64_t backup_newest(void)
+{
+  static char o[1 << 16];
+  if (sh(o, sizeof o, "%s backup status --dir %s --json 2>/dev/null", bin, dir) != 0)
+    return 0;
+  const char *p = strstr(o, "\"newest\": ");
+  return p ? strtoull(p + 10, NULL, 10) : 0;
+}
+
+static void wait_staged(uint64_t lsn, int ms)
+{
+  for (int waited = 0; backup_newest() < lsn; waited += 200) {
+    if (waited > ms)
+      fail_msg("the backup did not reach LSN %llu in %d ms (it is at %llu)",
+               (unsigned long long)lsn, ms, (unsigned long long)backup_newest());
+    usleep(200000);
+  }
+}
+
+/* Restore to point p into a file; its dump must be p's. */
+static void check_restore(const struct point *p)
+{
+  static char o[1 << 16];
+  char f[600];
+  snprintf(f, sizeof f, "%s/restored-%llu.db", dir, (unsigned long long)p->lsn);
+  if (sh(o, sizeof o, "%s restore --dir %s --to-lsn %llu --file %s 2>&1", bin, dir,
+         (unsigned long long)p->lsn, f) != 0)
+    fail_msg("restore to %llu: %s", (unsigned long long)p->lsn, o);
+  char want[64];
+  snprintf(want, sizeof want, "restored volume 1 to LSN %llu ", (unsigned long long)p->lsn);
+  if (strstr(o, want) == NULL)
+    fail_msg("restore to %llu restored another point: %s", (unsigned long long)p->lsn, o);
+  assert_int_equal(sh(o, sizeof o, "sqlite3 %s '" DUMP "'", f), 0);
+  if (strcmp(o, p->dump) != 0)
+    fail_msg("restore to %llu: the ledger differs from the one noted then "
+             "(%zu bytes, noted %zu)", (unsigned long long)p->lsn, strlen(o), strlen(p->dump));
+  unlink(f);
+}
+
+static void restores_equal_the_points_noted_as_the_workload_ran(void **state)
+{
+  (void)state;
+  char o[4096];
+  engine_conn();
+  assert_int_equal(rpc_sql(&eng, "create table ledger(id integer primary key, acct int, "
+                                 "amount int)", o, sizeof o, 10000, NULL), 0);
+  for (int i = 0; i < NPOINTS; i++)
+    commit_one(i);
+  wait_staged(pts[npts - 1].lsn, 15000);
+  srand((unsigned)getpid());
+  for (int k = 0; k < 10; k++)
+    check_restore(&pts[rand() % npts]);
+  check_restore(&pts[0]);
+  check_restore(&pts[npts - 1]);
+  /* Into a new volume, which an engine of its own then serves. */
+  const struct point *p = &pts[npts / 2];
+  static char big[1 << 16];
+  if (sh(big, sizeof big, "%s restore --dir %s --to-lsn %llu --into copy1 2>&1", bin, dir,
+         (unsigned long long)p->lsn) != 0)
+    fail_msg("restore --into: %s", big);
+  char addr[64], why[300];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", base + 90);
+  assert_int_equal(sh(big, sizeof big, "(%s engine --volume copy1 --listen %s --coord %s "
+                      ">> %s/log/copy1.log 2>&1 & echo $! > %s/run/copy1.pid)", bin, addr,
+                      coord, dir, dir), 0);
+  struct rpc r;
+  int opened = -1;
+  for (int i = 0; i < 100 && (opened = rpc_open(&r, addr, 2000, why, sizeof why)) != 0; i++)
+    usleep(200000);
+  assert_int_equal(opened, 0);
+  int rc = -1;
+  for (int i = 0; i < 50 && (rc = rpc_sql(&r, DUMP, big, sizeof big, 10000, NULL)) != 0; i++)
+    usleep(200000);            /* the engine opens the volume before it serves */
+  rpc_close(&r);
+  sh(why, sizeof why, "kill $(cat %s/run/copy1.pid)", dir);
+  if (rc != 0)
+    fail_msg("reading volume copy1: %s", big);
+  if (strcmp(big, p->dump) != 0)
+    fail_msg("volume copy1 differs from the point it was restored to: %.300s", big);
+}
+
+static void a_store_that_goes_away_holds_gc_and_is_caught_up(void **state)
+{
+  (void)state;
+  char path[600], away[620], o[4096];
+  snprintf(path, sizeof path, "%s/backup", dir);
+  snprintf(away, sizeof away, "%s/backup.away", dir);
+  assert_int_equal(rename(path, away), 0);
+  FILE *f = fopen(path, "w");     /* a file where the directory was: every put fails */
+  assert_non_null(f);
+  fclose(f);
+  int first = npts;
+  for (int i = 0; i < 12; i++) {
+    commit_one(100 + i);
+    usleep(300000);            /* past GC_MS in all */
+  }
+  assert_true(sh(o, sizeof o, "grep -h 'backup: volume' %s/log/*.log | head -3", dir) == 0 &&
+              strstr(o, "trying again") != NULL);
+  unlink(path);
+  assert_int_equal(rename(away, path), 0);
+  wait_staged(pts[npts - 1].lsn, 20000);
+  check_restore(&pts[first + 3]);
+  check_restore(&pts[npts - 1]);
+}
+
+static void another_node_takes_over_when_the_uploader_stops(void **state)
+{
+  (void)state;
+  stop_member("A1", SIGTERM);
+  int first = npts;
+  for (int i = 0; i < 6; i++)
+    commit_one(200 + i);
+  wait_staged(pts[npts - 1].lsn, BACKUP_TAKEOVER_MS + 20000);
+  check_restore(&pts[first]);
+  check_restore(&pts[npts - 1]);
+  char o[4096];
+  assert_int_equal(sh(o, sizeof o, "%s cluster up --dir %s 2>&1", bin, dir), 0);
+}
+
+static void restore_refuses_what_it_cannot_make(void **state)
+{
+  (void)state;
+  static char o[1 << 16];
+  uint64_t hi = backup_newest();
+  assert_true(hi > 0);
+  assert_int_not_equal(sh(o, sizeof o, "%s restore --dir %s --to-lsn %llu --file %s/x.db 2>&1",
+                          bin, dir, (unsigned long long)hi + 1000000, dir), 0);
+  assert_non_null(strstr(o, "the backup reaches LSN"));
+  assert_int_not_equal(sh(o, sizeof o, "%s restore --dir %s --into main 2>&1", bin, dir), 0);
+  assert_non_null(strstr(o, "volume main exists"));
+  assert_int_not_equal(sh(o, sizeof o, "%s restore --dir %s 2>&1", bin, dir), 0);
+  assert_non_null(strstr(o, "say where"));
+  assert_int_not_equal(sh(o, sizeof o, "%s restore --dir %s --to-time yesterday --file "
+                          "%s/x.db 2>&1", bin, dir, dir), 0);
+  assert_non_null(strstr(o, "--to-time 'yesterday'"));
+  struct stat st;
+  char x[600];
+  snprintf(x, sizeof x, "%s/x.db", dir);
+  assert_int_not_equal(stat(x, &st), 0);   /* nothing written */
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(restores_equal_the_points_noted_as_the_workload_ran),
+    cmocka_unit_test(a_store_that_goes_away_holds_gc_and_is_caught_up),
+    cmocka_unit_test(another_node_takes_over_when_the_uploader_stops),
+    cmocka_unit_test(restore_refuses_what_it_cannot_make),
+    cmocka_unit_test(cluster_down_leaves_nothing),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
