@@ -152,10 +152,12 @@ $(B)/tests/unit_%: tests/unit/test_%.c $(B)/libauralog.a
 $(B)/tests/unit_hidden_%: tests/hidden/test_%.c $(B)/libauralog.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(B)/libauralog.a $(PKG_LIBS) -lcmocka
-$(B)/tests/it_%: tests/integration/test_%.c tests/integration/harness.c tests/integration/peer.c $(B)/libauralog.a $(B)/auralog
+$(B)/tests/it_%: tests/integration/test_%.c tests/integration/harness.c tests/integration/peer.c \
+  tests/integration/weed.c $(B)/libauralog.a $(B)/auralog
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -Itests/integration -o $@ $< \
-	  tests/integration/harness.c tests/integration/peer.c $(B)/libauralog.a $(PKG_LIBS) -lcmocka
+	  tests/integration/harness.c tests/integration/peer.c tests/integration/weed.c \
+	  $(B)/libauralog.a $(PKG_LIBS) -lcmocka
 # The crash campaign is several files (tests/integration/crash.h).
 $(B)/tests/it_crash: tests/integration/test_crash.c $(wildcard tests/integration/crash_*.c) \
   tests/integration/crash.h tests/integration/harness.c tests/integration/peer.c $(B)/libauralog.a $(B)/auralog
