@@ -241,6 +241,11 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
                                       (longer than an idle PG's gossip period: GOSSIP_IDLE_MAX) */
 #define BACKUP_RETRY_MS    2000    /* after a failed upload or listing, wait this long */
 #define BK_CLOCK_MAX       64      /* (time, vdl) notes a segment keeps for its next piece */
+#define BACKUP_RETENTION_MS 3600000 /* points stay restorable this long, unless `backup retention`
+                                       says otherwise (the store's v<VOL>/retention) */
+#define BACKUP_BASE_MS     600000  /* a PG that changed gets a new base image this often (at
+                                      most; a quarter of the retention if that is shorter), so
+                                      retention can let its older log go */
 #define BK_CLOCK_EVERY_MS  100     /* ... at most one this often */
 
 /* Client side (src/net/rpc.c, CLI). */

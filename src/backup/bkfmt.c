@@ -30,9 +30,15 @@ void bk_key_log(char *key, uint64_t vol, uint32_t pg, uint64_t from, uint64_t to
            pg, from, to);
 }
 
-void bk_key_base(char *key, uint64_t vol, uint32_t pg, uint64_t at)
+void bk_key_base(char *key, uint64_t vol, uint32_t pg, uint64_t at, uint64_t ms)
 {
-  snprintf(key, BK_KEY_MAX, "v%" PRIu64 "/pg%" PRIu32 "/base/%016" PRIx64, vol, pg, at);
+  snprintf(key, BK_KEY_MAX, "v%" PRIu64 "/pg%" PRIu32 "/base/%016" PRIx64 "-%016" PRIx64, vol,
+           pg, at, ms);
+}
+
+void bk_key_retention(char *key, uint64_t vol)
+{
+  snprintf(key, BK_KEY_MAX, "v%" PRIu64 "/retention", vol);
 }
 
 /* Parse exactly 16 lowercase hex digits. */
@@ -79,7 +85,8 @@ int bk_key_parse(const char *key, struct bk_key *k)
     k->kind = BK_LOG;
     return 0;
   }
-  if (strncmp(s, "base/", 5) == 0 && strlen(s + 5) == 16 && hex16(s + 5, &k->a) == 0) {
+  if (strncmp(s, "base/", 5) == 0 && strlen(s + 5) == 33 && s[21] == '-' &&
+      hex16(s + 5, &k->a) == 0 && hex16(s + 22, &k->b) == 0) {
     k->kind = BK_BASE;
     return 0;
   }

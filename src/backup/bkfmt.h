@@ -4,7 +4,9 @@
  * Keys (objstore.h), a folder per volume and PG, LSNs as 16 hex digits so
  * that keys sort as their LSNs do:
  *   v<VOL>/pg<PG>/log/<FROM>-<TO>   a BackupLog: the PG's records in (FROM, TO]
- *   v<VOL>/pg<PG>/base/<AT>         a BackupBase: the PG's pages as of AT
+ *   v<VOL>/pg<PG>/base/<AT>-<MS>    a BackupBase: the PG's pages as of AT, staged
+ *                                   at MS (unix ms: retention reads it)
+ *   v<VOL>/retention                how long points stay restorable (text: ms)
  *
  * An object's bytes: "ALBK", the format (u32), the kind (u32: 1 log, 2
  * base), the payload's length (u64), the payload (the protobuf message,
@@ -43,7 +45,8 @@
 #define BK_KEY_MAX 96
 
 void bk_key_log(char *key, uint64_t vol, uint32_t pg, uint64_t from, uint64_t to);
-void bk_key_base(char *key, uint64_t vol, uint32_t pg, uint64_t at);
+void bk_key_base(char *key, uint64_t vol, uint32_t pg, uint64_t at, uint64_t ms);
+void bk_key_retention(char *key, uint64_t vol);
 /* "v<VOL>/" and "v<VOL>/pg<PG>/": listing prefixes. */
 void bk_prefix_vol(char *key, uint64_t vol);
 void bk_prefix_pg(char *key, uint64_t vol, uint32_t pg);
@@ -52,7 +55,7 @@ struct bk_key {
   int kind;                  /* BK_LOG, BK_BASE */
   uint64_t vol;
   uint32_t pg;
-  uint64_t a, b;             /* log: from, to; base: at, 0 */
+  uint64_t a, b;             /* log: from, to; base: at, ms */
 };
 /* 0 and *k if key names a backup object, -1 if not (anything else in the
  * store: it is left alone). */

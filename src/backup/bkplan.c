@@ -31,7 +31,7 @@ void bk_volset_add(struct bk_volset *vs, const char *key, uint64_t bytes)
       p->cap_b = p->cap_b ? 2 * p->cap_b : 8;
       p->bases = realloc(p->bases, p->cap_b * sizeof *p->bases);
     }
-    p->bases[p->nbases++] = k.a;
+    p->bases[p->nbases++] = (struct bk_base){k.a, k.b, bytes};
   } else {
     if (p->nlogs == p->cap_l) {
       p->cap_l = p->cap_l ? 2 * p->cap_l : 64;
@@ -41,10 +41,12 @@ void bk_volset_add(struct bk_volset *vs, const char *key, uint64_t bytes)
   }
 }
 
-static int u64_cmp(const void *a, const void *b)
+static int base_cmp(const void *a, const void *b)
 {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
+  const struct bk_base *x = a, *y = b;
+  if (x->at != y->at)
+    return x->at < y->at ? -1 : 1;
+  return x->ms < y->ms ? -1 : x->ms > y->ms;
 }
 
 static int span_cmp(const void *a, const void *b)
@@ -60,7 +62,7 @@ void bk_volset_sort(struct bk_volset *vs)
   for (size_t i = 0; i < vs->npgs; i++) {
     struct bk_pgset *p = &vs->pgs[i];
     if (p->nbases)
-      qsort(p->bases, p->nbases, sizeof *p->bases, u64_cmp);
+      qsort(p->bases, p->nbases, sizeof *p->bases, base_cmp);
     if (p->nlogs)
       qsort(p->logs, p->nlogs, sizeof *p->logs, span_cmp);
   }
@@ -119,14 +121,13 @@ uint64_t bk_reach(const struct bk_pgset *p, uint64_t start, size_t *path, size_t
   return at;
 }
 
-int bk_plan(const struct bk_pgset *p, uint64_t L, uint64_t *base, size_t *path,
-            size_t *npath)
+int bk_plan(const struct bk_pgset *p, uint64_t L, size_t *base, size_t *path, size_t *npath)
 {
   /* Newest base first: the fewest records to apply. The empty PG (0)
    * comes last. */
   for (size_t j = p->nbases + 1; j-- > 0;) {
-    uint64_t b = j == 0 ? 0 : p->bases[j - 1];
-    if (b > L || (j == 0 && p->nbases && p->bases[0] == 0))
+    uint64_t b = j == 0 ? 0 : p->bases[j - 1].at;
+    if (b > L || (j == 0 && p->nbases && p->bases[0].at == 0))
       continue;
     size_t n = 0;
     /* Only the pieces up to L: follow the greedy walk and stop once past. */
@@ -144,7 +145,7 @@ int bk_plan(const struct bk_pgset *p, uint64_t L, uint64_t *base, size_t *path,
       at = p->logs[best].to;
     }
     if (at >= L) {
-      *base = b;
+      *base = j == 0 ? SIZE_MAX : j - 1;
       if (npath)
         *npath = n;
       return 0;
@@ -162,7 +163,7 @@ int bk_window(const struct bk_pgset *p, uint64_t *lo, uint64_t *hi)
   uint64_t best_hi = 0, best_lo = 0;
   int found = 0;
   for (size_t j = 0; j < ns; j++) {
-    uint64_t s = j == 0 ? 0 : p->bases[j - 1];
+    uint64_t s = j == 0 ? 0 : p->bases[j - 1].at;
     uint64_t r = bk_reach(p, s, NULL, NULL);
     if (!found || r > best_hi || (r == best_hi && s < best_lo)) {
       best_hi = r;
@@ -174,7 +175,7 @@ int bk_window(const struct bk_pgset *p, uint64_t *lo, uint64_t *hi)
   for (int moved = 1; moved;) {
     moved = 0;
     for (size_t j = 0; j < ns; j++) {
-      uint64_t s = j == 0 ? 0 : p->bases[j - 1];
+      uint64_t s = j == 0 ? 0 : p->bases[j - 1].at;
       if (s < best_lo && bk_reach(p, s, NULL, NULL) >= best_lo) {
         best_lo = s;
         moved = 1;
@@ -184,4 +185,34 @@ int bk_window(const struct bk_pgset *p, uint64_t *lo, uint64_t *hi)
   *lo = best_lo;
   *hi = best_hi;
   return found;
+}
+
+size_t bk_retain(const struct bk_pgset *p, uint64_t now_ms, uint64_t keep_ms,
+                 void (*fn)(void *arg, int kind, uint64_t a, uint64_t b), void *arg)
+{
+  if (now_ms < keep_ms)
+    return 0;
+  uint64_t edge = now_ms - keep_ms;
+  /* The base to keep: the one at the highest point among those staged at
+   * or before the edge (every point from it on stays restorable: newer
+   * pieces chain from it). */
+  size_t keep = SIZE_MAX;
+  for (size_t i = 0; i < p->nbases; i++)
+    if (p->bases[i].ms <= edge && (keep == SIZE_MAX || p->bases[i].at >= p->bases[keep].at))
+      keep = i;
+  if (keep == SIZE_MAX)
+    return 0;
+  uint64_t at = p->bases[keep].at;
+  size_t n = 0;
+  for (size_t i = 0; i < p->nbases; i++)
+    if (i != keep && p->bases[i].at <= at) {
+      fn(arg, BK_BASE, p->bases[i].at, p->bases[i].ms);
+      n++;
+    }
+  for (size_t i = 0; i < p->nlogs; i++)
+    if (p->logs[i].to <= at) {
+      fn(arg, BK_LOG, p->logs[i].from, p->logs[i].to);
+      n++;
+    }
+  return n;
 }

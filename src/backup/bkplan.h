@@ -20,6 +20,7 @@
  *   bk_reach    how far a PG's pieces reach from a point, without a gap
  *   bk_plan     the base and pieces that restore a PG to L (-1: none do)
  *   bk_window   the newest run of points a PG can be restored to
+ *   bk_retain   what retention lets go of
  *   bk_volset_free
  */
 #ifndef AURALOG_BKPLAN_H
@@ -35,9 +36,14 @@ struct bk_span {
   uint64_t bytes;
 };
 
+struct bk_base {
+  uint64_t at, ms;           /* its point, and when it was staged (unix ms) */
+  uint64_t bytes;
+};
+
 struct bk_pgset {
   int present;               /* the store holds something of this PG */
-  uint64_t *bases;           /* base images' points, increasing */
+  struct bk_base *bases;     /* base images, by point then time */
   size_t nbases;
   struct bk_span *logs;      /* log pieces, by from then to */
   size_t nlogs;
@@ -64,14 +70,22 @@ void bk_volset_sort(struct bk_volset *vs);
  * order (room for p->nlogs). */
 uint64_t bk_reach(const struct bk_pgset *p, uint64_t start, size_t *path, size_t *npath);
 
-/* The newest base at or below L (*base: its point; 0 for the empty PG)
- * from which the pieces reach L, and those pieces (path, as bk_reach): 0,
- * or -1 if the PG cannot be restored to L. */
-int bk_plan(const struct bk_pgset *p, uint64_t L, uint64_t *base, size_t *path,
-            size_t *npath);
+/* The newest base at or below L (*base: its index, SIZE_MAX for the empty
+ * PG) from which the pieces reach L, and those pieces (path, as
+ * bk_reach): 0, or -1 if the PG cannot be restored to L. */
+int bk_plan(const struct bk_pgset *p, uint64_t L, size_t *base, size_t *path, size_t *npath);
 
 /* The newest run of restorable points [*lo, *hi] (0 if none: *lo > *hi
  * then, as 1 > 0). */
 int bk_window(const struct bk_pgset *p, uint64_t *lo, uint64_t *hi);
+
+/* Retention: every point staged within keep_ms of now_ms stays
+ * restorable, so the newest base staged at or before now_ms - keep_ms is
+ * kept, and what only older points need goes: older bases, and pieces that
+ * end at or below that base's point. fn is called for each object to
+ * delete (its kind, and a, b as in its key: bkfmt.h struct bk_key);
+ * returns how many. Nothing goes while no base is that old. */
+size_t bk_retain(const struct bk_pgset *p, uint64_t now_ms, uint64_t keep_ms,
+                 void (*fn)(void *arg, int kind, uint64_t a, uint64_t b), void *arg);
 
 #endif

@@ -132,7 +132,8 @@ static int load_pg(struct objstore *o, const struct bk_volset *vs, uint32_t pg, 
   const struct bk_pgset *p = &vs->pgs[pg];
   size_t *path = malloc((p->nlogs + 1) * sizeof *path), n = 0;
   memset(d, 0, sizeof *d);
-  if (bk_plan(p, target, &d->base_at, path, &n) != 0) {
+  size_t bix;
+  if (bk_plan(p, target, &bix, path, &n) != 0) {
     snprintf(why, whylen, "pg %u cannot be restored to %" PRIu64 " (a gap in its backup)", pg,
              target);
     free(path);
@@ -140,8 +141,9 @@ static int load_pg(struct objstore *o, const struct bk_volset *vs, uint32_t pg, 
   }
   char key[BK_KEY_MAX];
   size_t len;
-  if (d->base_at > 0) {
-    bk_key_base(key, vs->vol, pg, d->base_at);
+  d->base_at = bix == SIZE_MAX ? 0 : p->bases[bix].at;
+  if (bix != SIZE_MAX) {
+    bk_key_base(key, vs->vol, pg, p->bases[bix].at, p->bases[bix].ms);
     uint8_t *b = fetch(o, key, &len, res, why, whylen);
     d->base = b ? bk_decode_base(key, b, len, why, whylen) : NULL;
     free(b);

@@ -358,11 +358,96 @@ static int restore_cmd(int argc, char **argv)
   return 0;
 }
 
+/* ---- backup retention ---------------------------------------------------- */
+
+/* "90s", "10m", "2h", "7d" or plain ms: ms (0: not a duration). */
+static uint64_t parse_span(const char *t)
+{
+  char *end = NULL;
+  double v = strtod(t, &end);
+  if (end == t || v <= 0)
+    return 0;
+  double mul = !*end ? 1 : !strcmp(end, "ms") ? 1 : !strcmp(end, "s") ? 1e3
+             : !strcmp(end, "m") ? 60e3 : !strcmp(end, "h") ? 3600e3 : !strcmp(end, "d") ? 86400e3
+             : 0;
+  return mul ? (uint64_t)(v * mul) : 0;
+}
+
+static int retention_cmd(int argc, char **argv)
+{
+  static struct option opts[] = {
+    {"volume", required_argument, 0, 'v'}, {"volume-id", required_argument, 0, 'i'},
+    {"backup", required_argument, 0, 'b'}, {"coord", required_argument, 0, 'c'},
+    {"dir", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *volume = "main", *url = NULL, *coord = NULL;
+  uint64_t vol = 0;
+  int o;
+  optind = 1;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'v': volume = optarg; break;
+    case 'i': vol = strtoull(optarg, NULL, 10); break;
+    case 'b': url = optarg; break;
+    case 'c': coord = optarg; break;
+    case 'd': setenv("AURALOG_DIR", optarg, 1); break;
+    case 'h':
+      printf("usage: auralog backup retention [D] [--volume NAME] [--backup URL] [--dir DIR]\n"
+             "\nHow long points stay restorable (default %d s): D as 90s, 10m, 2h, 7d. The\n"
+             "PGs' uploaders let older objects go after each new base image (a PG that\n"
+             "changed gets one every %d s, or a quarter of D). No D: say what it is.\n",
+             BACKUP_RETENTION_MS / 1000, BACKUP_BASE_MS / 1000);
+      return 0;
+    default: return 2;
+    }
+  }
+  struct objstore *st = open_store("backup retention", url);
+  uint64_t vdl = 0;
+  int exists = 0;
+  if (vol == 0)
+    vol = volume_id("backup retention", addr_coord(coord), volume, &vdl, &exists);
+  char key[BK_KEY_MAX], why[400];
+  bk_key_retention(key, vol);
+  if (optind >= argc) {
+    uint8_t *b;
+    size_t n;
+    int rc = obj_get(st, key, &b, &n, why, sizeof why);
+    if (rc == OBJ_ERR)
+      die("backup retention: %s", why);
+    uint64_t ms = BACKUP_RETENTION_MS;
+    if (rc == 0) {
+      char t[32];
+      size_t k = n < sizeof t - 1 ? n : sizeof t - 1;
+      memcpy(t, b, k);
+      t[k] = 0;
+      free(b);
+      if (strtoull(t, NULL, 10) >= 1000)
+        ms = strtoull(t, NULL, 10);
+    }
+    printf("volume %" PRIu64 ": points stay restorable for %" PRIu64 " s%s\n", vol, ms / 1000,
+           rc == OBJ_NOTFOUND ? " (the default)" : "");
+    obj_close(st);
+    return 0;
+  }
+  uint64_t ms = parse_span(argv[optind]);
+  if (ms < 1000)
+    die("backup retention: '%s' is not a duration of at least 1 s (say 90s, 10m, 2h, 7d)",
+        argv[optind]);
+  char txt[32];
+  int len = snprintf(txt, sizeof txt, "%" PRIu64, ms);
+  if (obj_put(st, key, txt, (size_t)len, why, sizeof why) != 0)
+    die("backup retention: %s", why);
+  printf("volume %" PRIu64 ": points stay restorable for %" PRIu64 " s (from the next base "
+         "image of each PG)\n", vol, ms / 1000);
+  obj_close(st);
+  return 0;
+}
+
 int backup_main(int argc, char **argv)
 {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     FILE *f = argc < 2 ? stderr : stdout;
     fprintf(f, "usage: auralog backup status [options]   (auralog backup status --help)\n"
+               "       auralog backup retention [D]       (how long points stay restorable)\n"
                "       auralog restore ...                (auralog restore --help)\n"
                "\nContinuous backup: the storage nodes stage each PG's log and base images\n"
                "to an object store (cluster up --backup dir|URL).\n");
@@ -370,7 +455,20 @@ int backup_main(int argc, char **argv)
   }
   if (!strcmp(argv[1], "status"))
     return status_cmd(argc - 1, argv + 1);
-  errmsg("backup: unknown action '%s' (say status; see auralog backup --help)", argv[1]);
+  if (!strcmp(argv[1], "retention"))
+    return retention_cmd(argc - 1, argv + 1);
+  if (!strncmp(argv[1], "--retention", 11)) {
+    /* `backup --retention D` (the words): the same. */
+    char *v[8] = {"retention"};
+    int n = 1;
+    if (argv[1][11] == '=')
+      v[n++] = argv[1] + 12;
+    for (int i = 2; i < argc && n < 7; i++)
+      v[n++] = argv[i];
+    return retention_cmd(n, v);
+  }
+  errmsg("backup: unknown action '%s' (say status or retention; see auralog backup --help)",
+         argv[1]);
   return 2;
 }
 

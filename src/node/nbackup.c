@@ -41,6 +41,14 @@
  * (catch-up) or backup began after GC had run: then it stages a base
  * image at the writer's VDL first and the log from there.
  *
+ * Retention. A PG that changed gets a new base image every BACKUP_BASE_MS
+ * (or a quarter of the retention, if shorter); after each, its uploader
+ * deletes what no point within the retention needs (bkplan.h bk_retain):
+ * older bases, and pieces below the newest base old enough. The
+ * retention is the store's own (v<VOL>/retention, `auralog backup
+ * retention`), read with each listing and each retention pass, so every
+ * uploader applies the same one and a change needs no restart.
+ *
  * A failed upload or listing is tried again after BACKUP_RETRY_MS; while
  * the store is away the backup point stands still, GC waits, and the
  * records wait in the segment; staging catches up in pieces of at most
@@ -124,11 +132,11 @@ static size_t clock_in(const struct segment *s, uint64_t from, uint64_t to, uint
   return k;
 }
 
-/* A base image of s as of the writer's VDL heard (bk.vdl): every page as
- * of bk.tail, the PG's last record at or below it. */
-static int stage_base(struct node *n, struct segment *s)
+/* A base image of s as of point `at`: every page read as of rp, which
+ * holds the same (no record of the PG's chain lies in (rp, at]). */
+static int stage_base(struct node *n, struct segment *s, uint64_t at, uint64_t rp)
 {
-  uint64_t at = s->bk.vdl, tail = s->bk.tail;
+  uint64_t tail = rp;
   Auralog__BackupBase m = AURALOG__BACKUP_BASE__INIT;
   m.volume_id = s->volume_id;
   m.pg = s->pg;
@@ -164,7 +172,8 @@ static int stage_base(struct node *n, struct segment *s)
     struct nbk_job *j = calloc(1, sizeof *j);
     j->kind = NBK_PUT;
     j->point = at;
-    bk_key_base(j->key, s->volume_id, s->pg, at);
+    j->base_ms = n->bk_io->wall_ms(n->bk_io->ctx);
+    bk_key_base(j->key, s->volume_id, s->pg, at, j->base_ms);
     j->data = bk_encode(BK_BASE, &m.base, &j->len);
     submit(n, s, j);
   } else {
@@ -251,6 +260,13 @@ static void stage_piece(struct node *n, struct segment *s)
   free(owned);
 }
 
+/* How often a PG that changed gets a base image. */
+static uint64_t base_every(const struct segment *s)
+{
+  uint64_t keep = s->bk.keep_ms ? s->bk.keep_ms : BACKUP_RETENTION_MS;
+  return keep / 4 < BACKUP_BASE_MS ? keep / 4 : BACKUP_BASE_MS;
+}
+
 /* Stage what is due of s, its PG's uploader. */
 static void stage(struct node *n, struct segment *s)
 {
@@ -260,15 +276,35 @@ static void stage(struct node *n, struct segment *s)
     submit(n, s, j);
     return;
   }
+  if (s->bk.retain) {
+    s->bk.retain = 0;
+    struct nbk_job *j = calloc(1, sizeof *j);
+    j->kind = NBK_RETAIN;
+    j->now_ms = n->bk_io->wall_ms(n->bk_io->ctx);
+    submit(n, s, j);
+    return;
+  }
   if (s->bk.vdl <= s->bk.point)
     return;                  /* nothing new below a VDL */
   uint64_t tail = s->bk.tail;
   if (tail > s->scl || (tail > 0 && tail > s->gc_lsn && !store_held(&n->st, s, tail, NULL)))
     return;                  /* our chain does not hold it yet: gossip brings it */
   /* The records just above the point are freed here (backup began after
-   * GC, or page versions from a peer filled the segment): a base first. */
+   * GC, or page versions from a peer filled the segment): a base first.
+   * And a PG that changed since its last base, that long ago: a new one,
+   * at the point the log reaches (then retention may let older log go). */
+  uint64_t wall = n->bk_io->wall_ms(n->bk_io->ctx);
   if (s->bk.point < s->gc_lsn && tail > s->bk.point) {
-    stage_base(n, s);
+    stage_base(n, s, s->bk.vdl, tail);   /* pages as of the VDL: as of its tail */
+    return;
+  }
+  /* At the point the log reaches: every record at or below it is held
+   * (GC stops there), and none of the chain lies in (SCL, point] if the
+   * SCL is lower (the writer's tail at or below the VDL is at or below
+   * the SCL), so the pages as of min(point, SCL) are the pages as of it. */
+  if (s->bk.point > s->bk.base_point && wall >= s->bk.base_ms + base_every(s) &&
+      s->bk.point >= s->gc_lsn) {
+    stage_base(n, s, s->bk.point, s->bk.point < s->scl ? s->bk.point : s->scl);
     return;
   }
   stage_piece(n, s);
@@ -306,12 +342,28 @@ void nbk_done(struct node *n, struct nbk_job *j)
     } else if (j->kind == NBK_LIST) {
       s->bk.listed = j->point + 1;
       nbk_heard(s, j->point);
+      s->bk.keep_ms = j->keep_ms;
+      if (j->base_ms > s->bk.base_ms)
+        s->bk.base_ms = j->base_ms;
+      if (s->bk.base_ms == 0)   /* none yet: the first comes BACKUP_BASE_MS from now */
+        s->bk.base_ms = n->bk_io->wall_ms(n->bk_io->ctx);
+    } else if (j->kind == NBK_RETAIN) {
+      s->bk.keep_ms = j->keep_ms;
+      if (j->point > 0)
+        loginfo("backup: volume %llu pg %u: retention (%llu s) let %llu objects go",
+                (unsigned long long)j->vol, j->pg, (unsigned long long)j->keep_ms / 1000,
+                (unsigned long long)j->point);
     } else {
       nbk_heard(s, j->point);
       s->bk.bytes += j->len;
       s->bk.objects++;
       n->bk_bytes += j->len;
       n->bk_objects++;
+      if (j->base_ms) {      /* a base image: older objects may go now */
+        s->bk.base_ms = j->base_ms;
+        s->bk.base_point = j->point;
+        s->bk.retain = 1;
+      }
     }
   }
   free(j->data);

@@ -210,18 +210,24 @@ struct node {
  * driver on a thread of its own (the store's calls block), then handed
  * back on the loop (nbk_done). */
 struct nbk_job {
-  int kind;                  /* NBK_LIST: the PG's backup point in the store; NBK_PUT */
+  int kind;                  /* NBK_LIST: the PG's backup point in the store; NBK_PUT;
+                                NBK_RETAIN: let go of what retention no longer keeps */
   uint64_t vol;
   uint32_t pg;
   char key[96];
   uint8_t *data;             /* NBK_PUT: the object (the job owns it) */
   size_t len;
-  uint64_t point;            /* NBK_PUT: the backup point it makes; NBK_LIST: the answer */
+  uint64_t point;            /* NBK_PUT: the backup point it makes; NBK_LIST: the answer;
+                                NBK_RETAIN: objects deleted */
+  uint64_t base_ms;          /* NBK_PUT of a base: when; NBK_LIST: the newest base's (0: none) */
+  uint64_t now_ms;           /* NBK_RETAIN: the wall clock it judges by */
+  uint64_t keep_ms;          /* NBK_LIST, NBK_RETAIN: the volume's retention, as read */
   int rc;                    /* the driver's: 0, or -1 with why */
   char why[320];
 };
-#define NBK_LIST 1
-#define NBK_PUT  2
+#define NBK_LIST   1
+#define NBK_PUT    2
+#define NBK_RETAIN 3
 
 struct nbk_io {
   void *ctx;

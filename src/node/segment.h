@@ -131,6 +131,10 @@ struct segment {
     uint64_t clock[2 * BK_CLOCK_MAX];  /* (unix ms, vdl) pairs noted from Appends, a ring */
     unsigned nclock;       /* ever noted: the next goes to nclock % BK_CLOCK_MAX */
     unsigned long long fail_at;   /* the last upload failed then: try again after a pause */
+    uint64_t base_ms;      /* wall ms of the PG's newest base image in the store (0: none) */
+    uint64_t base_point;   /* ... and the backup point then */
+    uint64_t keep_ms;      /* the volume's retention, as the store last said (0: not read) */
+    uint8_t retain;        /* a retention pass is due (after a base image) */
   } bk;
 };
 

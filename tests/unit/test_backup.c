@@ -43,15 +43,17 @@ static void test_keys_parse_back(void **state)
   assert_int_equal(bk_key_parse(key, &k), 0);
   assert_int_equal(k.kind, BK_LOG);
   assert_true(k.vol == 7 && k.pg == 3 && k.a == 0x10 && k.b == 0x2f);
-  bk_key_base(key, 12, 0, 99);
+  bk_key_base(key, 12, 0, 99, 1700000000123ull);
+  assert_string_equal(key, "v12/pg0/base/0000000000000063-0000018bcfe5687b");
   assert_int_equal(bk_key_parse(key, &k), 0);
   assert_int_equal(k.kind, BK_BASE);
-  assert_true(k.vol == 12 && k.pg == 0 && k.a == 99);
+  assert_true(k.vol == 12 && k.pg == 0 && k.a == 99 && k.b == 1700000000123ull);
   /* Not backup objects: left alone. */
   const char *others[] = {"v7/pg3/log/0000000000000010", "v7/pg3/log/00000000000000x0-0000000000000020",
-                          "v07/pg3/base/0000000000000001", "v7/pg3/manifest", "readme",
+                          "v07/pg3/base/0000000000000001-0000000000000001", "v7/pg3/manifest",
+                          "readme", "v7/pg3/base/0000000000000001", "v7/retention",
                           "v7/pg3/log/0000000000000020-0000000000000010",
-                          "v7/pg3/base/0000000000000001.tmp"};
+                          "v7/pg3/base/0000000000000001-0000000000000001.tmp"};
   for (size_t i = 0; i < sizeof others / sizeof *others; i++)
     assert_int_equal(bk_key_parse(others[i], &k), -1);
 }
@@ -142,7 +144,7 @@ static void test_log_piece_round_trip_and_damage(void **state)
   bk_key_log(other, 1, 2, 10, 26);
   assert_null(bk_decode_log(other, b, len, why, sizeof why));
   assert_non_null(strstr(why, "than its name says"));
-  bk_key_base(other, 1, 2, 10);
+  bk_key_base(other, 1, 2, 10, 5);
   assert_null(bk_decode_log(other, b, len, why, sizeof why));
   free(b);
   free_log(&m);
@@ -198,7 +200,7 @@ static void test_base_image_round_trip(void **state)
   size_t len;
   uint8_t *b = bk_encode(BK_BASE, &m.base, &len);
   char key[BK_KEY_MAX], why[300];
-  bk_key_base(key, 1, 2, 40);
+  bk_key_base(key, 1, 2, 40, 7);
   Auralog__BackupBase *d = bk_decode_base(key, b, len, why, sizeof why);
   assert_non_null(d);
   assert_int_equal(d->n_pages, 2);
@@ -211,7 +213,7 @@ static void test_base_image_round_trip(void **state)
   /* A page of the wrong size. */
   p[1].data.len = PS - 1;
   b = bk_encode(BK_BASE, &m.base, &len);
-  bk_key_base(key, 1, 2, 40);
+  bk_key_base(key, 1, 2, 40, 7);
   assert_null(bk_decode_base(key, b, len, why, sizeof why));
   assert_non_null(strstr(why, "wrong size"));
   free(b);
@@ -223,7 +225,7 @@ static void add(struct bk_volset *vs, uint32_t pg, int base, uint64_t a, uint64_
 {
   char key[BK_KEY_MAX];
   if (base)
-    bk_key_base(key, vs->vol, pg, a);
+    bk_key_base(key, vs->vol, pg, a, b);
   else
     bk_key_log(key, vs->vol, pg, a, b);
   bk_volset_add(vs, key, 100);
@@ -252,14 +254,14 @@ static void test_plans_chain_pieces_and_stop_at_gaps(void **state)
   assert_int_equal(n, 4);    /* (0,10] (10,20] (15,40] (40,50] */
   assert_int_equal(p->logs[path[2]].to, 40);
   assert_int_equal(bk_reach(p, 55, NULL, NULL), 70);
-  uint64_t base;
+  size_t base;
   assert_int_equal(bk_plan(p, 45, &base, path, &n), 0);
-  assert_int_equal(base, 0);
+  assert_true(base == SIZE_MAX);   /* from the empty PG */
   assert_int_equal(bk_plan(p, 57, &base, path, &n), 0);
-  assert_int_equal(base, 55);
+  assert_int_equal(p->bases[base].at, 55);
   assert_int_equal(n, 1);
   assert_int_equal(bk_plan(p, 55, &base, path, &n), 0);   /* the base alone */
-  assert_int_equal(base, 55);
+  assert_int_equal(p->bases[base].at, 55);
   assert_int_equal(n, 0);
   assert_int_equal(bk_plan(p, 52, &base, path, &n), -1);  /* in the gap */
   assert_int_equal(bk_plan(p, 71, &base, path, &n), -1);  /* past the end */
@@ -278,9 +280,69 @@ static void test_plans_chain_pieces_and_stop_at_gaps(void **state)
   p = &vs.pgs[0];
   assert_int_equal(bk_plan(p, 99, &base, path, &n), -1);
   assert_int_equal(bk_plan(p, 140, &base, path, &n), 0);
-  assert_int_equal(base, 120);
+  assert_int_equal(p->bases[base].at, 120);
   assert_true(bk_window(p, &lo, &hi));
   assert_true(lo == 100 && hi == 150);
+  bk_volset_free(&vs);
+}
+
+/* Retention: what goes, as (kind, a, b) triples. */
+struct gone {
+  int n;
+  int kind[16];
+  uint64_t a[16], b[16];
+};
+
+static void on_gone(void *arg, int kind, uint64_t a, uint64_t b)
+{
+  struct gone *g = arg;
+  if (g->n < 16) {
+    g->kind[g->n] = kind;
+    g->a[g->n] = a;
+    g->b[g->n] = b;
+  }
+  g->n++;
+}
+
+static void test_retention_keeps_every_point_in_its_window(void **state)
+{
+  (void)state;
+  struct bk_volset vs = {.vol = 5};
+  add(&vs, 0, 0, 0, 10);
+  add(&vs, 0, 0, 10, 20);
+  add(&vs, 0, 1, 20, 1000);   /* a base at 20, staged at t=1000 */
+  add(&vs, 0, 0, 20, 30);
+  add(&vs, 0, 1, 30, 2000);   /* at 30, t=2000 */
+  add(&vs, 0, 0, 30, 40);
+  add(&vs, 0, 1, 40, 3000);   /* at 40, t=3000 */
+  add(&vs, 0, 0, 40, 50);
+  bk_volset_sort(&vs);
+  const struct bk_pgset *p = &vs.pgs[0];
+  struct gone g = {0};
+  /* Nothing is old enough: nothing goes. */
+  assert_int_equal(bk_retain(p, 1500, 1000, on_gone, &g), 0);
+  assert_int_equal(bk_retain(p, 900, 1000, on_gone, &g), 0);
+  /* At t=2500 keeping 600 ms: the edge is 1900; the base at 20 (t=1000)
+   * is the newest that old, so what only points below 20 need goes. */
+  assert_int_equal(bk_retain(p, 2500, 600, on_gone, &g), 2);
+  assert_true(g.kind[0] == BK_LOG && g.a[0] == 0 && g.b[0] == 10);
+  assert_true(g.kind[1] == BK_LOG && g.a[1] == 10 && g.b[1] == 20);
+  /* At t=3500 keeping 1000: the edge is 2500, the base at 30 stays; the
+   * base at 20 and the pieces up to 30 go. Every point from 30 on is
+   * still restorable from what is left. */
+  g.n = 0;
+  assert_int_equal(bk_retain(p, 3500, 1000, on_gone, &g), 4);
+  assert_true(g.kind[0] == BK_BASE && g.a[0] == 20 && g.b[0] == 1000);
+  struct bk_volset left = {.vol = 5};
+  add(&left, 0, 1, 30, 2000);
+  add(&left, 0, 0, 30, 40);
+  add(&left, 0, 1, 40, 3000);
+  add(&left, 0, 0, 40, 50);
+  bk_volset_sort(&left);
+  uint64_t lo, hi;
+  assert_true(bk_window(&left.pgs[0], &lo, &hi));
+  assert_true(lo == 30 && hi == 50);
+  bk_volset_free(&left);
   bk_volset_free(&vs);
 }
 
@@ -368,6 +430,7 @@ int main(void)
     cmocka_unit_test(test_log_piece_round_trip_and_damage),
     cmocka_unit_test(test_base_image_round_trip),
     cmocka_unit_test(test_plans_chain_pieces_and_stop_at_gaps),
+    cmocka_unit_test(test_retention_keeps_every_point_in_its_window),
     cmocka_unit_test(test_dir_store_objects_and_listing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
