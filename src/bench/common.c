@@ -197,8 +197,11 @@ int bench_cluster_up_with(const char *dir, int base, const char *const extra[], 
   snprintf(log, sizeof log, "%s/bench-cluster.log", dir);
   /* No read replica: a benchmark measures the writer alone (a replica
    * costs the writer its stream, and the machine its CPU). */
-  const char *up[24] = {"cluster", "up", "--dir", dir, "--base-port", port, "--replicas", "0"};
-  for (int i = 0, k = 8; extra && extra[i] && k < 23; i++)
+  /* No backup: the figures are the foreground's alone (a cluster backs up
+   * by default; its cost is measured apart). */
+  const char *up[24] = {"cluster", "up", "--dir", dir, "--base-port", port, "--replicas", "0",
+                        "--no-backup"};
+  for (int i = 0, k = 9; extra && extra[i] && k < 23; i++)
     up[k++] = extra[i];
   if (bench_run(log, up) != 0) {
     snprintf(why, n, "`auralog cluster up --dir %s --base-port %d` failed; see %s", dir,

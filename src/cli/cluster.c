@@ -138,6 +138,7 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   *cache = 0;
   *timeout = -1;
   cl->repair_after = -1;
+  cluster_path(cl->backup, sizeof cl->backup, cl, "backup", "", "");   /* on by default */
   FILE *f = fopen(p, "r");
   if (f == NULL)
     return 0;
@@ -173,10 +174,11 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   cJSON *ra = cJSON_GetObjectItem(o, "repair_after_ms");
   cl->repair_after = cJSON_IsNumber(ra) && ra->valuedouble >= 0 && ra->valuedouble <= 86400000
                        ? ra->valueint : -1;
+  /* Backup is on, into DIR/backup, unless the cluster was made without it
+   * ("backup": "", `up --no-backup`) or with another store. */
   cJSON *bk = cJSON_GetObjectItem(o, "backup");
-  snprintf(cl->backup, sizeof cl->backup, "%s",
-           cJSON_IsString(bk) && strlen(bk->valuestring) < sizeof cl->backup ? bk->valuestring
-                                                                            : "");
+  if (cJSON_IsString(bk) && strlen(bk->valuestring) < sizeof cl->backup)
+    snprintf(cl->backup, sizeof cl->backup, "%s", bk->valuestring);
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -205,8 +207,7 @@ int cluster_write_conf(const struct cluster *cl)
     cJSON_AddNumberToObject(o, "repair_after_ms", cl->repair_after);
   cJSON_AddNumberToObject(o, "replicas", cl->nrep);
   cJSON_AddBoolToObject(o, "failover", cl->failover);
-  if (cl->backup[0])
-    cJSON_AddStringToObject(o, "backup", cl->backup);
+  cJSON_AddStringToObject(o, "backup", cl->backup);   /* "": none (`up --no-backup`) */
   cJSON_AddStringToObject(o, "writer", cl->writer[0] ? cl->writer : cl->m[cl->n - 1].addr);
   char dash[64], url[80];
   cluster_dashboard_addr(cl, dash, sizeof dash);
@@ -710,13 +711,14 @@ static void usage(FILE *f)
     "                   for MS ms to spares (`coord --repair-after`; default %d;\n"
     "                   0: never); kept in cluster.json; takes effect when the\n"
     "                   coordinator starts\n"
-    "  --backup dir|URL|off\n"
+    "  --backup dir|URL, --no-backup\n"
     "                   up: every node stages its PGs' log and pages to an object\n"
-    "                   store (paper Fig. 4 step 6): dir is DIR/backup, a URL is a\n"
-    "                   directory or s3://BUCKET[/PREFIX] (AURALOG_S3_ENDPOINT,\n"
-    "                   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); kept in\n"
-    "                   cluster.json; takes effect when each node starts.\n"
-    "                   `auralog backup status`, `auralog restore`\n",
+    "                   store (paper Fig. 4 step 6): by default (dir) DIR/backup;\n"
+    "                   a URL is a directory or s3://BUCKET[/PREFIX]\n"
+    "                   (AURALOG_S3_ENDPOINT, AWS_ACCESS_KEY_ID,\n"
+    "                   AWS_SECRET_ACCESS_KEY); kept in cluster.json; takes effect\n"
+    "                   when each node starts. `auralog backup status`,\n"
+    "                   `backup retention`, `auralog restore`\n",
     ENGINE_PORT_OFFSET, 7400, CACHE_PAGES, STATEMENT_TIMEOUT_MS, PG_PAGES, PG_PAGES_MAX,
     REPLICA_PORT_OFFSET, REPLICAS_MAX, WRITER_LOST_MS, NCOPIES, NODES_MAX, REPAIR_AFTER_MS,
     REPAIR_AFTER_MS);
@@ -730,7 +732,7 @@ int cluster_main(int argc, char **argv)
     {"pg-pages", required_argument, 0, 'g'}, {"replicas", required_argument, 0, 'r'},
     {"failover", no_argument, 0, 'F'}, {"no-failover", no_argument, 0, 'N'},
     {"nodes", required_argument, 0, 'n'}, {"repair-after", required_argument, 0, 'R'},
-    {"backup", required_argument, 0, 'B'},
+    {"backup", required_argument, 0, 'B'}, {"no-backup", no_argument, 0, 'X'},
     {"help", no_argument, 0, 'h'}, {0}};
   const char *backup = NULL;
   const char *dir = NULL;
@@ -796,6 +798,7 @@ int cluster_main(int argc, char **argv)
     case 'F': failover = 1; break;
     case 'N': failover = 0; break;
     case 'B': backup = optarg; break;
+    case 'X': backup = "off"; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
