@@ -242,8 +242,8 @@ static int check_file(const char *path, char *why, size_t whylen)
   return ok ? 0 : -1;
 }
 
-int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
-                  const char *path, struct rs_result *res, char *why, size_t whylen)
+int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
+                  rs_page_fn fn, void *arg, struct rs_result *res, char *why, size_t whylen)
 {
   memset(res, 0, sizeof *res);
   struct bk_volset vs;
@@ -278,7 +278,7 @@ int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
     }
   }
   res->target = target;
-  struct pgdata *pd = calloc(vs.npgs, sizeof *pd);
+  struct pgdata *pd = calloc(vs.npgs ? vs.npgs : 1, sizeof *pd);
   for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++)
     rc = load_pg(o, &vs, i, target, &pd[i], res, why, whylen);
   /* R1: the highest CPL at or below the target; the bases' points count. */
@@ -291,16 +291,7 @@ int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
         cpl = pd[i].recs[k]->lsn;
   }
   res->cpl = cpl;
-  /* The file: every PG's pages, then cut to the size page 1 says. */
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.restoring-%ld", path, (long)getpid());
-  FILE *f = NULL;
-  if (rc == 0 && (f = fopen(tmp, "wb")) == NULL) {
-    snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
-    rc = -1;
-  }
   uint32_t ps = 0;
-  uint8_t page1[100] = {0};
   for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++) {
     struct pgdata *d = &pd[i];
     if (d->page_size == 0)
@@ -321,49 +312,80 @@ int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
       rec_apply(pages + (size_t)(d->recs[k]->page_no - d->first_page) * ps, ps, d->recs[k]);
       res->records++;
     }
-    if (d->first_page == 0)
-      memcpy(page1, pages, sizeof page1);
-    if (fseeko(f, (off_t)d->first_page * ps, SEEK_SET) != 0 ||
-        fwrite(pages, ps, d->npages, f) != d->npages) {
-      snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
-      rc = -1;
-    }
+    for (uint32_t k = 0; rc == 0 && k < d->npages; k++)
+      rc = fn(arg, d->first_page + k, pages + (size_t)k * ps, ps, why, whylen);
     free(pages);
   }
   res->page_size = ps;
-  if (f && fflush(f) != 0 && rc == 0) {
+  if (rc == 0 && ps == 0) {
+    snprintf(why, whylen, "nothing was ever written to volume %" PRIu64 " at that point", vol);
+    rc = -1;
+  }
+  for (uint32_t i = 0; i < vs.npgs; i++)
+    free_pg(&pd[i]);
+  free(pd);
+  bk_volset_free(&vs);
+  return rc;
+}
+
+/* restore_build's page sink: the file, page n at n * page_size. */
+struct file_sink {
+  FILE *f;
+  const char *name;
+  uint8_t page1[100];
+};
+
+static int to_file(void *arg, uint32_t page_no, const uint8_t *page, uint32_t ps, char *why,
+                   size_t whylen)
+{
+  struct file_sink *fs = arg;
+  if (page_no == 0)
+    memcpy(fs->page1, page, sizeof fs->page1);
+  if (fseeko(fs->f, (off_t)page_no * ps, SEEK_SET) != 0 || fwrite(page, ps, 1, fs->f) != 1) {
+    snprintf(why, whylen, "cannot write %s: %s", fs->name, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
+                  const char *path, struct rs_result *res, char *why, size_t whylen)
+{
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.restoring-%ld", path, (long)getpid());
+  struct file_sink fs = {fopen(tmp, "wb"), tmp, {0}};
+  if (fs.f == NULL) {
+    memset(res, 0, sizeof *res);
+    snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  int rc = restore_pages(o, vol, t, to_file, &fs, res, why, whylen);
+  if (fflush(fs.f) != 0 && rc == 0) {
     snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
     rc = -1;
   }
-  if (f)
-    fclose(f);
-  /* The in-header database size (bytes 28..31), valid while its change
-   * counter matches (bytes 24 and 92): the pages past it are free space
+  fclose(fs.f);
+  /* The file: every PG's pages, cut to the size page 1 says: the
+   * in-header database size (bytes 28..31), valid while its change
+   * counter matches (bytes 24 and 92); the pages past it are free space
    * SQLite does not count. */
-  uint32_t npages = (uint32_t)page1[28] << 24 | (uint32_t)page1[29] << 16 |
-                    (uint32_t)page1[30] << 8 | page1[31];
-  if (rc == 0 && ps && npages && memcmp(page1 + 24, page1 + 92, 4) == 0) {
-    if (truncate(tmp, (off_t)npages * ps) != 0) {
+  const uint8_t *p1 = fs.page1;
+  uint32_t npages = (uint32_t)p1[28] << 24 | (uint32_t)p1[29] << 16 | (uint32_t)p1[30] << 8 |
+                    p1[31];
+  if (rc == 0 && npages && memcmp(p1 + 24, p1 + 92, 4) == 0) {
+    if (truncate(tmp, (off_t)npages * res->page_size) != 0) {
       snprintf(why, whylen, "cannot size %s: %s", tmp, strerror(errno));
       rc = -1;
     }
     res->pages = npages;
   }
-  if (rc == 0 && ps == 0) {
-    snprintf(why, whylen, "nothing was ever written to volume %" PRIu64 " at that point", vol);
-    rc = -1;
-  }
   if (rc == 0)
-    rc = check_file(tmp, why, whylen);
+    rc = check_file(tmp, why, whylen);   /* R3 */
   if (rc == 0 && rename(tmp, path) != 0) {
     snprintf(why, whylen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     rc = -1;
   }
   if (rc != 0)
     unlink(tmp);
-  for (uint32_t i = 0; i < vs.npgs; i++)
-    free_pg(&pd[i]);
-  free(pd);
-  bk_volset_free(&vs);
   return rc;
 }

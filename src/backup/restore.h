@@ -20,9 +20,12 @@
  *
  * Interface:
  *   restore_window  the points every PG of vol can be restored to
- *   restore_build   rebuild vol at a target into a stock SQLite file at
- *                   path, checked (PRAGMA integrity_check) before it
- *                   returns; res says what was done
+ *   restore_pages   rebuild vol at a target, page by page: fn gets every
+ *                   page of every PG in order (zeros too); a nonzero
+ *                   return stops it (the simulator checks them here)
+ *   restore_build   the same into a stock SQLite file at path, checked
+ *                   (PRAGMA integrity_check) before it returns; res says
+ *                   what was done
  */
 #ifndef AURALOG_RESTORE_H
 #define AURALOG_RESTORE_H
@@ -52,6 +55,11 @@ struct rs_result {
  * count: 0, or -1 with why (no backup of vol, a PG missing). */
 int restore_window(struct objstore *o, uint64_t vol, uint64_t *lo, uint64_t *hi,
                    uint32_t *npgs, char *why, size_t whylen);
+
+typedef int (*rs_page_fn)(void *arg, uint32_t page_no, const uint8_t *page, uint32_t page_size,
+                          char *why, size_t whylen);
+int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
+                  rs_page_fn fn, void *arg, struct rs_result *res, char *why, size_t whylen);
 
 int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
                   const char *path, struct rs_result *res, char *why, size_t whylen);
