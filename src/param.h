@@ -240,6 +240,8 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define BACKUP_TAKEOVER_MS 30000   /* a PG peer silent this long no longer holds the upload
                                       (longer than an idle PG's gossip period: GOSSIP_IDLE_MAX) */
 #define BACKUP_RETRY_MS    2000    /* after a failed upload or listing, wait this long */
+#define BACKUP_STALL_MS    30000   /* a PG's backup point standing this long while the VDL moves
+                                      is logged (GC waits for it) */
 #define BK_CLOCK_MAX       64      /* (time, vdl) notes a segment keeps for its next piece */
 #define BACKUP_RETENTION_MS 3600000 /* points stay restorable this long, unless `backup retention`
                                        says otherwise (the store's v<VOL>/retention) */

@@ -15,6 +15,11 @@
  *                       AURALOG_AUTH=off: no handshake, no frame MACs
  *                       (auth.h), so that what the cluster key costs is
  *                       measured in the same run (loopback only)
+ *   auralog-backup      auralog again, on a cluster restarted with its
+ *                       continuous backup on (`cluster up --backup dir`,
+ *                       as a student's cluster runs; the others run
+ *                       without): what backup costs the foreground, and
+ *                       the object store's bytes per transaction
  * All five run behind the same engine server (`auralog engine`, with
  * --ship pages or --baseline), reached by the same clients over the same
  * protocol, so the only difference between them is storage. The cluster is
@@ -46,6 +51,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backup/objstore.h"
+#include "backup/restore.h"
 #include "bench/bench.h"
 #include "net/keyfile.h"
 #include "lib/log.h"
@@ -56,7 +63,8 @@
 #include "bench/bench_int.h"
 
 const char *const sys_names[NSYS] = {"auralog", "auralog-pages", "sqlite-wal-full",
-                                     "sqlite-delete-full", "sqlite-memory", "auralog-nokey"};
+                                     "sqlite-delete-full", "sqlite-memory", "auralog-nokey",
+                                     "auralog-backup"};
 
 /* Counters read before and after a run. */
 struct snap {
@@ -285,6 +293,38 @@ static void progress(const char *name, const char *what, double t, double total,
   }
 }
 
+/* auralog-backup's own figures, once its run is over: the object store's
+ * bytes per transaction, and how far behind the VDL the backup point of
+ * the slowest PG was then (after a second for the last pass). */
+static int sum_size(void *arg, const char *key, uint64_t size)
+{
+  (void)key;
+  *(uint64_t *)arg += size;
+  return 0;
+}
+
+static void backup_figures(const char *cdir, const struct sys *y, struct result *res)
+{
+  char url[1200], why[400];
+  snprintf(url, sizeof url, "%s/backup", cdir);
+  res->backup_lag = -1;
+  struct objstore *st = obj_open(url, why, sizeof why);
+  if (st == NULL)
+    return;
+  uint64_t bytes = 0;
+  if (obj_list(st, "", sum_size, &bytes, why, sizeof why) == 0 && res->tx_all)
+    res->backup_bytes = (double)bytes / (double)res->tx_all;
+  Env *e = status_fetch(y->coord, y->volume, why, sizeof why);
+  if (e && e->status->volume && e->status->engine) {
+    uint64_t lo, hi;
+    uint32_t npgs;
+    if (restore_window(st, e->status->volume->id, &lo, &hi, &npgs, why, sizeof why) == 0)
+      res->backup_lag = e->status->engine->vdl > hi ? (double)(e->status->engine->vdl - hi) : 0;
+  }
+  wire_free(e);
+  obj_close(st);
+}
+
 static void run_system(const struct opts *o, struct sys *y, struct result *res)
 {
   const char *name = sys_names[y->i];
@@ -457,7 +497,7 @@ static void usage(FILE *f)
     "  --seed N        random seed of data and transactions (default 1)\n"
     "  --systems LIST  comma-separated, of: auralog, auralog-pages,\n"
     "                  sqlite-wal-full, sqlite-delete-full, sqlite-memory,\n"
-    "                  auralog-nokey (default all)\n"
+    "                  auralog-nokey, auralog-backup (default all)\n"
     "  --json          one JSON object on stdout instead of the table\n"
     "  --dir DIR       where the private cluster and SQLite files go (default\n"
     "                  $AURALOG_DIR/bench or ~/.auralog/bench: a real disk, not /tmp)\n"
@@ -544,7 +584,7 @@ int bench_main(int argc, char **argv)
           k++;
         if (k == NSYS)
           die("bench: unknown system '%s' (say auralog, auralog-pages, sqlite-wal-full, "
-              "sqlite-delete-full, sqlite-memory or auralog-nokey)", t);
+              "sqlite-delete-full, sqlite-memory, auralog-nokey or auralog-backup)", t);
         o.sys[k] = 1;
       }
       free(list);
@@ -640,7 +680,7 @@ int bench_main(int argc, char **argv)
   static struct sys ys[NSYS];
   char cdir[1100], why[300];
   snprintf(cdir, sizeof cdir, "%s/cluster", o.dir);
-  int cluster = o.sys[0] || o.sys[1] || o.sys[SYS_NOKEY];
+  int cluster = o.sys[0] || o.sys[1] || o.sys[SYS_NOKEY] || o.sys[SYS_BACKUP];
   if (cluster) {
     fprintf(stderr, "starting a private cluster in %s (ports %d..%d)\n", cdir, o.base,
             o.base + ENGINE_PORT_OFFSET + 1);
@@ -667,10 +707,26 @@ int bench_main(int argc, char **argv)
       }
       bench_stop(bench_member_pid(cdir, "engine"), 5000);
     }
+    if (i == SYS_BACKUP) {
+      /* The same cluster again, fresh, key on, backing up into its
+       * directory as `cluster up` does by default. */
+      bench_cluster_down(cdir);
+      unsetenv("AURALOG_AUTH");
+      static const char *const bk[] = {"--backup", "dir", NULL};
+      if (bench_cluster_up_with(cdir, o.base, bk, why, sizeof why) != 0) {
+        snprintf(rs[i].err, sizeof rs[i].err, "%s", why);
+        rs[i].ran = 1;
+        failed = 1;
+        break;
+      }
+      bench_stop(bench_member_pid(cdir, "engine"), 5000);
+    }
     ys[i].i = i;
     snprintf(ys[i].coord, sizeof ys[i].coord, "127.0.0.1:%d", o.base);
     snprintf(ys[i].cdir, sizeof ys[i].cdir, "%s", cdir);
     run_system(&o, &ys[i], &rs[i]);
+    if (i == SYS_BACKUP && !rs[i].err[0])
+      backup_figures(cdir, &ys[i], &rs[i]);
     failed |= rs[i].err[0] != 0;
     if (rs[i].err[0])
       fprintf(stderr, "%s: %s\n", sys_names[i], rs[i].err);

@@ -10,10 +10,11 @@
 
 #include "bench/bench.h"
 
-#define NSYS        6
+#define NSYS        7
 #define SYS_NOKEY   5
+#define SYS_BACKUP  6
 /* The systems that run on the private cluster. */
-#define ON_CLUSTER(i) ((i) < 2 || (i) == SYS_NOKEY)
+#define ON_CLUSTER(i) ((i) < 2 || (i) >= SYS_NOKEY)
 #define TX_TIMEOUT  30000        /* ms: one transaction's answer */
 
 extern const char *const bench_node_ids[NCOPIES];  /* "A1".."C2" (bench.c) */
@@ -53,6 +54,10 @@ struct result {
    * transactions' own round trips (what the engine's stages time). */
   double mean_group;
   struct hist sqlh;
+  /* auralog-backup: the object store's bytes per transaction, and how far
+   * the backup point was behind the VDL at the end (LSNs; -1: unknown). */
+  double backup_bytes;
+  double backup_lag;
 };
 
 /* profile.c: perf over a cluster system's measured window, for the

@@ -25,7 +25,9 @@ static const char *durability(int i)
     "journal_mode=WAL, synchronous=FULL (fsync of the WAL at every commit)",
     "journal_mode=DELETE, synchronous=FULL (journal and database synced at every commit)",
     "in memory (memdb): not durable; the CPU ceiling",
-    "as auralog, with no cluster key: no handshake, no frame MACs (AURALOG_AUTH=off)"};
+    "as auralog, with no cluster key: no handshake, no frame MACs (AURALOG_AUTH=off)",
+    "as auralog, with continuous backup on (cluster up's default): each PG's log staged to "
+    "DIR/backup, node GC held to the backup point"};
   return d[i];
 }
 
@@ -89,6 +91,10 @@ cJSON *report_json(const struct result *rs, int i)
   cJSON_AddNumberToObject(j, "p95_ms", hist_ms(&r->h, 0.95));
   cJSON_AddNumberToObject(j, "p99_ms", hist_ms(&r->h, 0.99));
   cJSON_AddNumberToObject(j, "max_ms", hist_ms(&r->h, 1.0));
+  if (i == SYS_BACKUP) {
+    cJSON_AddNumberToObject(j, "backup_bytes_per_tx", r->backup_bytes);
+    cJSON_AddNumberToObject(j, "backup_lag_lsns", r->backup_lag);
+  }
   if (r->rh.n && r->rh.n < r->h.n) {   /* a mix: the read-only ones apart */
     cJSON_AddNumberToObject(j, "read_p50_ms", hist_ms(&r->rh, 0.50));
     cJSON_AddNumberToObject(j, "read_p95_ms", hist_ms(&r->rh, 0.95));
@@ -243,6 +249,18 @@ void report_table(const struct opts *o, const struct result *rs, cJSON *cond)
            k->tx_s, nk->tx_s, 100 * (k->tx_s / nk->tx_s - 1), hist_ms(&k->h, .5),
            hist_ms(&nk->h, .5), k->cpu_engine_ms + k->cpu_nodes_ms,
            nk->cpu_engine_ms + nk->cpu_nodes_ms);
+  const struct result *bk = &rs[SYS_BACKUP];
+  if (k->ran && bk->ran && !k->err[0] && !bk->err[0] && k->tx_s > 0) {
+    printf("\nbackup's cost (auralog without it, auralog-backup with it, this run): %.0f vs %.0f "
+           "tx/s (%+.1f%%), p50 %.2f vs %.2f ms, cpu %.3f vs %.3f ms/tx (nodes %.3f vs %.3f); "
+           "the object store took %.0f B per transaction", k->tx_s, bk->tx_s,
+           100 * (bk->tx_s / k->tx_s - 1), hist_ms(&k->h, .5), hist_ms(&bk->h, .5),
+           k->cpu_engine_ms + k->cpu_nodes_ms, bk->cpu_engine_ms + bk->cpu_nodes_ms,
+           k->cpu_nodes_ms, bk->cpu_nodes_ms, bk->backup_bytes);
+    if (bk->backup_lag >= 0)
+      printf(", and its point was %.0f LSNs behind the VDL at the end", bk->backup_lag);
+    printf("\n");
+  }
   if (rs[0].ran && rs[1].ran && !rs[0].err[0] && !rs[1].err[0] && rs[0].redo_bytes > 0) {
     printf("\nredo shipped per transaction: auralog %s B in %.1f records, auralog-pages %s B "
            "(%.1fx more: Table 1's point)\n", grp(rs[0].redo_bytes, a), rs[0].records,

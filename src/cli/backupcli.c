@@ -69,6 +69,40 @@ static uint64_t volume_id(const char *cmd, const char *coord, const char *volume
 
 /* ---- backup status ------------------------------------------------------- */
 
+/* How old the PG's backup point is, in seconds, when the VDL is past it:
+ * now minus the time its newest piece says the VDL reached the point (the
+ * pieces' clock notes; -1: not known). */
+static double lag_seconds(struct objstore *st, uint64_t vol, uint32_t pg,
+                          const struct bk_pgset *p, uint64_t hi)
+{
+  for (size_t i = p->nlogs; i-- > 0;) {
+    if (p->logs[i].to != hi)
+      continue;
+    char key[BK_KEY_MAX], why[300];
+    bk_key_log(key, vol, pg, p->logs[i].from, p->logs[i].to);
+    uint8_t *b;
+    size_t n;
+    if (obj_get(st, key, &b, &n, why, sizeof why) != 0)
+      return -1;
+    Auralog__BackupLog *m = bk_decode_log(key, b, n, why, sizeof why);
+    free(b);
+    if (m == NULL)
+      return -1;
+    uint64_t t = 0;
+    for (size_t c = 0; c + 1 < m->n_clock; c += 2)
+      if (m->clock[c + 1] <= hi && m->clock[c] > t)
+        t = m->clock[c];
+    auralog__backup_log__free_unpacked(m, NULL);
+    if (t == 0)
+      return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double)ts.tv_sec * 1000 + (double)ts.tv_nsec / 1e6;
+    return now > (double)t ? (now - (double)t) / 1000 : 0;
+  }
+  return -1;
+}
+
 static void status_usage(FILE *f)
 {
   fprintf(f,
@@ -122,7 +156,7 @@ static int status_cmd(int argc, char **argv)
            vol, obj_describe(st), vdl);
   else
     printf("volume %" PRIu64 " in %s (vdl %" PRIu64 ")\n  pg   backup point   lag (LSNs)   "
-           "oldest point   objects        bytes\n", vol, obj_describe(st), vdl);
+           "lag (s)   oldest point   objects        bytes\n", vol, obj_describe(st), vdl);
   for (size_t i = 0; i < vs.npgs; i++) {
     const struct bk_pgset *p = &vs.pgs[i];
     uint64_t lo = 0, hi = 0;
@@ -140,15 +174,22 @@ static int status_cmd(int argc, char **argv)
         hi_all = hi;
     }
     uint64_t lag = vdl > hi ? vdl - hi : 0;
+    double lag_s = lag && has ? lag_seconds(st, vol, (uint32_t)i, p, hi) : 0;
+    char ls[32];
+    if (lag_s < 0)
+      snprintf(ls, sizeof ls, "-");
+    else
+      snprintf(ls, sizeof ls, "%.1f", lag_s);
     if (json)
       printf("%s{\"pg\": %zu, \"point\": %" PRIu64 ", \"lag_lsns\": %" PRIu64
-             ", \"oldest\": %" PRIu64 ", \"objects\": %zu, \"bytes\": %" PRIu64 "}",
-             i ? ", " : "", i, hi, lag, lo, n, p->bytes);
+             ", \"lag_s\": %.3f, \"oldest\": %" PRIu64 ", \"objects\": %zu, \"bytes\": %" PRIu64
+             "}", i ? ", " : "", i, hi, lag, lag_s, lo, n, p->bytes);
     else if (has)
-      printf("  %-4zu %12" PRIu64 " %12" PRIu64 " %14" PRIu64 " %9zu %12" PRIu64 "\n", i, hi,
-             lag, lo, n, p->bytes);
+      printf("  %-4zu %12" PRIu64 " %12" PRIu64 " %9s %14" PRIu64 " %9zu %12" PRIu64 "\n", i,
+             hi, lag, ls, lo, n, p->bytes);
     else
-      printf("  %-4zu %12s %12s %14s %9zu %12" PRIu64 "\n", i, "none", "-", "-", n, p->bytes);
+      printf("  %-4zu %12s %12s %9s %14s %9zu %12" PRIu64 "\n", i, "none", "-", "-", "-", n,
+             p->bytes);
   }
   int whole = vs.npgs > 0 && lo_all <= hi_all;
   if (json) {

@@ -256,7 +256,7 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
       g->peer_at[k] = io_now(n->io);
       tf_seen(s, k, gp);    /* what it holds and forgot (rule TF, tforget.c) */
     }
-  nbk_heard(s, gp->bk_point);   /* the PG's backup point (nbackup.c) */
+  nbk_heard(n, s, gp->bk_point);   /* the PG's backup point (nbackup.c) */
   /* LAB 24 BEGIN: the gossip merge (§3.3). Merge a peer's push into
    * segment s: its truncations (gp->truncs, node_truncate_pb, TP_GOSSIP)
    * and then its records (gp->records, node_stage: the path a writer's batch
@@ -596,7 +596,7 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
       g->peer_gc[k] = p->gc_lsn;  /* both fresh: what we know of it must agree */
       g->peer_at[k] = io_now(n->io);
     }
-  nbk_heard(s, p->bk_point);
+  nbk_heard(n, s, p->bk_point);
   Rec **recs = NULL;
   long nrecs = p->scl < s->max_lsn
                  ? store_above_max(&n->st, s, p->scl, &recs, GOSSIP_MAX,

@@ -80,10 +80,31 @@ void nbk_on_vdl(struct node *n, struct segment *s, uint64_t vdl, uint64_t tail)
   }
 }
 
-void nbk_heard(struct segment *s, uint64_t point)
+void nbk_heard(struct node *n, struct segment *s, uint64_t point)
 {
-  if (point > s->bk.point)
+  if (point > s->bk.point) {
     s->bk.point = point;
+    s->bk.moved_at = io_now(n->io);
+  }
+}
+
+/* GC waits for the backup (Invariant 11): say so when it has waited long,
+ * so that a store that is away or too slow is seen before the disk fills. */
+static void stalled(struct segment *s, unsigned long long now)
+{
+  if (s->bk.vdl <= s->bk.point) {
+    s->bk.moved_at = now;    /* nothing to stage: not behind */
+    return;
+  }
+  if (s->bk.moved_at == 0)
+    s->bk.moved_at = now;
+  if (now - s->bk.moved_at >= BACKUP_STALL_MS && now >= s->bk.warned_at + BACKUP_STALL_MS) {
+    s->bk.warned_at = now;
+    logwarn("backup: volume %llu pg %u: its backup point has stood at %llu for %llu s (the VDL "
+            "is %llu): this PG's GC waits for it; is the object store reachable?",
+            (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->bk.point,
+            (now - s->bk.moved_at) / 1000, (unsigned long long)s->bk.vdl);
+  }
 }
 
 uint64_t nbk_gc_bound(const struct node *n, const struct segment *s)
@@ -320,6 +341,7 @@ void nbk_work(struct node *n)
   n->bk_at = now + BACKUP_MS;
   for (size_t i = 0; i < n->nsegs; i++) {
     struct segment *s = n->segs[i];
+    stalled(s, now);
     int up = uploader(n, s, now);
     if (up && !s->bk.uploader)
       s->bk.listed = 0;      /* taking it over: read the store's point first */
@@ -341,7 +363,7 @@ void nbk_done(struct node *n, struct nbk_job *j)
                  (unsigned long long)j->vol, j->pg, j->why, BACKUP_RETRY_MS);
     } else if (j->kind == NBK_LIST) {
       s->bk.listed = j->point + 1;
-      nbk_heard(s, j->point);
+      nbk_heard(n, s, j->point);
       s->bk.keep_ms = j->keep_ms;
       if (j->base_ms > s->bk.base_ms)
         s->bk.base_ms = j->base_ms;
@@ -354,7 +376,7 @@ void nbk_done(struct node *n, struct nbk_job *j)
                 (unsigned long long)j->vol, j->pg, (unsigned long long)j->keep_ms / 1000,
                 (unsigned long long)j->point);
     } else {
-      nbk_heard(s, j->point);
+      nbk_heard(n, s, j->point);
       s->bk.bytes += j->len;
       s->bk.objects++;
       n->bk_bytes += j->len;

@@ -238,7 +238,7 @@ struct nbk_io {
 /* The writer's (vdl, vdl_tail) pair from an Append of s's epoch. */
 void nbk_on_vdl(struct node *n, struct segment *s, uint64_t vdl, uint64_t tail);
 /* A peer's word of the PG's backup point (gossip). */
-void nbk_heard(struct segment *s, uint64_t point);
+void nbk_heard(struct node *n, struct segment *s, uint64_t point);
 /* The background pass (bg_work): list and stage what is due. */
 void nbk_work(struct node *n);
 /* A job the driver ran (on the loop): the core frees it. */

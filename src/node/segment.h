@@ -135,6 +135,7 @@ struct segment {
     uint64_t base_point;   /* ... and the backup point then */
     uint64_t keep_ms;      /* the volume's retention, as the store last said (0: not read) */
     uint8_t retain;        /* a retention pass is due (after a base image) */
+    unsigned long long moved_at, warned_at;   /* the point last rose; the last warning */
   } bk;
 };
 

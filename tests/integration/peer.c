@@ -417,6 +417,9 @@ int peer_append_send(struct rpc *r, uint64_t req, uint64_t volume_id, uint32_t p
   a.ticket = ticket_pb(volume_id, epoch, &tk);
   a.pgmrpl = pgmrpl;
   a.pgmrpl_tail = pgmrpl;   /* the tests write one PG with consecutive LSNs: its record */
+  a.vdl_tail = vdl;         /* ... and so the PG's last record at or below the VDL, which a
+                               node backing up stages to (node/nbackup.c) */
+  a.vdl_known = vdl > 0;
   size_t len;
   uint8_t *f = frame_of(&env, &len);
   free(ptrs);
