@@ -239,8 +239,11 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 /* Continuous backup (src/backup/, node/nbackup.c). */
 #define BACKUP_MS          500     /* a PG's uploader stages what is new this often */
 #define BACKUP_PIECE_MAX   (4u << 20) /* bytes of records in one log piece (then another) */
-#define BACKUP_TAKEOVER_MS 30000   /* a PG peer silent this long no longer holds the upload
-                                      (longer than an idle PG's gossip period: GOSSIP_IDLE_MAX) */
+#define BACKUP_TAKEOVER_MS 3000    /* a PG peer not connected, silent this long, no longer holds
+                                      the upload (node/nbackup.c rule U) ... */
+#define BACKUP_SILENT_MS   90000   /* ... nor one connected but silent this long (longer than an
+                                      idle PG's gossip period with each peer: GOSSIP_IDLE_MAX
+                                      periods, taken in turns) */
 #define BACKUP_RETRY_MS    2000    /* after a failed upload or listing, wait this long */
 #define BACKUP_STALL_MS    30000   /* a PG's backup point standing this long while the VDL moves
                                       is logged (GC waits for it) */

@@ -254,6 +254,7 @@ static void on_push(struct node *n, struct peer *p, const Env *env)
       g->peer_scl[k] = gp->scl;
       g->peer_gc[k] = gp->gc_lsn;
       g->peer_at[k] = io_now(n->io);
+      p->heard_at = g->peer_at[k];
       tf_seen(s, k, gp);    /* what it holds and forgot (rule TF, tforget.c) */
     }
   nbk_heard(n, s, gp->bk_point);   /* the PG's backup point (nbackup.c) */
@@ -595,6 +596,7 @@ void gossip_on_pull(struct node *n, struct ep *c, uint64_t req,
       g->peer_scl[k] = p->scl;
       g->peer_gc[k] = p->gc_lsn;  /* both fresh: what we know of it must agree */
       g->peer_at[k] = io_now(n->io);
+      n->peers[g->peer[k]].heard_at = g->peer_at[k];
     }
   nbk_heard(n, s, p->bk_point);
   Rec **recs = NULL;

@@ -21,15 +21,20 @@
  * writer left, not yet cut here) is never reached, so never staged.
  *
  * Who stages a PG (rule U). Each PG's log is uploaded once, not six
- * times: by the segment on the node with the lowest id among those of the
- * PG's members this node has heard from (gossip) within
- * BACKUP_TAKEOVER_MS, itself included. When that node goes silent the next
- * one takes over after BACKUP_TAKEOVER_MS, first reading the PG's backup
- * point from the store itself (NBK_LIST): so it starts where the last
- * uploader's objects end, even if that uploader died before its peers
- * heard how far it got. Two nodes may both think they stage a PG (a
- * partition, the moment of a takeover): their pieces overlap, and hold the
- * same records, so nothing is lost and restore walks through them.
+ * times: by the segment on the node with the lowest id among the PG's
+ * members this node holds for alive, itself included. A peer is alive
+ * while gossip can reach it (no partition between) and either this node's
+ * connection to it is up and it was heard from (any PG's gossip) within
+ * BACKUP_SILENT_MS, or it was heard from within BACKUP_TAKEOVER_MS: a
+ * node that dies drops its connections, so the next one takes over
+ * within seconds; one that hangs with its connections open, within
+ * BACKUP_SILENT_MS (longer than an idle PG's gossip period). A node that
+ * takes a PG over first reads the PG's backup point from the store itself
+ * (NBK_LIST): so it starts where the last uploader's objects end, even if
+ * that uploader died before its peers heard how far it got. Two nodes may
+ * both think they stage a PG (a partition, the moment of a takeover):
+ * their pieces overlap, and hold the same records, so nothing is lost and
+ * restore walks through them.
  *
  * The GC bound (Invariant 11): with backup on, a segment frees nothing
  * above the PG's backup point as it knows it (bg.c gc_point): its own
@@ -122,8 +127,12 @@ static int uploader(struct node *n, const struct segment *s, unsigned long long 
     return 0;                /* peers not known yet */
   for (int k = 0; k < g->npeers; k++) {
     const struct peer *p = &n->peers[g->peer[k]];
-    unsigned long long at = g->peer_at[k] ? g->peer_at[k] : n->started_at;
-    if (strcmp(p->id, n->id) < 0 && now - at < BACKUP_TAKEOVER_MS)
+    if (strcmp(p->id, n->id) >= 0 || !gossip_reachable(n, p->az))
+      continue;
+    unsigned long long at = g->peer_at[k] > p->heard_at ? g->peer_at[k] : p->heard_at;
+    if (at < n->started_at)
+      at = n->started_at;    /* just started: give it time to be heard */
+    if (now - at < (p->up ? BACKUP_SILENT_MS : BACKUP_TAKEOVER_MS))
       return 0;
   }
   return 1;
@@ -223,6 +232,9 @@ static void stage_piece(struct node *n, struct segment *s)
     const Rec *r = store_get_rec(&n->st, s, lsn, &own);
     if (r == NULL) {
       ok = 0;                /* not held whole: wait (gossip or the scrub mends it) */
+      logwarn_rl("backup: volume %llu pg %u: record %llu of the PG's chain is not held whole "
+                 "here; staging waits for it", (unsigned long long)s->volume_id, s->pg,
+                 (unsigned long long)lsn);
       break;
     }
     if (cnt == cap) {
@@ -339,16 +351,22 @@ void nbk_work(struct node *n)
   if (now < n->bk_at)
     return;
   n->bk_at = now + BACKUP_MS;
+  size_t took = 0;
   for (size_t i = 0; i < n->nsegs; i++) {
     struct segment *s = n->segs[i];
     stalled(s, now);
     int up = uploader(n, s, now);
-    if (up && !s->bk.uploader)
+    if (up && !s->bk.uploader) {
       s->bk.listed = 0;      /* taking it over: read the store's point first */
+      took += s->bk.vdl > 0;   /* (a PG just loaded is no takeover) */
+    }
     s->bk.uploader = (uint8_t)up;
     if (up && !s->bk.busy && now >= s->bk.fail_at)
       stage(n, s);
   }
+  if (took)
+    loginfo("backup: this node now stages %zu more PG%s (rule U: it has the lowest id of the "
+            "members alive)", took, took == 1 ? "" : "s");
 }
 
 void nbk_done(struct node *n, struct nbk_job *j)

@@ -55,6 +55,7 @@ struct peer {
   struct ep *c;
   int up;
   unsigned long long retry_at;
+  unsigned long long heard_at;   /* it last pulled from us or answered a pull, any PG */
 };
 
 /* Gossip state of one hosted segment: its PG's other segments, current
