@@ -181,8 +181,6 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
                                  * moving position's next segment may take longer than 10 s to
                                  * fill, member.h M1/M2: the crash campaign's point 50) */
 #define APPEND_RETRY_MS 1000    /* an Append not acked by then is sent again */
-#define VDL_TELL_MS     2000    /* an idle PG's segments hear the VDL move at most this often
-                                   (its backup reaches only as far: node/nbackup.c) */
 #define MRPL_TELL_MS    1000    /* a PG idle this long whose segments last heard an older PGMRPL
                                  * than now frees is told it (an Append with no records, vcore.c) */
 #define FARENA_CHUNK    (64 * 1024) /* a received frame's messages are unpacked into chunks this

@@ -250,7 +250,6 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
     g->told_tail = a.pgmrpl_tail;
   g->told_at = io_now(v->io);
   g->told = 1;
-  g->told_vdl = a.vdl;
   /* The PG's last record at or below the VDL (exact: pg_need), which lets
    * a segment stage the PG's log up to the VDL to the backup. */
   uint64_t vt = pg_need(g, a.vdl);
@@ -703,10 +702,7 @@ static void poke_next(struct volume *v)
  * being written is never sent one (its Appends carry it), so a busy
  * volume pays one comparison a PG a second; an idle one that was written
  * pays six small messages a PG, once. Only a writer (a replica's volume
- * writes nothing); not while recovering, fenced or closing. The same
- * Appends tell idle PGs the VDL (below), at most every VDL_TELL_MS while
- * it moves: six small messages a PG every VDL_TELL_MS on a volume that
- * writes to few of its PGs. */
+ * writes nothing); not while recovering, fenced or closing. */
 static void tell_pgmrpl(struct volume *v)
 {
   unsigned long long now = io_now(v->io);
@@ -714,29 +710,18 @@ static void tell_pgmrpl(struct volume *v)
     return;
   v->mrpl_at = now + MRPL_TELL_MS;
   uint64_t p = vol_pgmrpl(v);
-  /* The VDL too, every VDL_TELL_MS at most: a PG's backup reaches only as
-   * far as its segments have heard a VDL with its tail (Append.vdl_tail),
-   * and a restore needs every PG to reach the point; an idle PG's
-   * segments hear of no VDL otherwise. */
-  int vdl_due = v->q.vdl != v->vdl_passed && now >= v->vdl_at;
-  if (p == v->mrpl_passed && !v->mrpl_again && !vdl_due)
+  if (p == v->mrpl_passed && !v->mrpl_again)
     return;
   v->mrpl_passed = p;
   v->mrpl_again = 0;
-  if (vdl_due) {
-    v->vdl_passed = v->q.vdl;
-    v->vdl_at = now + VDL_TELL_MS;
-  }
   for (size_t i = 0; i < v->npgs; i++) {
     struct pgout *g = &v->pgs[i];
-    int tell_vdl = vdl_due && g->told_vdl < v->q.vdl;
-    if (!g->told && !tell_vdl)
+    if (!g->told)
       continue;                 /* never written by this writer: nothing new to free */
     uint64_t tail = pg_need(g, p);
     if (tail > p)
       tail = pg_freed_at(g, p);
-    int tell_mrpl = g->told && tail <= p && tail > g->told_tail;
-    if (!tell_mrpl && !tell_vdl)
+    if (tail > p || tail <= g->told_tail)
       continue;                 /* unknown, or told already */
     if (g->head < g->n || now - g->told_at < MRPL_TELL_MS) {
       v->mrpl_again = 1;        /* being written: its Appends tell it, or a later pass */

@@ -96,8 +96,6 @@ struct pgout {
   uint64_t told_tail;
   unsigned long long told_at;
   uint8_t told;              /* this writer sent it an Append */
-  uint64_t told_vdl;         /* the VDL its last Append carried (tell_pgmrpl: an idle PG
-                                hears the VDL move too, for the backup: node/nbackup.c) */
 };
 
 /* The PG's last record at or below lsn among the records it freed lately
@@ -211,8 +209,6 @@ struct volume {
   uint64_t mrpl_passed;
   unsigned long long mrpl_at;
   int mrpl_again;
-  uint64_t vdl_passed;       /* the VDL at the last pass that told idle PGs of it ... */
-  unsigned long long vdl_at; /* ... and when the next may (VDL_TELL_MS) */
   /* The engine server's reads mode (vol_reads_default), the replies it
    * sent with data above the VDL (immediate) or held back until the VDL
    * covered it (durable) (vol_read_seen; under drv->mu): reported, lab 7. */
