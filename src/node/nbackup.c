@@ -303,10 +303,17 @@ static void stage(struct node *n, struct segment *s)
    * SCL is lower (the writer's tail at or below the VDL is at or below
    * the SCL), so the pages as of min(point, SCL) are the pages as of it. */
   if (s->bk.point > s->bk.base_point && wall >= s->bk.base_ms + base_every(s) &&
-      s->bk.point >= s->gc_lsn) {
-    stage_base(n, s, s->bk.point, s->bk.point < s->scl ? s->bk.point : s->scl);
+      s->bk.point >= s->gc_lsn &&
+      stage_base(n, s, s->bk.point, s->bk.point < s->scl ? s->bk.point : s->scl) == 0)
     return;
-  }
+  /* A base that is only due never stands in the log's way: one this
+   * segment cannot read as of the point (a page it holds only from a
+   * later point on: a repair's or a catch-up's floor) is tried again at
+   * the next pass, from a point the log has moved on to, and the piece
+   * goes now. Waiting for it held the PG's backup point, and with it
+   * every member's GC (Invariant 11), for as long as the floor stood
+   * above the point: for good, once the PG went idle (simulator,
+   * --faults backup, seed 123). */
   stage_piece(n, s);
 }
 
@@ -343,8 +350,10 @@ void nbk_done(struct node *n, struct nbk_job *j)
       s->bk.listed = j->point + 1;
       nbk_heard(s, j->point);
       s->bk.keep_ms = j->keep_ms;
-      if (j->base_ms > s->bk.base_ms)
+      if (j->base_ms > s->bk.base_ms) {
         s->bk.base_ms = j->base_ms;
+        s->bk.base_point = j->base_at;   /* a PG unchanged since gets no new base */
+      }
       if (s->bk.base_ms == 0)   /* none yet: the first comes BACKUP_BASE_MS from now */
         s->bk.base_ms = n->bk_io->wall_ms(n->bk_io->ctx);
     } else if (j->kind == NBK_RETAIN) {
