@@ -99,10 +99,11 @@ static int uploader(struct node *n, const struct segment *s, unsigned long long 
   struct gossip *g = gossip_of(n, s->volume_id, s->pg);
   if (g == NULL)
     return 0;                /* peers not known yet */
+  unsigned long long wait = n->bk_takeover_ms ? n->bk_takeover_ms : BACKUP_TAKEOVER_MS;
   for (int k = 0; k < g->npeers; k++) {
     const struct peer *p = &n->peers[g->peer[k]];
     unsigned long long at = g->peer_at[k] ? g->peer_at[k] : n->started_at;
-    if (strcmp(p->id, n->id) < 0 && now - at < BACKUP_TAKEOVER_MS)
+    if (strcmp(p->id, n->id) < 0 && now - at < wait)
       return 0;
   }
   return 1;
