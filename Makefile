@@ -194,10 +194,11 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 	  TEST_PACED="$(patsubst %,$(B)/tests/it_%,$(INTEG_PACED))" \
 	  bash scripts/run-integration.sh $(B)/test-logs $(INTEG_RUN)
 
-# The long campaigns: 10,000 simulator seeds of the default mix and 5,000
+# The long campaigns: 10,000 simulator seeds of the default mix, 5,000
 # with a read replica, failover and their faults (--faults replicas; the
-# default mix has none of them), each with the rogue member, one process
-# per core; then 500 crash points on real processes, and 150 more on a
+# default mix has none of them) and 2,000 with the object store the nodes
+# back up to and its faults (--faults backup), each with the rogue member,
+# one process per core; then 500 crash points on real processes, and 150 more on a
 # fresh cluster of nine nodes where one point in five loses a node for good
 # and crashes the engine around its repair (a campaign of its own: its
 # volume, and so each repair's time, stays that of 150 points), 200
@@ -207,12 +208,14 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # every simulator seed of their lab (labs/mutants/).
 SIM_SEEDS ?= 10000
 SIM_REPLICA_SEEDS ?= 5000
+SIM_BACKUP_SEEDS ?= 2000
 CRASH_REPAIR_POINTS ?= 150
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog \
   $(B)/tests/it_mutants $(B)/tests/it_roles
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
+	$(B)/auralog sim --seeds 1..$(SIM_BACKUP_SEEDS) --faults backup --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=$(CRASH_REPAIR_POINTS) \
 	  AURALOG_CRASH_REPAIR=1 AURALOG_CRASH_SEED=26 $(B)/tests/it_crash

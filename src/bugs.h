@@ -57,6 +57,12 @@
  *                    it, without waiting for the next segment's SCL to
  *                    reach the VCL it adopted it at (coord/member.c;
  *                    member.h M4 (b))
+ *   gc-past-backup   a node's GC ignores the PG's backup point
+ *                    (node/nbackup.c nbk_gc_bound): it frees records no
+ *                    object in the store holds yet, and a restore can
+ *                    no longer reach the commits they made (DESIGN.md
+ *                    invariant 11; the simulator's store, --faults backup,
+ *                    checks it: sim/bkcheck.c)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
@@ -65,7 +71,8 @@ enum {
   BUG_WQ3, BUG_NO_TRUNC, BUG_TRUNC_ANY_EPOCH, BUG_VDL_FROM_HINT, BUG_NEED_FREED,
   BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
   BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_PROMOTE_NO_IF_EPOCH, BUG_SCAN_FROM_ZERO,
-  BUG_TRUNC_UNBOUNDED_SCAN, BUG_NEXT_ACKS, BUG_NEXT_ONLY, BUG_FINISH_EARLY, BUG_N
+  BUG_TRUNC_UNBOUNDED_SCAN, BUG_NEXT_ACKS, BUG_NEXT_ONLY, BUG_FINISH_EARLY, BUG_GC_PAST_BACKUP,
+  BUG_N
 };
 
 extern unsigned planted_bugs;

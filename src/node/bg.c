@@ -299,8 +299,16 @@ static void maybe_catch_up(struct node *n, struct segment *s, const struct gossi
   uint64_t to = 0;
   int can = 0;              /* a peer can still build the pages at s->catchup */
   for (int k = 0; k < g->npeers; k++) {
+    /* A catch-up under way counts every peer, ahead of it or not: gossip
+     * may have brought its records meanwhile (its SCL as high as theirs)
+     * but not its pages at the point, and a peer that freed past the
+     * point builds them at its own GC point. Counting only peers ahead,
+     * it waited for ever once none was (simulator, --faults backup, seed
+     * 946: the writes had stopped, and the peers' GC, held by the PG's
+     * backup point, waited for this node, the PG's uploader by rule U,
+     * which stages nothing while a catch-up is under way: nbackup.c). */
     if (g->peer_at[k] == 0 || now - g->peer_at[k] > peer_wait(n) ||
-        g->peer_scl[k] <= s->scl)
+        (g->peer_scl[k] <= s->scl && !s->catchup))
       continue;
     if (g->peer_gc[k] <= s->scl && !s->catchup && !stuck_scl)
       return;               /* this one can send records: gossip will */

@@ -64,6 +64,7 @@
 
 #include "backup/bkfmt.h"
 #include "backup/bkplan.h"
+#include "bugs.h"
 #include "lib/log.h"
 #include "node/node.h"
 #include "node/store_int.h"
@@ -114,6 +115,8 @@ static void stalled(struct segment *s, unsigned long long now)
 
 uint64_t nbk_gc_bound(const struct node *n, const struct segment *s)
 {
+  if (PLANTED(BUG_GC_PAST_BACKUP))
+    return UINT64_MAX;       /* planted: GC frees what the store does not hold yet */
   return n->bk_io ? s->bk.point : UINT64_MAX;
 }
 
@@ -125,6 +128,9 @@ static int uploader(struct node *n, const struct segment *s, unsigned long long 
   struct gossip *g = gossip_of(n, s->volume_id, s->pg);
   if (g == NULL)
     return 0;                /* peers not known yet */
+  /* (The simulator sets its own: runs of seconds see takeovers.) */
+  unsigned long long wait = n->bk_takeover_ms ? n->bk_takeover_ms : BACKUP_TAKEOVER_MS;
+  unsigned long long silent = n->bk_takeover_ms ? 4ull * n->bk_takeover_ms : BACKUP_SILENT_MS;
   for (int k = 0; k < g->npeers; k++) {
     const struct peer *p = &n->peers[g->peer[k]];
     if (strcmp(p->id, n->id) >= 0 || !gossip_reachable(n, p->az))
@@ -132,7 +138,7 @@ static int uploader(struct node *n, const struct segment *s, unsigned long long 
     unsigned long long at = g->peer_at[k] > p->heard_at ? g->peer_at[k] : p->heard_at;
     if (at < n->started_at)
       at = n->started_at;    /* just started: give it time to be heard */
-    if (now - at < (p->up ? BACKUP_SILENT_MS : BACKUP_TAKEOVER_MS))
+    if (now - at < (p->up ? silent : wait))
       return 0;
   }
   return 1;
@@ -336,10 +342,17 @@ static void stage(struct node *n, struct segment *s)
    * SCL is lower (the writer's tail at or below the VDL is at or below
    * the SCL), so the pages as of min(point, SCL) are the pages as of it. */
   if (s->bk.point > s->bk.base_point && wall >= s->bk.base_ms + base_every(s) &&
-      s->bk.point >= s->gc_lsn) {
-    stage_base(n, s, s->bk.point, s->bk.point < s->scl ? s->bk.point : s->scl);
+      s->bk.point >= s->gc_lsn &&
+      stage_base(n, s, s->bk.point, s->bk.point < s->scl ? s->bk.point : s->scl) == 0)
     return;
-  }
+  /* A base that is only due never stands in the log's way: one this
+   * segment cannot read as of the point (a page it holds only from a
+   * later point on: a repair's or a catch-up's floor) is tried again at
+   * the next pass, from a point the log has moved on to, and the piece
+   * goes now. Waiting for it held the PG's backup point, and with it
+   * every member's GC (Invariant 11), for as long as the floor stood
+   * above the point: for good, once the PG went idle (simulator,
+   * --faults backup, seed 123). */
   stage_piece(n, s);
 }
 
@@ -383,8 +396,10 @@ void nbk_done(struct node *n, struct nbk_job *j)
       s->bk.listed = j->point + 1;
       nbk_heard(n, s, j->point);
       s->bk.keep_ms = j->keep_ms;
-      if (j->base_ms > s->bk.base_ms)
+      if (j->base_ms > s->bk.base_ms) {
         s->bk.base_ms = j->base_ms;
+        s->bk.base_point = j->base_at;   /* a PG unchanged since gets no new base */
+      }
       if (s->bk.base_ms == 0)   /* none yet: the first comes BACKUP_BASE_MS from now */
         s->bk.base_ms = n->bk_io->wall_ms(n->bk_io->ctx);
     } else if (j->kind == NBK_RETAIN) {

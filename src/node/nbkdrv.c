@@ -107,8 +107,10 @@ static void run(struct objstore *o, struct nbk_job *j)
         bk_window(p, &lo, &hi);
       j->point = hi;
       for (size_t i = 0; p && i < p->nbases; i++)
-        if (p->bases[i].ms > j->base_ms)
+        if (p->bases[i].ms > j->base_ms) {
           j->base_ms = p->bases[i].ms;
+          j->base_at = p->bases[i].at;
+        }
       j->rc = 0;
     } else {
       struct del_ctx c = {o, j, 0};

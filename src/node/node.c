@@ -200,6 +200,7 @@ int node_commit(struct node *n)
     ack.scl = a->s->scl;
     ack.added = a->added;
     ack.duplicates = a->dups;
+    ack.backs_up = n->bk_io != NULL;   /* its writer then tells it the VDL when idle */
     env.req = a->req;
     env.body_case = AURALOG__ENVELOPE__BODY_APPEND_ACK;
     env.append_ack = &ack;

@@ -202,6 +202,7 @@ struct node {
    * (`auralog node` without --backup). */
   const struct nbk_io *bk_io;
   unsigned long long bk_at;  /* the next staging pass */
+  unsigned bk_takeover_ms;   /* 0: BACKUP_TAKEOVER_MS (the simulator sets it shorter) */
   uint64_t bk_bytes, bk_objects, bk_failures;  /* since the node started */
 };
 
@@ -221,6 +222,7 @@ struct nbk_job {
   uint64_t point;            /* NBK_PUT: the backup point it makes; NBK_LIST: the answer;
                                 NBK_RETAIN: objects deleted */
   uint64_t base_ms;          /* NBK_PUT of a base: when; NBK_LIST: the newest base's (0: none) */
+  uint64_t base_at;          /* NBK_LIST: the newest base's point */
   uint64_t now_ms;           /* NBK_RETAIN: the wall clock it judges by */
   uint64_t keep_ms;          /* NBK_LIST, NBK_RETAIN: the volume's retention, as read */
   int rc;                    /* the driver's: 0, or -1 with why */

@@ -188,6 +188,7 @@ static void reply_info(struct node *n, struct ep *c, uint64_t req, struct segmen
   si.heard = heard;
   si.n_heard = 2 * s->nheard;
   si.gc_lsn = s->gc_lsn;
+  si.backs_up = n->bk_io != NULL;     /* as an AppendAck's (node.c) */
   Auralog__TruncRange *tr;
   si.n_truncs = store_truncs_pb(s, &tr, &si.truncs);
   Auralog__TruncRange *fv;

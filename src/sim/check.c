@@ -34,6 +34,9 @@
  *                                       promoted one serves); F2, acked
  *                                       commits across a failover: as
  *                                       for every recovery, above
+ *   11. node GC never frees what the     bkcheck.c, after every event; at
+ *       backup does not hold; a restore  the end, restores at durable
+ *       equals the shadow model          commits (runs with --faults backup)
  *   liveness: commits resume within SIM_HEAL_MS of the final heal, and
  *   every segment catches up with its PG within SIM_SETTLE_MS after (and
  *   the read replica, if any, with its writer: replica_end).
@@ -146,6 +149,7 @@ void check_step(struct world *w)
                   (unsigned long long)w->wr[i].epoch);
   sfo_check(w);              /* one process per host (failover.c) */
   member_step(w);            /* membership changes (member.c) */
+  bkcheck_step(w);           /* invariant 11, with backup on (bkcheck.c) */
   if (!w->healed || w->stop)
     return;
   uint64_t now = sim_now(w->clock);

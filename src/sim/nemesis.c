@@ -102,9 +102,17 @@
  *                    inside their recovery: it can cut commits acknowledged
  *                    and never announced (a gap rogue.c describes). Not in
  *                    `all` (world.h F_ALL): asked for by name
+ *   store-down       the object store the nodes back up to (objsim.c)
+ *                    fails every call for the duration, then answers again
+ *                    with all it held: uploads and listings are tried again,
+ *                    the backup point stands still meanwhile, and node GC
+ *                    must wait for it (invariant 11)
+ *   store-slow       the store's calls take hundreds of ms for the duration
+ *   (These two only in runs with the store: --faults backup, world.h.)
  *
  * The paper's fault model (§2.1): at most an AZ and one more node are
- * unavailable at once. A fault that would take more is skipped, unless
+ * unavailable at once (the object store is not a node: its faults count
+ * for none). A fault that would take more is skipped, unless
  * the run is --beyond (liveness only). At time_ms everything heals.
  */
 #include <stdlib.h>
@@ -122,7 +130,7 @@ const char *const fault_names[F_NKINDS] = {
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
   "split-write", "stale-trunc", "coord-crash", "stale-read", "replica-crash", "stream-cut",
   "replica-silent", "writer-lost", "writer-stop", "manual-failover", "promote-crash",
-  "rogue", "rogue-unfinished", "node-lost",
+  "rogue", "rogue-unfinished", "node-lost", "store-down", "store-slow",
 };
 
 /* The nodes of AZ az: its two base nodes and its spare. */
@@ -386,6 +394,7 @@ static void start(struct act *a)
   case F_ROGUE: case F_ROGUE_UNFINISHED:
     rogue_fault(w, 1, e->kind == F_ROGUE_UNFINISHED);
     break;
+  case F_STORE_DOWN: case F_STORE_SLOW: objsim_fault(w, e->kind, 1); break;
   }
   later(a, e->dur, 1);
 }
@@ -441,6 +450,7 @@ static void heal(struct act *a)
   case F_ROGUE: case F_ROGUE_UNFINISHED:
     rogue_fault(w, 0, e->kind == F_ROGUE_UNFINISHED);
     break;
+  case F_STORE_DOWN: case F_STORE_SLOW: objsim_fault(w, e->kind, 0); break;
   default: break;
   }
   free(a);
@@ -648,6 +658,7 @@ void nemesis_heal_all(struct world *w)
   replica_cut(w, 0);
   replica_silent(w, 0);
   rogue_heal(w);
+  objsim_heal(w);            /* the store answers again, at its pace */
   if (sfo_on(w)) {            /* failover.c: every host back in its role */
     for (int i = 0; i < SIM_WRITERS; i++) {
       w->wr[i].held = 0;

@@ -45,15 +45,16 @@ static void usage(FILE *f)
     "invariants (no acknowledged commit lost, no partial transaction, VDL\n"
     "monotonic, old writers fenced, every page read right, segments whole\n"
     "and converged, commits resume after the heal; with a replica, its reads\n"
-    "right, and across a failover one writer per epoch and old writers fenced)\n"
-    "checked throughout.\n"
+    "right, and across a failover one writer per epoch and old writers fenced;\n"
+    "with backup, node GC never above what the object store holds, and\n"
+    "restores equal to what was committed) checked throughout.\n"
     "The same seed gives the same run, bit for bit (the trace hash).\n"
     "\n"
     "  --seed N         run seed N (default 1)\n"
     "  --seeds A..B     run seeds A to B; print failures and a summary\n"
     "  --time MS        virtual time of faults before the final heal (default %d)\n"
     "  --steps N        stop after N events (a partial run: no end checks)\n"
-    "  --faults LIST    fault kinds, comma-separated, or all, replicas or none\n"
+    "  --faults LIST    fault kinds, comma-separated, or all, replicas, backup or none\n"
     "                   (default all: every kind but stale-read and rogue-unfinished,\n"
     "                   asked for by name, and the replica's; rogue is a member with\n"
     "                   no role whose every request must be refused or change nothing;\n"
@@ -61,7 +62,12 @@ static void usage(FILE *f)
     "                   replica-crash, stream-cut and replica-silent, and failover:\n"
     "                   the coordinator promotes the replica when the writer is lost,\n"
     "                   with writer-lost, writer-stop, manual-failover, promote-crash;\n"
-    "                   any of these seven alone brings the replica and failover):\n"
+    "                   any of these seven alone brings the replica and failover;\n"
+    "                   backup: all, and an object store the nodes back up to,\n"
+    "                   with store-down and store-slow, node GC checked against it\n"
+    "                   (invariant 11) and restores checked at the end; either of\n"
+    "                   these two alone brings the store; sets and kinds mix, as in\n"
+    "                   replicas,backup):\n"
     "                   ",
     SIM_TIME_MS);
   for (int k = 0; k < F_NKINDS; k++)
@@ -81,21 +87,30 @@ static void usage(FILE *f)
     "  -v               the trace's world events on stderr\n");
 }
 
+/* The sets --faults takes besides the kinds' names. */
+static const struct {
+  const char *name;
+  uint32_t faults;
+} fault_sets[] = {
+  {"none", 0},
+  {"all", F_ALL},
+  {"replicas", F_ALL | F_REPLICAS},   /* all, and a read replica with its faults */
+  {"backup", F_ALL | F_BACKUP},       /* all, and the object store with its faults */
+};
+#define NSETS (sizeof fault_sets / sizeof fault_sets[0])
+
 static int parse_faults(const char *s, uint32_t *out)
 {
-  if (!strcmp(s, "all")) {
-    *out = F_ALL;
-    return 0;
-  }
-  if (!strcmp(s, "replicas")) {      /* all, and a read replica with its faults */
-    *out = F_ALL | F_REPLICAS;
-    return 0;
-  }
   *out = 0;
-  if (!strcmp(s, "none"))
-    return 0;
   char *copy = strdup(s), *save = NULL;
   for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    size_t set = 0;
+    while (set < NSETS && strcmp(fault_sets[set].name, t) != 0)
+      set++;
+    if (set < NSETS) {
+      *out |= fault_sets[set].faults;
+      continue;
+    }
     int k = 0;
     while (k < F_NKINDS && strcmp(fault_names[k], t) != 0)
       k++;
@@ -154,12 +169,13 @@ static void print_faults_opt(FILE *f, uint32_t faults)
   if (faults == F_ALL)
     return;
   fprintf(f, " --faults ");
-  if (faults == (F_ALL | F_REPLICAS)) {
-    fprintf(f, "replicas");
-    return;
-  }
-  if (faults == 0) {
-    fprintf(f, "none");
+  for (size_t set = 0; set < NSETS; set++)
+    if (faults == fault_sets[set].faults) {
+      fprintf(f, "%s", fault_sets[set].name);
+      return;
+    }
+  if (faults == (F_ALL | F_REPLICAS | F_BACKUP)) {
+    fprintf(f, "replicas,backup");
     return;
   }
   int first = 1;
@@ -256,6 +272,12 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             (unsigned long long)r->fo_manual, (unsigned long long)r->fo_fenced,
             (unsigned long long)r->fo_as_replica);
   print_rogue(f, "  ", (const uint64_t (*)[RG_NOUTCOMES])r->rogue);
+  if (o->faults & F_BACKUP)
+    fprintf(f, "  backup: %llu objects stored, %llu store calls failed, %llu GC points "
+            "checked against it (invariant 11), %llu restores checked (%llu pages)\n",
+            (unsigned long long)r->bk_objects, (unsigned long long)r->bk_failed,
+            (unsigned long long)r->bk_gc_checks, (unsigned long long)r->bk_restores,
+            (unsigned long long)r->bk_pages_checked);
   if (r->data_loss_alarms)
     fprintf(f, "  a data-loss alarm (beyond the fault model): the writer refused to open, "
             "and the run ends there\n");
@@ -308,6 +330,8 @@ struct tally {
   uint64_t alarms;           /* runs a true data-loss alarm ended (--beyond) */
   uint64_t rogue[RG_NKINDS][RG_NOUTCOMES];   /* the rogue member's attacks (rogue.c) */
   uint64_t mb[4];            /* membership changes, finishes, durable-copy checks, nodes lost */
+  uint64_t bk[5];            /* backup: objects stored, store calls failed, GC points checked,
+                              * restores checked, their pages */
 };
 
 
@@ -357,6 +381,10 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     uint64_t mb[4] = {r.mb_changes, r.mb_finishes, r.mb_checks, r.mb_lost};
     for (int k = 0; k < 4; k++)
       t->mb[k] += mb[k];
+    uint64_t bk[5] = {r.bk_objects, r.bk_failed, r.bk_gc_checks, r.bk_restores,
+                      r.bk_pages_checked};
+    for (int k = 0; k < 5; k++)
+      t->bk[k] += bk[k];
     for (int k = 0; k < RG_NKINDS; k++)
       for (int x = 0; x < RG_NOUTCOMES; x++)
         t->rogue[k][x] += r.rogue[k][x];
@@ -574,6 +602,12 @@ int sim_main(int argc, char **argv)
              "became current), %llu durable-copy checks, %llu nodes lost for good\n",
              (unsigned long long)t.mb[0], (unsigned long long)t.mb[1],
              (unsigned long long)t.mb[2], (unsigned long long)t.mb[3]);
+    if (o.faults & F_BACKUP)
+      printf("backup: %llu objects stored, %llu store calls failed, %llu GC points checked "
+             "against what the store holds (invariant 11), %llu restores checked against the "
+             "shadow model (%llu pages)\n", (unsigned long long)t.bk[0],
+             (unsigned long long)t.bk[1], (unsigned long long)t.bk[2],
+             (unsigned long long)t.bk[3], (unsigned long long)t.bk[4]);
     if (t.alarms)
       printf("data-loss alarms: %llu runs ended in one (beyond the fault model: the writer "
              "refused to open, as it must)\n", (unsigned long long)t.alarms);

@@ -165,6 +165,11 @@ struct world {
   int members_known;
   int spares_up;             /* the spares were booted */
   int lost_one;              /* a node-lost fault took a node for good */
+  /* Continuous backup (objsim.c, bkcheck.c): the object store (NULL: no
+   * backup in this run), and what bkcheck.c last read of it: each PG's
+   * reach, as of the store's version bk_reach_v - 1 (0: not read). */
+  struct objsim *bk;
+  uint64_t bk_reach[SIM_PGS], bk_reach_v;
 };
 
 /* The read replica (replica.c), and its stream with the writer (rstream.c). */
@@ -229,6 +234,8 @@ void node_crash(struct simnode *sn);
 /* A node whose hot log's armed sync failed (hfile_arm) dies now. */
 void node_check_dead(struct simnode *sn);
 void node_restart(struct simnode *sn);
+/* sn's turn ends at this instant (one for all that happened in it). */
+void node_kick(struct simnode *sn);
 void coord_crash(struct world *w);
 void coord_restart(struct world *w);
 
@@ -314,6 +321,32 @@ int sim_node_az(int i);
 void member_check_durable(struct world *w, int pg);
 void member_check_tx(struct world *w, size_t t);
 void member_node_down(struct simnode *sn);
+
+/* objsim.c: the object store and the nodes' backup drivers, in runs
+ * with a backup fault kind (all no-ops in the others). objsim_new makes
+ * the store; objsim_node_up gives a node that just started its driver
+ * (n->bk_io), objsim_node_down drops its jobs as it dies; objsim_fault
+ * starts (on) or ends a store-down or store-slow, objsim_heal ends them
+ * all; objsim_retention: the operator sets vol's retention (once).
+ * objsim_truth: the store as it is, never failing (the checks' view);
+ * objsim_version: +1 per change to it. */
+void objsim_new(struct world *w);
+void objsim_free(struct world *w);
+void objsim_node_up(struct simnode *sn);
+void objsim_node_down(struct simnode *sn);
+void objsim_fault(struct world *w, int kind, int on);
+void objsim_heal(struct world *w);
+int objsim_is_up(const struct world *w);
+struct objstore *objsim_truth(struct world *w);
+uint64_t objsim_version(const struct world *w);
+size_t objsim_count(const struct world *w);
+void objsim_retention(struct world *w, uint64_t vol);
+
+/* bkcheck.c: invariant 11 after every event (bkcheck_step), and at the
+ * end the backup's catching up and restores against the shadow model
+ * (bkcheck_end, after check_end). No-ops in runs without backup. */
+void bkcheck_step(struct world *w);
+void bkcheck_end(struct world *w);
 
 /* nemesis.c */
 void nemesis_plan(struct world *w);

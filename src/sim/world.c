@@ -106,14 +106,18 @@ static void n_msg(void *arg, struct ep *e, const Env *env)
   else
     node_on_msg(sn->n, e, env);
   node_check_dead(sn);
-  if (sn->n == NULL)
-    return;
-  /* The messages of this instant share one turn (one group commit). */
+  node_kick(sn);             /* the messages of this instant share one turn */
+}
+
+/* One turn (one group commit) for whatever sn took in at this instant:
+ * messages, or a backup job its driver handed back (objsim.c). */
+void node_kick(struct simnode *sn)
+{
   uint64_t now = sim_now(sn->w->clock);
-  if (sn->turn_at != now + 1) {
-    sn->turn_at = now + 1;
-    sim_at(sn->w->clock, now, node_turn, sn);
-  }
+  if (sn->n == NULL || sn->turn_at == now + 1)
+    return;
+  sn->turn_at = now + 1;
+  sim_at(sn->w->clock, now, node_turn, sn);
 }
 
 static void n_up(void *arg, struct ep *e)
@@ -212,6 +216,7 @@ static void node_boot(struct simnode *sn)
     return;
   }
   sn->n->gc_peer_wait_ms = SIM_GC_PEER_WAIT_MS;
+  objsim_node_up(sn);        /* with backup on, in the runs that have it */
   const struct hotlog *hl = sn->n->st.hl;
   w->res->hl_replays += hl->replayed > 0;
   w->res->hl_replayed += sn->n->st.replayed;
@@ -245,6 +250,7 @@ void node_crash(struct simnode *sn)
    * drawn prefix; the hot log keeps what it synced and a drawn part of
    * the rest (a torn frame, if one was being written). */
   member_node_down(sn);       /* what it held, for the membership checks */
+  objsim_node_down(sn);       /* its backup jobs go with it */
   uint64_t torn = hfile_stats(sn->hfile)->torn;
   sn->w->res->hl_commit_deaths += hfile_dead(sn->hfile);
   sn->w->res->hl_checkpoints += sn->n->st.checkpoints;
@@ -354,6 +360,7 @@ struct world *world_new(const struct sim_opts *o)
   rng_fork(&nr, &w->rng);
   w->net = simnet_new(w->clock, &nr);
   simnet_trace(w->net, on_net, w);
+  objsim_new(w);             /* the object store, in runs with backup faults */
 
   w->coord_disk = disk_new();
   w->co = calloc(1, sizeof *w->co);
@@ -433,8 +440,10 @@ void world_run(struct world *w, struct sim_result *r)
     if (now >= end || (w->o.max_steps && rs->steps >= w->o.max_steps))
       break;
   }
-  if (!w->stop && (w->o.max_steps == 0 || rs->steps < w->o.max_steps))
+  if (!w->stop && (w->o.max_steps == 0 || rs->steps < w->o.max_steps)) {
     check_end(w);
+    bkcheck_end(w);          /* the backup catches up; restores (bkcheck.c) */
+  }
   rs->sim_ms = sim_now(w->clock);
   rs->hash = w->hash;
   rs->sched = w->sched;
@@ -475,6 +484,7 @@ void world_free(struct world *w)
     meta_close(&w->co->meta);
     free(w->co);
   }
+  objsim_free(w);
   simnet_free(w->net);
   simclock_free(w->clock);
   for (int i = 0; i < SIM_NODES; i++) {

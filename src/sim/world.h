@@ -2,8 +2,9 @@
  * world.h: a whole auralog cluster in one process, under the simulator
  * (DESIGN.md §3): six storage nodes in three AZs, the coordinator, the
  * writer (and, as faults, a second one), and in runs with --faults
- * replicas a read replica that failover may promote; each the same core
- * the real processes run (node.h, coord.h, volume_int.h), on a simulated
+ * replicas a read replica that failover may promote, and with --faults
+ * backup an object store the nodes back up to; each the same core the
+ * real processes run (node.h, coord.h, volume_int.h), on a simulated
  * network (net.h) and simulated disks (disk.h), driven by one seeded PRNG
  * and a virtual clock (clock.h).
  *
@@ -26,6 +27,12 @@
  *   nemesis.c  the faults a seed mixes in, and the final heal
  *   rogue.c    the rogue member (a fault): a host with the cluster key and
  *              no role, whose attacks every core must refuse or bound
+ *   objsim.c   the object store the nodes back up to (--faults backup): in
+ *              memory, shared by all nodes, outliving their crashes, with
+ *              faults (store-down, store-slow); each node's backup driver
+ *   bkcheck.c  invariant 11 (node GC never passes what the store can
+ *              restore) throughout, and at the end restores checked
+ *              against the shadow model
  *   sim.c      `auralog sim`: seeds, summary, replay line, trace, shrink
  *
  * One seed is one run: world_new(opts), world_run, world_free. Everything
@@ -63,6 +70,13 @@
 #define SIM_GC_PEER_WAIT_MS 2000 /* a silent peer holds GC this long (GC_PEER_WAIT_MS: 10 min):
                                   * nodes down longer come back behind their peers' GC
                                   * point and catch up by page versions (node/bg.c) */
+#define SIM_BK_TAKEOVER_MS 13000 /* a PG's next backup uploader takes over from one not
+                                  * connected and silent this long, or connected and silent
+                                  * four times as long (BACKUP_TAKEOVER_MS, BACKUP_SILENT_MS:
+                                  * node/nbackup.c rule U); in half the backup runs
+                                  * SIM_BK_EAGER_MS ... */
+#define SIM_BK_EAGER_MS 2000     /* ... below it: every member often thinks it stages the PG
+                                  * (as in a partition), and their pieces overlap */
 #define SIM_SHIP_MS    25       /* a serving writer ships a transaction about this often */
 #define SIM_READ_MS    60       /* ... and starts a page read about this often */
 #define SIM_REPLICA_GONE_MS 1000 /* a replica silent this long no longer holds the
@@ -77,7 +91,8 @@ enum {
   F_SLOW, F_RECOVERY_CRASH, F_CORRUPT, F_SECOND_WRITER, F_DROP, F_DUP, F_REORDER,
   F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
   F_STREAM_CUT, F_REPLICA_SILENT, F_WRITER_LOST, F_WRITER_STOP, F_MANUAL_FAILOVER,
-  F_PROMOTE_CRASH, F_ROGUE, F_ROGUE_UNFINISHED, F_NODE_LOST, F_NKINDS
+  F_PROMOTE_CRASH, F_ROGUE, F_ROGUE_UNFINISHED, F_NODE_LOST, F_STORE_DOWN, F_STORE_SLOW,
+  F_NKINDS
 };
 extern const char *const fault_names[F_NKINDS];
 /* `all`, the default: every kind but stale-read and rogue-unfinished,
@@ -89,13 +104,17 @@ extern const char *const fault_names[F_NKINDS];
 #define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT) | (1u << F_REPLICA_SILENT) | \
                     (1u << F_WRITER_LOST) | (1u << F_WRITER_STOP) | \
                     (1u << F_MANUAL_FAILOVER) | (1u << F_PROMOTE_CRASH))
+#define F_BACKUP ((1u << F_STORE_DOWN) | (1u << F_STORE_SLOW))
 #define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS & \
-               ~(1u << F_ROGUE_UNFINISHED))
+               ~(1u << F_ROGUE_UNFINISHED) & ~F_BACKUP)
 /* A read replica (replica.c) is in the world only in runs that allow its
  * faults (--faults replicas: all of `all` and them): its host's draws and
  * messages would change every older seed's run. So is failover (the
  * coordinator's --failover, the writer's lease probes: failover.c): on in
- * exactly the runs with a replica. */
+ * exactly the runs with a replica. Likewise the object store and the
+ * nodes' continuous backup (objsim.c, bkcheck.c): only in runs that allow
+ * a backup kind (--faults backup: all of `all` and them), for the store's
+ * draws and the nodes' uploads would change every older seed's run too. */
 
 /* The rogue member's attacks (rogue.c), by kind; sim_result counts each
  * one's outcome. */
@@ -182,6 +201,12 @@ struct sim_result {
    * stored (each a new mepoch), of them finishes (a next segment became
    * current), and the durable-copy checks made at each. */
   uint64_t mb_changes, mb_finishes, mb_checks, mb_lost;
+  /* Continuous backup (objsim.c, bkcheck.c), in runs that have it:
+   * objects the nodes stored and store calls that failed (store-down);
+   * restores made at the end and checked against the shadow model, and
+   * the pages they compared; the invariant-11 checks made (a segment's
+   * GC point against what the store can restore of its PG). */
+  uint64_t bk_objects, bk_failed, bk_restores, bk_pages_checked, bk_gc_checks;
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

@@ -249,6 +249,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
   auralog__volume__pack(vd, buf);
   w->vdesc = auralog__volume__unpack(NULL, len, buf);
   free(buf);
+  objsim_retention(w, vd->id);   /* the operator sets the backup's (once: objsim.c) */
   wr->v = v;
   wr->state = W_RECOVERING;
   world_trace(w, "writer %d: epoch %llu recovers %zu pgs", wr->i,

@@ -292,7 +292,8 @@ static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, si
   uint64_t sent = v->io->sent_bytes;
   if (io_send(v->io, n->c, &env) == 0) {
     struct inflight *f = fl_add(v, env.req);
-    *f = (struct inflight){env.req, io_now(v->io), g->node[slot], pg, slot, lsns, cnt};
+    *f = (struct inflight){env.req, io_now(v->io), g->node[slot], pg, slot, lsns, cnt,
+                           a.vdl_known ? a.vdl : 0};
     n->nfl++;
     v->st.redo_msgs++;
     /* The frame's size as the driver packed it: sizing the Append again
@@ -496,6 +497,10 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   }
   if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
     return;
+  if (env->append_ack->backs_up)
+    g->backed_up = 1;          /* tell_vdl keeps its VDL moving */
+  if (f->vdl > g->heard_vdl[f->slot])
+    g->heard_vdl[f->slot] = f->vdl;
   g->has_epoch |= (uint16_t)(1u << f->slot);
   if (g->refused[f->slot]) {
     loginfo("volume %s pg %u: segment %d on %s takes Appends again", v->name, f->pg,
@@ -570,6 +575,11 @@ void vcore_on_down(struct volume *v, struct ep *c)
   n->retry_at = io_now(v->io) + RECONNECT_MS;
   if (v->rcv)
     rcv_on_down(v->rcv, idx);
+  /* Its segments forget the VDL they heard if it restarts (tell_vdl). */
+  for (size_t p = 0; p < v->npgs; p++)
+    for (int s = 0; s < NSLOTS; s++)
+      if (v->pgs[p].node[s] == idx)
+        v->pgs[p].heard_vdl[s] = 0;
   /* What was in flight to it is lost: acks will not come. */
   for (size_t i = 0; i < v->nfl;)
     if (v->fl[i].node == idx)
@@ -732,6 +742,42 @@ static void tell_pgmrpl(struct volume *v)
   }
 }
 
+/* Rule V: the backup of an idle PG keeps up with the volume's VDL.
+ * A segment stages its PG's log only up to the VDL it heard with the PG's
+ * last record at or below it (node/nbackup.c: nothing above is safe from
+ * truncation), and it hears one only with an Append. A PG that stopped
+ * being written (or that this writer never wrote) would keep an old VDL,
+ * and a restore needs every PG to reach its point (restore.h): the
+ * backup of the whole volume would then stop at that VDL, however far
+ * the other PGs' commits went, for as long as the PG stayed idle (the
+ * simulator, --faults backup: a restore could not reach the last commits
+ * of a run). So every MRPL_TELL_MS, each PG whose segments back up, with
+ * nothing pending above the VDL (durable records may wait to be freed
+ * until the VDL moves again: vcore_advance) and nothing sent for
+ * MRPL_TELL_MS, gets an Append with no records (the VDL, and the PG's
+ * last record at or below it) at each segment that has not acknowledged
+ * one of the writer's VDL: again until it does (a beacon lost on the way
+ * is not resent otherwise), and again after its node went down (a
+ * restarted node forgets the VDL it heard). A PG being written is never
+ * sent one (its Appends carry the VDL). Without backup no segment says it
+ * backs up, and nothing is sent. */
+static void tell_vdl(struct volume *v)
+{
+  unsigned long long now = io_now(v->io);
+  if (v->reader || !v->opened || v->fenced || v->closing || now < v->vdl_tell_at)
+    return;
+  v->vdl_tell_at = now + MRPL_TELL_MS;
+  for (size_t i = 0; i < v->npgs; i++) {
+    struct pgout *g = &v->pgs[i];
+    if (!g->backed_up || now - g->told_at < MRPL_TELL_MS ||
+        (g->head < g->n && g->recs[g->n - 1]->r.lsn > v->q.vdl))
+      continue;
+    for (int s = 0; s < NSLOTS; s++)
+      if (g->node[s] >= 0 && g->heard_vdl[s] < v->q.vdl && now >= g->retry_at[s])
+        send_append(v, (uint32_t)i, s, 0, 0);   /* (a refusing one: at its pace) */
+  }
+}
+
 void vcore_tick(struct volume *v)
 {
   if (v->rcv)
@@ -741,6 +787,7 @@ void vcore_tick(struct volume *v)
   vcore_connect(v);
   vcore_flush(v);
   tell_pgmrpl(v);
+  tell_vdl(v);
 }
 
 /* Free what the core holds (the driver frees v itself). */

@@ -178,9 +178,11 @@ int vcore_on_membership(struct volume *v, const Auralog__Pg *pg)
       g->retry_at[t] = old.retry_at[s];
       g->resend |= (uint16_t)(((old.resend >> s) & 1u) << t);
       g->has_epoch |= (uint16_t)(((old.has_epoch >> s) & 1u) << t);
+      g->heard_vdl[t] = old.heard_vdl[s];
     } else {                  /* new (or none): every record not yet freed goes to it */
       g->sent[t] = g->head;
       g->scl[t] = 0;
+      g->heard_vdl[t] = 0;
       g->refused[t] = 0;
       g->retry_at[t] = 0;
     }

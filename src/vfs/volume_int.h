@@ -96,6 +96,12 @@ struct pgout {
   uint64_t told_tail;
   unsigned long long told_at;
   uint8_t told;              /* this writer sent it an Append */
+  /* Its segments back it up (an AppendAck or SegInfo said so), and the
+   * highest VDL (with its vdl_tail) each segment acknowledged an Append
+   * of: 0 once its node went down, since a restarted node forgets it
+   * (vcore.c tell_vdl). */
+  uint8_t backed_up;
+  uint64_t heard_vdl[NSLOTS];
 };
 
 /* The PG's last record at or below lsn among the records it freed lately
@@ -133,6 +139,7 @@ struct inflight {
   int slot;
   uint64_t *lsns;
   size_t n;
+  uint64_t vdl;              /* the VDL it told, with the PG's vdl_tail (0: none) */
 };
 
 struct readreq {
@@ -209,6 +216,7 @@ struct volume {
   uint64_t mrpl_passed;
   unsigned long long mrpl_at;
   int mrpl_again;
+  unsigned long long vdl_tell_at;   /* the next pass of tell_vdl (vcore.c) */
   /* The engine server's reads mode (vol_reads_default), the replies it
    * sent with data above the VDL (immediate) or held back until the VDL
    * covered it (durable) (vol_read_seen; under drv->mu): reported, lab 7. */

@@ -15,7 +15,9 @@
  * volume has left (promote-no-if-epoch) is caught. The rogue member
  * (sim/rogue.c, in the default mix) attacks with every request a role
  * needs, and what it changes is only what the rules allow; its old
- * writer's truncations catch trunc-unbounded-scan.
+ * writer's truncations catch trunc-unbounded-scan. With the object store
+ * (--faults backup), node GC never passes what the backup holds and
+ * restores equal the shadow model; gc-past-backup is caught.
  *
  * AURALOG_SIM_SEEDS sets how many clean seeds to run (default 200).
  */
@@ -377,6 +379,7 @@ static void every_planted_bug_is_caught(void **state)
       /* promote-no-if-epoch needs a promotion racing another open. */
       /* trunc-unbounded-scan needs the rogue member (rogue.c) holding an
        * old writer's key: writers that recover, then die. */
+      /* gc-past-backup needs the object store (objsim.c). */
       int rep = b == BUG_REPLICA_PAST_VDL || b == BUG_NO_REPLICA_FLOOR;
       struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK        ? fault("stale-read")
                                      : b == BUG_PROMOTE_NO_IF_EPOCH ? fault("manual-failover")
@@ -388,6 +391,7 @@ static void every_planted_bug_is_caught(void **state)
                                      : b == BUG_FINISH_EARLY
                                        ? fault("node-crash,az-down,node-lost")
                                      : rep                          ? F_ALL | F_REPLICAS
+                                     : b == BUG_GC_PAST_BACKUP      ? F_ALL | F_BACKUP
                                                                     : ALL_FAULTS,
                                1u << b);
       run(&o, &r);
@@ -462,6 +466,54 @@ static void a_replica_reads_what_the_shadow_says(void **state)
   run(&o, &a);
   assert_int_equal(a.replica_starts + a.replica_reads, 0);
   assert_int_equal(a.fo_promotions + a.fo_manual + a.fo_fenced, 0);
+}
+
+/* Continuous backup (--faults backup: sim/objsim.c, sim/bkcheck.c): the
+ * nodes stage their PGs' log to the simulated object store through
+ * store-down and store-slow faults among all the others; after every
+ * event no segment's GC point is above what the store can restore of its
+ * PG (invariant 11), and at the end the backup catches up with the last
+ * durable commit and restores, at commits drawn from what it holds, equal
+ * the shadow model page for page. A run replays bit for bit; and a run
+ * without the backup kinds has no store at all (older seeds' runs are
+ * what they were). */
+static void backup_runs_keep_gc_below_the_backup_and_restore_the_shadow(void **state)
+{
+  (void)state;
+  uint64_t objects = 0, failed = 0, restores = 0, pages = 0, checks = 0, downs = 0, slows = 0;
+  const int n = 40;
+  for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+    struct sim_opts o = opts(seed, F_ALL | F_BACKUP, 0);
+    struct sim_result r;
+    run(&o, &r);
+    if (r.violations)
+      fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --faults backup)",
+               (unsigned long long)seed, r.first, (unsigned long long)seed);
+    objects += r.bk_objects;
+    failed += r.bk_failed;
+    restores += r.bk_restores;
+    pages += r.bk_pages_checked;
+    checks += r.bk_gc_checks;
+    downs += r.faults[F_STORE_DOWN];
+    slows += r.faults[F_STORE_SLOW];
+  }
+  printf("# %d seeds with backup: %llu objects stored, %llu store calls failed (%llu "
+         "store-downs, %llu store-slows), %llu GC points checked, %llu restores checked "
+         "(%llu pages), no violation\n", n, (unsigned long long)objects,
+         (unsigned long long)failed, (unsigned long long)downs, (unsigned long long)slows,
+         (unsigned long long)checks, (unsigned long long)restores, (unsigned long long)pages);
+  assert_true(restores > 0 && pages > 0 && checks > 0 && objects > (uint64_t)n);
+  assert_true(downs > 0 && failed > 0 && slows > 0);
+  /* Bit for bit, with the store. */
+  struct sim_opts o = opts(7, F_ALL | F_BACKUP, 0);
+  struct sim_result a, b;
+  run(&o, &a);
+  run(&o, &b);
+  assert_true(a.hash == b.hash && a.steps == b.steps && a.bk_objects == b.bk_objects);
+  /* Without: no store, nothing staged. */
+  o.faults = F_ALL;
+  run(&o, &a);
+  assert_int_equal(a.bk_objects + a.bk_restores + a.bk_gc_checks, 0);
 }
 
 /* Failover (sim/failover.c), with its faults alone: the coordinator's
@@ -634,6 +686,7 @@ int main(void)
     cmocka_unit_test(the_safety_scenarios_replay),
     cmocka_unit_test(a_replica_reads_what_the_shadow_says),
     cmocka_unit_test(failover_promotes_and_loses_nothing),
+    cmocka_unit_test(backup_runs_keep_gc_below_the_backup_and_restore_the_shadow),
     cmocka_unit_test(the_command_prints_a_failover_bugs_replay_line),
     cmocka_unit_test(every_planted_bug_is_caught),
     cmocka_unit_test(shrink_keeps_the_failure),
