@@ -100,7 +100,7 @@ static void seg_totals(const struct coord *co, uint64_t vol_id, uint64_t *recs, 
   }
   /* None holds a record: GC freed everything it was given, up to the
    * furthest point a segment reached (an idle volume, once its segments
-   * heard the PGMRPL: vfs/vcore.c tell_pgmrpl). 0 here kept `gcpassed`
+   * heard the PGMRPL: vfs/vtell.c vtell_pgmrpl). 0 here kept `gcpassed`
    * from ever being written when GC had freed all. */
   if (*min_gc == UINT64_MAX)
     *min_gc = max_gc;

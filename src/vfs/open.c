@@ -410,7 +410,7 @@ static void state_done(struct rcv *c)
       c->live[k] = 1;
       c->heard[k] = si->vdl;
       if (si->backs_up && si->pg < c->v->npgs)
-        c->v->pgs[si->pg].backed_up = 1;   /* vcore.c tell_vdl */
+        c->v->pgs[si->pg].backed_up = 1;   /* vtell.c vtell_vdl */
       if (si->max_lsn > c->max_held)
         c->max_held = si->max_lsn;
       if (si->max_lsn || si->vdl || si->n_truncs)

@@ -205,7 +205,7 @@ static void stamp_sent(struct volume *v, struct pgout *g, int slot, size_t from,
 }
 
 /* Send recs[from..to) of pg to segment slot (to == from: a VDL beacon). */
-static void send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
+void vcore_send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to)
 {
   struct pgout *g = &v->pgs[pg];
   if (g->node[slot] < 0)
@@ -353,7 +353,7 @@ void vcore_flush(struct volume *v)
         while (end < g->n && end - g->sent[s] < BATCH_MAX &&
                (end == g->sent[s] || bytes + g->recs[end]->bytes <= FRAME_MAX / 2))
           bytes += g->recs[end++]->bytes;
-        send_append(v, p, s, g->sent[s], end);
+        vcore_send_append(v, p, s, g->sent[s], end);
         g->sent[s] = end;
       }
     }
@@ -498,7 +498,7 @@ static void on_ack(struct volume *v, struct inflight *f, const Env *env)
   if (env->body_case != AURALOG__ENVELOPE__BODY_APPEND_ACK)
     return;
   if (env->append_ack->backs_up)
-    g->backed_up = 1;          /* tell_vdl keeps its VDL moving */
+    g->backed_up = 1;          /* vtell_vdl keeps its VDL moving */
   if (f->vdl > g->heard_vdl[f->slot])
     g->heard_vdl[f->slot] = f->vdl;
   g->has_epoch |= (uint16_t)(1u << f->slot);
@@ -575,7 +575,7 @@ void vcore_on_down(struct volume *v, struct ep *c)
   n->retry_at = io_now(v->io) + RECONNECT_MS;
   if (v->rcv)
     rcv_on_down(v->rcv, idx);
-  /* Its segments forget the VDL they heard if it restarts (tell_vdl). */
+  /* Its segments forget the VDL they heard if it restarts (vtell.c vtell_vdl). */
   for (size_t p = 0; p < v->npgs; p++)
     for (int s = 0; s < NSLOTS; s++)
       if (v->pgs[p].node[s] == idx)
@@ -641,7 +641,7 @@ void vcore_wake(struct volume *v)
   } else if (v->closing == 1 && !v->fenced) {
     for (size_t p = 0; p < v->npgs; p++)
       for (int s = 0; s < NSLOTS; s++)
-        send_append(v, (uint32_t)p, s, 0, 0);   /* (no-op for an absent slot) */
+        vcore_send_append(v, (uint32_t)p, s, 0, 0);   /* (no-op for an absent slot) */
     v->closing = 2;
     vcore_notify(v);
   }
@@ -699,85 +699,6 @@ static void poke_next(struct volume *v)
   }
 }
 
-/* The PGMRPL reaches storage with every Append (send_append), so a PG
- * written steadily hears each new one at once. One that stopped being
- * written would not: its segments keep the PGMRPL of its last Append,
- * below its own last records, and a reader that ended after the writes
- * stopped (lab 9, by hand: the writer's loop was over before the student
- * typed COMMIT) would hold their GC until the next write, however long.
- * So every MRPL_TELL_MS, if the PGMRPL moved (or a PG was left for
- * later), each PG with nothing pending whose segments last heard a tail
- * below the one they could now free to, and that sent nothing for
- * MRPL_TELL_MS, gets an Append with no records at every segment. A PG
- * being written is never sent one (its Appends carry it), so a busy
- * volume pays one comparison a PG a second; an idle one that was written
- * pays six small messages a PG, once. Only a writer (a replica's volume
- * writes nothing); not while recovering, fenced or closing. */
-static void tell_pgmrpl(struct volume *v)
-{
-  unsigned long long now = io_now(v->io);
-  if (v->reader || !v->opened || v->fenced || v->closing || now < v->mrpl_at)
-    return;
-  v->mrpl_at = now + MRPL_TELL_MS;
-  uint64_t p = vol_pgmrpl(v);
-  if (p == v->mrpl_passed && !v->mrpl_again)
-    return;
-  v->mrpl_passed = p;
-  v->mrpl_again = 0;
-  for (size_t i = 0; i < v->npgs; i++) {
-    struct pgout *g = &v->pgs[i];
-    if (!g->told)
-      continue;                 /* never written by this writer: nothing new to free */
-    uint64_t tail = pg_need(g, p);
-    if (tail > p)
-      tail = pg_freed_at(g, p);
-    if (tail > p || tail <= g->told_tail)
-      continue;                 /* unknown, or told already */
-    if (g->head < g->n || now - g->told_at < MRPL_TELL_MS) {
-      v->mrpl_again = 1;        /* being written: its Appends tell it, or a later pass */
-      continue;
-    }
-    for (int s = 0; s < NSLOTS; s++)
-      send_append(v, (uint32_t)i, s, 0, 0);   /* (no-op for an absent slot) */
-  }
-}
-
-/* Rule V: the backup of an idle PG keeps up with the volume's VDL.
- * A segment stages its PG's log only up to the VDL it heard with the PG's
- * last record at or below it (node/nbackup.c: nothing above is safe from
- * truncation), and it hears one only with an Append. A PG that stopped
- * being written (or that this writer never wrote) would keep an old VDL,
- * and a restore needs every PG to reach its point (restore.h): the
- * backup of the whole volume would then stop at that VDL, however far
- * the other PGs' commits went, for as long as the PG stayed idle (the
- * simulator, --faults backup: a restore could not reach the last commits
- * of a run). So every MRPL_TELL_MS, each PG whose segments back up, with
- * nothing pending above the VDL (durable records may wait to be freed
- * until the VDL moves again: vcore_advance) and nothing sent for
- * MRPL_TELL_MS, gets an Append with no records (the VDL, and the PG's
- * last record at or below it) at each segment that has not acknowledged
- * one of the writer's VDL: again until it does (a beacon lost on the way
- * is not resent otherwise), and again after its node went down (a
- * restarted node forgets the VDL it heard). A PG being written is never
- * sent one (its Appends carry the VDL). Without backup no segment says it
- * backs up, and nothing is sent. */
-static void tell_vdl(struct volume *v)
-{
-  unsigned long long now = io_now(v->io);
-  if (v->reader || !v->opened || v->fenced || v->closing || now < v->vdl_tell_at)
-    return;
-  v->vdl_tell_at = now + MRPL_TELL_MS;
-  for (size_t i = 0; i < v->npgs; i++) {
-    struct pgout *g = &v->pgs[i];
-    if (!g->backed_up || now - g->told_at < MRPL_TELL_MS ||
-        (g->head < g->n && g->recs[g->n - 1]->r.lsn > v->q.vdl))
-      continue;
-    for (int s = 0; s < NSLOTS; s++)
-      if (g->node[s] >= 0 && g->heard_vdl[s] < v->q.vdl && now >= g->retry_at[s])
-        send_append(v, (uint32_t)i, s, 0, 0);   /* (a refusing one: at its pace) */
-  }
-}
-
 void vcore_tick(struct volume *v)
 {
   if (v->rcv)
@@ -786,8 +707,8 @@ void vcore_tick(struct volume *v)
   poke_next(v);
   vcore_connect(v);
   vcore_flush(v);
-  tell_pgmrpl(v);
-  tell_vdl(v);
+  vtell_pgmrpl(v);            /* idle PGs: vtell.c */
+  vtell_vdl(v);
 }
 
 /* Free what the core holds (the driver frees v itself). */

@@ -92,14 +92,14 @@ struct pgout {
   uint64_t *freed;
   unsigned freed_n;          /* ever noted: the next goes to freed_n % FREED_RING */
   /* The PGMRPL's tail its last Append carried, and when it went (vcore.c
-   * tell_pgmrpl: an idle PG's segments hear a PGMRPL that moved). */
+   * vtell.c: an idle PG's segments hear a PGMRPL that moved). */
   uint64_t told_tail;
   unsigned long long told_at;
   uint8_t told;              /* this writer sent it an Append */
   /* Its segments back it up (an AppendAck or SegInfo said so), and the
    * highest VDL (with its vdl_tail) each segment acknowledged an Append
    * of: 0 once its node went down, since a restarted node forgets it
-   * (vcore.c tell_vdl). */
+   * (vtell.c vtell_vdl). */
   uint8_t backed_up;
   uint64_t heard_vdl[NSLOTS];
 };
@@ -211,12 +211,12 @@ struct volume {
   size_t ntrans;
   int probe_soon;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
-  /* The PGMRPL at the last pass of tell_pgmrpl (vcore.c), when it is due
+  /* The PGMRPL at the last pass of vtell_pgmrpl (vtell.c), when it is due
    * again, and whether a PG was left for a later pass. */
   uint64_t mrpl_passed;
   unsigned long long mrpl_at;
   int mrpl_again;
-  unsigned long long vdl_tell_at;   /* the next pass of tell_vdl (vcore.c) */
+  unsigned long long vdl_tell_at;   /* the next pass of vtell_vdl (vtell.c) */
   /* The engine server's reads mode (vol_reads_default), the replies it
    * sent with data above the VDL (immediate) or held back until the VDL
    * covered it (durable) (vol_read_seen; under drv->mu): reported, lab 7. */
@@ -276,6 +276,12 @@ void vcore_on_msg(struct volume *v, struct ep *c, const Env *env);
 void vcore_on_up(struct volume *v, struct ep *c);
 void vcore_on_down(struct volume *v, struct ep *c);
 void vcore_tick(struct volume *v);
+/* An Append of pg's records [from, to) to the segment in slot (none: the
+ * PGMRPL and the VDL alone), vcore.c. */
+void vcore_send_append(struct volume *v, uint32_t pg, int slot, size_t from, size_t to);
+/* vtell.c: idle PGs hear the PGMRPL and (rule V) the VDL. */
+void vtell_pgmrpl(struct volume *v);
+void vtell_vdl(struct volume *v);
 void vcore_wake(struct volume *v);
 void vcore_flush(struct volume *v);
 void vcore_notify(struct volume *v);

@@ -574,7 +574,7 @@ static void failover_promotes_and_loses_nothing(void **state)
    * the segments near the fastest (vfs/read.c): the same reads, some to
    * other segments (seed 3 two steps fewer). And when a writer began to
    * tell an idle PG's segments a PGMRPL that moved (vcore.c
-   * tell_pgmrpl): 36 more messages a seed, the same transactions. And
+   * vtell_pgmrpl, now vtell.c): 36 more messages a seed, the same transactions. And
    * when a repair's window began to be refilled at the turn's end, not
    * after each answer (node/bg.c): seed 3, which repairs, changed. And
    * when the versions GC makes began to count as coalesced (a
