@@ -573,8 +573,8 @@ static void failover_promotes_and_loses_nothing(void **state)
    * the same messages, in another order. And when reads began to go to
    * the segments near the fastest (vfs/read.c): the same reads, some to
    * other segments (seed 3 two steps fewer). And when a writer began to
-   * tell an idle PG's segments a PGMRPL that moved (vcore.c
-   * vtell_pgmrpl, now vtell.c): 36 more messages a seed, the same transactions. And
+   * tell an idle PG's segments a PGMRPL that moved (vtell.c
+   * vtell_pgmrpl): 36 more messages a seed, the same transactions. And
    * when a repair's window began to be refilled at the turn's end, not
    * after each answer (node/bg.c): seed 3, which repairs, changed. And
    * when the versions GC makes began to count as coalesced (a
