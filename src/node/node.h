@@ -246,6 +246,10 @@ void nbk_heard(struct node *n, struct segment *s, uint64_t point);
 void nbk_work(struct node *n);
 /* A job the driver ran (on the loop): the core frees it. */
 void nbk_done(struct node *n, struct nbk_job *j);
+/* nbkrun.c: run job j against the object store o (a driver's thread, or
+ * the simulator), setting its answer (j->rc, j->why, ...). */
+struct objstore;
+void nbk_run(struct objstore *o, struct nbk_job *j);
 /* GC of s frees nothing above this (UINT64_MAX: no backup here). */
 uint64_t nbk_gc_bound(const struct node *n, const struct segment *s);
 

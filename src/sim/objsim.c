@@ -26,8 +26,9 @@
  * time, in the order given, against a store whose calls block
  * (nbkdrv.c); here each node has a queue whose head job completes after a
  * delay drawn from the run's stream (a few ms; hundreds while store-slow).
- * Only then does it meet the store, exactly as nbkdrv.c run() does it (so
- * a job submitted before a store-down and finishing inside it fails), and
+ * Only then does it meet the store, as the real driver's does (nbkrun.c
+ * nbk_run: so a job submitted before a store-down and finishing inside it
+ * fails), and
  * the node gets it back (nbk_done) with a turn of its own, which ends as
  * the real loop's does: the group commit, then bg_work and its staging
  * pass. A crash takes the queue with it: the jobs queued and the one
@@ -224,94 +225,6 @@ static int f_del(void *impl, const char *key, char *why, size_t whylen)
 static const struct obj_ops truth_ops = {t_put, t_get, t_list, t_del, NULL};
 static const struct obj_ops fault_ops = {f_put, f_get, f_list, f_del, NULL};
 
-/* ---- a job against the store: nbkdrv.c run(), on the simulator's store ---- */
-
-static int on_key(void *arg, const char *key, uint64_t size)
-{
-  bk_volset_add(arg, key, size);
-  return 0;
-}
-
-/* The volume's retention, as the store says (none: BACKUP_RETENTION_MS). */
-static int read_keep(struct objstore *o, struct nbk_job *j)
-{
-  char key[BK_KEY_MAX];
-  bk_key_retention(key, j->vol);
-  uint8_t *b;
-  size_t n;
-  int rc = obj_get(o, key, &b, &n, j->why, sizeof j->why);
-  j->keep_ms = BACKUP_RETENTION_MS;
-  if (rc == OBJ_NOTFOUND)
-    return 0;
-  if (rc != 0)
-    return -1;
-  char txt[32];
-  size_t k = n < sizeof txt - 1 ? n : sizeof txt - 1;
-  memcpy(txt, b, k);
-  txt[k] = 0;
-  free(b);
-  unsigned long long ms = strtoull(txt, NULL, 10);
-  if (ms >= 1000)
-    j->keep_ms = ms;
-  return 0;
-}
-
-struct del_ctx {
-  struct objstore *o;
-  struct nbk_job *j;
-  int failed;
-};
-
-static void del_one(void *arg, int kind, uint64_t a, uint64_t b)
-{
-  struct del_ctx *c = arg;
-  char key[BK_KEY_MAX];
-  if (kind == BK_BASE)
-    bk_key_base(key, c->j->vol, c->j->pg, a, b);
-  else
-    bk_key_log(key, c->j->vol, c->j->pg, a, b);
-  int rc = obj_del(c->o, key, c->j->why, sizeof c->j->why);
-  if (rc == 0)
-    c->j->point++;
-  else if (rc != OBJ_NOTFOUND)
-    c->failed = 1;
-}
-
-static void run(struct objstore *o, struct nbk_job *j)
-{
-  if (j->kind == NBK_PUT) {
-    j->rc = obj_put(o, j->key, j->data, j->len, j->why, sizeof j->why) == 0 ? 0 : -1;
-    return;
-  }
-  struct bk_volset vs = {.vol = j->vol};
-  char prefix[BK_KEY_MAX];
-  bk_prefix_pg(prefix, j->vol, j->pg);
-  j->rc = -1;
-  if (read_keep(o, j) == 0 && obj_list(o, prefix, on_key, &vs, j->why, sizeof j->why) == 0) {
-    bk_volset_sort(&vs);
-    const struct bk_pgset *p = j->pg < vs.npgs ? &vs.pgs[j->pg] : NULL;
-    if (j->kind == NBK_LIST) {
-      uint64_t lo = 0, hi = 0;
-      if (p)
-        bk_window(p, &lo, &hi);
-      j->point = hi;
-      for (size_t i = 0; p && i < p->nbases; i++)
-        if (p->bases[i].ms > j->base_ms) {
-          j->base_ms = p->bases[i].ms;
-          j->base_at = p->bases[i].at;
-        }
-      j->rc = 0;
-    } else {
-      struct del_ctx c = {o, j, 0};
-      j->point = 0;
-      if (p)
-        bk_retain(p, j->now_ms, j->keep_ms, del_one, &c);
-      j->rc = c.failed ? -1 : 0;
-    }
-  }
-  bk_volset_free(&vs);
-}
-
 /* ---- a node's driver ------------------------------------------------------- */
 
 static void job_free(struct nbk_job *j)
@@ -353,7 +266,7 @@ static void complete(void *arg)
   memmove(d->q, d->q + 1, (d->n - 1) * sizeof *d->q);
   d->n--;
   d->running = 0;
-  run(s->o, j);
+  nbk_run(s->o, j);
   w->res->bk_objects += j->kind == NBK_PUT && j->rc == 0;
   w->res->bk_failed += j->rc != 0;
   world_hash(w, "bk", (uint64_t)j->kind * 1000 + (uint64_t)d->sn->i,
