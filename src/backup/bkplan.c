@@ -100,17 +100,23 @@ void bk_volset_free(struct bk_volset *vs)
  * chain of pieces reaches (a piece not taken ends at or below one taken
  * from the same point). O(pieces) per step, with the pieces sorted by
  * from: a step looks only at those starting at or below the point. */
-uint64_t bk_reach(const struct bk_pgset *p, uint64_t start, size_t *path, size_t *npath)
+static size_t step(const struct bk_pgset *p, uint64_t at)
+{
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < p->nlogs && p->logs[i].from <= at; i++)
+    if (p->logs[i].to > at && (best == SIZE_MAX || p->logs[i].to > p->logs[best].to))
+      best = i;
+  return best;
+}
+
+/* The walk from start, stopping once at or past until (UINT64_MAX: as far
+ * as it goes). */
+static uint64_t walk(const struct bk_pgset *p, uint64_t start, uint64_t until, size_t *path,
+                     size_t *npath)
 {
   uint64_t at = start;
-  size_t n = 0;
-  for (;;) {
-    size_t best = SIZE_MAX;
-    for (size_t i = 0; i < p->nlogs && p->logs[i].from <= at; i++)
-      if (p->logs[i].to > at && (best == SIZE_MAX || p->logs[i].to > p->logs[best].to))
-        best = i;
-    if (best == SIZE_MAX)
-      break;
+  size_t n = 0, best;
+  while (at < until && (best = step(p, at)) != SIZE_MAX) {
     if (path)
       path[n] = best;
     n++;
@@ -121,6 +127,11 @@ uint64_t bk_reach(const struct bk_pgset *p, uint64_t start, size_t *path, size_t
   return at;
 }
 
+uint64_t bk_reach(const struct bk_pgset *p, uint64_t start, size_t *path, size_t *npath)
+{
+  return walk(p, start, UINT64_MAX, path, npath);
+}
+
 int bk_plan(const struct bk_pgset *p, uint64_t L, size_t *base, size_t *path, size_t *npath)
 {
   /* Newest base first: the fewest records to apply. The empty PG (0)
@@ -129,21 +140,9 @@ int bk_plan(const struct bk_pgset *p, uint64_t L, size_t *base, size_t *path, si
     uint64_t b = j == 0 ? 0 : p->bases[j - 1].at;
     if (b > L || (j == 0 && p->nbases && p->bases[0].at == 0))
       continue;
+    /* Only the pieces up to L: the greedy walk, stopped once past. */
     size_t n = 0;
-    /* Only the pieces up to L: follow the greedy walk and stop once past. */
-    uint64_t at = b;
-    while (at < L) {
-      size_t best = SIZE_MAX;
-      for (size_t i = 0; i < p->nlogs && p->logs[i].from <= at; i++)
-        if (p->logs[i].to > at && (best == SIZE_MAX || p->logs[i].to > p->logs[best].to))
-          best = i;
-      if (best == SIZE_MAX)
-        break;
-      if (path)
-        path[n] = best;
-      n++;
-      at = p->logs[best].to;
-    }
+    uint64_t at = walk(p, b, L, path, &n);
     if (at >= L) {
       *base = j == 0 ? SIZE_MAX : j - 1;
       if (npath)

@@ -28,8 +28,8 @@
  * delay drawn from the run's stream (a few ms; hundreds while store-slow).
  * Only then does it meet the store, as the real driver's does (nbkrun.c
  * nbk_run: so a job submitted before a store-down and finishing inside it
- * fails), and
- * the node gets it back (nbk_done) with a turn of its own, which ends as
+ * fails), and the node gets it back (nbk_done) with a turn of its own,
+ * which ends as
  * the real loop's does: the group commit, then bg_work and its staging
  * pass. A crash takes the queue with it: the jobs queued and the one
  * running are dropped, and a completion due for an earlier life of the
