@@ -3,7 +3,7 @@
  * figures (§6, Table 1) on one machine, beside honest baselines measured
  * in the same run.
  *
- * Five systems run the same workload, one after the other, each from a
+ * Seven systems run the same workload, one after the other, each from a
  * freshly loaded data set:
  *   auralog             the engine over a volume of six segments: redo only
  *   auralog-pages       the same, but every changed page shipped whole (the
@@ -20,7 +20,7 @@
  *                       as a student's cluster runs; the others run
  *                       without): what backup costs the foreground, and
  *                       the object store's bytes per transaction
- * All five run behind the same engine server (`auralog engine`, with
+ * All seven run behind the same engine server (`auralog engine`, with
  * --ship pages or --baseline), reached by the same clients over the same
  * protocol, so the only difference between them is storage. The cluster is
  * private to the benchmark (a fresh one, in its own directory on the same
@@ -557,7 +557,7 @@ int bench_main(int argc, char **argv)
     {"profile", required_argument, 0, 'P'}, {0}};
   static struct opts o;
   o = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
-                    .warmup = 2, .sys = {1, 1, 1, 1, 1, 1}, .base = 7600, .reads = "durable",
+                    .warmup = 2, .sys = {1, 1, 1, 1, 1, 1, 1}, .base = 7600, .reads = "durable",
                     .group = 1, .group_ms = 5};
   int opt;
   while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -724,7 +724,14 @@ int bench_main(int argc, char **argv)
     ys[i].i = i;
     snprintf(ys[i].coord, sizeof ys[i].coord, "127.0.0.1:%d", o.base);
     snprintf(ys[i].cdir, sizeof ys[i].cdir, "%s", cdir);
+    struct bklag *lag = NULL;
+    char bkurl[1200];
+    snprintf(bkurl, sizeof bkurl, "%s/backup", cdir);
+    if (i == SYS_BACKUP)
+      lag = bklag_start(ys[i].coord, "bench", bkurl);   /* run_system's volume */
     run_system(&o, &ys[i], &rs[i]);
+    if (lag)
+      bklag_stop(lag, cdir, o.duration, &rs[i]);
     if (i == SYS_BACKUP && !rs[i].err[0])
       backup_figures(cdir, &ys[i], &rs[i]);
     failed |= rs[i].err[0] != 0;

@@ -58,7 +58,17 @@ struct result {
    * the backup point was behind the VDL at the end (LSNs; -1: unknown). */
   double backup_bytes;
   double backup_lag;
+  /* ... and over the run (bklag.c): the age of the newest restorable
+   * commit, sampled (ms; -1: none), and two restores' seconds: at the
+   * newest point, and at the point reached when the measured window began. */
+  double bk_lag_p50_ms, bk_lag_p99_ms, bk_lag_max_ms, bk_lag_samples;
+  double bk_restore_new_s, bk_restore_old_s, bk_restore_old_lsn;
 };
+
+/* bklag.c: the backup's lag over a run, and restore times after it. */
+struct bklag;
+struct bklag *bklag_start(const char *coord, const char *volume, const char *url);
+void bklag_stop(struct bklag *b, const char *dir, double window_s, struct result *res);
 
 /* profile.c: perf over a cluster system's measured window, for the
  * engine and node A1 (--profile). prof_check: perf is there and dir made

@@ -94,6 +94,11 @@ cJSON *report_json(const struct result *rs, int i)
   if (i == SYS_BACKUP) {
     cJSON_AddNumberToObject(j, "backup_bytes_per_tx", r->backup_bytes);
     cJSON_AddNumberToObject(j, "backup_lag_lsns", r->backup_lag);
+    cJSON_AddNumberToObject(j, "backup_lag_p50_ms", r->bk_lag_p50_ms);
+    cJSON_AddNumberToObject(j, "backup_lag_p99_ms", r->bk_lag_p99_ms);
+    cJSON_AddNumberToObject(j, "backup_lag_max_ms", r->bk_lag_max_ms);
+    cJSON_AddNumberToObject(j, "restore_newest_s", r->bk_restore_new_s);
+    cJSON_AddNumberToObject(j, "restore_older_s", r->bk_restore_old_s);
   }
   if (r->rh.n && r->rh.n < r->h.n) {   /* a mix: the read-only ones apart */
     cJSON_AddNumberToObject(j, "read_p50_ms", hist_ms(&r->rh, 0.50));
@@ -260,6 +265,16 @@ void report_table(const struct opts *o, const struct result *rs, cJSON *cond)
     if (bk->backup_lag >= 0)
       printf(", and its point was %.0f LSNs behind the VDL at the end", bk->backup_lag);
     printf("\n");
+    if (bk->bk_lag_p50_ms >= 0)
+      printf("backup lag (how long a durable commit waited to become restorable, %.0f samples "
+             "over the run, the load included): p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+             bk->bk_lag_samples,
+             bk->bk_lag_p50_ms, bk->bk_lag_p99_ms, bk->bk_lag_max_ms);
+    if (bk->bk_restore_new_s >= 0)
+      printf("restore of the run's volume into a file (objects read, pages rebuilt, integrity "
+             "checked): %.2f s at the newest point, %.2f s at LSN %.0f (where the backup was "
+             "when the measured window began)\n", bk->bk_restore_new_s, bk->bk_restore_old_s,
+             bk->bk_restore_old_lsn);
   }
   if (rs[0].ran && rs[1].ran && !rs[0].err[0] && !rs[1].err[0] && rs[0].redo_bytes > 0) {
     printf("\nredo shipped per transaction: auralog %s B in %.1f records, auralog-pages %s B "

@@ -43,8 +43,9 @@
 #include "param.h"
 
 static const char *systems[] = {"auralog", "auralog-pages", "sqlite-wal-full",
-                                "sqlite-delete-full", "sqlite-memory", "auralog-nokey"};
-#define NSYSTEMS 6
+                                "sqlite-delete-full", "sqlite-memory", "auralog-nokey",
+                                "auralog-backup"};
+#define NSYSTEMS 7
 static char bdir[200];
 static char args[600];
 
@@ -179,7 +180,7 @@ static void limit_and_stages_in_json(cJSON *doc, cJSON *au, int clients)
   assert_true(num(st, "node_persist_mean_ms") > 0);
 }
 
-static void all_six_systems_in_json(void **state)
+static void all_seven_systems_in_json(void **state)
 {
   (void)state;
   cJSON *doc = bench_json("");
@@ -217,6 +218,11 @@ static void all_six_systems_in_json(void **state)
     assert_true(num(r, "p95_ms") <= num(r, "p99_ms"));
     assert_true(num(r, "p99_ms") <= num(r, "max_ms"));
   }
+  /* auralog-backup: what its store took, and restores of its volume. */
+  cJSON *bk = result(doc, "auralog-backup");
+  assert_true(num(bk, "backup_bytes_per_tx") > 0);
+  assert_true(num(bk, "restore_newest_s") >= 0);
+  assert_true(num(bk, "backup_lag_p99_ms") >= num(bk, "backup_lag_p50_ms"));
   cJSON *au = result(doc, "auralog"), *pg = result(doc, "auralog-pages");
   assert_true(num(au, "redo_bytes_per_tx") > 0);
   assert_true(num(au, "net_bytes_per_tx") >= num(au, "redo_bytes_per_tx"));
@@ -369,7 +375,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(bad_options_fail_in_one_line),
-    cmocka_unit_test(all_six_systems_in_json),
+    cmocka_unit_test(all_seven_systems_in_json),
     cmocka_unit_test(other_workloads_count_their_writes),
     cmocka_unit_test(the_table_for_people),
   };
