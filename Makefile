@@ -86,7 +86,7 @@ $(DEPS_STAMP): scripts/deps.sh
 	@mkdir -p $(B) && touch $@
 # What only the tests need (a headless browser for the dashboard test).
 TEST_DEPS_STAMP := $(B)/.deps-test
-$(TEST_DEPS_STAMP): scripts/deps.sh
+$(TEST_DEPS_STAMP): scripts/deps.sh scripts/seaweedfs.sh
 	@bash scripts/deps.sh --test
 	@mkdir -p $(B) && touch $@
 
