@@ -52,6 +52,16 @@ static struct objstore *open_store(const char *cmd, const char *url)
   return o;
 }
 
+/* --volume-id N: a volume's id, a number above 0. */
+static uint64_t vol_arg(const char *cmd, const char *a)
+{
+  char *end = NULL;
+  unsigned long long v = strtoull(a, &end, 10);
+  if (end == a || *end || v == 0)
+    die("%s: --volume-id must be a volume's id (a number above 0), not '%s'", cmd, a);
+  return v;
+}
+
 /* The volume's id and VDL as the coordinator has them (exists 0: none). */
 static uint64_t volume_id(const char *cmd, const char *coord, const char *volume,
                           uint64_t *vdl, int *exists)
@@ -130,7 +140,7 @@ static int status_cmd(int argc, char **argv)
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'v': volume = optarg; break;
-    case 'i': vol = strtoull(optarg, NULL, 10); break;
+    case 'i': vol = vol_arg("backup status", optarg); break;
     case 'b': url = optarg; break;
     case 'j': json = 1; break;
     case 'c': coord = optarg; break;
@@ -322,7 +332,7 @@ static int restore_cmd(int argc, char **argv)
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'v': volume = optarg; break;
-    case 'i': vol = strtoull(optarg, NULL, 10); break;
+    case 'i': vol = vol_arg("restore", optarg); break;
     case 'b': url = optarg; break;
     case 'l': {
       char *end = NULL;
@@ -353,7 +363,11 @@ static int restore_cmd(int argc, char **argv)
     die("restore: say where: --into NEWVOL (a new volume) or --file PATH (a SQLite file)");
   if (into && !wire_name_ok(into))
     die("restore: '%s' is not a volume name (1-%d of A-Z a-z 0-9 _ . -)", into, NAME_MAX_LEN);
-  coord = addr_coord(coord);
+  /* The cluster only where it is needed: a volume named, or one to make.
+   * `--volume-id N --backup URL --file F` needs none (the cluster may be
+   * gone: the backup is what is left). */
+  if (vol == 0 || into)
+    coord = addr_coord(coord);
   uint64_t vdl = 0;
   int exists = 0;
   if (vol == 0)
@@ -427,7 +441,7 @@ static int retention_cmd(int argc, char **argv)
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'v': volume = optarg; break;
-    case 'i': vol = strtoull(optarg, NULL, 10); break;
+    case 'i': vol = vol_arg("backup retention", optarg); break;
     case 'b': url = optarg; break;
     case 'c': coord = optarg; break;
     case 'd': setenv("AURALOG_DIR", optarg, 1); break;
