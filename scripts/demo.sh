@@ -48,4 +48,4 @@ echo "  $bin cluster down            # stop it"
 echo
 echo "Dashboard: $(get dashboard)   (open it in a browser)"
 echo "First lab: labs/lab01-write-path/README.md (then: $bin lab check 1)"
-echo "Benchmarks: $bin bench   (about a minute, a cluster of its own; see bench/README.md)"
+echo "Benchmarks: $bin bench   (about two minutes, a cluster of its own; see bench/README.md)"
