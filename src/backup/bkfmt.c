@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backup/bkfmt.h"
+#include "backup/objstore.h"
 #include "lib/sum.h"
 #include "net/wire.h"
 #include "param.h"
@@ -39,6 +40,41 @@ void bk_key_base(char *key, uint64_t vol, uint32_t pg, uint64_t at, uint64_t ms)
 void bk_key_retention(char *key, uint64_t vol)
 {
   snprintf(key, BK_KEY_MAX, "v%" PRIu64 "/retention", vol);
+}
+
+int bk_retention_get(struct objstore *o, uint64_t vol, uint64_t *ms, int *set, char *why,
+                     size_t whylen)
+{
+  char key[BK_KEY_MAX];
+  bk_key_retention(key, vol);
+  uint8_t *b;
+  size_t n;
+  *ms = BACKUP_RETENTION_MS;
+  *set = 0;
+  int rc = obj_get(o, key, &b, &n, why, whylen);
+  if (rc == OBJ_NOTFOUND)
+    return 0;
+  if (rc != 0)
+    return OBJ_ERR;
+  char txt[32];
+  size_t k = n < sizeof txt - 1 ? n : sizeof txt - 1;
+  memcpy(txt, b, k);
+  txt[k] = 0;
+  free(b);
+  unsigned long long v = strtoull(txt, NULL, 10);
+  if (v >= 1000) {           /* anything shorter is not a retention: the default */
+    *ms = v;
+    *set = 1;
+  }
+  return 0;
+}
+
+int bk_retention_put(struct objstore *o, uint64_t vol, uint64_t ms, char *why, size_t whylen)
+{
+  char key[BK_KEY_MAX], txt[32];
+  bk_key_retention(key, vol);
+  int len = snprintf(txt, sizeof txt, "%" PRIu64, ms);
+  return obj_put(o, key, txt, (size_t)len, why, whylen);
 }
 
 /* Parse exactly 16 lowercase hex digits. */

@@ -47,6 +47,15 @@
 void bk_key_log(char *key, uint64_t vol, uint32_t pg, uint64_t from, uint64_t to);
 void bk_key_base(char *key, uint64_t vol, uint32_t pg, uint64_t at, uint64_t ms);
 void bk_key_retention(char *key, uint64_t vol);
+
+/* The volume's retention in the store (v<VOL>/retention: ms as text):
+ * get: 0 with *ms (BACKUP_RETENTION_MS, *set 0, when none is stored or
+ * what is there is under a second), or OBJ_ERR with why; put: the store's
+ * answer. */
+struct objstore;
+int bk_retention_get(struct objstore *o, uint64_t vol, uint64_t *ms, int *set, char *why,
+                     size_t whylen);
+int bk_retention_put(struct objstore *o, uint64_t vol, uint64_t ms, char *why, size_t whylen);
 /* "v<VOL>/" and "v<VOL>/pg<PG>/": listing prefixes. */
 void bk_prefix_vol(char *key, uint64_t vol);
 void bk_prefix_pg(char *key, uint64_t vol, uint32_t pg);

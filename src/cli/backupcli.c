@@ -460,26 +460,14 @@ static int retention_cmd(int argc, char **argv)
   int exists = 0;
   if (vol == 0)
     vol = volume_id("backup retention", addr_coord(coord), volume, &vdl, &exists);
-  char key[BK_KEY_MAX], why[400];
-  bk_key_retention(key, vol);
+  char why[400];
   if (optind >= argc) {
-    uint8_t *b;
-    size_t n;
-    int rc = obj_get(st, key, &b, &n, why, sizeof why);
-    if (rc == OBJ_ERR)
+    uint64_t ms;
+    int set;
+    if (bk_retention_get(st, vol, &ms, &set, why, sizeof why) != 0)
       die("backup retention: %s", why);
-    uint64_t ms = BACKUP_RETENTION_MS;
-    if (rc == 0) {
-      char t[32];
-      size_t k = n < sizeof t - 1 ? n : sizeof t - 1;
-      memcpy(t, b, k);
-      t[k] = 0;
-      free(b);
-      if (strtoull(t, NULL, 10) >= 1000)
-        ms = strtoull(t, NULL, 10);
-    }
     printf("volume %" PRIu64 ": points stay restorable for %" PRIu64 " s%s\n", vol, ms / 1000,
-           rc == OBJ_NOTFOUND ? " (the default)" : "");
+           set ? "" : " (the default)");
     obj_close(st);
     return 0;
   }
@@ -487,9 +475,7 @@ static int retention_cmd(int argc, char **argv)
   if (ms < 1000)
     die("backup retention: '%s' is not a duration of at least 1 s (say 90s, 10m, 2h, 7d)",
         argv[optind]);
-  char txt[32];
-  int len = snprintf(txt, sizeof txt, "%" PRIu64, ms);
-  if (obj_put(st, key, txt, (size_t)len, why, sizeof why) != 0)
+  if (bk_retention_put(st, vol, ms, why, sizeof why) != 0)
     die("backup retention: %s", why);
   printf("volume %" PRIu64 ": points stay restorable for %" PRIu64 " s (from the next base "
          "image of each PG)\n", vol, ms / 1000);

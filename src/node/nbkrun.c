@@ -21,31 +21,6 @@ static int on_key(void *arg, const char *key, uint64_t size)
   return 0;
 }
 
-/* The volume's retention, as the store says (v<VOL>/retention: ms, as
- * text; none: BACKUP_RETENTION_MS): 0, or -1 with why. */
-static int read_keep(struct objstore *o, struct nbk_job *j)
-{
-  char key[BK_KEY_MAX];
-  bk_key_retention(key, j->vol);
-  uint8_t *b;
-  size_t n;
-  int rc = obj_get(o, key, &b, &n, j->why, sizeof j->why);
-  j->keep_ms = BACKUP_RETENTION_MS;
-  if (rc == OBJ_NOTFOUND)
-    return 0;
-  if (rc != 0)
-    return -1;
-  char txt[32];
-  size_t k = n < sizeof txt - 1 ? n : sizeof txt - 1;
-  memcpy(txt, b, k);
-  txt[k] = 0;
-  free(b);
-  unsigned long long ms = strtoull(txt, NULL, 10);
-  if (ms >= 1000)            /* anything shorter is not a retention: the default */
-    j->keep_ms = ms;
-  return 0;
-}
-
 struct del_ctx {
   struct objstore *o;
   struct nbk_job *j;
@@ -80,7 +55,9 @@ void nbk_run(struct objstore *o, struct nbk_job *j)
   char prefix[BK_KEY_MAX];
   bk_prefix_pg(prefix, j->vol, j->pg);
   j->rc = -1;
-  if (read_keep(o, j) == 0 && obj_list(o, prefix, on_key, &vs, j->why, sizeof j->why) == 0) {
+  int set;
+  if (bk_retention_get(o, j->vol, &j->keep_ms, &set, j->why, sizeof j->why) == 0 &&
+      obj_list(o, prefix, on_key, &vs, j->why, sizeof j->why) == 0) {
     bk_volset_sort(&vs);
     const struct bk_pgset *p = j->pg < vs.npgs ? &vs.pgs[j->pg] : NULL;
     if (j->kind == NBK_LIST) {
