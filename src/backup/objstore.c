@@ -42,6 +42,40 @@ static int bad_key(const char *op, const char *key, char *why, size_t whylen)
   return OBJ_ERR;
 }
 
+void obj_keys_add(struct obj_keys *ks, const char *key, uint64_t size)
+{
+  if (ks->n == ks->cap) {
+    ks->cap = ks->cap ? 2 * ks->cap : 64;
+    ks->v = realloc(ks->v, ks->cap * sizeof *ks->v);
+  }
+  ks->v[ks->n++] = (struct obj_key){strdup(key), size};
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+  return strcmp(((const struct obj_key *)a)->k, ((const struct obj_key *)b)->k);
+}
+
+void obj_keys_free(struct obj_keys *ks)
+{
+  for (size_t i = 0; i < ks->n; i++)
+    free(ks->v[i].k);
+  free(ks->v);
+  *ks = (struct obj_keys){0};
+}
+
+int obj_keys_emit(struct obj_keys *ks, obj_list_fn fn, void *arg)
+{
+  int rc = 0;
+  if (ks->n)
+    qsort(ks->v, ks->n, sizeof *ks->v, key_cmp);
+  for (size_t i = 0; rc == 0 && i < ks->n; i++)
+    if (i == 0 || strcmp(ks->v[i].k, ks->v[i - 1].k) != 0)   /* a key seen twice: once */
+      rc = fn(arg, ks->v[i].k, ks->v[i].size);
+  obj_keys_free(ks);
+  return rc;
+}
+
 struct objstore *obj_wrap(const struct obj_ops *ops, void *impl, const char *desc)
 {
   struct objstore *o = calloc(1, sizeof *o);

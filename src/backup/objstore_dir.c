@@ -152,28 +152,10 @@ static int d_get(void *impl, const char *key, uint8_t **data, size_t *len, char 
 
 /* ---- listing: a walk of the tree, keys sorted ---------------------------- */
 
-struct okey {
-  char *k;
-  uint64_t size;
-};
-
-struct keys {
-  struct okey *v;
-  size_t n, cap;
-};
-
-static void add_key(struct keys *ks, const char *key, uint64_t size)
-{
-  if (ks->n == ks->cap) {
-    ks->cap = ks->cap ? 2 * ks->cap : 64;
-    ks->v = realloc(ks->v, ks->cap * sizeof *ks->v);
-  }
-  ks->v[ks->n++] = (struct okey){strdup(key), size};
-}
-
 /* Walk ROOT/rel (rel "" or ending in '/'), collecting keys that start
  * with prefix. */
-static int walk(const struct dirstore *d, const char *rel, const char *prefix, struct keys *ks)
+static int walk(const struct dirstore *d, const char *rel, const char *prefix,
+                struct obj_keys *ks)
 {
   char path[1600];
   snprintf(path, sizeof path, "%s/%s", d->root, rel);
@@ -206,35 +188,24 @@ static int walk(const struct dirstore *d, const char *rel, const char *prefix, s
       rc = walk(d, sub, prefix, ks);
     } else if (S_ISREG(st.st_mode) && obj_key_ok(key) &&   /* D2: never a .tmp+ file */
                strncmp(key, prefix, strlen(prefix)) == 0) {
-      add_key(ks, key, (uint64_t)st.st_size);
+      obj_keys_add(ks, key, (uint64_t)st.st_size);
     }
   }
   closedir(dh);
   return rc;
 }
 
-static int key_cmp(const void *a, const void *b)
-{
-  return strcmp(((const struct okey *)a)->k, ((const struct okey *)b)->k);
-}
-
 static int d_list(void *impl, const char *prefix, obj_list_fn fn, void *arg, char *why,
                   size_t whylen)
 {
   struct dirstore *d = impl;
-  struct keys ks = {0};
+  struct obj_keys ks = {0};
   int err = walk(d, "", prefix, &ks);
-  int rc = 0;
-  if (err)
-    rc = fail(why, whylen, d, "cannot list", prefix[0] ? prefix : "(everything)", err);
-  if (ks.n)
-    qsort(ks.v, ks.n, sizeof *ks.v, key_cmp);
-  for (size_t i = 0; rc == 0 && i < ks.n; i++)
-    rc = fn(arg, ks.v[i].k, ks.v[i].size);
-  for (size_t i = 0; i < ks.n; i++)
-    free(ks.v[i].k);
-  free(ks.v);
-  return rc;
+  if (err) {
+    obj_keys_free(&ks);
+    return fail(why, whylen, d, "cannot list", prefix[0] ? prefix : "(everything)", err);
+  }
+  return obj_keys_emit(&ks, fn, arg);
 }
 
 static int d_del(void *impl, const char *key, char *why, size_t whylen)

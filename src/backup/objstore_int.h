@@ -34,6 +34,23 @@ struct objstore {
 int dir_open(struct objstore *o, const char *path, char *why, size_t whylen);
 int s3_open(struct objstore *o, const char *bucket_and_prefix, char *why, size_t whylen);
 
+/* A listing as a backend gathers it (keys in any order, perhaps twice):
+ * obj_keys_add one; obj_keys_emit sorts them, calls fn once per key in
+ * byte order (until it returns nonzero, which it returns), and frees them;
+ * obj_keys_free frees them without a call (a listing that failed).
+ * Every backend's obj_list order is this one. */
+struct obj_key {
+  char *k;
+  uint64_t size;
+};
+struct obj_keys {
+  struct obj_key *v;
+  size_t n, cap;
+};
+void obj_keys_add(struct obj_keys *ks, const char *key, uint64_t size);
+int obj_keys_emit(struct obj_keys *ks, obj_list_fn fn, void *arg);
+void obj_keys_free(struct obj_keys *ks);
+
 /* A store from a backend's own table (the simulator's). */
 struct objstore *obj_wrap(const struct obj_ops *ops, void *impl, const char *desc);
 

@@ -275,24 +275,9 @@ static int s3_del(void *impl, const char *key, char *why, size_t whylen)
 
 /* ---- listing: ListObjectsV2, every page, then sorted (S3) ---------------- */
 
-struct okey {
-  char *k;
-  uint64_t size;
-};
-
-struct keys {
-  struct okey *v;
-  size_t n, cap;
-};
-
-static int key_cmp(const void *a, const void *b)
-{
-  return strcmp(((const struct okey *)a)->k, ((const struct okey *)b)->k);
-}
-
 /* One page's keys into ks (the store's prefix taken off); *token gets the
  * next page's token (malloc'd), or NULL on the last page. */
-static int list_page(const struct s3store *s, const struct buf *ans, struct keys *ks,
+static int list_page(const struct s3store *s, const struct buf *ans, struct obj_keys *ks,
                      char **token, char *why, size_t whylen)
 {
   *token = NULL;
@@ -309,13 +294,8 @@ static int list_page(const struct s3store *s, const struct buf *ans, struct keys
       continue;
     char *k = child_text(c, "Key"), *size = child_text(c, "Size");
     /* Only keys this store could have written (as the dir backend's walk). */
-    if (k && strncmp(k, s->prefix, pl) == 0 && obj_key_ok(k + pl)) {
-      if (ks->n == ks->cap) {
-        ks->cap = ks->cap ? 2 * ks->cap : 256;
-        ks->v = realloc(ks->v, ks->cap * sizeof *ks->v);
-      }
-      ks->v[ks->n++] = (struct okey){strdup(k + pl), size ? strtoull(size, NULL, 10) : 0};
-    }
+    if (k && strncmp(k, s->prefix, pl) == 0 && obj_key_ok(k + pl))
+      obj_keys_add(ks, k + pl, size ? strtoull(size, NULL, 10) : 0);
     xmlFree(k);
     xmlFree(size);
   }
@@ -346,7 +326,7 @@ static int s3_list(void *impl, const char *prefix, obj_list_fn fn, void *arg, ch
   snprintf(path, sizeof path, "/%s", s->bucket);
   const char *what = prefix[0] ? prefix : "(everything)";
   char *pfx = curl_easy_escape(s->h, full, 0), *token = NULL;
-  struct keys ks = {0};
+  struct obj_keys ks = {0};
   int rc = 0;
   while (rc == 0) {
     /* S2: continuation-token < list-type < prefix. */
@@ -378,15 +358,11 @@ static int s3_list(void *impl, const char *prefix, obj_list_fn fn, void *arg, ch
   }
   free(token);
   curl_free(pfx);
-  if (ks.n)
-    qsort(ks.v, ks.n, sizeof *ks.v, key_cmp);
-  for (size_t i = 0; rc == 0 && i < ks.n; i++)
-    if (i == 0 || strcmp(ks.v[i].k, ks.v[i - 1].k) != 0)   /* a key on two pages: once */
-      rc = fn(arg, ks.v[i].k, ks.v[i].size);
-  for (size_t i = 0; i < ks.n; i++)
-    free(ks.v[i].k);
-  free(ks.v);
-  return rc;
+  if (rc != 0) {
+    obj_keys_free(&ks);
+    return rc;
+  }
+  return obj_keys_emit(&ks, fn, arg);   /* S3: sorted here, a key on two pages once */
 }
 
 static void s3_close(void *impl)
