@@ -389,11 +389,10 @@ void nbk_done(struct node *n, struct nbk_job *j)
     s->bk.busy = 0;
     if (j->rc != 0) {
       s->bk.fail_at = io_now(n->io) + BACKUP_RETRY_MS;
-      n->bk_failures++;
       logwarn_rl("backup: volume %llu pg %u: %s (trying again in %d ms)",
                  (unsigned long long)j->vol, j->pg, j->why, BACKUP_RETRY_MS);
     } else if (j->kind == NBK_LIST) {
-      s->bk.listed = j->point + 1;
+      s->bk.listed = 1;
       nbk_heard(n, s, j->point);
       s->bk.keep_ms = j->keep_ms;
       if (j->base_ms > s->bk.base_ms) {
@@ -410,10 +409,6 @@ void nbk_done(struct node *n, struct nbk_job *j)
                 (unsigned long long)j->point);
     } else {
       nbk_heard(n, s, j->point);
-      s->bk.bytes += j->len;
-      s->bk.objects++;
-      n->bk_bytes += j->len;
-      n->bk_objects++;
       if (j->base_ms) {      /* a base image: older objects may go now */
         s->bk.base_ms = j->base_ms;
         s->bk.base_point = j->point;

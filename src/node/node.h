@@ -203,7 +203,6 @@ struct node {
   const struct nbk_io *bk_io;
   unsigned long long bk_at;  /* the next staging pass */
   unsigned bk_takeover_ms;   /* 0: BACKUP_TAKEOVER_MS (the simulator sets it shorter) */
-  uint64_t bk_bytes, bk_objects, bk_failures;  /* since the node started */
 };
 
 /* ---- nbackup.c: continuous backup (paper Fig. 4 step 6; Invariant 11) ---- */

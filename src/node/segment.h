@@ -123,11 +123,10 @@ struct segment {
                               record at or below vdl is tail (vdl 0: none heard) */
     uint64_t point;        /* the PG's backup point as known here: every record of
                               the PG at or below it is in the object store */
-    uint64_t listed;       /* 1 + the point the store showed when this node last
-                              looked as the PG's uploader (0: not looked) */
+    uint8_t listed;        /* as the PG's uploader, it read the PG's point from the
+                              store (NBK_LIST) since it took the PG over */
     uint8_t busy;          /* a listing or an upload of it is in flight */
     uint8_t uploader;      /* this node stages the PG now (rule U) */
-    uint64_t bytes, objects;   /* staged by this node since it started */
     uint64_t clock[2 * BK_CLOCK_MAX];  /* (unix ms, vdl) pairs noted from Appends, a ring */
     unsigned nclock;       /* ever noted: the next goes to nclock % BK_CLOCK_MAX */
     unsigned long long fail_at;   /* the last upload failed then: try again after a pause */
