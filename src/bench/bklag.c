@@ -24,13 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backup/objstore.h"
 #include "backup/restore.h"
 #include "bench/bench_int.h"
 #include "cli/status.h"
+#include "lib/log.h"
 
 #define BKLAG_MS 200
 
@@ -51,9 +51,7 @@ struct bklag {
 
 static double secs(void)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  return (double)now_us() / 1e6;
 }
 
 static void *sampler(void *arg)
