@@ -46,7 +46,7 @@
 #include "lab/impl.h"
 
 /* The libraries the tree links with (the Makefile's PKGS and PKG_LIBS). */
-#define PKGS "libuv libprotobuf-c lmdb libcjson libxxhash sqlite3 libgvc libsodium"
+#define PKGS "libuv libprotobuf-c lmdb libcjson libxxhash sqlite3 libgvc libsodium libcurl libxml-2.0"
 #define LIBS "$(pkg-config --libs " PKGS ") -lhttp_parser -lpthread -lm"
 #define SEED_LIMIT_S 60
 
