@@ -92,6 +92,11 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define REPLICA_RETRY_MS   500     /* a replica reconnects to its writer this often */
 #define REPLICA_BEHIND_MAX 200000  /* records a replica holds unapplied: past it, it drops its cache and starts again */
 #define ENGINE_PORT_OFFSET 100  /* cluster: engine port = base port + this */
+/* Schema changes noted for the journal (vfs/ddl.c; lab 12 finds a DROP there) */
+#define DDL_NOTES_MAX   16      /* notes one report carries (the newest win) */
+#define DDL_NOTE_KEEP_MS 30000  /* each is reported this long after its commit (a coordinator down longer misses it) */
+#define DDL_SQL_MAX     200     /* bytes of a statement's text kept with its note */
+#define DDL_PENDING_MAX 8       /* schema changes one open transaction notes (more: the rest unnamed) */
 #define TAIL_PER_PG     16      /* log tail reported for `auralog viz` and the dashboard: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */
 #define HISTORY_EVERY_MS 1000   /* the dashboard's history: a sample a second ... */

@@ -52,6 +52,12 @@
  *             segments' GC points, records and page versions, the nodes'
  *             coalesced / gc_records / gc_versions counters (§3.3 steps
  *             5-8, §4.2.3); on change only, at most every JN_SAMPLE_MS
+ *   ddl       a schema change the writer committed (vfs/ddl.c): its
+ *             commit's LSN, the op ("drop table"), the object, the
+ *             statement; reported once the VDL covers it (lab 12 finds
+ *             the moment a table was dropped here)
+ *   restore   the operator's `auralog restore`: from which volume, into
+ *             which new one, the target asked and the CPL restored
  *   hold, release, gc, failover   read replicas and failovers: a PGMRPL
  *             held below the VDL and let go, node GC passing it again, a
  *             promoted replica's epoch (coord/jreplica.c, which also adds
@@ -85,6 +91,7 @@ struct jvol {
   uint64_t held;               /* its held reads when the VDL last moved, or as last noted */
   int stalled;
   uint64_t stall_at;
+  uint64_t ddl_epoch, ddl_seq;      /* the last schema change journaled: its writer's epoch, seq */
   char fenced[ADDR_MAX_LEN + 24];   /* the last fenced report noted: "addr epoch" */
   char gc_last[512];                /* the last gc sample's fields: sampled on change only */
   uint64_t fenced_epoch;            /* ... its epoch */
@@ -229,6 +236,45 @@ void jn_fenced(struct coord *co, const Auralog__Volume *v, const char *addr, uin
            (unsigned long long)v->epoch, v->writer);
 }
 
+/* s (printable ASCII: wire_check's line_ok) quoted for a JSON string. */
+static void jn_str(char *out, size_t n, const char *s)
+{
+  size_t k = 0;
+  for (; s && *s && k + 2 < n; s++) {
+    if (*s == '"' || *s == '\\')
+      out[k++] = '\\';
+    out[k++] = *s;
+  }
+  out[k] = 0;
+}
+
+/* The schema changes a writer's report carries (vfs/ddl.c): each once.
+ * A report repeats a change for DDL_NOTE_KEEP_MS, so one lost with a
+ * dropped connection is in the next; seqs of one writer only grow, and a
+ * new epoch is a new writer, whose seqs start again. (A coordinator
+ * restarted within that time journals the changes of its last seconds
+ * again, with the same epoch and seq: the readers take each once.) */
+static void jn_ddl(struct coord *co, struct jvol *jv, const Auralog__EngineStat *es)
+{
+  if (jv->ddl_epoch != es->epoch) {
+    jv->ddl_epoch = es->epoch;
+    jv->ddl_seq = 0;
+  }
+  for (size_t i = 0; i < es->n_ddl; i++) {
+    const Auralog__DdlNote *d = es->ddl[i];
+    if (d->seq <= jv->ddl_seq)
+      continue;
+    char name[2 * 128 + 1], sql[2 * DDL_SQL_MAX + 1];
+    jn_str(name, sizeof name, d->name);
+    jn_str(sql, sizeof sql, d->sql);
+    jn_event(co, "ddl", "\"volume\":\"%s\",\"epoch\":%llu,\"seq\":%llu,\"lsn\":%llu,"
+             "\"wall_ms\":%llu,\"op\":\"%s\",\"name\":\"%s\",\"sql\":\"%s\"", es->volume,
+             (unsigned long long)es->epoch, (unsigned long long)d->seq,
+             (unsigned long long)d->lsn, (unsigned long long)d->wall_ms, d->op, name, sql);
+    jv->ddl_seq = d->seq;
+  }
+}
+
 /* Every report of an engine on a volume, before coord.c's epoch filter. */
 void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__EngineStat *es)
 {
@@ -259,6 +305,7 @@ void jn_engine(struct coord *co, const Auralog__Volume *v, const Auralog__Engine
     jv->held = es->held_reads;
     sample(co, jv, es, now);
   }
+  jn_ddl(co, jv, es);
   if (es->dirty_reads > jv->dirty) {
     jn_event(co, "dirtyread", "\"volume\":\"%s\",\"addr\":\"%s\",\"epoch\":%llu,"
              "\"vdl\":%llu,\"seen\":%llu,\"n\":%llu", es->volume, es->addr,
@@ -318,6 +365,17 @@ int jn_fault_note(struct coord *co, const Auralog__Fault *f)
              b->tables, b->rows, b->tx_per_s, b->p50_ms, b->p99_ms,
              (unsigned long long)b->errors, b->cores, b->cpu, b->kernel, b->filesystem,
              b->reads);
+    return 1;
+  }
+  if (!strcmp(f->action, "restore")) {
+    /* The operator's restore (R2: signed), names vetted by wire_check. */
+    const Auralog__RestoreNote *r = f->restore;
+    jn_event(co, "restore", "\"volume\":\"%s\",\"volume_id\":%llu,\"into\":\"%s\","
+             "\"to_lsn\":%llu,\"to_ms\":%llu,\"point\":%llu,\"pages\":%llu,\"took_ms\":%llu",
+             r->volume, (unsigned long long)r->volume_id, r->into,
+             (unsigned long long)r->to_lsn, (unsigned long long)r->to_ms,
+             (unsigned long long)r->point, (unsigned long long)r->pages,
+             (unsigned long long)r->took_ms);
     return 1;
   }
   jn_sample_all(co);

@@ -168,6 +168,43 @@ static int text_ok(const char *s, size_t max)
   return 1;
 }
 
+/* Free text the journal escapes (coord/journal.c jn_str): printable
+ * ASCII, at most max bytes (a schema change's statement, a table name). */
+static int line_ok(const char *s, size_t max)
+{
+  size_t n = s ? strlen(s) : 0;
+  if (n > max)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] < 0x20 || s[i] > 0x7e)
+      return 0;
+  return 1;
+}
+
+/* An engine report's schema changes (vfs/ddl.c). */
+static int check_ddl_notes(const Auralog__EngineStat *es, char *why, size_t whylen)
+{
+  if (es->n_ddl > DDL_NOTES_MAX)
+    return bad(why, whylen, "engine report with %zu schema changes", es->n_ddl);
+  for (size_t i = 0; i < es->n_ddl; i++) {
+    const Auralog__DdlNote *d = es->ddl[i];
+    if (d->lsn == 0 || !line_ok(d->op, 16) || !d->op[0] || !line_ok(d->name, 128) ||
+        !line_ok(d->sql, DDL_SQL_MAX))
+      return bad(why, whylen, "engine report with a bad schema change");
+  }
+  return ERR_NONE;
+}
+
+/* A restore note (lab 12): names and numbers the journal can quote. */
+static int check_restore_note(const Auralog__RestoreNote *r, char *why, size_t whylen)
+{
+  if (r == NULL)
+    return bad(why, whylen, "a restore note without what was restored");
+  if (!wire_name_ok(r->volume) || (r->into[0] && !wire_name_ok(r->into)) || r->point == 0)
+    return bad(why, whylen, "a restore note with a bad volume name or point");
+  return ERR_NONE;
+}
+
 /* A measured figure: finite, not negative, not absurd. */
 static int figure_ok(double v)
 {
@@ -446,7 +483,7 @@ int wire_fault_note(const char *action)
 {
   static const char *notes[] = {"az-down", "az-up", "node-stop", "node-start", "engine-crash",
                                 "writer-crash", "writer-stop", "lab-start", "lab-demo",
-                                "lab-demo-end", "lab-check", "lab-seal", "bench"};
+                                "lab-demo-end", "lab-check", "lab-seal", "bench", "restore"};
   for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++)
     if (strcmp(notes[i], action) == 0)
       return 1;
@@ -621,7 +658,7 @@ int wire_check(const Env *e, char *why, size_t whylen)
         return bad(why, whylen, "engine report with a bad replica address");
     if (!text_ok(e->engine_stat->data_loss, 512))
       return bad(why, whylen, "engine report with a data-loss line that is not plain text");
-    return ERR_NONE;
+    return check_ddl_notes(e->engine_stat, why, whylen);
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
     if (!wire_name_ok(e->drop_volume->name))
       return bad(why, whylen, "bad volume name");
@@ -635,6 +672,10 @@ int wire_check(const Env *e, char *why, size_t whylen)
       return check_bench_note(f->bench, why, whylen);
     if (f->bench)
       return bad(why, whylen, "a bench result in a '%s' fault", f->action);
+    if (!strcmp(f->action, "restore"))
+      return check_restore_note(f->restore, why, whylen);
+    if (f->restore)
+      return bad(why, whylen, "a restore note in a '%s' fault", f->action);
     if (wire_fault_note(f->action)) {
       /* A CLI's note or a lab mark, for the journal: names it may quote. */
       if ((f->az[0] && !az_ok(f->az)) || (f->node[0] && !wire_name_ok(f->node)) ||

@@ -70,6 +70,7 @@
 #include "net/net.h"
 #include "param.h"
 #include "roles.h"
+#include "vfs/ddl.h"
 #include "vfs/engine_int.h"
 #include "vfs/vfs.h"
 #include "vfs/volume.h"
@@ -80,6 +81,7 @@
  * the one connection; the last job is closing it. */
 struct client {
   sqlite3 *db;
+  struct ddl_pend ddl;       /* schema changes of its open transaction (ddl.c) */
   struct job *queue, **queue_tail;
   int busy;                  /* one of its jobs is on a thread */
   uint64_t last_reply_us;    /* when its last reply, a commit's, was written */
@@ -382,6 +384,7 @@ static void on_msg(struct conn *c, const Env *env)
   j->req = env->req;
   j->sql = strdup(env->query->sql);
   j->db = cl->db;
+  j->ddl = &cl->ddl;
   submit(cl, j);
 }
 
@@ -402,6 +405,7 @@ static void on_close(struct conn *c)
   j->c = c;
   conn_ref(c);
   j->db = cl->db;
+  j->ddl = &cl->ddl;
   submit(cl, j);
 }
 

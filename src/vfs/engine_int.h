@@ -36,6 +36,7 @@ struct job {
   uint64_t req;
   char *sql;                 /* NULL: close the client's database */
   sqlite3 *db;
+  struct ddl_pend *ddl;      /* its connection's schema changes not yet committed (ddl.c) */
   uint8_t *frame;            /* the packed reply */
   size_t len;
   uint64_t commit_lsn;       /* the request's own last commit (0: none) */

@@ -8,8 +8,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/log.h"
+#include "vfs/ddl.h"
 #include "vfs/vdrv.h"
 #include "vfs/volume_int.h"
 
@@ -135,6 +137,12 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.net_msgs_in = st.net_msgs_in;
   es.tail = v->drv->tail_outp;
   es.n_tail = ntail;
+  /* Schema changes its commits made durable (ddl.c), for the journal. */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  es.n_ddl = ddl_report(st.vdl, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
+                        v->drv->ddl_out, v->drv->ddl_outp);
+  es.ddl = v->drv->ddl_outp;
   /* The oldest records still short of a write quorum, and who has them. */
   pthread_mutex_lock(&v->drv->mu);
   size_t np = q_pending(&v->q) < PENDING_SHOWN ? q_pending(&v->q) : PENDING_SHOWN;

@@ -42,13 +42,15 @@
  *
  * The authorizer sees every action a statement takes, so it also tells
  * the worker whether a statement only reads (sandbox_only_reads): such a
- * statement may run on a reader thread beside the writer (worker.c).
+ * statement may run on a reader thread beside the writer (worker.c); and
+ * which schema change it makes, for the journal (ddl.c).
  *
  * State is per thread: a connection runs on one thread at a time, and
  * SQLite calls the authorizer on the thread that prepares or steps.
  */
 #include <string.h>
 
+#include "vfs/ddl.h"
 #include "vfs/sandbox.h"
 
 static __thread int preparing;      /* inside sandbox_prepare */
@@ -65,8 +67,9 @@ static int authorize(void *arg, int action, const char *a1, const char *a2, cons
                      const char *trigger)
 {
   (void)arg;
-  (void)db;
   (void)trigger;
+  if (preparing)
+    ddl_seen(action, a1, a2, db);   /* a schema change, for the journal (ddl.c) */
   switch (action) {
   case SQLITE_SELECT:
   case SQLITE_READ:
@@ -126,6 +129,7 @@ int sandbox_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char 
 {
   why = NULL;
   only_reads = 1;
+  ddl_stmt_begin();
   preparing = 1;
   int rc = sqlite3_prepare_v2(db, sql, -1, st, tail);
   preparing = 0;

@@ -34,6 +34,8 @@ struct vdrv {
    * vol_open before the I/O thread starts, then the I/O thread. */
   Auralog__TailRec tail_out[TAIL_MAX];
   Auralog__TailRec *tail_outp[TAIL_MAX];
+  Auralog__DdlNote ddl_out[DDL_NOTES_MAX];   /* ... its schema changes (vfs/ddl.c) */
+  Auralog__DdlNote *ddl_outp[DDL_NOTES_MAX];
   char stale_node[ADDR_MAX_LEN + 1];   /* the report's stale_node */
   Auralog__PendingRec pend_out[PENDING_SHOWN];   /* the report's pending_recs */
   Auralog__PendingRec *pend_outp[PENDING_SHOWN];

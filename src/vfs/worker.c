@@ -58,6 +58,7 @@
 #include "lib/log.h"
 #include "param.h"
 #include "vfs/countvfs.h"
+#include "vfs/ddl.h"
 #include "vfs/engine_int.h"
 #include "vfs/lease.h"
 #include "vfs/sandbox.h"
@@ -209,6 +210,7 @@ static int run_sql(struct job *j, int reader)
   const char *tail = j->sql;
   char *errtext = NULL;
   int handoff = 0, expired = 0, in_txn = 0;
+  uint64_t lsn = 0, c = 0;    /* the request's last commit; a statement's */
   int64_t before = sqlite3_total_changes64(db);
   j->stamps.start = now_us();  /* stage timings (stages.h): a thread runs it */
   deadline = E.timeout_ms ? now_ms() + (unsigned long long)E.timeout_ms : 0;
@@ -275,8 +277,17 @@ static int run_sql(struct job *j, int reader)
       expired = timed_out() && (rc == SQLITE_INTERRUPT || (rc & 0xff) == SQLITE_BUSY);
       errtext = step_error(db, rc, expired);
     }
+    int ddl = ddl_stmt_end(j->ddl, sqlite3_sql(st), rc == SQLITE_DONE);
     sqlite3_finalize(st);
     unlocked();
+    if (ddl) {
+      /* A schema change waits for its transaction's end (ddl.c): did
+       * this statement commit it, or roll it back? */
+      c = 0;
+      sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &c);
+      lsn = c ? c : lsn;
+      ddl_settle(j->ddl, c, sqlite3_get_autocommit(db));
+    }
     if (errtext)
       break;
   }
@@ -297,8 +308,10 @@ static int run_sql(struct job *j, int reader)
     errtext = realloc(errtext, n);
     strncat(errtext, "; its transaction was rolled back", n - strlen(errtext) - 1);
   }
-  uint64_t lsn = 0;
-  sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &lsn);
+  c = 0;
+  sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &c);
+  lsn = c ? c : lsn;
+  ddl_settle(j->ddl, c, sqlite3_get_autocommit(db));   /* rolled back above: dropped */
   j->commit_lsn = lsn;
   struct auralog_commit_times ct = {0};
   sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_TIMES, &ct);
