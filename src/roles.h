@@ -12,6 +12,7 @@ int cluster_main(int argc, char **argv);
 int status_main(int argc, char **argv);
 int backup_main(int argc, char **argv);   /* cli/backupcli.c */
 int restore_main(int argc, char **argv);
+int journal_main(int argc, char **argv);   /* cli/journalcli.c */
 int bench_main(int argc, char **argv);
 int engine_main(int argc, char **argv);
 int replica_main(int argc, char **argv);

@@ -315,6 +315,33 @@ static int load_into(const char *file, const char *coord, const char *newvol, ui
   return rc == SQLITE_OK ? 0 : -1;
 }
 
+/* Tell the cluster's journal what was restored (coord/journal.c
+ * "restore"; lab 12 grades from it): best effort, signed as the operator
+ * (roles.c R2); a coordinator that is down or refuses misses it, and we
+ * say so. */
+static void note_restore(const char *coord, const char *volume, uint64_t vol, const char *into,
+                         const struct rs_target *t, const struct rs_result *r,
+                         unsigned long long took_ms)
+{
+  Auralog__Fault f = AURALOG__FAULT__INIT;
+  Auralog__RestoreNote rn = AURALOG__RESTORE_NOTE__INIT;
+  rn.volume = (char *)volume;
+  rn.volume_id = vol;
+  rn.into = (char *)(into ? into : "");
+  rn.to_lsn = t->to_lsn;
+  rn.to_ms = t->to_ms;
+  rn.point = r->cpl;
+  rn.pages = r->pages;
+  rn.took_ms = took_ms;
+  f.action = "restore";
+  f.restore = &rn;
+  char why[300];
+  Env *rep = fault_send(coord, &f, why, sizeof why);
+  if (rep == NULL || rpc_expect(rep, AURALOG__ENVELOPE__BODY_OK, why, sizeof why) != 0)
+    fprintf(stderr, "restore: (the cluster's journal did not note it: %s)\n", why);
+  wire_free(rep);
+}
+
 static int restore_cmd(int argc, char **argv)
 {
   static struct option opts[] = {
@@ -389,6 +416,7 @@ static int restore_cmd(int argc, char **argv)
     out = tmp;
   }
   struct rs_result r;
+  unsigned long long t0 = now_ms();
   fprintf(stderr, "restore: reading volume %" PRIu64 "'s backup in %s ...\n", vol,
           obj_describe(st));
   if (restore_build(st, vol, &t, out, &r, why, sizeof why) != 0)
@@ -406,9 +434,12 @@ static int restore_cmd(int argc, char **argv)
       die("restore: %s", why);
     }
     unlink(tmp);
-    printf("loaded into new volume %s; open it with: auralog engine --volume %s --listen "
-           "127.0.0.1:PORT\n", into, into);
+    printf("loaded into new volume %s; serve it with an engine of its own: auralog engine "
+           "--volume %s --listen 127.0.0.1:PORT &  then: auralog sql --engine 127.0.0.1:PORT\n",
+           into, into);
   }
+  if (coord)
+    note_restore(coord, volume, vol, into, &t, &r, now_ms() - t0);
   obj_close(st);
   return 0;
 }
