@@ -75,6 +75,7 @@ static const struct lab lab_table[] = {
   {"lab09-replicas", "read replicas: lag, a long reader holding GC, failover", check9},
   {"lab10-measure", "measuring honestly: a benchmark claim, application group commit", check10},
   {"lab11-repair", "repair and drain: a node lost for good, segments moved to spares", check11},
+  {"lab12-restore", "backup and restore: a table dropped by mistake, the volume restored", check12},
 };
 #define NLABS ((int)(sizeof lab_table / sizeof lab_table[0]))
 
@@ -390,6 +391,18 @@ int lab_main(int argc, char **argv)
            n, l->title, x.student, text, ldir, l->folder, x.answers, n);
     if (n <= 11)  /* labs 1-10 keep nodes down longer than a repair waits; 11 needs it */
       warn_spares(&x, n);
+    if (n == 12) {  /* the lab restores from the cluster's backup: is there one? */
+      char p[PATH_MAX + 16];
+      snprintf(p, sizeof p, "%s", x.dir);
+      cJSON *c = conf_load(p);
+      char url[PATH_MAX + 64];
+      if (c && cJSON_GetObjectItem(c, "backup") &&
+          (conf_str(c, "backup", url, sizeof url) != 0 || !url[0]))
+        printf("note: this cluster does not back up (it was started with --no-backup): this "
+               "lab needs a backup (auralog cluster down; auralog cluster up --dir DIR, a "
+               "fresh directory)\n");
+      cJSON_Delete(c);
+    }
     if (n == 5)   /* step 4 names the first writer: after step 2 the coordinator names another */
       printf("the writer now (FIRST in the handout): %s\n", x.engine);
     if (n == 11 && x.as.mttf_h > 0) {   /* the nodes at the assigned positions now */

@@ -98,6 +98,17 @@ int assign_make(const char *student, int lab, struct assign *a)
     a->az = 0;
     return 0;
   }
+  case 12: {
+    /* The table a student fills with rows 1..count and then drops by
+     * mistake: its name and size are theirs, so a restore of another
+     * student's table, or a count copied from them, is not. */
+    static const char *const what[] = {"orders",   "invoices", "payments", "customers",
+                                       "shipments", "refunds", "accounts", "vendors"};
+    snprintf(a->table, sizeof a->table, "lab12_%s", what[r[1] % 8]);
+    a->count = 200 + (r[3] | r[4] << 8) % 801;
+    a->az = 0;
+    return 0;
+  }
   default:
     a->az = 0;
     return -1;
@@ -114,6 +125,11 @@ void assign_text(const struct assign *a, char *out, size_t n)
     snprintf(out, n, "take out for good the node at position %d of pg 0 (AZ %c); drain the "
              "node at position %d (AZ %c); each node's MTTF is %d hours", a->pos,
              'A' + a->pos / 2, a->drain_pos, 'A' + a->drain_pos / 2, a->mttf_h);
+    return;
+  }
+  if (a->lab == 12 && a->table[0]) {
+    snprintf(out, n, "fill table %s with rows 1..%d, then drop it by mistake and restore it",
+             a->table, a->count);
     return;
   }
   if (a->lab == 1 && a->row > 0) {

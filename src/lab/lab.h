@@ -93,6 +93,8 @@ void check9(struct labctx *x);
 void check10(struct labctx *x);
 /* check_repair.c: lab 11, a node lost and repaired, a node drained (membership, §2.2-2.3) */
 void check11(struct labctx *x);
+/* check_restore.c: lab 12, a table dropped by mistake and the volume restored from its backup */
+void check12(struct labctx *x);
 
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);

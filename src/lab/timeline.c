@@ -353,6 +353,13 @@ static void events(struct tl *g, struct labctx *x, struct open *o)
       add(g, L_MARKS, "start", t, -1, "#555", e, "coordinator start");
     } else if (is(e, "voldrop")) {
       add(g, L_MARKS, "voldrop", t, -1, "#555", e, "volume %s dropped", fstr(e, "volume"));
+    } else if (is(e, "ddl")) {
+      add(g, L_WRITER, "ddl", t, -1, strncmp(fstr(e, "op"), "drop", 4) ? "#2ca02c" : "#d62728",
+          e, "%s %s at lsn %s", fstr(e, "op"), fstr(e, "name"), lsn(fnum(e, "lsn"), b1));
+    } else if (is(e, "restore")) {
+      add(g, L_MARKS, "restore", t, -1, "#1f77b4", e, "restore of %s to lsn %s%s%s",
+          fstr(e, "volume"), lsn(fnum(e, "point"), b1), fstr(e, "into")[0] ? " into " : "",
+          fstr(e, "into"));
     } else if (is(e, "failover")) {
       add(g, L_MARKS, "failover", t, -1, "#1f77b4", e, "failover to %s, epoch %.0f (%.0f ms)",
           fstr(e, "to"), fnum(e, "epoch"), fnum(e, "took_ms"));

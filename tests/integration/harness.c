@@ -430,7 +430,7 @@ void lab_start(int n)
 {
   if (sh(out, OUT_SIZE, "%s lab start %d --dir %s 2>&1", bin, n, dir) != 0)
     fail_msg("lab start %d:\n%s", n, out);
-  char az = 0, node[8] = "", slow[8] = "";
+  char az = 0, node[8] = "", slow[8] = "", table[32] = "";
   int row = 0, count = 0;
   const char *a = strstr(out, "your assignment: ");
   lab_assigned[0] = 0;
@@ -444,6 +444,9 @@ void lab_start(int n)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_ROW=%d LAB_COUNT=%d", row, count);
   else if (a && sscanf(a, "your assignment: the second writer commits %d rows", &count) == 1)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_COUNT=%d", count);
+  else if (a && sscanf(a, "your assignment: fill table %31[a-z0-9_] with rows 1..%d", table,
+                       &count) == 2)
+    snprintf(lab_assigned, sizeof lab_assigned, "LAB_TABLE=%s LAB_ROWS=%d", table, count);
 }
 
 /* The steps as a student types them: run.sh's commands with the student's
