@@ -325,6 +325,15 @@ static void node_event(struct tl *g, struct open *o, const cJSON *e, double t, c
   }
 }
 
+/* An event of another volume than the one the lab looks at (a restored
+ * volume's own engine, lab 12): its epochs, samples and recovery are not
+ * the writer's lane. */
+static int other_volume(struct labctx *x, const cJSON *e)
+{
+  const char *v = fstr(e, "volume"), *mine = fstr(x->status, "volume");
+  return v[0] && mine[0] && strcmp(v, mine) != 0 && !is(e, "voldrop") && !is(e, "restore");
+}
+
 /* Every event of the window into items. */
 static void events(struct tl *g, struct labctx *x, struct open *o)
 {
@@ -334,6 +343,12 @@ static void events(struct tl *g, struct labctx *x, struct open *o)
   for (size_t i = 0; i < x->nev; i++) {
     const cJSON *e = x->ev[i];
     double t = fnum(e, "t");
+    if (other_volume(x, e)) {
+      if (is(e, "epoch"))
+        add(g, L_MARKS, "epoch", t, -1, "#555", e, "volume %s opened (epoch %.0f)",
+            fstr(e, "volume"), fnum(e, "epoch"));
+      continue;
+    }
     if (is(e, "node") || is(e, "behind") || is(e, "caughtup") || is(e, "hole") || is(e, "filled")) {
       node_event(g, o, e, t, b1, b2);
     } else if (is(e, "fault")) {
@@ -459,7 +474,7 @@ static void lines(struct tl *g, struct labctx *x)
   double maxc = -1, minc = -1, px = -1, py = -1, pepoch = -1;
   for (size_t i = 0; i < x->nev; i++) {
     double c = fnum(x->ev[i], "commits");
-    if (is(x->ev[i], "engine") && c >= 0) {
+    if (is(x->ev[i], "engine") && c >= 0 && !other_volume(x, x->ev[i])) {
       maxc = c > maxc ? c : maxc;
       minc = minc < 0 || c < minc ? c : minc;
     }
@@ -467,7 +482,7 @@ static void lines(struct tl *g, struct labctx *x)
   fprintf(g->f, "<g class='ev-engine'>");
   for (size_t i = 0; i < x->nev && maxc > minc; i++) {
     const cJSON *e = x->ev[i];
-    if (!is(e, "engine") || fnum(e, "commits") < 0)
+    if (!is(e, "engine") || fnum(e, "commits") < 0 || other_volume(x, e))
       continue;
     double cx = xat(g, fnum(e, "t"));
     double cy = g->y[L_COMMITS] + TL_BAND - 2 - (fnum(e, "commits") - minc) / (maxc - minc) * (TL_BAND - 4);
@@ -527,7 +542,7 @@ int timeline_svg(struct labctx *x, const char *path, const char *title)
     add(&g, L_MARKS, "fault", g.t0, -1, "#555", NULL, "%s", x->demo ? "demo start" : "lab start");
   double minc = -1, maxc = -1;
   for (size_t i = 0; i < x->nev; i++)
-    if (is(x->ev[i], "engine") && fnum(x->ev[i], "commits") >= 0) {
+    if (is(x->ev[i], "engine") && fnum(x->ev[i], "commits") >= 0 && !other_volume(x, x->ev[i])) {
       double c = fnum(x->ev[i], "commits");
       maxc = c > maxc ? c : maxc;
       minc = minc < 0 || c < minc ? c : minc;
