@@ -38,7 +38,11 @@
  * the statement ran, and reported only once the VDL covers that LSN
  * (ddl_report). A commit a crash truncates never reaches the VDL, so its
  * change is never reported. A connection closed inside a transaction
- * rolls back: its pending list goes with it, unpublished.
+ * rolls back: its pending list goes with it, unpublished. The converse
+ * is not kept: a writer that crashes within a report period
+ * (ENGINE_STAT_MS) of a durable schema change takes its note along, and
+ * the journal misses a change the volume has (the notes live in the
+ * writer's memory, not in the log).
  *
  * Published changes wait in a ring (the newest DDL_NOTES_MAX) and go out
  * in every report for DDL_NOTE_KEEP_MS after their commit: the
