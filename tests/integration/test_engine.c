@@ -441,6 +441,40 @@ static void python_loads_the_extension_and_uses_a_volume(void **state)
   assert_string_equal(out, "(500, 'r0', 'r99')\n");
 }
 
+/* Schema changes reach the cluster's journal with their commit's LSN
+ * (vfs/ddl.c, rule D): a change whose transaction commits in a later
+ * request than its statement is noted at that commit, once; one rolled
+ * back, one whose statement failed, and a temporary table never are. */
+static void schema_changes_reach_the_journal_with_their_commit_lsn(void **state)
+{
+  (void)state;
+  sql_ok("begin;\ncreate table ddl_a(x);\ninsert into ddl_a values(1);\ncommit;\n", NULL);
+  sql_ok("begin;\ncreate table ddl_rolled(x);\nrollback;\n", NULL);
+  assert_int_not_equal(sql("create table ddl_a(x);\n"), 0);     /* exists: it fails */
+  sql_ok("create temp table ddl_tmp(x);\n", NULL);
+  sql_ok("drop table ddl_a;\n", NULL);
+  int seen = 0;
+  for (int k = 0; k < 50 && !seen; k++) {
+    sh(out, OUT_SIZE, "%s journal --dir %s --kind ddl --all 2>&1", bin, dir);
+    seen = strstr(out, ": drop table ddl_a at lsn ") != NULL;
+    if (!seen)
+      usleep(200000);          /* reported once the VDL covers it */
+  }
+  assert_true(seen);
+  const char *c = strstr(out, ": create table ddl_a at lsn "), *d = strstr(out, ": drop table ddl_a at lsn ");
+  assert_non_null(c);
+  assert_null(strstr(c + 1, ": create table ddl_a at lsn "));   /* once */
+  assert_null(strstr(out, "ddl_rolled"));
+  assert_null(strstr(out, "ddl_tmp"));
+  long long lc = atoll(c + strlen(": create table ddl_a at lsn "));
+  long long ld = atoll(d + strlen(": drop table ddl_a at lsn "));
+  assert_true(lc > 0 && ld > lc);
+  /* Each at a commit the volume made durable: at or below the VDL now. */
+  sh(out, OUT_SIZE, "%s status --dir %s --json | grep -o '\"vdl\": *[0-9]*' | head -1 | "
+     "grep -o '[0-9]*$'", bin, dir);
+  assert_true(atoll(out) >= ld);
+}
+
 static void wal_is_refused_with_a_clear_message(void **state)
 {
   (void)state;
@@ -465,6 +499,7 @@ int main(void)
     cmocka_unit_test(random_workload_matches_stock_sqlite),
     cmocka_unit_test(python_loads_the_extension_and_uses_a_volume),
     cmocka_unit_test(wal_is_refused_with_a_clear_message),
+    cmocka_unit_test(schema_changes_reach_the_journal_with_their_commit_lsn),
     cmocka_unit_test(cluster_down_leaves_nothing),
   };
   return cmocka_run_group_tests_name("integration: engine", tests, setup, teardown);
