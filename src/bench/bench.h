@@ -92,6 +92,9 @@ Env *bench_sql_timed(struct rpc *r, const char *sql, uint64_t sent_us, uint64_t 
 /* Conditions every benchmark prints: versions of auralog and of each
  * library, kernel, CPU, cores, memory, and the filesystem under dir. */
 void bench_conditions(cJSON *c, const char *dir);
+/* How this binary was built (compiler, optimized or not, sanitizers): a
+ * figure of an -O0 or sanitized build is not one to quote. */
+const char *bench_build_flags(void);
 
 /* The workloads (workload.c). */
 enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_READ_WRITE, WL_COUNT };
