@@ -9,6 +9,8 @@
  *   append.c    `auralog bench append`: one storage node's durable appends
  *   replicas.c  `auralog bench replicas`: replica lag, reads over replicas, a long reader
  *   repair.c    `auralog bench repair`: time to repair a lost node, hydration, foreground
+ *   bkbench.c   `auralog bench backup`: backup's cost to the foreground, its lag, the
+ *               store's bytes per transaction, restore time against size and age
  *   limit.c     the machine's own limits (a commit; disk and loopback bandwidth),
  *               measured in the same run
  *   breakdown.c where one commit's time goes (the engine's stage timings)
@@ -36,6 +38,7 @@ int bench_append_main(int argc, char **argv);
 int bench_recovery_main(int argc, char **argv);
 int bench_replicas_main(int argc, char **argv);   /* replicas.c */
 int bench_repair_main(int argc, char **argv);     /* repair.c */
+int bench_backup_main(int argc, char **argv);     /* bkbench.c */
 
 /* The auralog binary itself, to start cluster members and engines. */
 const char *bench_self(void);
