@@ -132,7 +132,7 @@ static void usage(FILE *f)
     "  --warmup S     seconds run before measuring (default 2)\n"
     "  --clients N    foreground clients (default 8)\n"
     "  --rounds N     foreground rounds, each one run with backup off and one\n"
-    "                 with it on (default 2, at most %d)\n"
+    "                 with it on (default 3, at most %d)\n"
     "  --sizes LIST   volume sizes to restore, MiB, comma-separated, each 1..1024\n"
     "                 (default 2,8,32; a fresh cluster each)\n"
     "  --age S        seconds of updates after each size's fill: the span from\n"
@@ -272,6 +272,20 @@ static void conditions(cJSON *c, const struct bopts *o)
   cJSON_AddNumberToObject(c, "seed", (double)o->fg.wl.seed);
 }
 
+/* The figures of one run r, or (r NULL) the medians of side on, into j. */
+static void figs_json(cJSON *j, const struct bopts *o, const struct result *r, int on)
+{
+  static const char *const name[NFIG] = {"tx_per_s", "p50_ms", "p99_ms", "engine", "nodes",
+                                         "coordinator", "total"};
+  cJSON *c = NULL;
+  for (int f = 0; f < NFIG; f++) {
+    if (f == F_ENGINE)
+      c = cJSON_AddObjectToObject(j, "cpu_ms_per_tx");
+    cJSON_AddNumberToObject(c ? c : j, f < F_NODE0 ? name[f] : bench_node_ids[f - F_NODE0],
+                            r ? fig(r, f) : med(o, on, f, NULL));
+  }
+}
+
 static cJSON *run_json(const struct result *r, int round, int on)
 {
   cJSON *j = cJSON_CreateObject();
@@ -281,19 +295,10 @@ static cJSON *run_json(const struct result *r, int round, int on)
     cJSON_AddStringToObject(j, "error", r->err);
   if (!ok_run(r))
     return j;
-  cJSON_AddNumberToObject(j, "tx_per_s", r->tx_s);
-  cJSON_AddNumberToObject(j, "p50_ms", fig(r, F_P50));
-  cJSON_AddNumberToObject(j, "p99_ms", fig(r, F_P99));
+  figs_json(j, NULL, r, on);
   cJSON_AddNumberToObject(j, "max_ms", hist_ms(&r->h, 1));
   cJSON_AddNumberToObject(j, "transactions", (double)r->tx_all);
   cJSON_AddNumberToObject(j, "errors", (double)r->errors);
-  cJSON *c = cJSON_AddObjectToObject(j, "cpu_ms_per_tx");
-  cJSON_AddNumberToObject(c, "engine", r->cpu_engine_ms);
-  cJSON_AddNumberToObject(c, "nodes", r->cpu_nodes_ms);
-  cJSON_AddNumberToObject(c, "coordinator", r->cpu_coord_ms);
-  cJSON_AddNumberToObject(c, "total", fig(r, F_TOTAL));
-  for (int k = 0; k < NCOPIES; k++)
-    cJSON_AddNumberToObject(c, bench_node_ids[k], r->cpu_node_ms[k]);
   if (on) {
     cJSON_AddNumberToObject(j, "store_bytes_per_tx", r->backup_bytes);
     cJSON_AddNumberToObject(j, "lag_p50_ms", r->bk_lag_p50_ms);
@@ -301,22 +306,6 @@ static cJSON *run_json(const struct result *r, int round, int on)
     cJSON_AddNumberToObject(j, "lag_max_ms", r->bk_lag_max_ms);
     cJSON_AddNumberToObject(j, "lag_samples", r->bk_lag_samples);
   }
-  return j;
-}
-
-static cJSON *side_json(const struct bopts *o, int on)
-{
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "tx_per_s", med(o, on, F_TXS, NULL));
-  cJSON_AddNumberToObject(j, "p50_ms", med(o, on, F_P50, NULL));
-  cJSON_AddNumberToObject(j, "p99_ms", med(o, on, F_P99, NULL));
-  cJSON *c = cJSON_AddObjectToObject(j, "cpu_ms_per_tx");
-  cJSON_AddNumberToObject(c, "engine", med(o, on, F_ENGINE, NULL));
-  cJSON_AddNumberToObject(c, "nodes", med(o, on, F_NODES, NULL));
-  cJSON_AddNumberToObject(c, "coordinator", med(o, on, F_COORD, NULL));
-  cJSON_AddNumberToObject(c, "total", med(o, on, F_TOTAL, NULL));
-  for (int k = 0; k < NCOPIES; k++)
-    cJSON_AddNumberToObject(c, bench_node_ids[k], med(o, on, F_NODE0 + k, NULL));
   return j;
 }
 
@@ -389,8 +378,8 @@ static cJSON *bk_report_json(const struct bopts *o, cJSON *cond)
       int on = (i % 2 == 0) == (k == 1);   /* the order they ran in */
       cJSON_AddItemToArray(runs, run_json(&o->r[i][on], i, on));
     }
-  cJSON_AddItemToObject(fg, "off", side_json(o, 0));
-  cJSON_AddItemToObject(fg, "on", side_json(o, 1));
+  figs_json(cJSON_AddObjectToObject(fg, "off"), o, NULL, 0);
+  figs_json(cJSON_AddObjectToObject(fg, "on"), o, NULL, 1);
   cJSON *d = cJSON_AddObjectToObject(fg, "diff_pct");
   const char *names[] = {"tx_per_s", "p50_ms", "p99_ms", "cpu_engine", "cpu_nodes",
                          "cpu_coordinator", "cpu_total"};
@@ -478,17 +467,18 @@ static void print_table(const struct bopts *o, cJSON *cond)
            on ? "median on" : "median off", med(o, on, F_TXS, NULL), med(o, on, F_P50, NULL),
            med(o, on, F_P99, NULL), med(o, on, F_ENGINE, NULL), med(o, on, F_NODES, NULL),
            med(o, on, F_COORD, NULL), med(o, on, F_TOTAL, NULL));
-  printf("  %-12s %+7.1f%% %+6.1f%% %+6.1f%% | %+6.1f%% %+6.1f%% %+6.1f%% %+6.1f%% |\n",
-         "on vs off", pct(med(o, 1, F_TXS, NULL), med(o, 0, F_TXS, NULL)),
-         pct(med(o, 1, F_P50, NULL), med(o, 0, F_P50, NULL)),
-         pct(med(o, 1, F_P99, NULL), med(o, 0, F_P99, NULL)),
-         pct(med(o, 1, F_ENGINE, NULL), med(o, 0, F_ENGINE, NULL)),
-         pct(med(o, 1, F_NODES, NULL), med(o, 0, F_NODES, NULL)),
-         pct(med(o, 1, F_COORD, NULL), med(o, 0, F_COORD, NULL)),
-         pct(med(o, 1, F_TOTAL, NULL), med(o, 0, F_TOTAL, NULL)));
+  printf("  %-12s", "on vs off");
+  for (int f = 0; f <= F_TOTAL; f++)
+    printf(f == 0 ? " %+7.1f%%" : f == F_ENGINE ? " | %+6.1f%%" : " %+6.1f%%",
+           pct(med(o, 1, f, NULL), med(o, 0, f, NULL)));
+  printf(" |\n");
   printf("  CPU ms per transaction by node (median; one segment of each PG stages it):\n");
   print_cpu("backup off", o, 0);
   print_cpu("backup on", o, 1);
+  /* /proc counts CPU in ticks: a role that used only a few over a run
+   * (the coordinator) has a percentage that is their jitter. */
+  printf("  CPU is read from /proc in ticks of %.0f ms: the coordinator's few ticks a run "
+         "make its percentage noise\n", 1000.0 / (double)sysconf(_SC_CLK_TCK));
 
   double p99, max, samples;
   lag_worst(o, &p99, &max, &samples);
@@ -534,6 +524,18 @@ static void print_table(const struct bopts *o, cJSON *cond)
         printf("\n");
       }
     }
+  }
+  for (int i = o->nz - 1; i >= 0; i--) {
+    /* The largest size that restored: its rates, the fixed costs least. */
+    const struct bkr_size *z = &o->z[i];
+    const struct bkr_target *t = &z->t[0];
+    if (!t->file.ok || !t->vol.ok || t->file.secs <= 0 || t->vol.secs <= 0)
+      continue;
+    printf("  at %d MiB, the newest point: %.0f MiB/s into a file, %.1f MiB/s into a new "
+           "volume\n  (the copy through the VFS and a write quorum is %.0f%% of that)\n", z->mib,
+           MB(z->volume_bytes) / t->file.secs, MB(z->volume_bytes) / t->vol.secs,
+           100 * t->vol.load_s / t->vol.secs);
+    break;
   }
   printf("  file: restore_build (objects read, records applied to the PGs' pages, PRAGMA\n"
          "  integrity_check), as `auralog restore --file`; volume: the same, then the file\n"
@@ -601,7 +603,7 @@ int bench_backup_main(int argc, char **argv)
   o.fg = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
                        .warmup = 2, .reads = "durable", .group = 1, .group_ms = 5,
                        .no_limit = 1, .no_note = 1};
-  o.rounds = 2;
+  o.rounds = 3;
   o.age = 6;
   K.base = 8000;
   parse_sizes("2,8,32", &o);
