@@ -66,17 +66,24 @@ static void on_stop(int sig)
   bench_interrupted = 1;     /* a foreground run ends at its next look */
 }
 
-/* Stop whatever cluster runs, remove its data (the logs stay). At exit,
- * also after die(). */
-static void cleanup(void)
+void bk_cluster_down(void)
 {
-  if (getpid() != K.owner || !K.up)
+  if (!K.up)
     return;
   bench_cluster_down(K.cdir);
   K.up = 0;
   char p[1200];
   snprintf(p, sizeof p, "%s/data", K.cdir);
   bench_rm_tree(p);
+  snprintf(p, sizeof p, "%s/backup", K.cdir);
+  bench_rm_tree(p);
+}
+
+/* At exit, also after die(): no cluster left running. */
+static void cleanup(void)
+{
+  if (getpid() == K.owner)
+    bk_cluster_down();
 }
 
 void bk_progress(int force, const char *fmt, ...)

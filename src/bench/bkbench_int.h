@@ -71,10 +71,13 @@ extern struct bkbench_run K;
  * a signal asked us to stop. */
 void bk_progress(int force, const char *fmt, ...);
 void bk_check_stop(void);
+/* Stop the private cluster, if one runs, and remove its data and its
+ * backup (the logs stay). */
+void bk_cluster_down(void);
 
 /* bkrestore.c: a fresh cluster backing up, z->mib MiB filled, age_s
  * seconds of updates, then each target restored into a file and into a
- * new volume, timed; the cluster stopped and its data removed after. */
+ * new volume, timed; the cluster stopped, its data and backup removed. */
 void bkr_size(struct bkr_size *z, int age_s, uint64_t seed);
 
 #endif

@@ -249,18 +249,6 @@ static void restore_target(struct objstore *st, struct bkr_size *z, struct bkr_t
   unlink(tmp);
 }
 
-/* Stop the size's cluster and remove its data (logs kept). */
-static void size_down(void)
-{
-  if (!K.up)
-    return;
-  bench_cluster_down(K.cdir);
-  K.up = 0;
-  char p[1200];
-  snprintf(p, sizeof p, "%s/data", K.cdir);
-  bench_rm_tree(p);
-}
-
 void bkr_size(struct bkr_size *z, int age_s, uint64_t seed)
 {
   char why[600], url[1200];
@@ -305,7 +293,7 @@ void bkr_size(struct bkr_size *z, int age_s, uint64_t seed)
     restore_target(st, z, &z->t[k]);
   obj_close(st);
   bk_progress(1, "%d MiB: stopping the cluster and removing its data", z->mib);
-  size_down();
+  bk_cluster_down();
   return;
 fail:
   snprintf(z->err, sizeof z->err, "%s", why);
@@ -313,5 +301,5 @@ fail:
     rpc_close(&r);
   if (st)
     obj_close(st);
-  size_down();
+  bk_cluster_down();
 }

@@ -8,7 +8,7 @@
  * restore (file and new volume, at the newest, middle and oldest point)
  * succeeded at exactly its point, the volumes growing with the sizes and
  * the points ageing in order. Afterwards no process of its clusters is
- * left and their data is gone. Bad options fail in one line, before
+ * left and their data and backups are gone. Bad options fail in one line, before
  * anything starts.
  */
 #include <setjmp.h>
@@ -248,6 +248,8 @@ static void leaves_no_process_and_no_data(void **state)
   struct stat sb;
   assert_int_equal(live_cluster_processes(), 0);
   snprintf(p, sizeof p, "%s/cluster/data", dir);
+  assert_int_not_equal(stat(p, &sb), 0);
+  snprintf(p, sizeof p, "%s/cluster/backup", dir);
   assert_int_not_equal(stat(p, &sb), 0);
 }
 
