@@ -26,6 +26,9 @@
  *   restore_build   the same into a stock SQLite file at path, checked
  *                   (PRAGMA integrity_check) before it returns; res says
  *                   what was done
+ *   restore_into_volume  such a file copied into a new volume of the
+ *                   cluster at coord, through the auralog VFS
+ *                   (restore_into.c)
  */
 #ifndef AURALOG_RESTORE_H
 #define AURALOG_RESTORE_H
@@ -63,5 +66,11 @@ int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
 
 int restore_build(struct objstore *o, uint64_t vol, const struct rs_target *t,
                   const char *path, struct rs_result *res, char *why, size_t whylen);
+
+/* Copy the SQLite file into volume newvol (made now, with pg_pages pages
+ * a PG) of the cluster whose coordinator is coord: one transaction through
+ * the auralog VFS. The caller acts for the operator. 0, or -1 with why. */
+int restore_into_volume(const char *file, const char *coord, const char *newvol,
+                        uint32_t pg_pages, char *why, size_t whylen);
 
 #endif

@@ -80,11 +80,11 @@ struct limit lim;
 const char *const bench_node_ids[NCOPIES] = {"A1", "A2", "B1", "B2", "C1", "C2"};
 
 /* Ctrl-C or SIGTERM: stop the run, then the private cluster. */
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t bench_interrupted;
 static void on_int(int sig)
 {
   (void)sig;
-  interrupted = 1;
+  bench_interrupted = 1;
 }
 
 /* ---- clients ------------------------------------------------------------------ */
@@ -303,6 +303,40 @@ static int sum_size(void *arg, const char *key, uint64_t size)
   return 0;
 }
 
+/* The object store's bytes once every PG's backup reaches the VDL (or
+ * after BK_SETTLE_S): taken when the load is over, so that the bytes per
+ * transaction are the transactions' own. The load's objects would
+ * otherwise be counted against them: 40,000 rows staged, divided by a
+ * short run's transactions, add hundreds of bytes to each. -1: unknown. */
+#define BK_SETTLE_S 10
+static double store_settled(const struct sys *y)
+{
+  char url[1200], why[400];
+  snprintf(url, sizeof url, "%s/backup", y->cdir);
+  struct objstore *st = obj_open(url, why, sizeof why);
+  if (st == NULL)
+    return -1;
+  double until = bench_now_us() + BK_SETTLE_S * 1e6;
+  for (;;) {
+    Env *e = status_fetch(y->coord, y->volume, why, sizeof why);
+    uint64_t lo, hi = 0, vdl = 0;
+    uint32_t npgs;
+    if (e && e->status->volume && e->status->engine) {
+      vdl = e->status->engine->vdl;
+      if (restore_window(st, e->status->volume->id, &lo, &hi, &npgs, why, sizeof why) != 0)
+        hi = 0;
+    }
+    wire_free(e);
+    if ((vdl && hi >= vdl) || bench_now_us() > until)
+      break;
+    usleep(100000);
+  }
+  uint64_t bytes = 0;
+  int rc = obj_list(st, "", sum_size, &bytes, why, sizeof why);
+  obj_close(st);
+  return rc == 0 ? (double)bytes : -1;
+}
+
 static void backup_figures(const char *cdir, const struct sys *y, struct result *res)
 {
   char url[1200], why[400];
@@ -313,7 +347,8 @@ static void backup_figures(const char *cdir, const struct sys *y, struct result 
     return;
   uint64_t bytes = 0;
   if (obj_list(st, "", sum_size, &bytes, why, sizeof why) == 0 && res->tx_all)
-    res->backup_bytes = (double)bytes / (double)res->tx_all;
+    res->backup_bytes = ((double)bytes - (res->bk_store_load > 0 ? res->bk_store_load : 0)) /
+                        (double)res->tx_all;
   Env *e = status_fetch(y->coord, y->volume, why, sizeof why);
   if (e && e->status->volume && e->status->engine) {
     uint64_t lo, hi;
@@ -335,7 +370,7 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   if (start_system(o, y, why, sizeof why) != 0)
     goto fail;
   if (bench_connect(&r, y->addr, 30000, why, sizeof why) != 0) {
-    snprintf(why, sizeof why, "its engine did not start; see %s", y->log);
+    snprintf(why, sizeof why, "its engine did not start; see %.250s", y->log);
     goto fail;
   }
   fprintf(stderr, "%-18s loading %d x %d rows...%s", name, o->wl.tables, o->wl.rows,
@@ -351,6 +386,8 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   sync();
   if (ON_CLUSTER(y->i))
     usleep(2 * HEARTBEAT_MS * 1000);
+  if (y->i == SYS_BACKUP)
+    res->bk_store_load = store_settled(y);
   struct snap s0, s1;
   if (snapshot(y, &r, &s0, why, sizeof why) != 0)
     goto fail;
@@ -384,7 +421,7 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
       if (ON_CLUSTER(y->i) && breakdown_fetch(&r, &b0, b0.err, sizeof b0.err) != 0)
         b0.ok = 0;
     }
-    if (t >= o->warmup + o->duration || interrupted)
+    if (t >= o->warmup + o->duration || bench_interrupted)
       break;
     if (now - last >= 1e6) {
       uint64_t tx = run.tx;
@@ -460,6 +497,42 @@ fail:
     bench_stop(y->pid, 3000);
 }
 
+/* A fresh private cluster in cdir for the cluster systems (anything there
+ * before is removed, the keys kept), backing up into cdir/backup if
+ * backup, with its own engine (volume main) stopped: it would only add
+ * noise. 0, or -1 and why. */
+int bench_fresh_cluster(const char *cdir, int base, int backup, char *why, size_t n)
+{
+  static const char *const bk[] = {"--backup", "dir", NULL};
+  if (bench_cluster_up_with(cdir, base, backup ? bk : NULL, why, n) != 0)
+    return -1;
+  bench_stop(bench_member_pid(cdir, "engine"), 5000);
+  return 0;
+}
+
+/* Cluster system i of o on the cluster in cdir (bench_fresh_cluster):
+ * its engine started, the workload loaded and run, and for auralog-backup
+ * the backup's lag over the run, two restores (bklag.c) and the store's
+ * bytes per transaction. */
+void bench_system(const struct opts *o, int i, const char *cdir, struct result *res)
+{
+  static struct sys y;
+  memset(&y, 0, sizeof y);
+  y.i = i;
+  snprintf(y.coord, sizeof y.coord, "127.0.0.1:%d", o->base);
+  snprintf(y.cdir, sizeof y.cdir, "%s", cdir);
+  struct bklag *lag = NULL;
+  char bkurl[1200];
+  snprintf(bkurl, sizeof bkurl, "%s/backup", cdir);
+  if (i == SYS_BACKUP)
+    lag = bklag_start(y.coord, "bench", bkurl);   /* run_system's volume */
+  run_system(o, &y, res);
+  if (lag)
+    bklag_stop(lag, cdir, o->duration, res);
+  if (i == SYS_BACKUP && !res->err[0])
+    backup_figures(cdir, &y, res);
+}
+
 /* ---- the command -------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -473,6 +546,7 @@ static void usage(FILE *f)
     "       auralog bench append --help\n"
     "       auralog bench replicas --help\n"
     "       auralog bench repair --help\n"
+    "       auralog bench backup --help\n"
     "\n"
     "Run a sysbench-shaped workload on auralog and on stock SQLite baselines,\n"
     "one after the other on this machine, and print throughput, commit latency\n"
@@ -545,6 +619,8 @@ int bench_main(int argc, char **argv)
     return bench_replicas_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "repair") == 0)
     return bench_repair_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "backup") == 0)
+    return bench_backup_main(argc - 1, argv + 1);
   static struct option lo[] = {
     {"clients", required_argument, 0, 'c'}, {"duration", required_argument, 0, 'd'},
     {"warmup", required_argument, 0, 'w'}, {"tables", required_argument, 0, 't'},
@@ -613,7 +689,7 @@ int bench_main(int argc, char **argv)
       k++;
     if (k == WL_COUNT)
       die("bench: unknown workload '%s' (say write-only, insert, read-only, oltp, "
-          "read-write, recovery, append, replicas or repair)", argv[optind]);
+          "read-write, recovery, append, replicas, repair or backup)", argv[optind]);
     o.wl.kind = k;
     if (optind + 1 < argc)
       die("bench: unexpected argument '%s'", argv[optind + 1]);
@@ -677,63 +753,36 @@ int bench_main(int argc, char **argv)
   }
 
   /* The private cluster, for the auralog systems. */
-  static struct sys ys[NSYS];
   char cdir[1100], why[300];
   snprintf(cdir, sizeof cdir, "%s/cluster", o.dir);
   int cluster = o.sys[0] || o.sys[1] || o.sys[SYS_NOKEY] || o.sys[SYS_BACKUP];
   if (cluster) {
     fprintf(stderr, "starting a private cluster in %s (ports %d..%d)\n", cdir, o.base,
             o.base + ENGINE_PORT_OFFSET + 1);
-    if (bench_cluster_up(cdir, o.base, why, sizeof why) != 0)
+    if (bench_fresh_cluster(cdir, o.base, 0, why, sizeof why) != 0)
       die("bench: %s", why);
-    /* The cluster's own engine (volume main) would only add noise. */
-    bench_stop(bench_member_pid(cdir, "engine"), 5000);
   }
   static struct result rs[NSYS];
   int failed = 0;
-  for (int i = 0; i < NSYS && !interrupted; i++) {
+  for (int i = 0; i < NSYS && !bench_interrupted; i++) {
     if (!o.sys[i])
       continue;
-    if (i == SYS_NOKEY) {
-      /* The same cluster again, fresh, with no key on any connection
-       * (keyfile.h): what the key costs, in this run. */
-      bench_cluster_down(cdir);
+    /* auralog-nokey: the same cluster again, fresh, with no key on any
+     * connection (keyfile.h): what the key costs, in this run.
+     * auralog-backup: fresh again, key on, backing up into its directory
+     * as `cluster up` does by default. */
+    if (i == SYS_NOKEY)
       setenv("AURALOG_AUTH", "off", 1);
-      if (bench_cluster_up(cdir, o.base, why, sizeof why) != 0) {
-        snprintf(rs[i].err, sizeof rs[i].err, "%s", why);
-        rs[i].ran = 1;
-        failed = 1;
-        break;
-      }
-      bench_stop(bench_member_pid(cdir, "engine"), 5000);
-    }
-    if (i == SYS_BACKUP) {
-      /* The same cluster again, fresh, key on, backing up into its
-       * directory as `cluster up` does by default. */
-      bench_cluster_down(cdir);
-      unsetenv("AURALOG_AUTH");
-      static const char *const bk[] = {"--backup", "dir", NULL};
-      if (bench_cluster_up_with(cdir, o.base, bk, why, sizeof why) != 0) {
-        snprintf(rs[i].err, sizeof rs[i].err, "%s", why);
-        rs[i].ran = 1;
-        failed = 1;
-        break;
-      }
-      bench_stop(bench_member_pid(cdir, "engine"), 5000);
-    }
-    ys[i].i = i;
-    snprintf(ys[i].coord, sizeof ys[i].coord, "127.0.0.1:%d", o.base);
-    snprintf(ys[i].cdir, sizeof ys[i].cdir, "%s", cdir);
-    struct bklag *lag = NULL;
-    char bkurl[1200];
-    snprintf(bkurl, sizeof bkurl, "%s/backup", cdir);
     if (i == SYS_BACKUP)
-      lag = bklag_start(ys[i].coord, "bench", bkurl);   /* run_system's volume */
-    run_system(&o, &ys[i], &rs[i]);
-    if (lag)
-      bklag_stop(lag, cdir, o.duration, &rs[i]);
-    if (i == SYS_BACKUP && !rs[i].err[0])
-      backup_figures(cdir, &ys[i], &rs[i]);
+      unsetenv("AURALOG_AUTH");
+    if ((i == SYS_NOKEY || i == SYS_BACKUP) &&
+        bench_fresh_cluster(cdir, o.base, i == SYS_BACKUP, why, sizeof why) != 0) {
+      snprintf(rs[i].err, sizeof rs[i].err, "%s", why);
+      rs[i].ran = 1;
+      failed = 1;
+      break;
+    }
+    bench_system(&o, i, cdir, &rs[i]);
     failed |= rs[i].err[0] != 0;
     if (rs[i].err[0])
       fprintf(stderr, "%s: %s\n", sys_names[i], rs[i].err);
@@ -744,7 +793,7 @@ int bench_main(int argc, char **argv)
   if (cluster)
     bench_cluster_down(cdir);
   unsetenv("AURALOG_AUTH");
-  if (interrupted)
+  if (bench_interrupted)
     die("bench: interrupted; the private cluster is stopped");
   if (!o.no_note)
     bench_note(&o, rs, cond, caller_key[0] ? caller_key : NULL);

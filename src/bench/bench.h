@@ -9,6 +9,8 @@
  *   append.c    `auralog bench append`: one storage node's durable appends
  *   replicas.c  `auralog bench replicas`: replica lag, reads over replicas, a long reader
  *   repair.c    `auralog bench repair`: time to repair a lost node, hydration, foreground
+ *   bkbench.c   `auralog bench backup`: backup's cost to the foreground, its lag, the
+ *               store's bytes per transaction, restore time against size and age
  *   limit.c     the machine's own limits (a commit; disk and loopback bandwidth),
  *               measured in the same run
  *   breakdown.c where one commit's time goes (the engine's stage timings)
@@ -36,6 +38,7 @@ int bench_append_main(int argc, char **argv);
 int bench_recovery_main(int argc, char **argv);
 int bench_replicas_main(int argc, char **argv);   /* replicas.c */
 int bench_repair_main(int argc, char **argv);     /* repair.c */
+int bench_backup_main(int argc, char **argv);     /* bkbench.c */
 
 /* The auralog binary itself, to start cluster members and engines. */
 const char *bench_self(void);
@@ -92,6 +95,9 @@ Env *bench_sql_timed(struct rpc *r, const char *sql, uint64_t sent_us, uint64_t 
 /* Conditions every benchmark prints: versions of auralog and of each
  * library, kernel, CPU, cores, memory, and the filesystem under dir. */
 void bench_conditions(cJSON *c, const char *dir);
+/* How this binary was built (compiler, optimized or not, sanitizers): a
+ * figure of an -O0 or sanitized build is not one to quote. */
+const char *bench_build_flags(void);
 
 /* The workloads (workload.c). */
 enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_READ_WRITE, WL_COUNT };

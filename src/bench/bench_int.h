@@ -6,6 +6,7 @@
 #define AURALOG_BENCH_INT_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "bench/bench.h"
@@ -54,9 +55,10 @@ struct result {
    * transactions' own round trips (what the engine's stages time). */
   double mean_group;
   struct hist sqlh;
-  /* auralog-backup: the object store's bytes per transaction, and how far
-   * the backup point was behind the VDL at the end (LSNs; -1: unknown). */
-  double backup_bytes;
+  /* auralog-backup: the object store's bytes per transaction (what it
+   * grew by from the load's end, staged, to the run's), and how far the
+   * backup point was behind the VDL at the end (LSNs; -1: unknown). */
+  double backup_bytes, bk_store_load;
   double backup_lag;
   /* ... and over the run (bklag.c): the age of the newest restorable
    * commit, sampled (ms; -1: none), and two restores' seconds: at the
@@ -64,6 +66,18 @@ struct result {
   double bk_lag_p50_ms, bk_lag_p99_ms, bk_lag_max_ms, bk_lag_samples;
   double bk_restore_new_s, bk_restore_old_s, bk_restore_old_lsn;
 };
+
+/* bench.c: set by Ctrl-C or SIGTERM (bench's handler, or another
+ * benchmark's that runs bench_system): the run stops at its next look. */
+extern volatile sig_atomic_t bench_interrupted;
+/* A fresh private cluster in cdir for the cluster systems, backing up into
+ * cdir/backup if backup, its own engine stopped. 0, or -1 and why. */
+int bench_fresh_cluster(const char *cdir, int base, int backup, char *why, size_t n);
+/* Cluster system i (auralog, auralog-pages, auralog-nokey, auralog-backup)
+ * of o, on that cluster, into res: its engine, the load, the clients over
+ * warm-up and window, the counters; for auralog-backup also bklag.c's
+ * figures and the store's bytes per transaction. */
+void bench_system(const struct opts *o, int i, const char *cdir, struct result *res);
 
 /* bklag.c: the backup's lag over a run, and restore times after it. */
 struct bklag;

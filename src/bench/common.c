@@ -352,6 +352,23 @@ void bench_conditions(cJSON *c, const char *dir)
   cJSON_AddStringToObject(c, "network", "loopback (every process on this machine)");
 }
 
+const char *bench_build_flags(void)
+{
+  return "compiler " __VERSION__
+#ifdef __OPTIMIZE__
+         ", optimized (-O1 or more)"
+#else
+         ", not optimized (-O0): every figure is slower than a release build's"
+#endif
+#ifdef __SANITIZE_ADDRESS__
+         ", AddressSanitizer"
+#endif
+#ifdef NDEBUG
+         ", NDEBUG"
+#endif
+         ;
+}
+
 double bench_now_us(void)
 {
   struct timespec ts;

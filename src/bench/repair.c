@@ -224,28 +224,11 @@ static void parse_points(const char *s, struct ropts *o)
 
 /* ---- the report ---------------------------------------------------------------- */
 
-static const char *build_flags(void)
-{
-  return "compiler " __VERSION__
-#ifdef __OPTIMIZE__
-         ", optimized (-O1 or more)"
-#else
-         ", not optimized (-O0): every figure is slower than a release build's"
-#endif
-#ifdef __SANITIZE_ADDRESS__
-         ", AddressSanitizer"
-#endif
-#ifdef NDEBUG
-         ", NDEBUG"
-#endif
-         ;
-}
-
 static void conditions(cJSON *c, const struct ropts *o)
 {
   char w[400];
   bench_conditions(c, R.dir);
-  cJSON_AddStringToObject(c, "build", build_flags());
+  cJSON_AddStringToObject(c, "build", bench_build_flags());
   snprintf(w, sizeof w, "%d storage nodes, %d per AZ (one spare per AZ), volume main of "
            "%d-byte pages; one private cluster per point", RP_NODES, RP_NODES / NAZ,
            PAGE_SIZE_DEFAULT);

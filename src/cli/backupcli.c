@@ -14,7 +14,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,6 @@
 #include "lib/log.h"
 #include "net/rpc.h"
 #include "roles.h"
-#include "vfs/vfs.h"
 
 /* The store: --backup, else the cluster's. */
 static struct objstore *open_store(const char *cmd, const char *url)
@@ -277,44 +275,6 @@ static uint64_t parse_time(const char *t)
   return s < 0 ? 0 : (uint64_t)s * 1000 + ms;
 }
 
-/* Copy the file into volume newvol through the auralog VFS. */
-static int load_into(const char *file, const char *coord, const char *newvol, uint32_t pg_pages,
-                     char *why, size_t whylen)
-{
-  if (auralog_vfs_register(0, "", 0) != SQLITE_OK) {
-    snprintf(why, whylen, "cannot register the auralog VFS");
-    return -1;
-  }
-  char uri[512];
-  snprintf(uri, sizeof uri, "file:%s?coord=%s&pg_pages=%u", newvol, coord, pg_pages);
-  sqlite3 *src = NULL, *dst = NULL;
-  int rc = sqlite3_open_v2(file, &src, SQLITE_OPEN_READONLY, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_open_v2(uri, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-                         "auralog");
-  if (rc != SQLITE_OK) {
-    snprintf(why, whylen, "cannot open %.300s: %s", rc == SQLITE_OK || dst ? newvol : file,
-             sqlite3_errmsg(dst ? dst : src));
-  } else {
-    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
-    if (b == NULL) {
-      snprintf(why, whylen, "cannot copy into %s: %s", newvol, sqlite3_errmsg(dst));
-      rc = SQLITE_ERROR;
-    } else {
-      rc = sqlite3_backup_step(b, -1);
-      sqlite3_backup_finish(b);
-      if (rc != SQLITE_DONE) {
-        snprintf(why, whylen, "copying into %s: %s", newvol, sqlite3_errmsg(dst));
-      } else {
-        rc = SQLITE_OK;
-      }
-    }
-  }
-  sqlite3_close(src);
-  sqlite3_close(dst);
-  return rc == SQLITE_OK ? 0 : -1;
-}
-
 /* Tell the cluster's journal what was restored (coord/journal.c
  * "restore"; lab 12 grades from it): best effort, signed as the operator
  * (roles.c R2); a coordinator that is down or refuses misses it, and we
@@ -429,7 +389,8 @@ static int restore_cmd(int argc, char **argv)
   if (file)
     printf("wrote %s (sqlite3 %s)\n", file, file);
   if (into) {
-    if (load_into(out, coord, into, r.pg_pages ? r.pg_pages : PG_PAGES, why, sizeof why) != 0) {
+    if (restore_into_volume(out, coord, into, r.pg_pages ? r.pg_pages : PG_PAGES, why,
+                            sizeof why) != 0) {
       unlink(tmp);
       die("restore: %s", why);
     }
