@@ -45,7 +45,9 @@ static int list(struct objstore *o, uint64_t vol, struct bk_volset *vs, char *wh
   return 0;
 }
 
-/* The points every PG of vs can be restored to: 0, or -1 with why. */
+/* The points every PG of vs can be restored to: 0; -1 with why (a PG
+ * without a backup); -2 with why and *lo > *hi (the PGs' newest runs of
+ * points share none: an older run of one may still meet another's). */
 static int window(struct objstore *o, const struct bk_volset *vs, uint64_t *lo, uint64_t *hi,
                   char *why, size_t whylen)
 {
@@ -66,7 +68,7 @@ static int window(struct objstore *o, const struct bk_volset *vs, uint64_t *lo, 
   if (*lo > *hi) {
     snprintf(why, whylen, "volume %" PRIu64 ": its PGs' backups hold no point in common "
              "(one starts at %" PRIu64 ", another ends at %" PRIu64 ")", vs->vol, *lo, *hi);
-    return -1;
+    return -2;
   }
   return 0;
 }
@@ -76,7 +78,7 @@ static int scan(struct objstore *o, uint64_t vol, struct bk_volset *vs, uint64_t
 {
   if (list(o, vol, vs, why, whylen) != 0)
     return -1;
-  return window(o, vs, lo, hi, why, whylen);
+  return window(o, vs, lo, hi, why, whylen) == 0 ? 0 : -1;
 }
 
 int restore_window(struct objstore *o, uint64_t vol, uint64_t *lo, uint64_t *hi,
@@ -211,7 +213,11 @@ static int load_pg(struct objstore *o, const struct bk_volset *vs, uint32_t pg, 
   memset(d, 0, sizeof *d);
   size_t bix;
   if (bk_plan(p, target, &bix, path, &n) != 0) {
-    if (target < lo && dm->n == 0)
+    if (lo > hi)
+      snprintf(why, whylen, "pg %u cannot be restored to %" PRIu64 " (a gap in its backup; "
+               "the PGs' newest backups hold no point in common: one starts at %" PRIu64
+               ", another ends at %" PRIu64 ")", pg, target, lo, hi);
+    else if (target < lo && dm->n == 0)
       snprintf(why, whylen, "LSN %" PRIu64 " is below what the backup still holds (%" PRIu64
                " to %" PRIu64 "): retention let it go", target, lo, hi);
     else
@@ -341,8 +347,12 @@ static int attempt(struct objstore *o, const struct bk_volset *vs, const struct 
   uint64_t lo, hi;
   res->lo = res->hi = res->target = res->cpl = res->at_ms = 0;
   res->npgs = (uint32_t)vs->npgs;
-  if (window(o, vs, &lo, &hi, why, whylen) != 0)
+  int by_lsn = !t->to_ms && t->to_lsn;
+  int wrc = window(o, vs, &lo, &hi, why, whylen);
+  if (wrc == -1 || (wrc == -2 && !by_lsn))
     return -1;
+  /* (-2 and an LSN: planned all the same, PG by PG; load_pg refuses if
+   * one has no plan to it.) */
   res->lo = lo;
   res->hi = hi;
   uint64_t target = hi;

@@ -432,9 +432,9 @@ static void test_dir_store_objects_and_listing(void **state)
 
 /* ---- restore around damage ------------------------------------------------- */
 
-/* A one-PG volume 9 (pages 0..RP-1) in a dir store: pieces and bases
- * made from one chain of records, LSNs 1..30, every one a CPL, record n
- * on page n % RP. */
+/* Volume 9 in a dir store, PG g its pages g*RP..g*RP+RP-1: pieces and
+ * bases made from one chain of records per PG, LSNs from 1, every one a
+ * CPL, record n on the PG's page n % RP. */
 #define RP 8
 #define RVOL 9
 
@@ -461,37 +461,44 @@ static void rs_close(struct rstore *rs)
   assert_int_equal(system(cmd), 0);
 }
 
-/* The chain's records in (from, to] that lsns[] lists, into a piece. */
-static void put_piece(struct rstore *rs, uint64_t from, uint64_t to, const uint64_t *lsns,
-                      size_t n)
+/* The chain's records in (from, to] that lsns[] lists, into a piece of
+ * PG g. */
+static void put_piece_of(struct rstore *rs, uint32_t g, uint64_t from, uint64_t to,
+                         const uint64_t *lsns, size_t n)
 {
   Auralog__BackupLog m = AURALOG__BACKUP_LOG__INIT;
   m.volume_id = RVOL;
-  m.pg = 0;
+  m.pg = g;
   m.from = from;
   m.to = to;
-  m.first_page = 0;
+  m.first_page = g * RP;
   m.npages = RP;
   m.page_size = PS;
   m.n_records = n;
   m.records = calloc(n ? n : 1, sizeof *m.records);
   for (size_t i = 0; i < n; i++)
-    m.records[i] = mkrec(lsns[i], lsns[i] - 1, (uint32_t)(lsns[i] % RP), 1);
+    m.records[i] = mkrec(lsns[i], lsns[i] - 1, g * RP + (uint32_t)(lsns[i] % RP), 1);
   size_t len;
   uint8_t *b = bk_encode(BK_LOG, &m.base, &len);
   char key[BK_KEY_MAX], why[300];
-  bk_key_log(key, RVOL, 0, from, to);
+  bk_key_log(key, RVOL, g, from, to);
   assert_int_equal(obj_put(rs->o, key, b, len, why, sizeof why), 0);
   free(b);
   free_log(&m);
 }
 
-/* The pages as of lsn: records 1..lsn applied to zeros. */
-static void pages_at(uint64_t lsn, uint8_t *pages)
+static void put_piece(struct rstore *rs, uint64_t from, uint64_t to, const uint64_t *lsns,
+                      size_t n)
+{
+  put_piece_of(rs, 0, from, to, lsns, n);
+}
+
+/* PG g's pages as of lsn: its records 1..lsn applied to zeros. */
+static void pages_at(uint32_t g, uint64_t lsn, uint8_t *pages)
 {
   memset(pages, 0, RP * PS);
   for (uint64_t l = 1; l <= lsn; l++) {
-    Rec *r = mkrec(l, l - 1, (uint32_t)(l % RP), 1);
+    Rec *r = mkrec(l, l - 1, g * RP + (uint32_t)(l % RP), 1);
     rec_apply(pages + (size_t)(l % RP) * PS, PS, r);
     auralog__record__free_unpacked(r, NULL);
   }
@@ -500,7 +507,7 @@ static void pages_at(uint64_t lsn, uint8_t *pages)
 static void put_base(struct rstore *rs, uint64_t at, uint64_t ms)
 {
   uint8_t pages[RP * PS];
-  pages_at(at, pages);
+  pages_at(0, at, pages);
   Auralog__BackupBase m = AURALOG__BACKUP_BASE__INIT;
   m.volume_id = RVOL;
   m.pg = 0;
@@ -538,8 +545,9 @@ static void rot(struct rstore *rs, const char *key)
   free(b);
 }
 
+#define RPGS 2                 /* at most this many PGs */
 struct rsink {
-  uint8_t pages[RP * PS];
+  uint8_t pages[RPGS * RP * PS];
   uint32_t n;
 };
 
@@ -549,7 +557,7 @@ static int to_sink(void *arg, uint32_t page_no, const uint8_t *page, uint32_t ps
   (void)why, (void)whylen;
   struct rsink *k = arg;
   assert_int_equal(ps, PS);
-  assert_true(page_no < RP);
+  assert_true(page_no < RPGS * RP);
   memcpy(k->pages + (size_t)page_no * PS, page, PS);
   k->n++;
   return 0;
@@ -566,9 +574,11 @@ static int restore_to(struct rstore *rs, uint64_t lsn, struct rs_result *res, ch
   int rc = restore_pages(rs->o, RVOL, &t, to_sink, &k, res, why, whylen);
   if (rc == 0) {
     uint8_t want[RP * PS];
-    pages_at(res->cpl, want);
-    assert_int_equal(k.n, RP);
-    assert_memory_equal(k.pages, want, RP * PS);
+    assert_int_equal(k.n, res->npgs * RP);
+    for (uint32_t g = 0; g < res->npgs; g++) {
+      pages_at(g, res->cpl, want);
+      assert_memory_equal(k.pages + (size_t)g * RP * PS, want, RP * PS);
+    }
     if (lsn)
       assert_int_equal(res->cpl, lsn);
   } else {
@@ -666,6 +676,41 @@ static void test_restore_refuses_when_nothing_stands_in_for_a_damaged_piece(void
   rs_close(&rs);
 }
 
+/* Two PGs whose newest runs of points share none once a damaged piece is
+ * left out: pg 0's from its base at 30 on ((20, 30] was never staged),
+ * pg 1's up to 25 (its other uploader's piece (0, 40], which the walk
+ * takes first, damaged). An LSN the older runs hold still restores; the
+ * latest has no point to be. */
+static void test_restore_plans_an_lsn_the_newest_runs_do_not_share(void **state)
+{
+  (void)state;
+  struct rstore rs;
+  rs_open(&rs);
+  uint64_t l[40];
+  for (int i = 0; i < 40; i++)
+    l[i] = (uint64_t)i + 1;
+  put_piece_of(&rs, 0, 0, 20, l, 20);
+  put_base(&rs, 30, 3000);
+  put_piece_of(&rs, 0, 30, 40, l + 30, 10);
+  put_piece_of(&rs, 1, 0, 25, l, 25);
+  put_piece_of(&rs, 1, 0, 40, l, 40);
+  struct rs_result res;
+  char why[600], key[BK_KEY_MAX];
+  assert_int_equal(restore_to(&rs, 35, &res, why, sizeof why), 0);
+  assert_int_equal(restore_to(&rs, 15, &res, why, sizeof why), 0);   /* below the window */
+  bk_key_log(key, RVOL, 1, 0, 40);
+  rot(&rs, key);
+  assert_int_equal(restore_to(&rs, 15, &res, why, sizeof why), 0);
+  assert_int_equal(res.npgs, 2);
+  assert_int_equal(res.damaged, 1);
+  assert_int_equal(restore_to(&rs, 35, &res, why, sizeof why), -1);
+  assert_non_null(strstr(why, key));
+  assert_int_equal(restore_to(&rs, 0, &res, why, sizeof why), -1);   /* the latest */
+  assert_non_null(strstr(why, "no point in common"));
+  assert_non_null(strstr(why, key));
+  rs_close(&rs);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -677,6 +722,7 @@ int main(void)
     cmocka_unit_test(test_dir_store_objects_and_listing),
     cmocka_unit_test(test_restore_goes_around_a_damaged_base),
     cmocka_unit_test(test_restore_refuses_when_nothing_stands_in_for_a_damaged_piece),
+    cmocka_unit_test(test_restore_plans_an_lsn_the_newest_runs_do_not_share),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
