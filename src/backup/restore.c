@@ -337,31 +337,48 @@ static int check_file(const char *path, char *why, size_t whylen)
   return ok ? 0 : -1;
 }
 
+/* The window of the listing as it was read, damaged objects and all: a
+ * time's VDL is looked for within it. */
+struct listed {
+  int rc;                    /* window()'s */
+  uint64_t lo, hi;
+  char why[300];
+};
+
 /* One pass of restore_pages over what vs holds: the target, each PG's
  * plan and objects, and only once every PG is loaded the pages to fn.
  * 0; -1 with why; RS_DAMAGED (R4: fn was given nothing). */
-static int attempt(struct objstore *o, const struct bk_volset *vs, const struct rs_target *t,
-                   rs_page_fn fn, void *arg, struct rs_result *res, struct damage *dm,
-                   char *why, size_t whylen)
+static int attempt(struct objstore *o, const struct bk_volset *vs, const struct listed *l0,
+                   const struct rs_target *t, rs_page_fn fn, void *arg, struct rs_result *res,
+                   struct damage *dm, char *why, size_t whylen)
 {
   uint64_t lo, hi;
   res->lo = res->hi = res->target = res->cpl = res->at_ms = 0;
   res->npgs = (uint32_t)vs->npgs;
-  int by_lsn = !t->to_ms && t->to_lsn;
+  /* -2 (the PGs' newest runs share no point) stops only a time, which is
+   * looked for within them; an LSN and the latest (the highest point
+   * every PG reaches) are planned all the same, PG by PG, and load_pg
+   * refuses if one has no plan. */
   int wrc = window(o, vs, &lo, &hi, why, whylen);
-  if (wrc == -1 || (wrc == -2 && !by_lsn))
+  if (wrc == -1)
     return -1;
-  /* (-2 and an LSN: planned all the same, PG by PG; load_pg refuses if
-   * one has no plan to it.) */
   res->lo = lo;
   res->hi = hi;
   uint64_t target = hi;
   int rc = 0;
   if (t->to_ms) {
-    rc = by_time(o, vs, lo, hi, t->to_ms, &target, &res->at_ms, res, dm, why, whylen);
+    /* The notes of the pieces within the listing's window, less those
+     * that failed their checks (R4: dropped from vs, so not read again):
+     * the point a time names does not hang on which damaged base a pass
+     * has met so far. */
+    if (l0->rc != 0) {
+      snprintf(why, whylen, "%s", l0->why);
+      return -1;
+    }
+    rc = by_time(o, vs, l0->lo, l0->hi, t->to_ms, &target, &res->at_ms, res, dm, why, whylen);
     if (rc == 0 && target == 0) {
       snprintf(why, whylen, "the backup holds no point at or before that time (it holds "
-               "LSNs %" PRIu64 " to %" PRIu64 ")", lo, hi);
+               "LSNs %" PRIu64 " to %" PRIu64 ")", l0->lo, l0->hi);
       rc = -1;
     }
   } else if (t->to_lsn) {
@@ -439,16 +456,18 @@ static int attempt(struct objstore *o, const struct bk_volset *vs, const struct 
  * its checks (bk_decode_log / bk_decode_base: frame, length, sum, protobuf,
  * its key, itself; bkfmt.h) is taken out of the listing (bk_drop) and the
  * restore is planned again from what is left, from the start: the target
- * (the latest point and a time's VDL depend on what the backup holds),
- * then every PG's base and pieces. So another base (an older one, with
- * more log) or other pieces over the same range stand in for it wherever
- * they exist; bk_plan finds a plan whenever one exists, so a restore is
- * refused only when no plan avoids every damaged object it met, and the
- * refusal names them and says what the backup holds without them. Pages
- * reach fn only from a pass that met no damaged object: every byte given
- * comes from objects that passed their checks (never a damaged page, and
- * never an older page than the target's: R1, R2 still hold). Each pass
- * that meets one takes one more object out, so the passes end.
+ * (the latest point is the highest every PG's undamaged objects reach; a
+ * time's VDL is the highest noted by then in an undamaged piece within
+ * the window the listing holds), then every PG's base and pieces. So
+ * another base (an older one, with more log) or other pieces over the
+ * same range stand in for it wherever they exist; bk_plan finds a plan
+ * whenever one exists, so a restore is refused only when no plan avoids
+ * every damaged object it met, and the refusal names them and says what
+ * the backup holds without them. Pages reach fn only from a pass that met
+ * no damaged object: every byte given comes from objects that passed
+ * their checks (never a damaged page, and never an older page than the
+ * target's: R1, R2 still hold). Each pass that meets one takes one more
+ * object out, so the passes end.
  *
  * What is not damage stops the restore as before: a store that cannot be
  * read, an object gone since the listing, pieces whose records do not
@@ -465,8 +484,10 @@ int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
     return -1;
   }
   struct damage dm = {0};
+  struct listed l0;
+  l0.rc = window(o, &vs, &l0.lo, &l0.hi, l0.why, sizeof l0.why);
   int rc;
-  while ((rc = attempt(o, &vs, t, fn, arg, res, &dm, why, whylen)) == RS_DAMAGED) {
+  while ((rc = attempt(o, &vs, &l0, t, fn, arg, res, &dm, why, whylen)) == RS_DAMAGED) {
     const struct dmg *d = &dm.v[dm.n - 1];
     if (d->k.pg >= vs.npgs || bk_drop(&vs.pgs[d->k.pg], d->k.kind, d->k.a, d->k.b) != 0) {
       snprintf(why, whylen, "backup object %s failed its checks and is not in the listing",

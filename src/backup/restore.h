@@ -24,6 +24,7 @@
  * in for it where they exist (res says how many it went around). Only
  * when no plan avoids the damaged objects is the restore refused, in one
  * line naming them and what the backup holds without them (restore.c R4).
+ * A time is looked for in the notes of the undamaged pieces only.
  *
  * Interface:
  *   restore_window  the points every PG of vol can be restored to
