@@ -21,9 +21,9 @@
  *                  up to SIM_BK_RESTORES points: the last durable commit,
  *                  and others drawn from the durable commits within what
  *                  the listing holds for every PG (restore_window; retention
- *                  lets the oldest go); and once to the latest point.
- *                  Each restore must be as of exactly the point the check
- *                  expects (a CPL is a
+ *                  lets the oldest go); once to the latest point; and
+ *                  SIM_BK_BY_TIME times by time. Each restore must be as of
+ *                  exactly the point the check expects (a CPL is a
  *                  consistent point: restore.c R1), and every page must be
  *                  the shadow model's page as of it (shadow_page, which the
  *                  reads are checked with), zeros where no commit at or
@@ -37,6 +37,15 @@
  *                  damaged objects. Any object a restore names as damaged
  *                  must be damaged. A restore that read a damaged object as
  *                  good gives other pages, or succeeds where nothing could.
+ *   by time        The point a time T restores to is the highest VDL noted
+ *                  at or before T in the clock of an undamaged piece within
+ *                  the listing's window (restore.h to_ms), read here from
+ *                  the pieces themselves; and it must be true: no higher
+ *                  than the highest VDL any writer had announced by the
+ *                  time it was noted (the world's VDL history, kept by
+ *                  bkcheck_step), so that a restore by time never shows a
+ *                  commit made after T. The CPL it restores to is the
+ *                  shadow's newest commit at or below that VDL.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +53,12 @@
 #include "backup/bkfmt.h"
 #include "backup/bkplan.h"
 #include "backup/restore.h"
+#include "param.h"
 #include "sim/simint.h"
 
 #define SIM_BK_CATCHUP_MS 5000   /* the backup reaches the last commit within this ... */
-#define SIM_BK_RESTORES   6      /* ... and is restored at this many points */
+#define SIM_BK_RESTORES   6      /* ... and is restored at this many points ... */
+#define SIM_BK_BY_TIME    2      /* ... and this many times by time */
 
 /* Each PG's reach, read again if the store changed since. */
 static void refresh(struct world *w, uint64_t vol)
@@ -68,9 +79,41 @@ static void refresh(struct world *w, uint64_t vol)
   bk_volset_free(&vs);
 }
 
+/* The VDL's history: the highest VDL any writer announced, noted when it
+ * rises (at the event's virtual time: the Appends carrying it leave then
+ * or later). */
+static void note_vdl(struct world *w)
+{
+  uint64_t v = 0;
+  for (int i = 0; i < SIM_WRITERS; i++)
+    if (w->wr[i].v && w->wr[i].v->q.vdl > v)
+      v = w->wr[i].v->q.vdl;
+  if (v == 0 || (w->bk_nvdls && w->bk_vdls[w->bk_nvdls - 1][1] >= v))
+    return;
+  if (w->bk_nvdls == w->bk_capvdls) {
+    w->bk_capvdls = w->bk_capvdls ? 2 * w->bk_capvdls : 256;
+    w->bk_vdls = realloc(w->bk_vdls, w->bk_capvdls * sizeof *w->bk_vdls);
+  }
+  w->bk_vdls[w->bk_nvdls][0] = sim_now(w->clock);
+  w->bk_vdls[w->bk_nvdls][1] = v;
+  w->bk_nvdls++;
+}
+
+/* The highest VDL announced at or before virtual ms t (0: none). */
+static uint64_t vdl_by(const struct world *w, uint64_t t)
+{
+  uint64_t v = 0;
+  for (size_t i = 0; i < w->bk_nvdls && w->bk_vdls[i][0] <= t; i++)
+    v = w->bk_vdls[i][1];
+  return v;
+}
+
 void bkcheck_step(struct world *w)
 {
-  if (w->bk == NULL || w->vdesc == NULL || w->stop)
+  if (w->bk == NULL || w->stop)
+    return;
+  note_vdl(w);
+  if (w->vdesc == NULL)
     return;
   uint64_t vol = w->vdesc->id;
   refresh(w, vol);
@@ -169,22 +212,19 @@ static int plannable(const struct bk_volset *vs, uint64_t at)
   return vs->npgs > 0;
 }
 
-/* The points every PG of vs can be restored to (restore.h: the latest is
- * hi): 0, or -1 if none. */
-static int window_of(const struct bk_volset *vs, uint64_t *lo, uint64_t *hi)
+/* The highest point every PG of vs reaches (restore.h: the latest), 0 if
+ * a PG has nothing. */
+static uint64_t reach_of(const struct bk_volset *vs)
 {
-  *lo = 0;
-  *hi = UINT64_MAX;
+  uint64_t hi = UINT64_MAX;
   for (size_t pg = 0; pg < vs->npgs; pg++) {
     uint64_t l, h;
     if (!vs->pgs[pg].present || !bk_window(&vs->pgs[pg], &l, &h))
-      return -1;
-    if (l > *lo)
-      *lo = l;
-    if (h < *hi)
-      *hi = h;
+      return 0;
+    if (h < hi)
+      hi = h;
   }
-  return vs->npgs > 0 && *lo <= *hi ? 0 : -1;
+  return vs->npgs ? hi : 0;
 }
 
 /* The shadow's newest commit at or below v: the consistent point a
@@ -301,11 +341,85 @@ static void restore_at(struct world *w, uint64_t vol, uint64_t at, const struct 
  * reach. */
 static void restore_latest(struct world *w, uint64_t vol, const struct bk_volset *vs)
 {
-  uint64_t lo, hi;
-  int ok = window_of(vs, &lo, &hi) == 0;
+  uint64_t hi = reach_of(vs);
+  int ok = hi > 0 && plannable(vs, hi);
   struct rs_target t = {0};
   struct rs_result res;
   restore_check(w, vol, &t, ok, 1, ok ? shadow_cpl(w, hi) : 0, "the latest point", &res);
+}
+
+/* The clock notes of the undamaged pieces (vs) within [lo, hi], the
+ * window of the listing (restore_window), as a restore by time reads
+ * them: *n pairs (ms, vdl). */
+static uint64_t (*notes_of(struct world *w, uint64_t vol, const struct bk_volset *vs,
+                           uint64_t lo, uint64_t hi, size_t *n))[2]
+{
+  uint64_t (*v)[2] = NULL;
+  size_t cap = 0;
+  *n = 0;
+  for (uint32_t pg = 0; pg < vs->npgs; pg++)
+    for (size_t k = 0; k < vs->pgs[pg].nlogs; k++) {
+      const struct bk_span *sp = &vs->pgs[pg].logs[k];
+      if (sp->to <= lo || sp->from >= hi)
+        continue;
+      char key[BK_KEY_MAX], why[300];
+      uint8_t *b;
+      size_t len;
+      bk_key_log(key, vol, pg, sp->from, sp->to);
+      Auralog__BackupLog *m = NULL;
+      if (obj_get(objsim_truth(w), key, &b, &len, why, sizeof why) == 0) {
+        m = bk_decode_log(key, b, len, why, sizeof why);
+        free(b);
+      }
+      if (m == NULL) {
+        violation(w, "backup: piece %s, not damaged, cannot be read back: %s", key, why);
+        free(v);
+        return NULL;
+      }
+      for (size_t c = 0; c + 1 < m->n_clock; c += 2)
+        if (m->clock[c + 1] <= hi) {
+          if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            v = realloc(v, cap * sizeof *v);
+          }
+          v[*n][0] = m->clock[c];
+          v[(*n)++][1] = m->clock[c + 1];
+        }
+      auralog__backup_log__free_unpacked(m, NULL);
+    }
+  return v;
+}
+
+/* Restore vol as of time ms (unix ms, the nodes' clock). */
+static void restore_by_time(struct world *w, uint64_t vol, const struct bk_volset *vs,
+                            uint64_t (*notes)[2], size_t nnotes, uint64_t ms)
+{
+  uint64_t vdl = 0;
+  for (size_t i = 0; i < nnotes; i++)
+    if (notes[i][0] <= ms && notes[i][1] > vdl)
+      vdl = notes[i][1];
+  struct rs_target t = {.to_ms = ms};
+  struct rs_result res;
+  char what[96];
+  snprintf(what, sizeof what, "the time %llu (virtual %llu ms)", (unsigned long long)ms,
+           (unsigned long long)(ms - SIM_WALL_MS0));
+  int rc = restore_check(w, vol, &t, vdl > 0 && plannable(vs, vdl), 0, shadow_cpl(w, vdl),
+                         what, &res);
+  if (rc != 0)
+    return;
+  w->res->bk_by_time++;
+  if (res.target != vdl || res.at_ms > ms) {
+    violation(w, "backup: the restore to %s took the VDL %llu noted at %llu; the undamaged "
+              "pieces' notes say %llu", what, (unsigned long long)res.target,
+              (unsigned long long)res.at_ms, (unsigned long long)vdl);
+    return;
+  }
+  uint64_t by = vdl_by(w, res.at_ms - SIM_WALL_MS0);
+  if (res.target > by)
+    violation(w, "backup: the restore to %s took the VDL %llu, noted at virtual %llu ms, "
+              "when no writer had announced more than %llu: a point after the time",
+              what, (unsigned long long)res.target,
+              (unsigned long long)(res.at_ms - SIM_WALL_MS0), (unsigned long long)by);
 }
 
 void bkcheck_end(struct world *w)
@@ -360,7 +474,7 @@ void bkcheck_end(struct world *w)
   struct bk_volset vs;
   intact(w, vol, &vs);
   /* The points: the last durable commit, and others drawn from those the
-   * listing holds; the latest. */
+   * listing holds; the latest; times drawn around the pieces' notes. */
   uint64_t *cand = malloc((w->ntxs + 1) * sizeof *cand);
   size_t nc = 0;
   for (size_t i = 0; i < w->ntxs; i++)
@@ -370,6 +484,22 @@ void bkcheck_end(struct world *w)
   restore_at(w, vol, want, &vs);
   if (!w->stop)
     restore_latest(w, vol, &vs);
+  size_t nn;
+  uint64_t (*notes)[2] = w->stop ? NULL : notes_of(w, vol, &vs, lo, hi, &nn);
+  for (int k = 0; k < SIM_BK_BY_TIME && notes && !w->stop; k++) {
+    /* Just after a note (the point it names), or anywhere from a little
+     * before the first to a little after the last. */
+    uint64_t first = notes[0][0], last = notes[0][0];
+    for (size_t i = 1; i < nn; i++) {
+      first = notes[i][0] < first ? notes[i][0] : first;
+      last = notes[i][0] > last ? notes[i][0] : last;
+    }
+    uint64_t ms = k % 2 == 0
+                    ? notes[rng_uniform(&w->rng, nn)][0] + rng_uniform(&w->rng, BK_CLOCK_EVERY_MS)
+                    : first - 500 + rng_uniform(&w->rng, last - first + 1000);
+    restore_by_time(w, vol, &vs, notes, nn, ms);
+  }
+  free(notes);
   for (int k = 1; k < SIM_BK_RESTORES && nc > 0 && !w->stop; k++) {
     size_t j = (size_t)rng_uniform(&w->rng, nc);
     uint64_t at = cand[j];

@@ -170,6 +170,10 @@ struct world {
    * reach, as of the store's version bk_reach_v - 1 (0: not read). */
   struct objsim *bk;
   uint64_t bk_reach[SIM_PGS], bk_reach_v;
+  /* ... and the VDL's history, the time restores' truth: (virtual ms,
+   * VDL) each time the highest VDL any writer announced rose. */
+  uint64_t (*bk_vdls)[2];
+  size_t bk_nvdls, bk_capvdls;
 };
 
 /* The read replica (replica.c), and its stream with the writer (rstream.c). */

@@ -209,10 +209,11 @@ struct sim_result {
    * the pages they compared; the invariant-11 checks made (a segment's
    * GC point against what the store can restore of its PG). And with
    * store-rot: objects it damaged; of the restores checked, those that
-   * went around a damaged object (restore.c R4); the restores refused,
-   * rightly (no plan avoided the damaged objects). */
+   * went around a damaged object (restore.c R4), and those by time; the
+   * restores refused, rightly (no plan avoided the damaged objects, or
+   * by time: no point noted by then). */
   uint64_t bk_objects, bk_failed, bk_restores, bk_pages_checked, bk_gc_checks;
-  uint64_t bk_rotted, bk_replanned, bk_refused;
+  uint64_t bk_rotted, bk_replanned, bk_by_time, bk_refused;
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

@@ -474,7 +474,7 @@ static void a_replica_reads_what_the_shadow_says(void **state)
  * every event no segment's GC point is above what the store can restore
  * of its PG (invariant 11), and at the end the backup catches up with the
  * last durable commit and restores, at commits drawn from what it holds,
- * and to the latest point, equal the shadow model page for page,
+ * to the latest point and by time, equal the shadow model page for page,
  * going around damaged objects or refusing only where nothing can. A run
  * replays bit for bit; and a run without the backup kinds has no store at
  * all (older seeds' runs are what they were). */
@@ -482,7 +482,7 @@ static void backup_runs_keep_gc_below_the_backup_and_restore_the_shadow(void **s
 {
   (void)state;
   uint64_t objects = 0, failed = 0, restores = 0, pages = 0, checks = 0, downs = 0, slows = 0;
-  uint64_t rotted = 0, around = 0, refused = 0;
+  uint64_t rotted = 0, around = 0, by_time = 0, refused = 0;
   const int n = 40;
   for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
     struct sim_opts o = opts(seed, F_ALL | F_BACKUP, 0);
@@ -500,18 +500,20 @@ static void backup_runs_keep_gc_below_the_backup_and_restore_the_shadow(void **s
     slows += r.faults[F_STORE_SLOW];
     rotted += r.bk_rotted;
     around += r.bk_replanned;
+    by_time += r.bk_by_time;
     refused += r.bk_refused;
   }
   printf("# %d seeds with backup: %llu objects stored, %llu store calls failed (%llu "
          "store-downs, %llu store-slows), %llu damaged (store-rot), %llu GC points checked, "
-         "%llu restores checked (%llu pages; %llu around damaged objects), %llu refused "
-         "rightly, no violation\n", n, (unsigned long long)objects,
+         "%llu restores checked (%llu pages; %llu by time, %llu around damaged objects), %llu "
+         "refused rightly, no violation\n", n, (unsigned long long)objects,
          (unsigned long long)failed, (unsigned long long)downs, (unsigned long long)slows,
          (unsigned long long)rotted, (unsigned long long)checks, (unsigned long long)restores,
-         (unsigned long long)pages, (unsigned long long)around, (unsigned long long)refused);
+         (unsigned long long)pages, (unsigned long long)by_time, (unsigned long long)around,
+         (unsigned long long)refused);
   assert_true(restores > 0 && pages > 0 && checks > 0 && objects > (uint64_t)n);
   assert_true(downs > 0 && failed > 0 && slows > 0);
-  assert_true(rotted > 0);
+  assert_true(rotted > 0 && by_time > 0);
   /* Bit for bit, with the store. */
   struct sim_opts o = opts(7, F_ALL | F_BACKUP, 0);
   struct sim_result a, b;
