@@ -94,6 +94,28 @@ void bk_volset_free(struct bk_volset *vs)
   *vs = (struct bk_volset){0};
 }
 
+int bk_drop(struct bk_pgset *p, int kind, uint64_t a, uint64_t b)
+{
+  if (kind == BK_BASE) {
+    for (size_t i = 0; i < p->nbases; i++)
+      if (p->bases[i].at == a && p->bases[i].ms == b) {
+        p->bytes -= p->bases[i].bytes;
+        memmove(p->bases + i, p->bases + i + 1, (p->nbases - i - 1) * sizeof *p->bases);
+        p->nbases--;
+        return 0;
+      }
+  } else {
+    for (size_t i = 0; i < p->nlogs; i++)
+      if (p->logs[i].from == a && p->logs[i].to == b) {
+        p->bytes -= p->logs[i].bytes;
+        memmove(p->logs + i, p->logs + i + 1, (p->nlogs - i - 1) * sizeof *p->logs);
+        p->nlogs--;
+        return 0;
+      }
+  }
+  return -1;
+}
+
 /* Greedy: from point at, of the pieces that start at or below it and end
  * above it, take the one that ends furthest; again from its end. Each
  * step moves the point up, so it ends; the result is the furthest any

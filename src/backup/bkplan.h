@@ -21,6 +21,8 @@
  *   bk_plan     the base and pieces that restore a PG to L (-1: none do)
  *   bk_window   the newest run of points a PG can be restored to
  *   bk_retain   what retention lets go of
+ *   bk_drop     take one object out (restore: it failed its checks), so
+ *               that plans go around it
  *   bk_volset_free
  */
 #ifndef AURALOG_BKPLAN_H
@@ -64,6 +66,12 @@ void bk_volset_free(struct bk_volset *vs);
 void bk_volset_add(struct bk_volset *vs, const char *key, uint64_t bytes);
 /* Sort what was added (bk_scan does it). */
 void bk_volset_sort(struct bk_volset *vs);
+
+/* Take the object (kind, a, b: as in its key, bkfmt.h struct bk_key) out
+ * of p, as if the listing had not named it: every plan, reach and window
+ * computed from p afterwards goes around it. 0, or -1 if p has no such
+ * object. p stays sorted and present (the PG did have a backup). */
+int bk_drop(struct bk_pgset *p, int kind, uint64_t a, uint64_t b);
 
 /* The furthest point reached from start by chaining pieces (start itself
  * if none goes on from it). path, if given, gets the pieces' indexes in

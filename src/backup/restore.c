@@ -15,6 +15,8 @@
  *   R3. Nothing is written where the user said to until the file is whole
  *       and SQLite says it is sound: it is built under a temporary name,
  *       checked with PRAGMA integrity_check, then renamed into place.
+ *   R4. A damaged object is an absent one (see restore_pages, where the
+ *       rule is kept).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,8 +31,10 @@
 #include "backup/restore.h"
 #include "record.h"
 
-static int scan(struct objstore *o, uint64_t vol, struct bk_volset *vs, uint64_t *lo,
-                uint64_t *hi, char *why, size_t whylen)
+/* The store's listing of vol: 0, or -1 with why (it cannot be read, or
+ * holds nothing of vol). */
+static int list(struct objstore *o, uint64_t vol, struct bk_volset *vs, char *why,
+                size_t whylen)
 {
   if (bk_scan(o, vol, vs, why, whylen) != 0)
     return -1;
@@ -38,13 +42,22 @@ static int scan(struct objstore *o, uint64_t vol, struct bk_volset *vs, uint64_t
     snprintf(why, whylen, "no backup of volume %" PRIu64 " in %s", vol, obj_describe(o));
     return -1;
   }
+  return 0;
+}
+
+/* The points every PG of vs can be restored to: 0; -1 with why (a PG
+ * without a backup); -2 with why and *lo > *hi (the PGs' newest runs of
+ * points share none: an older run of one may still meet another's). */
+static int window(struct objstore *o, const struct bk_volset *vs, uint64_t *lo, uint64_t *hi,
+                  char *why, size_t whylen)
+{
   *lo = 0;
   *hi = UINT64_MAX;
   for (size_t i = 0; i < vs->npgs; i++) {
     uint64_t l, h;
     if (!vs->pgs[i].present || !bk_window(&vs->pgs[i], &l, &h)) {
       snprintf(why, whylen, "volume %" PRIu64 ": pg %zu has no backup in %s (the backup "
-               "is not complete)", vol, i, obj_describe(o));
+               "is not complete)", vs->vol, i, obj_describe(o));
       return -1;
     }
     if (l > *lo)
@@ -54,10 +67,18 @@ static int scan(struct objstore *o, uint64_t vol, struct bk_volset *vs, uint64_t
   }
   if (*lo > *hi) {
     snprintf(why, whylen, "volume %" PRIu64 ": its PGs' backups hold no point in common "
-             "(one starts at %" PRIu64 ", another ends at %" PRIu64 ")", vol, *lo, *hi);
-    return -1;
+             "(one starts at %" PRIu64 ", another ends at %" PRIu64 ")", vs->vol, *lo, *hi);
+    return -2;
   }
   return 0;
+}
+
+static int scan(struct objstore *o, uint64_t vol, struct bk_volset *vs, uint64_t *lo,
+                uint64_t *hi, char *why, size_t whylen)
+{
+  if (list(o, vol, vs, why, whylen) != 0)
+    return -1;
+  return window(o, vs, lo, hi, why, whylen) == 0 ? 0 : -1;
 }
 
 int restore_window(struct objstore *o, uint64_t vol, uint64_t *lo, uint64_t *hi,
@@ -84,11 +105,64 @@ static uint8_t *fetch(struct objstore *o, const char *key, size_t *len, struct r
   return b;
 }
 
+/* R4: the objects found damaged in one restore, in the order found. A
+ * pass that meets one returns RS_DAMAGED, having given nothing to the
+ * page sink; the next pass plans without it. */
+#define RS_DAMAGED (-2)
+
+struct dmg {
+  struct bk_key k;
+  char key[BK_KEY_MAX];
+  char why[160];             /* what its check said */
+};
+
+struct damage {
+  struct dmg *v;
+  size_t n, cap;
+};
+
+/* key failed its checks (why: bk_decode_*'s): noted, RS_DAMAGED. */
+static int damaged(struct damage *dm, const char *key, const char *why)
+{
+  struct bk_key k;
+  if (bk_key_parse(key, &k) != 0)
+    return -1;               /* cannot be: every key read came from the listing */
+  if (dm->n == dm->cap) {
+    dm->cap = dm->cap ? 2 * dm->cap : 4;
+    dm->v = realloc(dm->v, dm->cap * sizeof *dm->v);
+  }
+  struct dmg *d = &dm->v[dm->n++];
+  d->k = k;
+  snprintf(d->key, sizeof d->key, "%s", key);
+  /* Its check's words, less the "backup object KEY: " they start with. */
+  size_t kl = strlen(key);
+  if (strncmp(why, "backup object ", 14) == 0 && strncmp(why + 14, key, kl) == 0 &&
+      strncmp(why + 14 + kl, ": ", 2) == 0)
+    why += 14 + kl + 2;
+  snprintf(d->why, sizeof d->why, "%s", why);
+  size_t wl = strlen(d->why);
+  if (wl > 10 && strcmp(d->why + wl - 10, " (damaged)") == 0)
+    d->why[wl - 10] = 0;     /* said already */
+  return RS_DAMAGED;
+}
+
+/* The damaged objects, named with what their checks said (the first few). */
+static void damage_names(const struct damage *dm, char *out, size_t outlen)
+{
+  size_t at = 0;
+  out[0] = 0;
+  for (size_t i = 0; i < dm->n && i < 3 && at < outlen; i++)
+    at += (size_t)snprintf(out + at, outlen - at, "%s%s (%s)", i ? ", " : "", dm->v[i].key,
+                           dm->v[i].why);
+  if (dm->n > 3 && at < outlen)
+    snprintf(out + at, outlen - at, " and %zu more", dm->n - 3);
+}
+
 /* The highest VDL noted at or before ms in the clock of any piece of any
  * PG within [lo, hi] (0: none), and when. */
 static int by_time(struct objstore *o, const struct bk_volset *vs, uint64_t lo, uint64_t hi,
-                   uint64_t ms, uint64_t *lsn, uint64_t *at, struct rs_result *res, char *why,
-                   size_t whylen)
+                   uint64_t ms, uint64_t *lsn, uint64_t *at, struct rs_result *res,
+                   struct damage *dm, char *why, size_t whylen)
 {
   *lsn = *at = 0;
   for (size_t i = 0; i < vs->npgs; i++)
@@ -100,10 +174,12 @@ static int by_time(struct objstore *o, const struct bk_volset *vs, uint64_t lo, 
       size_t len;
       bk_key_log(key, vs->vol, (uint32_t)i, sp->from, sp->to);
       uint8_t *b = fetch(o, key, &len, res, why, whylen);
-      Auralog__BackupLog *m = b ? bk_decode_log(key, b, len, why, whylen) : NULL;
+      if (b == NULL)
+        return -1;
+      Auralog__BackupLog *m = bk_decode_log(key, b, len, why, whylen);
       free(b);
       if (m == NULL)
-        return -1;
+        return damaged(dm, key, why);   /* R4: its notes are not to be believed */
       for (size_t c = 0; c + 1 < m->n_clock; c += 2)
         if (m->clock[c] <= ms && m->clock[c + 1] <= hi && m->clock[c + 1] >= *lsn) {
           *lsn = m->clock[c + 1];
@@ -126,16 +202,27 @@ struct pgdata {
   uint32_t first_page, npages, page_size;
 };
 
+/* PG pg of vs as of target: 0; -1 with why; RS_DAMAGED (R4). lo, hi: what
+ * the backup holds for every PG (for a refusal's words). */
 static int load_pg(struct objstore *o, const struct bk_volset *vs, uint32_t pg, uint64_t target,
-                   struct pgdata *d, struct rs_result *res, char *why, size_t whylen)
+                   uint64_t lo, uint64_t hi, struct pgdata *d, struct rs_result *res,
+                   struct damage *dm, char *why, size_t whylen)
 {
   const struct bk_pgset *p = &vs->pgs[pg];
   size_t *path = malloc((p->nlogs + 1) * sizeof *path), n = 0;
   memset(d, 0, sizeof *d);
   size_t bix;
   if (bk_plan(p, target, &bix, path, &n) != 0) {
-    snprintf(why, whylen, "pg %u cannot be restored to %" PRIu64 " (a gap in its backup)", pg,
-             target);
+    if (lo > hi)
+      snprintf(why, whylen, "pg %u cannot be restored to %" PRIu64 " (a gap in its backup; "
+               "the PGs' newest backups hold no point in common: one starts at %" PRIu64
+               ", another ends at %" PRIu64 ")", pg, target, lo, hi);
+    else if (target < lo && dm->n == 0)
+      snprintf(why, whylen, "LSN %" PRIu64 " is below what the backup still holds (%" PRIu64
+               " to %" PRIu64 "): retention let it go", target, lo, hi);
+    else
+      snprintf(why, whylen, "pg %u cannot be restored to %" PRIu64 " (a gap in its backup; "
+               "the backup holds %" PRIu64 " to %" PRIu64 " for every PG)", pg, target, lo, hi);
     free(path);
     return -1;
   }
@@ -145,11 +232,15 @@ static int load_pg(struct objstore *o, const struct bk_volset *vs, uint32_t pg, 
   if (bix != SIZE_MAX) {
     bk_key_base(key, vs->vol, pg, p->bases[bix].at, p->bases[bix].ms);
     uint8_t *b = fetch(o, key, &len, res, why, whylen);
-    d->base = b ? bk_decode_base(key, b, len, why, whylen) : NULL;
+    if (b == NULL) {
+      free(path);
+      return -1;
+    }
+    d->base = bk_decode_base(key, b, len, why, whylen);
     free(b);
     if (d->base == NULL) {
       free(path);
-      return -1;
+      return damaged(dm, key, why);
     }
     d->first_page = d->base->first_page;
     d->npages = d->base->npages;
@@ -163,11 +254,15 @@ static int load_pg(struct objstore *o, const struct bk_volset *vs, uint32_t pg, 
     const struct bk_span *sp = &p->logs[path[i]];
     bk_key_log(key, vs->vol, pg, sp->from, sp->to);
     uint8_t *b = fetch(o, key, &len, res, why, whylen);
-    Auralog__BackupLog *m = b ? bk_decode_log(key, b, len, why, whylen) : NULL;
+    if (b == NULL) {
+      free(path);
+      return -1;
+    }
+    Auralog__BackupLog *m = bk_decode_log(key, b, len, why, whylen);
     free(b);
     if (m == NULL) {
       free(path);
-      return -1;
+      return damaged(dm, key, why);
     }
     d->pieces[d->npieces++] = m;
     if (d->page_size == 0) {
@@ -242,48 +337,76 @@ static int check_file(const char *path, char *why, size_t whylen)
   return ok ? 0 : -1;
 }
 
-int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
-                  rs_page_fn fn, void *arg, struct rs_result *res, char *why, size_t whylen)
-{
-  memset(res, 0, sizeof *res);
-  struct bk_volset vs;
+/* The window of the listing as it was read, damaged objects and all: a
+ * time's VDL is looked for within it. */
+struct listed {
+  int rc;                    /* window()'s */
   uint64_t lo, hi;
-  if (scan(o, vol, &vs, &lo, &hi, why, whylen) != 0) {
-    bk_volset_free(&vs);
+  char why[300];
+};
+
+/* One pass of restore_pages over what vs holds: the target, each PG's
+ * plan and objects, and only once every PG is loaded the pages to fn.
+ * 0; -1 with why; RS_DAMAGED (R4: fn was given nothing). */
+static int attempt(struct objstore *o, const struct bk_volset *vs, const struct listed *l0,
+                   const struct rs_target *t, rs_page_fn fn, void *arg, struct rs_result *res,
+                   struct damage *dm, char *why, size_t whylen)
+{
+  uint64_t lo, hi;
+  res->lo = res->hi = res->target = res->cpl = res->at_ms = 0;
+  res->npgs = (uint32_t)vs->npgs;
+  /* -2 (the PGs' newest runs share no point) stops only a time, which is
+   * looked for within them; an LSN and the latest (the highest point
+   * every PG reaches) are planned all the same, PG by PG, and load_pg
+   * refuses if one has no plan. */
+  int wrc = window(o, vs, &lo, &hi, why, whylen);
+  if (wrc == -1)
     return -1;
-  }
   res->lo = lo;
   res->hi = hi;
-  res->npgs = (uint32_t)vs.npgs;
   uint64_t target = hi;
   int rc = 0;
   if (t->to_ms) {
-    rc = by_time(o, &vs, lo, hi, t->to_ms, &target, &res->at_ms, res, why, whylen);
-    if (rc == 0 && (target == 0 || target < lo)) {
+    /* The notes of the pieces within the listing's window, less those
+     * that failed their checks (R4: dropped from vs, so not read again):
+     * the point a time names does not hang on which damaged base a pass
+     * has met so far. */
+    if (l0->rc != 0) {
+      snprintf(why, whylen, "%s", l0->why);
+      return -1;
+    }
+    rc = by_time(o, vs, l0->lo, l0->hi, t->to_ms, &target, &res->at_ms, res, dm, why, whylen);
+    if (rc == 0 && target == 0) {
       snprintf(why, whylen, "the backup holds no point at or before that time (it holds "
-               "LSNs %" PRIu64 " to %" PRIu64 ")", lo, hi);
+               "LSNs %" PRIu64 " to %" PRIu64 ")", l0->lo, l0->hi);
       rc = -1;
     }
   } else if (t->to_lsn) {
     target = t->to_lsn;
-    if (target > hi) {
+    if (target > hi && dm->n > 0) {
+      snprintf(why, whylen, "LSN %" PRIu64 " is past what the backup holds once its damaged "
+               "objects are left out (%" PRIu64 " to %" PRIu64 " for every PG)", target, lo,
+               hi);
+      rc = -1;
+    } else if (target > hi) {
       snprintf(why, whylen, "the backup reaches LSN %" PRIu64 " for every PG, not %" PRIu64
                " (it holds %" PRIu64 " to %" PRIu64 "; later points are still being staged, "
                "or were never durable)", hi, target, lo, hi);
       rc = -1;
-    } else if (target < lo) {
-      snprintf(why, whylen, "LSN %" PRIu64 " is below what the backup still holds (%" PRIu64
-               " to %" PRIu64 "): retention let it go", target, lo, hi);
-      rc = -1;
     }
+    /* Below lo is tried all the same: the newest run of points is what
+     * the window says, and an older one may still hold the target (a
+     * damaged piece left a gap above it, R4); load_pg refuses if not. */
   }
+  if (rc != 0)
+    return rc;
   res->target = target;
-  struct pgdata *pd = calloc(vs.npgs ? vs.npgs : 1, sizeof *pd);
-  for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++)
-    rc = load_pg(o, &vs, i, target, &pd[i], res, why, whylen);
+  struct pgdata *pd = calloc(vs->npgs ? vs->npgs : 1, sizeof *pd);
+  for (uint32_t i = 0; rc == 0 && i < vs->npgs; i++)
+    rc = load_pg(o, vs, i, target, lo, hi, &pd[i], res, dm, why, whylen);
   /* R1: the highest CPL at or below the target; the bases' points count. */
   uint64_t cpl = 0;
-  for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++) {
+  for (uint32_t i = 0; rc == 0 && i < vs->npgs; i++) {
     if (pd[i].base_at > cpl)
       cpl = pd[i].base_at;
     for (size_t k = 0; k < pd[i].nrecs; k++)
@@ -292,7 +415,7 @@ int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
   }
   res->cpl = cpl;
   uint32_t ps = 0;
-  for (uint32_t i = 0; rc == 0 && i < vs.npgs; i++) {
+  for (uint32_t i = 0; rc == 0 && i < vs->npgs; i++) {
     struct pgdata *d = &pd[i];
     if (d->page_size == 0)
       continue;              /* nothing ever written there: zeros */
@@ -318,12 +441,76 @@ int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
   }
   res->page_size = ps;
   if (rc == 0 && ps == 0) {
-    snprintf(why, whylen, "nothing was ever written to volume %" PRIu64 " at that point", vol);
+    snprintf(why, whylen, "nothing was ever written to volume %" PRIu64 " at that point",
+             vs->vol);
     rc = -1;
   }
-  for (uint32_t i = 0; i < vs.npgs; i++)
+  for (uint32_t i = 0; i < vs->npgs; i++)
     free_pg(&pd[i]);
   free(pd);
+  return rc;
+}
+
+/*
+ * Invariant R4 (a damaged object is an absent one). An object that fails
+ * its checks (bk_decode_log / bk_decode_base: frame, length, sum, protobuf,
+ * its key, itself; bkfmt.h) is taken out of the listing (bk_drop) and the
+ * restore is planned again from what is left, from the start: the target
+ * (the latest point is the highest every PG's undamaged objects reach; a
+ * time's VDL is the highest noted by then in an undamaged piece within
+ * the window the listing holds), then every PG's base and pieces. So
+ * another base (an older one, with more log) or other pieces over the
+ * same range stand in for it wherever they exist; bk_plan finds a plan
+ * whenever one exists, so a restore is refused only when no plan avoids
+ * every damaged object it met, and the refusal names them and says what
+ * the backup holds without them. Pages reach fn only from a pass that met
+ * no damaged object: every byte given comes from objects that passed
+ * their checks (never a damaged page, and never an older page than the
+ * target's: R1, R2 still hold). Each pass that meets one takes one more
+ * object out, so the passes end.
+ *
+ * What is not damage stops the restore as before: a store that cannot be
+ * read, an object gone since the listing, pieces whose records do not
+ * chain (R2), geometries that disagree. Those say something is wrong
+ * beyond one object's bytes, and going around them could hide it.
+ */
+int restore_pages(struct objstore *o, uint64_t vol, const struct rs_target *t,
+                  rs_page_fn fn, void *arg, struct rs_result *res, char *why, size_t whylen)
+{
+  memset(res, 0, sizeof *res);
+  struct bk_volset vs;
+  if (list(o, vol, &vs, why, whylen) != 0) {
+    bk_volset_free(&vs);
+    return -1;
+  }
+  struct damage dm = {0};
+  struct listed l0;
+  l0.rc = window(o, &vs, &l0.lo, &l0.hi, l0.why, sizeof l0.why);
+  int rc;
+  while ((rc = attempt(o, &vs, &l0, t, fn, arg, res, &dm, why, whylen)) == RS_DAMAGED) {
+    const struct dmg *d = &dm.v[dm.n - 1];
+    if (d->k.pg >= vs.npgs || bk_drop(&vs.pgs[d->k.pg], d->k.kind, d->k.a, d->k.b) != 0) {
+      snprintf(why, whylen, "backup object %s failed its checks and is not in the listing",
+               d->key);      /* cannot be: it was planned from the listing */
+      rc = -1;
+      break;
+    }
+  }
+  res->damaged = (uint32_t)dm.n;
+  if (dm.n > 0) {
+    char names[sizeof res->note];
+    damage_names(&dm, names, sizeof names);
+    if (rc == 0) {
+      snprintf(res->note, sizeof res->note, "went around %zu damaged backup object%s (%s)",
+               dm.n, dm.n == 1 ? "" : "s", names);
+    } else {
+      char first[512];
+      snprintf(first, sizeof first, "%s", why);
+      snprintf(why, whylen, "%s; no plan avoids the damaged backup object%s: %s", first,
+               dm.n == 1 ? "" : "s", names);
+    }
+  }
+  free(dm.v);
   bk_volset_free(&vs);
   return rc;
 }

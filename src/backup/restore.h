@@ -18,6 +18,14 @@
  * A target past what every PG reaches, or below the oldest point they all
  * still hold (retention), is refused with what the backup does hold.
  *
+ * An object that fails its checks (damaged: torn, bit rot, a stranger's
+ * bytes) is treated as absent and the restore planned again without it:
+ * an older base with more log, or other pieces over the same range, stand
+ * in for it where they exist (res says how many it went around). Only
+ * when no plan avoids the damaged objects is the restore refused, in one
+ * line naming them and what the backup holds without them (restore.c R4).
+ * A time is looked for in the notes of the undamaged pieces only.
+ *
  * Interface:
  *   restore_window  the points every PG of vol can be restored to
  *   restore_pages   rebuild vol at a target, page by page: fn gets every
@@ -52,6 +60,8 @@ struct rs_result {
   uint64_t pages;            /* the file's size in pages */
   uint64_t records;          /* records applied */
   uint64_t objects, bytes;   /* objects read, and their bytes */
+  uint32_t damaged;          /* objects that failed their checks, gone around (R4) */
+  char note[400];            /* ... named, with what their checks said ("": none) */
 };
 
 /* The points every PG of vol can be restored to, [*lo, *hi], and its PG

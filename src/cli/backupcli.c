@@ -381,6 +381,8 @@ static int restore_cmd(int argc, char **argv)
           obj_describe(st));
   if (restore_build(st, vol, &t, out, &r, why, sizeof why) != 0)
     die("restore: %s", why);
+  if (r.damaged)             /* restore.c R4: it planned around them */
+    fprintf(stderr, "restore: %s\n", r.note);
   printf("restored volume %" PRIu64 " to LSN %" PRIu64 " (the last whole transaction at or "
          "below %" PRIu64 "%s%s%s): %u PG%s, %" PRIu64 " records applied, %" PRIu64 " pages; "
          "read %" PRIu64 " objects, %" PRIu64 " bytes\n", vol, r.cpl, r.target,

@@ -108,7 +108,15 @@
  *                    the backup point stands still meanwhile, and node GC
  *                    must wait for it (invariant 11)
  *   store-slow       the store's calls take hundreds of ms for the duration
- *   (These two only in runs with the store: --faults backup, world.h.)
+ *   store-rot        objects in the store are damaged where they lie: one as
+ *                    it starts and one more every ROT_EVERY_MS while it lasts,
+ *                    bytes flipped or cut short (torn); for good, until
+ *                    retention deletes it or an upload of the same key
+ *                    replaces it.
+ *                    Restores must go around it or refuse (restore.c R4;
+ *                    bkcheck.c checks which). The nodes never read an
+ *                    object back, so nothing else sees it
+ *   (These three only in runs with the store: --faults backup, world.h.)
  *
  * The paper's fault model (§2.1): at most an AZ and one more node are
  * unavailable at once (the object store is not a node: its faults count
@@ -124,13 +132,14 @@
 #define FAULT_MIN_MS   200      /* a fault lasts at least ... */
 #define FAULT_MAX_MS   6000     /* ... and at most this long */
 #define SLOW_MS        400      /* the extra delay of a slow node's messages */
+#define ROT_EVERY_MS   1000     /* store-rot damages one more object this often */
 
 const char *const fault_names[F_NKINDS] = {
   "engine-crash", "node-crash", "az-down", "az1-down", "partition", "pair-cut", "slow",
   "recovery-crash", "corrupt", "second-writer", "drop", "dup", "reorder", "az1-swap",
   "split-write", "stale-trunc", "coord-crash", "stale-read", "replica-crash", "stream-cut",
   "replica-silent", "writer-lost", "writer-stop", "manual-failover", "promote-crash",
-  "rogue", "rogue-unfinished", "node-lost", "store-down", "store-slow",
+  "rogue", "rogue-unfinished", "node-lost", "store-down", "store-slow", "store-rot",
 };
 
 /* The nodes of AZ az: its two base nodes and its spare. */
@@ -190,6 +199,7 @@ struct act {
   uint64_t since;            /* ... and when it started */
   struct simwriter *wr;      /* the writer it crashed */
   struct simhost *other;     /* pair-cut: the other end */
+  unsigned count;            /* store-rot: objects damaged so far */
 };
 
 static void act_run(void *arg);
@@ -395,6 +405,17 @@ static void start(struct act *a)
     rogue_fault(w, 1, e->kind == F_ROGUE_UNFINISHED);
     break;
   case F_STORE_DOWN: case F_STORE_SLOW: objsim_fault(w, e->kind, 1); break;
+  case F_STORE_ROT:
+    /* Which objects and which bytes come from the event (a schedule
+     * replays it). Damage has no end: nothing to heal. */
+    objsim_rot(w, ((uint64_t)e->target2 * 2654435761u + e->dur) * 31 + a->count++);
+    a->since = sim_now(w->clock);
+    if (e->dur > ROT_EVERY_MS) {
+      later(a, ROT_EVERY_MS, 40);
+      return;
+    }
+    free(a);
+    return;
   }
   later(a, e->dur, 1);
 }
@@ -543,6 +564,15 @@ static void act_run(void *arg)
     } else {
       later(a, 1, 21);
     }
+    break;
+  }
+  case 40: {                 /* store-rot: one more object, while it lasts */
+    const struct fault_ev *e = &a->ev;
+    objsim_rot(a->w, ((uint64_t)e->target2 * 2654435761u + e->dur) * 31 + a->count++);
+    if (sim_now(a->w->clock) - a->since + ROT_EVERY_MS < e->dur)
+      later(a, ROT_EVERY_MS, 40);
+    else
+      free(a);
     break;
   }
   case 30:                   /* manual-failover: the writer restarts in place, racing */

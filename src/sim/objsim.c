@@ -11,6 +11,12 @@
  *                S3 that cannot be reached or refuses does; when it heals
  *                the store answers again, with everything it held
  *   store-slow   calls take hundreds of ms instead of a few
+ *   store-rot    one object's bytes change where it lies (objsim_rot):
+ *                a few flipped, or the object cut short, as bit rot or a
+ *                torn rewrite leave it; both views read the damaged bytes.
+ *                The pristine bytes are kept aside, so that the checks
+ *                know which objects are damaged (objsim_damaged) without
+ *                asking the checksums restore relies on
  * A second view of the same objects, the truth, never fails: the checks
  * (bkcheck.c) and the restores at the end read through it, for what the
  * store holds is a fact even while nobody can reach it.
@@ -48,17 +54,20 @@
 #include "param.h"
 #include "sim/simint.h"
 
-#define STORE_WALL_MS0  1700000000000ull  /* wall_ms at virtual 0: a plausible unix ms */
 #define STORE_MS        8     /* a call takes 1 to this many ms ... */
 #define STORE_SLOW_MS   100   /* ... while store-slow, this much more ... */
 #define STORE_SLOW_SPAN 700   /* ... and up to this much on top */
 #define STORE_KEEP_MIN  4000  /* the retention the operator sets: at least ... */
 #define STORE_KEEP_MAX  12000 /* ... and at most this (ms) */
+#define STORE_ROT_NEW   6     /* store-rot: half the time one of the newest this many */
 
 struct sobj {
   char *key;
   uint8_t *data;
   size_t len;
+  uint8_t *orig;             /* store-rot: the bytes as put (NULL: never rotted) */
+  size_t olen;
+  uint64_t seq;              /* the store's version when it was put */
 };
 
 /* One node's driver: its queue, and its life's mark. */
@@ -121,6 +130,7 @@ static void put_now(struct objsim *s, const char *key, const void *data, size_t 
   memcpy(copy, data, len);
   if (found(s, i, key)) {
     free(s->v[i].data);      /* replaced whole, never changed in place */
+    free(s->v[i].orig);      /* (so whole again) */
   } else {
     if (s->n == s->cap) {
       s->cap = s->cap ? 2 * s->cap : 64;
@@ -132,7 +142,8 @@ static void put_now(struct objsim *s, const char *key, const void *data, size_t 
   }
   s->v[i].data = copy;
   s->v[i].len = len;
-  s->version++;
+  s->v[i].orig = NULL;
+  s->v[i].seq = ++s->version;
 }
 
 static int down(const struct objsim *s, const char *what, const char *key, char *why,
@@ -191,6 +202,7 @@ static int t_del(void *impl, const char *key, char *why, size_t whylen)
   }
   free(s->v[i].key);
   free(s->v[i].data);
+  free(s->v[i].orig);
   memmove(s->v + i, s->v + i + 1, (s->n - i - 1) * sizeof *s->v);
   s->n--;
   s->version++;
@@ -292,7 +304,7 @@ static void submit(void *ctx, struct nbk_job *j)
 static uint64_t wall_ms(void *ctx)
 {
   struct bkdrv *d = ctx;
-  return STORE_WALL_MS0 + sim_now(d->s->w->clock);
+  return SIM_WALL_MS0 + sim_now(d->s->w->clock);
 }
 
 /* ---- the world's side ---------------------------------------------------------- */
@@ -394,6 +406,76 @@ void objsim_retention(struct world *w, uint64_t vol)
   world_trace(w, "backup retention %llu ms (the operator's)", (unsigned long long)s->keep_ms);
 }
 
+void objsim_rot(struct world *w, uint64_t r)
+{
+  struct objsim *s = w->bk;
+  if (s == NULL)
+    return;
+  /* Backup objects only: the retention the operator set is not the
+   * backup's (and the nodes read it). */
+  struct bk_key k;
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++)
+    n += bk_key_parse(s->v[i].key, &k) == 0;
+  if (n == 0) {
+    world_trace(w, "store-rot: no backup object stored yet");
+    return;
+  }
+  struct rng g;
+  rng_seed(&g, r);
+  size_t i = 0;
+  if (rng_uniform(&g, 2)) {
+    /* Half the time one of the newest few: what restores to recent points
+     * read (the oldest go with retention, often unread). */
+    uint64_t nth = rng_uniform(&g, n < STORE_ROT_NEW ? n : STORE_ROT_NEW), above = UINT64_MAX;
+    for (uint64_t j = 0; j <= nth; j++) {
+      size_t best = SIZE_MAX;
+      for (size_t x = 0; x < s->n; x++)
+        if (bk_key_parse(s->v[x].key, &k) == 0 && s->v[x].seq < above &&
+            (best == SIZE_MAX || s->v[x].seq > s->v[best].seq))
+          best = x;
+      i = best;
+      above = s->v[best].seq;
+    }
+  } else {
+    size_t pick = (size_t)rng_uniform(&g, n);
+    for (;; i++)
+      if (bk_key_parse(s->v[i].key, &k) == 0 && pick-- == 0)
+        break;
+  }
+  struct sobj *o = &s->v[i];
+  if (o->orig == NULL) {
+    o->orig = malloc(o->len ? o->len : 1);
+    memcpy(o->orig, o->data, o->len);
+    o->olen = o->len;
+  }
+  const char *how;
+  if (o->len > 1 && rng_uniform(&g, 4) == 0) {
+    o->len = (size_t)rng_range(&g, 1, o->len - 1);   /* torn: its tail never landed */
+    how = "cut short";
+  } else {
+    for (uint64_t f = 1 + rng_uniform(&g, 3); f-- > 0 && o->len > 0;)
+      o->data[rng_uniform(&g, o->len)] ^= (uint8_t)(1 + rng_uniform(&g, 255));
+    how = "bytes flipped";
+  }
+  s->version++;
+  w->res->bk_rotted++;
+  world_trace(w, "store-rot: %s %s (%zu bytes now, %zu put)", o->key, how, o->len, o->olen);
+  world_hash(w, "rot", (uint64_t)i, (uint64_t)o->len);
+}
+
+int objsim_damaged(const struct world *w, const char *key)
+{
+  const struct objsim *s = w->bk;
+  if (s == NULL)
+    return 0;
+  size_t i = lower(s, key);
+  if (!found(s, i, key) || s->v[i].orig == NULL)
+    return 0;
+  const struct sobj *o = &s->v[i];
+  return o->len != o->olen || memcmp(o->data, o->orig, o->len) != 0;
+}
+
 static int drop_ev(void *arg, void *ctx)
 {
   (void)ctx;
@@ -415,6 +497,7 @@ void objsim_free(struct world *w)
   for (size_t i = 0; i < s->n; i++) {
     free(s->v[i].key);
     free(s->v[i].data);
+    free(s->v[i].orig);
   }
   free(s->v);
   obj_close(s->o);

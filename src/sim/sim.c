@@ -64,9 +64,10 @@ static void usage(FILE *f)
     "                   with writer-lost, writer-stop, manual-failover, promote-crash;\n"
     "                   any of these seven alone brings the replica and failover;\n"
     "                   backup: all, and an object store the nodes back up to,\n"
-    "                   with store-down and store-slow, node GC checked against it\n"
-    "                   (invariant 11) and restores checked at the end; either of\n"
-    "                   these two alone brings the store; sets and kinds mix, as in\n"
+    "                   with store-down, store-slow and store-rot (an object\n"
+    "                   damaged where it lies), node GC checked against it\n"
+    "                   (invariant 11) and restores checked at the end; any of\n"
+    "                   these three alone brings the store; sets and kinds mix, as in\n"
     "                   replicas,backup):\n"
     "                   ",
     SIM_TIME_MS);
@@ -273,11 +274,15 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             (unsigned long long)r->fo_as_replica);
   print_rogue(f, "  ", (const uint64_t (*)[RG_NOUTCOMES])r->rogue);
   if (o->faults & F_BACKUP)
-    fprintf(f, "  backup: %llu objects stored, %llu store calls failed, %llu GC points "
-            "checked against it (invariant 11), %llu restores checked (%llu pages)\n",
+    fprintf(f, "  backup: %llu objects stored, %llu store calls failed, %llu damaged "
+            "(store-rot), %llu GC points checked against it (invariant 11), %llu restores "
+            "checked (%llu pages; %llu by time, %llu around damaged objects), %llu refused "
+            "(no plan avoided the damage, or no point noted by then)\n",
             (unsigned long long)r->bk_objects, (unsigned long long)r->bk_failed,
-            (unsigned long long)r->bk_gc_checks, (unsigned long long)r->bk_restores,
-            (unsigned long long)r->bk_pages_checked);
+            (unsigned long long)r->bk_rotted, (unsigned long long)r->bk_gc_checks,
+            (unsigned long long)r->bk_restores, (unsigned long long)r->bk_pages_checked,
+            (unsigned long long)r->bk_by_time, (unsigned long long)r->bk_replanned,
+            (unsigned long long)r->bk_refused);
   if (r->data_loss_alarms)
     fprintf(f, "  a data-loss alarm (beyond the fault model): the writer refused to open, "
             "and the run ends there\n");
@@ -330,8 +335,9 @@ struct tally {
   uint64_t alarms;           /* runs a true data-loss alarm ended (--beyond) */
   uint64_t rogue[RG_NKINDS][RG_NOUTCOMES];   /* the rogue member's attacks (rogue.c) */
   uint64_t mb[4];            /* membership changes, finishes, durable-copy checks, nodes lost */
-  uint64_t bk[5];            /* backup: objects stored, store calls failed, GC points checked,
-                              * restores checked, their pages */
+  uint64_t bk[9];            /* backup: objects stored, store calls failed, GC points checked,
+                              * restores checked, their pages; objects rotted, restores that
+                              * went around damage, restores by time, restores refused */
 };
 
 
@@ -381,9 +387,10 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     uint64_t mb[4] = {r.mb_changes, r.mb_finishes, r.mb_checks, r.mb_lost};
     for (int k = 0; k < 4; k++)
       t->mb[k] += mb[k];
-    uint64_t bk[5] = {r.bk_objects, r.bk_failed, r.bk_gc_checks, r.bk_restores,
-                      r.bk_pages_checked};
-    for (int k = 0; k < 5; k++)
+    uint64_t bk[9] = {r.bk_objects, r.bk_failed, r.bk_gc_checks, r.bk_restores,
+                      r.bk_pages_checked, r.bk_rotted, r.bk_replanned, r.bk_by_time,
+                      r.bk_refused};
+    for (int k = 0; k < 9; k++)
       t->bk[k] += bk[k];
     for (int k = 0; k < RG_NKINDS; k++)
       for (int x = 0; x < RG_NOUTCOMES; x++)
@@ -564,7 +571,9 @@ int sim_main(int argc, char **argv)
            (unsigned long long)recov);
     printf("faults:");
     for (int k = 0; k < F_NKINDS; k++)
-      printf(" %s %llu", fault_names[k], (unsigned long long)faults[k]);
+      if (k < F_STORE_ROT || (o.faults & (1u << k)))   /* kinds newer than the summaries
+                                                          * runs pin: where asked for */
+        printf(" %s %llu", fault_names[k], (unsigned long long)faults[k]);
     printf("\n");
     printf("storage nodes: %llu page versions coalesced, %llu records freed by GC, %llu "
            "items scrubbed, %llu damaged found, %llu repaired, %llu catch-ups, %llu "
@@ -603,11 +612,15 @@ int sim_main(int argc, char **argv)
              (unsigned long long)t.mb[0], (unsigned long long)t.mb[1],
              (unsigned long long)t.mb[2], (unsigned long long)t.mb[3]);
     if (o.faults & F_BACKUP)
-      printf("backup: %llu objects stored, %llu store calls failed, %llu GC points checked "
-             "against what the store holds (invariant 11), %llu restores checked against the "
-             "shadow model (%llu pages)\n", (unsigned long long)t.bk[0],
-             (unsigned long long)t.bk[1], (unsigned long long)t.bk[2],
-             (unsigned long long)t.bk[3], (unsigned long long)t.bk[4]);
+      printf("backup: %llu objects stored, %llu store calls failed, %llu objects damaged "
+             "(store-rot), %llu GC points checked against what the store holds (invariant "
+             "11), %llu restores checked against the shadow model (%llu pages; %llu by time, "
+             "%llu around damaged objects), %llu refused rightly (no plan avoided the damage, "
+             "or no point noted by then)\n", (unsigned long long)t.bk[0],
+             (unsigned long long)t.bk[1], (unsigned long long)t.bk[5],
+             (unsigned long long)t.bk[2], (unsigned long long)t.bk[3],
+             (unsigned long long)t.bk[4], (unsigned long long)t.bk[7],
+             (unsigned long long)t.bk[6], (unsigned long long)t.bk[8]);
     if (t.alarms)
       printf("data-loss alarms: %llu runs ended in one (beyond the fault model: the writer "
              "refused to open, as it must)\n", (unsigned long long)t.alarms);

@@ -170,6 +170,10 @@ struct world {
    * reach, as of the store's version bk_reach_v - 1 (0: not read). */
   struct objsim *bk;
   uint64_t bk_reach[SIM_PGS], bk_reach_v;
+  /* ... and the VDL's history, the time restores' truth: (virtual ms,
+   * VDL) each time the highest VDL any writer announced rose. */
+  uint64_t (*bk_vdls)[2];
+  size_t bk_nvdls, bk_capvdls;
 };
 
 /* The read replica (replica.c), and its stream with the writer (rstream.c). */
@@ -329,7 +333,11 @@ void member_node_down(struct simnode *sn);
  * starts (on) or ends a store-down or store-slow, objsim_heal ends them
  * all; objsim_retention: the operator sets vol's retention (once).
  * objsim_truth: the store as it is, never failing (the checks' view);
- * objsim_version: +1 per change to it. */
+ * objsim_version: +1 per change to it. objsim_rot: a store-rot fault
+ * damages one backup object (drawn from r); objsim_damaged: whether key's
+ * bytes are not those put (the checks' knowledge, not the checksums').
+ * The nodes' wall clock (nbk_io wall_ms) is SIM_WALL_MS0 + virtual ms. */
+#define SIM_WALL_MS0 1700000000000ull   /* a plausible unix ms for virtual 0 */
 void objsim_new(struct world *w);
 void objsim_free(struct world *w);
 void objsim_node_up(struct simnode *sn);
@@ -341,6 +349,8 @@ struct objstore *objsim_truth(struct world *w);
 uint64_t objsim_version(const struct world *w);
 size_t objsim_count(const struct world *w);
 void objsim_retention(struct world *w, uint64_t vol);
+void objsim_rot(struct world *w, uint64_t r);
+int objsim_damaged(const struct world *w, const char *key);
 
 /* bkcheck.c: invariant 11 after every event (bkcheck_step), and at the
  * end the backup's catching up and restores against the shadow model

@@ -485,6 +485,7 @@ void world_free(struct world *w)
     free(w->co);
   }
   objsim_free(w);
+  free(w->bk_vdls);
   simnet_free(w->net);
   simclock_free(w->clock);
   for (int i = 0; i < SIM_NODES; i++) {

@@ -29,7 +29,8 @@
  *              no role, whose attacks every core must refuse or bound
  *   objsim.c   the object store the nodes back up to (--faults backup): in
  *              memory, shared by all nodes, outliving their crashes, with
- *              faults (store-down, store-slow); each node's backup driver
+ *              faults (store-down, store-slow, store-rot); each node's
+ *              backup driver
  *   bkcheck.c  invariant 11 (node GC never passes what the store can
  *              restore) throughout, and at the end restores checked
  *              against the shadow model
@@ -92,7 +93,8 @@ enum {
   F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
   F_STREAM_CUT, F_REPLICA_SILENT, F_WRITER_LOST, F_WRITER_STOP, F_MANUAL_FAILOVER,
   F_PROMOTE_CRASH, F_ROGUE, F_ROGUE_UNFINISHED, F_NODE_LOST, F_STORE_DOWN, F_STORE_SLOW,
-  F_NKINDS
+  F_STORE_ROT,
+  F_NKINDS                   /* at most 32: a run's kinds are a uint32_t's bits */
 };
 extern const char *const fault_names[F_NKINDS];
 /* `all`, the default: every kind but stale-read and rogue-unfinished,
@@ -104,7 +106,7 @@ extern const char *const fault_names[F_NKINDS];
 #define F_REPLICAS ((1u << F_REPLICA_CRASH) | (1u << F_STREAM_CUT) | (1u << F_REPLICA_SILENT) | \
                     (1u << F_WRITER_LOST) | (1u << F_WRITER_STOP) | \
                     (1u << F_MANUAL_FAILOVER) | (1u << F_PROMOTE_CRASH))
-#define F_BACKUP ((1u << F_STORE_DOWN) | (1u << F_STORE_SLOW))
+#define F_BACKUP ((1u << F_STORE_DOWN) | (1u << F_STORE_SLOW) | (1u << F_STORE_ROT))
 #define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS & \
                ~(1u << F_ROGUE_UNFINISHED) & ~F_BACKUP)
 /* A read replica (replica.c) is in the world only in runs that allow its
@@ -205,8 +207,13 @@ struct sim_result {
    * objects the nodes stored and store calls that failed (store-down);
    * restores made at the end and checked against the shadow model, and
    * the pages they compared; the invariant-11 checks made (a segment's
-   * GC point against what the store can restore of its PG). */
+   * GC point against what the store can restore of its PG). And with
+   * store-rot: objects it damaged; of the restores checked, those that
+   * went around a damaged object (restore.c R4), and those by time; the
+   * restores refused, rightly (no plan avoided the damaged objects, or
+   * by time: no point noted by then). */
   uint64_t bk_objects, bk_failed, bk_restores, bk_pages_checked, bk_gc_checks;
+  uint64_t bk_rotted, bk_replanned, bk_by_time, bk_refused;
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

@@ -14,7 +14,13 @@
  *     end, or below the oldest base once the first pieces are gone, is
  *     refused;
  *   - the dir store: objects whole, listed in order under a prefix, a
- *     leftover temporary file never listed, bad keys refused.
+ *     leftover temporary file never listed, bad keys refused;
+ *   - restore around damage (src/backup/restore.c R4): a damaged base is
+ *     gone around through an older base and more log, a damaged piece
+ *     through another piece over its range, each restoring exactly the
+ *     pages the records make; a damaged piece nothing else covers is
+ *     refused in one line naming it and what the backup still holds, and
+ *     the points below it still restore.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +35,7 @@
 #include "backup/bkfmt.h"
 #include "backup/bkplan.h"
 #include "backup/objstore.h"
+#include "backup/restore.h"
 #include "record.h"
 
 /* ---- keys ------------------------------------------------------------------ */
@@ -423,6 +430,287 @@ static void test_dir_store_objects_and_listing(void **state)
   assert_int_equal(system(cmd), 0);
 }
 
+/* ---- restore around damage ------------------------------------------------- */
+
+/* Volume 9 in a dir store, PG g its pages g*RP..g*RP+RP-1: pieces and
+ * bases made from one chain of records per PG, LSNs from 1, every one a
+ * CPL, record n on the PG's page n % RP. */
+#define RP 8
+#define RVOL 9
+
+struct rstore {
+  char root[64];
+  struct objstore *o;
+};
+
+static void rs_open(struct rstore *rs)
+{
+  char url[128], why[300];
+  snprintf(rs->root, sizeof rs->root, "/tmp/auralog-unit-restore-XXXXXX");
+  assert_non_null(mkdtemp(rs->root));
+  snprintf(url, sizeof url, "dir:%s/store", rs->root);
+  rs->o = obj_open(url, why, sizeof why);
+  assert_non_null(rs->o);
+}
+
+static void rs_close(struct rstore *rs)
+{
+  char cmd[128];
+  obj_close(rs->o);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", rs->root);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* The chain's records in (from, to] that lsns[] lists, into a piece of
+ * PG g. */
+static void put_piece_of(struct rstore *rs, uint32_t g, uint64_t from, uint64_t to,
+                         const uint64_t *lsns, size_t n)
+{
+  Auralog__BackupLog m = AURALOG__BACKUP_LOG__INIT;
+  m.volume_id = RVOL;
+  m.pg = g;
+  m.from = from;
+  m.to = to;
+  m.first_page = g * RP;
+  m.npages = RP;
+  m.page_size = PS;
+  m.n_records = n;
+  m.records = calloc(n ? n : 1, sizeof *m.records);
+  for (size_t i = 0; i < n; i++)
+    m.records[i] = mkrec(lsns[i], lsns[i] - 1, g * RP + (uint32_t)(lsns[i] % RP), 1);
+  size_t len;
+  uint8_t *b = bk_encode(BK_LOG, &m.base, &len);
+  char key[BK_KEY_MAX], why[300];
+  bk_key_log(key, RVOL, g, from, to);
+  assert_int_equal(obj_put(rs->o, key, b, len, why, sizeof why), 0);
+  free(b);
+  free_log(&m);
+}
+
+static void put_piece(struct rstore *rs, uint64_t from, uint64_t to, const uint64_t *lsns,
+                      size_t n)
+{
+  put_piece_of(rs, 0, from, to, lsns, n);
+}
+
+/* PG g's pages as of lsn: its records 1..lsn applied to zeros. */
+static void pages_at(uint32_t g, uint64_t lsn, uint8_t *pages)
+{
+  memset(pages, 0, RP * PS);
+  for (uint64_t l = 1; l <= lsn; l++) {
+    Rec *r = mkrec(l, l - 1, g * RP + (uint32_t)(l % RP), 1);
+    rec_apply(pages + (size_t)(l % RP) * PS, PS, r);
+    auralog__record__free_unpacked(r, NULL);
+  }
+}
+
+static void put_base(struct rstore *rs, uint64_t at, uint64_t ms)
+{
+  uint8_t pages[RP * PS];
+  pages_at(0, at, pages);
+  Auralog__BackupBase m = AURALOG__BACKUP_BASE__INIT;
+  m.volume_id = RVOL;
+  m.pg = 0;
+  m.at = at;
+  m.first_page = 0;
+  m.npages = RP;
+  m.page_size = PS;
+  Auralog__BasePage pv[RP], *pp[RP];
+  for (int i = 0; i < RP; i++) {
+    auralog__base_page__init(&pv[i]);
+    pv[i].page_no = (uint32_t)i;
+    pv[i].data = (ProtobufCBinaryData){PS, pages + (size_t)i * PS};
+    pp[i] = &pv[i];
+  }
+  m.n_pages = RP;
+  m.pages = pp;
+  size_t len;
+  uint8_t *b = bk_encode(BK_BASE, &m.base, &len);
+  char key[BK_KEY_MAX], why[300];
+  bk_key_base(key, RVOL, 0, at, ms);
+  assert_int_equal(obj_put(rs->o, key, b, len, why, sizeof why), 0);
+  free(b);
+}
+
+/* One byte of key's object flipped, in the middle (a page's or a
+ * record's bytes: the frame still parses, only the sum can tell). */
+static void rot(struct rstore *rs, const char *key)
+{
+  uint8_t *b;
+  size_t n;
+  char why[300];
+  assert_int_equal(obj_get(rs->o, key, &b, &n, why, sizeof why), 0);
+  b[n / 2] ^= 0x10;
+  assert_int_equal(obj_put(rs->o, key, b, n, why, sizeof why), 0);
+  free(b);
+}
+
+#define RPGS 2                 /* at most this many PGs */
+struct rsink {
+  uint8_t pages[RPGS * RP * PS];
+  uint32_t n;
+};
+
+static int to_sink(void *arg, uint32_t page_no, const uint8_t *page, uint32_t ps, char *why,
+                   size_t whylen)
+{
+  (void)why, (void)whylen;
+  struct rsink *k = arg;
+  assert_int_equal(ps, PS);
+  assert_true(page_no < RPGS * RP);
+  memcpy(k->pages + (size_t)page_no * PS, page, PS);
+  k->n++;
+  return 0;
+}
+
+/* Restore to lsn (0: the latest): 0 and the pages exactly as the records
+ * make them, or -1 and why. */
+static int restore_to(struct rstore *rs, uint64_t lsn, struct rs_result *res, char *why,
+                      size_t whylen)
+{
+  struct rs_target t = {.to_lsn = lsn};
+  struct rsink k = {{0}, 0};
+  why[0] = 0;
+  int rc = restore_pages(rs->o, RVOL, &t, to_sink, &k, res, why, whylen);
+  if (rc == 0) {
+    uint8_t want[RP * PS];
+    assert_int_equal(k.n, res->npgs * RP);
+    for (uint32_t g = 0; g < res->npgs; g++) {
+      pages_at(g, res->cpl, want);
+      assert_memory_equal(k.pages + (size_t)g * RP * PS, want, RP * PS);
+    }
+    if (lsn)
+      assert_int_equal(res->cpl, lsn);
+  } else {
+    assert_int_equal(k.n, 0);   /* nothing given before the refusal */
+  }
+  return rc;
+}
+
+static const uint64_t L1_10[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+static const uint64_t L11_20[] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+static const uint64_t L21_30[] = {21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+
+static void test_restore_goes_around_a_damaged_base(void **state)
+{
+  (void)state;
+  struct rstore rs;
+  rs_open(&rs);
+  put_piece(&rs, 0, 10, L1_10, 10);
+  put_base(&rs, 10, 1000);
+  put_piece(&rs, 10, 20, L11_20, 10);
+  put_base(&rs, 20, 2000);
+  put_piece(&rs, 20, 30, L21_30, 10);
+  struct rs_result res;
+  char why[600], key[BK_KEY_MAX];
+  assert_int_equal(restore_to(&rs, 27, &res, why, sizeof why), 0);
+  assert_int_equal(res.damaged, 0);
+  assert_string_equal(res.note, "");
+  assert_int_equal(res.objects, 2);    /* the base at 20 and (20, 30] */
+  /* The newest base is damaged: the one at 10 and the piece (10, 20]
+   * stand in for it, to the same pages. */
+  bk_key_base(key, RVOL, 0, 20, 2000);
+  rot(&rs, key);
+  assert_int_equal(restore_to(&rs, 27, &res, why, sizeof why), 0);
+  assert_int_equal(res.damaged, 1);
+  assert_non_null(strstr(res.note, key));
+  assert_non_null(strstr(res.note, "checksum does not match"));
+  assert_int_equal(restore_to(&rs, 0, &res, why, sizeof why), 0);   /* the latest */
+  assert_int_equal(res.cpl, 30);
+  assert_int_equal(restore_to(&rs, 20, &res, why, sizeof why), 0);
+  /* Both bases damaged: from the empty PG, every piece. */
+  bk_key_base(key, RVOL, 0, 10, 1000);
+  rot(&rs, key);
+  assert_int_equal(restore_to(&rs, 30, &res, why, sizeof why), 0);
+  assert_int_equal(res.damaged, 2);
+  assert_int_equal(res.records, 30);
+  rs_close(&rs);
+}
+
+static void test_restore_refuses_when_nothing_stands_in_for_a_damaged_piece(void **state)
+{
+  (void)state;
+  struct rstore rs;
+  rs_open(&rs);
+  put_piece(&rs, 0, 10, L1_10, 10);
+  put_piece(&rs, 10, 20, L11_20, 10);
+  put_base(&rs, 20, 2000);
+  put_piece(&rs, 20, 30, L21_30, 10);
+  struct rs_result res;
+  char why[600], key[BK_KEY_MAX];
+  bk_key_log(key, RVOL, 0, 20, 30);
+  rot(&rs, key);
+  /* Its only copy: past 20 nothing can be restored. One line, naming it
+   * and what is left. */
+  assert_int_equal(restore_to(&rs, 25, &res, why, sizeof why), -1);
+  assert_null(strchr(why, '\n'));
+  assert_non_null(strstr(why, key));
+  assert_non_null(strstr(why, "checksum does not match"));
+  assert_non_null(strstr(why, "0 to 20 for every PG"));
+  /* Below it: still restorable, the damaged piece unread. */
+  assert_int_equal(restore_to(&rs, 20, &res, why, sizeof why), 0);
+  assert_int_equal(res.damaged, 0);
+  assert_int_equal(restore_to(&rs, 14, &res, why, sizeof why), 0);
+  /* The latest is what is left: 20, going around it. */
+  assert_int_equal(restore_to(&rs, 0, &res, why, sizeof why), 0);
+  assert_int_equal(res.cpl, 20);
+  assert_int_equal(res.damaged, 1);
+  /* Another uploader's piece over most of the range (it took over at 18,
+   * and staged to 29): the walk still takes the damaged one first (it
+   * reaches further), then this one stands in, and 25 restores again. */
+  static const uint64_t L19_29[] = {19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29};
+  put_piece(&rs, 18, 29, L19_29, 11);
+  assert_int_equal(restore_to(&rs, 25, &res, why, sizeof why), 0);
+  assert_int_equal(res.damaged, 1);
+  assert_int_equal(restore_to(&rs, 30, &res, why, sizeof why), -1);
+  printf("# refused: %s\n", why);
+  /* A damaged piece below the newest base: points above the base still
+   * restore from it, points below the damage from the empty PG, and the
+   * points only that piece reaches are refused. */
+  bk_key_log(key, RVOL, 0, 10, 20);
+  rot(&rs, key);
+  assert_int_equal(restore_to(&rs, 25, &res, why, sizeof why), 0);   /* the base at 20 */
+  assert_int_equal(restore_to(&rs, 9, &res, why, sizeof why), 0);
+  assert_int_equal(restore_to(&rs, 15, &res, why, sizeof why), -1);
+  assert_non_null(strstr(why, key));
+  rs_close(&rs);
+}
+
+/* Two PGs whose newest runs of points share none once a damaged piece is
+ * left out: pg 0's from its base at 30 on ((20, 30] was never staged),
+ * pg 1's up to 25 (its other uploader's piece (0, 40], which the walk
+ * takes first, damaged). An LSN the older runs hold still restores; the
+ * latest has no point to be. */
+static void test_restore_plans_an_lsn_the_newest_runs_do_not_share(void **state)
+{
+  (void)state;
+  struct rstore rs;
+  rs_open(&rs);
+  uint64_t l[40];
+  for (int i = 0; i < 40; i++)
+    l[i] = (uint64_t)i + 1;
+  put_piece_of(&rs, 0, 0, 20, l, 20);
+  put_base(&rs, 30, 3000);
+  put_piece_of(&rs, 0, 30, 40, l + 30, 10);
+  put_piece_of(&rs, 1, 0, 25, l, 25);
+  put_piece_of(&rs, 1, 0, 40, l, 40);
+  struct rs_result res;
+  char why[600], key[BK_KEY_MAX];
+  assert_int_equal(restore_to(&rs, 35, &res, why, sizeof why), 0);
+  assert_int_equal(restore_to(&rs, 15, &res, why, sizeof why), 0);   /* below the window */
+  bk_key_log(key, RVOL, 1, 0, 40);
+  rot(&rs, key);
+  assert_int_equal(restore_to(&rs, 15, &res, why, sizeof why), 0);
+  assert_int_equal(res.npgs, 2);
+  assert_int_equal(res.damaged, 1);
+  assert_int_equal(restore_to(&rs, 35, &res, why, sizeof why), -1);
+  assert_non_null(strstr(why, key));
+  assert_int_equal(restore_to(&rs, 0, &res, why, sizeof why), -1);   /* the latest */
+  assert_non_null(strstr(why, "no point in common"));
+  assert_non_null(strstr(why, key));
+  rs_close(&rs);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -432,6 +720,9 @@ int main(void)
     cmocka_unit_test(test_plans_chain_pieces_and_stop_at_gaps),
     cmocka_unit_test(test_retention_keeps_every_point_in_its_window),
     cmocka_unit_test(test_dir_store_objects_and_listing),
+    cmocka_unit_test(test_restore_goes_around_a_damaged_base),
+    cmocka_unit_test(test_restore_refuses_when_nothing_stands_in_for_a_damaged_piece),
+    cmocka_unit_test(test_restore_plans_an_lsn_the_newest_runs_do_not_share),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -470,17 +470,19 @@ static void a_replica_reads_what_the_shadow_says(void **state)
 
 /* Continuous backup (--faults backup: sim/objsim.c, sim/bkcheck.c): the
  * nodes stage their PGs' log to the simulated object store through
- * store-down and store-slow faults among all the others; after every
- * event no segment's GC point is above what the store can restore of its
- * PG (invariant 11), and at the end the backup catches up with the last
- * durable commit and restores, at commits drawn from what it holds, equal
- * the shadow model page for page. A run replays bit for bit; and a run
- * without the backup kinds has no store at all (older seeds' runs are
- * what they were). */
+ * store-down, store-slow and store-rot faults among all the others; after
+ * every event no segment's GC point is above what the store can restore
+ * of its PG (invariant 11), and at the end the backup catches up with the
+ * last durable commit and restores, at commits drawn from what it holds,
+ * to the latest point and by time, equal the shadow model page for page,
+ * going around damaged objects or refusing only where nothing can. A run
+ * replays bit for bit; and a run without the backup kinds has no store at
+ * all (older seeds' runs are what they were). */
 static void backup_runs_keep_gc_below_the_backup_and_restore_the_shadow(void **state)
 {
   (void)state;
   uint64_t objects = 0, failed = 0, restores = 0, pages = 0, checks = 0, downs = 0, slows = 0;
+  uint64_t rotted = 0, around = 0, by_time = 0, refused = 0;
   const int n = 40;
   for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
     struct sim_opts o = opts(seed, F_ALL | F_BACKUP, 0);
@@ -496,14 +498,22 @@ static void backup_runs_keep_gc_below_the_backup_and_restore_the_shadow(void **s
     checks += r.bk_gc_checks;
     downs += r.faults[F_STORE_DOWN];
     slows += r.faults[F_STORE_SLOW];
+    rotted += r.bk_rotted;
+    around += r.bk_replanned;
+    by_time += r.bk_by_time;
+    refused += r.bk_refused;
   }
   printf("# %d seeds with backup: %llu objects stored, %llu store calls failed (%llu "
-         "store-downs, %llu store-slows), %llu GC points checked, %llu restores checked "
-         "(%llu pages), no violation\n", n, (unsigned long long)objects,
+         "store-downs, %llu store-slows), %llu damaged (store-rot), %llu GC points checked, "
+         "%llu restores checked (%llu pages; %llu by time, %llu around damaged objects), %llu "
+         "refused rightly, no violation\n", n, (unsigned long long)objects,
          (unsigned long long)failed, (unsigned long long)downs, (unsigned long long)slows,
-         (unsigned long long)checks, (unsigned long long)restores, (unsigned long long)pages);
+         (unsigned long long)rotted, (unsigned long long)checks, (unsigned long long)restores,
+         (unsigned long long)pages, (unsigned long long)by_time, (unsigned long long)around,
+         (unsigned long long)refused);
   assert_true(restores > 0 && pages > 0 && checks > 0 && objects > (uint64_t)n);
   assert_true(downs > 0 && failed > 0 && slows > 0);
+  assert_true(rotted > 0 && by_time > 0);
   /* Bit for bit, with the store. */
   struct sim_opts o = opts(7, F_ALL | F_BACKUP, 0);
   struct sim_result a, b;
