@@ -747,4 +747,25 @@ void member_check_node(struct coord *co, struct cnode *n, const Auralog__Heartbe
     coord_send_assign(co, n, 0);
     return;
   }
+  /* The other way round: a segment the metadata gives the node that it
+   * does not report at all. A begin's Assign to a spare lost in a
+   * partition left the spare hosting nothing while its PG listed it as
+   * the next segment, and the move never finished (the simulator's seed
+   * 2690 --faults backup). Only a whole heartbeat lists every segment, so
+   * only one of those can show a segment missing. */
+  if (hb->delta)
+    return;
+  uint32_t have = 0, want = mb_hosted(co, n->info->id, NULL);
+  for (size_t i = 0; i < hb->n_segs && have < want; i++)
+    for (size_t v = 0; v < co->nvols; v++)
+      if (co->vols[v]->id == hb->segs[i]->volume_id && hb->segs[i]->pg < co->vols[v]->n_pgs) {
+        have++;
+        break;
+      }
+  if (have >= want)
+    return;
+  loginfo("node %s reports %u segments of the %u it hosts: its Assign again", n->info->id, have,
+          want);
+  n->assign_again_at = now ? now : 1;
+  coord_send_assign(co, n, 0);
 }

@@ -226,6 +226,13 @@ static const struct {
    * its SCL stayed on the cut branch, its peers held their GC for it.
    * A segment stuck behind peers now catches up by pages (bg.c). */
   {5919, "a segment that missed a recovery never converged (a stolen key's range)", "all"},
+  /* A repair began while the spare's AZ was partitioned: the spare's
+   * Assign was lost, it never hosted the next segment its PG listed, and
+   * the move never finished. A whole heartbeat that lacks a segment the
+   * node hosts now gets it the Assign again (coord/member.c). Replay:
+   * auralog sim --seed 2690 --schedule
+   * 2216:node-lost:0:534:5151,4175:partition:0:918:813 */
+  {2690, "liveness: pg 0 still has 7 segments (a spare's lost Assign)", "backup"},
 };
 
 static void seeds_that_once_failed_pass(void **state)
@@ -237,6 +244,7 @@ static void seeds_that_once_failed_pass(void **state)
                              f == NULL                ? PRE_ROGUE
                              : !strcmp(f, "all")      ? ALL_FAULTS
                              : !strcmp(f, "replicas") ? F_ALL | F_REPLICAS
+                             : !strcmp(f, "backup")   ? F_ALL | F_BACKUP
                                                       : fault(f),
                              0);
     struct sim_result r;
