@@ -117,6 +117,14 @@ void ddl_stmt_begin(void)
   stmt.have = 0;
 }
 
+const char *ddl_stmt_change(const char **name)
+{
+  if (!stmt.have)
+    return NULL;
+  *name = stmt.name;
+  return stmt.op;
+}
+
 void ddl_seen(int action, const char *a1, const char *a2, const char *db)
 {
   const char *name;
