@@ -315,6 +315,11 @@ static int apply_event(sqlite3 *db, struct tables *t, const Auralog__BinlogEvent
     }
     return 0;
   }
+  if (e->op == BINLOG_LOST) {
+    seterr(err, n, "event %u: the engine could not capture a change of %s: %s", e->index,
+           e->table ? e->table : "?", e->sql ? e->sql : "no reason given");
+    return -1;
+  }
   if (e->op < BINLOG_INSERT || e->op > BINLOG_DELETE || e->table == NULL) {
     seterr(err, n, "event %u: unknown operation %u", e->index, e->op);
     return -1;

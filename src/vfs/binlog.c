@@ -101,7 +101,7 @@ static cJSON *values_json(Auralog__BinlogValue **v, size_t n)
 
 cJSON *binlog_txn_json(const Auralog__BinlogTxn *t)
 {
-  static const char *const ops[] = {"?", "insert", "update", "delete", "ddl"};
+  static const char *const ops[] = {"?", "insert", "update", "delete", "ddl", "lost"};
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "commit_lsn", (double)t->commit_lsn);
   cJSON_AddNumberToObject(o, "wall_ms", (double)t->wall_ms);
@@ -110,9 +110,9 @@ cJSON *binlog_txn_json(const Auralog__BinlogTxn *t)
     const Auralog__BinlogEvent *e = t->events[i];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "index", e->index);
-    cJSON_AddStringToObject(j, "op", ops[e->op <= BINLOG_DDL ? e->op : 0]);
+    cJSON_AddStringToObject(j, "op", ops[e->op <= BINLOG_LOST ? e->op : 0]);
     cJSON_AddStringToObject(j, "table", e->table ? e->table : "");
-    if (e->op == BINLOG_DDL) {
+    if (e->op == BINLOG_DDL || e->op == BINLOG_LOST) {
       cJSON_AddStringToObject(j, "ddl_op", e->ddl_op ? e->ddl_op : "");
       cJSON_AddStringToObject(j, "sql", e->sql ? e->sql : "");
     } else if (e->rowid_table) {

@@ -74,7 +74,9 @@
  * Not captured: TEMP tables (not the volume's); sqlite_sequence and
  * sqlite_stat1 (SQLite tells the hook nothing of them: ANALYZE's
  * statistics are not data, and a consumer's AUTOINCREMENT counter follows
- * the rowids it inserts); virtual tables (their shadow tables are real
+ * the rowids it inserts: ahead of the source's where a statement failing
+ * under FAIL kept rows, as SQLite advances it only when a statement
+ * completes); virtual tables (their shadow tables are real
  * tables and are captured); an UPDATE that leaves the row as it was
  * (SQLite calls the hook, but nothing changed: MySQL's row binlog leaves
  * such rows out too). A rowid table's key is its rowid and an insert
@@ -135,9 +137,12 @@ struct savepoint {
 /* What capture knows of a table: cached, as it costs a lookup. */
 struct tinfo {
   char *name;
-  int ncol;
+  int ncol;                  /* columns, generated ones too (preupdate_count) */
   int wr;                    /* WITHOUT ROWID */
   int npk, *pk;              /* WITHOUT ROWID: the PRIMARY KEY's columns, in its order */
+  int nout, *out;            /* the columns an image holds: all but generated ones */
+  unsigned char *real;       /* by column: REAL affinity */
+  char *why;                 /* not NULL: its changes cannot be captured, why */
 };
 
 struct capture {
@@ -190,28 +195,43 @@ static char *xstrdup(const char *s)
   return memcpy(xmalloc(n), s, n);
 }
 
+static void tinfo_free(struct tinfo *t)
+{
+  free(t->name);
+  free(t->pk);
+  free(t->out);
+  free(t->real);
+  free(t->why);
+  memset(t, 0, sizeof *t);
+}
+
 static void tinfo_clear(struct capture *c)
 {
-  for (size_t i = 0; i < c->nti; i++) {
-    free(c->ti[i].name);
-    free(c->ti[i].pk);
-  }
+  for (size_t i = 0; i < c->nti; i++)
+    tinfo_free(&c->ti[i]);
   free(c->ti);
   c->ti = NULL;
   c->nti = 0;
 }
 
-/* Drop events [to, n). */
-static void cut(struct capture *c, size_t to)
+/* Drop events [to, n); undo: SQLite undid them, and a schema change
+ * among them with them (the cached shapes may be stale). */
+static void cut(struct capture *c, size_t to, int undo)
 {
-  while (c->n > to)
-    free(c->ev[--c->n]);
+  int ddl = 0;
+  while (c->n > to) {
+    Auralog__BinlogEvent *e = c->ev[--c->n];
+    ddl |= e->op == BINLOG_DDL;
+    free(e);
+  }
+  if (ddl && undo)
+    atomic_fetch_add(&schema_gen, 1);
 }
 
-/* The transaction ended: nothing of it stays. */
-static void reset(struct capture *c)
+/* The transaction ended (undo: rolled back): nothing of it stays. */
+static void reset(struct capture *c, int undo)
 {
-  cut(c, 0);
+  cut(c, 0, undo);
   for (size_t i = 0; i < c->nsp; i++)
     free(c->sp[i].name);
   c->nsp = 0;
@@ -229,10 +249,26 @@ static void push(struct capture *c, Auralog__BinlogEvent *e)
 
 /* ---- tables ------------------------------------------------------------------ */
 
-/* The shape of main's table tab, which has ncol columns now. If SQLite
- * cannot name a WITHOUT ROWID table's key (the statement is being
- * interrupted), the answer has npk 0 and is not kept: the event goes
- * without its key, its rows whole (a consumer finds the key in them). */
+/* SQLite's affinity rule for a declared type (datatype3.html 3.1): is it
+ * REAL? Such a column stores 3.0 as the integer 3, and a new row's value
+ * comes to the hook so; SELECT shows 3.0, and so does the event. */
+static int real_affinity(const char *type)
+{
+  char u[64];
+  size_t n = 0;
+  for (; type && type[n] && n + 1 < sizeof u; n++)
+    u[n] = (char)(type[n] >= 'a' && type[n] <= 'z' ? type[n] - 32 : type[n]);
+  u[n] = 0;
+  if (strstr(u, "INT") || strstr(u, "CHAR") || strstr(u, "CLOB") || strstr(u, "TEXT") ||
+      strstr(u, "BLOB") || n == 0)
+    return 0;
+  return strstr(u, "REAL") || strstr(u, "FLOA") || strstr(u, "DOUB");
+}
+
+/* The shape of main's table tab, which has ncol columns now: a statement
+ * on the same connection, inside the hook, as the session extension runs
+ * its own; once a table and schema generation. If it cannot be read (the
+ * statement is being interrupted), the answer says why and is not kept. */
 static struct tinfo *table_info(struct capture *c, const char *tab, int ncol)
 {
   uint64_t gen = atomic_load(&schema_gen);
@@ -247,36 +283,63 @@ static struct tinfo *table_info(struct capture *c, const char *tab, int ncol)
       tinfo_clear(c);        /* changed under us (another process?): look again */
       break;
     }
-  struct tinfo t = {xstrdup(tab), ncol, 0, 0, NULL};
-  /* A rowid table answers for "rowid", "oid" or "_rowid_" (whichever no
-   * column hides); a WITHOUT ROWID table for none. No statement runs. */
-  static const char *const alias[] = {"rowid", "oid", "_rowid_"};
-  t.wr = 1;
-  for (int a = 0; a < 3 && t.wr; a++)
-    if (sqlite3_table_column_metadata(c->db, "main", tab, alias[a], NULL, NULL, NULL, NULL,
-                                      NULL) == SQLITE_OK)
-      t.wr = 0;
-  if (t.wr) {
-    /* Its PRIMARY KEY's columns: a statement inside the hook, on the same
-     * connection, as the session extension runs its own. */
-    sqlite3_stmt *q = NULL;
-    t.pk = xmalloc((size_t)ncol * sizeof *t.pk);
-    if (sqlite3_prepare_v2(c->db, "SELECT cid, pk FROM pragma_table_info(?1, 'main') "
-                           "WHERE pk > 0 ORDER BY pk", -1, &q, NULL) == SQLITE_OK) {
-      sqlite3_bind_text(q, 1, tab, -1, SQLITE_STATIC);
-      while (sqlite3_step(q) == SQLITE_ROW && t.npk < ncol) {
-        int cid = sqlite3_column_int(q, 0);
-        if (cid >= 0 && cid < ncol)
-          t.pk[t.npk++] = cid;
-      }
+  struct tinfo t = {.name = xstrdup(tab), .ncol = ncol};
+  t.pk = xmalloc((size_t)ncol * sizeof *t.pk);
+  t.out = xmalloc((size_t)ncol * sizeof *t.out);
+  t.real = xmalloc((size_t)ncol);
+  int rows = 0, virt = 0, gen_cols = 0, rc;
+  int *pkat = xmalloc((size_t)ncol * sizeof *pkat);   /* by column: its place in the key */
+  sqlite3_stmt *q = NULL;
+  rc = sqlite3_prepare_v2(c->db, "SELECT hidden, pk, type, (SELECT wr FROM pragma_table_list"
+                          "(?1) WHERE schema = 'main') FROM pragma_table_xinfo(?1, 'main') "
+                          "ORDER BY cid", -1, &q, NULL);
+  if (rc == SQLITE_OK)
+    sqlite3_bind_text(q, 1, tab, -1, SQLITE_STATIC);
+  while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    rc = SQLITE_OK;
+    if (rows == ncol) {
+      rows++;
+      break;
     }
-    sqlite3_finalize(q);
-    if (t.npk == 0) {        /* interrupted: not kept */
-      free(c->scratch.name);
-      free(c->scratch.pk);
-      c->scratch = t;
-      return &c->scratch;
+    int hidden = sqlite3_column_int(q, 0);
+    pkat[rows] = sqlite3_column_int(q, 1);
+    t.real[rows] = (unsigned char)real_affinity((const char *)sqlite3_column_text(q, 2));
+    t.wr = sqlite3_column_int(q, 3);
+    virt |= hidden == 2;
+    gen_cols += hidden != 0;
+    if (hidden == 0)
+      t.out[t.nout++] = rows;
+    rows++;
+  }
+  sqlite3_finalize(q);
+  if (rc != SQLITE_DONE || rows != ncol) {
+    char why[300];
+    snprintf(why, sizeof why, "table %s: cannot read its shape (%s)", tab,
+             rc != SQLITE_DONE ? sqlite3_errstr(rc) : "its columns changed");
+    t.why = xstrdup(why);
+  } else if (virt) {
+    /* 3.40's preupdate_old/new take a column's place in the record, where
+     * VIRTUAL generated columns have none, and check the INTEGER PRIMARY
+     * KEY and REAL affinity by the table's places: rows come garbled. */
+    char why[300];
+    snprintf(why, sizeof why, "table %s has VIRTUAL generated columns: SQLite 3.40 gives "
+             "the preupdate hook their rows in another order", tab);
+    t.why = xstrdup(why);
+  }
+  for (int i = 0; i < ncol; i++)
+    if (i < rows && pkat[i] > 0 && pkat[i] <= ncol) {
+      t.pk[pkat[i] - 1] = i;
+      t.npk = pkat[i] > t.npk ? pkat[i] : t.npk;
     }
+  free(pkat);
+  if (gen_cols == 0) {
+    free(t.out);             /* every column: no map */
+    t.out = NULL;
+  }
+  if (t.why && rc != SQLITE_DONE) {   /* interrupted: not kept */
+    tinfo_free(&c->scratch);
+    c->scratch = t;
+    return &c->scratch;
   }
   c->ti = xrealloc(c->ti, (c->nti + 1) * sizeof *c->ti);
   c->ti[c->nti] = t;
@@ -300,11 +363,14 @@ static size_t value_bytes(sqlite3_value *v)
   return 0;
 }
 
-/* Fill *out from v, its bytes at *data (advanced past them). */
-static void value_copy(Auralog__BinlogValue *out, sqlite3_value *v, char **data)
+/* Fill *out from v (NULL: a NULL), its bytes at *data (advanced past
+ * them); real: the column has REAL affinity (an INTEGER is shown REAL). */
+static void value_copy(Auralog__BinlogValue *out, sqlite3_value *v, int real, char **data)
 {
   auralog__binlog_value__init(out);
-  int t = sqlite3_value_type(v);
+  int t = v ? sqlite3_value_type(v) : SQLITE_NULL;
+  if (t == SQLITE_INTEGER && real)
+    t = SQLITE_FLOAT;
   switch (t) {
   case SQLITE_INTEGER:
     out->type = SQLITE_INTEGER;
@@ -361,8 +427,31 @@ static int same_value(sqlite3_value *a, sqlite3_value *b)
   }
 }
 
-/* The row values one event holds: its column i before or after. */
+/* An event that holds only text: a schema change (op, its object, its
+ * statement), or a change capture could not record (BINLOG_LOST: the
+ * table, and why in sql). */
+static void push_text(struct capture *c, uint32_t kind, const char *op, const char *name,
+                      const char *sql)
+{
+  size_t a = strlen(op) + 1, b = strlen(name) + 1, s = strlen(sql) + 1;
+  Auralog__BinlogEvent *e = xmalloc(sizeof *e + a + b + s);
+  auralog__binlog_event__init(e);
+  char *p = (char *)(e + 1);
+  e->op = kind;
+  e->ddl_op = memcpy(p, op, a);
+  e->table = memcpy(p + a, name, b);
+  e->sql = memcpy(p + a + b, sql, s);
+  push(c, e);
+}
+
+/* The row values of an image: column i before, or after. */
 typedef int (*getter)(sqlite3 *, int, sqlite3_value **);
+
+/* Column j of an image: the table's column ti->out[j]. */
+static int col(const struct tinfo *ti, int j)
+{
+  return ti->out ? ti->out[j] : j;
+}
 
 /* SQLite calls this before each row change of the connection. The event
  * is one allocation: the event, its value pointers, values, bytes. */
@@ -374,8 +463,15 @@ static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const 
     return;                  /* TEMP (or attached): not the volume's */
   int ncol = sqlite3_preupdate_count(db);
   struct tinfo *ti = table_info(c, tab, ncol);
-  int wr = ti->wr;
+  if (ti->why) {
+    /* A consumer stops at this transaction, told why, rather than apply
+     * it wrong (C2 cannot hold for it). */
+    push_text(c, BINLOG_LOST, "", tab, ti->why);
+    return;
+  }
+  int wr = ti->wr, nout = ti->out ? ti->nout : ncol;
   int has_old = op != SQLITE_INSERT, has_new = op != SQLITE_DELETE;
+  getter gk = has_old ? sqlite3_preupdate_old : sqlite3_preupdate_new;
   if (op == SQLITE_UPDATE && (wr || k1 == k2)) {
     int same = 1;
     for (int i = 0; i < ncol && same; i++) {
@@ -388,20 +484,20 @@ static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const 
       return;                /* nothing changed: no event */
   }
   size_t nk = wr ? (size_t)ti->npk : 0;
-  size_t nv = nk + (has_old ? (size_t)ncol : 0) + (has_new ? (size_t)ncol : 0);
+  size_t nv = nk + (size_t)(has_old + has_new) * (size_t)nout;
   size_t bytes = strlen(tab) + 1;
   for (int pass = 0; pass < 2; pass++) {
     getter g = pass == 0 ? (has_old ? sqlite3_preupdate_old : NULL)
                          : (has_new ? sqlite3_preupdate_new : NULL);
-    for (int i = 0; g && i < ncol; i++) {
+    for (int j = 0; g && j < nout; j++) {
       sqlite3_value *v = NULL;
-      g(db, i, &v);
+      g(db, col(ti, j), &v);
       bytes += v ? value_bytes(v) : 0;
     }
   }
   for (size_t i = 0; i < nk; i++) {
     sqlite3_value *v = NULL;
-    (has_old ? sqlite3_preupdate_old : sqlite3_preupdate_new)(db, ti->pk[i], &v);
+    gk(db, ti->pk[i], &v);
     bytes += v ? value_bytes(v) : 0;
   }
   /* Layout: event | nv pointers | nv values | the bytes (8-aligned parts
@@ -426,11 +522,8 @@ static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const 
   e->key = ptr;
   for (size_t i = 0; i < nk; i++) {
     sqlite3_value *v = NULL;
-    (has_old ? sqlite3_preupdate_old : sqlite3_preupdate_new)(db, ti->pk[i], &v);
-    if (v)
-      value_copy(e->key[i], v, &data);
-    else
-      auralog__binlog_value__init(e->key[i]);
+    gk(db, ti->pk[i], &v);
+    value_copy(e->key[i], v, ti->real[ti->pk[i]], &data);
   }
   Auralog__BinlogValue **next = ptr + nk;
   for (int pass = 0; pass < 2; pass++) {
@@ -440,35 +533,18 @@ static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const 
       continue;
     if (pass == 0) {
       e->before = next;
-      e->n_before = (size_t)ncol;
+      e->n_before = (size_t)nout;
     } else {
       e->after = next;
-      e->n_after = (size_t)ncol;
+      e->n_after = (size_t)nout;
     }
-    for (int i = 0; i < ncol; i++) {
+    for (int j = 0; j < nout; j++) {
       sqlite3_value *v = NULL;
-      g(db, i, &v);
-      if (v)
-        value_copy(next[i], v, &data);
-      else
-        auralog__binlog_value__init(next[i]);
+      g(db, col(ti, j), &v);
+      value_copy(next[j], v, ti->real[col(ti, j)], &data);
     }
-    next += ncol;
+    next += nout;
   }
-  push(c, e);
-}
-
-/* A schema change, at the end of its statement's events. */
-static void push_ddl(struct capture *c, const char *op, const char *name, const char *sql)
-{
-  size_t a = strlen(op) + 1, b = strlen(name) + 1, s = strlen(sql) + 1;
-  Auralog__BinlogEvent *e = xmalloc(sizeof *e + a + b + s);
-  auralog__binlog_event__init(e);
-  char *p = (char *)(e + 1);
-  e->op = BINLOG_DDL;
-  e->ddl_op = memcpy(p, op, a);
-  e->table = memcpy(p + a, name, b);
-  e->sql = memcpy(p + a + b, sql, s);
   push(c, e);
 }
 
@@ -518,13 +594,13 @@ void capture_stmt_end(struct capture *c, sqlite3_stmt *st, int rc)
      * kept its rows before the failing one (see the top). A transaction
      * rolled back whole goes at capture_settle. */
     if (sqlite3_changes64(c->db) == 0)
-      cut(c, c->stmt_mark);
+      cut(c, c->stmt_mark, 1);
     sp_op = SP_NONE;
     return;
   }
   const char *name = NULL, *op = ddl_stmt_change(&name);
   if (op) {
-    push_ddl(c, op, name ? name : "", sqlite3_sql(st) ? sqlite3_sql(st) : "");
+    push_text(c, BINLOG_DDL, op, name ? name : "", sqlite3_sql(st) ? sqlite3_sql(st) : "");
     atomic_fetch_add(&schema_gen, 1);
   }
   long i = sp_op != SP_NONE ? find_sp(c, sp_name) : -1;
@@ -542,10 +618,7 @@ void capture_stmt_end(struct capture *c, sqlite3_stmt *st, int rc)
     if (i < 0)
       break;                 /* SQLite found it, or the statement failed: not ours */
     if (sp_op == SP_ROLLBACK_TO) {
-      if (c->n > c->sp[i].mark) {
-        cut(c, c->sp[i].mark);
-        atomic_fetch_add(&schema_gen, 1);
-      }
+      cut(c, c->sp[i].mark, 1);
       i++;
     }
     while (c->nsp > (size_t)i)
@@ -580,14 +653,11 @@ void capture_settle(struct capture *c, uint64_t pos, int autocommit)
       c->st.events += c->n;
       c->sink(c->arg, &t);
     }
-    reset(c);
+    reset(c, 0);
   } else if (autocommit) {
     /* Out of the transaction without a commit: it rolled back. */
-    if (c->n > 0) {
-      c->st.dropped++;
-      atomic_fetch_add(&schema_gen, 1);
-    }
-    reset(c);
+    c->st.dropped += c->n > 0;
+    reset(c, 1);
   }
 }
 
@@ -611,12 +681,11 @@ void capture_close(struct capture *c)
   if (c == NULL)
     return;
   sqlite3_preupdate_hook(c->db, NULL, NULL);
-  reset(c);
+  reset(c, 1);
   free(c->ev);
   free(c->sp);
   tinfo_clear(c);
-  free(c->scratch.name);
-  free(c->scratch.pk);
+  tinfo_free(&c->scratch);
   free(c);
 }
 

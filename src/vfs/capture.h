@@ -34,6 +34,7 @@
 #define BINLOG_UPDATE 2
 #define BINLOG_DELETE 3
 #define BINLOG_DDL 4
+#define BINLOG_LOST 5          /* a change capture could not record (sql: why) */
 
 struct capture;
 
