@@ -61,23 +61,25 @@
  * autocommit: out of a transaction without a commit means rolled back.
  *
  * Schema changes: a statement that ddl.c names as one (its authorizer
- * actions: CREATE, DROP, ALTER of tables, indexes, views, triggers)
- * becomes a DDL event at the end of its own events, with its exact text,
- * which a consumer replays. SQLite calls no preupdate hook for the rows
- * a schema change writes itself (CREATE TABLE ... AS SELECT filling its
- * table, ALTER TABLE DROP COLUMN rewriting its rows; checked on 3.40.1),
- * so the replay makes them; the changes it does tell of (DROP TABLE of a
- * foreign key parent deletes the rows first, with their cascades) come
- * before the DDL event, as ordinary events. A CREATE TABLE AS SELECT with
- * random() or the time replays to other values: not captured as rows.
+ * actions: CREATE, DROP, ALTER of tables, indexes, views, triggers,
+ * virtual tables) becomes a DDL event at the end of its own events, with
+ * its exact text, which a consumer replays. SQLite calls no preupdate hook
+ * for the rows CREATE TABLE ... AS SELECT fills its table with, nor for
+ * those ALTER TABLE DROP COLUMN rewrites (checked on 3.40.1): the replay
+ * makes them. It does for the rows CREATE VIRTUAL TABLE puts in its
+ * shadow tables, which the replay makes too: a CREATE's events go, the
+ * statement stands for them. Those of a DROP TABLE stay, before it (a
+ * foreign key parent's rows are deleted first, with their cascades, which
+ * a consumer without foreign keys would not do). A CREATE TABLE AS SELECT
+ * with random() or the time replays to other values.
  *
  * Not captured: TEMP tables (not the volume's); sqlite_sequence and
  * sqlite_stat1 (SQLite tells the hook nothing of them: ANALYZE's
  * statistics are not data, and a consumer's AUTOINCREMENT counter follows
  * the rowids it inserts: ahead of the source's where a statement failing
  * under FAIL kept rows, as SQLite advances it only when a statement
- * completes); virtual tables (their shadow tables are real
- * tables and are captured); an UPDATE that leaves the row as it was
+ * completes); virtual tables (their shadow tables are real tables, and
+ * captured: an FTS5 table replicates through them); an UPDATE that leaves the row as it was
  * (SQLite calls the hook, but nothing changed: MySQL's row binlog leaves
  * such rows out too). A rowid table's key is its rowid and an insert
  * carries it, so a consumer's rowids are the source's.
@@ -91,8 +93,9 @@
  *       that a savepoint or a failed statement undid (but the one case
  *       above), no update that changed nothing.
  * A truncated transaction (a commit the VDL never reached) is the caller's
- * to keep out: capture hands over at the commit, the engine's binlog
- * waits for the VDL (binlog.c).
+ * to keep out: capture hands over at the commit, before the VDL covers it
+ * (binlog.c says which of its transactions it covers; what ships them
+ * must wait for it).
  *
  * Cost. Off (the default), nothing is installed: the worker checks a
  * NULL pointer, the authorizer a switch. On, each changed row costs the
@@ -600,6 +603,10 @@ void capture_stmt_end(struct capture *c, sqlite3_stmt *st, int rc)
   }
   const char *name = NULL, *op = ddl_stmt_change(&name);
   if (op) {
+    /* What a CREATE wrote, its replay writes (a virtual table's shadow
+     * rows): only the statement goes. */
+    if (strncmp(op, "create", 6) == 0)
+      cut(c, c->stmt_mark, 0);
     push_text(c, BINLOG_DDL, op, name ? name : "", sqlite3_sql(st) ? sqlite3_sql(st) : "");
     atomic_fetch_add(&schema_gen, 1);
   }
