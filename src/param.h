@@ -97,6 +97,8 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define DDL_NOTE_KEEP_MS 30000  /* each is reported this long after its commit (a coordinator down longer misses it) */
 #define DDL_SQL_MAX     200     /* bytes of a statement's text kept with its note */
 #define DDL_PENDING_MAX 8       /* schema changes one open transaction notes (more: the rest unnamed) */
+/* The binlog (issue 29; vfs/capture.c, vfs/binlog.c) */
+#define BINLOG_RECENT   64      /* committed transactions the engine keeps for SELECT auralog_binlog_recent() (step 1: no shipping yet) */
 #define TAIL_PER_PG     16      /* log tail reported for `auralog viz` and the dashboard: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */
 #define HISTORY_EVERY_MS 1000   /* the dashboard's history: a sample a second ... */

@@ -117,11 +117,22 @@ void ddl_stmt_begin(void)
   stmt.have = 0;
 }
 
+const char *ddl_stmt_change(const char **name)
+{
+  if (!stmt.have)
+    return NULL;
+  *name = stmt.name;
+  return stmt.op;
+}
+
 void ddl_seen(int action, const char *a1, const char *a2, const char *db)
 {
   const char *name;
   const char *op = op_of(action, a1, a2, &name);
-  if (op == NULL || stmt.have || (db && strcmp(db, "main") != 0))
+  /* The database an action names: ALTER TABLE's is a1, and its db
+   * argument is the column DROP COLUMN drops (SQLite 3.40). */
+  const char *in = action == SQLITE_ALTER_TABLE ? a1 : db;
+  if (op == NULL || stmt.have || (in && strcmp(in, "main") != 0))
     return;
   stmt.have = 1;
   snprintf(stmt.op, sizeof stmt.op, "%s", op);

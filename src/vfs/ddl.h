@@ -31,6 +31,11 @@ struct ddl_pend {
 void ddl_seen(int action, const char *a1, const char *a2, const char *db);
 /* A statement is prepared afresh: forget what the last one made. */
 void ddl_stmt_begin(void);
+/* The change the statement last prepared on this thread makes ("create
+ * table", ...; *name: its object, as the journal quotes it), or NULL if
+ * none. Valid until ddl_stmt_end. For the binlog (capture.c), which
+ * notes the statement itself, exactly, where ddl_stmt_end notes a line. */
+const char *ddl_stmt_change(const char **name);
 /* The statement ended (ok: it ran to SQLITE_DONE): its change joins p,
  * with its text. Returns 1 if p holds anything (ddl_settle is due). */
 int ddl_stmt_end(struct ddl_pend *p, const char *sql, int ok);

@@ -70,6 +70,8 @@
 #include "net/net.h"
 #include "param.h"
 #include "roles.h"
+#include "vfs/binlog.h"
+#include "vfs/capture.h"
 #include "vfs/ddl.h"
 #include "vfs/engine_int.h"
 #include "vfs/vfs.h"
@@ -82,6 +84,7 @@
 struct client {
   sqlite3 *db;
   struct ddl_pend ddl;       /* schema changes of its open transaction (ddl.c) */
+  struct capture *cap;       /* its change capture for the binlog, or NULL (capture.c) */
   struct job *queue, **queue_tail;
   int busy;                  /* one of its jobs is on a thread */
   uint64_t last_reply_us;    /* when its last reply, a commit's, was written */
@@ -366,9 +369,15 @@ static void on_msg(struct conn *c, const Env *env)
     cl->queue_tail = &cl->queue;
     c->ctx = cl;
   }
-  if (cl->db == NULL && (cl->db = open_db()) == NULL) {
-    conn_error(c, env->req, ERR_UNAVAILABLE, "the engine cannot open its volume");
-    return;
+  if (cl->db == NULL) {
+    if ((cl->db = open_db()) == NULL) {
+      conn_error(c, env->req, ERR_UNAVAILABLE, "the engine cannot open its volume");
+      return;
+    }
+    /* The binlog's change capture (AURALOG_CAPTURE=1 for now): a
+     * writer's connections, from the start. */
+    if (E.vol && capture_on() && (cl->cap = capture_open(cl->db, binlog_sink, NULL)) == NULL)
+      die("engine: out of memory for the binlog's change capture");
   }
   struct job *j = calloc(1, sizeof *j);
   j->stamps.arrive = now_us();
@@ -385,6 +394,7 @@ static void on_msg(struct conn *c, const Env *env)
   j->sql = strdup(env->query->sql);
   j->db = cl->db;
   j->ddl = &cl->ddl;
+  j->cap = cl->cap;
   submit(cl, j);
 }
 
@@ -406,6 +416,8 @@ static void on_close(struct conn *c)
   conn_ref(c);
   j->db = cl->db;
   j->ddl = &cl->ddl;
+  j->cap = cl->cap;          /* closed with the connection, on the writer */
+  cl->cap = NULL;
   submit(cl, j);
 }
 

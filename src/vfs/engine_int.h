@@ -37,6 +37,7 @@ struct job {
   char *sql;                 /* NULL: close the client's database */
   sqlite3 *db;
   struct ddl_pend *ddl;      /* its connection's schema changes not yet committed (ddl.c) */
+  struct capture *cap;       /* its connection's change capture (capture.c), or NULL: off */
   uint8_t *frame;            /* the packed reply */
   size_t len;
   uint64_t commit_lsn;       /* the request's own last commit (0: none) */

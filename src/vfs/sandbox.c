@@ -43,13 +43,16 @@
  * The authorizer sees every action a statement takes, so it also tells
  * the worker whether a statement only reads (sandbox_only_reads): such a
  * statement may run on a reader thread beside the writer (worker.c); and
- * which schema change it makes, for the journal (ddl.c).
+ * which schema change it makes, for the journal (ddl.c) and the binlog;
+ * and which savepoint it makes, releases or rolls back to, for the
+ * binlog's change capture (capture.c).
  *
  * State is per thread: a connection runs on one thread at a time, and
  * SQLite calls the authorizer on the thread that prepares or steps.
  */
 #include <string.h>
 
+#include "vfs/capture.h"
 #include "vfs/ddl.h"
 #include "vfs/sandbox.h"
 
@@ -68,8 +71,10 @@ static int authorize(void *arg, int action, const char *a1, const char *a2, cons
 {
   (void)arg;
   (void)trigger;
-  if (preparing)
+  if (preparing) {
     ddl_seen(action, a1, a2, db);   /* a schema change, for the journal (ddl.c) */
+    capture_seen(action, a1, a2);   /* a savepoint, for the binlog (capture.c) */
+  }
   switch (action) {
   case SQLITE_SELECT:
   case SQLITE_READ:
@@ -130,6 +135,7 @@ int sandbox_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char 
   why = NULL;
   only_reads = 1;
   ddl_stmt_begin();
+  capture_stmt_begin();
   preparing = 1;
   int rc = sqlite3_prepare_v2(db, sql, -1, st, tail);
   preparing = 0;

@@ -57,6 +57,8 @@
 
 #include "lib/log.h"
 #include "param.h"
+#include "vfs/binlog.h"
+#include "vfs/capture.h"
 #include "vfs/countvfs.h"
 #include "vfs/ddl.h"
 #include "vfs/engine_int.h"
@@ -255,6 +257,7 @@ static int run_sql(struct job *j, int reader)
     }
     int rc;
     in_txn = !sqlite3_get_autocommit(db);
+    capture_stmt_start(j->cap);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       if (rows.n_rows == caprows) {
         caprows = caprows ? 2 * caprows : 16;
@@ -277,16 +280,20 @@ static int run_sql(struct job *j, int reader)
       expired = timed_out() && (rc == SQLITE_INTERRUPT || (rc & 0xff) == SQLITE_BUSY);
       errtext = step_error(db, rc, expired);
     }
+    capture_stmt_end(j->cap, st, rc);   /* before ddl_stmt_end: it asks ddl.c */
     int ddl = ddl_stmt_end(j->ddl, sqlite3_sql(st), rc == SQLITE_DONE);
     sqlite3_finalize(st);
     unlocked();
-    if (ddl) {
-      /* A schema change waits for its transaction's end (ddl.c): did
-       * this statement commit it, or roll it back? */
+    if (ddl || j->cap) {
+      /* A schema change, and with the binlog on every transaction's
+       * events, wait for its end (ddl.c, capture.c): did this statement
+       * commit it, or roll it back? Asked after every statement, so that
+       * each commit of a request is told apart. */
       c = 0;
       sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &c);
       lsn = c ? c : lsn;
       ddl_settle(j->ddl, c, sqlite3_get_autocommit(db));
+      capture_settle(j->cap, c, sqlite3_get_autocommit(db));
     }
     if (errtext)
       break;
@@ -300,6 +307,7 @@ static int run_sql(struct job *j, int reader)
     unlocked();
   }
   if (handoff) {
+    capture_settle(j->cap, 0, sqlite3_get_autocommit(db));   /* what ran only read */
     rows_free(&rows);
     return 1;
   }
@@ -312,6 +320,7 @@ static int run_sql(struct job *j, int reader)
   sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_LSN, &c);
   lsn = c ? c : lsn;
   ddl_settle(j->ddl, c, sqlite3_get_autocommit(db));   /* rolled back above: dropped */
+  capture_settle(j->cap, c, sqlite3_get_autocommit(db));
   j->commit_lsn = lsn;
   struct auralog_commit_times ct = {0};
   sqlite3_file_control(db, "main", AURALOG_FCNTL_COMMIT_TIMES, &ct);
@@ -411,6 +420,25 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   sqlite3_result_text(ctx, txt, -1, free);
 }
 
+/* SELECT auralog_binlog_recent(K): the newest K transactions the binlog's
+ * change capture handed over (binlog.c), as JSON; a debugging window
+ * while the binlog has no consumers (AURALOG_CAPTURE=1, issue 29). */
+static void binlog_recent_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+  (void)argc;
+  uint64_t vdl = 0;
+  if (E.vol) {
+    struct vol_stats st;
+    vol_get_stats(E.vol, &st);
+    vdl = st.vdl;
+  }
+  char *txt = binlog_recent_json(sqlite3_value_int(argv[0]), vdl);
+  if (txt == NULL)
+    sqlite3_result_error_nomem(ctx);
+  else
+    sqlite3_result_text(ctx, txt, -1, free);
+}
+
 /* Baselines (`auralog bench`): stock SQLite in place of the volume, behind
  * the same server, threads and clients, so that only storage differs. Each
  * is durable as SQLite can be made (synchronous=FULL: a commit returns
@@ -458,6 +486,9 @@ sqlite3 *open_db(void)
     return NULL;
   }
   sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
+  if (capture_on())
+    sqlite3_create_function(db, "auralog_binlog_recent", 1, SQLITE_UTF8, NULL, binlog_recent_fn,
+                            NULL, NULL);
   if (E.rvol)
     sqlite3_create_function(db, "auralog_read_point", 0, SQLITE_UTF8, NULL, read_point_fn,
                             NULL, NULL);
@@ -572,6 +603,7 @@ void *worker_main(void *arg)
   while ((j = take(&E.todo, &E.todo_tail, &E.cond, 2)) != NULL) {
     pthread_mutex_unlock(&E.mu);
     if (j->sql == NULL) {
+      capture_close(j->cap); /* an open transaction's events go with it */
       sqlite3_close(j->db);  /* the client went away */
       j->db = NULL;
       unlocked();

@@ -1,0 +1,26 @@
+/*
+ * binlog.h: the engine's binlog (issue 29): where the transactions that
+ * change capture hands over go (binlog.c). Step 1: a ring of the newest
+ * BINLOG_RECENT, to look at through SELECT auralog_binlog_recent(K).
+ */
+#ifndef AURALOG_BINLOG_H
+#define AURALOG_BINLOG_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "auralog.pb-c.h"
+
+/* capture's sink (capture.h): keep a copy of txn. Any thread. */
+void binlog_sink(void *arg, const Auralog__BinlogTxn *txn);
+/* The newest k transactions kept, oldest first, as a JSON array text
+ * (caller frees); each says whether vdl covers its commit ("durable").
+ * NULL if out of memory. */
+char *binlog_recent_json(int k, uint64_t vdl);
+/* One transaction as JSON: {"commit_lsn", "wall_ms", "events": [{"index",
+ * "op", "table", "rowid" | "key", "before", "after", "ddl_op", "sql"}]};
+ * values: null, a number (INTEGER), {"real": x}, "text", {"blob": "hex"}
+ * (an INTEGER past 2^53, {"integer": "digits"}). */
+cJSON *binlog_txn_json(const Auralog__BinlogTxn *t);
+
+#endif
