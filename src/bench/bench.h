@@ -98,6 +98,10 @@ void bench_conditions(cJSON *c, const char *dir);
 /* How this binary was built (compiler, optimized or not, sanitizers): a
  * figure of an -O0 or sanitized build is not one to quote. */
 const char *bench_build_flags(void);
+/* A benchmark that owns private clusters: fn on SIGINT, SIGTERM and
+ * SIGHUP (it stops what it started), and a reader gone (SIGPIPE) is no
+ * reason to die with them running. */
+void bench_catch_signals(void (*fn)(int));
 
 /* The workloads (workload.c). */
 enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_READ_WRITE, WL_COUNT };

@@ -659,14 +659,7 @@ int bench_backup_main(int argc, char **argv)
                                                                         : "");
   K.owner = getpid();
   atexit(cleanup);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop;
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  bench_catch_signals(on_stop);
 
   double t0 = bench_now_us();
   cJSON *cond = cJSON_CreateObject();

@@ -352,6 +352,18 @@ void bench_conditions(cJSON *c, const char *dir)
   cJSON_AddStringToObject(c, "network", "loopback (every process on this machine)");
 }
 
+void bench_catch_signals(void (*fn)(int))
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fn;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+}
+
 const char *bench_build_flags(void)
 {
   return "compiler " __VERSION__

@@ -376,13 +376,7 @@ int bench_recovery_main(int argc, char **argv)
   bench_check_dir("recovery", B.dir);
   B.owner = getpid();
   atexit(cleanup);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop;
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
+  bench_catch_signals(on_stop);
 
   double t0 = bench_now_us();
   char why[512];
