@@ -38,6 +38,8 @@ struct mfix {
   uint64_t vid, epoch;
   uint64_t scl[NN + 1];          /* what each node's heartbeat says of its segment */
   int silent[NN + 1];            /* a node that sends no heartbeat */
+  int bare[NN + 1];              /* a node that has no segment (its Assign was lost) */
+  int whole[NN + 1];             /* ... whose heartbeats are whole (list every segment it has) */
 };
 
 static int mnode_reg(struct mfix *x, int i, const char *id, const char *az)
@@ -95,7 +97,10 @@ static const Auralog__Pg *pg0(struct mfix *x)
   return x->c.co->vols[0]->pgs[0];
 }
 
-/* Node i's heartbeat: its segment of PG 0 at x->scl[i] (if it hosts one). */
+/* Node i's heartbeat: its segment of PG 0 at x->scl[i] (if it hosts one;
+ * none if bare). It names PG 0's segment only, a delta in the protocol's
+ * terms (a whole heartbeat lists every segment: node.c send_heartbeat),
+ * unless whole[i]. */
 static void heartbeat(struct mfix *x, int i)
 {
   Env env = AURALOG__ENVELOPE__INIT;
@@ -110,7 +115,8 @@ static void heartbeat(struct mfix *x, int i)
     hosts |= strcmp(pg0(x)->segments[s]->node, i == NN ? "B4" : nids[i]) == 0;
   hb.id = (char *)(i == NN ? "B4" : nids[i]);
   hb.segs = &ssp;
-  hb.n_segs = (size_t)hosts;
+  hb.n_segs = x->bare[i] ? 0 : (size_t)hosts;
+  hb.delta = !x->whole[i];
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
   env.heartbeat = &hb;
   DELIVER(coord_on_msg, x->c.co, x->n[i], &env);
@@ -231,6 +237,31 @@ static void a_lost_node_is_repaired_on_the_spare_of_its_az(void **state)
   assert_string_equal(st->moves[0]->from, "B1");
   assert_string_equal(st->moves[0]->to, "B3");
   assert_string_equal(st->moves[0]->kind, "repair");
+  mfix_teardown(&x);
+}
+
+/* A begin's Assign lost on its way (the spare's AZ partitioned: the
+ * simulator's seed 2690 --faults backup): the spare hosts nothing while
+ * its PG lists it as next, and the move cannot finish. A delta heartbeat
+ * cannot show a segment missing; the next whole one does, and the
+ * Assign comes again. */
+static void a_spare_whose_assign_was_lost_gets_it_again(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup(&x);
+  x.bare[7] = 1;                 /* B3 never got it */
+  lose_b1(&x);
+  assert_string_equal(pg0(&x)->segments[NCOPIES]->node, "B3");
+  last_assign(&x, 7);            /* lost */
+  run(&x, 2 * ASSIGN_AGAIN_MS);
+  assert_null(last_assign(&x, 7));
+  x.whole[7] = 1;
+  run(&x, ASSIGN_AGAIN_MS + HEARTBEAT_MS);
+  const Auralog__Segment *a = assigned(last_assign(&x, 7), "B3");
+  assert_non_null(a);
+  assert_true(a->next);
+  assert_int_equal(a->pos, 2);
   mfix_teardown(&x);
 }
 
@@ -625,6 +656,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_lost_node_is_repaired_on_the_spare_of_its_az),
     cmocka_unit_test(a_repair_of_many_pgs_is_one_durable_batch),
+    cmocka_unit_test(a_spare_whose_assign_was_lost_gets_it_again),
     cmocka_unit_test(each_mepoch_is_stored_before_an_assign_names_it),
     cmocka_unit_test(no_finish_before_the_writer_adopted_and_the_next_caught_up),
     cmocka_unit_test(a_report_of_an_older_mepoch_does_not_finish),
