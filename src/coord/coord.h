@@ -31,6 +31,8 @@ struct cnode {
                                   sorted by (volume, pg): heartbeats are deltas (coord.c) */
   size_t nstats, capstats;
   unsigned long long assign_again_at;  /* member.c member_check_node: the last resend */
+  uint32_t short_have, short_want;     /* ... a whole heartbeat's shortfall, kept to see if
+                                        * the next one made progress (0, 0: none) */
 };
 
 /* The last report of a volume's engine. */

@@ -752,7 +752,13 @@ void member_check_node(struct coord *co, struct cnode *n, const Auralog__Heartbe
    * partition left the spare hosting nothing while its PG listed it as
    * the next segment, and the move never finished (the simulator's seed
    * 2690 --faults backup). Only a whole heartbeat lists every segment, so
-   * only one of those can show a segment missing. */
+   * only one of those can show a segment missing; and a node still making
+   * the segments of a large Assign shows some missing too (a volume grown
+   * to 4,096 PGs: the same Assign again, thousands of segments, cost the
+   * node seconds of its loop under a sanitizer, and a read timed out). So
+   * the Assign goes again only when two whole heartbeats in a row show the
+   * same shortfall and the second no more segments than the first: a lost
+   * Assign, not one being applied. */
   if (hb->delta)
     return;
   uint32_t have = 0, want = mb_hosted(co, n->info->id, NULL);
@@ -762,10 +768,18 @@ void member_check_node(struct coord *co, struct cnode *n, const Auralog__Heartbe
         have++;
         break;
       }
-  if (have >= want)
+  if (have >= want) {
+    n->short_have = n->short_want = 0;
     return;
-  loginfo("node %s reports %u segments of the %u it hosts: its Assign again", n->info->id, have,
-          want);
+  }
+  if (n->short_want != want || have > n->short_have) {
+    n->short_have = have;      /* the first, or progress since: wait for the next */
+    n->short_want = want;
+    return;
+  }
+  loginfo("node %s reports %u segments of the %u it hosts, as in its last whole heartbeat: its "
+          "Assign again", n->info->id, have, want);
+  n->short_have = n->short_want = 0;
   n->assign_again_at = now ? now : 1;
   coord_send_assign(co, n, 0);
 }

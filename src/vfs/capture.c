@@ -555,8 +555,14 @@ static void on_preupdate(void *arg, sqlite3 *db, int op, const char *zdb, const 
 
 enum { SP_NONE, SP_MAKE, SP_RELEASE, SP_ROLLBACK_TO };
 
-static __thread int sp_op;          /* the statement prepared on this thread */
-static __thread char *sp_name;
+/* The savepoint statement prepared on this thread, and its name. In a
+ * buffer of the thread's own, not the heap: a name left there when a
+ * thread ends (a reader handing a SAVEPOINT to the writer) would leak.
+ * Names are compared on their first SP_NAME_MAX - 1 bytes: two savepoints
+ * that share those are taken for one. */
+#define SP_NAME_MAX 1024
+static __thread int sp_op;
+static __thread char sp_name[SP_NAME_MAX];
 
 void capture_stmt_begin(void)
 {
@@ -569,8 +575,7 @@ void capture_seen(int action, const char *a1, const char *a2)
     return;
   sp_op = strcmp(a1, "BEGIN") == 0 ? SP_MAKE : strcmp(a1, "RELEASE") == 0 ? SP_RELEASE
         : strcmp(a1, "ROLLBACK") == 0 ? SP_ROLLBACK_TO : SP_NONE;
-  free(sp_name);
-  sp_name = xstrdup(a2);
+  snprintf(sp_name, sizeof sp_name, "%s", a2);
 }
 
 /* The newest savepoint named name, or -1. */
