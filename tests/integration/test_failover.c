@@ -452,8 +452,20 @@ static void test_manual_failover(void **state)
   /* The replica's second read first: the writer's count(*) may take
    * seconds on a loaded machine, and a read transaction older than the
    * replica's --max-read-age (5 s) is cancelled (the torture's failover
-   * run, beside the crash campaign). The writer only grows meanwhile. */
-  if (run(&rr, "SELECT count(*) FROM ledger", o, sizeof o) != 0) {
+   * run, beside the crash campaign; and once more beside a sanitizer run
+   * of make test). That cancellation is the replica's rule, not this
+   * test's subject: a cancelled transaction is begun again, twice at most.
+   * The writer only grows meanwhile. */
+  int rc = run(&rr, "SELECT count(*) FROM ledger", o, sizeof o);
+  for (int again = 0; rc != 0 && strstr(o, "--max-read-age") && again < 2; again++) {
+    print_message("the open transaction was cancelled (%s): begun again\n", o);
+    run(&rr, "ROLLBACK", o, sizeof o);
+    if ((rc = run(&rr, "BEGIN; SELECT count(*) FROM ledger;", o, sizeof o)) == 0) {
+      usleep(1000000);
+      rc = run(&rr, "SELECT count(*) FROM ledger", o, sizeof o);
+    }
+  }
+  if (rc != 0) {
     load_stop();              /* or every later test runs under this one's load */
     fail_msg("the replica to promote refused the second read of its open transaction: %s", o);
   }
