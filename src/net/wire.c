@@ -155,19 +155,6 @@ static int addr_ok(const char *s)
   return n > 0 && n <= ADDR_MAX_LEN && strchr(s, ':') != NULL;
 }
 
-/* Free text the journal quotes as it is (a bench note's conditions):
- * printable ASCII without '"' or '\\', at most max bytes. */
-static int text_ok(const char *s, size_t max)
-{
-  size_t n = s ? strlen(s) : 0;
-  if (n > max)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\')
-      return 0;
-  return 1;
-}
-
 /* Free text the journal escapes (coord/journal.c jn_str): printable
  * ASCII, at most max bytes (a schema change's statement, a table name). */
 static int line_ok(const char *s, size_t max)
@@ -179,6 +166,13 @@ static int line_ok(const char *s, size_t max)
     if (s[i] < 0x20 || s[i] > 0x7e)
       return 0;
   return 1;
+}
+
+/* Free text the journal quotes as it is (a bench note's conditions):
+ * line_ok's, without '"' or '\\'. */
+static int text_ok(const char *s, size_t max)
+{
+  return line_ok(s, max) && (s == NULL || strpbrk(s, "\"\\") == NULL);
 }
 
 /* An engine report's schema changes (vfs/ddl.c). */

@@ -194,10 +194,10 @@ void ddl_settle(struct ddl_pend *p, uint64_t commit_lsn, int autocommit)
  * volume's own thread, one at a time. */
 static struct ddl_note out_copy[DDL_NOTES_MAX];
 
-size_t ddl_report(uint64_t vdl, uint64_t now_wall_ms, Auralog__DdlNote *out,
-                  Auralog__DdlNote **outp)
+size_t ddl_report(uint64_t vdl, Auralog__DdlNote *out, Auralog__DdlNote **outp)
 {
   size_t n = 0;
+  uint64_t now_wall_ms = wall_ms();
   pthread_mutex_lock(&ring_mu);
   uint64_t first = ring_next > DDL_NOTES_MAX ? ring_next - DDL_NOTES_MAX : 0;
   for (uint64_t s = first; s < ring_next; s++) {

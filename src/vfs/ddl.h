@@ -45,7 +45,6 @@ int ddl_stmt_end(struct ddl_pend *p, const char *sql, int ok);
 void ddl_settle(struct ddl_pend *p, uint64_t commit_lsn, int autocommit);
 /* The report (vfs/report.c): the changes published at or below vdl and at
  * most DDL_NOTE_KEEP_MS old, oldest first, into out (DDL_NOTES_MAX). */
-size_t ddl_report(uint64_t vdl, uint64_t now_wall_ms, Auralog__DdlNote *out,
-                  Auralog__DdlNote **outp);
+size_t ddl_report(uint64_t vdl, Auralog__DdlNote *out, Auralog__DdlNote **outp);
 
 #endif

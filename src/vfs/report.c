@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib/log.h"
 #include "vfs/ddl.h"
@@ -138,10 +137,7 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   es.tail = v->drv->tail_outp;
   es.n_tail = ntail;
   /* Schema changes its commits made durable (ddl.c), for the journal. */
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  es.n_ddl = ddl_report(st.vdl, (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
-                        v->drv->ddl_out, v->drv->ddl_outp);
+  es.n_ddl = ddl_report(st.vdl, v->drv->ddl_out, v->drv->ddl_outp);
   es.ddl = v->drv->ddl_outp;
   /* The oldest records still short of a write quorum, and who has them. */
   pthread_mutex_lock(&v->drv->mu);
