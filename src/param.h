@@ -98,6 +98,9 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define DDL_SQL_MAX     200     /* bytes of a statement's text kept with its note */
 #define DDL_PENDING_MAX 8       /* schema changes one open transaction notes (more: the rest unnamed) */
 /* The binlog (issue 29; vfs/capture.c, vfs/binlog.c) */
+#define BINLOG_PG       MAX_PGS /* the binlog PG's number (enhanced binlog, issue 29): past every
+                                 * data PG, so page_no / pg_pages never names it */
+#define BINLOG_TXN_MAX  (8 << 20) /* most bytes of events one transaction's binlog record holds */
 #define BINLOG_RECENT   64      /* committed transactions the engine keeps for SELECT auralog_binlog_recent() (step 1: no shipping yet) */
 #define TAIL_PER_PG     16      /* log tail reported for `auralog viz` and the dashboard: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */

@@ -40,6 +40,8 @@ uint32_t rec_crc(const Rec *r)
     sum_u64(&c, r->mtr[i]->pg);
     sum_u64(&c, r->mtr[i]->lsn);
   }
+  if (r->binlog.len)           /* absent: the sum is what it was before binlogs */
+    sum_bytes(&c, r->binlog.data, r->binlog.len);
   return sum_end(&c);
 }
 
@@ -71,6 +73,20 @@ int rec_check_shape(const Rec *r, uint32_t page_size, char *why, size_t whylen)
   }
   if (r->flags & ~REC_FLAGS_KNOWN) {
     snprintf(why, whylen, "record %llu has unknown flags 0x%x", lsn, r->flags);
+    return ERR_BAD_MSG;
+  }
+  /* A binlog record (issue 29) carries a transaction's events and no page
+   * bytes: it is its MTR's CPL, on page 0 of the binlog PG. A page record
+   * carries no events. */
+  if ((r->flags & REC_BINLOG) &&
+      (!(r->flags & REC_CPL) || (r->flags & REC_ZERO) || r->n_ranges || r->page_no ||
+       r->binlog.len == 0 || r->binlog.len > BINLOG_TXN_MAX)) {
+    snprintf(why, whylen, "binlog record %llu is malformed (a CPL on page 0 with "
+             "1..%d bytes of events and no ranges)", lsn, BINLOG_TXN_MAX);
+    return ERR_BAD_MSG;
+  }
+  if (!(r->flags & REC_BINLOG) && r->binlog.len) {
+    snprintf(why, whylen, "record %llu carries binlog events but is no binlog record", lsn);
     return ERR_BAD_MSG;
   }
   if (r->n_ranges > RANGES_MAX) {

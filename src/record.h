@@ -27,7 +27,9 @@ typedef Auralog__Record Rec;
 
 #define REC_CPL 1u          /* flags: last record of its MTR (a CPL, §4.1) */
 #define REC_ZERO 2u         /* flags: the page starts from zeros (a new page) */
-#define REC_FLAGS_KNOWN (REC_CPL | REC_ZERO)
+#define REC_BINLOG 4u        /* flags: a binlog record (Record.binlog; issue 29): in the
+                              * binlog PG only, a CPL, no ranges, never applied to a page */
+#define REC_FLAGS_KNOWN (REC_CPL | REC_ZERO | REC_BINLOG)
 
 /* A range of LSNs that a recovery of epoch `epoch` truncated (paper §4.3):
  * (from, to]. from is the VDL that recovery proved.

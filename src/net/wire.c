@@ -564,6 +564,14 @@ int wire_check(const Env *e, char *why, size_t whylen)
       }
       TRY(wire_check_pg(v->pgs[i], why, whylen));
     }
+    /* The binlog PG (issue 29): BINLOG_PG, placed like a data PG, or (a
+     * lease probe's) only its membership epoch. */
+    if (v->binlog) {
+      if (v->binlog->pg != BINLOG_PG)
+        return bad(why, whylen, "a binlog PG numbered %u, not %d", v->binlog->pg, BINLOG_PG);
+      if (v->binlog->n_segments)
+        TRY(wire_check_pg(v->binlog, why, whylen));
+    }
     return check_volume_bounds(v, why, whylen);
   }
   case AURALOG__ENVELOPE__BODY_GROW_VOLUME:
@@ -794,6 +802,32 @@ int wire_check(const Env *e, char *why, size_t whylen)
     if (!wire_name_ok(e->failover->volume) || (e->failover->to[0] && !addr_ok(e->failover->to)))
       return bad(why, whylen, "failover with a bad volume name or replica address");
     return ERR_NONE;
+  case AURALOG__ENVELOPE__BODY_BINLOG_READ:
+    if (e->binlog_read->volume_id == 0)
+      return bad(why, whylen, "binlog read without a volume id");
+    return lsn_in(e->binlog_read->after, "binlog read position", why, whylen);
+  case AURALOG__ENVELOPE__BODY_BINLOG_RECS: {
+    const Auralog__BinlogRecs *b = e->binlog_recs;
+    TRY(lsn_in(b->durable, "binlog durable end", why, whylen));
+    TRY(lsn_in(b->first, "binlog first", why, whylen));
+    TRY(epoch_in(b->epoch, "binlog epoch", why, whylen));
+    if (b->n_records > BATCH_MAX)
+      return bad(why, whylen, "binlog answer of %zu records (at most %d)", b->n_records,
+                 BATCH_MAX);
+    uint64_t last = 0;
+    for (size_t i = 0; i < b->n_records; i++) {
+      const Auralog__Record *r = b->records[i];
+      TRY(check_rec_bounds(r, "binlog answer", why, whylen));
+      int rc = rec_check(r, PAGE_SIZE_MAX, why, whylen);
+      if (rc != ERR_NONE)
+        return rc;
+      if (!(r->flags & REC_BINLOG) || r->lsn <= last || r->lsn > b->durable)
+        return bad(why, whylen, "binlog answer: record %llu is no binlog record, out of "
+                   "order or above the durable end", (unsigned long long)r->lsn);
+      last = r->lsn;
+    }
+    return ERR_NONE;
+  }
   case AURALOG__ENVELOPE__BODY_GOSSIP_PUSH: {
     const Auralog__GossipPush *g = e->gossip_push;
     if (g->n_records > BATCH_MAX)
