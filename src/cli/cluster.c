@@ -179,6 +179,9 @@ static int read_conf(struct cluster *cl, int *cache, int *timeout)
   cJSON *bk = cJSON_GetObjectItem(o, "backup");
   if (cJSON_IsString(bk) && strlen(bk->valuestring) < sizeof cl->backup)
     snprintf(cl->backup, sizeof cl->backup, "%s", bk->valuestring);
+  cJSON *bl = cJSON_GetObjectItem(o, "engine_binlog");
+  if (cJSON_IsString(bl) && strlen(bl->valuestring) < sizeof cl->binlog)
+    snprintf(cl->binlog, sizeof cl->binlog, "%s", bl->valuestring);
   cJSON *g = cJSON_GetObjectItem(o, "engine_pg_pages");
   cl->pg_pages = cJSON_IsNumber(g) && g->valueint > 0 && g->valueint <= PG_PAGES_MAX
                    ? g->valueint : 0;
@@ -203,6 +206,8 @@ int cluster_write_conf(const struct cluster *cl)
     cJSON_AddNumberToObject(o, "engine_statement_timeout_ms", cl->timeout);
   if (cl->pg_pages > 0)
     cJSON_AddNumberToObject(o, "engine_pg_pages", cl->pg_pages);
+  if (cl->binlog[0])
+    cJSON_AddStringToObject(o, "engine_binlog", cl->binlog);
   if (cl->repair_after >= 0)
     cJSON_AddNumberToObject(o, "repair_after_ms", cl->repair_after);
   cJSON_AddNumberToObject(o, "replicas", cl->nrep);
@@ -656,7 +661,7 @@ static void usage(FILE *f)
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
     "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
     "                 [--replicas N] [--failover|--no-failover] [--nodes N] [--key FILE]\n"
-    "                 [--repair-after MS]\n"
+    "                 [--repair-after MS] [--binlog off|enhanced]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C (or --nodes N), and the engine serving\n"
@@ -691,6 +696,10 @@ static void usage(FILE *f)
     "                   engine creates it now (`auralog engine --pg-pages`;\n"
     "                   default %d, at most %d; a volume keeps its PG size for\n"
     "                   good); kept in cluster.json like --cache\n"
+    "  --binlog MODE    up: the engine's binlog (`auralog engine --binlog`): off,\n"
+    "                   or enhanced (row changes in commit order, kept by the\n"
+    "                   storage tier; read them with `auralog binlog`); kept in\n"
+    "                   cluster.json like --cache\n"
     "  --replicas N     up: read replicas (`auralog replica`, paper §4.2.4) on\n"
     "                   ports N+%d.., each following the engine (default 1, at\n"
     "                   most %d; 0: none); kept in cluster.json like --cache;\n"
@@ -733,7 +742,8 @@ int cluster_main(int argc, char **argv)
     {"failover", no_argument, 0, 'F'}, {"no-failover", no_argument, 0, 'N'},
     {"nodes", required_argument, 0, 'n'}, {"repair-after", required_argument, 0, 'R'},
     {"backup", required_argument, 0, 'B'}, {"no-backup", no_argument, 0, 'X'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"binlog", required_argument, 0, 'L'}, {"help", no_argument, 0, 'h'}, {0}};
+  const char *binlog = NULL;
   const char *backup = NULL;
   const char *dir = NULL;
   int base = 0, cache = -1, timeout = -1, pg_pages = 0, replicas = -1, failover = -1, o;
@@ -741,6 +751,11 @@ int cluster_main(int argc, char **argv)
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'd': dir = optarg; break;
+    case 'L':
+      if (strcmp(optarg, "off") && strcmp(optarg, "enhanced"))
+        die("cluster: --binlog is off or enhanced, not '%s'", optarg);
+      binlog = optarg;
+      break;
     case 'p':
       base = atoi(optarg);
       if (base < 1024 || base > 65000)
@@ -847,6 +862,10 @@ int cluster_main(int argc, char **argv)
     return strcmp(cmd, "down") ? 1 : 0;     /* down: nothing to stop */
   if (pg_pages)
     cl.pg_pages = pg_pages;
+  if (binlog && strcmp(cmd, "up"))
+    die("cluster: --binlog is an option of `cluster up`");
+  if (binlog)
+    snprintf(cl.binlog, sizeof cl.binlog, "%s", strcmp(binlog, "off") ? binlog : "");
   if (failover >= 0 && strcmp(cmd, "up"))
     die("cluster: --%s is an option of `cluster up`", failover ? "failover" : "no-failover");
   if (failover >= 0 && failover != cl.failover && cl.m[0].pid == 0 &&

@@ -33,6 +33,7 @@ struct cluster {
   int timeout;             /* engine --statement-timeout MS (-1: the engine's default) */
   int pg_pages;            /* engine --pg-pages N (0: the default): volume main's PG size if
                               the engine creates it */
+  char binlog[16];         /* engine --binlog MODE ("": off): `cluster up --binlog` */
   int repair_after;        /* coord --repair-after MS (-1: the coordinator's default,
                               REPAIR_AFTER_MS; 0: never repair) */
   struct member m[2 + NODES_MAX];   /* coord, nodes, engine */

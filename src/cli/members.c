@@ -181,6 +181,10 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
     engine_argv[na++] = "--pg-pages";
     engine_argv[na++] = pg_pages;
   }
+  if (cl->binlog[0]) {        /* `cluster up --binlog` */
+    engine_argv[na++] = "--binlog";
+    engine_argv[na++] = (char *)cl->binlog;
+  }
   engine_argv[na++] = "--operator";
   engine_argv[na++] = opkey;
   engine_argv[na] = NULL;

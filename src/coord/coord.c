@@ -119,8 +119,8 @@ void coord_send_assign(struct coord *co, struct cnode *n, uint64_t req)
   Auralog__Segment **segs = malloc(cap * sizeof *segs);
   Auralog__Segment **peers = malloc(pcap * sizeof *peers);
   for (size_t v = 0; v < co->nvols; v++)
-    for (size_t p = 0; p < co->vols[v]->n_pgs; p++) {
-      Auralog__Pg *pg = co->vols[v]->pgs[p];
+    for (size_t p = 0; p < coord_vol_npgs_all(co->vols[v]); p++) {
+      Auralog__Pg *pg = coord_vol_pg_at(co->vols[v], p);
       int mine = 0;
       for (size_t s = 0; s < pg->n_segments; s++) {
         if (strcmp(pg->segments[s]->node, n->info->id) != 0)
@@ -218,9 +218,11 @@ static Auralog__Volume *vol_grow(struct coord *co, Auralog__Volume **slot,
     pn[i].up = co->nodes[i]->info->up;
     pn[i].out = co->nodes[i]->info->state[0] != 0;   /* draining, retired: none for them */
     for (size_t v = 0; v < co->nvols; v++)
-      for (size_t p = 0; p < co->vols[v]->n_pgs; p++)
-        for (size_t s = 0; s < co->vols[v]->pgs[p]->n_segments; s++)
-          pn[i].nsegs += strcmp(co->vols[v]->pgs[p]->segments[s]->node, pn[i].id) == 0;
+      for (size_t p = 0; p < coord_vol_npgs_all(co->vols[v]); p++) {
+        const Auralog__Pg *q = coord_vol_pg_at(co->vols[v], p);
+        for (size_t s = 0; s < q->n_segments; s++)
+          pn[i].nsegs += strcmp(q->segments[s]->node, pn[i].id) == 0;
+      }
   }
   for (size_t k = 0; k < add; k++) {
     size_t pick[NCOPIES];
@@ -337,6 +339,15 @@ static void on_open_volume(struct coord *co, struct ep *c, const Env *env)
   if (!ov->writer) {
     reply_volume(co, c, req, v);
     return;
+  }
+  /* `engine --binlog enhanced`: the volume's binlog PG, placed before the
+   * writer hears of the volume (cbinlog.c). */
+  if (ov->binlog && v->binlog == NULL) {
+    Auralog__Volume **vs = coord_vol_slot(co, ov->name);
+    if ((v = coord_binlog_place(co, vs, why, sizeof why)) == NULL) {
+      io_error(co->io, c, req, ERR_UNAVAILABLE, why);
+      return;
+    }
   }
   /* The writer's ticket: our signature on (volume, epoch, its key), which
    * every segment asks for before it takes the new epoch (auth.h). */

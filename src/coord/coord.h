@@ -159,6 +159,14 @@ struct cnode *coord_node_find(struct coord *co, const char *id);
 Auralog__Volume *coord_vol_store(struct coord *co, Auralog__Volume **slot,
                                  const Auralog__Volume *tmp, char *why, size_t whylen);
 void coord_send_assign(struct coord *co, struct cnode *n, uint64_t req);
+
+/* The binlog PG (cbinlog.c): place volume *slot's if it has none, store
+ * and assign it; the volume as stored (NULL, why: no placement). Every PG
+ * of a volume, the binlog PG last: i < coord_vol_npgs_all(v). */
+Auralog__Volume *coord_binlog_place(struct coord *co, Auralog__Volume **slot, char *why,
+                                    size_t whylen);
+size_t coord_vol_npgs_all(const Auralog__Volume *v);
+Auralog__Pg *coord_vol_pg_at(const Auralog__Volume *v, size_t i);
 /* cstatus.c: answer a StatusReq (the dashboard's askers: above). */
 void coord_on_status(struct coord *co, struct ep *c, uint64_t req,
                      const Auralog__StatusReq *sr);

@@ -63,8 +63,8 @@ static void count_unmat(struct node *n, struct segment *s, uint32_t page, uint32
                         int add)
 {
   uint32_t i = page - s->first_page;
-  if (i >= s->npages)
-    return;
+  if (i >= s->npages || seg_is_binlog(s))
+    return;                 /* a binlog record is no page's: nothing to coalesce */
   if (s->unmat == NULL)
     s->unmat = calloc(s->npages, sizeof *s->unmat);
   uint32_t old = s->unmat[i];
@@ -196,6 +196,8 @@ static uint64_t own_point(struct node *n, const struct segment *s)
 /* The point s may free to now (see the top). */
 static uint64_t gc_point(struct node *n, const struct segment *s, unsigned long long now)
 {
+  if (seg_is_binlog(s))
+    return 0;               /* released by retention instead (nbinlog.c) */
   uint64_t p = own_point(n, s);
   const struct gossip *g = gossip_of(n, s->volume_id, s->pg);
   if (g == NULL)
@@ -288,8 +290,8 @@ static int asked(const struct node *n, const struct segment *s, uint32_t i)
 static void maybe_catch_up(struct node *n, struct segment *s, const struct gossip *g,
                            unsigned long long now)
 {
-  if (g == NULL)
-    return;
+  if (g == NULL || seg_is_binlog(s))
+    return;                 /* no pages to catch up by */
   if (s->scl != s->scl_seen || s->scl_seen_at == 0) {
     s->scl_seen = s->scl;
     s->scl_seen_at = now ? now : 1;

@@ -367,6 +367,8 @@ void nbk_work(struct node *n)
   size_t took = 0;
   for (size_t i = 0; i < n->nsegs; i++) {
     struct segment *s = n->segs[i];
+    if (seg_is_binlog(s))
+      continue;              /* the backup holds the data PGs (issue 29: not the binlog yet) */
     stalled(s, now);
     int up = uploader(n, s, now);
     if (up && !s->bk.uploader) {

@@ -431,7 +431,8 @@ static void on_read_page(struct node *n, struct ep *c, uint64_t req,
   struct segment *s = node_seg_for(n, c, req, rp->volume_id, rp->pg);
   if (s == NULL)
     return;
-  if (rp->page_no < s->first_page || rp->page_no - s->first_page >= s->npages) {
+  if (rp->page_no < s->first_page || rp->page_no - s->first_page >= s->npages ||
+      seg_is_binlog(s)) {
     snprintf(why, sizeof why, "page %u is not in pg %u", rp->page_no, s->pg);
     io_error(n->io, c, req, ERR_OUT_OF_RANGE, why);
     return;

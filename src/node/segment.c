@@ -89,6 +89,14 @@ int seg_admit(const struct segment *s, const Rec *r, int *dup, char *why,
   int rc = rec_check_shape(r, s->page_size, why, whylen);
   if (rc != ERR_NONE)
     return rc;
+  /* A binlog PG holds binlog records, a data PG page records: either kind
+   * in the other's PG would be made into a page, or lost to a consumer. */
+  if (!(r->flags & REC_BINLOG) != !seg_is_binlog(s)) {
+    snprintf(why, whylen, "record %llu: a %s record in %s PG %u", lsn,
+             r->flags & REC_BINLOG ? "binlog" : "page", seg_is_binlog(s) ? "binlog" : "data",
+             s->pg);
+    return ERR_BAD_MSG;
+  }
   for (size_t j = 0; j < s->ntruncs; j++)
     if (trunc_cuts(&s->truncs[j], 1, r->lsn, r->epoch)) {
       snprintf(why, whylen, "record %llu of epoch %llu lies in (%llu, %llu], truncated "

@@ -63,6 +63,10 @@ struct tomb {
   uint32_t seen;         /* peers seen without its proof */
 };
 
+/* A segment of a volume's binlog PG (issue 29; seg_is_binlog below): it
+ * holds REC_BINLOG records only, and keeps them as they came: never made
+ * into pages (bg.c), never GC'd by the PGMRPL but released by retention
+ * (nbinlog.c), never read as a page, never staged to the backup. */
 struct segment {
   uint64_t volume_id;
   uint32_t pg;
@@ -209,5 +213,11 @@ void seg_rechain(struct segment *s, uint64_t base);
 /* The record (lsn, prev) is durable. Chains it and advances the SCL over
  * every hole this fills. Idempotent. Returns the new SCL. */
 uint64_t seg_add(struct segment *s, uint64_t lsn, uint64_t prev);
+
+/* Is s a segment of its volume's binlog PG? */
+static inline int seg_is_binlog(const struct segment *s)
+{
+  return s->pg == BINLOG_PG;
+}
 
 #endif

@@ -33,6 +33,25 @@ static struct {
 } ring[BINLOG_RECENT];
 static uint64_t next;        /* transactions kept so far (ring[next % max] is the next) */
 
+static _Thread_local uint8_t *offered;
+static _Thread_local size_t offered_len;
+
+void binlog_offer(uint8_t *buf, size_t len)
+{
+  free(offered);
+  offered = buf;
+  offered_len = len;
+}
+
+uint8_t *binlog_take(size_t *len)
+{
+  uint8_t *b = offered;
+  *len = offered_len;
+  offered = NULL;
+  offered_len = 0;
+  return b;
+}
+
 void binlog_sink(void *arg, const Auralog__BinlogTxn *txn)
 {
   (void)arg;

@@ -11,6 +11,15 @@
 
 #include "auralog.pb-c.h"
 
+/* The enhanced binlog's hand-over (ship.c B1): the connection's commit
+ * hook packs the committing transaction's events (capture_commit) and
+ * offers them here; the VFS, shipping that commit's MTR on the same
+ * thread (SQLite's commit hook runs inside the commit, before the VFS is
+ * asked to sync), takes them. Per thread; an offer replaces (and frees)
+ * one not taken, as does a take. binlog_take: NULL if none. */
+void binlog_offer(uint8_t *buf, size_t len);
+uint8_t *binlog_take(size_t *len);
+
 /* capture's sink (capture.h): keep a copy of txn. Any thread. */
 void binlog_sink(void *arg, const Auralog__BinlogTxn *txn);
 /* The newest k transactions kept, oldest first, as a JSON array text

@@ -161,6 +161,9 @@ struct capture {
   size_t nti;
   uint64_t ti_gen;           /* schema_gen when ti was filled */
   struct capture_stats st;
+  /* The statement running committed (capture_commit) and its schema
+   * change was noted then: capture_stmt_end notes it no second time. */
+  int ddl_early;
 };
 
 /* Bumped by every schema change and every undo that may have dropped one
@@ -589,8 +592,26 @@ static long find_sp(struct capture *c, const char *name)
 
 void capture_stmt_start(struct capture *c)
 {
-  if (c)
+  if (c) {
     c->stmt_mark = c->n;
+    c->ddl_early = 0;
+  }
+}
+
+/* The schema change the statement st made (ddl.c knows it from the
+ * authorizer), as an event after the statement's row events. */
+static void note_ddl(struct capture *c, sqlite3_stmt *st)
+{
+  const char *name = NULL, *op = ddl_stmt_change(&name);
+  if (op == NULL)
+    return;
+  /* What a CREATE wrote, its replay writes (a virtual table's shadow
+   * rows): only the statement goes. */
+  if (strncmp(op, "create", 6) == 0)
+    cut(c, c->stmt_mark, 0);
+  const char *sql = st && sqlite3_sql(st) ? sqlite3_sql(st) : "";
+  push_text(c, BINLOG_DDL, op, name ? name : "", sql);
+  atomic_fetch_add(&schema_gen, 1);
 }
 
 void capture_stmt_end(struct capture *c, sqlite3_stmt *st, int rc)
@@ -606,15 +627,9 @@ void capture_stmt_end(struct capture *c, sqlite3_stmt *st, int rc)
     sp_op = SP_NONE;
     return;
   }
-  const char *name = NULL, *op = ddl_stmt_change(&name);
-  if (op) {
-    /* What a CREATE wrote, its replay writes (a virtual table's shadow
-     * rows): only the statement goes. */
-    if (strncmp(op, "create", 6) == 0)
-      cut(c, c->stmt_mark, 0);
-    push_text(c, BINLOG_DDL, op, name ? name : "", sqlite3_sql(st) ? sqlite3_sql(st) : "");
-    atomic_fetch_add(&schema_gen, 1);
-  }
+  if (!c->ddl_early)
+    note_ddl(c, st);
+  c->ddl_early = 0;
   long i = sp_op != SP_NONE ? find_sp(c, sp_name) : -1;
   switch (sp_op) {
   case SP_MAKE:
@@ -638,6 +653,39 @@ void capture_stmt_end(struct capture *c, sqlite3_stmt *st, int rc)
     break;
   }
   sp_op = SP_NONE;
+}
+
+static uint64_t wall_ms(void);
+
+/* C2 (the enhanced binlog): at SQLite's commit hook, which runs inside the
+ * committing statement before the VFS syncs (and so before the commit has
+ * an LSN), the events are final: every statement before this one has had
+ * its undo applied at its end (capture_stmt_end), and this one's rows
+ * before a FAIL stay. Only this statement's own schema change is not
+ * noted yet (that happens at its end): it is noted now, once. */
+int capture_commit(struct capture *c, uint8_t **buf, size_t *len)
+{
+  *buf = NULL;
+  *len = 0;
+  if (c == NULL)
+    return 0;
+  sqlite3_stmt *st = NULL;
+  while ((st = sqlite3_next_stmt(c->db, st)) != NULL && !sqlite3_stmt_busy(st))
+    ;
+  note_ddl(c, st);
+  c->ddl_early = 1;
+  if (c->n == 0)
+    return 0;
+  for (size_t i = 0; i < c->n; i++)
+    c->ev[i]->index = (uint32_t)i;
+  Auralog__BinlogTxn t = AURALOG__BINLOG_TXN__INIT;
+  t.wall_ms = wall_ms();       /* commit_lsn: the record's own LSN */
+  t.n_events = c->n;
+  t.events = c->ev;
+  size_t n = auralog__binlog_txn__get_packed_size(&t);
+  *buf = xmalloc(n);
+  *len = auralog__binlog_txn__pack(&t, *buf);
+  return 0;
 }
 
 static uint64_t wall_ms(void)

@@ -73,6 +73,13 @@ void capture_stmt_end(struct capture *c, sqlite3_stmt *st, int rc);
  * are dropped. NULL c: nothing. */
 void capture_settle(struct capture *c, uint64_t pos, int autocommit);
 
+/* From the connection's commit hook (the enhanced binlog): the
+ * transaction about to commit, its events final, packed as a BinlogTxn
+ * (commit_lsn 0: the commit's LSN is not known yet) into *buf (malloc'd,
+ * caller frees; NULL and 0 if it has no events). Its capture_settle
+ * follows as usual. Returns 0. */
+int capture_commit(struct capture *c, uint8_t **buf, size_t *len);
+
 /* Counters, for tests and status: transactions handed over, events in
  * them, transactions dropped (rolled back with events captured). */
 struct capture_stats {

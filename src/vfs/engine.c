@@ -338,6 +338,24 @@ static void on_tick(uv_timer_t *t)
   feed_tick();
 }
 
+int engine_captures(void)
+{
+  return E.vol && (E.binlog != BINLOG_OFF || capture_on() || vol_has_binlog(E.vol));
+}
+
+/* SQLite's commit hook of a writer connection, inside the commit, before
+ * the VFS ships it (binlog.h): the transaction's events, final now. */
+static int on_commit(void *arg)
+{
+  struct client *cl = arg;
+  uint8_t *buf;
+  size_t len;
+  capture_commit(cl->cap, &buf, &len);
+  if (buf)
+    binlog_offer(buf, len);
+  return 0;
+}
+
 static void on_msg(struct conn *c, const Env *env)
 {
   char why[300];
@@ -374,10 +392,15 @@ static void on_msg(struct conn *c, const Env *env)
       conn_error(c, env->req, ERR_UNAVAILABLE, "the engine cannot open its volume");
       return;
     }
-    /* The binlog's change capture (AURALOG_CAPTURE=1 for now): a
-     * writer's connections, from the start. */
-    if (E.vol && capture_on() && (cl->cap = capture_open(cl->db, binlog_sink, NULL)) == NULL)
-      die("engine: out of memory for the binlog's change capture");
+    /* The binlog's change capture: a writer's connections, from the
+     * start; in enhanced mode its commit hook hands each transaction's
+     * events to the VFS, which ships them in the commit's MTR. */
+    if (E.vol && engine_captures()) {
+      if ((cl->cap = capture_open(cl->db, binlog_sink, NULL)) == NULL)
+        die("engine: out of memory for the binlog's change capture");
+      if (vol_has_binlog(E.vol))
+        sqlite3_commit_hook(cl->db, on_commit, cl);
+    }
   }
   struct job *j = calloc(1, sizeof *j);
   j->stamps.arrive = now_us();
@@ -447,7 +470,7 @@ static void usage(FILE *f)
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
     "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
     "                      [--statement-timeout MS] [--pg-pages N] [--if-epoch N]\n"
-    "                      [--create] [--operator FILE]\n"
+    "                      [--create] [--operator FILE] [--binlog off|enhanced]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "                      [--statement-timeout MS]\n"
     "\n"
@@ -484,6 +507,12 @@ static void usage(FILE *f)
     "                 promotes becomes `auralog engine ... --if-epoch N`\n"
     "  --create       make the volume even if its name was dropped (a new,\n"
     "                 empty volume: never done by an open otherwise)\n"
+    "  --binlog MODE  the binlog, a stream of row changes in commit order\n"
+    "                 (`auralog binlog tail`): off (default); enhanced: each\n"
+    "                 commit's events go with its redo, in the same MTR, to\n"
+    "                 the volume's binlog PG in the storage tier (placed now\n"
+    "                 if missing; from then on every writer of the volume\n"
+    "                 keeps it)\n"
     "  --operator FILE  the operator's key (default: $AURALOG_OPERATOR, else\n"
     "                 operator.key beside the cluster key's directory): only\n"
     "                 the operator's engine takes a writer epoch\n"
@@ -563,7 +592,8 @@ int engine_main(int argc, char **argv)
     {"reads", required_argument, 0, 'r'}, {"cache", required_argument, 0, 'C'},
     {"statement-timeout", required_argument, 0, 'T'}, {"pg-pages", required_argument, 0, 'P'},
     {"if-epoch", required_argument, 0, 'I'}, {"create", no_argument, 0, 'N'},
-    {"operator", required_argument, 0, 'O'}, {"help", no_argument, 0, 'h'}, {0}};
+    {"operator", required_argument, 0, 'O'}, {"binlog", required_argument, 0, 'B'},
+    {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
   const char *reads = NULL;
   long cache = 0, pg_pages = 0;
@@ -607,6 +637,17 @@ int engine_main(int argc, char **argv)
     }
     case 'N': vol_recreate_default(1); break;
     case 'O': setenv("AURALOG_OPERATOR", optarg, 1); break;
+    case 'B':
+      if (strcmp(optarg, "off") == 0)
+        E.binlog = BINLOG_OFF;
+      else if (strcmp(optarg, "enhanced") == 0)
+        E.binlog = BINLOG_ENHANCED;
+      else if (strcmp(optarg, "community") == 0)
+        die("engine: --binlog community is not built yet; say off or enhanced");
+      else
+        die("engine: --binlog is off or enhanced, not '%s'", optarg);
+      vol_binlog_default(E.binlog == BINLOG_ENHANCED);
+      break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }

@@ -55,6 +55,7 @@ struct engine {
   int ship_pages;
   int reads_immediate;       /* --reads immediate: a read's reply does not wait */
   int timeout_ms;            /* --statement-timeout: a request's limit (0: none) */
+  int binlog;                /* --binlog: BINLOG_OFF, BINLOG_COMMUNITY, BINLOG_ENHANCED */
   const char *coord;
   sqlite3 *root;             /* keeps the volume open */
   struct volume *vol;
@@ -147,4 +148,12 @@ void on_probe_tick(uv_timer_t *t);
 long engine_opt_cache(const char *who, const char *arg);
 int engine_opt_timeout(const char *who, const char *arg);
 
+/* engine --binlog (issue 29). */
+#define BINLOG_OFF 0
+#define BINLOG_COMMUNITY 1
+#define BINLOG_ENHANCED 2
+/* Does this engine capture its writer connections' changes? With
+ * --binlog, with AURALOG_CAPTURE=1, or on a volume that has a binlog PG
+ * (its binlog is the volume's: every writer of it keeps it up). */
+int engine_captures(void);
 #endif

@@ -100,10 +100,15 @@ struct round {
   unsigned long long t0, heard_at, quorum_at;
 };
 
+/* PGs by index p < npgs: the data PGs 0..ndata-1, then the binlog PG (if
+ * the volume has one) at index ndata, numbered BINLOG_PG everywhere else
+ * (rpg; ipg the other way). Recovery treats it as any PG: its read and
+ * write quorums, its chain, its truncation; a binlog record is a CPL like
+ * any other, so the walk (recovery.c) proves the VDL across it. */
 struct rcv {
   struct volume *v;
   uint64_t vol_id;
-  size_t npgs, nk;
+  size_t npgs, nk, ndata;
   int phase, page;
   unsigned long long t0;
   struct round cur;
@@ -251,6 +256,20 @@ static int stale(struct rcv *c, const Env *rep)
   return 0;
 }
 
+/* PG index p's number. */
+static uint32_t rpg(const struct rcv *c, size_t p)
+{
+  return p < c->ndata ? (uint32_t)p : BINLOG_PG;
+}
+
+/* PG number pg's index; UINT32_MAX for one this recovery does not know. */
+static uint32_t ipg(const struct rcv *c, uint32_t pg)
+{
+  if (pg == BINLOG_PG)
+    return c->npgs > c->ndata ? (uint32_t)c->ndata : UINT32_MAX;
+  return pg < c->ndata ? pg : UINT32_MAX;
+}
+
 /* Did a read quorum of every PG answer? If not, why says which did not. */
 static int read_quorums(struct rcv *c, const char *what)
 {
@@ -280,11 +299,11 @@ static void fail(struct rcv *c)
 static Auralog__SegQuery *query(struct rcv *c, size_t k)
 {
   struct volume *v = c->v;
-  Env *e = round_add(&c->cur, v->pgs[k / NCOPIES].node[k % NCOPIES], k);
+  Env *e = round_add(&c->cur, v->pgs[rpg(c, k / NCOPIES)].node[k % NCOPIES], k);
   Auralog__SegQuery *q = calloc(1, sizeof *q);
   auralog__seg_query__init(q);
   q->volume_id = c->vol_id;
-  q->pg = (uint32_t)(k / NCOPIES);
+  q->pg = rpg(c, k / NCOPIES);
   q->epoch = v->epoch;
   q->ticket = vol_ticket(v);
   e->body_case = AURALOG__ENVELOPE__BODY_SEG_QUERY;
@@ -480,7 +499,7 @@ static void adopt_ask(struct rcv *c);
 
 static const char *node_name(const struct rcv *c, size_t k)
 {
-  const struct vnode *n = &c->v->nodes[c->v->pgs[k / NCOPIES].node[k % NCOPIES]];
+  const struct vnode *n = &c->v->nodes[c->v->pgs[rpg(c, k / NCOPIES)].node[k % NCOPIES]];
   return n->id[0] ? n->id : n->addr;
 }
 
@@ -587,7 +606,7 @@ static void scan_done(struct rcv *c)
       uint32_t *mp = calloc(rec->n_mtr + 1, sizeof *mp);
       uint64_t *ml = calloc(rec->n_mtr + 1, sizeof *ml);
       for (size_t q = 0; q < rec->n_mtr; q++) {
-        mp[q] = rec->mtr[q]->pg;
+        mp[q] = ipg(c, rec->mtr[q]->pg);
         ml[q] = rec->mtr[q]->lsn;
       }
       m->mtr_pg = mp;
@@ -638,9 +657,9 @@ static void adopt_to(struct rcv *c, size_t p, int node, size_t k, Rec **recs, si
     Auralog__Append *a = calloc(1, sizeof *a);
     auralog__append__init(a);
     a->volume_id = c->vol_id;
-    a->pg = (uint32_t)p;
+    a->pg = rpg(c, p);
     a->epoch = v->epoch;
-    a->mepoch = v->pgs[p].mepoch;  /* member.h M5 */
+    a->mepoch = v->pgs[rpg(c, p)].mepoch;  /* member.h M5 */
     a->vdl = c->hint;         /* not vdl: see the rules above */
     a->ticket = vol_ticket(v);
     if (c->to > c->vdl) {
@@ -709,14 +728,14 @@ static void adopt_ask(struct rcv *c)
       byp[first[c->rm[i].pg] + fill[c->rm[i].pg]++] = c->rm[i].rec;
   for (size_t k = 0; k < c->nk; k++)
     if (c->live[k])
-      adopt_to(c, k / NCOPIES, v->pgs[k / NCOPIES].node[k % NCOPIES], k, byp + first[k / NCOPIES],
+      adopt_to(c, k / NCOPIES, v->pgs[rpg(c, k / NCOPIES)].node[k % NCOPIES], k, byp + first[k / NCOPIES],
                cnt[k / NCOPIES]);
   /* Each next segment too (M1): a position in transition counts only
    * when both of its segments hold what recovery keeps. */
   for (size_t p = 0; p < npgs; p++)
     for (int pos = 0; pos < NCOPIES; pos++)
-      if (v->pgs[p].node[NCOPIES + pos] >= 0)
-        adopt_to(c, p, v->pgs[p].node[NCOPIES + pos], c->nk + p * NCOPIES + (size_t)pos,
+      if (v->pgs[rpg(c, p)].node[NCOPIES + pos] >= 0)
+        adopt_to(c, p, v->pgs[rpg(c, p)].node[NCOPIES + pos], c->nk + p * NCOPIES + (size_t)pos,
                  byp + first[p], cnt[p]);
   free(first);
   free(cnt);
@@ -737,7 +756,7 @@ static void adopt_done(struct rcv *c)
   memcpy(acked, c->live, c->nk);
   for (size_t p = 0; p < c->npgs; p++)
     for (int pos = 0; pos < NCOPIES; pos++)
-      acked[c->nk + p * NCOPIES + (size_t)pos] = v->pgs[p].node[NCOPIES + pos] >= 0;
+      acked[c->nk + p * NCOPIES + (size_t)pos] = v->pgs[rpg(c, p)].node[NCOPIES + pos] >= 0;
   for (size_t i = 0; i < r3->n; i++) {
     const Env *rep = r3->rep[i];
     size_t k = r3->seg[i];
@@ -749,8 +768,8 @@ static void adopt_done(struct rcv *c)
     size_t p = (k < c->nk ? k : k - c->nk) / NCOPIES;
     int s = (int)((k < c->nk ? k : k - c->nk) % NCOPIES) + (k < c->nk ? 0 : NCOPIES);
     if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_APPEND_ACK) {
-      if (rep->append_ack->scl > v->pgs[p].scl[s])
-        v->pgs[p].scl[s] = rep->append_ack->scl;
+      if (rep->append_ack->scl > v->pgs[rpg(c, p)].scl[s])
+        v->pgs[rpg(c, p)].scl[s] = rep->append_ack->scl;
       if (k >= c->nk && rep->append_ack->scl > nscl[k - c->nk])
         nscl[k - c->nk] = rep->append_ack->scl;
     } else {
@@ -772,7 +791,7 @@ static void adopt_done(struct rcv *c)
       if (acked[c->nk + kn] && nscl[kn] >= last[p])
         held |= (uint16_t)(1u << (NCOPIES + s));
     }
-    int n = member_positions(held, v->pgs[p].trans);   /* M1 */
+    int n = member_positions(held, v->pgs[rpg(c, p)].trans);   /* M1 */
     if (n < (PLANTED(BUG_WQ3) ? VW - 1 : VW)) {
       snprintf(c->why, sizeof c->why, "pg %zu: the truncation and the records to keep "
                "reached %d of %d segments; recovery needs a write quorum of %d", p, n,
@@ -797,7 +816,7 @@ static void finish(struct rcv *c)
 {
   struct volume *v = c->v;
   for (size_t p = 0; p < c->npgs; p++)
-    v->pgs[p].tail = v->pgs[p].durable_tail = c->tails[p];
+    v->pgs[rpg(c, p)].tail = v->pgs[rpg(c, p)].durable_tail = c->tails[p];
   q_init(&v->q, c->vdl, c->to + 1, LAL, PLANTED(BUG_WQ3) ? VW - 1 : VW);
   v->last_cpl = c->vdl;
   /* Membership (member.h M4): the writer serves with the membership its
@@ -805,8 +824,8 @@ static void finish(struct rcv *c)
    * in each PG, since the PG's last record at or below it (a segment's
    * SCL is per PG: an idle PG's never reaches the volume's VDL). */
   for (size_t p = 0; p < c->npgs; p++) {
-    q_set_trans(&v->q, (uint32_t)p, v->pgs[p].trans);
-    v->pgs[p].adopted_at = c->tails[p];
+    q_set_trans(&v->q, rpg(c, p), v->pgs[rpg(c, p)].trans);
+    v->pgs[rpg(c, p)].adopted_at = c->tails[p];
   }
   /* The page-LSN table (vfs/pagelsn.h): nothing above the VDL survives the
    * truncation; a page the chains touched in (hint, vdl] has its last
@@ -814,7 +833,7 @@ static void finish(struct rcv *c)
    * at or below the hint stay unknown. */
   pl_truncate(&v->plsn, c->vdl);
   for (size_t i = 0; i < c->nr; i++)
-    if (c->rm[i].adopt)
+    if (c->rm[i].adopt && !(((const Rec *)c->rm[i].rec)->flags & REC_BINLOG))
       pl_set(&v->plsn, ((const Rec *)c->rm[i].rec)->page_no, c->rm[i].lsn);
   v->st.recovery_ms = io_now(v->io) - c->t0;
   v->st.trunc_from = c->vdl;
@@ -853,16 +872,17 @@ struct rcv *rcv_start(struct volume *v, uint64_t vol_id, size_t npgs)
   struct rcv *c = calloc(1, sizeof *c);
   c->v = v;
   c->vol_id = vol_id;
-  c->npgs = npgs;
-  c->nk = npgs * NCOPIES;
+  c->ndata = npgs;
+  c->npgs = npgs + (v->has_binlog != 0);
+  c->nk = c->npgs * NCOPIES;
   c->nn = v->nnodes;
   c->t0 = io_now(v->io);
   c->clean = 1;
   c->gone = calloc(c->nn + 1, 1);
   c->left = calloc(c->nn + 1, sizeof *c->left);
   c->last = calloc(c->nn + 1, sizeof *c->last);
-  c->start = calloc(npgs + 1, sizeof *c->start);
-  c->tails = calloc(npgs + 1, sizeof *c->tails);
+  c->start = calloc(c->npgs + 1, sizeof *c->start);
+  c->tails = calloc(c->npgs + 1, sizeof *c->tails);
   c->live = calloc(c->nk + 1, 1);
   c->heard = calloc(c->nk + 1, sizeof *c->heard);
   state_ask(c);

@@ -151,6 +151,13 @@ size_t ra_advance(struct rapply *ra, uint64_t target, ra_page_fn page, void *arg
     return 0;
   while (ra->head < ra->n && ra->q[ra->head]->lsn <= target) {
     Rec *r = ra->q[ra->head++];
+    if (r->flags & REC_BINLOG) {
+      /* A commit's events (ship.c B1): its MTR's CPL, no page's change. */
+      ra->mtrs++;
+      auralog__record__free_unpacked(r, NULL);
+      k++;
+      continue;
+    }
     uint8_t *p = page ? page(arg, r->page_no, r->lsn) : NULL;
     if (p) {
       rec_apply(p, ra->page_size, r);

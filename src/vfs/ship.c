@@ -109,44 +109,90 @@ static void note_recent(struct volume *v, uint32_t pg)
   v->recent[0] = pg;
 }
 
+/* Record o, LSN lsn, of PG pg, joins the PG's list (sent from there, kept
+ * until the VDL passes it) and the MTR's shape ml[0..*nml). */
+static void add_rec(struct volume *v, uint32_t pg, struct orec *o, uint64_t lsn, int cpl,
+                    Auralog__PgLast *ml, size_t *nml)
+{
+  struct pgout *g = &v->pgs[pg];
+  o->r.epoch = v->epoch;        /* sealed later: rule T (node/segment.h) */
+  g->tail = lsn;
+  g->ring_lsn[g->ring_n % TAIL_PER_PG] = lsn;
+  g->ring_cpl[g->ring_n % TAIL_PER_PG] = (uint8_t)cpl;
+  g->ring_acks[g->ring_n % TAIL_PER_PG] = 0;
+  g->ring_n++;
+  if (g->n == g->cap) {
+    g->cap = g->cap ? 2 * g->cap : 64;
+    g->recs = realloc(g->recs, g->cap * sizeof *g->recs);
+  }
+  g->recs[g->n++] = o;
+  vcore_busy(v, pg);
+  note_recent(v, pg);
+  v->undurable += o->bytes;
+  size_t j = 0;
+  while (j < *nml && ml[j].pg != pg)
+    j++;
+  if (j == *nml) {
+    auralog__pg_last__init(&ml[(*nml)++]);
+    ml[j].pg = pg;
+  }
+  ml[j].lsn = lsn;
+}
+
+/* The binlog record of an MTR (the enhanced binlog, issue 29): the
+ * transaction's packed events bl[0..len) (the record owns bl), in the
+ * volume's binlog PG. */
+static struct orec *make_binlog_rec(uint8_t *bl, size_t len, uint64_t lsn, uint64_t prev)
+{
+  struct orec *o = calloc(1, sizeof *o);
+  auralog__record__init(&o->r);
+  o->data = bl;
+  o->bytes = sizeof *o + len;
+  o->r.lsn = lsn;
+  o->r.prev_lsn = prev;
+  o->r.page_no = 0;
+  o->r.flags = REC_BINLOG;
+  o->r.binlog = (ProtobufCBinaryData){len, bl};
+  return o;
+}
+
 uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
+{
+  return vcore_ship_bl(v, pages, n, NULL, 0);
+}
+
+/* B1 (the enhanced binlog): a transaction's events are its MTR's CPL.
+ * With bl, the MTR is its page records and then one binlog record in the
+ * binlog PG, which is the CPL: the events are durable exactly when the
+ * commit is (the VDL passes both at once), and a recovery that truncates
+ * the commit truncates its events with it (rule T cuts by LSN, whatever
+ * the PG), so the stream holds every durable commit's events once and no
+ * truncated commit's. The record's LSN is the commit's: the position. */
+uint64_t vcore_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, uint8_t *bl,
+                       size_t bllen)
 {
   /* The CPL lists, per PG the MTR touched, its last record there: recovery
    * can then tell a whole MTR from a partial one across PGs. */
-  Auralog__PgLast *ml = calloc(n, sizeof *ml);
+  Auralog__PgLast *ml = calloc(n + 2, sizeof *ml);
   size_t nml = 0;
   struct orec *last = NULL;
   for (size_t i = 0; i < n; i++) {
     uint32_t pg = pages[i].page_no / v->pg_pages;
-    struct pgout *g = &v->pgs[pg];
-    uint64_t lsn = q_alloc(&v->q, pg, i == n - 1);
-    struct orec *o = make_rec(&pages[i], pg, lsn, g->tail);
-    o->r.epoch = v->epoch;      /* sealed below: rule T (node/segment.h) */
-    g->tail = lsn;
-    g->ring_lsn[g->ring_n % TAIL_PER_PG] = lsn;
-    g->ring_cpl[g->ring_n % TAIL_PER_PG] = i == n - 1;
-    g->ring_acks[g->ring_n % TAIL_PER_PG] = 0;
-    g->ring_n++;
-    if (g->n == g->cap) {
-      g->cap = g->cap ? 2 * g->cap : 64;
-      g->recs = realloc(g->recs, g->cap * sizeof *g->recs);
-    }
-    g->recs[g->n++] = o;
-    vcore_busy(v, pg);
-    note_recent(v, pg);
-    v->undurable += o->bytes;
+    int cpl = i == n - 1 && bl == NULL;
+    uint64_t lsn = q_alloc(&v->q, pg, cpl);
+    struct orec *o = make_rec(&pages[i], pg, lsn, v->pgs[pg].tail);
+    add_rec(v, pg, o, lsn, cpl, ml, &nml);
     pl_write(&v->plsn, pages[i].page_no, lsn, v->q.vdl);   /* the end-to-end read check */
-    size_t j = 0;
-    while (j < nml && ml[j].pg != pg)
-      j++;
-    if (j == nml) {
-      auralog__pg_last__init(&ml[nml++]);
-      ml[j].pg = pg;
-    }
-    ml[j].lsn = lsn;
     last = o;
-    if (i < n - 1)
+    if (!cpl)
       seal(v, o);
+  }
+  if (bl) {
+    uint64_t lsn = q_alloc(&v->q, BINLOG_PG, 1);
+    struct orec *o = make_binlog_rec(bl, bllen, lsn, v->pgs[BINLOG_PG].tail);
+    add_rec(v, BINLOG_PG, o, lsn, 1, ml, &nml);
+    last = o;
+    v->st.binlog_bytes += bllen;
   }
   last->r.flags |= REC_CPL;
   last->r.prev_cpl = v->last_cpl;
@@ -166,7 +212,7 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
   }
   v->cpl_t[v->ncpls] = (struct cpl_time){0, 0, 0};
   v->cpls[v->ncpls++] = cpl;
-  v->st.records += n;
+  v->st.records += n + (bl != NULL);
   return cpl;
 }
 

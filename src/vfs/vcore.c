@@ -576,10 +576,10 @@ void vcore_on_down(struct volume *v, struct ep *c)
   if (v->rcv)
     rcv_on_down(v->rcv, idx);
   /* Its segments forget the VDL they heard if it restarts (vtell.c vtell_vdl). */
-  for (size_t p = 0; p < v->npgs; p++)
+  for (size_t x = 0; x < vol_npgs_all(v); x++)
     for (int s = 0; s < NSLOTS; s++)
-      if (v->pgs[p].node[s] == idx)
-        v->pgs[p].heard_vdl[s] = 0;
+      if (v->pgs[vol_pg_at(v, x)].node[s] == idx)
+        v->pgs[vol_pg_at(v, x)].heard_vdl[s] = 0;
   /* What was in flight to it is lost: acks will not come. */
   for (size_t i = 0; i < v->nfl;)
     if (v->fl[i].node == idx)
@@ -639,9 +639,9 @@ void vcore_wake(struct volume *v)
     v->closing = 2;             /* a replica's volume tells the segments nothing */
     vcore_notify(v);
   } else if (v->closing == 1 && !v->fenced) {
-    for (size_t p = 0; p < v->npgs; p++)
+    for (size_t x = 0; x < vol_npgs_all(v); x++)
       for (int s = 0; s < NSLOTS; s++)
-        vcore_send_append(v, (uint32_t)p, s, 0, 0);   /* (no-op for an absent slot) */
+        vcore_send_append(v, vol_pg_at(v, x), s, 0, 0);   /* (no-op for an absent slot) */
     v->closing = 2;
     vcore_notify(v);
   }
@@ -716,7 +716,8 @@ void vcore_free(struct volume *v)
 {
   rcv_free(v->rcv);
   v->rcv = NULL;
-  for (size_t p = 0; p < v->npgs; p++) {
+  for (size_t x = 0; x < vol_npgs_all(v); x++) {
+    uint32_t p = vol_pg_at(v, x);
     for (size_t i = v->pgs[p].head; i < v->pgs[p].n; i++)
       orec_free(v->pgs[p].recs[i]);
     free(v->pgs[p].recs);
@@ -761,9 +762,16 @@ void vcore_feed_mtr(struct volume *v, const struct mtr_page *pages, size_t n, ui
 {
   if (v->on_rec == NULL)
     return;
-  for (size_t i = 0; i < n; i++) {
-    struct pgout *g = &v->pgs[pages[i].page_no / v->pg_pages];
-    uint64_t lsn = cpl - (n - 1 - i);
+  /* With a binlog record (ship.c B1), it is the CPL and the pages come
+   * before it: a replica needs every LSN (its stream has no gap) and
+   * skips it (rapply.c). */
+  struct pgout *bg = v->has_binlog ? &v->pgs[BINLOG_PG] : NULL;
+  int bl = bg && bg->n > bg->head && bg->recs[bg->n - 1]->r.lsn == cpl;
+  for (size_t i = 0; i <= n; i++) {
+    struct pgout *g = i < n ? &v->pgs[pages[i].page_no / v->pg_pages] : bg;
+    if (i == n && !bl)
+      break;
+    uint64_t lsn = i < n ? cpl - (uint64_t)bl - (n - 1 - i) : cpl;
     size_t k = g->n;
     while (k > g->head && g->recs[k - 1]->r.lsn > lsn)
       k--;

@@ -38,6 +38,7 @@
 #include "lib/log.h"
 #include "param.h"
 #include "record.h"
+#include "vfs/binlog.h"
 #include "vfs/cache.h"
 #include "vfs/diff.h"
 #include "vfs/vfs.h"
@@ -299,8 +300,17 @@ static int ship(struct afile *f)
   free(first);
   uint64_t cpl = 0;
   int rc = SQLITE_OK;
+  /* The transaction's events, if its commit hook offered them (binlog.h):
+   * the MTR's last record (ship.c B1). No page changed: no commit, no
+   * events to keep. */
+  size_t bllen = 0;
+  uint8_t *bl = binlog_take(&bllen);
+  if (bl && (np == 0 || !vol_has_binlog(vv->vol))) {
+    free(bl);
+    bl = NULL;
+  }
   if (np > 0) {
-    cpl = vol_ship(vv->vol, pages, np, why, sizeof why);
+    cpl = vol_ship_bl(vv->vol, pages, np, bl, bllen, why, sizeof why);
     if (cpl == 0) {
       set_err(f, why);
       rc = SQLITE_IOERR_FSYNC;
@@ -313,7 +323,7 @@ static int ship(struct afile *f)
     for (size_t i = 0; i < np; i++) {
       struct cpage *c = pm_put(&vv->cache, pages[i].page_no);
       memcpy(c->data, pages[i].after, vv->ps);
-      c->lsn = cpl - (np - 1 - i);
+      c->lsn = cpl - (bl != NULL) - (np - 1 - i);
     }
     for (size_t i = 0; i < n; i++) {      /* unchanged pages: same bytes */
       struct cpage *c = pm_get(&vv->cache, all[i]->page_no);

@@ -90,12 +90,16 @@ static void pg_setup(struct volume *v, struct pgout *g, const Auralog__Pg *pg)
  * wire_check (wire_check_pg) on its way in. */
 void vol_adopt(struct volume *v, const Auralog__Volume *vd)
 {
+  /* Room for every PG number (volume_int.h): untouched entries cost no
+   * memory (calloc's pages stay unmapped until written). */
+  if (v->pgs == NULL && (v->pgs = calloc(MAX_PGS + 1, sizeof *v->pgs)) == NULL)
+    abort();
+  if (vd->binlog && vd->binlog->n_segments && !v->has_binlog) {
+    pg_setup(v, &v->pgs[BINLOG_PG], vd->binlog);
+    v->has_binlog = 1;
+  }
   if (vd->n_pgs <= v->npgs)
     return;
-  struct pgout *pgs = realloc(v->pgs, vd->n_pgs * sizeof *v->pgs);
-  if (pgs == NULL)
-    abort();
-  v->pgs = pgs;
   for (size_t p = v->npgs; p < vd->n_pgs; p++) {
     pg_setup(v, &v->pgs[p], vd->pgs[p]);
     if (v->pgs[p].trans) {

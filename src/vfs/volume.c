@@ -152,6 +152,18 @@ static int reads_default;
 /* engine --create: a dropped name may be made again (coord/roles.c R3). */
 static int recreate_default;
 
+static int binlog_default;
+
+void vol_binlog_default(int on)
+{
+  binlog_default = on;
+}
+
+int vol_has_binlog(const struct volume *v)
+{
+  return v->has_binlog;
+}
+
 void vol_recreate_default(int on)
 {
   recreate_default = on;
@@ -306,6 +318,7 @@ static struct volume *open_once(const char *coord, const char *name,
   ov.name = (char *)name;
   ov.create = 1;
   ov.recreate = recreate_default;
+  ov.binlog = binlog_default;
   ov.pg_pages = pg_pages;
   ov.writer = 1;
   ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, signer.pk};
@@ -643,24 +656,38 @@ static int grow(struct volume *v, uint32_t page_no, char *why, size_t whylen)
 uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
                   char *why, size_t whylen)
 {
+  return vol_ship_bl(v, pages, n, NULL, 0, why, whylen);
+}
+
+uint64_t vol_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, uint8_t *bl,
+                     size_t bllen, char *why, size_t whylen)
+{
+  if (bl && !v->has_binlog) {
+    free(bl);                 /* no binlog PG: events stay in the engine (binlog.c) */
+    bl = NULL;
+  }
   uint32_t maxpage = 0;
   for (size_t i = 0; i < n; i++)
     if (pages[i].page_no > maxpage)
       maxpage = pages[i].page_no;
-  if (grow(v, maxpage, why, whylen) != 0)
+  size_t nrec = n + (bl != NULL);
+  if (grow(v, maxpage, why, whylen) != 0) {
+    free(bl);
     return 0;
+  }
   pthread_mutex_lock(&v->drv->mu);
   /* Wait while the core refuses (LAL, memory) until the VDL catches up. */
   struct timespec dl;
   vol_deadline_in(&dl, COMMIT_DEADLINE_MS);
-  while (!v->fenced && vcore_ship_refusal(v, n, why, whylen) != 0)
+  while (!v->fenced && vcore_ship_refusal(v, nrec, why, whylen) != 0)
     if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
       break;
-  if (vcore_ship_refusal(v, n, why, whylen) != 0) {
+  if (vcore_ship_refusal(v, nrec, why, whylen) != 0) {
     pthread_mutex_unlock(&v->drv->mu);
+    free(bl);
     return 0;
   }
-  uint64_t cpl = vcore_ship(v, pages, n);
+  uint64_t cpl = vcore_ship_bl(v, pages, n, bl, bllen);
   v->cpl_t[v->ncpls - 1].cut_us = now_us();   /* stage timings, before the I/O thread can send */
   vcore_feed_mtr(v, pages, n, cpl);    /* the read replicas' stream (vfs/feed.c) */
   pthread_mutex_unlock(&v->drv->mu);

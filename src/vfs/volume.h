@@ -50,6 +50,7 @@ struct mtr_page {
 struct vol_stats {
   uint64_t epoch, vdl, vcl, next_lsn, lal;
   uint64_t commits, redo_bytes, redo_msgs, records, pending, pages_read;
+  uint64_t binlog_bytes;     /* events shipped in binlog records (issue 29) */
   /* Every frame to / from the storage nodes (Append, ReadPage, SegQuery,
    * Truncate and their answers; not the coordinator), bytes with the
    * length prefix. redo_bytes/redo_msgs are the Appends among them. */
@@ -82,6 +83,12 @@ void vol_writer_seal(struct volume *v, Auralog__Envelope *env, const uint8_t bin
 
 /* engine --create: opens may create a volume whose name was dropped. */
 void vol_recreate_default(int on);
+/* engine --binlog enhanced: a writer's open asks for the volume's binlog
+ * PG (the coordinator places one if missing; coord/cbinlog.c). */
+void vol_binlog_default(int on);
+/* Does v have a binlog PG? Once it has, every MTR of a transaction with
+ * events carries them (vol_ship_bl), whatever the engine was started with. */
+int vol_has_binlog(const struct volume *v);
 
 struct volume *vol_open(const char *coord, const char *name, const char *engine_addr,
                         uint32_t pg_pages, char *why, size_t whylen);
@@ -104,6 +111,11 @@ const char *vol_name(const struct volume *v);
  * grow). n must be at least 1. */
 uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
                   char *why, size_t whylen);
+/* The same, with the transaction's packed events bl[0..bllen) as the MTR's
+ * last record, in the binlog PG (ship.c B1); the volume takes bl (frees
+ * it, shipped or not). bl NULL: vol_ship. */
+uint64_t vol_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, uint8_t *bl,
+                     size_t bllen, char *why, size_t whylen);
 
 /* Wait until vdl >= lsn. Returns 0, or -1 with a reason after timeout_ms. */
 int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen);

@@ -104,6 +104,11 @@ struct pgout {
   uint64_t heard_vdl[NSLOTS];
 };
 
+/* Every PG of v by index i < vol_npgs_all(v): its number vol_pg_at(v, i),
+ * the data PGs, then the binlog PG if v has one. */
+#define vol_npgs_all(v) ((v)->npgs + ((v)->has_binlog != 0))
+#define vol_pg_at(v, i) ((uint32_t)((size_t)(i) < (v)->npgs ? (size_t)(i) : BINLOG_PG))
+
 /* The PG's last record at or below lsn among the records it freed lately
  * (the ring above), or 0 if the ring does not reach down to lsn. */
 uint64_t pg_freed_at(const struct pgout *g, uint64_t lsn);
@@ -182,8 +187,15 @@ struct volume {
   size_t nbefore;
 
   struct quorum q;
+  /* The PGs, by number: pgs[0..npgs) the data PGs, and pgs[BINLOG_PG] the
+   * binlog PG if has_binlog (issue 29; ship.c B1). The array has
+   * MAX_PGS + 1 entries from the first adopt on (vol_adopt), so a PG's
+   * number indexes it wherever it comes from (an ack, a record); loops
+   * over the data PGs stay `p < npgs`, and the binlog PG is named where
+   * it takes part (sending, acks, recovery, VDL tells). */
   struct pgout *pgs;
   size_t npgs;
+  int has_binlog;
   /* The PGs with traffic (scale, issue 13): every PG holding a record not
    * yet freed (head < n), in no order. Sending (vcore_flush), the VDL's
    * advance and a node coming back walk this list, never all npgs PGs, so
@@ -332,6 +344,8 @@ uint64_t vol_pgmrpl(const struct volume *v);
  * (returns the CPL); why commit lsn is not durable yet. */
 int vcore_ship_refusal(const struct volume *v, size_t n, char *why, size_t whylen);
 uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n);
+uint64_t vcore_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, uint8_t *bl,
+                       size_t bllen);
 /* The read replicas' stream (vfs/feed.c, and the simulator's replica):
  * the records of the MTR just shipped to v->on_rec, in LSN order; and a
  * ReplicaStart as of now (tails: MAX_PGS room, entries malloc'd). */

@@ -78,9 +78,13 @@ void vtell_vdl(struct volume *v)
   if (v->reader || !v->opened || v->fenced || v->closing || now < v->vdl_tell_at)
     return;
   v->vdl_tell_at = now + MRPL_TELL_MS;
-  for (size_t i = 0; i < v->npgs; i++) {
+  for (size_t x = 0; x < vol_npgs_all(v); x++) {
+    uint32_t i = vol_pg_at(v, x);
     struct pgout *g = &v->pgs[i];
-    if (!g->backed_up || now - g->told_at < MRPL_TELL_MS ||
+    /* The binlog PG too, backed up or not: a consumer reads what its
+     * segments heard is durable (node/nbinlog.c), so an idle writer's last
+     * commit reaches consumers within MRPL_TELL_MS. */
+    if ((!g->backed_up && i != BINLOG_PG) || now - g->told_at < MRPL_TELL_MS ||
         (g->head < g->n && g->recs[g->n - 1]->r.lsn > v->q.vdl))
       continue;
     for (int s = 0; s < NSLOTS; s++)

@@ -486,7 +486,7 @@ sqlite3 *open_db(void)
     return NULL;
   }
   sqlite3_create_function(db, "auralog_stats", 0, SQLITE_UTF8, NULL, stats_fn, NULL, NULL);
-  if (capture_on())
+  if (engine_captures())
     sqlite3_create_function(db, "auralog_binlog_recent", 1, SQLITE_UTF8, NULL, binlog_recent_fn,
                             NULL, NULL);
   if (E.rvol)
