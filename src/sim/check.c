@@ -224,8 +224,8 @@ void check_end(struct world *w)
       struct segment *s = sn->n->segs[k];
       check_chain(w, sn, s);
       /* Converged: every segment holds its PG up to the writer's tail. */
-      if (wr && s->pg < wr->v->npgs && s->scl < wr->v->pgs[s->pg].durable_tail &&
-          !w->stop)
+      if (wr && (s->pg < wr->v->npgs || (s->pg == BINLOG_PG && wr->v->has_binlog)) &&
+          s->scl < wr->v->pgs[s->pg].durable_tail && !w->stop)
         violation(w, "node %s pg %u: scl %llu, %d ms after the heal settled, is behind "
                   "its PG's durable tail %llu: the segment did not converge", sn->id,
                   s->pg, (unsigned long long)s->scl, SIM_SETTLE_MS,
@@ -237,6 +237,8 @@ void check_end(struct world *w)
               "(%d of %d started)", SIM_SETTLE_MS, w->sweep, SIM_PGS * SIM_PAGES);
   replica_end(w);
   member_end(w);
+  if (wr)
+    binlog_end(w, wr->v->q.vdl);
   for (size_t i = 0; i < w->ntxs; i++)
     w->res->tx_truncated += w->txs[i].state == TX_TRUNCATED;
 }

@@ -36,7 +36,7 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog sim [--seed N | --seeds A..B] [--time MS] [--steps N]\n"
-    "                   [--faults LIST] [--beyond] [--bug NAME] [--schedule SPEC]\n"
+    "                   [--faults LIST] [--beyond] [--binlog] [--bug NAME] [--schedule SPEC]\n"
     "                   [--shrink] [--trace FILE] [--jobs N] [-v]\n"
     "\n"
     "Run the whole cluster (coordinator, six storage nodes in three AZs,\n"
@@ -76,6 +76,10 @@ static void usage(FILE *f)
   fprintf(f,
     "  --beyond         allow more than an AZ and one node down at once (a true\n"
     "                   data-loss alarm then ends a run: no violation)\n"
+    "  --binlog         the volume has a binlog PG (the enhanced binlog): every\n"
+    "                   commit's events ride in its MTR, and at the end every\n"
+    "                   binlog segment must hold each durable commit's events\n"
+    "                   once and no truncated commit's\n"
     "  --bug NAME       plant a bug the simulator must catch: ");
   for (int b = 0; b < BUG_N; b++)
     fprintf(f, "%s%s", bug_names[b], b + 1 < BUG_N ? ", " : "\n");
@@ -196,6 +200,8 @@ static void replay_line(FILE *f, const struct sim_opts *o, const struct fault_ev
   print_faults_opt(f, o->faults);
   if (o->beyond)
     fprintf(f, " --beyond");
+  if (o->binlog)
+    fprintf(f, " --binlog");
   for (int b = 0; b < BUG_N; b++)
     if (o->bugs & (1u << b))
       fprintf(f, " --bug %s", bug_names[b]);
@@ -283,6 +289,10 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             (unsigned long long)r->bk_restores, (unsigned long long)r->bk_pages_checked,
             (unsigned long long)r->bk_by_time, (unsigned long long)r->bk_replanned,
             (unsigned long long)r->bk_refused);
+  if (o->binlog)
+    fprintf(f, "  binlog: %llu binlog segments' streams checked at the end (BL1, BL2), "
+            "%llu transactions' events in them\n", (unsigned long long)r->bl_segments,
+            (unsigned long long)r->bl_events);
   if (r->data_loss_alarms)
     fprintf(f, "  a data-loss alarm (beyond the fault model): the writer refused to open, "
             "and the run ends there\n");
@@ -338,6 +348,7 @@ struct tally {
   uint64_t bk[9];            /* backup: objects stored, store calls failed, GC points checked,
                               * restores checked, their pages; objects rotted, restores that
                               * went around damage, restores by time, restores refused */
+  uint64_t bl[2];            /* binlog: segments checked, events in them */
 };
 
 
@@ -392,6 +403,8 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
                       r.bk_refused};
     for (int k = 0; k < 9; k++)
       t->bk[k] += bk[k];
+    t->bl[0] += r.bl_segments;
+    t->bl[1] += r.bl_events;
     for (int k = 0; k < RG_NKINDS; k++)
       for (int x = 0; x < RG_NOUTCOMES; x++)
         t->rogue[k][x] += r.rogue[k][x];
@@ -485,6 +498,7 @@ int sim_main(int argc, char **argv)
     {"seed", required_argument, 0, 's'}, {"seeds", required_argument, 0, 'S'},
     {"time", required_argument, 0, 't'}, {"steps", required_argument, 0, 'n'},
     {"faults", required_argument, 0, 'f'}, {"beyond", no_argument, 0, 'B'},
+    {"binlog", no_argument, 0, 'L'},
     {"bug", required_argument, 0, 'b'}, {"schedule", required_argument, 0, 'c'},
     {"shrink", no_argument, 0, 'k'}, {"trace", required_argument, 0, 'T'},
     {"jobs", required_argument, 0, 'j'},
@@ -512,6 +526,7 @@ int sim_main(int argc, char **argv)
         return 2;
       break;
     case 'B': o.beyond = 1; break;
+    case 'L': o.binlog = 1; break;
     case 'b': {
       int b = bug_by_name(optarg);
       if (b < 0)
@@ -611,6 +626,10 @@ int sim_main(int argc, char **argv)
              "became current), %llu durable-copy checks, %llu nodes lost for good\n",
              (unsigned long long)t.mb[0], (unsigned long long)t.mb[1],
              (unsigned long long)t.mb[2], (unsigned long long)t.mb[3]);
+    if (o.binlog)
+      printf("binlog: %llu binlog segments' streams checked against the commits (BL1, BL2), "
+             "%llu transactions' events in them\n", (unsigned long long)t.bl[0],
+             (unsigned long long)t.bl[1]);
     if (o.faults & F_BACKUP)
       printf("backup: %llu objects stored, %llu store calls failed, %llu objects damaged "
              "(store-rot), %llu GC points checked against what the store holds (invariant "

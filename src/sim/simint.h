@@ -82,6 +82,7 @@ struct simwriter {
 
 /* A transaction the workload shipped (the shadow model, workload.c). */
 enum { TX_PENDING, TX_ACKED, TX_KEPT, TX_TRUNCATED };
+#define SIM_BL_LEN 13            /* a transaction's events in --binlog runs: "simtx", its index */
 struct txrec {
   uint64_t epoch, cpl;
   int state;
@@ -319,6 +320,9 @@ const uint8_t *shadow_page(const struct world *w, uint32_t page_no, uint64_t rp)
  * a node's AZ (0..2). */
 void member_step(struct world *w);
 void member_end(struct world *w);
+/* blcheck.c: the binlog stream on every binlog segment, at the end
+ * (--binlog): BL1, BL2 against the shadow, up to vdl. */
+void binlog_end(struct world *w, uint64_t vdl);
 void member_spares_boot(struct world *w);
 unsigned member_pg_nodes(const struct world *w, int pg);
 int sim_node_az(int i);

@@ -69,7 +69,7 @@ static void ship(struct simwriter *wr)
   struct volume *v = wr->v;
   size_t n = 1 + rng_uniform(&w->rng, SIM_TX_PAGES);
   char why[256];
-  if (vcore_ship_refusal(v, n, why, sizeof why) != 0)
+  if (vcore_ship_refusal(v, n + (v->has_binlog != 0), why, sizeof why) != 0)
     return;
   struct txrec t = {.epoch = wr->epoch, .state = TX_PENDING, .writer = wr->i, .npages = 0};
   t.data = malloc(n * SIM_PAGE_SIZE);
@@ -102,7 +102,16 @@ static void ship(struct simwriter *wr)
     mp[j].ranges = rg[j];
     mp[j].nranges = page_diff(before, after, SIM_PAGE_SIZE, rg[j], SIM_PAGE_SIZE / 2 + 1);
   }
-  t.cpl = vcore_ship(v, mp, n);
+  /* --binlog: the commit's events ride in its MTR (ship.c B1); here a
+   * transaction's events are its index in the shadow (blcheck.c). */
+  uint8_t *bl = NULL;
+  if (v->has_binlog) {
+    bl = malloc(SIM_BL_LEN);
+    memcpy(bl, "simtx", 5);
+    uint64_t ix = w->ntxs;
+    memcpy(bl + 5, &ix, sizeof ix);
+  }
+  t.cpl = vcore_ship_bl(v, mp, n, bl, bl ? SIM_BL_LEN : 0);
   /* The MTR's last record in each PG it touched: the PG's tail now. */
   for (size_t j = 0; j < n; j++) {
     uint32_t pg = mp[j].page_no / v->pg_pages, k = 0;

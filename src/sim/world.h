@@ -144,6 +144,8 @@ struct sim_opts {
   uint64_t max_steps;        /* stop after this many events (0: no limit) */
   uint32_t faults;           /* bit per fault kind allowed */
   int beyond;                /* 1: faults beyond the paper's model (liveness only) */
+  int binlog;                /* 1: the volume has a binlog PG, each commit ships its events
+                                (ship.c B1), and blcheck.c checks the stream at the end */
   unsigned bugs;             /* planted bugs (bugs.h) */
   FILE *trace;               /* NULL: no trace written */
   int verbose;
@@ -214,6 +216,10 @@ struct sim_result {
    * by time: no point noted by then). */
   uint64_t bk_objects, bk_failed, bk_restores, bk_pages_checked, bk_gc_checks;
   uint64_t bk_rotted, bk_replanned, bk_by_time, bk_refused;
+  /* The binlog (blcheck.c), in --binlog runs: binlog segments whose
+   * stream was checked against the commits at the end, and the events
+   * (transactions) they held at or below the VDL. */
+  uint64_t bl_segments, bl_events;
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

@@ -287,6 +287,7 @@ static void w_up(void *arg, struct ep *e)
     ov.create = 1;
     ov.writer = 1;
     ov.page_size = SIM_PAGE_SIZE;
+    ov.binlog = wr->w->o.binlog;
     if (sfo_on(wr->w)) {       /* failover.c: who writes, and a promotion's condition */
       ov.addr = wr->addr;
       ov.if_epoch = wr->if_epoch;

@@ -534,6 +534,48 @@ static void backup_runs_keep_gc_below_the_backup_and_restore_the_shadow(void **s
   assert_int_equal(a.bk_objects + a.bk_restores + a.bk_gc_checks, 0);
 }
 
+/* The enhanced binlog (--binlog; vfs/ship.c B1, sim/blcheck.c): under
+ * every fault of `all`, and with the replica and failover, each binlog
+ * segment holds, up to the end it vouches for, every durable commit's
+ * events once (BL2) and no truncated commit's (BL1); and a run without
+ * the binlog is the run it was (its trace hash). */
+static void binlog_runs_hold_each_durable_commit_once(void **state)
+{
+  (void)state;
+  uint64_t segs = 0, events = 0, acked = 0, recov = 0;
+  const int n = 40;
+  for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+    uint32_t faults = seed % 4 == 0 ? F_ALL | F_REPLICAS : F_ALL;
+    struct sim_opts o = opts(seed, faults, 0);
+    o.binlog = 1;
+    struct sim_result r;
+    run(&o, &r);
+    if (r.violations)
+      fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --binlog%s)",
+               (unsigned long long)seed, r.first, (unsigned long long)seed,
+               faults & F_REPLICAS ? " --faults replicas" : "");
+    segs += r.bl_segments;
+    events += r.bl_events;
+    acked += r.tx_acked;
+    recov += r.recoveries;
+  }
+  printf("# %d seeds with the binlog: %llu binlog segments checked, %llu transactions' "
+         "events in them (%llu commits acknowledged, %llu recoveries), no violation\n", n,
+         (unsigned long long)segs, (unsigned long long)events, (unsigned long long)acked,
+         (unsigned long long)recov);
+  assert_true(segs >= (uint64_t)n * 4 && events > acked && recov > 0);
+  /* Bit for bit, with the binlog; and without it nothing is checked. */
+  struct sim_opts o = opts(5, F_ALL, 0);
+  o.binlog = 1;
+  struct sim_result a, b;
+  run(&o, &a);
+  run(&o, &b);
+  assert_true(a.hash == b.hash && a.steps == b.steps && a.bl_events == b.bl_events);
+  o.binlog = 0;
+  run(&o, &a);
+  assert_int_equal(a.bl_segments + a.bl_events, 0);
+}
+
 /* Failover (sim/failover.c), with its faults alone: the coordinator's
  * detector and `auralog failover` promote the replica, whose writer opens
  * conditionally (F1: the next epoch or none; some promotions lose the race
@@ -705,6 +747,7 @@ int main(void)
     cmocka_unit_test(a_replica_reads_what_the_shadow_says),
     cmocka_unit_test(failover_promotes_and_loses_nothing),
     cmocka_unit_test(backup_runs_keep_gc_below_the_backup_and_restore_the_shadow),
+    cmocka_unit_test(binlog_runs_hold_each_durable_commit_once),
     cmocka_unit_test(the_command_prints_a_failover_bugs_replay_line),
     cmocka_unit_test(every_planted_bug_is_caught),
     cmocka_unit_test(shrink_keeps_the_failure),
