@@ -33,6 +33,51 @@ static struct {
 } ring[BINLOG_RECENT];
 static uint64_t next;        /* transactions kept so far (ring[next % max] is the next) */
 
+static pthread_mutex_t smu = PTHREAD_MUTEX_INITIALIZER;
+static struct binlog_stats stats = {.mode = "off"};
+
+void binlog_set_mode(const char *mode)
+{
+  pthread_mutex_lock(&smu);
+  stats.mode = mode;
+  pthread_mutex_unlock(&smu);
+}
+
+void binlog_count(size_t len)
+{
+  pthread_mutex_lock(&smu);
+  stats.txns++;
+  stats.events_bytes += len;
+  pthread_mutex_unlock(&smu);
+}
+
+void binlog_stats_get(struct binlog_stats *out)
+{
+  pthread_mutex_lock(&smu);
+  *out = stats;
+  pthread_mutex_unlock(&smu);
+}
+
+cJSON *binlog_stats_json(void)
+{
+  struct binlog_stats s;
+  binlog_stats_get(&s);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "mode", s.mode);
+  cJSON_AddNumberToObject(o, "txns", (double)s.txns);
+  cJSON_AddNumberToObject(o, "events_bytes", (double)s.events_bytes);
+  cJSON_AddNumberToObject(o, "prepare_us", (double)s.prepare_us);
+  cJSON_AddNumberToObject(o, "binlog_us", (double)s.binlog_us);
+  cJSON_AddNumberToObject(o, "commit_us", (double)s.commit_us);
+  cJSON_AddNumberToObject(o, "fsyncs", (double)s.fsyncs);
+  cJSON_AddNumberToObject(o, "file_bytes", (double)s.file_bytes);
+  cJSON_AddNumberToObject(o, "scan_us", (double)s.scan_us);
+  cJSON_AddNumberToObject(o, "scan_bytes", (double)s.scan_bytes);
+  cJSON_AddNumberToObject(o, "scan_frames", (double)s.scan_frames);
+  cJSON_AddNumberToObject(o, "rolled_forward", (double)s.rolled_forward);
+  return o;
+}
+
 static _Thread_local uint8_t *offered;
 static _Thread_local size_t offered_len;
 

@@ -20,6 +20,27 @@
 void binlog_offer(uint8_t *buf, size_t len);
 uint8_t *binlog_take(size_t *len);
 
+/* What the binlog cost and holds, for `SELECT auralog_stats()` ("binlog")
+ * and `auralog bench binlog`. Times are microseconds summed over commits;
+ * the community fields stay 0 in other modes. */
+struct binlog_stats {
+  const char *mode;            /* "off", "community", "enhanced" */
+  uint64_t txns, events_bytes; /* transactions with events, their packed bytes */
+  /* community: the 2PC's stages, per commit summed: prepare (the redo
+   * without its commit record, until at write quorum), the binlog file's
+   * append and fsync, the commit record's send; and the file. */
+  uint64_t prepare_us, binlog_us, commit_us, fsyncs, file_bytes;
+  /* community: the open's recovery scan of the binlog file (0: none yet) */
+  uint64_t scan_us, scan_bytes, scan_frames, rolled_forward;
+};
+void binlog_stats_get(struct binlog_stats *out);
+/* The same, as a JSON object (caller frees with cJSON_Delete). */
+cJSON *binlog_stats_json(void);
+/* Counting: a transaction's events, packed (len bytes), went out. */
+void binlog_count(size_t len);
+/* The engine's mode (engine --binlog), for the stats. */
+void binlog_set_mode(const char *mode);
+
 /* capture's sink (capture.h): keep a copy of txn. Any thread. */
 void binlog_sink(void *arg, const Auralog__BinlogTxn *txn);
 /* The newest k transactions kept, oldest first, as a JSON array text

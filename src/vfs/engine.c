@@ -647,6 +647,7 @@ int engine_main(int argc, char **argv)
       else
         die("engine: --binlog is off or enhanced, not '%s'", optarg);
       vol_binlog_default(E.binlog == BINLOG_ENHANCED);
+      binlog_set_mode(optarg);
       break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
@@ -723,6 +724,12 @@ int engine_main(int argc, char **argv)
             E.ship_pages ? "; shipping whole pages (a baseline)" : "");
     E.epoch = st.epoch;
     E.page_size = vol_page_size(E.vol);
+    if (vol_has_binlog(E.vol)) {
+      binlog_set_mode("enhanced");
+      loginfo("volume %s has a binlog (enhanced): every commit's row events go with its "
+              "redo to the binlog PG%s", volume,
+              E.binlog == BINLOG_OFF ? " (kept by every writer of the volume)" : "");
+    }
     /* failover.c F3: after a manual failover the old writer may still hold
      * a read lease: no commit is acknowledged here until it has run out,
      * so no client reads there what a commit here has changed. */

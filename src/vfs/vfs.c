@@ -309,6 +309,8 @@ static int ship(struct afile *f)
     free(bl);
     bl = NULL;
   }
+  if (bl)
+    binlog_count(bllen);
   if (np > 0) {
     cpl = vol_ship_bl(vv->vol, pages, np, bl, bllen, why, sizeof why);
     if (cpl == 0) {

@@ -407,6 +407,7 @@ static void stats_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     cJSON_AddNumberToObject(o, "net_msgs_in", (double)st.net_msgs_in);
     cJSON_AddNumberToObject(o, "syncs", 0);   /* the engine has no disk */
     cJSON_AddItemToObject(o, "stages", stages_json());
+    cJSON_AddItemToObject(o, "binlog", binlog_stats_json());
     cJSON_AddItemToObject(o, "replica_lag", feed_lag_json());
   } else {
     uint64_t syncs, bytes;
