@@ -133,6 +133,10 @@ struct rcv {
   int err;                   /* failed: ERR_UNAVAILABLE (a quorum missing: another
                               * attempt may succeed), ERR_STALE_EPOCH, ERR_DATA_LOSS */
   Auralog__TruncRange **tp, *tv, wtr;
+  /* The commit record a community binlog's roll-forward wrote (rollforward;
+   * NULL: none), with its MTR shape. */
+  Rec *rf;
+  Auralog__PgLast *rf_ml, **rf_mlp;
   char why[512];             /* the alarm names segments, nodes and LSNs */
 };
 
@@ -534,6 +538,75 @@ static int lost(struct rcv *c)
   return 1;
 }
 
+/* The community binlog (ship.c P0, recovery.h recover_rollforward): the
+ * transaction the engine's binlog file names last (v->rf_xid), if it lies
+ * above the VDL proved, was prepared, whole, before the file had it: its
+ * commit record is written now, at its XID, with this epoch, and adopted
+ * with its records, so the VDL the volume serves from includes it. A
+ * binlog entry whose MTR is not whole here is left to the engine, which
+ * cuts it from the file (the commit never happened). */
+static void rollforward(struct rcv *c)
+{
+  struct volume *v = c->v;
+  uint64_t xid = v->rf_xid;
+  if (xid <= c->vdl + 1 || c->nr == 0)
+    return;
+  uint32_t pg, *ml_pg = calloc(c->npgs + 2, sizeof *ml_pg);
+  uint64_t prev, *ml_last = calloc(c->npgs + 2, sizeof *ml_last);
+  size_t at, nml;
+  if (!recover_rollforward(c->vdl, xid, c->rm, c->nr, c->tr, c->ntr, c->npgs, c->tails, &pg,
+                           &prev, &at, ml_pg, ml_last, &nml)) {
+    logwarn("recovery: the binlog's last transaction (xid %llu) has no whole prepared MTR "
+            "above vdl %llu: not rolled forward", (unsigned long long)xid,
+            (unsigned long long)c->vdl);
+    free(ml_pg);
+    free(ml_last);
+    return;
+  }
+  Rec *r = calloc(1, sizeof *r);
+  auralog__record__init(r);
+  r->lsn = xid;
+  r->prev_lsn = prev;
+  r->page_no = ((const Rec *)c->rm[at].rec)->page_no;
+  r->flags = REC_CPL;
+  r->epoch = v->epoch;
+  r->prev_cpl = c->vdl;
+  c->rf_ml = calloc(nml + 1, sizeof *c->rf_ml);
+  c->rf_mlp = calloc(nml + 1, sizeof *c->rf_mlp);
+  for (size_t k = 0; k < nml; k++) {
+    auralog__pg_last__init(&c->rf_ml[k]);
+    c->rf_ml[k].pg = rpg(c, ml_pg[k]);
+    c->rf_ml[k].lsn = ml_last[k];
+    c->rf_mlp[k] = &c->rf_ml[k];
+  }
+  r->mtr = c->rf_mlp;
+  r->n_mtr = nml;
+  rec_seal(r);
+  c->rf = r;
+  if (c->nr == c->caprm) {
+    c->caprm = 2 * c->caprm;
+    c->rm = realloc(c->rm, c->caprm * sizeof *c->rm);
+  }
+  struct rmeta *m = &c->rm[c->nr++];   /* the highest LSN: rm stays in LSN order */
+  memset(m, 0, sizeof *m);
+  m->lsn = xid;
+  m->prev = prev;
+  m->epoch = v->epoch;
+  m->pg = pg;
+  m->cpl = 1;
+  m->prev_cpl = c->vdl;
+  m->mtr_pg = ml_pg;
+  m->mtr_last = ml_last;
+  m->nmtr = nml;
+  m->rec = r;
+  m->adopt = 1;
+  loginfo("recovery: the binlog holds xid %llu, prepared above vdl %llu: its commit record "
+          "is written now (rolled forward)", (unsigned long long)xid,
+          (unsigned long long)c->vdl);
+  v->st.rolled_forward = xid;
+  c->vdl = xid;
+}
+
 static void scan_ask(struct rcv *c)
 {
   for (size_t k = 0; k < c->nk; k++) {
@@ -560,6 +633,7 @@ static void scan_ask(struct rcv *c)
       for (size_t i = 0; i < c->nr; i++)
         c->rm[i].adopt = 0;
     }
+    rollforward(c);
     if (lost(c))
       return fail(c);
     return adopt_ask(c);
@@ -1060,6 +1134,9 @@ void rcv_free(struct rcv *c)
     free((void *)c->rm[i].mtr_last);
   }
   free(c->rm);
+  free(c->rf);
+  free(c->rf_ml);
+  free(c->rf_mlp);
   for (size_t i = 0; i < c->nscans; i++)
     wire_free(c->scans[i]);
   free(c->scans);

@@ -2,6 +2,7 @@
  * recovery.c: the provable VDL (see recovery.h).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "vfs/recovery.h"
 
@@ -131,6 +132,58 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
   free(on);
   return vdl;
   /* LAB 25 END */
+}
+
+int recover_rollforward(uint64_t vdl, uint64_t xid, struct rmeta *recs, size_t n,
+                        const struct trunc *tr, size_t ntr, size_t npgs, uint64_t *tails,
+                        uint32_t *pg, uint64_t *prev, size_t *page_at, uint32_t *ml_pg,
+                        uint64_t *ml_last, size_t *nml)
+{
+  if (xid <= vdl + 1)
+    return 0;
+  uint64_t *reach = malloc((npgs + 1) * sizeof *reach);
+  memcpy(reach, tails, npgs * sizeof *reach);
+  size_t *take = malloc((n + 1) * sizeof *take), nt = 0;
+  uint64_t want = 0;         /* the next LSN the run needs (0: the first not met yet) */
+  int ok = 1;
+  for (size_t i = 0; i < n && ok; i++) {
+    const struct rmeta *r = &recs[i];
+    if ((i > 0 && recs[i - 1].lsn == r->lsn) || r->lsn <= vdl || r->pg >= npgs ||
+        trunc_cuts(tr, ntr, r->lsn, r->epoch))
+      continue;
+    if (r->lsn >= xid)
+      break;
+    if ((want && r->lsn != want) || r->cpl || r->prev != reach[r->pg])
+      ok = 0;                /* a hole, a CPL or a fork: not one whole prepared MTR */
+    reach[r->pg] = r->lsn;
+    want = r->lsn + 1;
+    take[nt++] = i;
+  }
+  ok = ok && nt > 0 && want == xid;
+  if (ok) {
+    *nml = 0;
+    for (size_t j = 0; j < nt; j++) {
+      struct rmeta *r = &recs[take[j]];
+      r->adopt = 1;
+      tails[r->pg] = r->lsn;
+      size_t k = 0;
+      while (k < *nml && ml_pg[k] != r->pg)
+        k++;
+      if (k == *nml)
+        ml_pg[(*nml)++] = r->pg;
+      ml_last[k] = r->lsn;
+    }
+    *page_at = take[nt - 1];
+    *pg = recs[take[nt - 1]].pg;
+    *prev = xid - 1;
+    for (size_t k = 0; k < *nml; k++)
+      if (ml_pg[k] == *pg)
+        ml_last[k] = xid;    /* the commit record is its PG's last */
+    tails[*pg] = xid;
+  }
+  free(take);
+  free(reach);
+  return ok;
 }
 
 /* INVARIANT (the argument is in recovery.h): within the fault model no

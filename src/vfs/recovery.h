@@ -66,6 +66,24 @@ uint64_t recover_vdl(uint64_t hint, const uint64_t *start, size_t npgs,
                      struct rmeta *recs, size_t n, const struct trunc *tr, size_t ntr,
                      uint64_t *tails);
 
+/* The community binlog's roll-forward (ship.c P0, issue 29), after
+ * recover_vdl, on the same recs (sorted now) and tails. xid: the newest
+ * XID of the engine's binlog file, above vdl: the transaction whose events
+ * that file holds was prepared (its page records at write quorum, no CPL)
+ * before they were written there, so its records are all among recs.
+ * RF1: it is rolled forward only if every LSN from the first counting
+ * record above vdl to xid - 1 is there, chained on its PG, and none is a
+ * CPL: one whole prepared MTR. Then those records get adopt, tails[] move
+ * to them, and *pg, *prev, *page_at (the index in recs of record xid - 1,
+ * whose page the commit record names), ml_pg/ml_last (its shape, room
+ * for npgs + 1, the commit record's own PG included, *nml of them) say
+ * what commit record to write at xid; returns 1. Else 0, nothing moved:
+ * the MTR is truncated as any partial one. */
+int recover_rollforward(uint64_t vdl, uint64_t xid, struct rmeta *recs, size_t n,
+                        const struct trunc *tr, size_t ntr, size_t npgs, uint64_t *tails,
+                        uint32_t *pg, uint64_t *prev, size_t *page_at, uint32_t *ml_pg,
+                        uint64_t *ml_last, size_t *nml);
+
 /* The data-loss check, on the VDL recover_vdl proved. heard[k]: the
  * highest VDL segment k of the recovery said a writer told it (0: none,
  * or it never answered), for nk segments. Returns how many heard a VDL

@@ -156,6 +156,9 @@ static struct orec *make_binlog_rec(uint8_t *bl, size_t len, uint64_t lsn, uint6
   return o;
 }
 
+static uint64_t seal_cpl(struct volume *v, struct orec *last, Auralog__PgLast *ml, size_t nml,
+                         uint64_t prev_cpl);
+
 uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
 {
   return vcore_ship_bl(v, pages, n, NULL, 0);
@@ -171,6 +174,14 @@ uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n)
 uint64_t vcore_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, uint8_t *bl,
                        size_t bllen)
 {
+  if (v->prep_ml != NULL) {
+    /* P0 below: nothing may come between a prepared MTR and its commit
+     * record, or that MTR's CPL would make the prepared records durable
+     * without their binlog entry. Only a bug gets here. */
+    logwarn("volume %s: an MTR shipped while a prepared one waits for its commit record",
+           v->name);
+    abort();
+  }
   /* The CPL lists, per PG the MTR touched, its last record there: recovery
    * can then tell a whole MTR from a partial one across PGs. */
   Auralog__PgLast *ml = calloc(n + 2, sizeof *ml);
@@ -194,8 +205,17 @@ uint64_t vcore_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n,
     last = o;
     v->st.binlog_bytes += bllen;
   }
+  v->st.records += n + (bl != NULL);
+  return seal_cpl(v, last, ml, nml, v->last_cpl);
+}
+
+/* The CPL last closes its MTR: flags, the previous CPL, the MTR's shape
+ * ml[0..nml) (last takes ml); sealed, noted as a commit to wait for. */
+static uint64_t seal_cpl(struct volume *v, struct orec *last, Auralog__PgLast *ml, size_t nml,
+                         uint64_t prev_cpl)
+{
   last->r.flags |= REC_CPL;
-  last->r.prev_cpl = v->last_cpl;
+  last->r.prev_cpl = prev_cpl;
   last->ml = ml;
   last->mlp = calloc(nml, sizeof *last->mlp);
   for (size_t j = 0; j < nml; j++)
@@ -212,8 +232,79 @@ uint64_t vcore_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n,
   }
   v->cpl_t[v->ncpls] = (struct cpl_time){0, 0, 0};
   v->cpls[v->ncpls++] = cpl;
-  v->st.records += n + (bl != NULL);
   return cpl;
+}
+
+/* ---- the community binlog's two-phase commit (issue 29) -------------------
+ *
+ * MySQL keeps its binlog in a file of its own and makes it agree with the
+ * redo by an XA two-phase commit; `engine --binlog community` does the
+ * same over the volume:
+ *   1. prepare: the transaction's page records are shipped as an MTR
+ *      without its CPL (vcore_prepare), and the engine waits until they
+ *      are at write quorum (the VCL passes them): durable, not committed
+ *      (the VDL cannot pass them: no CPL above them yet);
+ *   2. the binlog: its events and its XID go to the binlog file, fsynced
+ *      (vfs/blfile.c, by the engine): the commit point;
+ *   3. commit: the commit record is shipped (vcore_commit_prepared): an
+ *      empty record on the MTR's last page, whose LSN is the XID, closing
+ *      the MTR as its CPL.
+ * Recovery (open.c rollforward): a prepared MTR above the VDL whose XID
+ * the binlog file holds gets its commit record written then; any other is
+ * truncated as always. So the binlog holds exactly the durable commits.
+ *
+ * P0. Between a prepare and its commit record no other record gets an
+ *     LSN (vcore_ship_bl refuses): the XID is the LSN after the prepared
+ *     records, and no later CPL may cover them before the binlog has them.
+ *     SQLite's write lock already serializes the engine's commits. */
+uint64_t vcore_prepare(struct volume *v, const struct mtr_page *pages, size_t n)
+{
+  if (v->prep_ml != NULL) {
+    logwarn("volume %s: a second prepare before the first one's commit record", v->name);
+    abort();
+  }
+  Auralog__PgLast *ml = calloc(n + 2, sizeof *ml);
+  size_t nml = 0;
+  uint64_t lsn = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t pg = pages[i].page_no / v->pg_pages;
+    lsn = q_alloc(&v->q, pg, 0);
+    struct orec *o = make_rec(&pages[i], pg, lsn, v->pgs[pg].tail);
+    add_rec(v, pg, o, lsn, 0, ml, &nml);
+    pl_write(&v->plsn, pages[i].page_no, lsn, v->q.vdl);
+    seal(v, o);
+  }
+  v->st.records += n;
+  v->prep_ml = ml;
+  v->prep_nml = nml;
+  v->prep_page = pages[n - 1].page_no;
+  v->prep_prev_cpl = v->last_cpl;
+  v->prep_last = lsn;
+  return lsn;
+}
+
+uint64_t vcore_commit_prepared(struct volume *v)
+{
+  uint32_t pg = v->prep_page / v->pg_pages;
+  uint64_t lsn = q_alloc(&v->q, pg, 1);
+  if (lsn != v->prep_last + 1) {      /* P0 */
+    logwarn("volume %s: the commit record got LSN %llu, not %llu", v->name,
+           (unsigned long long)lsn, (unsigned long long)v->prep_last + 1);
+    abort();
+  }
+  struct orec *o = calloc(1, sizeof *o);
+  auralog__record__init(&o->r);
+  o->bytes = sizeof *o;
+  o->r.lsn = lsn;
+  o->r.prev_lsn = v->pgs[pg].tail;
+  o->r.page_no = v->prep_page;
+  Auralog__PgLast *ml = v->prep_ml;
+  size_t nml = v->prep_nml;
+  add_rec(v, pg, o, lsn, 1, ml, &nml);
+  pl_write(&v->plsn, v->prep_page, lsn, v->q.vdl);
+  v->prep_ml = NULL;
+  v->st.records++;
+  return seal_cpl(v, o, ml, nml, v->prep_prev_cpl);
 }
 
 /* Why commit lsn is not durable yet. */

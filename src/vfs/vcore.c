@@ -535,6 +535,8 @@ void vcore_on_msg(struct volume *v, struct ep *c, const Env *env)
     f.lsns = NULL;
     on_ack(v, &v->fl[i], env);
     vcore_fl_drop(v, i);
+    if (v->vcl_waiter && v->q.vcl >= v->vcl_waiter)
+      vcore_notify(v);          /* a prepare waits for it (volume.c vol_wait_vcl) */
     if (v->closing)
       vcore_notify(v);
     /* The node is free again: what waited for it goes now (after an
@@ -777,6 +779,21 @@ void vcore_feed_mtr(struct volume *v, const struct mtr_page *pages, size_t n, ui
       k--;
     if (k > g->head && g->recs[k - 1]->r.lsn == lsn)
       v->on_rec(v->on_rec_arg, &g->recs[k - 1]->r);
+  }
+}
+
+/* One record, lsn, just given out (a commit record, ship.c P0), to
+ * v->on_rec. */
+void vcore_feed_rec(struct volume *v, uint64_t lsn)
+{
+  if (v->on_rec == NULL)
+    return;
+  for (size_t b = 0; b < v->nbusy; b++) {
+    struct pgout *g = &v->pgs[v->busy[b]];
+    if (g->n > g->head && g->recs[g->n - 1]->r.lsn == lsn) {
+      v->on_rec(v->on_rec_arg, &g->recs[g->n - 1]->r);
+      return;
+    }
   }
 }
 

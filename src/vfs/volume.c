@@ -153,6 +153,12 @@ static int reads_default;
 static int recreate_default;
 
 static int binlog_default;
+static uint64_t rf_xid_default;
+
+void vol_rollforward_xid(uint64_t xid)
+{
+  rf_xid_default = xid;
+}
 
 void vol_binlog_default(int on)
 {
@@ -344,6 +350,7 @@ static struct volume *open_once(const char *coord, const char *name,
   vol_adopt(v, vd);
   v->mseq = vd->mseq;         /* member.h M4: the membership it opens with */
   v->signer = signer;
+  v->rf_xid = rf_xid_default;
   if (vd->ticket)
     vol_set_ticket(v, vd->ticket->sig.data, vd->ticket->sig.len);
   wire_free(rep);
@@ -695,6 +702,63 @@ uint64_t vol_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, u
   return cpl;
 }
 
+
+/* ---- the community binlog's two phases (ship.c P0) ------------------------ */
+
+uint64_t vol_prepare(struct volume *v, const struct mtr_page *pages, size_t n, char *why,
+                     size_t whylen)
+{
+  uint32_t maxpage = 0;
+  for (size_t i = 0; i < n; i++)
+    if (pages[i].page_no > maxpage)
+      maxpage = pages[i].page_no;
+  if (grow(v, maxpage, why, whylen) != 0)
+    return 0;
+  pthread_mutex_lock(&v->drv->mu);
+  struct timespec dl;
+  vol_deadline_in(&dl, COMMIT_DEADLINE_MS);
+  /* Room for the commit record too: it must follow at once (P0). */
+  while (!v->fenced && vcore_ship_refusal(v, n + 1, why, whylen) != 0)
+    if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
+      break;
+  if (vcore_ship_refusal(v, n + 1, why, whylen) != 0) {
+    pthread_mutex_unlock(&v->drv->mu);
+    return 0;
+  }
+  uint64_t last = vcore_prepare(v, pages, n);
+  vcore_feed_mtr(v, pages, n, last);   /* the replicas' stream: no CPL yet, nothing applied */
+  pthread_mutex_unlock(&v->drv->mu);
+  uv_async_send(&v->drv->wake);
+  return last;
+}
+
+int vol_wait_vcl(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen)
+{
+  struct timespec dl;
+  vol_deadline_in(&dl, timeout_ms);
+  pthread_mutex_lock(&v->drv->mu);
+  v->vcl_waiter = lsn;
+  while (v->q.vcl < lsn && !v->fenced)
+    if (pthread_cond_timedwait(&v->drv->cond, &v->drv->mu, &dl) != 0)
+      break;
+  v->vcl_waiter = 0;
+  int rc = v->q.vcl >= lsn ? 0 : -1;
+  if (rc != 0)
+    vcore_stalled(v, lsn, timeout_ms, why, whylen);
+  pthread_mutex_unlock(&v->drv->mu);
+  return rc;
+}
+
+uint64_t vol_commit_prepared(struct volume *v)
+{
+  pthread_mutex_lock(&v->drv->mu);
+  uint64_t cpl = vcore_commit_prepared(v);
+  v->cpl_t[v->ncpls - 1].cut_us = now_us();
+  vcore_feed_rec(v, cpl);
+  pthread_mutex_unlock(&v->drv->mu);
+  uv_async_send(&v->drv->wake);
+  return cpl;
+}
 
 int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen)
 {

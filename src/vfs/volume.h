@@ -51,6 +51,7 @@ struct vol_stats {
   uint64_t epoch, vdl, vcl, next_lsn, lal;
   uint64_t commits, redo_bytes, redo_msgs, records, pending, pages_read;
   uint64_t binlog_bytes;     /* events shipped in binlog records (issue 29) */
+  uint64_t rolled_forward;   /* the XID this open's recovery rolled forward (0: none) */
   /* Every frame to / from the storage nodes (Append, ReadPage, SegQuery,
    * Truncate and their answers; not the coordinator), bytes with the
    * length prefix. redo_bytes/redo_msgs are the Appends among them. */
@@ -83,6 +84,10 @@ void vol_writer_seal(struct volume *v, Auralog__Envelope *env, const uint8_t bin
 
 /* engine --create: opens may create a volume whose name was dropped. */
 void vol_recreate_default(int on);
+/* engine --binlog community: the newest XID of the engine's binlog file,
+ * which the next open's recovery rolls forward if it was prepared and not
+ * committed (open.c rollforward; 0: none). */
+void vol_rollforward_xid(uint64_t xid);
 /* engine --binlog enhanced: a writer's open asks for the volume's binlog
  * PG (the coordinator places one if missing; coord/cbinlog.c). */
 void vol_binlog_default(int on);
@@ -116,6 +121,17 @@ uint64_t vol_ship(struct volume *v, const struct mtr_page *pages, size_t n,
  * it, shipped or not). bl NULL: vol_ship. */
 uint64_t vol_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, uint8_t *bl,
                      size_t bllen, char *why, size_t whylen);
+
+/* The community binlog's two-phase commit (ship.c P0): vol_prepare
+ * ships the MTR's page records without a CPL and returns its last LSN
+ * (0, why: refused; the XID is that LSN + 1); vol_wait_vcl waits until
+ * every record at or below lsn is at write quorum (0, or -1 with why);
+ * vol_commit_prepared ships the commit record, the MTR's CPL, whose LSN
+ * it returns (the XID). Nothing else may ship in between. */
+uint64_t vol_prepare(struct volume *v, const struct mtr_page *pages, size_t n, char *why,
+                     size_t whylen);
+int vol_wait_vcl(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen);
+uint64_t vol_commit_prepared(struct volume *v);
 
 /* Wait until vdl >= lsn. Returns 0, or -1 with a reason after timeout_ms. */
 int vol_wait(struct volume *v, uint64_t lsn, int timeout_ms, char *why, size_t whylen);

@@ -223,6 +223,15 @@ struct volume {
   size_t ntrans;
   int probe_soon;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
+  /* A prepared MTR waiting for its commit record (community binlog,
+   * ship.c P0): its shape so far (NULL: none), its last page, the CPL
+   * before it, its last LSN; and the VCL a waiter waits for (0: none;
+   * vcore.c notifies it). */
+  Auralog__PgLast *prep_ml;
+  size_t prep_nml;
+  uint32_t prep_page;
+  uint64_t prep_prev_cpl, prep_last, vcl_waiter;
+  uint64_t rf_xid;           /* the community binlog's newest XID, for recovery (open.c) */
   /* The PGMRPL at the last pass of vtell_pgmrpl (vtell.c), when it is due
    * again, and whether a PG was left for a later pass. */
   uint64_t mrpl_passed;
@@ -346,6 +355,12 @@ int vcore_ship_refusal(const struct volume *v, size_t n, char *why, size_t whyle
 uint64_t vcore_ship(struct volume *v, const struct mtr_page *pages, size_t n);
 uint64_t vcore_ship_bl(struct volume *v, const struct mtr_page *pages, size_t n, uint8_t *bl,
                        size_t bllen);
+/* The community binlog's two phases (ship.c): the MTR's page records
+ * without a CPL (its last LSN: the XID is the next), then its commit
+ * record (the CPL; its LSN is the XID). */
+uint64_t vcore_prepare(struct volume *v, const struct mtr_page *pages, size_t n);
+uint64_t vcore_commit_prepared(struct volume *v);
+void vcore_feed_rec(struct volume *v, uint64_t lsn);
 /* The read replicas' stream (vfs/feed.c, and the simulator's replica):
  * the records of the MTR just shipped to v->on_rec, in LSN order; and a
  * ReplicaStart as of now (tails: MAX_PGS room, entries malloc'd). */
