@@ -661,7 +661,7 @@ static void usage(FILE *f)
     "usage: auralog cluster up|down|status|key [--dir DIR] [--base-port PORT]\n"
     "                 [--cache PAGES] [--statement-timeout MS] [--pg-pages N]\n"
     "                 [--replicas N] [--failover|--no-failover] [--nodes N] [--key FILE]\n"
-    "                 [--repair-after MS] [--binlog off|enhanced]\n"
+    "                 [--repair-after MS] [--binlog off|community|enhanced]\n"
     "\n"
     "A local cluster of real processes: the coordinator, six storage nodes,\n"
     "two in each of AZs A, B and C (or --nodes N), and the engine serving\n"
@@ -697,8 +697,10 @@ static void usage(FILE *f)
     "                   default %d, at most %d; a volume keeps its PG size for\n"
     "                   good); kept in cluster.json like --cache\n"
     "  --binlog MODE    up: the engine's binlog (`auralog engine --binlog`): off,\n"
-    "                   or enhanced (row changes in commit order, kept by the\n"
-    "                   storage tier; read them with `auralog binlog`); kept in\n"
+    "                   enhanced (row changes in commit order, kept by the\n"
+    "                   storage tier; read them with `auralog binlog`), or\n"
+    "                   community (MySQL's way: a file of the engine's,\n"
+    "                   DIR/binlog/main.binlog, in a two-phase commit); kept in\n"
     "                   cluster.json like --cache\n"
     "  --replicas N     up: read replicas (`auralog replica`, paper §4.2.4) on\n"
     "                   ports N+%d.., each following the engine (default 1, at\n"
@@ -752,8 +754,8 @@ int cluster_main(int argc, char **argv)
     switch (o) {
     case 'd': dir = optarg; break;
     case 'L':
-      if (strcmp(optarg, "off") && strcmp(optarg, "enhanced"))
-        die("cluster: --binlog is off or enhanced, not '%s'", optarg);
+      if (strcmp(optarg, "off") && strcmp(optarg, "enhanced") && strcmp(optarg, "community"))
+        die("cluster: --binlog is off, community or enhanced, not '%s'", optarg);
       binlog = optarg;
       break;
     case 'p':

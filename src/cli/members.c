@@ -166,7 +166,7 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
   snprintf(cache, sizeof cache, "%d", cl->cache);
   snprintf(timeout, sizeof timeout, "%d", cl->timeout);
   snprintf(pg_pages, sizeof pg_pages, "%d", cl->pg_pages);
-  char *engine_argv[20] = {(char *)self, "engine", "--key", key, "--volume", "main",
+  char *engine_argv[28] = {(char *)self, "engine", "--key", key, "--volume", "main",
                            "--listen", m->addr, "--coord", coord};
   int na = 10;
   if (cl->cache > 0) {
@@ -181,9 +181,17 @@ pid_t cluster_spawn(const struct cluster *cl, struct member *m, const char *self
     engine_argv[na++] = "--pg-pages";
     engine_argv[na++] = pg_pages;
   }
+  char blpath[PATH_MAX];
   if (cl->binlog[0]) {        /* `cluster up --binlog` */
     engine_argv[na++] = "--binlog";
     engine_argv[na++] = (char *)cl->binlog;
+    if (strcmp(cl->binlog, "community") == 0) {
+      snprintf(blpath, sizeof blpath, "%s/binlog", cl->dir);
+      mkdir(blpath, 0755);
+      snprintf(blpath, sizeof blpath, "%s/binlog/main.binlog", cl->dir);
+      engine_argv[na++] = "--binlog-file";
+      engine_argv[na++] = blpath;
+    }
   }
   engine_argv[na++] = "--operator";
   engine_argv[na++] = opkey;

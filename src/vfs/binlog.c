@@ -51,6 +51,34 @@ void binlog_count(size_t len)
   pthread_mutex_unlock(&smu);
 }
 
+void binlog_count_2pc(uint64_t prepare_us, uint64_t binlog_us, uint64_t commit_us,
+                      uint64_t fsyncs, uint64_t file_bytes)
+{
+  pthread_mutex_lock(&smu);
+  stats.prepare_us += prepare_us;
+  stats.binlog_us += binlog_us;
+  stats.commit_us += commit_us;
+  stats.fsyncs = fsyncs;
+  stats.file_bytes = file_bytes;
+  pthread_mutex_unlock(&smu);
+}
+
+void binlog_set_scan(uint64_t us, uint64_t bytes, uint64_t frames)
+{
+  pthread_mutex_lock(&smu);
+  stats.scan_us = us;
+  stats.scan_bytes = bytes;
+  stats.scan_frames = frames;
+  pthread_mutex_unlock(&smu);
+}
+
+void binlog_note_rollforward(void)
+{
+  pthread_mutex_lock(&smu);
+  stats.rolled_forward++;
+  pthread_mutex_unlock(&smu);
+}
+
 void binlog_stats_get(struct binlog_stats *out)
 {
   pthread_mutex_lock(&smu);

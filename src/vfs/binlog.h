@@ -36,6 +36,13 @@ struct binlog_stats {
 void binlog_stats_get(struct binlog_stats *out);
 /* The same, as a JSON object (caller frees with cJSON_Delete). */
 cJSON *binlog_stats_json(void);
+/* The community binlog's counters (community.c): one commit's stages (µs)
+ * and the file's fsyncs and size after it; the open's recovery scan; a
+ * recovery rolled a prepared transaction forward. */
+void binlog_count_2pc(uint64_t prepare_us, uint64_t binlog_us, uint64_t commit_us,
+                      uint64_t fsyncs, uint64_t file_bytes);
+void binlog_set_scan(uint64_t us, uint64_t bytes, uint64_t frames);
+void binlog_note_rollforward(void);
 /* Counting: a transaction's events, packed (len bytes), went out. */
 void binlog_count(size_t len);
 /* The engine's mode (engine --binlog), for the stats. */

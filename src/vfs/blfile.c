@@ -582,6 +582,33 @@ int blf_read_from(const char *path, uint64_t after, blf_frame_fn fn, void *arg, 
 
 /* ---- the rest --------------------------------------------------------------- */
 
+int blf_cut_after(struct blfile *f, uint64_t xid, uint64_t *cut, char *why, size_t whylen)
+{
+  pthread_mutex_lock(&f->mu);
+  struct walk w;
+  int rc = -1;
+  *cut = 0;
+  if (f->broken[0])
+    say(why, whylen, "%s", f->broken);
+  else if (f->syncing)
+    say(why, whylen, "%s: a sync is in progress", f->path);
+  else if (walk(f->fd, f->end, 0, xid, NULL, NULL, &w, f->path, why, whylen) == 0) {
+    if (w.end == f->end)
+      rc = 0;                /* nothing above xid */
+    else if (ftruncate(f->fd, (off_t)w.end) != 0 || fdatasync(f->fd) != 0)
+      say(why, whylen, "%s: cutting after xid %llu: %s", f->path, (ull)xid, strerror(errno));
+    else {
+      *cut = f->end - w.end;
+      f->end = f->synced = w.end;
+      f->last_xid = f->synced_xid = w.last;
+      f->st.syncs++;
+      rc = 0;
+    }
+  }
+  pthread_mutex_unlock(&f->mu);
+  return rc;
+}
+
 uint64_t blf_size(const struct blfile *f)
 {
   struct blfile *m = (struct blfile *)f;   /* the lock only */

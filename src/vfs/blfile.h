@@ -101,6 +101,11 @@ int blf_read_from(const char *path, uint64_t after, blf_frame_fn fn, void *arg, 
 int blf_read_range(const char *path, uint64_t after, uint64_t upto, blf_frame_fn fn, void *arg,
                    char *why, size_t whylen);
 
+/* Cut every frame with an XID above xid, durably (*cut: the bytes cut):
+ * the engine's, after a recovery that did not roll forward the frame's
+ * transaction (community.c). No append or sync may run meanwhile. */
+int blf_cut_after(struct blfile *f, uint64_t xid, uint64_t *cut, char *why, size_t whylen);
+
 uint64_t blf_size(const struct blfile *f);
 void blf_stats(const struct blfile *f, struct blf_stats *st);
 /* Sync what was appended (errors are lost: sync first to know) and close.

@@ -63,6 +63,8 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <limits.h>
 
 #include "lib/addr.h"
 #include "net/keyfile.h"
@@ -72,6 +74,7 @@
 #include "roles.h"
 #include "vfs/binlog.h"
 #include "vfs/capture.h"
+#include "vfs/community.h"
 #include "vfs/ddl.h"
 #include "vfs/engine_int.h"
 #include "vfs/vfs.h"
@@ -338,6 +341,26 @@ static void on_tick(uv_timer_t *t)
   feed_tick();
 }
 
+/* --binlog community: the binlog file (default DIR/binlog/VOLUME.binlog,
+ * DIR being $AURALOG_DIR or ~/.auralog), opened and read whole before the
+ * volume opens (community.c). */
+static void open_community(const char *path, const char *volume)
+{
+  char def[PATH_MAX], why[400];
+  if (path == NULL) {
+    const char *dir = getenv("AURALOG_DIR"), *home = getenv("HOME");
+    char base[PATH_MAX - 64];
+    snprintf(base, sizeof base, "%s%s", dir ? dir : home ? home : ".", dir ? "" : "/.auralog");
+    mkdir(base, 0755);
+    snprintf(def, sizeof def, "%s/binlog", base);
+    mkdir(def, 0755);
+    snprintf(def, sizeof def, "%s/binlog/%s.binlog", base, volume);
+    path = def;
+  }
+  if (community_open(path, why, sizeof why) != 0)
+    die("engine: the community binlog: %s", why);
+}
+
 int engine_captures(void)
 {
   return E.vol && (E.binlog != BINLOG_OFF || capture_on() || vol_has_binlog(E.vol));
@@ -398,7 +421,7 @@ static void on_msg(struct conn *c, const Env *env)
     if (E.vol && engine_captures()) {
       if ((cl->cap = capture_open(cl->db, binlog_sink, NULL)) == NULL)
         die("engine: out of memory for the binlog's change capture");
-      if (vol_has_binlog(E.vol))
+      if (vol_has_binlog(E.vol) || community_on())
         sqlite3_commit_hook(cl->db, on_commit, cl);
     }
   }
@@ -470,7 +493,8 @@ static void usage(FILE *f)
     "usage: auralog engine [--volume NAME] [--listen ADDR] [--coord ADDR]\n"
     "                      [--ship redo|pages] [--reads durable|immediate] [--cache PAGES]\n"
     "                      [--statement-timeout MS] [--pg-pages N] [--if-epoch N]\n"
-    "                      [--create] [--operator FILE] [--binlog off|enhanced]\n"
+    "                      [--create] [--operator FILE] [--binlog off|community|enhanced]\n"
+    "                      [--binlog-file PATH]\n"
     "       auralog engine --baseline SYSTEM --file PATH [--listen ADDR]\n"
     "                      [--statement-timeout MS]\n"
     "\n"
@@ -512,7 +536,12 @@ static void usage(FILE *f)
     "                 commit's events go with its redo, in the same MTR, to\n"
     "                 the volume's binlog PG in the storage tier (placed now\n"
     "                 if missing; from then on every writer of the volume\n"
-    "                 keeps it)\n"
+    "                 keeps it); community: as MySQL, a local binlog file\n"
+    "                 (--binlog-file) kept in a two-phase commit with the\n"
+    "                 redo: prepare, the file's fsync, the commit record, one\n"
+    "                 commit at a time; a restart reads the whole file\n"
+    "  --binlog-file PATH  community: the binlog file (default\n"
+    "                 $AURALOG_DIR/binlog/VOLUME.binlog, or ~/.auralog/...)\n"
     "  --operator FILE  the operator's key (default: $AURALOG_OPERATOR, else\n"
     "                 operator.key beside the cluster key's directory): only\n"
     "                 the operator's engine takes a writer epoch\n"
@@ -593,8 +622,10 @@ int engine_main(int argc, char **argv)
     {"statement-timeout", required_argument, 0, 'T'}, {"pg-pages", required_argument, 0, 'P'},
     {"if-epoch", required_argument, 0, 'I'}, {"create", no_argument, 0, 'N'},
     {"operator", required_argument, 0, 'O'}, {"binlog", required_argument, 0, 'B'},
+    {"binlog-file", required_argument, 0, 'G'},
     {"help", no_argument, 0, 'h'}, {0}};
   const char *volume = "main", *listen = ENGINE_ADDR_DEFAULT, *coord = NULL, *file = NULL;
+  const char *blfile = NULL;
   const char *reads = NULL;
   long cache = 0, pg_pages = 0;
   unsigned long long if_epoch = 0;
@@ -637,15 +668,16 @@ int engine_main(int argc, char **argv)
     }
     case 'N': vol_recreate_default(1); break;
     case 'O': setenv("AURALOG_OPERATOR", optarg, 1); break;
+    case 'G': blfile = optarg; break;
     case 'B':
       if (strcmp(optarg, "off") == 0)
         E.binlog = BINLOG_OFF;
       else if (strcmp(optarg, "enhanced") == 0)
         E.binlog = BINLOG_ENHANCED;
       else if (strcmp(optarg, "community") == 0)
-        die("engine: --binlog community is not built yet; say off or enhanced");
+        E.binlog = BINLOG_COMMUNITY;
       else
-        die("engine: --binlog is off or enhanced, not '%s'", optarg);
+        die("engine: --binlog is off, community or enhanced, not '%s'", optarg);
       vol_binlog_default(E.binlog == BINLOG_ENHANCED);
       binlog_set_mode(optarg);
       break;
@@ -701,6 +733,10 @@ int engine_main(int argc, char **argv)
     if (if_epoch)
       snprintf(E.uri + strlen(E.uri), sizeof E.uri - strlen(E.uri), "&if_epoch=%llu", if_epoch);
     engine_wait_port(listen);
+    if (E.binlog == BINLOG_COMMUNITY)
+      open_community(blfile, volume);   /* its recovery scan, before the volume's */
+    else if (blfile)
+      die("engine: --binlog-file is for --binlog community");
     if (auralog_vfs_register(0, listen, 1) != SQLITE_OK)
       die("engine: cannot register the auralog VFS");
     auralog_vfs_ship_pages(E.ship_pages);
@@ -724,7 +760,14 @@ int engine_main(int argc, char **argv)
             E.ship_pages ? "; shipping whole pages (a baseline)" : "");
     E.epoch = st.epoch;
     E.page_size = vol_page_size(E.vol);
-    if (vol_has_binlog(E.vol)) {
+    if (E.binlog == BINLOG_COMMUNITY) {
+      char cwhy[300];
+      if (vol_has_binlog(E.vol))
+        die("engine: volume %s keeps an enhanced binlog in the storage tier; --binlog "
+            "community would keep a second one (start it with --binlog enhanced)", volume);
+      if (community_opened(E.vol, cwhy, sizeof cwhy) != 0)
+        die("engine: %s", cwhy);
+    } else if (vol_has_binlog(E.vol)) {
       binlog_set_mode("enhanced");
       loginfo("volume %s has a binlog (enhanced): every commit's row events go with its "
               "redo to the binlog PG%s", volume,

@@ -40,6 +40,7 @@
 #include "record.h"
 #include "vfs/binlog.h"
 #include "vfs/cache.h"
+#include "vfs/community.h"
 #include "vfs/diff.h"
 #include "vfs/vfs.h"
 #include "vfs/vfs_int.h"
@@ -305,13 +306,27 @@ static int ship(struct afile *f)
    * events to keep. */
   size_t bllen = 0;
   uint8_t *bl = binlog_take(&bllen);
-  if (bl && (np == 0 || !vol_has_binlog(vv->vol))) {
+  if (bl && (np == 0 || (!vol_has_binlog(vv->vol) && !community_on()))) {
     free(bl);
     bl = NULL;
   }
   if (bl)
     binlog_count(bllen);
-  if (np > 0) {
+  int extra = bl != NULL;    /* a record after the pages: the binlog's, or a commit record */
+  if (np > 0 && bl && community_on()) {
+    /* The community binlog: MySQL's two-phase commit (community.c). Its
+     * waits (a write quorum, an fsync) leave the volume's lock to the
+     * readers, as a durable commit's wait does below; SQLite's write lock
+     * keeps other writers out. */
+    pthread_mutex_unlock(&vv->mu);
+    cpl = community_commit(vv->vol, pages, np, bl, bllen, why, sizeof why);
+    pthread_mutex_lock(&vv->mu);
+    bl = NULL;
+    if (cpl == 0) {
+      set_err(f, why);
+      rc = SQLITE_IOERR_FSYNC;
+    }
+  } else if (np > 0) {
     cpl = vol_ship_bl(vv->vol, pages, np, bl, bllen, why, sizeof why);
     if (cpl == 0) {
       set_err(f, why);
@@ -325,7 +340,7 @@ static int ship(struct afile *f)
     for (size_t i = 0; i < np; i++) {
       struct cpage *c = pm_put(&vv->cache, pages[i].page_no);
       memcpy(c->data, pages[i].after, vv->ps);
-      c->lsn = cpl - (bl != NULL) - (np - 1 - i);
+      c->lsn = cpl - (uint64_t)extra - (np - 1 - i);
     }
     for (size_t i = 0; i < n; i++) {      /* unchanged pages: same bytes */
       struct cpage *c = pm_get(&vv->cache, all[i]->page_no);
