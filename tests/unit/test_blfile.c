@@ -18,6 +18,8 @@
  *     quietly at a torn tail;
  *   - 8 threads appending and syncing: every frame lands, each sync
  *     returns with its XID durable, and fewer fdatasyncs than appends;
+ *     8 threads that all append before any syncs: one fdatasync for the
+ *     8 (the leader's), the other 7 join it;
  *   - an append that runs into the file size limit (RLIMIT_FSIZE, SIGXFSZ
  *     ignored) fails with a reason and leaves the file as it was;
  *   - the cost of append + sync (1 and 8 threads) and of the scan at open
@@ -438,6 +440,7 @@ struct crowd {
   pthread_mutex_t order;     /* the caller's commit order: XID and append together */
   uint64_t next;
   int per;                   /* commits per thread */
+  pthread_barrier_t *step;   /* if set: every thread appends, then every thread syncs */
   int failed;
   uint64_t usec;             /* summed over commits */
 };
@@ -455,6 +458,8 @@ static void *committer(void *arg)
     int rc = blf_append(c->f, xid, b, n, &t, why, sizeof why);
     pthread_mutex_unlock(&c->order);
     struct blf_stats st;
+    if (c->step)
+      pthread_barrier_wait(c->step);
     if (rc == 0)
       rc = blf_sync(c->f, t, why, sizeof why);
     blf_stats(c->f, &st);
@@ -463,16 +468,21 @@ static void *committer(void *arg)
     if (rc != 0 || st.synced_xid < xid)    /* sync returned before its frame was durable */
       c->failed++;
     pthread_mutex_unlock(&c->order);
+    if (c->step)
+      pthread_barrier_wait(c->step);
   }
   return NULL;
 }
 
-/* n threads, per commits each, on a fresh file; the stats. */
-static void crowd_run(const char *p, int n, int per, struct blf_stats *st, double *us)
+/* n threads, per commits each, on a fresh file (in step: all append,
+ * then all sync); the stats. */
+static void crowd_run(const char *p, int n, int per, int step, struct blf_stats *st, double *us)
 {
   char why[256];
   unlink(p);
-  struct crowd c = {.per = per};
+  pthread_barrier_t b;
+  pthread_barrier_init(&b, NULL, (unsigned)n);
+  struct crowd c = {.per = per, .step = step ? &b : NULL};
   pthread_mutex_init(&c.order, NULL);
   c.f = blf_open(p, NULL, NULL, NULL, why, sizeof why);
   assert_non_null(c.f);
@@ -486,6 +496,7 @@ static void crowd_run(const char *p, int n, int per, struct blf_stats *st, doubl
   *us = (double)c.usec / (n * per);
   blf_close(c.f);
   pthread_mutex_destroy(&c.order);
+  pthread_barrier_destroy(&b);
 }
 
 static void threads_group_commit(void **state)
@@ -494,7 +505,15 @@ static void threads_group_commit(void **state)
   const char *p = path_of("crowd");
   struct blf_stats st;
   double us;
-  crowd_run(p, 8, 250, &st, &us);
+  /* In step: the first to sync leads, for all 8 frames; the others wait
+   * and return with it. Exactly one fdatasync a round. */
+  crowd_run(p, 8, 50, 1, &st, &us);
+  assert_int_equal(st.appends, 400);
+  assert_int_equal(st.syncs, 50);
+  assert_int_equal(st.joined, 350);
+  blf_close(reopen(p, 400, 0));
+  /* Free running: whatever groups form, every commit lands. */
+  crowd_run(p, 8, 250, 0, &st, &us);
   assert_int_equal(st.appends, 2000);
   assert_int_equal(st.last_xid, 2000);
   assert_int_equal(st.synced_xid, 2000);
@@ -550,11 +569,11 @@ static void append_sync_cost(void **state)
   const char *p = path_of("cost");
   struct blf_stats st;
   double us;
-  crowd_run(p, 1, 300, &st, &us);
+  crowd_run(p, 1, 300, 0, &st, &us);
   print_message("1 thread: append+sync %.1f us a commit (fdatasync %.1f us), %.2f syncs an "
                 "append\n", us, (double)st.sync_usec / (double)st.syncs,
                 (double)st.syncs / (double)st.appends);
-  crowd_run(p, 8, 150, &st, &us);
+  crowd_run(p, 8, 150, 0, &st, &us);
   print_message("8 threads: append+sync %.1f us a commit, %.3f syncs an append (%.1f frames "
                 "a sync, fdatasync %.1f us)\n", us, (double)st.syncs / (double)st.appends,
                 (double)st.appends / (double)st.syncs, (double)st.sync_usec / (double)st.syncs);
