@@ -85,6 +85,7 @@
 #define FILE_HDR    16
 #define FRAME_HDR   20
 #define READ_CHUNK  (2u << 20)   /* the scan reads this much at a time */
+typedef unsigned long long ull;
 
 struct blfile {
   pthread_mutex_t mu;        /* everything below */
@@ -100,17 +101,15 @@ struct blfile {
   struct blf_stats st;       /* the counters (the rest: filled by blf_stats) */
 };
 
-static void __attribute__((format(printf, 3, 4))) say(char *why, size_t whylen, const char *fmt, ...)
+static void __attribute__((format(printf, 3, 4)))
+say(char *why, size_t whylen, const char *fmt, ...)
 {
-  if (why == NULL || whylen == 0)
-    return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, whylen, fmt, ap);
+  if (why && whylen)
+    vsnprintf(why, whylen, fmt, ap);
   va_end(ap);
 }
-
-typedef unsigned long long ull;
 
 /* ---- the formats ------------------------------------------------------------ */
 
@@ -145,22 +144,18 @@ static int header_check(int fd, uint64_t size, const char *path, char *why, size
 {
   uint8_t h[FILE_HDR];
   ssize_t k = size < FILE_HDR ? 0 : pread(fd, h, FILE_HDR, 0);
-  if (k < 0) {
-    say(why, whylen, "%s: reading the header: %s", path, strerror(errno));
-    return -1;
-  }
   /* R3: a binlog always has its whole header; without one it is some
    * other file (or a damaged one), and is left alone. */
-  if (k < FILE_HDR || get_be32(h) != FILE_MAGIC || get_be32(h + 12) != sum32(h, 12)) {
+  if (k < 0)
+    say(why, whylen, "%s: reading the header: %s", path, strerror(errno));
+  else if (k < FILE_HDR || get_be32(h) != FILE_MAGIC || get_be32(h + 12) != sum32(h, 12))
     say(why, whylen, "%s: no whole binlog header: not a binlog file, or a damaged one", path);
-    return -1;
-  }
-  if (get_be32(h + 4) != VERSION) {
+  else if (get_be32(h + 4) != VERSION)
     say(why, whylen, "%s: binlog format version %u; this auralog reads %u", path,
         get_be32(h + 4), VERSION);
-    return -1;
-  }
-  return 0;
+  else
+    return 0;
+  return -1;
 }
 
 /* ---- reading ---------------------------------------------------------------- */
@@ -170,7 +165,7 @@ static int header_check(int fd, uint64_t size, const char *path, char *why, size
 struct rd {
   int fd;
   uint64_t lim;
-  uint8_t *b;
+  uint8_t *b;                /* cap bytes */
   size_t cap;
   uint64_t at;               /* the file offset of b[0] */
   size_t n;                  /* bytes held */
@@ -229,11 +224,8 @@ static int frame_at(struct rd *r, uint64_t off, uint64_t *xid, const uint8_t **p
   uint32_t l = get_be32(h + 4);
   if (l > BLF_PAYLOAD_MAX || l > r->lim - off - FRAME_HDR)
     return 0;                /* a torn or damaged length: past the file */
-  got = rd_get(r, off, FRAME_HDR + (size_t)l, &h);
-  if (got < 0)
-    return -1;
-  if ((size_t)got < FRAME_HDR + (size_t)l)
-    return 0;
+  if ((got = rd_get(r, off, FRAME_HDR + (size_t)l, &h)) < FRAME_HDR + (ssize_t)l)
+    return got < 0 ? -1 : 0;
   uint64_t x = get_be64(h + 8);
   if (get_be32(h + 16) != frame_sum(off, x, h + FRAME_HDR, l))
     return 0;
@@ -275,10 +267,10 @@ static int find_whole(struct rd *r, uint64_t from, uint64_t *at, uint64_t *xid)
   return 0;
 }
 
-/* What one pass over a file found. */
+/* What one pass over a file found: frames, first and last XIDs, and the
+ * offset just after the last good frame looked at. */
 struct walk {
-  uint64_t frames, first, last;
-  uint64_t end;              /* just after the last good frame looked at */
+  uint64_t frames, first, last, end;
 };
 
 /* Check every frame of fd from the header to lim, in order; fn for each
@@ -356,10 +348,8 @@ static int pwrite_all(int fd, struct iovec *iov, int cnt, uint64_t off)
     ssize_t k = pwritev(fd, iov, cnt, (off_t)off);
     if (k < 0 && errno == EINTR)
       continue;
-    if (k < 0)
-      return -1;
-    if (k == 0) {
-      errno = ENOSPC;
+    if (k <= 0) {
+      errno = k ? errno : ENOSPC;
       return -1;
     }
     off += (uint64_t)k;
@@ -378,18 +368,13 @@ static int pwrite_all(int fd, struct iovec *iov, int cnt, uint64_t off)
 /* A new file at tmp with a synced header (R3); its fd, or -1 (errno). */
 static int new_file(const char *tmp)
 {
-  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return -1;
   uint8_t h[FILE_HDR];
   file_header(h);
   struct iovec v = {h, FILE_HDR};
-  if (pwrite_all(fd, &v, 1, 0) != 0 || fdatasync(fd) != 0) {
-    int e = errno;
-    close(fd);
-    unlink(tmp);
-    errno = e;
-    return -1;
+  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0 && (pwrite_all(fd, &v, 1, 0) != 0 || fdatasync(fd) != 0)) {
+    close(fd);               /* (the next open removes tmp) */
+    fd = -1;
   }
   return fd;
 }
@@ -528,8 +513,7 @@ int blf_sync(struct blfile *f, uint64_t ticket, char *why, size_t whylen)
     f->syncing = 1;
     pthread_mutex_unlock(&f->mu);
     unsigned long long t0 = now_us();
-    int s = fdatasync(fd);
-    int e = errno;
+    int s = fdatasync(fd), e = errno;
     unsigned long long dt = now_us() - t0;
     pthread_mutex_lock(&f->mu);
     f->syncing = 0;
