@@ -201,6 +201,43 @@ static size_t pack_txn(uint64_t x, uint8_t *buf)
   return auralog__binlog_txn__pack(&txn, buf);
 }
 
+/* The engine's cut after a recovery that rolled nothing forward
+ * (community.c): frames above the XID go, durably; the rest stay, the
+ * file keeps working, and the next XID may be any above the cut. */
+static void cut_after_drops_the_frames_above(void **state)
+{
+  (void)state;
+  const char *p = path_of("cut");
+  char why[256];
+  struct blfile *f = blf_open(p, NULL, NULL, NULL, why, sizeof why);
+  assert_non_null(f);
+  uint64_t t = 0, cut = 0;
+  uint8_t buf[600];
+  for (uint64_t x = 1; x <= 5; x++)
+    assert_int_equal(blf_append(f, x * 10, buf, payload(x * 10, buf), &t, why, sizeof why), 0);
+  assert_int_equal(blf_sync(f, t, why, sizeof why), 0);
+  assert_int_equal(blf_cut_after(f, 50, &cut, why, sizeof why), 0);
+  assert_int_equal(cut, 0);             /* nothing above */
+  assert_int_equal(blf_cut_after(f, 35, &cut, why, sizeof why), 0);
+  assert_true(cut > 0);
+  struct blf_stats st;
+  blf_stats(f, &st);
+  assert_int_equal(st.last_xid, 30);
+  assert_int_equal(st.size, file_size(p));
+  assert_int_equal(blf_append(f, 31, buf, payload(31, buf), &t, why, sizeof why), 0);
+  assert_int_equal(blf_sync(f, t, why, sizeof why), 0);
+  blf_close(f);
+  struct blf_scan s;
+  struct got *g = calloc(1, sizeof *g);
+  f = blf_open(p, txn_seen, g, &s, why, sizeof why);
+  assert_non_null(f);
+  assert_int_equal(s.frames, 4);
+  assert_int_equal(s.last_xid, 31);
+  assert_false(s.torn);
+  free(g);
+  blf_close(f);
+}
+
 static void frames_come_back_in_order(void **state)
 {
   (void)state;
@@ -627,6 +664,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(frames_come_back_in_order),
+    cmocka_unit_test(cut_after_drops_the_frames_above),
     cmocka_unit_test(torn_last_frame_is_cut),
     cmocka_unit_test(damage_before_the_end_refuses),
     cmocka_unit_test(xids_must_increase),
