@@ -837,6 +837,12 @@ int binlog_main(int argc, char **argv)
     usage(stdout);
     return 0;
   }
+  /* getopt names the subcommand in its complaints: "binlog tail: ..." */
+  static char *const names[] = {"binlog tail", "binlog apply", "binlog status",
+                                "binlog forget"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcmp(sub, names[i] + 7))
+      argv[1] = names[i];
   if (!strcmp(sub, "tail"))
     return tail_main(argc - 1, argv + 1);
   if (!strcmp(sub, "apply"))
