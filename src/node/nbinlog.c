@@ -40,7 +40,7 @@
  * or `auralog status`. A consumer holds the cluster key, as every tool does.
  *
  * Retention (nbl_retain, from the background pass: bg.c). The rule, kept
- * by nbl_release_count and the bound computed here:
+ * by nbl_releases (nbl_release_count over a list) and the bound computed here:
  *   R1. A binlog segment keeps every record above its volume's keep point:
  *       the lowest position of the volume's registered consumers, which the
  *       coordinator sends with each Assign (Assign.binlog_keep; node.c
@@ -244,20 +244,22 @@ void nbl_on_assign(struct node *n, const Auralog__Assign *as)
 
 /* ---- retention --------------------------------------------------------------- */
 
+int nbl_releases(const struct nbl_cand *c, uint64_t held, uint64_t newest_ms,
+                 uint64_t keep_bytes, uint64_t keep_ms)
+{
+  /* R3: the oldest goes while the segment holds more than keep_bytes, or
+   * while it is older than keep_ms before the newest. */
+  if (held > keep_bytes)
+    return 1;
+  return c->wall_ms && newest_ms > keep_ms && c->wall_ms < newest_ms - keep_ms;
+}
+
 size_t nbl_release_count(const struct nbl_cand *c, size_t n, uint64_t held,
                          uint64_t newest_ms, uint64_t keep_bytes, uint64_t keep_ms)
 {
-  /* R3: release the oldest while the segment holds more than keep_bytes,
-   * or while the oldest is older than keep_ms before the newest. */
-  uint64_t cutoff = newest_ms > keep_ms ? newest_ms - keep_ms : 0;
   size_t k = 0;
-  for (; k < n; k++) {
-    int over_bytes = held > keep_bytes;
-    int too_old = c[k].wall_ms && c[k].wall_ms < cutoff;
-    if (!over_bytes && !too_old)
-      break;
+  for (; k < n && nbl_releases(&c[k], held, newest_ms, keep_bytes, keep_ms); k++)
     held -= c[k].len < held ? c[k].len : held;
-  }
   return k;
 }
 
@@ -342,10 +344,14 @@ static int release(struct node *n, struct segment *s, uint64_t upto, size_t *rel
   int rc = drop_leftovers(n, s, BINLOG_RELEASE_BATCH);
   if (rc != 0)
     return store_fail(st, rc, why, whylen, "releasing binlog records");
-  /* R4: the candidates, a prefix of the chain from the release point. */
+  /* R4: a prefix of the chain from the release point, each record decided
+   * as it comes (R3: the first kept ends it): only what goes is read, and
+   * a record's commit time only when its bytes do not decide. */
   struct nbl_cand *c = NULL;
   uint32_t *pages = NULL;
   size_t nc = 0, cap = 0;
+  uint64_t held = s->bytes, newest_ms = 0;
+  int newest_read = 0;
   struct kv_cursor *cur;
   if ((rc = kv_cursor(st->kv, st->txn, st->recs, &cur)) != 0)
     return store_fail(st, rc, why, whylen, "releasing binlog records");
@@ -365,19 +371,27 @@ static int release(struct node *n, struct segment *s, uint64_t upto, size_t *rel
     char rwhy[160];
     int ok = r && r->lsn == lsn && rec_check(r, s->page_size, rwhy, sizeof rwhy) == ERR_NONE &&
              r->prev_lsn == prev && (r->flags & REC_BINLOG);
-    uint64_t ms = ok ? wall_of_rec(r) : 0;
+    struct nbl_cand cand = {lsn, val.len, 0};
     uint32_t page = ok ? r->page_no : 0;
+    if (ok && held <= b->keep_bytes) {
+      cand.wall_ms = wall_of_rec(r);
+      if (!newest_read) {
+        newest_ms = wall_at(n, s, store_tail(st, s, nbl_durable(s)));
+        newest_read = 1;
+      }
+    }
     if (r)
       auralog__record__free_unpacked(r, NULL);
-    if (!ok)
-      break;                 /* the scrub's to deal with; release nothing past it */
+    if (!ok || !nbl_releases(&cand, held, newest_ms, b->keep_bytes, b->keep_ms))
+      break;                 /* kept (R3), or the scrub's to deal with: nothing past it */
     if (nc == cap) {
       cap = cap ? 2 * cap : 256;
       c = realloc(c, cap * sizeof *c);
       pages = realloc(pages, cap * sizeof *pages);
     }
     pages[nc] = page;
-    c[nc++] = (struct nbl_cand){lsn, val.len, ms};
+    c[nc++] = cand;
+    held -= cand.len < held ? cand.len : held;
     prev = lsn;
   }
   kv_cursor_close(st->kv, cur);
@@ -386,8 +400,7 @@ static int release(struct node *n, struct segment *s, uint64_t upto, size_t *rel
     free(pages);
     return store_fail(st, rc, why, whylen, "releasing binlog records");
   }
-  uint64_t newest_ms = nc ? wall_at(n, s, store_tail(st, s, nbl_durable(s))) : 0;
-  size_t take = nbl_release_count(c, nc, s->bytes, newest_ms, b->keep_bytes, b->keep_ms);
+  size_t take = nc;
   rc = 0;
   for (size_t i = 0; i < take && rc == 0; i++) {
     rec_key(k, s->volume_id, s->pg, c[i].lsn);

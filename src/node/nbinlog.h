@@ -12,7 +12,8 @@
  *   nbl_free       the node is gone (memory only)
  * Pure, for the tests:
  *   nbl_durable        the point up to which a binlog segment vouches
- *   nbl_release_count  the retention rule itself (R1-R4 in nbinlog.c)
+ *   nbl_releases       the retention rule itself (R3 in nbinlog.c), and
+ *   nbl_release_count  the same over a list of records, oldest first
  */
 #ifndef AURALOG_NBINLOG_H
 #define AURALOG_NBINLOG_H
@@ -48,6 +49,9 @@ struct nbl_cand {
   uint64_t wall_ms;          /* its transaction's commit time (0: unknown) */
 };
 
+/* Does the oldest record c go, the segment holding held bytes? (R3) */
+int nbl_releases(const struct nbl_cand *c, uint64_t held, uint64_t newest_ms,
+                 uint64_t keep_bytes, uint64_t keep_ms);
 /* How many of c[0..n) to release (a prefix): c holds the segment's oldest
  * records, every one at or below the bound (R2); held: the bytes of
  * records the segment holds in all; newest_ms: the commit time of its

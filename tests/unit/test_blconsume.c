@@ -251,6 +251,20 @@ static void node_serves_binlog_records_up_to_its_durable_end(void **state)
   assert_int_equal(t->events[0]->rowid, 2);
   auralog__binlog_txn__free_unpacked(t, NULL);
 
+  /* The node's record cache holds each binlog record whole, after the
+   * Append that brought it is gone (Invariant R, store_rcache.c). */
+  char why[256];
+  assert_int_equal(store_rc_check(&x.n->st, why, sizeof why), 0);
+  int owned;
+  const Rec *cr = store_get_rec(&x.n->st, s, 3, &owned);
+  assert_non_null(cr);
+  t = auralog__binlog_txn__unpack(NULL, cr->binlog.len, cr->binlog.data);
+  assert_non_null(t);
+  assert_int_equal(t->wall_ms, 3000);
+  auralog__binlog_txn__free_unpacked(t, NULL);
+  if (owned)
+    auralog__record__free_unpacked((Rec *)cr, NULL);
+
   /* After 2: nothing, until the writer tells a VDL that covers 3. */
   r = bl_read(&x, c, 21, VOL, 2, 0);
   assert_int_equal(r->n_records, 0);
@@ -372,6 +386,22 @@ static void node_retention_stops_at_the_durable_end_and_at_peers(void **state)
   node_end_turn(x.n);
   assert_int_equal(s->gc_lsn, 4);
   unsetenv("AURALOG_BINLOG_KEEP_BYTES");
+  node_teardown(&x);
+}
+
+static void node_retention_by_commit_time(void **state)
+{
+  (void)state;
+  struct nfix x;
+  setenv("AURALOG_BINLOG_KEEP_MS", "3500", 1);   /* bytes: the default, far off */
+  bl_setup(&x);
+  append_range(&x, 10, 1, 10, 10);            /* commit times 1000 .. 10000 ms */
+  struct segment *s = node_find_seg(x.n, VOL, BINLOG_PG);
+  retention_due(&x);
+  /* Older than 3.5 s before the newest (10000): 1..6 (6000 < 6500). */
+  assert_int_equal(s->gc_lsn, 6);
+  assert_int_equal(disk_entries(x.d, "recs"), 4);
+  unsetenv("AURALOG_BINLOG_KEEP_MS");
   node_teardown(&x);
 }
 
@@ -563,6 +593,7 @@ int main(void)
     cmocka_unit_test(node_serves_binlog_records_up_to_its_durable_end),
     cmocka_unit_test(node_retention_keeps_what_consumers_have_not_read),
     cmocka_unit_test(node_retention_stops_at_the_durable_end_and_at_peers),
+    cmocka_unit_test(node_retention_by_commit_time),
     cmocka_unit_test(coord_keeps_consumers_positions_and_sends_the_lowest),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
