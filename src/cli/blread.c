@@ -303,8 +303,9 @@ int bl_fetch(struct blsrc *b, uint64_t after, size_t max_bytes, struct blbatch *
   for (int attempt = 0; attempt < 2; attempt++) {
     int empty = 0, gap = 0;
     char gapwhy[400] = "", errs[600] = "";
+    int p0 = b->pref;
     for (int k = 0; k < b->nseg; k++) {
-      int i = (b->pref + k) % b->nseg;
+      int i = (p0 + k) % b->nseg;
       Env *rep = ask(b, i, after, max_bytes);
       if (rep == NULL) {
         size_t l = strlen(errs);
@@ -345,6 +346,8 @@ int bl_fetch(struct blsrc *b, uint64_t after, size_t max_bytes, struct blbatch *
         empty = 1;           /* nothing new is durable there */
         if (k == 0 && now - b->swept_at < SWEEP_MS)
           return 0;
+        if (!b->seg[b->pref].answered)
+          b->pref = i;       /* the one asked first did not answer: this one next */
       }
     }
     b->swept_at = now;
