@@ -47,10 +47,11 @@
  *       on_assign calls nbl_on_assign). A volume the Assign names without a
  *       keep point has no registered consumer. Until the node has had an
  *       Assign since it started, it knows no keep point: it releases nothing.
- *   R2. It never releases above durable (min(SCL, VDL heard)), above the
- *       SCL of a PG peer heard from lately (that peer may still pull those
- *       records by gossip: a binlog segment has no pages to catch up by),
- *       or above what the backup has staged (nbk_gc_bound, invariant 11).
+ *   R2. It never releases above durable (min(SCL, VDL heard)), or above
+ *       the SCL of a PG peer heard from lately (that peer may still pull
+ *       those records by gossip: a binlog segment has no pages to catch up
+ *       by). (The backup stages the data PGs only, nbackup.c: were it to
+ *       stage the binlog PG, what it has staged would bound this too.)
  *   R3. At or below that bound it keeps the newest records that fit in
  *       BINLOG_KEEP_BYTES (bytes held by the segment in all) and whose
  *       commit time is within BINLOG_KEEP_MS of its newest durable record's
@@ -278,8 +279,10 @@ static uint64_t bound(struct node *n, const struct segment *s, unsigned long lon
     if (now - at < wait && g->peer_scl[k] < p)
       p = g->peer_scl[k];
   }
-  uint64_t b = nbk_gc_bound(n, s);
-  return p < b ? p : b;
+  /* No backup bound (invariant 11): the backup stages the data PGs, not
+   * the binlog PG (nbackup.c), so none of its records is the backup's to
+   * wait for; nbk_gc_bound would hold them at a point that never moves. */
+  return p;
 }
 
 /* The commit time of the binlog record lsn of s (0: unknown). */
