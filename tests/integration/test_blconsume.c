@@ -563,7 +563,7 @@ static int setup(void **state)
   char keep[32];
   snprintf(keep, sizeof keep, "%d", KEEP_BYTES);
   setenv("AURALOG_BINLOG_KEEP_BYTES", keep, 1);   /* reaches the nodes through `cluster up` */
-  return cluster_start_with("blconsume", " --replicas 0 --no-backup --binlog enhanced");
+  return cluster_start_with("blconsume", " --replicas 0 --binlog enhanced");
 }
 
 static int teardown(void **state)
