@@ -201,8 +201,12 @@ static struct blc_vol *vol_state(struct coord *co, uint64_t vol)
   for (size_t i = 0; i < b->n; i++)
     if (b->v[i].vol == vol)
       return &b->v[i];
+  /* A node starts with no keep point: "none" is taken as told, so a
+   * volume with no consumer costs its nodes no Assign (one with consumers
+   * when the coordinator starts gets one at the first tick: its nodes
+   * heard them with their registration's Assign, once more is harmless). */
   b->v = realloc(b->v, (b->n + 1) * sizeof *b->v);
-  b->v[b->n] = (struct blc_vol){.vol = vol};
+  b->v[b->n] = (struct blc_vol){.vol = vol, .sent = 1};
   return &b->v[b->n++];
 }
 

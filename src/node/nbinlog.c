@@ -307,67 +307,59 @@ static uint64_t wall_at(struct node *n, const struct segment *s, uint64_t lsn)
   return ms;
 }
 
-/* Delete the leftovers at or below s's release point (a crash undid an
- * earlier release's deletions but not ... none otherwise), at most max. */
-static int drop_leftovers(struct node *n, struct segment *s, size_t max)
+/* What one pass releases of a segment (plan), then does (release). */
+struct plan {
+  size_t leftovers;          /* records still stored at or below the release point */
+  struct nbl_cand *c;        /* then these, a prefix of the chain above it */
+  uint32_t *pages;
+  size_t nc;
+};
+
+static void plan_free(struct plan *p)
 {
-  struct store *st = &n->st;
-  struct kv_cursor *cur;
-  int rc = kv_cursor(st->kv, st->txn, st->recs, &cur);
-  if (rc != 0)
-    return rc;
-  uint8_t k[20];
-  rec_key(k, s->volume_id, s->pg, 0);
-  struct kv_val key = {sizeof k, k}, val;
-  size_t n_del = 0;
-  for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0 && n_del < max;) {
-    if (key.len != 20 || memcmp(key.data, k, 12) != 0)
-      break;
-    uint64_t lsn = get_be64((uint8_t *)key.data + 12);
-    if (lsn > s->gc_lsn)
-      break;
-    store_pmap_del(st, s->volume_id, s->pg, 0, lsn);
-    if ((rc = kv_cursor_del(st->kv, cur)) != 0)
-      break;
-    n_del++;
-    rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val);
-  }
-  kv_cursor_close(st->kv, cur);
-  return rc == KV_NOTFOUND ? 0 : rc;
+  free(p->c);
+  free(p->pages);
+  memset(p, 0, sizeof *p);
 }
 
-/* Release what retention no longer keeps of s, in the open transaction
- * (*released: how many records). */
-static int release(struct node *n, struct segment *s, uint64_t upto, size_t *released,
-                   char *why, size_t whylen)
+/* Decide, through a read of the store (no write transaction is opened for
+ * a segment that releases nothing), what s releases up to upto. R4: a
+ * prefix of the chain from the release point, each record decided as it
+ * comes (R3: the first kept ends it): only what goes is read, and a
+ * record's commit time only when its bytes do not decide. Leftovers at or
+ * below the release point (a crash undid an earlier release's deletions
+ * but not its SegMeta? never: the two commit together; kept for a store
+ * that holds some all the same) go too. Returns 0 or a kv error. */
+static int plan(struct node *n, const struct segment *s, uint64_t upto, struct plan *p)
 {
   struct store *st = &n->st;
   struct nbl *b = state(n);
-  *released = 0;
-  int rc = drop_leftovers(n, s, BINLOG_RELEASE_BATCH);
-  if (rc != 0)
-    return store_fail(st, rc, why, whylen, "releasing binlog records");
-  /* R4: a prefix of the chain from the release point, each record decided
-   * as it comes (R3: the first kept ends it): only what goes is read, and
-   * a record's commit time only when its bytes do not decide. */
-  struct nbl_cand *c = NULL;
-  uint32_t *pages = NULL;
-  size_t nc = 0, cap = 0;
-  uint64_t held = s->bytes, newest_ms = 0;
-  int newest_read = 0;
+  struct kv_txn *txn;
   struct kv_cursor *cur;
-  if ((rc = kv_cursor(st->kv, st->txn, st->recs, &cur)) != 0)
-    return store_fail(st, rc, why, whylen, "releasing binlog records");
+  memset(p, 0, sizeof *p);
+  int rc = store_rtxn(st, &txn);
+  if (rc != 0)
+    return rc;
+  if ((rc = kv_cursor(st->kv, txn, st->recs, &cur)) != 0) {
+    store_rdone(st, txn);
+    return rc;
+  }
   uint8_t k[20];
-  rec_key(k, s->volume_id, s->pg, s->gc_lsn + 1);
+  rec_key(k, s->volume_id, s->pg, 0);
   struct kv_val key = {sizeof k, k}, val;
-  uint64_t prev = s->gc_lsn;
+  uint64_t held = s->bytes, newest_ms = 0, prev = s->gc_lsn;
+  int newest_read = 0;
+  size_t cap = 0;
   for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val);
-       rc == 0 && nc < BINLOG_RELEASE_BATCH;
+       rc == 0 && p->nc < BINLOG_RELEASE_BATCH && p->leftovers < BINLOG_RELEASE_BATCH;
        rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val)) {
     if (key.len != 20 || memcmp(key.data, k, 12) != 0)
       break;
     uint64_t lsn = get_be64((uint8_t *)key.data + 12);
+    if (lsn <= s->gc_lsn) {
+      p->leftovers++;
+      continue;
+    }
     if (lsn > upto)
       break;
     Rec *r = auralog__record__unpack(NULL, val.len, val.data);
@@ -387,39 +379,58 @@ static int release(struct node *n, struct segment *s, uint64_t upto, size_t *rel
       auralog__record__free_unpacked(r, NULL);
     if (!ok || !nbl_releases(&cand, held, newest_ms, b->keep_bytes, b->keep_ms))
       break;                 /* kept (R3), or the scrub's to deal with: nothing past it */
-    if (nc == cap) {
+    if (p->nc == cap) {
       cap = cap ? 2 * cap : 256;
-      c = realloc(c, cap * sizeof *c);
-      pages = realloc(pages, cap * sizeof *pages);
+      p->c = realloc(p->c, cap * sizeof *p->c);
+      p->pages = realloc(p->pages, cap * sizeof *p->pages);
     }
-    pages[nc] = page;
-    c[nc++] = cand;
+    p->pages[p->nc] = page;
+    p->c[p->nc++] = cand;
     held -= cand.len < held ? cand.len : held;
     prev = lsn;
   }
   kv_cursor_close(st->kv, cur);
-  if (rc != 0 && rc != KV_NOTFOUND) {
-    free(c);
-    free(pages);
-    return store_fail(st, rc, why, whylen, "releasing binlog records");
+  store_rdone(st, txn);
+  return rc == KV_NOTFOUND ? 0 : rc;
+}
+
+/* Do p on s, in the open write transaction. */
+static int release(struct node *n, struct segment *s, const struct plan *p)
+{
+  struct store *st = &n->st;
+  uint8_t k[20];
+  int rc = 0;
+  if (p->leftovers) {
+    struct kv_cursor *cur;
+    if ((rc = kv_cursor(st->kv, st->txn, st->recs, &cur)) != 0)
+      return rc;
+    rec_key(k, s->volume_id, s->pg, 0);
+    struct kv_val key = {sizeof k, k}, val;
+    for (rc = kv_cursor_get(st->kv, cur, KV_SEEK, &key, &val); rc == 0;) {
+      if (key.len != 20 || memcmp(key.data, k, 12) != 0 ||
+          get_be64((uint8_t *)key.data + 12) > s->gc_lsn)
+        break;
+      store_pmap_del(st, s->volume_id, s->pg, 0, get_be64((uint8_t *)key.data + 12));
+      if ((rc = kv_cursor_del(st->kv, cur)) != 0)
+        break;
+      rc = kv_cursor_get(st->kv, cur, KV_NEXT, &key, &val);
+    }
+    kv_cursor_close(st->kv, cur);
+    if (rc != 0 && rc != KV_NOTFOUND)
+      return rc;
+    rc = 0;
   }
-  size_t take = nc;
-  rc = 0;
-  for (size_t i = 0; i < take && rc == 0; i++) {
-    rec_key(k, s->volume_id, s->pg, c[i].lsn);
+  for (size_t i = 0; i < p->nc && rc == 0; i++) {
+    rec_key(k, s->volume_id, s->pg, p->c[i].lsn);
     struct kv_val rkey = {sizeof k, k};
-    store_pmap_del(st, s->volume_id, s->pg, pages[i], c[i].lsn);
+    store_pmap_del(st, s->volume_id, s->pg, p->pages[i], p->c[i].lsn);
     rc = kv_del(st->kv, st->txn, st->recs, &rkey);
     s->nrecs -= s->nrecs > 0;
-    s->bytes -= s->bytes >= c[i].len ? c[i].len : s->bytes;
+    s->bytes -= s->bytes >= p->c[i].len ? p->c[i].len : s->bytes;
   }
-  if (rc == 0 && take > 0) {
-    s->gc_lsn = c[take - 1].lsn;   /* the chain starts here now (R4) */
-    *released = take;
-  }
-  free(c);
-  free(pages);
-  return rc ? store_fail(st, rc, why, whylen, "releasing binlog records") : 0;
+  if (rc == 0 && p->nc > 0)
+    s->gc_lsn = p->c[p->nc - 1].lsn;   /* the chain starts here now (R4) */
+  return rc;
 }
 
 int nbl_retain(struct node *n)
@@ -433,34 +444,42 @@ int nbl_retain(struct node *n)
   int opened = 0;
   for (size_t j = 0; j < n->nsegs; j++) {
     struct segment *s = n->segs[j];
-    if (s->pg != BINLOG_PG || s->catchup)
+    if (!seg_is_binlog(s) || s->catchup)
       continue;
     uint64_t upto = bound(n, s, now);
     if (upto <= s->gc_lsn)
       continue;
-    if (!opened && store_begin(&n->st, why, sizeof why) != 0) {
+    struct plan p;
+    int rc = plan(n, s, upto, &p);
+    if (rc == 0 && p.nc == 0 && p.leftovers == 0)
+      continue;              /* nothing goes: no transaction */
+    if (rc == 0 && !opened && (rc = store_begin(&n->st, why, sizeof why)) != 0) {
+      plan_free(&p);
       logwarn_rl("%s", why);
       return -1;
     }
     opened = 1;
-    size_t got = 0;
     uint64_t from = s->gc_lsn;
-    int rc = release(n, s, upto, &got, why, sizeof why);
+    if (rc == 0)
+      rc = release(n, s, &p);
     if (rc != 0) {
+      plan_free(&p);
+      rc = store_fail(&n->st, rc, why, sizeof why, "releasing binlog records");
       logwarn_rl("%s", why);
       node_mark_dirty(n, s);
       node_rollback(n, (uint32_t)rc, why);
       return -1;
     }
-    if (got) {
-      node_mark_dirty(n, s);
-      b->released += got;
+    node_mark_dirty(n, s);
+    if (p.nc) {
+      b->released += p.nc;
       loginfo_rl("binlog of volume %llu: released %zu record%s (%llu..%llu; retention keeps "
-              "what consumers have not read and the newest %llu bytes)",
-              (unsigned long long)s->volume_id, got, got == 1 ? "" : "s",
-              (unsigned long long)from + 1, (unsigned long long)s->gc_lsn,
-              (unsigned long long)b->keep_bytes);
+                 "what consumers have not read and the newest %llu bytes)",
+                 (unsigned long long)s->volume_id, p.nc, p.nc == 1 ? "" : "s",
+                 (unsigned long long)from + 1, (unsigned long long)s->gc_lsn,
+                 (unsigned long long)b->keep_bytes);
     }
+    plan_free(&p);
   }
   return opened ? node_commit(n) : 0;
 }
