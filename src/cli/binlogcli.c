@@ -215,9 +215,12 @@ static void put_value(FILE *f, const Auralog__BinlogValue *v)
   case AURALOG__BINLOG_VALUE__V_I:
     fprintf(f, "%lld", (long long)v->i);
     return;
-  case AURALOG__BINLOG_VALUE__V_R:
-    fprintf(f, "%.17g", v->r);
+  case AURALOG__BINLOG_VALUE__V_R: {
+    char num[40];            /* a REAL reads as one: 0.0, not 0 */
+    snprintf(num, sizeof num, "%.17g", v->r);
+    fprintf(f, "%s%s", num, strpbrk(num, ".eEnN") ? "" : ".0");
     return;
+  }
   case AURALOG__BINLOG_VALUE__V_B: {
     size_t n = v->b.len, show = n > 48 ? 40 : n;
     if (v->type == SQLITE_TEXT) {
@@ -247,7 +250,7 @@ static void put_value(FILE *f, const Auralog__BinlogValue *v)
 
 static void put_values(FILE *f, const char *label, Auralog__BinlogValue **v, size_t n)
 {
-  fprintf(f, "  %s(", label);
+  fprintf(f, "%s(", label);
   for (size_t i = 0; i < n; i++) {
     if (i)
       fputs(", ", f);
@@ -265,7 +268,10 @@ static void put_event(FILE *f, uint64_t lsn, const Auralog__BinlogEvent *e)
   const char *op = ops[e->op <= BINLOG_LOST ? e->op : 0];
   if (e->op == BINLOG_DDL || e->op == BINLOG_LOST) {
     fprintf(f, "%s  %s  ", op, e->op == BINLOG_DDL ? e->ddl_op : e->table);
-    for (const char *s = e->sql; s && *s; s++)
+    const char *s = e->sql ? e->sql : "";
+    while (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t')
+      s++;
+    for (; *s; s++)
       fputc(*s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s, f);
     fputc('\n', f);
     return;
@@ -279,9 +285,9 @@ static void put_event(FILE *f, uint64_t lsn, const Auralog__BinlogEvent *e)
     put_values(f, "key=", e->key, e->n_key);
   }
   if (e->n_before)
-    put_values(f, "before=", e->before, e->n_before);
+    put_values(f, "  before=", e->before, e->n_before);
   if (e->n_after)
-    put_values(f, "after=", e->after, e->n_after);
+    put_values(f, "  after=", e->after, e->n_after);
   fputc('\n', f);
 }
 
