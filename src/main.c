@@ -26,6 +26,7 @@ static const struct cmd cmds[] = {
   {"status", status_main, "show the volume, VDL, PGs, segment SCLs and nodes"},
   {"backup", backup_main, "continuous backup to an object store: backup status"},
   {"restore", restore_main, "rebuild a volume as of an LSN or a time from its backup"},
+  {"binlog", binlog_main, "the volume's change stream: binlog tail | apply | status"},
   {"journal", journal_main, "what happened to the cluster: faults, epochs, schema changes (ddl)"},
   {"viz", viz_main, "draw the cluster, its segments and log tail (graphviz)"},
   {"coord", coord_main, "run the coordinator (volumes, placement, epochs, membership)"},

@@ -102,6 +102,18 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
                                  * data PG, so page_no / pg_pages never names it */
 #define BINLOG_TXN_MAX  (8 << 20) /* most bytes of events one transaction's binlog record holds */
 #define BINLOG_RECENT   64      /* committed transactions the engine keeps for SELECT auralog_binlog_recent() (step 1: no shipping yet) */
+/* Binlog consumers (issue 29: node/nbinlog.c, coord/binlogc.c, cli/binlogcli.c) */
+#define BINLOG_KEEP_BYTES (64ull << 20) /* a binlog segment keeps at most this many bytes of its newest
+                                 * records beyond what registered consumers have not read ... */
+#define BINLOG_KEEP_MS  (24ull * 3600 * 1000) /* ... and records at most this much older (commit
+                                 * time) than its newest durable one (AURALOG_BINLOG_KEEP_BYTES,
+                                 * _MS override both, for tests and labs) */
+#define BINLOG_RETAIN_MS 1000   /* a node's binlog retention pass runs at most this often ... */
+#define BINLOG_RELEASE_BATCH 4096 /* ... releasing at most this many records per segment */
+#define BINLOG_READ_BYTES (1u << 20) /* a BinlogRead's answer holds about this many bytes (max_bytes 0) */
+#define BINLOG_KEEP_SEND_MS 1000 /* the coordinator re-sends a volume's keep point at most this often */
+#define BINLOG_POLL_MS  200     /* `binlog tail|apply --follow` asks again this often when idle */
+#define BINLOG_CONSUMERS_MAX 64 /* registered consumers of one volume (coord/binlogc.c) */
 #define TAIL_PER_PG     16      /* log tail reported for `auralog viz` and the dashboard: newest records per PG */
 #define TAIL_MAX        64      /* ... and in all (the newest win); a picture, not state */
 #define HISTORY_EVERY_MS 1000   /* the dashboard's history: a sample a second ... */

@@ -23,5 +23,6 @@ int failover_bench_main(int argc, char **argv);
 int viz_main(int argc, char **argv);
 int lab_main(int argc, char **argv);
 int sim_main(int argc, char **argv);
+int binlog_main(int argc, char **argv);   /* cli/binlogcli.c */
 
 #endif

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord/binlogc.h"
 #include "coord/coord.h"
 #include "coord/memberc.h"
 #include "coord/placement.h"
@@ -148,10 +149,12 @@ void coord_send_assign(struct coord *co, struct cnode *n, uint64_t req)
     vids[v] = co->vols[v]->id;
   as.volumes = vids;
   as.n_volumes = co->nvols;
+  blc_assign_fill(co, &as);    /* the binlog keep points (binlogc.c) */
   env.req = req;
   env.body_case = AURALOG__ENVELOPE__BODY_ASSIGN;
   env.assign = &as;
   io_send(co->io, n->conn, &env);
+  blc_assign_done(&as);
   free(segs);
   free(peers);
   free(vids);
@@ -551,6 +554,7 @@ void coord_tick(struct coord *co)
   member_tick(co);
   fo_tick(co);
   jn_tick(co);
+  blc_tick(co);
 }
 
 /* ---- lab faults ---------------------------------------------------------- */
@@ -752,6 +756,9 @@ void coord_on_msg(struct coord *co, struct ep *c, const Env *env)
   case AURALOG__ENVELOPE__BODY_NODE_CMD:
     member_on_cmd(co, c, env->req, env->node_cmd);
     break;
+  case AURALOG__ENVELOPE__BODY_BINLOG_CONSUMER:
+    blc_on_consumer(co, c, env->req, env->binlog_consumer);
+    break;
   case AURALOG__ENVELOPE__BODY_ERROR:
     break;                  /* never answer an error with an error */
   default:
@@ -790,6 +797,7 @@ void coord_free(struct coord *co)
       auralog__engine_stat__free_unpacked(co->engines[i].st, NULL);
   }
   fo_free(co);
+  blc_free(co);
   member_free(co);
   jn_free(co);
   flog_free(co);

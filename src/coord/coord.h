@@ -84,6 +84,7 @@ struct coord {
   unsigned long long repair_after_ms;
   int repair_off;
   struct mstate *ms;
+  struct blc *blc;             /* binlog consumers' keep points sent (binlogc.c) */
 };
 
 /* faultlog.c: note a fault played or noted (lab marks and bench notes are

@@ -32,6 +32,8 @@ const char *role_needs_op(const Env *env)
     return "force a failover";
   case AURALOG__ENVELOPE__BODY_NODE_CMD:
     return "drain or replace a storage node";
+  case AURALOG__ENVELOPE__BODY_BINLOG_CONSUMER:   /* coord/binlogc.c C2 */
+    return env->binlog_consumer->forget ? "forget a binlog consumer" : NULL;
   default:
     return NULL;
   }

@@ -527,6 +527,11 @@ int wire_check(const Env *e, char *why, size_t whylen)
     for (size_t i = 0; i < e->assign->n_segments; i++)
       if (check_segment(e->assign->segments[i], why, whylen))
         return ERR_BAD_MSG;
+    for (size_t i = 0; i < e->assign->n_binlog_keep; i++) {
+      if (e->assign->binlog_keep[i]->volume_id == 0)
+        return bad(why, whylen, "a binlog keep point without a volume id");
+      TRY(lsn_in(e->assign->binlog_keep[i]->keep, "binlog keep point", why, whylen));
+    }
     return ERR_NONE;
   case AURALOG__ENVELOPE__BODY_HEARTBEAT:
     if (!wire_name_ok(e->heartbeat->id))
@@ -811,6 +816,10 @@ int wire_check(const Env *e, char *why, size_t whylen)
     TRY(lsn_in(b->durable, "binlog durable end", why, whylen));
     TRY(lsn_in(b->first, "binlog first", why, whylen));
     TRY(epoch_in(b->epoch, "binlog epoch", why, whylen));
+    TRY(lsn_in(b->last, "binlog last", why, whylen));
+    if (b->last > b->durable)
+      return bad(why, whylen, "binlog answer: last %llu above the durable end %llu",
+                 (unsigned long long)b->last, (unsigned long long)b->durable);
     if (b->n_records > BATCH_MAX)
       return bad(why, whylen, "binlog answer of %zu records (at most %d)", b->n_records,
                  BATCH_MAX);
@@ -825,6 +834,29 @@ int wire_check(const Env *e, char *why, size_t whylen)
         return bad(why, whylen, "binlog answer: record %llu is no binlog record, out of "
                    "order or above the durable end", (unsigned long long)r->lsn);
       last = r->lsn;
+    }
+    return ERR_NONE;
+  }
+  case AURALOG__ENVELOPE__BODY_BINLOG_CONSUMER: {
+    const Auralog__BinlogConsumer *b = e->binlog_consumer;
+    if (!wire_name_ok(b->volume))
+      return bad(why, whylen, "binlog consumer of a bad volume name");
+    if (b->list ? b->name[0] && !wire_name_ok(b->name) : !wire_name_ok(b->name))
+      return bad(why, whylen, "a binlog consumer's name must be 1-%d of A-Z a-z 0-9 _ . -",
+                 NAME_MAX_LEN);
+    if (b->list + b->forget + b->rewind > 1)
+      return bad(why, whylen, "a binlog consumer request lists, forgets or rewinds: one of them");
+    return lsn_in(b->pos, "binlog consumer position", why, whylen);
+  }
+  case AURALOG__ENVELOPE__BODY_BINLOG_CONSUMERS: {
+    const Auralog__BinlogConsumers *b = e->binlog_consumers;
+    if (b->n_consumers > BINLOG_CONSUMERS_MAX)
+      return bad(why, whylen, "%zu binlog consumers (at most %d)", b->n_consumers,
+                 BINLOG_CONSUMERS_MAX);
+    for (size_t i = 0; i < b->n_consumers; i++) {
+      if (!wire_name_ok(b->consumers[i]->name))
+        return bad(why, whylen, "a binlog consumer with a bad name");
+      TRY(lsn_in(b->consumers[i]->pos, "binlog consumer position", why, whylen));
     }
     return ERR_NONE;
   }

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "lib/log.h"
+#include "node/nbinlog.h"
 #include "node/node.h"
 #include "node/store_int.h"
 
@@ -575,6 +576,7 @@ void bg_work(struct node *n)
     n->rep_soon = 0;
     repair_some(n, now);     /* keep the window full */
   }
+  nbl_retain(n);             /* binlog retention (nbinlog.c), at its own pace */
   nbk_work(n);               /* stage what is due to the backup (nbackup.c) */
 }
 

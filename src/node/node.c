@@ -37,6 +37,7 @@
 
 #include "bugs.h"
 #include "lib/log.h"
+#include "node/nbinlog.h"
 #include "node/node.h"
 #include "node/segment.h"
 #include "node/store.h"
@@ -527,6 +528,7 @@ static void on_assign(struct node *n, const Auralog__Assign *as)
   /* Membership epochs, and M6: what the Assign no longer lists goes. */
   node_member_assign(n, as);
   gossip_learn(n, as);
+  nbl_on_assign(n, as);      /* binlog keep points (nbinlog.c) */
 }
 
 static void on_faults(struct node *n, const Auralog__NodeFaults *f)
@@ -598,6 +600,9 @@ void node_on_msg(struct node *n, struct ep *c, const Env *env)
     break;
   case AURALOG__ENVELOPE__BODY_GOSSIP_PULL:
     gossip_on_pull(n, c, env->req, env->gossip_pull);
+    break;
+  case AURALOG__ENVELOPE__BODY_BINLOG_READ:
+    nbl_on_read(n, c, env->req, env->binlog_read);
     break;
   case AURALOG__ENVELOPE__BODY_ERROR:
     if (c == n->coord_conn && env->req == 1) {
@@ -830,4 +835,5 @@ void node_free(struct node *n)
   free(n->coq);
   free(n->checked);
   gossip_free(n);
+  nbl_free(n);
 }

@@ -203,6 +203,7 @@ struct node {
   const struct nbk_io *bk_io;
   unsigned long long bk_at;  /* the next staging pass */
   unsigned bk_takeover_ms;   /* 0: BACKUP_TAKEOVER_MS (the simulator sets it shorter) */
+  struct nbl *nbl;           /* binlog consumers: keep points, retention (nbinlog.c) */
 };
 
 /* ---- nbackup.c: continuous backup (paper Fig. 4 step 6; Invariant 11) ---- */

@@ -197,7 +197,9 @@ static uint8_t *cut(struct rcache *c, struct rseg *g, size_t size, struct rchunk
 }
 
 /* Copy r into g's chunk: the Rec, its range and PgLast pointers and
- * structs, then the ranges' bytes. Never given to protobuf-c's
+ * structs, then the ranges' bytes, then a binlog record's events (issue
+ * 29: Record.binlog; copied shallowly, it pointed into the Append that
+ * brought it, freed after the turn). Never given to protobuf-c's
  * free_unpacked. */
 static Rec *dup_rec(struct rcache *c, struct rseg *g, const Rec *r, size_t *size,
                     struct rchunk **chp)
@@ -206,6 +208,7 @@ static Rec *dup_rec(struct rcache *c, struct rseg *g, const Rec *r, size_t *size
              r->n_mtr * (sizeof(Auralog__PgLast *) + sizeof(Auralog__PgLast));
   for (size_t i = 0; i < r->n_ranges; i++)
     n += r->ranges[i]->data.len;
+  n += r->binlog.len;
   uint8_t *p = cut(c, g, n, chp);
   if (p == NULL)
     return NULL;
@@ -239,6 +242,9 @@ static Rec *dup_rec(struct rcache *c, struct rseg *g, const Rec *r, size_t *size
       memcpy(p, r->ranges[i]->data.data, len);
     p += len;
   }
+  cp->binlog.data = r->binlog.len ? p : NULL;
+  if (r->binlog.len)
+    memcpy(p, r->binlog.data, r->binlog.len);
   *size = n;
   return cp;
 }
@@ -453,7 +459,9 @@ static int same_rec(const Rec *a, const Rec *b)
 {
   if (a->lsn != b->lsn || a->prev_lsn != b->prev_lsn || a->page_no != b->page_no ||
       a->flags != b->flags || a->crc != b->crc || a->epoch != b->epoch ||
-      a->prev_cpl != b->prev_cpl || a->n_ranges != b->n_ranges || a->n_mtr != b->n_mtr)
+      a->prev_cpl != b->prev_cpl || a->n_ranges != b->n_ranges || a->n_mtr != b->n_mtr ||
+      a->binlog.len != b->binlog.len ||
+      (a->binlog.len && memcmp(a->binlog.data, b->binlog.data, a->binlog.len) != 0))
     return 0;
   for (size_t i = 0; i < a->n_ranges; i++) {
     const Auralog__Range *x = a->ranges[i], *y = b->ranges[i];
