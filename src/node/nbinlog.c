@@ -14,9 +14,10 @@
  * node holds is answered with the segment's binlog records above `after`,
  * oldest first, at most about max_bytes of them (BINLOG_READ_BYTES by
  * default; at most BATCH_MAX records and half a frame), and only up to
- *     durable = min(SCL, the highest VDL a writer told the segment)
- * (nbl_durable). At or below its SCL the segment holds every record of
- * the PG; at or below a VDL every record is at write quorum and no
+ *     durable = the PG's last record at or below the writer's VDL, as the
+ *               writer named it, once held on the segment's chain
+ * (nbl_durable, D1). At or below it the segment holds every record of
+ * the PG's chain; at or below a VDL every record is at write quorum and no
  * truncation may start there (node/segment.c, the bound: invariant 9), so
  * a record served is a committed transaction's and never goes away by
  * recovery (invariant 12: no truncated transaction has events). Records
@@ -47,7 +48,7 @@
  *       on_assign calls nbl_on_assign). A volume the Assign names without a
  *       keep point has no registered consumer. Until the node has had an
  *       Assign since it started, it knows no keep point: it releases nothing.
- *   R2. It never releases above durable (min(SCL, VDL heard)), or above
+ *   R2. It never releases above durable (D1), or above
  *       the SCL of a PG peer heard from lately (that peer may still pull
  *       those records by gossip: a binlog segment has no pages to catch up
  *       by). (The backup stages the data PGs only, nbackup.c: were it to
@@ -128,9 +129,23 @@ void nbl_free(struct node *n)
   n->nbl = NULL;
 }
 
-uint64_t nbl_durable(const struct segment *s)
+/* D1: a binlog segment vouches for its records up to the writer's own
+ * word, as GC's own_point does (bg.c): the PG's last record at or below
+ * the VDL, as the writer of the segment's epoch named it (vdl_tail), if
+ * the segment holds that record on its chain (at or below its SCL). Not
+ * min(SCL, VDL heard): a segment that missed a recovery may hold, at or
+ * below a VDL it heard, records the recovery's truncation cut (simulator,
+ * seed 7297, for pages); the writer's record decides, since the chain
+ * below a record is fixed by its backlinks and no LSN is handed out
+ * twice. Until the writer has told it (a restart forgets: the next Append
+ * or VDL beacon tells, vtell.c), the segment vouches for nothing above
+ * what it released. */
+uint64_t nbl_durable(struct node *n, const struct segment *s)
 {
-  return s->scl < s->vdl ? s->scl : s->vdl;
+  uint64_t t = s->bl_tail;
+  if (t > s->bl_ok && t <= s->scl && (t <= s->gc_lsn || store_held(&n->st, s, t, NULL)))
+    ((struct segment *)s)->bl_ok = t;    /* a memo: found held once, on the chain for good */
+  return s->bl_ok > s->gc_lsn ? s->bl_ok : s->gc_lsn;
 }
 
 int nbl_keep_of(const struct node *n, uint64_t vol, uint64_t *keep)
@@ -153,7 +168,7 @@ void nbl_on_read(struct node *n, struct ep *c, uint64_t req, const Auralog__Binl
   struct segment *s = node_seg_for(n, c, req, br->volume_id, BINLOG_PG);
   if (s == NULL)
     return;                  /* ERR_UNKNOWN_SEGMENT, said */
-  uint64_t durable = nbl_durable(s);
+  uint64_t durable = nbl_durable(n, s);
   if (durable < s->gc_lsn)
     durable = s->gc_lsn;     /* (never: released only at or below it, R2) */
   /* Records at or below the release point are not served, even where a
@@ -267,7 +282,7 @@ size_t nbl_release_count(const struct nbl_cand *c, size_t n, uint64_t held,
 /* R1, R2: the highest point s may release to now (0: nothing). */
 static uint64_t bound(struct node *n, const struct segment *s, unsigned long long now)
 {
-  uint64_t p = nbl_durable(s), keep;
+  uint64_t p = nbl_durable(n, s), keep;
   if (nbl_keep_of(n, s->volume_id, &keep) && keep < p)
     p = keep;
   const struct gossip *g = gossip_of(n, s->volume_id, s->pg);
@@ -371,7 +386,7 @@ static int plan(struct node *n, const struct segment *s, uint64_t upto, struct p
     if (ok && held <= b->keep_bytes) {
       cand.wall_ms = wall_of_rec(r);
       if (!newest_read) {
-        newest_ms = wall_at(n, s, store_tail(st, s, nbl_durable(s)));
+        newest_ms = wall_at(n, s, store_tail(st, s, nbl_durable(n, s)));
         newest_read = 1;
       }
     }

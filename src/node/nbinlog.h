@@ -33,9 +33,11 @@ void nbl_on_assign(struct node *n, const Auralog__Assign *as);
 int nbl_retain(struct node *n);
 void nbl_free(struct node *n);
 
-/* min(SCL, the highest writer VDL heard): every binlog record at or below
- * it is on this segment, and no truncation may start below it. */
-uint64_t nbl_durable(const struct segment *s);
+/* Where a binlog segment's vouching ends (nbinlog.c D1): the PG's last
+ * record at or below the writer's VDL, as the writer named it, once found
+ * held on the chain; every binlog record at or below it is on this
+ * segment, and no truncation cuts it. */
+uint64_t nbl_durable(struct node *n, const struct segment *s);
 
 /* The keep point the node holds for volume vol: 1 with *keep, or 0 when no
  * registered consumer holds it (or no Assign came since the node started:

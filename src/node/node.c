@@ -330,6 +330,11 @@ static void on_append(struct node *n, struct ep *c, uint64_t req,
     s->pgmrpl_tail = a->pgmrpl_tail;
   if (a->vdl_known && a->epoch == s->epoch)
     nbk_on_vdl(n, s, a->vdl, a->vdl_tail);   /* what may be staged to the backup */
+  if (seg_is_binlog(s) && a->vdl_known && a->epoch == s->epoch && a->vdl > s->bl_vdl &&
+      a->vdl_tail <= a->vdl) {
+    s->bl_vdl = a->vdl;       /* what consumers may read (nbinlog.c D1) */
+    s->bl_tail = a->vdl_tail;
+  }
   node_defer(n, (struct staged){c, req, s, added, dups, 0, 0});
 }
 

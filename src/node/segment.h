@@ -105,6 +105,10 @@ struct segment {
   unsigned long long cut_refused_at;  /* when it last refused a peer's or the writer's range */
   uint64_t nrecs, nimgs, bytes;  /* held, as counted since load (status) */
   uint64_t oldest_img;   /* LSN of the oldest page version held (0: none) */
+  /* A binlog segment's durable end as the writer names it (nbinlog.c D1;
+   * memory only, as pgmrpl): the latest (vdl, vdl_tail) its writer of the
+   * segment's epoch told, and the highest tail found held on the chain. */
+  uint64_t bl_vdl, bl_tail, bl_ok;
   /* Membership (member.h), as the coordinator's Assigns say (node/member.c):
    * durable in SegMeta.seg (a store written before them loads 0s), and
    * mepoch and mepoch_min only ever rise. */

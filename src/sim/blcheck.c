@@ -9,9 +9,8 @@
  * reorders, crashes mid-commit, recoveries that truncate, interrupted
  * recoveries, old writers, rogue members.
  *
- * What must hold on every binlog segment, up to the end it can vouch for
- * (min(its SCL, the writer's VDL)), which is what a consumer reads
- * (node/nbinlog.c):
+ * What must hold on every binlog segment, up to the end it vouches for
+ * (node/nbinlog.c D1), which is what a consumer reads:
  *   BL1. every record names a transaction the shadow knows, at that
  *        transaction's own commit LSN, and one no recovery truncated;
  *   BL2. every acknowledged (or kept) transaction at or below that end has
@@ -23,12 +22,16 @@
 #include <string.h>
 
 #include "node/node.h"
+#include "node/nbinlog.h"
 #include "node/store_int.h"
 #include "sim/simint.h"
 
 static void check_seg(struct world *w, struct simnode *sn, struct segment *s, uint64_t vdl)
 {
-  uint64_t end = s->scl < vdl ? s->scl : vdl, after = s->gc_lsn;
+  /* What a consumer reads of it (node/nbinlog.c D1), at most the VDL. */
+  uint64_t end = nbl_durable(sn->n, s), after = s->gc_lsn;
+  if (end > vdl)
+    end = vdl;
   uint8_t *seen = calloc(w->ntxs + 1, 1);
   int more = 1;
   while (more && !w->stop) {

@@ -183,6 +183,8 @@ static void append_bl(struct nfix *x, uint64_t req, Rec **recs, size_t n, uint64
   a.records = recs;
   a.n_records = n;
   a.vdl = vdl;
+  a.vdl_tail = vdl;            /* every LSN is this PG's: its tail at the VDL is the VDL */
+  a.vdl_known = 1;
   env.req = req;
   env.body_case = APPEND;
   env.append = &a;
@@ -232,7 +234,7 @@ static void node_serves_binlog_records_up_to_its_durable_end(void **state)
   append_range(&x, 10, 1, 3, 2);
   struct segment *s = node_find_seg(x.n, VOL, BINLOG_PG);
   assert_int_equal(s->scl, 3);
-  assert_int_equal(nbl_durable(s), 2);
+  assert_int_equal(nbl_durable(x.n, s), 2);
   const Auralog__BinlogRecs *r = bl_read(&x, c, 20, VOL, 0, 0);
   assert_non_null(r);
   assert_int_equal(r->n_records, 2);          /* 3 is not known durable: not served */
