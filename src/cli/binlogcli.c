@@ -33,12 +33,14 @@
  * after the position asked for (the line names both positions).
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/blread.h"
 #include "lib/addr.h"
@@ -47,6 +49,7 @@
 #include "roles.h"
 #include "vfs/binapply.h"
 #include "vfs/binlog.h"
+#include "vfs/blfile.h"
 #include "vfs/capture.h"
 
 #define EXIT_GAP 3
@@ -80,6 +83,7 @@ static void nap(void)
 /* What every subcommand shares: the volume, the cluster. */
 struct common {
   const char *volume, *coord;
+  const char *file;          /* --binlog-file: the community binlog's file */
 };
 
 static void common_opt(struct common *c, int o)
@@ -90,6 +94,8 @@ static void common_opt(struct common *c, int o)
     c->coord = optarg;
   else if (o == 'd')
     setenv("AURALOG_DIR", optarg, 1);
+  else if (o == 'B')
+    c->file = optarg;
 }
 
 static void common_check(const char *cmd, struct common *c)
@@ -102,12 +108,20 @@ static void common_check(const char *cmd, struct common *c)
 #define COMMON_HELP \
   "  --volume NAME  the volume (default main)\n" \
   "  --dir DIR      the cluster in DIR (default $AURALOG_DIR or ~/.auralog)\n" \
-  "  --coord ADDR   the coordinator (default $AURALOG_COORD, or the cluster's)\n"
+  "  --coord ADDR   the coordinator (default $AURALOG_COORD, or the cluster's)\n" \
+  "  --binlog-file PATH  the community binlog (engine --binlog community): read\n" \
+  "                 the engine's file, not the storage tier (no --name there)\n"
 
 /* bl_open, or the command ends with why (a gap's exit status for none). */
 static void open_or_die(const char *cmd, struct blsrc *b, struct common *c)
 {
   char why[400];
+  if (c->file) {
+    if (access(c->file, R_OK) != 0)
+      die("binlog %s: %s: %s", cmd, c->file, strerror(errno));
+    bl_open_file(b, c->file);
+    return;
+  }
   int rc = bl_open(b, c->coord, c->volume, why, sizeof why);
   if (rc == BL_ERR)
     die("binlog %s: %s%s", cmd, why,
@@ -368,7 +382,7 @@ static int tail_main(int argc, char **argv)
     {"json", no_argument, 0, 'j'}, {"name", required_argument, 0, 'n'},
     {"rewind", no_argument, 0, 'r'}, {"volume", required_argument, 0, 'v'},
     {"coord", required_argument, 0, 'c'}, {"dir", required_argument, 0, 'd'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"binlog-file", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'}, {0}};
   struct common cm = {"main", NULL};
   const char *from_s = NULL, *name = NULL;
   int follow = 0, json = 0, rewind = 0, o;
@@ -381,7 +395,7 @@ static int tail_main(int argc, char **argv)
     case 'j': json = 1; break;
     case 'n': name = optarg; break;
     case 'r': rewind = 1; break;
-    case 'v': case 'c': case 'd': common_opt(&cm, o); break;
+    case 'v': case 'c': case 'd': case 'B': common_opt(&cm, o); break;
     case 'h': tail_usage(stdout); return 0;
     default: tail_usage(stderr); return 2;
     }
@@ -399,6 +413,9 @@ static int tail_main(int argc, char **argv)
   if (rewind && !(name && from_s))
     die("binlog tail: --rewind moves a named consumer back to --from: give both");
   common_check("tail", &cm);
+  if (cm.file && name)
+    die("binlog tail: --name is the storage tier's (the coordinator keeps its position); "
+        "a --binlog-file reader keeps its own");
   struct blsrc b;
   open_or_die("tail", &b, &cm);
   catch_stop();
@@ -493,7 +510,7 @@ static int apply_main(int argc, char **argv)
     {"follow", no_argument, 0, 'F'}, {"name", required_argument, 0, 'n'},
     {"rewind", no_argument, 0, 'r'}, {"volume", required_argument, 0, 'v'},
     {"coord", required_argument, 0, 'c'}, {"dir", required_argument, 0, 'd'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"binlog-file", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'}, {0}};
   struct common cm = {"main", NULL};
   const char *into = NULL, *from_s = NULL, *name = NULL;
   int follow = 0, rewind = 0, o;
@@ -506,7 +523,7 @@ static int apply_main(int argc, char **argv)
     case 'F': follow = 1; break;
     case 'n': name = optarg; break;
     case 'r': rewind = 1; break;
-    case 'v': case 'c': case 'd': common_opt(&cm, o); break;
+    case 'v': case 'c': case 'd': case 'B': common_opt(&cm, o); break;
     case 'h': apply_usage(stdout); return 0;
     default: apply_usage(stderr); return 2;
     }
@@ -526,6 +543,9 @@ static int apply_main(int argc, char **argv)
   if (rewind && !name)
     die("binlog apply: --rewind moves a named consumer back: give --name");
   common_check("apply", &cm);
+  if (cm.file && name)
+    die("binlog apply: --name is the storage tier's; with --binlog-file the file keeps "
+        "its own position");
   sqlite3 *db = binapply_open(into, why, sizeof why);
   if (db == NULL)
     die("binlog apply: %s", why);
@@ -608,12 +628,49 @@ static void status_usage(FILE *f)
     COMMON_HELP);
 }
 
+/* The community binlog's file: what it holds, read through (its frames
+ * are checked as the engine's recovery checks them). */
+struct fcount {
+  uint64_t frames, first, last;
+};
+
+static void count_frame(void *arg, uint64_t xid, const uint8_t *p, size_t n, uint64_t off)
+{
+  struct fcount *c = arg;
+  (void)p;
+  (void)n;
+  (void)off;
+  if (c->frames++ == 0)
+    c->first = xid;
+  c->last = xid;
+}
+
+static int status_file(const char *path, int json)
+{
+  struct fcount c = {0, 0, 0};
+  struct stat st;
+  char why[600];
+  if (stat(path, &st) != 0)
+    die("binlog status: %s: %s", path, strerror(errno));
+  if (blf_read_from(path, 0, count_frame, &c, why, sizeof why) != 0)
+    die("binlog status: %s", why);
+  if (json)
+    printf("{\"file\": \"%s\", \"bytes\": %lld, \"frames\": %llu, \"first\": %llu, "
+           "\"last\": %llu}\n", path, (long long)st.st_size, (unsigned long long)c.frames,
+           (unsigned long long)c.first, (unsigned long long)c.last);
+  else
+    printf("community binlog %s: %lld bytes, %llu transactions, commit LSNs %llu to %llu\n",
+           path, (long long)st.st_size, (unsigned long long)c.frames,
+           (unsigned long long)c.first, (unsigned long long)c.last);
+  return 0;
+}
+
 static int status_cmd(int argc, char **argv)
 {
   static struct option opts[] = {
     {"json", no_argument, 0, 'j'}, {"volume", required_argument, 0, 'v'},
     {"coord", required_argument, 0, 'c'}, {"dir", required_argument, 0, 'd'},
-    {"help", no_argument, 0, 'h'}, {0}};
+    {"binlog-file", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'}, {0}};
   struct common cm = {"main", NULL};
   int json = 0, o;
   char why[600];
@@ -621,7 +678,7 @@ static int status_cmd(int argc, char **argv)
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
     case 'j': json = 1; break;
-    case 'v': case 'c': case 'd': common_opt(&cm, o); break;
+    case 'v': case 'c': case 'd': case 'B': common_opt(&cm, o); break;
     case 'h': status_usage(stdout); return 0;
     default: status_usage(stderr); return 2;
     }
@@ -630,6 +687,8 @@ static int status_cmd(int argc, char **argv)
     die("binlog status: unexpected argument '%s' (see auralog binlog status --help)",
         argv[optind]);
   common_check("status", &cm);
+  if (cm.file)
+    return status_file(cm.file, json);
   struct blsrc b;
   open_or_die("status", &b, &cm);
   int up = bl_probe(&b);
@@ -783,7 +842,7 @@ static int forget_main(int argc, char **argv)
   optind = 1;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {
-    case 'v': case 'c': case 'd': common_opt(&cm, o); break;
+    case 'v': case 'c': case 'd': case 'B': common_opt(&cm, o); break;
     case 'h': forget_usage(stdout); return 0;
     default: forget_usage(stderr); return 2;
     }

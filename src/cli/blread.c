@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "cli/blread.h"
+#include "vfs/blfile.h"
 #include "cli/status.h"
 #include "lib/log.h"
 
@@ -290,10 +291,64 @@ void bl_batch_free(struct blbatch *bt)
   memset(bt, 0, sizeof *bt);
 }
 
+void bl_open_file(struct blsrc *b, const char *path)
+{
+  memset(b, 0, sizeof *b);
+  snprintf(b->file, sizeof b->file, "%s", path);
+}
+
+struct fbatch {
+  struct blbatch *out;
+  size_t cap, bytes, max;
+  int bad;
+};
+
+static void on_frame(void *arg, uint64_t xid, const uint8_t *p, size_t n, uint64_t off)
+{
+  struct fbatch *f = arg;
+  (void)off;
+  if (f->bad || (f->out->n > 0 && f->bytes >= f->max))
+    return;
+  Auralog__BinlogTxn *t = auralog__binlog_txn__unpack(NULL, n, p);
+  if (t == NULL) {
+    f->bad = 1;
+    return;
+  }
+  if (f->out->n == f->cap) {
+    f->cap = f->cap ? 2 * f->cap : 64;
+    f->out->txn = realloc(f->out->txn, f->cap * sizeof *f->out->txn);
+    f->out->lsn = realloc(f->out->lsn, f->cap * sizeof *f->out->lsn);
+  }
+  t->commit_lsn = xid;         /* the XID is the commit record's LSN (vfs/community.c) */
+  f->out->txn[f->out->n] = t;
+  f->out->lsn[f->out->n++] = xid;
+  f->out->durable = f->out->last = xid;
+  f->bytes += n;
+}
+
+/* The community binlog's file: what follows after, up to about max bytes. */
+static int fetch_file(struct blsrc *b, uint64_t after, size_t max_bytes, struct blbatch *out,
+                      char *why, size_t whylen)
+{
+  struct fbatch f = {out, 0, 0, max_bytes ? max_bytes : BINLOG_READ_BYTES, 0};
+  out->durable = out->last = after;
+  if (blf_read_from(b->file, after, on_frame, &f, why, whylen) != 0)
+    return BL_ERR;
+  if (f.bad) {
+    snprintf(why, whylen, "%s: a frame after %llu holds no transaction", b->file,
+             (unsigned long long)after);
+    bl_batch_free(out);
+    return BL_ERR;
+  }
+  return 0;
+}
+
 int bl_fetch(struct blsrc *b, uint64_t after, size_t max_bytes, struct blbatch *out,
              char *why, size_t whylen)
 {
   memset(out, 0, sizeof *out);
+  if (b->file[0])
+    return fetch_file(b, after, max_bytes, out, why, whylen);
   unsigned long long now = now_ms();
   if (b->nseg == 0 || now - b->opened_at >= REOPEN_MS) {
     int rc = reopen(b, why, whylen);

@@ -57,7 +57,14 @@ struct blsrc {
   unsigned long long opened_at, swept_at;
   struct rpc cr;                 /* the coordinator, for consumers (bl_consumers) */
   int copen;
+  /* The community binlog (`--binlog-file`): the engine's own file, read
+   * instead of the binlog PG (bl_open_file; "" otherwise). */
+  char file[4096];
 };
+
+/* Read the community binlog's file at path instead (vfs/blfile.h): frames
+ * in XID order, which is commit order; a torn tail ends what is read. */
+void bl_open_file(struct blsrc *b, const char *path);
 
 #define BL_ERR      (-1)         /* no answer (the cluster, a node), or an error */
 #define BL_NO_VOL   (-2)         /* no such volume */
