@@ -866,8 +866,14 @@ int cluster_main(int argc, char **argv)
     cl.pg_pages = pg_pages;
   if (binlog && strcmp(cmd, "up"))
     die("cluster: --binlog is an option of `cluster up`");
-  if (binlog)
-    snprintf(cl.binlog, sizeof cl.binlog, "%s", strcmp(binlog, "off") ? binlog : "");
+  if (binlog) {
+    const char *want = strcmp(binlog, "off") ? binlog : "";
+    struct member *eng = &cl.m[cl.n - 1];
+    if (strcmp(want, cl.binlog) != 0 && eng->pid == 0 && (eng->pid = cluster_running(&cl, eng)))
+      printf("the engine runs: --binlog %s takes effect from its next start (cluster down, "
+             "then up)\n", binlog);
+    snprintf(cl.binlog, sizeof cl.binlog, "%s", want);
+  }
   if (failover >= 0 && strcmp(cmd, "up"))
     die("cluster: --%s is an option of `cluster up`", failover ? "failover" : "no-failover");
   if (failover >= 0 && failover != cl.failover && cl.m[0].pid == 0 &&
