@@ -360,11 +360,14 @@ int jn_fault_note(struct coord *co, const Auralog__Fault *f)
              "\"group\":%u,\"group_ms\":%u,\"mean_group\":%.2f,\"duration_s\":%u,"
              "\"warmup_s\":%u,\"tables\":%u,\"rows\":%u,\"tx_s\":%.1f,\"p50_ms\":%.3f,"
              "\"p99_ms\":%.3f,\"errors\":%llu,\"cores\":%u,\"cpu\":\"%s\",\"kernel\":\"%s\","
-             "\"filesystem\":\"%s\",\"reads\":\"%s\"", b->run, b->workload, b->system,
+             "\"filesystem\":\"%s\",\"reads\":\"%s\",\"prepare_us\":%.1f,\"binlog_us\":%.1f,"
+             "\"commit_us\":%.1f,\"binlog_mib\":%.1f,\"recovery_ms\":%.1f,\"scan_ms\":%.1f",
+             b->run, b->workload, b->system,
              b->clients, b->group, b->group_ms, b->mean_group, b->duration_s, b->warmup_s,
              b->tables, b->rows, b->tx_per_s, b->p50_ms, b->p99_ms,
              (unsigned long long)b->errors, b->cores, b->cpu, b->kernel, b->filesystem,
-             b->reads);
+             b->reads, b->prepare_us, b->binlog_us, b->commit_us, b->binlog_mib,
+             b->recovery_ms, b->scan_ms);
     return 1;
   }
   if (!strcmp(f->action, "restore")) {

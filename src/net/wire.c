@@ -218,7 +218,9 @@ static int check_bench_note(const Auralog__BenchNote *b, char *why, size_t whyle
       b->tables > 4096 || b->cores > 65536)
     return bad(why, whylen, "a bench note with a count out of range");
   if (!figure_ok(b->tx_per_s) || !figure_ok(b->p50_ms) || !figure_ok(b->p99_ms) ||
-      !figure_ok(b->mean_group))
+      !figure_ok(b->mean_group) || !figure_ok(b->prepare_us) || !figure_ok(b->binlog_us) ||
+      !figure_ok(b->commit_us) || !figure_ok(b->binlog_mib) || !figure_ok(b->recovery_ms) ||
+      !figure_ok(b->scan_ms))
     return bad(why, whylen, "a bench note with a figure out of range");
   return ERR_NONE;
 }
