@@ -76,6 +76,7 @@ static const struct lab lab_table[] = {
   {"lab10-measure", "measuring honestly: a benchmark claim, application group commit", check10},
   {"lab11-repair", "repair and drain: a node lost for good, segments moved to spares", check11},
   {"lab12-restore", "backup and restore: a table dropped by mistake, the volume restored", check12},
+  {"lab13-binlog", "the binlog: community against enhanced, recovery, a consumer outside", check13},
 };
 #define NLABS ((int)(sizeof lab_table / sizeof lab_table[0]))
 
@@ -401,6 +402,14 @@ int lab_main(int argc, char **argv)
         printf("note: this cluster does not back up (it was started with --no-backup): this "
                "lab needs a backup (auralog cluster down; auralog cluster up --dir DIR, a "
                "fresh directory)\n");
+      cJSON_Delete(c);
+    }
+    if (n == 13) {  /* the replica reads the volume's binlog: does it keep one? */
+      cJSON *c = conf_load(x.dir);
+      char bl[32] = "";
+      if (c == NULL || conf_str(c, "engine_binlog", bl, sizeof bl) != 0 || strcmp(bl, "enhanced"))
+        printf("note: this cluster's engine keeps no enhanced binlog yet: step 3 restarts it with "
+               "one (auralog cluster down; auralog cluster up --binlog enhanced)\n");
       cJSON_Delete(c);
     }
     if (n == 5)   /* step 4 names the first writer: after step 2 the coordinator names another */

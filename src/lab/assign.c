@@ -109,6 +109,17 @@ int assign_make(const char *student, int lab, struct assign *a)
     a->az = 0;
     return 0;
   }
+  case 13: {
+    /* The table a student commits transactions into, one row each, and
+     * keeps a replica of through the binlog: theirs alone, so another's
+     * replica, or a count copied, is not. */
+    static const char *const what[] = {"trades", "clicks", "orders", "events",
+                                       "readings", "bids", "votes", "moves"};
+    snprintf(a->table, sizeof a->table, "lab13_%s", what[r[2] % 8]);
+    a->count = 40 + (r[3] | r[4] << 8) % 81;
+    a->az = 0;
+    return 0;
+  }
   default:
     a->az = 0;
     return -1;
@@ -130,6 +141,11 @@ void assign_text(const struct assign *a, char *out, size_t n)
   if (a->lab == 12 && a->table[0]) {
     snprintf(out, n, "fill table %s with rows 1..%d, then drop it by mistake and restore it",
              a->table, a->count);
+    return;
+  }
+  if (a->lab == 13 && a->table[0]) {
+    snprintf(out, n, "commit %d transactions into table %s, one row each, and keep a replica "
+             "of it through the binlog", a->count, a->table);
     return;
   }
   if (a->lab == 1 && a->row > 0) {

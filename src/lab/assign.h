@@ -19,7 +19,8 @@ struct assign {
   int pos, drain_pos;          /* lab 11: the positions of pg 0 whose nodes to lose and to
                                 * drain (a position outlives its nodes: a retry finds it) */
   int mttf_h;                  /* lab 11: each node's mean time to failure, hours */
-  char table[24];              /* lab 12: the table to fill and drop (count: its rows) */
+  char table[24];              /* lab 12: the table to fill and drop (count: its rows);
+                                * lab 13: the table to commit count transactions into */
 };
 
 int student_id_ok(const char *s);

@@ -95,6 +95,8 @@ void check10(struct labctx *x);
 void check11(struct labctx *x);
 /* check_restore.c: lab 12, a table dropped by mistake and the volume restored from its backup */
 void check12(struct labctx *x);
+/* check_binlog.c: lab 13, the binlog: community against enhanced, recovery, a consumer */
+void check13(struct labctx *x);
 
 /* history.c */
 int hist_load(struct labctx *x, int lab, int demo);

@@ -444,6 +444,9 @@ void lab_start(int n)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_ROW=%d LAB_COUNT=%d", row, count);
   else if (a && sscanf(a, "your assignment: the second writer commits %d rows", &count) == 1)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_COUNT=%d", count);
+  else if (a && sscanf(a, "your assignment: commit %d transactions into table %31[a-z0-9_]",
+                       &count, table) == 2)
+    snprintf(lab_assigned, sizeof lab_assigned, "LAB_TABLE=%s LAB_TXNS=%d", table, count);
   else if (a && sscanf(a, "your assignment: fill table %31[a-z0-9_] with rows 1..%d", table,
                        &count) == 2)
     snprintf(lab_assigned, sizeof lab_assigned, "LAB_TABLE=%s LAB_ROWS=%d", table, count);
