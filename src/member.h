@@ -91,6 +91,12 @@
  *    first. Every PG is repaired at once ("massively parallel", §2.2).
  *    After faults heal, every PG returns to NCOPIES current segments, on
  *    NCOPIES distinct up nodes, 2 per AZ, and no next.
+ *
+ * Every rule holds for a volume's binlog PG (BINLOG_PG; issue 29) as for a
+ * data PG: it is repaired, drained and replaced by the same steps (coord/
+ * member.c mb_pg), the writer counts it by M1/M2 (vfs/vmember.c), and its
+ * next segment hydrates by records alone, from its peers' release point
+ * if they released their early records (node/bg.c invariant BJ).
  */
 #ifndef AURALOG_MEMBER_H
 #define AURALOG_MEMBER_H

@@ -121,6 +121,62 @@ static int engine_up(const Auralog__Status *st)
 static void read_hold_json(const Auralog__Status *st, cJSON *o);
 static void failover_json(const Auralog__Status *st, cJSON *o);
 
+/* One PG's entry in the JSON: its pages, membership and segments. */
+static cJSON *pg_json(const Auralog__Status *st, const struct statix *ix, const Auralog__Pg *pg)
+{
+  cJSON *jp = cJSON_CreateObject();
+  cJSON_AddNumberToObject(jp, "pg", pg->pg);
+  cJSON_AddNumberToObject(jp, "first_page", pg->first_page);
+  cJSON_AddNumberToObject(jp, "npages", pg->npages);
+  /* Membership (member.h): its epoch, the oldest a writer may use, and
+   * the best SCL of its current segments (a next one hydrates towards it). */
+  cJSON_AddNumberToObject(jp, "mepoch", (double)pg->mepoch);
+  cJSON_AddNumberToObject(jp, "mepoch_min", (double)pg->mepoch_min);
+  uint64_t best = 0;
+  for (size_t s = 0; s < pg->n_segments && s < NCOPIES; s++) {
+    uint64_t c = scl_of(st, ix, pg->segments[s]->node, pg->pg);
+    best = c > best ? c : best;
+  }
+  cJSON *segs = cJSON_AddArrayToObject(jp, "segments");
+  for (size_t s = 0; s < pg->n_segments; s++) {
+    const Auralog__Segment *seg = pg->segments[s];
+    cJSON *js = cJSON_CreateObject();
+    cJSON_AddStringToObject(js, "node", seg->node);
+    cJSON_AddStringToObject(js, "az", seg->az);
+    cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, ix, seg->node, pg->pg));
+    cJSON_AddNumberToObject(js, "pos", s < NCOPIES ? (double)s : (double)seg->pos);
+    cJSON_AddBoolToObject(js, "next", seg->next);
+    cJSON_AddBoolToObject(js, "hydrating",
+                          seg->next && scl_of(st, ix, seg->node, pg->pg) < best);
+    /* What the segment holds (node/bg.c), as of its node's last heartbeat. */
+    const Auralog__SegStat *ss = stat_of(st, ix, seg->node, pg->pg);
+    static const Auralog__SegStat none = AURALOG__SEG_STAT__INIT;
+    if (ss == NULL)
+      ss = &none;
+    cJSON_AddNumberToObject(js, "records", (double)ss->records);
+    cJSON_AddNumberToObject(js, "unmaterialized", (double)ss->unmaterialized);
+    cJSON_AddNumberToObject(js, "bytes", (double)ss->bytes);
+    cJSON_AddNumberToObject(js, "pgmrpl", (double)ss->pgmrpl);
+    cJSON_AddNumberToObject(js, "gc_lsn", (double)ss->gc_lsn);
+    cJSON_AddNumberToObject(js, "versions", (double)ss->images);
+    cJSON_AddNumberToObject(js, "oldest_version", (double)ss->oldest_image);
+    cJSON_AddNumberToObject(js, "damaged", (double)ss->damaged);
+    /* The highest LSN it holds: above its SCL, a hole (records missing
+     * below ones it has; gossip fills it, §3.3), and its epoch (§4.3). */
+    cJSON_AddNumberToObject(js, "max_lsn", (double)ss->max_lsn);
+    cJSON_AddBoolToObject(js, "hole", ss->max_lsn > ss->scl);
+    cJSON_AddNumberToObject(js, "epoch", (double)ss->epoch);
+    const Auralog__NodeInfo *sn = node_of(st, seg->node);
+    cJSON_AddStringToObject(js, "state", state_of(sn));
+    cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
+                                          : sn && sn->slow_ms ? "slow"
+                                          : sn && sn->stale ? "stale"
+                                          : sn && sn->no_gossip ? "no-gossip" : "");
+    cJSON_AddItemToArray(segs, js);
+  }
+  return jp;
+}
+
 char *status_json(const Auralog__Status *st)
 {
   const Auralog__Volume *v = st->volume;
@@ -241,60 +297,12 @@ char *status_json(const Auralog__Status *st)
   }
   cJSON *pgs = cJSON_AddArrayToObject(o, "pgs");
   struct statix *ix = statix_build(st);
-  for (size_t p = 0; p < v->n_pgs; p++) {
-    const Auralog__Pg *pg = v->pgs[p];
-    cJSON *jp = cJSON_CreateObject();
-    cJSON_AddNumberToObject(jp, "pg", pg->pg);
-    cJSON_AddNumberToObject(jp, "first_page", pg->first_page);
-    cJSON_AddNumberToObject(jp, "npages", pg->npages);
-    /* Membership (member.h): its epoch, the oldest a writer may use, and
-     * the best SCL of its current segments (a next one hydrates towards it). */
-    cJSON_AddNumberToObject(jp, "mepoch", (double)pg->mepoch);
-    cJSON_AddNumberToObject(jp, "mepoch_min", (double)pg->mepoch_min);
-    uint64_t best = 0;
-    for (size_t s = 0; s < pg->n_segments && s < NCOPIES; s++) {
-      uint64_t c = scl_of(st, ix, pg->segments[s]->node, pg->pg);
-      best = c > best ? c : best;
-    }
-    cJSON *segs = cJSON_AddArrayToObject(jp, "segments");
-    for (size_t s = 0; s < pg->n_segments; s++) {
-      const Auralog__Segment *seg = pg->segments[s];
-      cJSON *js = cJSON_CreateObject();
-      cJSON_AddStringToObject(js, "node", seg->node);
-      cJSON_AddStringToObject(js, "az", seg->az);
-      cJSON_AddNumberToObject(js, "scl", (double)scl_of(st, ix, seg->node, pg->pg));
-      cJSON_AddNumberToObject(js, "pos", s < NCOPIES ? (double)s : (double)seg->pos);
-      cJSON_AddBoolToObject(js, "next", seg->next);
-      cJSON_AddBoolToObject(js, "hydrating",
-                            seg->next && scl_of(st, ix, seg->node, pg->pg) < best);
-      /* What the segment holds (node/bg.c), as of its node's last heartbeat. */
-      const Auralog__SegStat *ss = stat_of(st, ix, seg->node, pg->pg);
-      static const Auralog__SegStat none = AURALOG__SEG_STAT__INIT;
-      if (ss == NULL)
-        ss = &none;
-      cJSON_AddNumberToObject(js, "records", (double)ss->records);
-      cJSON_AddNumberToObject(js, "unmaterialized", (double)ss->unmaterialized);
-      cJSON_AddNumberToObject(js, "bytes", (double)ss->bytes);
-      cJSON_AddNumberToObject(js, "pgmrpl", (double)ss->pgmrpl);
-      cJSON_AddNumberToObject(js, "gc_lsn", (double)ss->gc_lsn);
-      cJSON_AddNumberToObject(js, "versions", (double)ss->images);
-      cJSON_AddNumberToObject(js, "oldest_version", (double)ss->oldest_image);
-      cJSON_AddNumberToObject(js, "damaged", (double)ss->damaged);
-      /* The highest LSN it holds: above its SCL, a hole (records missing
-       * below ones it has; gossip fills it, §3.3), and its epoch (§4.3). */
-      cJSON_AddNumberToObject(js, "max_lsn", (double)ss->max_lsn);
-      cJSON_AddBoolToObject(js, "hole", ss->max_lsn > ss->scl);
-      cJSON_AddNumberToObject(js, "epoch", (double)ss->epoch);
-      const Auralog__NodeInfo *sn = node_of(st, seg->node);
-      cJSON_AddStringToObject(js, "state", state_of(sn));
-      cJSON_AddStringToObject(js, "fault", sn && sn->partitioned ? "partitioned"
-                                            : sn && sn->slow_ms ? "slow"
-                                            : sn && sn->stale ? "stale"
-                                            : sn && sn->no_gossip ? "no-gossip" : "");
-      cJSON_AddItemToArray(segs, js);
-    }
-    cJSON_AddItemToArray(pgs, jp);
-  }
+  for (size_t p = 0; p < v->n_pgs; p++)
+    cJSON_AddItemToArray(pgs, pg_json(st, ix, v->pgs[p]));
+  /* The binlog PG (issue 29): its configuration(s) and membership epoch as
+   * a data PG's (member.h: repairs, drains and replaces move it too). */
+  if (v->binlog && v->binlog->n_segments)
+    cJSON_AddItemToObject(o, "binlog_pg", pg_json(st, ix, v->binlog));
   free(ix);
   char *out = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
@@ -616,10 +624,15 @@ void status_table(const Auralog__Status *st, FILE *f)
     fprintf(f, "pgs    segment SCLs (node:scl, ^N = holds records up to N above a hole, "
             "@eN = at an older epoch N, * = down, ~ = partitioned, > = an incoming next segment)\n");
   struct statix *ix = statix_build(st);
-  for (size_t p = 0; p < v->n_pgs; p++) {
-    const Auralog__Pg *pg = v->pgs[p];
-    fprintf(f, "  pg %-3u pages %u..%u:", pg->pg, pg->first_page,
-            pg->first_page + pg->npages - 1);
+  /* The data PGs, then the binlog PG (issue 29), which has no pages. */
+  size_t all = v->n_pgs + (v->binlog && v->binlog->n_segments);
+  for (size_t p = 0; p < all; p++) {
+    const Auralog__Pg *pg = p < v->n_pgs ? v->pgs[p] : v->binlog;
+    if (p < v->n_pgs)
+      fprintf(f, "  pg %-3u pages %u..%u:", pg->pg, pg->first_page,
+              pg->first_page + pg->npages - 1);
+    else
+      fprintf(f, "  binlog pg %u:", pg->pg);
     for (size_t s = 0; s < pg->n_segments; s++) {
       const Auralog__Segment *seg = pg->segments[s];
       const Auralog__NodeInfo *n = node_of(st, seg->node);

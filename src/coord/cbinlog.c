@@ -17,9 +17,13 @@
  * --binlog, finds it there: the binlog PG outlives a restart without the
  * flag, and its records with it.
  *
- * Not yet: membership changes (repair, drain, replace; coord/member.c)
- * walk the data PGs only, so a binlog segment lost with its node is not
- * replaced; the PG keeps writing while four of its six answer.
+ * Membership changes (repair, drain, replace; coord/member.c) move its
+ * segments as a data PG's, under the same rules (member.h M1-M7): they
+ * find it by number through member.c mb_pg and walk every PG through
+ * coord_vol_npgs_all / coord_vol_pg_at below; a step stores it back in
+ * Volume.binlog (mbatch.c), and the writer's lease probe reports it, and
+ * hears of its changes, in Volume.binlog (member_probe, vfs/vmember.c). A
+ * new binlog segment hydrates by records alone (node/bg.c invariant BJ).
  */
 #include <stdio.h>
 #include <stdlib.h>

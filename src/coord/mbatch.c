@@ -40,6 +40,7 @@
 
 #include "coord/member_int.h"
 #include "lib/log.h"
+#include "param.h"
 
 /* Stored at mb_batch_end: remember volume vid. */
 static void mark(struct mstate *ms, uint64_t vid)
@@ -56,11 +57,17 @@ int mb_store_pg(struct coord *co, size_t vi, const Auralog__Pg *pgc, uint64_t ms
 {
   Auralog__Volume *vol = co->vols[vi];
   uint32_t pgno = pgc->pg;
+  /* A data PG's place is pgs[pgno]; the binlog PG's, Volume.binlog
+   * (member.c mb_pg: change() found it there). */
+  int bl = pgno == BINLOG_PG;
   if (!co->ms->batch) {
-    Auralog__Pg **pgs = malloc(vol->n_pgs * sizeof *pgs);
+    Auralog__Pg **pgs = malloc((vol->n_pgs + 1) * sizeof *pgs);
     memcpy(pgs, vol->pgs, vol->n_pgs * sizeof *pgs);
-    pgs[pgno] = (Auralog__Pg *)pgc;
     Auralog__Volume tmp = *vol;
+    if (bl)
+      tmp.binlog = (Auralog__Pg *)pgc;
+    else
+      pgs[pgno] = (Auralog__Pg *)pgc;
     tmp.pgs = pgs;
     tmp.mseq = mseq;
     Auralog__Volume *nv = coord_vol_store(co, &co->vols[vi], &tmp, why, whylen);
@@ -79,8 +86,9 @@ int mb_store_pg(struct coord *co, size_t vi, const Auralog__Pg *pgc, uint64_t ms
     snprintf(why, whylen, "out of memory while changing pg %u of volume %s", pgno, vol->name);
     return -1;
   }
-  auralog__pg__free_unpacked(vol->pgs[pgno], NULL);
-  vol->pgs[pgno] = copy;
+  Auralog__Pg **at = bl ? &vol->binlog : &vol->pgs[pgno];
+  auralog__pg__free_unpacked(*at, NULL);
+  *at = copy;
   vol->mseq = mseq;
   mark(co->ms, vol->id);
   return 0;

@@ -24,6 +24,12 @@
  *                  reached X
  * The old segment stays current until the finish: a change never stalls
  * writes or reads (M1, M3).
+ *
+ * Every PG of a volume, its binlog PG included (Volume.binlog, numbered
+ * BINLOG_PG, coord/cbinlog.c), moves by the same steps and rules: a step
+ * finds its PG by number with mb_pg, every walk over PGs goes through
+ * coord_vol_npgs_all / coord_vol_pg_at, and a lost node's binlog segment
+ * is repaired, a drained node's moved, as any other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +75,15 @@ unsigned long long member_repair_after(const struct coord *co)
 
 /* ---- lookups --------------------------------------------------------------- */
 
+const Auralog__Pg *mb_pg(const Auralog__Volume *vol, uint32_t pgno)
+{
+  if (pgno < vol->n_pgs)
+    return vol->pgs[pgno]->pg == pgno ? vol->pgs[pgno] : NULL;
+  if (pgno == BINLOG_PG && vol->binlog && vol->binlog->pg == BINLOG_PG)
+    return vol->binlog;
+  return NULL;
+}
+
 /* The index of position pos's next segment in pg, or -1. */
 int mb_next_of(const Auralog__Pg *pg, uint32_t pos)
 {
@@ -84,8 +99,8 @@ uint32_t mb_hosted(const struct coord *co, const char *id, uint32_t *moving)
 {
   uint32_t n = 0, m = 0;
   for (size_t v = 0; v < co->nvols; v++)
-    for (size_t p = 0; p < co->vols[v]->n_pgs; p++) {
-      const Auralog__Pg *pg = co->vols[v]->pgs[p];
+    for (size_t p = 0; p < coord_vol_npgs_all(co->vols[v]); p++) {
+      const Auralog__Pg *pg = coord_vol_pg_at(co->vols[v], p);
       for (size_t s = 0; s < pg->n_segments; s++)
         if (strcmp(pg->segments[s]->node, id) == 0) {
           n++;
@@ -160,13 +175,15 @@ struct pnode *mb_pnodes(const struct coord *co)
     pn[i].out = mb_node_out(co->nodes[i]);
   }
   for (size_t v = 0; v < co->nvols; v++)
-    for (size_t p = 0; p < co->vols[v]->n_pgs; p++)
-      for (size_t s = 0; s < co->vols[v]->pgs[p]->n_segments; s++)
+    for (size_t p = 0; p < coord_vol_npgs_all(co->vols[v]); p++) {
+      const Auralog__Pg *pg = coord_vol_pg_at(co->vols[v], p);
+      for (size_t s = 0; s < pg->n_segments; s++)
         for (size_t i = 0; i < co->nnodes; i++)
-          if (strcmp(co->vols[v]->pgs[p]->segments[s]->node, pn[i].id) == 0) {
+          if (strcmp(pg->segments[s]->node, pn[i].id) == 0) {
             pn[i].nsegs++;
             break;
           }
+    }
   return pn;
 }
 
@@ -189,12 +206,11 @@ static int change(struct coord *co, size_t vi, uint32_t pgno, uint32_t pos, enum
     return -1;
   }
   const Auralog__Volume *vol = co->vols[vi];
-  if (pgno >= vol->n_pgs || vol->pgs[pgno]->pg != pgno || pos >= NCOPIES ||
-      vol->pgs[pgno]->n_segments < NCOPIES) {
+  const Auralog__Pg *old = mb_pg(vol, pgno);   /* a data PG, or the binlog PG */
+  if (old == NULL || pos >= NCOPIES || old->n_segments < NCOPIES) {
     snprintf(why, whylen, "volume %s has no position %u of pg %u", vol->name, pos, pgno);
     return -1;
   }
-  const Auralog__Pg *old = vol->pgs[pgno];
   const Auralog__Segment *cur[NCOPIES], *nxt[NCOPIES] = {0};
   for (int p = 0; p < NCOPIES; p++)
     cur[p] = old->segments[p];
@@ -349,8 +365,8 @@ static int move_off(struct coord *co, struct pnode *pn, const char *id, const ch
   int done = 0;
   char err[256];
   for (size_t vi = 0; vi < co->nvols; vi++)
-    for (size_t p = 0; p < co->vols[vi]->n_pgs; p++) {
-      const Auralog__Pg *pg = co->vols[vi]->pgs[p];
+    for (size_t p = 0; p < coord_vol_npgs_all(co->vols[vi]); p++) {
+      const Auralog__Pg *pg = coord_vol_pg_at(co->vols[vi], p);
       size_t at = pg->n_segments;
       for (size_t s = 0; s < pg->n_segments; s++)
         if (strcmp(pg->segments[s]->node, id) == 0)
@@ -424,9 +440,9 @@ static void finish_ready(struct coord *co)
 {
   char why[256];
   for (size_t vi = 0; vi < co->nvols; vi++)
-    for (size_t p = 0; p < co->vols[vi]->n_pgs; p++) {
+    for (size_t p = 0; p < coord_vol_npgs_all(co->vols[vi]); p++) {
       const Auralog__Volume *v = co->vols[vi];
-      const Auralog__Pg *pg = v->pgs[p];
+      const Auralog__Pg *pg = coord_vol_pg_at(v, p);
       if (pg->n_segments <= NCOPIES)
         continue;
       const struct madopt *ad = mb_ad_find(co->ms, v->id, pg->pg);
@@ -487,9 +503,9 @@ static void lost_back(struct coord *co)
       size_t vi = 0;
       while (vi < co->nvols && co->vols[vi]->id != m->vol)
         vi++;
-      if (vi == co->nvols || m->pg >= co->vols[vi]->n_pgs || m->pos >= NCOPIES)
+      const Auralog__Pg *pg = vi < co->nvols ? mb_pg(co->vols[vi], m->pg) : NULL;
+      if (pg == NULL || m->pos >= NCOPIES)
         continue;
-      const Auralog__Pg *pg = co->vols[vi]->pgs[m->pg];
       if (m->pos >= pg->n_segments || strcmp(pg->segments[m->pos]->node, n->info->id) != 0)
         continue;
       if (member_abort(co, vi, m->pg, m->pos, why, sizeof why) == 0)
@@ -536,8 +552,8 @@ static void lost_tick(struct coord *co, unsigned long long now)
 static void moves_adopt(struct coord *co, unsigned long long now)
 {
   for (size_t vi = 0; vi < co->nvols; vi++)
-    for (size_t p = 0; p < co->vols[vi]->n_pgs; p++) {
-      const Auralog__Pg *pg = co->vols[vi]->pgs[p];
+    for (size_t p = 0; p < coord_vol_npgs_all(co->vols[vi]); p++) {
+      const Auralog__Pg *pg = coord_vol_pg_at(co->vols[vi], p);
       for (size_t j = NCOPIES; j < pg->n_segments; j++) {
         uint32_t pos = pg->segments[j]->pos;
         if (mb_mv_find(co->ms, co->vols[vi]->id, pg->pg, pos))
@@ -607,8 +623,8 @@ static void tick(struct coord *co)
     for (size_t k = 0; k < co->nvols; k++)
       if (co->vols[k]->id == ms->ad[i].vol)
         v = co->vols[k];
-    if (v == NULL || ms->ad[i].pg >= v->n_pgs || v->pgs[ms->ad[i].pg]->n_segments <= NCOPIES ||
-        ms->ad[i].epoch != v->epoch)
+    const Auralog__Pg *pg = v ? mb_pg(v, ms->ad[i].pg) : NULL;
+    if (pg == NULL || pg->n_segments <= NCOPIES || ms->ad[i].epoch != v->epoch)
       ms->ad[i--] = ms->ad[--ms->nad];
   }
 }
@@ -621,45 +637,61 @@ static int by_mepoch(const void *a, const void *b)
   return x->mepoch < y->mepoch ? -1 : x->mepoch > y->mepoch;
 }
 
+/* The current writer's report of one PG (M4 a): it uses mepoch q->mepoch
+ * of PG q->pg since q->adopted_at. */
+static void probe_note(struct coord *co, const Auralog__Volume *v, const Auralog__Pg *q)
+{
+  struct mstate *ms = co->ms;
+  const Auralog__Pg *pg = mb_pg(v, q->pg);
+  if (pg == NULL || q->mepoch == 0 || q->mepoch > pg->mepoch)
+    return;                  /* a mepoch never handed out is no one's */
+  struct madopt *a = mb_ad_find(ms, v->id, q->pg);
+  if (a && a->epoch == v->epoch && a->mepoch > q->mepoch)
+    return;                  /* an older report, late */
+  if (a == NULL) {
+    ms->ad = realloc(ms->ad, (ms->nad + 1) * sizeof *ms->ad);
+    a = &ms->ad[ms->nad++];
+  }
+  *a = (struct madopt){v->id, q->pg, v->epoch, q->mepoch, q->adopted_at};
+}
+
 void member_probe(struct coord *co, size_t vi, const Auralog__Volume *probe, int writer,
                   Auralog__Volume *answer)
 {
-  struct mstate *ms = co->ms;
   const Auralog__Volume *v = co->vols[vi];
-  for (size_t i = 0; writer && i < probe->n_pgs; i++) {
-    const Auralog__Pg *q = probe->pgs[i];
-    if (q->pg >= v->n_pgs || v->pgs[q->pg]->pg != q->pg || q->mepoch == 0 ||
-        q->mepoch > v->pgs[q->pg]->mepoch)
-      continue;              /* a mepoch never handed out is no one's */
-    struct madopt *a = mb_ad_find(ms, v->id, q->pg);
-    if (a && a->epoch == v->epoch && a->mepoch > q->mepoch)
-      continue;              /* an older report, late */
-    if (a == NULL) {
-      ms->ad = realloc(ms->ad, (ms->nad + 1) * sizeof *ms->ad);
-      a = &ms->ad[ms->nad++];
-    }
-    *a = (struct madopt){v->id, q->pg, v->epoch, q->mepoch, q->adopted_at};
-  }
+  /* The data PGs' reports in probe->pgs, the binlog PG's in probe->binlog
+   * (wire.c: a Volume's pgs are data PGs; vfs/vmember.c fills both). */
+  for (size_t i = 0; writer && i < probe->n_pgs; i++)
+    probe_note(co, v, probe->pgs[i]);
+  if (writer && probe->binlog)
+    probe_note(co, v, probe->binlog);
   /* The answer: every PG changed since the writer's mseq, oldest change
    * first, at most PROBE_PGS_MAX; capped, the answer's mseq is the last
-   * one's, so the writer asks again for the rest. */
+   * one's, so the writer asks again for the rest. The binlog PG, if it is
+   * among them, goes in the answer's binlog. */
   answer->mseq = v->mseq;
   answer->pgs = NULL;
   answer->n_pgs = 0;
+  answer->binlog = NULL;
   if (probe->mseq >= v->mseq)
     return;
-  Auralog__Pg **pgs = malloc((v->n_pgs + 1) * sizeof *pgs);
-  size_t n = 0;
-  for (size_t p = 0; p < v->n_pgs; p++)
-    if (v->pgs[p]->mepoch > probe->mseq)
-      pgs[n++] = v->pgs[p];
+  size_t all = coord_vol_npgs_all(v), n = 0, k = 0;
+  Auralog__Pg **pgs = malloc((all + 1) * sizeof *pgs);
+  for (size_t p = 0; p < all; p++)
+    if (coord_vol_pg_at(v, p)->mepoch > probe->mseq)
+      pgs[n++] = coord_vol_pg_at(v, p);
   qsort(pgs, n, sizeof *pgs, by_mepoch);
   if (n > PROBE_PGS_MAX) {
     n = PROBE_PGS_MAX;
     answer->mseq = pgs[n - 1]->mepoch;
   }
+  for (size_t i = 0; i < n; i++)
+    if (pgs[i] == v->binlog)
+      answer->binlog = pgs[i];
+    else
+      pgs[k++] = pgs[i];
   answer->pgs = pgs;
-  answer->n_pgs = n;
+  answer->n_pgs = k;
 }
 
 /* ---- a node at a new address ------------------------------------------ */
@@ -675,25 +707,26 @@ void member_follow_node(struct coord *co, const char *id, const char *addr)
   char why[256];
   for (size_t v = 0; v < co->nvols; v++) {
     const Auralog__Volume *vol = co->vols[v];
-    size_t nseg = 0, moved = 0;
-    for (size_t p = 0; p < vol->n_pgs; p++)
-      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, nseg++) {
-        const Auralog__Segment *g = vol->pgs[p]->segments[s];
+    size_t nseg = 0, moved = 0, all = coord_vol_npgs_all(vol);
+    for (size_t p = 0; p < all; p++)
+      for (size_t s = 0; s < coord_vol_pg_at(vol, p)->n_segments; s++, nseg++) {
+        const Auralog__Segment *g = coord_vol_pg_at(vol, p)->segments[s];
         moved += strcmp(g->node, id) == 0 && strcmp(g->addr, addr) != 0;
       }
     if (moved == 0)
       continue;
-    /* Shallow copies with the new address: vol_store packs them before
-     * it frees the volume they point into. */
+    /* Shallow copies with the new address (the binlog PG's too, last):
+     * vol_store packs them before it frees the volume they point into. */
     Auralog__Volume tmp = *vol;
-    Auralog__Pg **pgs = calloc(vol->n_pgs + 1, sizeof *pgs), *pgc = calloc(vol->n_pgs + 1, sizeof *pgc);
+    Auralog__Pg **pgs = calloc(all + 1, sizeof *pgs), *pgc = calloc(all + 1, sizeof *pgc);
     Auralog__Segment **segp = calloc(nseg + 1, sizeof *segp), *segc = calloc(nseg + 1, sizeof *segc);
     size_t k = 0;
-    for (size_t p = 0; p < vol->n_pgs; p++) {
-      pgc[p] = *vol->pgs[p];
+    for (size_t p = 0; p < all; p++) {
+      const Auralog__Pg *pg = coord_vol_pg_at(vol, p);
+      pgc[p] = *pg;
       pgc[p].segments = &segp[k];
-      for (size_t s = 0; s < vol->pgs[p]->n_segments; s++, k++) {
-        segc[k] = *vol->pgs[p]->segments[s];
+      for (size_t s = 0; s < pg->n_segments; s++, k++) {
+        segc[k] = *pg->segments[s];
         if (strcmp(segc[k].node, id) == 0)
           segc[k].addr = (char *)addr;
         segp[k] = &segc[k];
@@ -701,6 +734,8 @@ void member_follow_node(struct coord *co, const char *id, const char *addr)
       pgs[p] = &pgc[p];
     }
     tmp.pgs = pgs;
+    if (vol->binlog)
+      tmp.binlog = pgs[vol->n_pgs];
     if (coord_vol_store(co, &co->vols[v], &tmp, why, sizeof why) == NULL)
       logwarn_rl("volume %s: node %s moved to %s, not stored: %s", tmp.name, id, addr, why);
     else
@@ -732,9 +767,9 @@ void member_check_node(struct coord *co, struct cnode *n, const Auralog__Heartbe
     for (size_t v = 0; v < co->nvols && vol == NULL; v++)
       if (co->vols[v]->id == st->volume_id)
         vol = co->vols[v];
-    if (vol == NULL || st->pg >= vol->n_pgs)
+    const Auralog__Pg *pg = vol ? mb_pg(vol, st->pg) : NULL;   /* (the binlog PG too) */
+    if (pg == NULL)
       continue;             /* a dropped volume: the Assign's `volumes` says so */
-    const Auralog__Pg *pg = vol->pgs[st->pg];
     int listed = 0;
     for (size_t s = 0; s < pg->n_segments && !listed; s++)
       listed = strcmp(pg->segments[s]->node, n->info->id) == 0;
@@ -764,7 +799,7 @@ void member_check_node(struct coord *co, struct cnode *n, const Auralog__Heartbe
   uint32_t have = 0, want = mb_hosted(co, n->info->id, NULL);
   for (size_t i = 0; i < hb->n_segs && have < want; i++)
     for (size_t v = 0; v < co->nvols; v++)
-      if (co->vols[v]->id == hb->segs[i]->volume_id && hb->segs[i]->pg < co->vols[v]->n_pgs) {
+      if (co->vols[v]->id == hb->segs[i]->volume_id && mb_pg(co->vols[v], hb->segs[i]->pg)) {
         have++;
         break;
       }

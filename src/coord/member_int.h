@@ -65,6 +65,13 @@ struct mstate {
   size_t nstore;
 };
 
+/* PG pgno of vol: a data PG (vol->pgs[pgno], numbered pgno) or, for
+ * BINLOG_PG, the volume's binlog PG (Volume.binlog, coord/cbinlog.c);
+ * NULL if vol has no such PG. Membership treats the binlog PG exactly as
+ * a data PG (M1-M7): every step names its PG by number through this, and
+ * every walk over a volume's PGs goes through coord_vol_npgs_all /
+ * coord_vol_pg_at (coord.h), the binlog PG last. */
+const Auralog__Pg *mb_pg(const Auralog__Volume *vol, uint32_t pgno);
 /* The index of position pos's next segment in pg, or -1. */
 int mb_next_of(const Auralog__Pg *pg, uint32_t pos);
 /* Segments (current or next) node id hosts, in every volume; *moving: of

@@ -17,13 +17,17 @@
  *                  (mepoch_min = the next's since, M5)
  *   member_regrow  its next segment goes to node `to` instead
  *   member_abort   its next segment is given up
- * Each returns 0, or -1 with a one-line reason and nothing changed.
+ * Each returns 0, or -1 with a one-line reason and nothing changed. A PG
+ * is named by its number: a data PG's, or BINLOG_PG for the volume's
+ * binlog PG, which every step treats as a data PG (member.h).
  *
  * Events the core hands on:
  *   member_init / member_free    with coord_init / coord_free
  *   member_probe   a lease probe: note the writer's adoption (only if
  *                  `writer`: roles.c R4 proved it is the current epoch's),
- *                  fill the answer's mseq and changed PGs (free *pgs)
+ *                  fill the answer's mseq and changed PGs (free *pgs; the
+ *                  binlog PG's report and change travel in Volume.binlog,
+ *                  which points into the volume)
  *   member_tick    repair (M7), drains, finishes (M4), retirements, MTTR
  *   member_on_cmd  `auralog node drain|replace|show` (operator: roles.c)
  *   member_status  a Status's moves and MTTRs (member_status_done frees)

@@ -40,8 +40,8 @@ static int can_move(struct coord *co, const struct cnode *n, const struct cnode 
   struct pnode *pn = mb_pnodes(co);
   int rc = 0;
   for (size_t vi = 0; vi < co->nvols && rc == 0; vi++)
-    for (size_t p = 0; p < co->vols[vi]->n_pgs && rc == 0; p++) {
-      const Auralog__Pg *pg = co->vols[vi]->pgs[p];
+    for (size_t p = 0; p < coord_vol_npgs_all(co->vols[vi]) && rc == 0; p++) {
+      const Auralog__Pg *pg = coord_vol_pg_at(co->vols[vi], p);   /* the binlog PG too */
       const char *taken[NSLOTS];
       int mine = -1;
       for (size_t s = 0; s < pg->n_segments; s++) {
@@ -137,16 +137,17 @@ void member_status(struct coord *co, const Auralog__Volume *v, Auralog__Status *
   unsigned long long now = io_now(co->io);
   st->mttr_ms = ms->mttr;
   st->n_mttr_ms = ms->nmttr;
-  size_t n = 0;
-  for (size_t p = 0; p < v->n_pgs; p++)
-    n += v->pgs[p]->n_segments > NCOPIES ? v->pgs[p]->n_segments - NCOPIES : 0;
+  size_t n = 0, all = coord_vol_npgs_all(v);   /* the binlog PG's moves too, last */
+  for (size_t p = 0; p < all; p++)
+    n += coord_vol_pg_at(v, p)->n_segments > NCOPIES ? coord_vol_pg_at(v, p)->n_segments - NCOPIES
+                                                    : 0;
   if (n == 0)
     return;
   Auralog__MoveStat *m = calloc(n, sizeof *m);
   Auralog__MoveStat **mp = calloc(n, sizeof *mp);
   size_t k = 0;
-  for (size_t p = 0; p < v->n_pgs; p++) {
-    const Auralog__Pg *pg = v->pgs[p];
+  for (size_t p = 0; p < all; p++) {
+    const Auralog__Pg *pg = coord_vol_pg_at(v, p);
     uint64_t best = 0;
     for (int j = 0; j < NCOPIES; j++) {
       struct cnode *f = coord_node_find(co, pg->segments[j]->node);

@@ -376,8 +376,17 @@ static int check_volume_bounds(const Auralog__Volume *v, char *why, size_t whyle
   return check_truncs(v->truncs, v->n_truncs, "volume", why, whylen);
 }
 
+/* A PG number: a data PG's (below MAX_PGS), or the binlog PG's
+ * (BINLOG_PG, issue 29), which membership moves as any PG (member.h). */
+static int pg_no_ok(uint32_t pg)
+{
+  return pg < MAX_PGS || pg == BINLOG_PG;
+}
+
 static int check_segment(const Auralog__Segment *s, char *why, size_t whylen)
 {
+  if (!pg_no_ok(s->pg))
+    return bad(why, whylen, "segment of pg %u: no such protection group", s->pg);
   if (!wire_name_ok(s->node) || !az_ok(s->az) || !addr_ok(s->addr))
     return bad(why, whylen, "segment of pg %u has a bad node, az or address", s->pg);
   if (s->npages == 0 || s->npages > PG_PAGES_MAX || !page_size_ok(s->page_size) ||
@@ -391,6 +400,8 @@ int wire_check_pg(const Auralog__Pg *pg, char *why, size_t whylen)
   /* member.h: segments[0..NCOPIES) are the current ones, position by
    * position; then at most one next segment per position, in its AZ, on a
    * node no other slot of the PG uses. */
+  if (!pg_no_ok(pg->pg))
+    return bad(why, whylen, "pg %u: no such protection group", pg->pg);
   if (pg->n_segments < NCOPIES || pg->n_segments > NSLOTS)
     return bad(why, whylen, "pg %u has %zu segments", pg->pg, pg->n_segments);
   unsigned seen = 0;
@@ -561,6 +572,10 @@ int wire_check(const Env *e, char *why, size_t whylen)
         (v->writer[0] && !addr_ok(v->writer)))
       return bad(why, whylen, "malformed volume description");
     for (size_t i = 0; i < v->n_pgs; i++) {
+      /* Data PGs only: the binlog PG travels in v->binlog. */
+      if (v->pgs[i]->pg >= MAX_PGS)
+        return bad(why, whylen, "a volume's pg %u: data PGs are numbered below %d (the "
+                   "binlog PG comes as its binlog)", v->pgs[i]->pg, MAX_PGS);
       /* A writer's lease probe names, per PG in transition, only the
        * membership epoch it uses and since which VCL (member.h M4): no
        * segments. Every description names all of them; anyone reading a
@@ -571,13 +586,16 @@ int wire_check(const Env *e, char *why, size_t whylen)
       }
       TRY(wire_check_pg(v->pgs[i], why, whylen));
     }
-    /* The binlog PG (issue 29): BINLOG_PG, placed like a data PG, or (a
-     * lease probe's) only its membership epoch. */
+    /* The binlog PG (issue 29): BINLOG_PG, placed like a data PG (a
+     * description, or a probe's answer when its membership changed), or
+     * (a lease probe's) only its membership epoch and adopted_at. */
     if (v->binlog) {
       if (v->binlog->pg != BINLOG_PG)
         return bad(why, whylen, "a binlog PG numbered %u, not %d", v->binlog->pg, BINLOG_PG);
       if (v->binlog->n_segments)
         TRY(wire_check_pg(v->binlog, why, whylen));
+      else
+        TRY(lsn_in(v->binlog->adopted_at, "binlog pg adopted_at", why, whylen));
     }
     return check_volume_bounds(v, why, whylen);
   }

@@ -41,7 +41,10 @@
  * every page as of a peer's GC point the same way, then moves its chain's
  * start there (finish_catch_up); gossip brings the log above it. Those
  * fetches come out of the node's hydration budget (member.c), as gossip's
- * pulls do: a catch-up never starves foreground commits.
+ * pulls do: a catch-up never starves foreground commits. A binlog segment
+ * (issue 29) has no pages: when its peers released the records it lacks,
+ * its chain starts at their release point and gossip brings the records
+ * above (binlog_catch_up, invariant BJ).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -288,17 +291,25 @@ static int asked(const struct node *n, const struct segment *s, uint32_t i)
  * and s chains on from there (finish_catch_up). Only then: a segment
  * stuck for any other reason is a bug to see (the simulator's check that
  * every segment converges), not one to paper over. */
+static void finish_catch_up(struct node *n, struct segment *s);
+static void binlog_catch_up(struct node *n, struct segment *s, const struct gossip *g,
+                            unsigned long long now, int stuck_scl);
+
 static void maybe_catch_up(struct node *n, struct segment *s, const struct gossip *g,
                            unsigned long long now)
 {
-  if (g == NULL || seg_is_binlog(s))
-    return;                 /* no pages to catch up by */
+  if (g == NULL)
+    return;
   if (s->scl != s->scl_seen || s->scl_seen_at == 0) {
     s->scl_seen = s->scl;
     s->scl_seen_at = now ? now : 1;
   }
   int stuck_scl = !s->catchup && now - s->scl_seen_at > SCL_STUCK_MS &&
                   s->cut_refused_at >= s->scl_seen_at;
+  if (seg_is_binlog(s)) {
+    binlog_catch_up(n, s, g, now, stuck_scl);   /* no pages: records only */
+    return;
+  }
   uint64_t to = 0;
   int can = 0;              /* a peer can still build the pages at s->catchup */
   for (int k = 0; k < g->npeers; k++) {
@@ -379,6 +390,62 @@ static void finish_catch_up(struct node *n, struct segment *s)
             n->id, (unsigned long long)s->volume_id, s->pg, (unsigned long long)to,
             (unsigned long long)s->scl);
   }
+}
+
+/* ---- a binlog segment behind released records (issue 29) ------------------ */
+
+/* Invariant BJ (binlog jump). A binlog segment (segment.h seg_is_binlog)
+ * has no pages to catch up by: its records are all it holds, and a peer
+ * frees them only by retention (nbinlog.c), which moves the peer's gc_lsn
+ * to its release point R: every record at or below R is gone from that
+ * peer for good, every one above is still held. When every peer ahead of
+ * s (heard within peer_wait, SCL above s's) has released past s's SCL
+ * (gc_lsn > scl), gossip can never fill s's hole; then, and only then, s
+ * starts its chain at the lowest such release point R, the binlog
+ * equivalent of a data segment's catch-up with the page versions left
+ * out: finish_catch_up with catchup = R drops what s holds at or below R,
+ * sets its gc_lsn to R, chains it from R and takes R as a durable point;
+ * gossip then pulls the records above R from the peer that released to
+ * R, which holds every one of them. So s holds what its peers still hold,
+ * no more, and its SCL reaches the PG's tail: a new binlog segment
+ * hydrates by records alone and can become current (member.h M2, M4 b).
+ * While a peer ahead still holds the records above s's SCL (its gc_lsn at
+ * or below it), gossip fills the hole and nothing is dropped: a binlog
+ * segment never gives up a record a peer can still send it.
+ *
+ * What BJ asks of a release point R (nbinlog.c), as of a data PG's GC
+ * point (gc_point, own_point): R is 0 or the LSN of a record on the
+ * binlog PG's chain (the next record links to it; else no SCL chained
+ * from R could pass it), and at or below a VDL the releasing segment
+ * heard (nothing at or below R is ever truncated, and finish_catch_up
+ * takes R as s's VDL hint). A consumer reads a segment only above its
+ * gc_lsn: the records at or below R are released everywhere it matters.
+ * (A new segment of a PG whose peers released nothing, gc_lsn 0, pulls
+ * the whole log: gossip.c.) */
+static void binlog_catch_up(struct node *n, struct segment *s, const struct gossip *g,
+                            unsigned long long now, int stuck_scl)
+{
+  uint64_t to = 0;
+  for (int k = 0; k < g->npeers; k++) {
+    if (g->peer_at[k] == 0 || now - g->peer_at[k] > peer_wait(n) || g->peer_scl[k] <= s->scl)
+      continue;             /* not heard lately, or not ahead */
+    if (g->peer_gc[k] <= s->scl) {
+      if (!stuck_scl)
+        return;             /* it can send the records: gossip will */
+      continue;             /* (stuck on a cut it cannot install: only a jump helps) */
+    }
+    if (to == 0 || g->peer_gc[k] < to)
+      to = g->peer_gc[k];   /* the lowest release point past us: the most kept */
+  }
+  if (to <= s->scl)
+    return;
+  loginfo("catch-up on %s: binlog segment of volume %llu (pg %u) is complete to %llu, but "
+          "each peer ahead released its records past it (retention), the least far to %llu: "
+          "its chain starts there, and gossip brings the records above",
+          n->id, (unsigned long long)s->volume_id, s->pg, (unsigned long long)s->scl,
+          (unsigned long long)to);
+  s->catchup = to;
+  finish_catch_up(n, s);
 }
 
 static void repair_some(struct node *n, unsigned long long now)

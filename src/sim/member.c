@@ -27,6 +27,12 @@
  *     alone, a finish too early) leaves a record on fewer;
  *   - after the final heal, every PG is back to NCOPIES current segments,
  *     none next, on nodes that are up (M7).
+ * In --binlog runs the binlog PG (BINLOG_PG, coord/cbinlog.c) is one of
+ * them, at index SIM_PGS of the world's membership arrays (mpg_k): its
+ * changes are checked as a data PG's (a transaction's binlog record is its
+ * CPL, on Vw current binlog segments once durable), it must be repaired
+ * and back to six healthy members after the heal, the fault model counts
+ * it, and its changes are counted apart (sim_result.mb_bl_*).
  * The fault model (nemesis.c within_model) counts by the current
  * membership: at most an AZ and one more node's worth of each PG's
  * current segments unavailable at once.
@@ -53,11 +59,34 @@ static int node_index(const struct world *w, const char *id)
   return -1;
 }
 
+/* The index of PG pg in the world's membership arrays (pg_members,
+ * pg_mepoch): a data PG's own number, the binlog PG's SIM_PGS; -1: none. */
+static int mpg_k(uint32_t pg)
+{
+  return pg < SIM_PGS ? (int)pg : pg == BINLOG_PG ? SIM_PGS : -1;
+}
+
+/* How many PGs membership covers in this run: the data PGs, and the
+ * binlog PG in --binlog runs. */
+static int mpg_n(const struct world *w)
+{
+  return SIM_PGS + (w->o.binlog != 0);
+}
+
+/* The PG of index k (mpg_k) as v stores it (NULL: not placed). */
+static const Auralog__Pg *stored_pg(const Auralog__Volume *v, int k)
+{
+  if (k < SIM_PGS)
+    return (size_t)k < v->n_pgs ? v->pgs[k] : NULL;
+  return v->binlog;
+}
+
 unsigned member_pg_nodes(const struct world *w, int pg)
 {
-  if (!w->members_known || pg < 0 || pg >= SIM_PGS)
+  int k = pg < 0 ? -1 : mpg_k((uint32_t)pg);
+  if (!w->members_known || k < 0 || w->pg_members[k] == 0)
     return (1u << SIM_BASE_NODES) - 1;   /* before placement: every base node */
-  return w->pg_members[pg];
+  return w->pg_members[k];
 }
 
 /* The simulated volume as the coordinator stores it now (NULL: down, or
@@ -149,7 +178,7 @@ static void check_tx_pg(struct world *w, size_t t, int pg)
                 "segments, fewer than a write quorum of %d (missing on%s): it was "
                 "counted durable without a write quorum of the PG's membership (member.h "
                 "M1-M4)", x->pg[j],
-                (unsigned long long)w->pg_mepoch[x->pg[j] < SIM_PGS ? x->pg[j] : 0],
+                (unsigned long long)w->pg_mepoch[mpg_k(x->pg[j]) >= 0 ? mpg_k(x->pg[j]) : 0],
                 (unsigned long long)x->last[j],
                 x->state == TX_ACKED ? "acknowledged" : "kept",
                 (unsigned long long)x->cpl, n, VW, who);
@@ -175,16 +204,20 @@ void member_step(struct world *w)
   if (v == NULL || v->n_pgs < SIM_PGS)
     return;
   member_spares_boot(w);     /* placed: the spares host nothing */
-  for (int pg = 0; pg < SIM_PGS && !w->stop; pg++) {
-    const Auralog__Pg *p = v->pgs[pg];
+  for (int k = 0; k < mpg_n(w) && !w->stop; k++) {
+    const Auralog__Pg *p = stored_pg(v, k);
+    if (p == NULL)
+      continue;              /* (a --binlog run whose writer has not opened with it yet) */
+    int pg = (int)p->pg, bl = k == SIM_PGS;
     char why[256];
     if (wire_check_pg(p, why, sizeof why) != ERR_NONE) {
       violation(w, "the coordinator stored a malformed membership: %s", why);
       return;
     }
-    if (w->members_known && p->mepoch < w->pg_mepoch[pg]) {
+    int known = w->members_known && w->pg_members[k] != 0;
+    if (known && p->mepoch < w->pg_mepoch[k]) {
       violation(w, "pg %d: membership epoch went back from %llu to %llu", pg,
-                (unsigned long long)w->pg_mepoch[pg], (unsigned long long)p->mepoch);
+                (unsigned long long)w->pg_mepoch[k], (unsigned long long)p->mepoch);
       return;
     }
     unsigned cur = 0;
@@ -196,19 +229,21 @@ void member_step(struct world *w)
       }
       cur |= 1u << i;
     }
-    if (w->members_known && p->mepoch == w->pg_mepoch[pg])
+    if (known && p->mepoch == w->pg_mepoch[k])
       continue;
-    int finish = w->members_known && cur != w->pg_members[pg];
-    if (w->members_known) {
+    int finish = known && cur != w->pg_members[k];
+    if (known) {
       w->res->mb_changes++;
       w->res->mb_finishes += finish;
+      w->res->mb_bl_changes += bl;
+      w->res->mb_bl_finishes += bl && finish;
       world_trace(w, "pg %d membership epoch %llu: %zu segments%s", pg,
                   (unsigned long long)p->mepoch, p->n_segments,
                   finish ? " (a next segment became current)" : "");
     }
-    w->pg_members[pg] = cur;
-    w->pg_mepoch[pg] = p->mepoch;
-    if (w->members_known && finish)
+    w->pg_members[k] = cur;
+    w->pg_mepoch[k] = p->mepoch;
+    if (known && finish)
       member_check_durable(w, pg);
   }
   w->members_known = 1;
@@ -219,8 +254,14 @@ void member_end(struct world *w)
   const Auralog__Volume *v = stored(w);
   if (w->stop || v == NULL)
     return;
-  for (int pg = 0; pg < SIM_PGS && pg < (int)v->n_pgs && !w->stop; pg++) {
-    const Auralog__Pg *p = v->pgs[pg];
+  for (int k = 0; k < mpg_n(w) && !w->stop; k++) {
+    const Auralog__Pg *p = stored_pg(v, k);
+    if (p == NULL) {
+      if (k == SIM_PGS && w->pg_members[k])
+        violation(w, "the binlog PG the coordinator placed is gone from the volume");
+      continue;
+    }
+    int pg = (int)p->pg;
     member_check_durable(w, pg);
     if (p->n_segments != NCOPIES) {
       violation(w, "liveness: pg %d still has %zu segments (a change in flight) %d ms after "

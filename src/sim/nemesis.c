@@ -164,8 +164,8 @@ static int within_model(const struct world *w, unsigned mask)
   for (int i = 0; i < SIM_NODES; i++)
     if (w->nodes[i].n == NULL || w->nodes[i].down_by || w->nodes[i].lost)
       down |= 1u << i;
-  for (int pg = 0; pg < SIM_PGS; pg++) {
-    unsigned unav = down & member_pg_nodes(w, pg);
+  for (int k = 0; k < SIM_PGS + (w->o.binlog != 0); k++) {   /* the binlog PG too */
+    unsigned unav = down & member_pg_nodes(w, k < SIM_PGS ? k : BINLOG_PG);
     int ok = 0;
     for (int az = 0; az < 3 && !ok; az++) {
       unsigned rest = unav & ~az_nodes(az);

@@ -291,8 +291,10 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             (unsigned long long)r->bk_refused);
   if (o->binlog)
     fprintf(f, "  binlog: %llu binlog segments' streams checked at the end (BL1, BL2), "
-            "%llu transactions' events in them\n", (unsigned long long)r->bl_segments,
-            (unsigned long long)r->bl_events);
+            "%llu transactions' events in them; the binlog PG's membership: %llu changes, "
+            "%llu finishes\n", (unsigned long long)r->bl_segments,
+            (unsigned long long)r->bl_events, (unsigned long long)r->mb_bl_changes,
+            (unsigned long long)r->mb_bl_finishes);
   if (r->data_loss_alarms)
     fprintf(f, "  a data-loss alarm (beyond the fault model): the writer refused to open, "
             "and the run ends there\n");
@@ -348,7 +350,8 @@ struct tally {
   uint64_t bk[9];            /* backup: objects stored, store calls failed, GC points checked,
                               * restores checked, their pages; objects rotted, restores that
                               * went around damage, restores by time, restores refused */
-  uint64_t bl[2];            /* binlog: segments checked, events in them */
+  uint64_t bl[4];            /* binlog: segments checked, events in them; the binlog PG's
+                              * membership changes, and finishes of them */
 };
 
 
@@ -405,6 +408,8 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
       t->bk[k] += bk[k];
     t->bl[0] += r.bl_segments;
     t->bl[1] += r.bl_events;
+    t->bl[2] += r.mb_bl_changes;
+    t->bl[3] += r.mb_bl_finishes;
     for (int k = 0; k < RG_NKINDS; k++)
       for (int x = 0; x < RG_NOUTCOMES; x++)
         t->rogue[k][x] += r.rogue[k][x];
@@ -628,8 +633,10 @@ int sim_main(int argc, char **argv)
              (unsigned long long)t.mb[2], (unsigned long long)t.mb[3]);
     if (o.binlog)
       printf("binlog: %llu binlog segments' streams checked against the commits (BL1, BL2), "
-             "%llu transactions' events in them\n", (unsigned long long)t.bl[0],
-             (unsigned long long)t.bl[1]);
+             "%llu transactions' events in them; the binlog PG's membership: %llu changes "
+             "stored, %llu of them finishes\n", (unsigned long long)t.bl[0],
+             (unsigned long long)t.bl[1], (unsigned long long)t.bl[2],
+             (unsigned long long)t.bl[3]);
     if (o.faults & F_BACKUP)
       printf("backup: %llu objects stored, %llu store calls failed, %llu objects damaged "
              "(store-rot), %llu GC points checked against what the store holds (invariant "

@@ -90,9 +90,10 @@ struct txrec {
   size_t npages;
   uint32_t page[SIM_TX_PAGES];
   /* The MTR's last record in each PG it touched (member.c: a durable
-   * record must be on Vw current segments of its PG). */
-  uint32_t npg, pg[SIM_TX_PAGES];
-  uint64_t last[SIM_TX_PAGES];
+   * record must be on Vw current segments of its PG), its binlog record
+   * in the binlog PG (BINLOG_PG) last, in --binlog runs. */
+  uint32_t npg, pg[SIM_TX_PAGES + 1];
+  uint64_t last[SIM_TX_PAGES + 1];
   uint8_t *data;             /* npages * SIM_PAGE_SIZE: the pages after it */
 };
 
@@ -160,9 +161,10 @@ struct world {
   int active[F_NKINDS];
   /* Membership (member.c): each PG's current segments' nodes (bit i:
    * nodes[i]) and membership epoch, as the coordinator last stored them
-   * (kept while it is down: the fault model counts by them). */
-  unsigned pg_members[SIM_PGS];
-  uint64_t pg_mepoch[SIM_PGS];
+   * (kept while it is down: the fault model counts by them). Index
+   * SIM_PGS is the binlog PG's (BINLOG_PG, --binlog runs: SIM_MPG). */
+  unsigned pg_members[SIM_PGS + 1];
+  uint64_t pg_mepoch[SIM_PGS + 1];
   int members_known;
   int spares_up;             /* the spares were booted */
   int lost_one;              /* a node-lost fault took a node for good */

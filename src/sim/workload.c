@@ -122,6 +122,10 @@ static void ship(struct simwriter *wr)
       t.last[t.npg++] = v->pgs[pg].tail;
     }
   }
+  if (bl) {                    /* its binlog record, the CPL, in the binlog PG */
+    t.pg[t.npg] = BINLOG_PG;
+    t.last[t.npg++] = v->pgs[BINLOG_PG].tail;
+  }
   vcore_feed_mtr(v, mp, n, t.cpl);   /* the read replica's stream (replica.c), as vol_ship */
   /* A writer that a newer epoch superseded ships into the void: nothing
    * it ships now can become durable (its recovery never saw it). */

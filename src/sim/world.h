@@ -205,6 +205,8 @@ struct sim_result {
    * stored (each a new mepoch), of them finishes (a next segment became
    * current), and the durable-copy checks made at each. */
   uint64_t mb_changes, mb_finishes, mb_checks, mb_lost;
+  /* ... of them, the binlog PG's (--binlog runs: member.c). */
+  uint64_t mb_bl_changes, mb_bl_finishes;
   /* Continuous backup (objsim.c, bkcheck.c), in runs that have it:
    * objects the nodes stored and store calls that failed (store-down);
    * restores made at the end and checked against the shadow model, and

@@ -97,6 +97,11 @@ void vol_adopt(struct volume *v, const Auralog__Volume *vd)
   if (vd->binlog && vd->binlog->n_segments && !v->has_binlog) {
     pg_setup(v, &v->pgs[BINLOG_PG], vd->binlog);
     v->has_binlog = 1;
+    if (v->pgs[BINLOG_PG].trans) {   /* a move under way: as a data PG's below */
+      v->ntrans++;
+      if (v->opened)
+        q_set_trans(&v->q, BINLOG_PG, v->pgs[BINLOG_PG].trans);
+    }
   }
   if (vd->n_pgs <= v->npgs)
     return;
@@ -128,7 +133,7 @@ static int same_node(const struct volume *v, const struct pgout *g, int s,
 int vcore_on_membership(struct volume *v, const Auralog__Pg *pg)
 {
   char why[200];
-  if (v->rcv || pg->pg >= v->npgs)
+  if (v->rcv || !(pg->pg < v->npgs || (pg->pg == BINLOG_PG && v->has_binlog)))
     return 0;                 /* recovery uses the open's; a PG not adopted yet comes whole */
   struct pgout *g = &v->pgs[pg->pg];
   if (pg->mepoch <= g->mepoch)
@@ -251,6 +256,8 @@ void vcore_on_members(struct volume *v, const Auralog__Volume *ans)
   int changed = 0;
   for (size_t i = 0; i < ans->n_pgs; i++)
     changed |= vcore_on_membership(v, ans->pgs[i]) > 0;
+  if (ans->binlog)            /* the binlog PG's change (coord/member.c member_probe) */
+    changed |= vcore_on_membership(v, ans->binlog) > 0;
   if (ans->mseq > v->mseq)
     v->mseq = ans->mseq;
   if (changed) {
@@ -264,22 +271,30 @@ void vcore_probe_fill(const struct volume *v, Auralog__Volume *vh)
   vh->mseq = v->mseq;
   vh->pgs = NULL;
   vh->n_pgs = 0;
+  vh->binlog = NULL;
   if (v->ntrans == 0)
     return;
+  /* Each PG in transition: the data PGs' in pgs, the binlog PG's in
+   * binlog (wire.c: a Volume's pgs are data PGs). One block of items
+   * (vcore_probe_free), the binlog PG's last. */
   Auralog__Pg *items = calloc(v->ntrans, sizeof *items);
   Auralog__Pg **ptrs = calloc(v->ntrans, sizeof *ptrs);
   if (items == NULL || ptrs == NULL)
     abort();
   size_t n = 0;
-  for (size_t p = 0; p < v->npgs && n < v->ntrans; p++) {
+  for (size_t x = 0; x < vol_npgs_all(v) && n < v->ntrans; x++) {
+    uint32_t p = vol_pg_at(v, x);
     const struct pgout *g = &v->pgs[p];
     if (!g->trans)
       continue;
     auralog__pg__init(&items[n]);
-    items[n].pg = (uint32_t)p;
+    items[n].pg = p;
     items[n].mepoch = g->mepoch;
     items[n].adopted_at = g->adopted_at;
-    ptrs[n] = &items[n];
+    if (p == BINLOG_PG)
+      vh->binlog = &items[n];
+    else
+      ptrs[vh->n_pgs++] = &items[n];
     n++;
   }
   if (n == 0) {
@@ -288,15 +303,19 @@ void vcore_probe_fill(const struct volume *v, Auralog__Volume *vh)
     return;
   }
   vh->pgs = ptrs;
-  vh->n_pgs = n;
   vh->pg_pages = v->pg_pages;   /* (a Volume with PGs names its geometry) */
 }
 
 void vcore_probe_free(Auralog__Volume *vh)
 {
+  /* The items are one block: it starts at the first data PG's, or at the
+   * binlog PG's if it is the only one. */
   if (vh->n_pgs)
-    free(vh->pgs[0]);         /* the items, one block */
+    free(vh->pgs[0]);
+  else
+    free(vh->binlog);
   free(vh->pgs);
   vh->pgs = NULL;
   vh->n_pgs = 0;
+  vh->binlog = NULL;
 }

@@ -869,6 +869,8 @@ static int reader_adopt(struct volume *v, char *why, size_t whylen)
    * here, on the replica's thread, as vol_adopt does. */
   for (size_t p = 0; p < rep->volume->n_pgs && p < v->npgs; p++)
     vcore_on_membership(v, rep->volume->pgs[p]);
+  if (rep->volume->binlog && rep->volume->binlog->n_segments)
+    vcore_on_membership(v, rep->volume->binlog);   /* (a PG it holds: as the others) */
   vol_adopt(v, rep->volume);
   v->probe_soon = 0;
   pthread_mutex_unlock(&v->drv->mu);

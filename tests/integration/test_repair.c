@@ -13,6 +13,11 @@
  *  - `node drain` moves every segment off an up node (patching, §2.3)
  *    while writes go on, and retires it;
  *  - `node replace` works while a whole AZ is down.
+ * The engine runs with the enhanced binlog (`--binlog enhanced`, issue
+ * 29): the volume has a binlog PG, and each of the above moves its
+ * segments as it moves a data PG's (status's "binlog_pg"; member.h): a
+ * node is repaired, drained or replaced only once it left the binlog PG
+ * too.
  * Each prints what it measured (MTTR, the longest gap between two
  * acknowledged commits): figures for the note, not assertions, beyond the
  * stall bound.
@@ -60,7 +65,7 @@ static int setup(void **state)
 {
   (void)state;
   /* Small PGs, so that a few hundred kilobytes spread over several. */
-  if (cluster_start_with("repair", " --nodes 9 --pg-pages 16") != 0)
+  if (cluster_start_with("repair", " --nodes 9 --pg-pages 16 --binlog enhanced") != 0)
     return -1;
   setenv("AURALOG_COORD", coord, 1);
   sql_ok("CREATE TABLE ledger(id INTEGER PRIMARY KEY, pad BLOB)", "");
@@ -166,8 +171,28 @@ static void check_ledger(const char *when)
   assert_int_equal(lost, 0);
 }
 
-/* Are all PGs of main back to six current segments, none next, none on
- * node gone (NULL: any)? Also counts the PGs and the segments on node. */
+/* Is PG pg (status's JSON) back to six current segments, none next, none
+ * on node gone (NULL: any)? Counts its segments on gone in *on_gone. */
+static int pg_settled(cJSON *pg, const char *gone, int *on_gone)
+{
+  int ok = 1, n = 0;
+  cJSON *segs = cJSON_GetObjectItem(pg, "segments"), *s;
+  cJSON_ArrayForEach(s, segs) {
+    n++;
+    if (cJSON_IsTrue(cJSON_GetObjectItem(s, "next")))
+      ok = 0;
+    const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(s, "node"));
+    if (gone && node && strcmp(node, gone) == 0) {
+      ok = 0;
+      (*on_gone)++;
+    }
+  }
+  return ok && n == NCOPIES;
+}
+
+/* Are all PGs of main, the binlog PG included, back to six current
+ * segments, none next, none on node gone (NULL: any)? Also counts the
+ * data PGs and the segments on node. */
 static int settled(const char *gone, int *npgs, int *on_gone)
 {
   cJSON *st = status("main");
@@ -176,22 +201,13 @@ static int settled(const char *gone, int *npgs, int *on_gone)
   int ok = 1;
   *npgs = 0;
   *on_gone = 0;
+  cJSON *bl = cJSON_GetObjectItem(st, "binlog_pg");
+  if (bl == NULL || !pg_settled(bl, gone, on_gone))
+    ok = 0;                    /* (the engine opened with --binlog: it has one) */
   cJSON *pgs = cJSON_GetObjectItem(st, "pgs"), *pg;
   cJSON_ArrayForEach(pg, pgs) {
     (*npgs)++;
-    cJSON *segs = cJSON_GetObjectItem(pg, "segments"), *s;
-    int n = 0;
-    cJSON_ArrayForEach(s, segs) {
-      n++;
-      if (cJSON_IsTrue(cJSON_GetObjectItem(s, "next")))
-        ok = 0;
-      const char *node = cJSON_GetStringValue(cJSON_GetObjectItem(s, "node"));
-      if (gone && node && strcmp(node, gone) == 0) {
-        ok = 0;
-        (*on_gone)++;
-      }
-    }
-    if (n != NCOPIES)
+    if (!pg_settled(pg, gone, on_gone))
       ok = 0;
   }
   cJSON_Delete(st);

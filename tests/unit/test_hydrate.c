@@ -19,7 +19,12 @@
  *  - a catch-up refills its window of page reads once a turn, after the
  *    turn's answers, not once per answer: a refill scans every segment
  *    the node hosts, and per answer a spare hydrating 484 segments
- *    fetched 2.3 MiB/s (bench repair, 700 PGs; 11.9 MiB/s once a turn).
+ *    fetched 2.3 MiB/s (bench repair, 700 PGs; 11.9 MiB/s once a turn);
+ *  - a new segment of the volume's binlog PG (issue 29; BINLOG_PG) has no
+ *    pages: it hydrates by records alone, the whole log of peers that
+ *    released nothing, and from peers whose retention released their
+ *    early records, from their release point on (bg.c invariant BJ),
+ *    never asking a page; either way its SCL reaches the PG's tail.
  * Each prints how long the hydration took (simulated clock, instant
  * network) and the CPU it cost.
  */
@@ -512,6 +517,183 @@ static void a_catch_up_refills_its_window_once_a_turn(void **state)
   hfree(&g);
 }
 
+/* ---- the binlog PG (issue 29) --------------------------------------------- */
+
+/* The coordinator's Assign to x: its segment of the binlog PG, and the
+ * PG's (the six current ones on A1..C2, and with g the next one of
+ * position 1 on A3): as PG 0's, numbered BINLOG_PG, no pages. */
+static void bl_assign(struct hn *x, int g, uint64_t mepoch)
+{
+  Auralog__Segment seg[NSLOTS], *ptr[NSLOTS];
+  size_t n = pg0(seg, ptr, g, mepoch);
+  Auralog__Segment *mine = NULL;
+  for (size_t i = 0; i < n; i++) {
+    seg[i].pg = BINLOG_PG;
+    seg[i].first_page = 0;
+    seg[i].npages = 1;
+    if (strcmp(seg[i].node, x->id) == 0)
+      mine = &seg[i];
+  }
+  assert_non_null(mine);
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Assign as = AURALOG__ASSIGN__INIT;
+  uint64_t vols[] = {VOL};
+  as.segments = &mine;
+  as.n_segments = 1;
+  as.peers = ptr;
+  as.n_peers = n;
+  as.volumes = vols;
+  as.n_volumes = 1;
+  as.coord_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, coord_key.pk};
+  env.body_case = ASSIGN;
+  env.assign = &as;
+  DELIVER(node_on_msg, x->n, x->coord, &env);
+  node_end_turn(x->n);
+}
+
+/* The writer of epoch 2 appends binlog records first..last to x: each a
+ * transaction's events ("tx" and its LSN), the CPL of its MTR, chained to
+ * lsn - 1 (the test's binlog PG has every LSN). */
+static void bl_write(struct hn *x, uint64_t first, uint64_t last)
+{
+  size_t n = (size_t)(last - first + 1);
+  Rec *r = calloc(n, sizeof *r);
+  Rec **recs = calloc(n, sizeof *recs);
+  uint8_t (*ev)[16] = calloc(n, sizeof *ev);
+  for (size_t i = 0; i < n; i++) {
+    auralog__record__init(&r[i]);
+    r[i].lsn = first + i;
+    r[i].prev_lsn = first + i - 1;
+    r[i].page_no = 0;
+    r[i].flags = REC_BINLOG | REC_CPL;
+    r[i].epoch = 2;
+    int len = snprintf((char *)ev[i], sizeof ev[i], "tx%llu", (unsigned long long)r[i].lsn);
+    r[i].binlog = (ProtobufCBinaryData){(size_t)len, ev[i]};
+    rec_seal(&r[i]);
+    recs[i] = &r[i];
+  }
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Append a = AURALOG__APPEND__INIT;
+  Auralog__EpochTicket tk;
+  uint8_t sig[AUTH_SIG_BYTES];
+  a.volume_id = VOL;
+  a.pg = BINLOG_PG;
+  a.epoch = 2;
+  a.ticket = ticket(2, &tk, sig);
+  a.records = recs;
+  a.n_records = n;
+  a.vdl = first - 1;
+  a.mepoch = 2;
+  env.body_case = APPEND;
+  env.append = &a;
+  DELIVER(node_on_msg, x->n, x->w, &env);
+  node_end_turn(x->n);
+  assert_int_equal(take(&x->f, x->w, APPEND_ACK)->append_ack->added, n);
+  free(recs);
+  free(r);
+  free(ev);
+}
+
+/* P holds binlog records 1..n, released (retention, as node/nbinlog.c
+ * will) up to rel if rel; G comes in empty as the next segment of
+ * position 1; the writer sends k new records to both; G hydrates by
+ * gossip and catch-up alone. Returns the ticks it took. */
+static int bl_hydrate(struct hn *p, struct hn *g, uint64_t n, uint64_t rel, uint64_t k)
+{
+  char why[256];
+  keys();
+  hboot(p, "A1", "A1:1", 1000);
+  bl_assign(p, 0, 1);
+  for (uint64_t l = 1; l <= n; l += 1000)
+    bl_write(p, l, l + 999 < n ? l + 999 : n);
+  struct segment *sp = node_find_seg(p->n, VOL, BINLOG_PG);
+  assert_non_null(sp);
+  assert_int_equal(sp->scl, n);
+  if (rel) {                   /* retention's release: records up to rel are gone from P */
+    assert_int_equal(store_begin(&p->n->st, why, sizeof why), 0);
+    assert_int_equal(store_jump(&p->n->st, sp, rel, why, sizeof why), 0);
+    node_mark_dirty(p->n, sp);
+    assert_int_equal(node_commit(p->n), 0);
+    assert_int_equal(sp->gc_lsn, rel);
+    assert_int_equal(sp->nrecs, n - rel);
+  }
+  hboot(g, "A3", "A3:1", p->f.now);
+  bl_assign(g, 1, 2);
+  bl_assign(p, 1, 2);
+  struct segment *sg = node_find_seg(g->n, VOL, BINLOG_PG);
+  assert_non_null(sg);
+  assert_true(sg->next);
+  assert_true(node_hydrating(g->n, sg));
+  if (k) {                     /* new writes go to both: G holds them above a hole */
+    bl_write(p, n + 1, n + k);
+    bl_write(g, n + 1, n + k);
+    assert_int_equal(sg->scl, 0);
+    assert_int_equal(sg->max_lsn, n + k);
+  }
+  int ticks = 0;
+  while (sg->scl < sp->scl && ticks < 1000) {
+    tick(p, g);
+    ticks++;
+  }
+  if (sg->scl < sp->scl)
+    fail_msg("the new binlog segment is complete to %llu after %d ticks; its peer to %llu",
+             (unsigned long long)sg->scl, ticks, (unsigned long long)sp->scl);
+  tick(p, g);                  /* it hears where its peers are */
+  assert_int_equal(sg->scl, n + k);
+  assert_false(node_hydrating(g->n, sg));
+  assert_int_equal(reads_sent(g), 0);          /* no page was ever asked */
+  /* It holds what P holds, record for record. */
+  Rec **a = NULL, **b = NULL;
+  int more = 0;
+  long na = store_above(&p->n->st, sp, 0, &a, 100000, &more);
+  long nb = store_above(&g->n->st, sg, 0, &b, 100000, &more);
+  assert_int_equal(na, (long)(n + k - rel));
+  assert_int_equal(nb, na);
+  for (long i = 0; i < na; i++) {
+    assert_int_equal(a[i]->lsn, b[i]->lsn);
+    assert_int_equal(a[i]->binlog.len, b[i]->binlog.len);
+    assert_memory_equal(a[i]->binlog.data, b[i]->binlog.data, a[i]->binlog.len);
+    auralog__record__free_unpacked(a[i], NULL);
+    auralog__record__free_unpacked(b[i], NULL);
+  }
+  free(a);
+  free(b);
+  return ticks;
+}
+
+static void a_new_binlog_segment_hydrates_by_records_alone(void **state)
+{
+  (void)state;
+  struct hn p, g;
+  const uint64_t n = 5000, k = 200;
+  int ticks = bl_hydrate(&p, &g, n, 0, k);
+  struct segment *sg = node_find_seg(g.n, VOL, BINLOG_PG);
+  assert_int_equal(sg->gc_lsn, 0);            /* the whole log, pulled */
+  assert_int_equal(g.n->catchups, 0);
+  printf("# binlog hydration by the log: %llu records (+%llu new ones meanwhile), %.2f MiB "
+         "pulled, complete after %d ticks\n", (unsigned long long)n, (unsigned long long)k,
+         (double)sg->pulled / (1 << 20), ticks);
+  hfree(&p);
+  hfree(&g);
+}
+
+static void a_new_binlog_segment_starts_at_its_peers_release_point(void **state)
+{
+  (void)state;
+  struct hn p, g;
+  const uint64_t n = 5000, rel = 3000, k = 200;
+  int ticks = bl_hydrate(&p, &g, n, rel, k);
+  struct segment *sg = node_find_seg(g.n, VOL, BINLOG_PG);
+  assert_int_equal(g.n->catchups, 1);         /* one jump (bg.c BJ) ... */
+  assert_int_equal(sg->gc_lsn, rel);          /* ... to the peer's release point */
+  assert_int_equal(sg->nrecs, n + k - rel);
+  printf("# binlog hydration from a peer that released up to %llu: the chain starts there, "
+         "%llu records pulled above it (+%llu new ones meanwhile), complete after %d ticks\n",
+         (unsigned long long)rel, (unsigned long long)(n - rel), (unsigned long long)k, ticks);
+  hfree(&p);
+  hfree(&g);
+}
+
 int main(void)
 {
   log_quiet(2);
@@ -520,6 +702,8 @@ int main(void)
     cmocka_unit_test(a_new_segment_of_peers_that_freed_their_early_log_fetches_pages_then_the_log),
     cmocka_unit_test(hydration_keeps_to_its_rate_bound_and_does_not_wait_a_tick_per_pull),
     cmocka_unit_test(a_catch_up_refills_its_window_once_a_turn),
+    cmocka_unit_test(a_new_binlog_segment_hydrates_by_records_alone),
+    cmocka_unit_test(a_new_binlog_segment_starts_at_its_peers_release_point),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

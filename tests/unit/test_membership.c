@@ -19,7 +19,15 @@
  *  - the operator drains an up node (it stays current until the finish,
  *    then the node is retired); a member may not;
  *  - a next segment whose node dies mid-hydration is regrown elsewhere;
- *  - the probe answer lists the PGs changed since the writer's mseq.
+ *  - the probe answer lists the PGs changed since the writer's mseq;
+ *  - the volume's binlog PG (issue 29; BINLOG_PG, Volume.binlog) moves as a
+ *    data PG does: a lost node's binlog segment is repaired (without it,
+ *    the lost node stays a member of the binlog PG for good, and an AZ
+ *    down on top leaves it short of a write quorum: every commit stalls,
+ *    its binlog record being its CPL), through the same begin / adopt /
+ *    finish steps (the writer's report and the answer in Volume.binlog);
+ *    a drain moves it too, and the node retires only once it left it; a
+ *    node back before its repair finished keeps it.
  */
 #include "cores_fix.h"
 #include "coord/memberc.h"
@@ -37,6 +45,7 @@ struct mfix {
   struct ep *w;                  /* the writer's */
   uint64_t vid, epoch;
   uint64_t scl[NN + 1];          /* what each node's heartbeat says of its segment */
+  uint64_t blscl[NN + 1];        /* ... and of its binlog PG's segment, if it hosts one */
   int silent[NN + 1];            /* a node that sends no heartbeat */
   int bare[NN + 1];              /* a node that has no segment (its Assign was lost) */
   int whole[NN + 1];             /* ... whose heartbeats are whole (list every segment it has) */
@@ -65,7 +74,30 @@ static int mnode_reg(struct mfix *x, int i, const char *id, const char *az)
   return (int)take(&x->c.f, x->n[i], ASSIGN)->assign->n_segments;
 }
 
-static void mfix_setup(struct mfix *x)
+/* The writer opens (creates) volume v, with a binlog PG if binlog
+ * (`engine --binlog enhanced`: OpenVolume.binlog, coord/cbinlog.c). */
+static const Auralog__Volume *open_v(struct mfix *x, int binlog)
+{
+  if (!binlog)
+    return open_volume(&x->c.f, x->c.co, x->w, 60, 1, 1)->volume;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__OpenVolume ov = AURALOG__OPEN_VOLUME__INIT;
+  ov.name = "v";
+  ov.create = 1;
+  ov.writer = 1;
+  ov.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, writer_key.pk};
+  ov.page_size = PSIZE;
+  ov.binlog = 1;
+  env.req = 60;
+  env.body_case = AURALOG__ENVELOPE__BODY_OPEN_VOLUME;
+  env.open_volume = &ov;
+  uint8_t bind[AUTH_BIND_BYTES] = {0}, sig[AUTH_SIG_BYTES];
+  role_op_seal(&env, &op_key, bind, sig);
+  DELIVER(coord_on_msg, x->c.co, x->w, &env);
+  return take(&x->c.f, x->w, VOLUME)->volume;
+}
+
+static void mfix_setup_bl(struct mfix *x, int binlog)
 {
   memset(x, 0, sizeof *x);
   keys();
@@ -73,7 +105,7 @@ static void mfix_setup(struct mfix *x)
   for (int i = 0; i < NN; i++)
     mnode_reg(x, i, nids[i], nazs[i]);
   x->w = ep_new(&x->c.f, "w1:1");
-  const Auralog__Volume *v = open_volume(&x->c.f, x->c.co, x->w, 60, 1, 1)->volume;
+  const Auralog__Volume *v = open_v(x, binlog);
   x->vid = v->id;
   x->epoch = v->epoch;
   assert_int_equal(v->n_pgs, 1);
@@ -87,6 +119,11 @@ static void mfix_setup(struct mfix *x)
       take(&x->c.f, x->n[i], ASSIGN);
 }
 
+static void mfix_setup(struct mfix *x)
+{
+  mfix_setup_bl(x, 0);
+}
+
 static void mfix_teardown(struct mfix *x)
 {
   coord_teardown(&x->c);
@@ -97,6 +134,21 @@ static const Auralog__Pg *pg0(struct mfix *x)
   return x->c.co->vols[0]->pgs[0];
 }
 
+/* The volume's binlog PG, as the coordinator stores it now. */
+static const Auralog__Pg *blpg(struct mfix *x)
+{
+  return x->c.co->vols[0]->binlog;
+}
+
+/* Does pg list node id (current or next)? */
+static int pg_has(const Auralog__Pg *pg, const char *id)
+{
+  for (size_t s = 0; pg && s < pg->n_segments; s++)
+    if (strcmp(pg->segments[s]->node, id) == 0)
+      return 1;
+  return 0;
+}
+
 /* Node i's heartbeat: its segment of PG 0 at x->scl[i] (if it hosts one;
  * none if bare). It names PG 0's segment only, a delta in the protocol's
  * terms (a whole heartbeat lists every segment: node.c send_heartbeat),
@@ -105,17 +157,23 @@ static void heartbeat(struct mfix *x, int i)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__Heartbeat hb = AURALOG__HEARTBEAT__INIT;
-  Auralog__SegStat ss = AURALOG__SEG_STAT__INIT, *ssp = &ss;
-  ss.volume_id = x->vid;
-  ss.pg = 0;
-  ss.scl = x->scl[i];
-  ss.epoch = x->epoch;
-  int hosts = 0;
-  for (size_t s = 0; s < pg0(x)->n_segments; s++)
-    hosts |= strcmp(pg0(x)->segments[s]->node, i == NN ? "B4" : nids[i]) == 0;
-  hb.id = (char *)(i == NN ? "B4" : nids[i]);
-  hb.segs = &ssp;
-  hb.n_segs = x->bare[i] ? 0 : (size_t)hosts;
+  Auralog__SegStat ss[2], *ssp[2];
+  const char *id = i == NN ? "B4" : nids[i];
+  size_t n = 0;
+  for (int b = 0; b < 2; b++) {   /* PG 0's segment, then the binlog PG's */
+    if (!pg_has(b ? blpg(x) : pg0(x), id))
+      continue;
+    auralog__seg_stat__init(&ss[n]);
+    ss[n].volume_id = x->vid;
+    ss[n].pg = b ? BINLOG_PG : 0;
+    ss[n].scl = b ? x->blscl[i] : x->scl[i];
+    ss[n].epoch = x->epoch;
+    ssp[n] = &ss[n];
+    n++;
+  }
+  hb.id = (char *)id;
+  hb.segs = ssp;
+  hb.n_segs = x->bare[i] ? 0 : n;
   hb.delta = !x->whole[i];
   env.body_case = AURALOG__ENVELOPE__BODY_HEARTBEAT;
   env.heartbeat = &hb;
@@ -162,6 +220,36 @@ static const Auralog__Volume *probe(struct mfix *x, uint64_t mseq, uint64_t mepo
     role_writer_seal(&env, &writer_key, bind0, x->vid, x->epoch, sigbuf);
   DELIVER(coord_on_msg, x->c.co, x->w, &env);
   return take(&x->c.f, x->w, VOLUME)->volume;
+}
+
+/* The writer's lease probe reporting the binlog PG (in Volume.binlog, as
+ * vfs/vmember.c fills it): it uses mepoch of it since at (mepoch 0: no
+ * report). Signed as the writer. The answer, as wire_check lets it in. */
+static const Auralog__Volume *probe_bl(struct mfix *x, uint64_t mseq, uint64_t mepoch,
+                                       uint64_t at)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__Volume v = AURALOG__VOLUME__INIT;
+  Auralog__Pg pg = AURALOG__PG__INIT;
+  v.name = "v";
+  v.page_size = PSIZE;
+  v.epoch = x->epoch;
+  v.mseq = mseq;
+  pg.pg = BINLOG_PG;
+  pg.mepoch = mepoch;
+  pg.adopted_at = at;
+  if (mepoch)
+    v.binlog = &pg;
+  env.req = 71;
+  env.body_case = VOLUME;
+  env.volume = &v;
+  role_writer_seal(&env, &writer_key, bind0, x->vid, x->epoch, sigbuf);
+  char why[256];
+  assert_int_equal(wire_check(&env, why, sizeof why), ERR_NONE);
+  DELIVER(coord_on_msg, x->c.co, x->w, &env);
+  const Env *a = take(&x->c.f, x->w, VOLUME);
+  assert_int_equal(wire_check(a, why, sizeof why), ERR_NONE);
+  return a->volume;
 }
 
 /* The newest Assign node i got that the test has not looked at (NULL: none). */
@@ -636,6 +724,187 @@ static void the_probe_answer_lists_what_changed_since(void **state)
   mfix_teardown(&x);
 }
 
+/* ---- the binlog PG (issue 29) --------------------------------------------- */
+
+/* Node index of id. */
+static int nix(const char *id)
+{
+  for (int i = 0; i < NN; i++)
+    if (strcmp(nids[i], id) == 0)
+      return i;
+  return -1;
+}
+
+/* Of pg's current segments, how many are on nodes neither silent nor in
+ * AZ down_az: the positions that can still take a write. */
+static int reachable(struct mfix *x, const Auralog__Pg *pg, const char *down_az)
+{
+  int k = 0;
+  for (int j = 0; j < NCOPIES; j++) {
+    int i = nix(pg->segments[j]->node);
+    k += i >= 0 && !x->silent[i] && strcmp(nazs[i], down_az) != 0;
+  }
+  return k;
+}
+
+static void a_lost_nodes_binlog_segment_is_repaired_as_a_data_pgs(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup_bl(&x, 1);
+  /* The binlog PG, placed as a data PG (least loaded first): the spares
+   * A3, B3, C3 and one base node of each AZ. B1 (node 2) hosts a segment
+   * of PG 0 (position 2) and one of the binlog PG (position 3). */
+  const Auralog__Pg *bl = blpg(&x);
+  assert_non_null(bl);
+  assert_int_equal(bl->pg, BINLOG_PG);
+  assert_int_equal(bl->n_segments, NCOPIES);
+  assert_string_equal(bl->segments[2]->node, "B3");
+  assert_string_equal(bl->segments[3]->node, "B1");
+  assert_false(pg_has(bl, "B2"));
+  for (int i = 0; i < NN; i++)
+    x.scl[i] = x.blscl[i] = 100;
+  uint64_t m0 = x.c.co->vols[0]->mseq;
+  /* B1 silent past the repair bound: PG 0's segment is begun on B3, the
+   * binlog PG's on B2 (the node of AZ B that hosts none of it). */
+  lose_b1(&x);
+  bl = blpg(&x);
+  assert_int_equal(bl->n_segments, NCOPIES + 1);
+  const Auralog__Segment *g = bl->segments[NCOPIES];
+  assert_string_equal(g->node, "B2");
+  assert_true(g->next);
+  assert_int_equal(g->pos, 3);
+  assert_string_equal(bl->segments[3]->node, "B1");   /* current until the finish */
+  assert_true(bl->mepoch > m0);
+  assert_int_equal(g->since, bl->mepoch);
+  assert_string_equal(pg0(&x)->segments[NCOPIES]->node, "B3");
+  /* B2 was told its next binlog segment, with the PG's mepoch. */
+  const Auralog__Assign *a = last_assign(&x, 3);
+  const Auralog__Segment *ab = NULL;
+  for (size_t s = 0; a && s < a->n_segments; s++)
+    if (a->segments[s]->pg == BINLOG_PG)
+      ab = a->segments[s];
+  assert_non_null(ab);
+  assert_true(ab->next);
+  assert_int_equal(ab->pos, 3);
+  assert_int_equal(ab->mepoch, bl->mepoch);
+  /* Status lists both moves, the binlog PG's by its number. */
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__StatusReq sr = AURALOG__STATUS_REQ__INIT;
+  sr.volume = "v";
+  env.body_case = AURALOG__ENVELOPE__BODY_STATUS_REQ;
+  env.status_req = &sr;
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  const Auralog__Status *st = take(&x.c.f, x.w, STATUS)->status;
+  assert_int_equal(st->n_moves, 2);
+  assert_int_equal(st->moves[1]->pg, BINLOG_PG);
+  assert_string_equal(st->moves[1]->from, "B1");
+  assert_string_equal(st->moves[1]->to, "B2");
+  assert_string_equal(st->moves[1]->kind, "repair");
+  /* The writer's probe answer: PG 0 in pgs, the binlog PG in binlog. */
+  const Auralog__Volume *ans = probe_bl(&x, m0, 0, 0);
+  assert_int_equal(ans->mseq, x.c.co->vols[0]->mseq);
+  assert_int_equal(ans->n_pgs, 1);
+  assert_int_equal(ans->pgs[0]->pg, 0);
+  assert_non_null(ans->binlog);
+  assert_int_equal(ans->binlog->pg, BINLOG_PG);
+  assert_int_equal(ans->binlog->n_segments, NCOPIES + 1);
+  assert_string_equal(ans->binlog->segments[NCOPIES]->node, "B2");
+  /* M4: no finish before the writer reported a mepoch with B2 (a) and
+   * B2's SCL reached what the writer counted on B1 alone (b). */
+  uint64_t mb = bl->mepoch, mseq = x.c.co->vols[0]->mseq;
+  x.blscl[3] = 0;
+  run(&x, 1000);
+  assert_int_equal(blpg(&x)->n_segments, NCOPIES + 1);
+  probe_bl(&x, mseq, mb, 150);
+  run(&x, 1000);
+  assert_int_equal(blpg(&x)->n_segments, NCOPIES + 1);   /* (b): 0 < 150 */
+  x.blscl[3] = 150;
+  last_assign(&x, 2);
+  run(&x, HEARTBEAT_MS * 2);
+  bl = blpg(&x);
+  assert_int_equal(bl->n_segments, NCOPIES);
+  assert_string_equal(bl->segments[3]->node, "B2");
+  assert_false(bl->segments[3]->next);
+  assert_int_equal(bl->mepoch_min, mb);      /* M5: a writer below counts B1 alone */
+  assert_false(pg_has(bl, "B1"));
+  /* PG 0 finishes too (its report and B3's SCL): B1 then hosts nothing,
+   * and its repair is done, binlog segment included. */
+  probe(&x, x.c.co->vols[0]->mseq, pg0(&x)->mepoch, 0, 1);
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  assert_false(pg_has(pg0(&x), "B1"));
+  DELIVER(coord_on_msg, x.c.co, x.w, &env);
+  st = take(&x.c.f, x.w, STATUS)->status;
+  assert_int_equal(st->n_moves, 0);
+  assert_int_equal(st->n_mttr_ms, 1);
+  /* A second failure, an AZ on top of the lost node (within the fault
+   * model once the repair is done): the binlog PG keeps a write quorum.
+   * Left on B1, it would have 3 of 6, and no commit could complete. */
+  assert_true(reachable(&x, blpg(&x), "C") >= VW);
+  assert_true(reachable(&x, pg0(&x), "C") >= VW);
+  /* B1 comes back: its whole Assign holds nothing of the volume. */
+  x.silent[2] = 0;
+  assert_int_equal(mnode_reg(&x, 2, "B1", "B"), 0);
+  mfix_teardown(&x);
+}
+
+static void a_drain_moves_the_binlog_segment_and_retires_after_it(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup_bl(&x, 1);
+  /* A1 hosts PG 0's position 0 and the binlog PG's position 1. */
+  assert_string_equal(blpg(&x)->segments[1]->node, "A1");
+  const Env *r = node_cmd(&x, "drain", "A1", "", 1);
+  assert_int_equal(r->body_case, AURALOG__ENVELOPE__BODY_NODE_CMD);
+  assert_int_equal(r->node_cmd->total, 2);
+  assert_int_equal(r->node_cmd->moving, 2);
+  assert_string_equal(pg0(&x)->segments[NCOPIES]->node, "A3");
+  assert_string_equal(blpg(&x)->segments[NCOPIES]->node, "A2");
+  assert_int_equal(blpg(&x)->segments[NCOPIES]->pos, 1);
+  /* PG 0's move finishes; A1 still hosts its binlog segment: draining. */
+  probe(&x, x.c.co->vols[0]->mseq, pg0(&x)->mepoch, 0, 1);
+  run(&x, 1000);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  r = node_cmd(&x, "show", "A1", "", 1);
+  assert_int_equal(r->node_cmd->left, 1);
+  assert_string_equal(r->node_cmd->state, "draining");
+  /* The binlog PG's finishes: A1 hosts nothing and retires. */
+  probe_bl(&x, x.c.co->vols[0]->mseq, blpg(&x)->mepoch, 0);
+  run(&x, 1000);
+  assert_int_equal(blpg(&x)->n_segments, NCOPIES);
+  assert_string_equal(blpg(&x)->segments[1]->node, "A2");
+  r = node_cmd(&x, "show", "A1", "", 1);
+  assert_int_equal(r->node_cmd->left, 0);
+  assert_string_equal(r->node_cmd->state, "retired");
+  /* A second drain in AZ A (A2) finds no spare (A1 is retired, A3 hosts a
+   * segment of each PG): refused, nothing changed. */
+  uint64_t m = x.c.co->vols[0]->mseq;
+  r = node_cmd(&x, "drain", "A2", "", 1);
+  assert_int_equal(r->body_case, ERROR);
+  assert_non_null(strstr(r->error->msg, "no spare in AZ A"));
+  assert_int_equal(x.c.co->vols[0]->mseq, m);
+  mfix_teardown(&x);
+}
+
+static void a_node_back_before_its_repair_keeps_its_binlog_segment(void **state)
+{
+  (void)state;
+  struct mfix x;
+  mfix_setup_bl(&x, 1);
+  lose_b1(&x);
+  assert_int_equal(blpg(&x)->n_segments, NCOPIES + 1);
+  /* B1 beats again before either move finished: both are aborted. */
+  x.silent[2] = 0;
+  run(&x, 2 * MOVE_RETRY_MS);
+  assert_int_equal(pg0(&x)->n_segments, NCOPIES);
+  assert_int_equal(blpg(&x)->n_segments, NCOPIES);
+  assert_string_equal(blpg(&x)->segments[3]->node, "B1");
+  assert_false(pg_has(blpg(&x), "B2"));
+  mfix_teardown(&x);
+}
+
 static void a_spare_is_the_least_loaded_node_of_the_az(void **state)
 {
   (void)state;
@@ -668,6 +937,9 @@ int main(void)
     cmocka_unit_test(repair_off_moves_nothing),
     cmocka_unit_test(the_probe_answer_lists_what_changed_since),
     cmocka_unit_test(a_spare_is_the_least_loaded_node_of_the_az),
+    cmocka_unit_test(a_lost_nodes_binlog_segment_is_repaired_as_a_data_pgs),
+    cmocka_unit_test(a_drain_moves_the_binlog_segment_and_retires_after_it),
+    cmocka_unit_test(a_node_back_before_its_repair_keeps_its_binlog_segment),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

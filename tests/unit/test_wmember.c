@@ -23,7 +23,12 @@
  *    that asks for a probe soon (M5);
  *  - recovery with a next segment in the description asks only the
  *    current segments (M3), then serves with the position in transition,
- *    used since the VDL it proved.
+ *    used since the VDL it proved;
+ *  - the volume's binlog PG (issue 29; BINLOG_PG) changes as a data PG:
+ *    its begin and finish come in the probe answer's Volume.binlog, its
+ *    next segment gets the binlog records with the new mepoch, a commit
+ *    (whose CPL is its binlog record) is durable only once the binlog PG
+ *    holds it by M1/M2, and the probe reports it in Volume.binlog.
  */
 #include "fake_io.h"
 
@@ -84,15 +89,50 @@ static Auralog__Volume vdesc(Auralog__Pg **pgp, uint64_t mseq)
   return vd;
 }
 
+/* The binlog PG's description: its six current segments on PG 0's nodes
+ * (A1..C2), numbered BINLOG_PG, no pages; with_next: a next one at
+ * position 0 on A3 (since mepoch). Its own segment arrays in x. */
+static Auralog__Segment blsegs[NSLOTS], *blptr[NSLOTS];
+static Auralog__Pg blpg(int with_next, uint64_t mepoch)
+{
+  pg0_segments(blsegs, blptr);
+  for (int i = 0; i < NCOPIES; i++) {
+    blsegs[i].pos = (uint32_t)i;
+    blsegs[i].pg = BINLOG_PG;
+    blsegs[i].npages = 1;
+  }
+  Auralog__Pg pg = AURALOG__PG__INIT;
+  pg.pg = BINLOG_PG;
+  pg.npages = 1;
+  pg.segments = blptr;
+  pg.n_segments = NCOPIES;
+  pg.mepoch = mepoch;
+  if (with_next) {
+    Auralog__Segment *g = &blsegs[NCOPIES];
+    *g = blsegs[0];
+    g->node = NEXT_ID;
+    g->addr = NEXT_ADDR;
+    g->next = 1;
+    g->pos = 0;
+    g->since = mepoch;
+    blptr[NCOPIES] = g;
+    pg.n_segments = NCOPIES + 1;
+  }
+  return pg;
+}
+
 /* A writer of epoch 1 set up from PG 0's description (with a next
- * segment or not), recovery started, the six current nodes up. */
-static void setup(struct mfix *x, int with_next)
+ * segment or not; with the binlog PG if binlog), recovery started, the
+ * six current nodes up. */
+static void setup_bl(struct mfix *x, int with_next, int binlog)
 {
   memset(x, 0, sizeof *x);
   fake_init(&x->f);
   Auralog__Pg pg = pg0(x, with_next, with_next ? 3 : 0);
-  Auralog__Pg *pgp = &pg;
+  Auralog__Pg *pgp = &pg, bl = blpg(0, 0);
   Auralog__Volume vd = vdesc(&pgp, pg.mepoch);
+  if (binlog)
+    vd.binlog = &bl;
   struct volume *v = x->v = calloc(1, sizeof *v);
   snprintf(v->name, sizeof v->name, "%s", vd.name);
   v->id = vd.id;
@@ -136,19 +176,27 @@ static void answer_query(struct mfix *x, int i, int scan)
   DELIVER(vcore_on_msg, x->v, x->seg[i], &env);
 }
 
-/* Recovery of a clean volume: the writer serves from VDL 0. */
-static void open_clean(struct mfix *x, int with_next)
+/* Recovery of a clean volume (with its binlog PG if binlog: each node
+ * is asked for both its segments): the writer serves from VDL 0. */
+static void open_clean_bl(struct mfix *x, int with_next, int binlog)
 {
   char why[256];
-  setup(x, with_next);
-  for (int i = 0; i < NCOPIES; i++)
-    answer_query(x, i, 0);
-  for (int i = 0; i < NCOPIES; i++)
-    answer_query(x, i, 1);
+  setup_bl(x, with_next, binlog);
+  for (int r = 0; r < 1 + binlog; r++)
+    for (int i = 0; i < NCOPIES; i++)
+      answer_query(x, i, 0);
+  for (int r = 0; r < 1 + binlog; r++)
+    for (int i = 0; i < NCOPIES; i++)
+      answer_query(x, i, 1);
   assert_int_equal(rcv_result(x->v->rcv, why, sizeof why), 1);
   rcv_free(x->v->rcv);
   x->v->rcv = NULL;
   x->v->opened = 1;
+}
+
+static void open_clean(struct mfix *x, int with_next)
+{
+  open_clean_bl(x, with_next, 0);
 }
 
 /* The coordinator's answer to a lease probe: mseq, and PG 0 as pg says. */
@@ -388,6 +436,144 @@ static void recovery_counts_current_segments_and_serves_in_transition(void **sta
   teardown(&x);
 }
 
+/* ---- the binlog PG (issue 29) --------------------------------------------- */
+
+/* The Append to node e for PG pg (exactly one), checked for mepoch. */
+static uint64_t append_pg(struct mfix *x, struct ep *e, uint32_t pg, uint64_t mepoch)
+{
+  const Env *a = NULL;
+  for (size_t i = 0; i < x->f.nout; i++) {
+    struct sent *m = &x->f.out[i];
+    if (m->to != e || m->taken || m->env->body_case != APPEND || m->env->append->pg != pg)
+      continue;
+    assert_null(a);
+    m->taken = 1;
+    a = m->env;
+  }
+  assert_non_null(a);
+  assert_int_equal(a->append->mepoch, mepoch);
+  return a->req;
+}
+
+/* The coordinator's probe answer naming only the binlog PG (as
+ * coord/member.c member_probe puts it: Volume.binlog). */
+static void probe_answer_bl(struct mfix *x, Auralog__Pg *bl, uint64_t mseq)
+{
+  Auralog__Volume vd = vdesc(NULL, mseq);
+  vd.n_pgs = 0;
+  vd.binlog = bl;
+  Env env = AURALOG__ENVELOPE__INIT;
+  env.body_case = VOLUME;
+  env.volume = &vd;
+  Env *in = over_wire(&env);
+  vcore_on_members(x->v, in->volume);
+  wire_free(in);
+}
+
+/* One MTR of one page and its binlog record (the CPL, ship.c B1). */
+static uint64_t ship_bl(struct mfix *x, uint32_t page_no)
+{
+  static uint8_t page[PSIZE];
+  page[page_no % PSIZE]++;
+  struct drange dr = {.off = page_no % PSIZE, .len = 1};
+  struct mtr_page mp = {.page_no = page_no, .flags = REC_ZERO, .after = page, .ranges = &dr,
+                        .nranges = 1};
+  uint8_t *ev = malloc(4);
+  memcpy(ev, "tx1", 4);
+  uint64_t cpl = vcore_ship_bl(x->v, &mp, 1, ev, 4);
+  vcore_wake(x->v);
+  return cpl;
+}
+
+static void the_binlog_pg_changes_membership_as_a_data_pg(void **state)
+{
+  (void)state;
+  struct mfix x;
+  open_clean_bl(&x, 0, 1);
+  struct volume *v = x.v;
+  assert_true(v->has_binlog);
+  /* The begin step of the binlog PG's position 0 (A1 -> A3): the answer
+   * names it in Volume.binlog. */
+  Auralog__Pg b = blpg(1, 3);
+  probe_answer_bl(&x, &b, 3);
+  assert_int_equal(v->mseq, 3);
+  assert_int_equal(v->pgs[BINLOG_PG].trans, 1);
+  assert_int_equal(v->pgs[BINLOG_PG].mepoch, 3);
+  assert_int_equal(q_trans(&v->q, BINLOG_PG), 1);
+  assert_int_equal(q_trans(&v->q, 0), 0);
+  assert_int_equal(v->ntrans, 1);
+  x.g = ep_named(&x.f, NEXT_ADDR);
+  vcore_on_up(v, x.g);
+  /* A commit: its page record in PG 0, its events in the binlog PG (the
+   * CPL). The binlog record goes to A3 too, with the new mepoch; PG 0's
+   * records to its six, on mepoch 0. */
+  uint64_t l = ship_bl(&x, 1);
+  assert_int_equal(v->pgs[BINLOG_PG].tail, l);
+  uint64_t p0[NCOPIES], b0[NCOPIES];
+  for (int i = 0; i < NCOPIES; i++) {
+    p0[i] = append_pg(&x, x.seg[i], 0, 0);
+    b0[i] = append_pg(&x, x.seg[i], BINLOG_PG, 3);
+  }
+  uint64_t gb = append_pg(&x, x.g, BINLOG_PG, 3);
+  assert_int_equal(count(&x.f, x.g, APPEND), 0);   /* nothing of PG 0 */
+  /* Its probe names the binlog PG in transition, in Volume.binlog (M4 a),
+   * and wire_check lets it through. */
+  Auralog__Volume vh = AURALOG__VOLUME__INIT;
+  vcore_probe_fill(v, &vh);
+  assert_int_equal(vh.n_pgs, 0);
+  assert_non_null(vh.binlog);
+  assert_int_equal(vh.binlog->pg, BINLOG_PG);
+  assert_int_equal(vh.binlog->mepoch, 3);
+  assert_int_equal(vh.binlog->adopted_at, 0);      /* the PG's tail when it was adopted */
+  vh.name = "v";
+  vh.page_size = PSIZE;
+  vh.epoch = 1;
+  Env pe = AURALOG__ENVELOPE__INIT;
+  pe.body_case = VOLUME;
+  pe.volume = &vh;
+  wire_free(over_wire(&pe));
+  vcore_probe_free(&vh);
+  /* M1, M2: PG 0's record on four; the binlog record on positions 0..3,
+   * with A3 acknowledging it at SCL 0 (hydrating): position 0 does not
+   * count, three positions, the commit is not durable. */
+  for (int i = 0; i < 4; i++)
+    ack(&x, x.seg[i], p0[i], l - 1);
+  for (int i = 0; i < 4; i++)
+    ack(&x, x.seg[i], b0[i], l);
+  ack(&x, x.g, gb, 0);
+  assert_int_equal(v->q.vdl, 0);
+  /* A3's SCL covers it (a duplicate answered with its SCL): durable. */
+  vcore_tick(v);
+  x.f.now += VOL_TICK_MS;
+  vcore_tick(v);
+  uint64_t gb2 = append_pg(&x, x.g, BINLOG_PG, 3);   /* poke_next sends it again */
+  ack(&x, x.g, gb2, l);
+  assert_int_equal(v->q.vdl, l);
+  /* The finish: A3 is position 0's current, A1 leaves (mepoch 7). */
+  Auralog__Pg fin = blpg(0, 7);
+  blsegs[0].node = NEXT_ID;
+  blsegs[0].addr = NEXT_ADDR;
+  blsegs[0].since = 3;
+  fin.mepoch_min = 3;
+  probe_answer_bl(&x, &fin, 7);
+  assert_int_equal(v->mseq, 7);
+  assert_int_equal(v->pgs[BINLOG_PG].trans, 0);
+  assert_int_equal(v->ntrans, 0);
+  assert_int_equal(q_trans(&v->q, BINLOG_PG), 0);
+  assert_string_equal(v->nodes[v->pgs[BINLOG_PG].node[0]].addr, NEXT_ADDR);
+  /* The next commit's binlog record goes to A3, not A1, on mepoch 7. */
+  ship_bl(&x, 2);
+  append_pg(&x, x.g, BINLOG_PG, 7);
+  for (size_t i = 0; i < x.f.nout; i++)
+    if (x.f.out[i].to == x.seg[0] && !x.f.out[i].taken && x.f.out[i].env->body_case == APPEND)
+      assert_int_not_equal(x.f.out[i].env->append->pg, BINLOG_PG);
+  vcore_probe_fill(v, &vh);
+  assert_null(vh.binlog);
+  assert_int_equal(vh.n_pgs, 0);
+  vcore_probe_free(&vh);
+  teardown(&x);
+}
+
 int main(void)
 {
   log_quiet(2);
@@ -396,6 +582,7 @@ int main(void)
     cmocka_unit_test(a_finish_moves_the_next_to_its_position_and_forgets_the_old),
     cmocka_unit_test(a_stale_membership_refusal_asks_for_a_probe),
     cmocka_unit_test(recovery_counts_current_segments_and_serves_in_transition),
+    cmocka_unit_test(the_binlog_pg_changes_membership_as_a_data_pg),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
