@@ -235,17 +235,14 @@ void scrub_step(struct node *n)
     n->scrub_lsn = n->scrub_prev = 0;
   }
   struct segment *s = n->segs[n->scrub_next];
-  if (seg_is_binlog(s)) {   /* its repair is by page versions: not yet for binlog records */
-    n->scrub_next++;
-    n->scrub_lsn = n->scrub_prev = 0;
-    return;
-  }
   if (store_begin(&n->st, why, sizeof why) != 0) {
     logwarn_rl("%s", why);
     return;
   }
+  /* A binlog segment's records are scrubbed as any (a damaged one goes,
+   * and gossip brings it again from a peer); it has no page versions. */
   int done = scrub_recs(n, s, why, sizeof why);
-  if (done == 1 && scrub_imgs(n, s, why, sizeof why) != 0)
+  if (done == 1 && !seg_is_binlog(s) && scrub_imgs(n, s, why, sizeof why) != 0)
     done = -1;
   if (done < 0) {
     logwarn_rl("%s", why);
