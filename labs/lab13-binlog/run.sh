@@ -43,7 +43,7 @@ for i in $(seq 1 "$K"); do auralog sql "insert into $T values($i, 'tx $i');"; do
 step auralog binlog status
 last=$(auralog binlog tail --from 0 | grep -F "  $T  insert" | tail -1 | cut -d: -f1)
 for k in $(seq 1 60); do
-  pos=$(auralog binlog status --json | grep -o '"name": *"lab13"[^}]*' | grep -o '"pos": *[0-9]*' | grep -o '[0-9]*$' || true)
+  pos=$(auralog binlog status | awk '$1 == "lab13" && $2 == "at" { print $3 }')
   [ -n "$pos" ] && [ -n "$last" ] && [ "$pos" -ge "$last" ] && break
   sleep 0.5
 done
