@@ -547,6 +547,7 @@ static void usage(FILE *f)
     "       auralog bench replicas --help\n"
     "       auralog bench repair --help\n"
     "       auralog bench backup --help\n"
+    "       auralog bench binlog --help\n"
     "\n"
     "Run a sysbench-shaped workload on auralog and on stock SQLite baselines,\n"
     "one after the other on this machine, and print throughput, commit latency\n"
@@ -621,6 +622,8 @@ int bench_main(int argc, char **argv)
     return bench_repair_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "backup") == 0)
     return bench_backup_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "binlog") == 0)
+    return bench_binlog_main(argc - 1, argv + 1);
   static struct option lo[] = {
     {"clients", required_argument, 0, 'c'}, {"duration", required_argument, 0, 'd'},
     {"warmup", required_argument, 0, 'w'}, {"tables", required_argument, 0, 't'},
@@ -689,7 +692,7 @@ int bench_main(int argc, char **argv)
       k++;
     if (k == WL_COUNT)
       die("bench: unknown workload '%s' (say write-only, insert, read-only, oltp, "
-          "read-write, recovery, append, replicas, repair or backup)", argv[optind]);
+          "read-write, recovery, append, replicas, repair, backup or binlog)", argv[optind]);
     o.wl.kind = k;
     if (optind + 1 < argc)
       die("bench: unexpected argument '%s'", argv[optind + 1]);

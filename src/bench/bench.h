@@ -11,6 +11,9 @@
  *   repair.c    `auralog bench repair`: time to repair a lost node, hydration, foreground
  *   bkbench.c   `auralog bench backup`: backup's cost to the foreground, its lag, the
  *               store's bytes per transaction, restore time against size and age
+ *   blbench.c   `auralog bench binlog`: the binlog's cost off / community / enhanced;
+ *               blrecovery.c: `auralog bench recovery --binlog`, recovery against
+ *               binlog size
  *   limit.c     the machine's own limits (a commit; disk and loopback bandwidth),
  *               measured in the same run
  *   breakdown.c where one commit's time goes (the engine's stage timings)
@@ -39,6 +42,7 @@ int bench_recovery_main(int argc, char **argv);
 int bench_replicas_main(int argc, char **argv);   /* replicas.c */
 int bench_repair_main(int argc, char **argv);     /* repair.c */
 int bench_backup_main(int argc, char **argv);     /* bkbench.c */
+int bench_binlog_main(int argc, char **argv);     /* blbench.c */
 
 /* The auralog binary itself, to start cluster members and engines. */
 const char *bench_self(void);
