@@ -63,6 +63,7 @@
 
 #include "bench/bench.h"
 #include "bench/recovery_int.h"
+#include "bench/blbench_int.h"
 #include "lib/log.h"
 #include "param.h"
 
@@ -186,7 +187,11 @@ static void usage(FILE *f)
     "                  (default 7700)\n"
     "\n"
     "SQLite needs about 4 KiB of disk per record (a WAL frame per page); a\n"
-    "length that would leave less than 2 GB free is skipped, with the reason.\n",
+    "length that would leave less than 2 GB free is skipped, with the reason.\n"
+    "\n"
+    "       auralog bench recovery --binlog MODE[,MODE] [--sizes LIST] ...\n"
+    "recovery against the binlog's size instead, per binlog mode (seed 003);\n"
+    "see `auralog bench recovery --binlog enhanced --help`.\n",
     UPD, ROWS, UPD, ENGINE_PORT_OFFSET);
 }
 
@@ -343,6 +348,10 @@ int bench_recovery_main(int argc, char **argv)
   int npg = 0, by_records = 0;
   int nz = parse_sizes("10000,100000,1000000", want), json = 0, reps = 3, base = 7700, o;
   const char *dir = NULL;
+  /* --binlog: recovery against the binlog's size (blrecovery.c). */
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--binlog") || !strncmp(argv[i], "--binlog=", 9))
+      return bench_blrecovery_main(argc, argv);
   /* argv[0] is "recovery" (bench/bench.c dispatches). Errors are ours,
    * in one line. */
   opterr = 0;
