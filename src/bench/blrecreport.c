@@ -197,7 +197,8 @@ void blr_table(cJSON *cond)
            RMED(lo, total_ms) > 0 ? 100 * (RMED(hi, total_ms) / RMED(lo, total_ms) - 1) : 0);
     double rate = md->m == BL_COMMUNITY ? scan_rate(md) : 0;
     if (rate > 0)
-      printf("; scan %.0f MiB/s, so 1 GB in %.1f s here", rate / 1048576, 1e9 / rate);
+      printf("; scan %.0f MB/s, so 1 GB in %.1f s here (the seed: 303 s)", rate / 1e6,
+             1e9 / rate);
     printf("\n");
   }
   cJSON *el = cJSON_GetObjectItem(cond, "elapsed_s");

@@ -175,7 +175,7 @@ static cJSON *cell_json(const struct blopts *o, int m, int ci)
   cJSON_AddNumberToObject(c, "total", bl_med(o, m, ci, BF_CPU_TOTAL, NULL));
   cJSON_AddNumberToObject(j, "redo_bytes_per_tx", bl_med(o, m, ci, BF_REDO, NULL));
   cJSON_AddNumberToObject(j, "events_bytes_per_tx", bl_med(o, m, ci, BF_EVENTS, NULL));
-  double r = vs_off(o, m, ci, BF_TXS);
+  double r = m == BL_OFF ? 0 : vs_off(o, m, ci, BF_TXS);
   if (r > 0) {
     cJSON *v = cJSON_AddObjectToObject(j, "vs_off");
     cJSON_AddNumberToObject(v, "tx_per_s_ratio", r);
