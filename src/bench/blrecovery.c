@@ -55,11 +55,12 @@
 #include "lib/log.h"
 
 #define BLR_SIZES_WHY                                                                      \
-  "seed 003 measured 1, 5 and 50 GB (a 50x span) on Aurora's hardware; here 16, 64 and " \
-  "256 MiB (16x), so that the largest fills in well under a minute on 2 cores and its six " \
-  "copies in the binlog PG (enhanced: ~1.5 GiB) fit the nodes' disk beside other work. " \
-  "What carries over is the shape: community's scan rate (MiB/s, so its time at 1 GB), and " \
-  "whether enhanced grows at all"
+  "seed 003 measured 1, 5 and 50 GB (a 50x span) on Aurora's hardware; here 16 MiB, 128 MiB " \
+  "and 1 GiB (64x): the largest is the seed's smallest point, which fills in about half a "  \
+  "minute on 2 cores (~1.8 MB of events a transaction) and whose six copies in the binlog "  \
+  "PG (enhanced: ~6 GiB of the nodes' disk) fit here; 50 GB would take ~25 minutes and "     \
+  "300 GB of disk. What carries over is the shape: whether recovery grows with the binlog, " \
+  "and community's scan rate (so its time at 50 GB)"
 
 struct blr_run BLR;
 
@@ -349,8 +350,9 @@ static void usage(FILE *f)
     "  --binlog LIST   modes, comma-separated: community, enhanced, and off (a\n"
     "                  baseline without a binlog, the same transactions)\n"
     "  --sizes LIST    binlog sizes in MiB, ascending, comma-separated, each\n"
-    "                  1..4096 (default 16,64,256; at most %d): seed 003's 1, 5 and\n"
-    "                  50 GB scaled to what this machine fills in a minute\n"
+    "                  1..4096 (default 16,128,1024; at most %d): seed 003's 1, 5\n"
+    "                  and 50 GB scaled to what 2 cores fill in a minute (the\n"
+    "                  largest needs ~12 GiB free: enhanced keeps six copies)\n"
     "  --repeats N     crashes and restarts at each size (default 3, at most %d;\n"
     "                  median and max are shown)\n"
     "  --seed N        seed of the rows each transaction updates (default 1)\n"
@@ -432,7 +434,7 @@ int bench_blrecovery_main(int argc, char **argv)
   BLR.seed = 1;
   BLR.base = 8300;
   BLR.nm = 0;
-  parse_sizes("16,64,256");
+  parse_sizes("16,128,1024");
   int oc;
   opterr = 0;
   optind = 1;
