@@ -78,6 +78,7 @@ static void cluster_gone(void)
   char p[1200];
   snprintf(p, sizeof p, "%s/data", K.cdir);
   bench_rm_tree(p);
+  bl_binlog_gone(K.cdir);
 }
 
 static void cleanup(void)
@@ -244,7 +245,7 @@ static void run_cell(struct blopts *o, int i, int ci, int m, int seq)
   K.up = 1;
   if (bench_fresh_cluster(o->cdir, o->base, 0, why, sizeof why) != 0)
     goto fail;
-  int rc = bl_engine_start(log, addr, coord, "bench", m, BL_START_MS, &K.engine, why,
+  int rc = bl_engine_start(log, o->cdir, addr, coord, "bench", m, BL_START_MS, &K.engine, why,
                            sizeof why);
   if (rc == 1) {
     /* Refused: not a failure of the run; the mode is skipped from now on. */

@@ -48,13 +48,17 @@ struct blstat {
 int bl_stats(struct rpc *r, struct blstat *s, char *why, size_t n);
 
 /* Start `auralog engine --volume volume --listen addr --coord coord
- * --binlog MODE` (output to log, appended) and wait up to ms for it to
- * serve. 0: it serves (*pid); 1: it exited first, refusing the mode or
- * failing to start (why: the last thing it said, e.g. "engine: --binlog
- * community is not built yet; ..."); -1: it did not serve in time (why;
- * it is stopped). */
-int bl_engine_start(const char *log, const char *addr, const char *coord, const char *volume,
-                    int mode, int ms, pid_t *pid, char *why, size_t n);
+ * --binlog MODE` (output to log, appended; community: its binlog file in
+ * cdir, bl_binlog_file) and wait up to ms for it to serve. 0: it serves
+ * (*pid); 1: it exited first, refusing the mode or failing to start (why:
+ * the last thing it said, e.g. "engine: --binlog community is not built
+ * yet; ..."); -1: it did not serve in time (why; it is stopped). */
+int bl_engine_start(const char *log, const char *cdir, const char *addr, const char *coord,
+                    const char *volume, int mode, int ms, pid_t *pid, char *why, size_t n);
+/* Community's binlog file for volume on the private cluster in cdir; and
+ * the removal of every such file there. */
+void bl_binlog_file(const char *cdir, const char *volume, char *out, size_t n);
+void bl_binlog_gone(const char *cdir);
 
 /* ---- `auralog bench binlog` (blbench.c, blreport.c) -------------------------------- */
 
@@ -132,6 +136,8 @@ struct blr_size {
   double binlog_bytes, txns, fill_s;
   int nrep;
   struct blr_rep r[BLR_REPS];
+  int cold_ok;
+  struct blr_rep cold;      /* one more restart, the page cache dropped first */
 };
 
 struct blr_mode {

@@ -5,6 +5,7 @@
  * binlog counters (SELECT auralog_stats(), vfs/binlog.h).
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,13 +105,38 @@ static void last_words(const char *log, long from, char *why, size_t n)
   fclose(f);
 }
 
-int bl_engine_start(const char *log, const char *addr, const char *coord, const char *volume,
-                    int mode, int ms, pid_t *pid, char *why, size_t n)
+void bl_binlog_file(const char *cdir, const char *volume, char *out, size_t n)
+{
+  snprintf(out, n, "%s/engine-binlog/%s.binlog", cdir, volume);
+}
+
+void bl_binlog_gone(const char *cdir)
+{
+  char p[1200];
+  snprintf(p, sizeof p, "%s/engine-binlog", cdir);
+  bench_rm_tree(p);
+}
+
+int bl_engine_start(const char *log, const char *cdir, const char *addr, const char *coord,
+                    const char *volume, int mode, int ms, pid_t *pid, char *why, size_t n)
 {
   struct stat sb;
   long from = stat(log, &sb) == 0 ? (long)sb.st_size : 0;
+  char file[1200];
   const char *argv[] = {"engine", "--volume", volume, "--listen", addr, "--coord", coord,
-                        "--binlog", bl_mode_names[mode], NULL};
+                        "--binlog", bl_mode_names[mode], NULL, NULL, NULL};
+  if (mode == BL_COMMUNITY) {
+    /* The file in the private cluster's directory (emptied with it), never
+     * the default under $AURALOG_DIR or ~/.auralog: the user's. */
+    snprintf(file, sizeof file, "%s/engine-binlog", cdir);
+    if (bench_mkdirs(file) != 0) {
+      snprintf(why, n, "cannot make %.300s: %s", file, strerror(errno));
+      return -1;
+    }
+    bl_binlog_file(cdir, volume, file, sizeof file);
+    argv[9] = "--binlog-file";
+    argv[10] = file;
+  }
   *pid = bench_start(log, argv);
   if (*pid < 0) {
     snprintf(why, n, "cannot start `auralog engine`");

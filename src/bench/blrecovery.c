@@ -32,12 +32,19 @@
  *     query (what a user waits), split into the engine's own figures: the
  *     volume's recovery and its open (its log: "recovered in N ms (open
  *     took M ms)") and, for community, the binlog file's scan (auralog_stats
- *     "binlog": scan_us, scan_bytes, scan_frames, rolled_forward).
+ *     "binlog": scan_us, scan_bytes, scan_frames, rolled_forward); then
+ *     once more cold: every file of the cluster's data and community's
+ *     binlog file written back and dropped from the page cache first
+ *     (posix_fadvise DONTNEED), so that what recovery reads comes from the
+ *     disk (the warm restarts read a file just written from memory).
  * A mode the engine refuses is reported as not available, with its reason.
  * The clusters' data are removed at the end; the logs stay in --dir.
  */
+#define _GNU_SOURCE         /* nftw */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -83,6 +90,7 @@ static void cluster_gone(void)
   char p[1200];
   snprintf(p, sizeof p, "%s/data", BLR.cdir);
   bench_rm_tree(p);
+  bl_binlog_gone(BLR.cdir);
 }
 
 static void cleanup(void)
@@ -189,8 +197,33 @@ static uint64_t disk_free(void)
 
 /* Kill the engine (SIGKILL, as `auralog fault engine-crash`), start it
  * again, and time what it and a user see, into x. 0, or -1 and why. */
-static int crash(struct rpc *r, const struct blr_mode *md, int k, struct blr_rep *x, char *why,
-                 size_t n)
+/* Write back and drop from the page cache every file of the cluster's
+ * data (the nodes' stores and logs) and of community's binlog file: a
+ * cold restart reads them from the disk, as after a machine's reboot. */
+static int drop_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+  (void)sb;
+  (void)f;
+  int fd = flag == FTW_F ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd >= 0) {
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+  return 0;
+}
+
+static void drop_caches(void)
+{
+  char p[1200];
+  snprintf(p, sizeof p, "%s/data", BLR.cdir);
+  nftw(p, drop_one, 16, FTW_PHYS);
+  snprintf(p, sizeof p, "%s/engine-binlog", BLR.cdir);
+  nftw(p, drop_one, 16, FTW_PHYS);
+}
+
+static int crash(struct rpc *r, const struct blr_mode *md, int k, int cold, struct blr_rep *x,
+                 char *why, size_t n)
 {
   rpc_close(r);
   kill(BLR.engine, SIGKILL);
@@ -198,11 +231,13 @@ static int crash(struct rpc *r, const struct blr_mode *md, int k, struct blr_rep
   while (waitpid(BLR.engine, &st, 0) < 0 && errno == EINTR)
     ;
   BLR.engine = -1;
+  if (cold)
+    drop_caches();
   struct stat sb;
   long from = stat(BLR.log, &sb) == 0 ? (long)sb.st_size : 0;
   double t0 = bench_now_us();
-  int rc = bl_engine_start(BLR.log, BLR.addr, BLR.coord, "bench", md->m, BLR_START_MS, &BLR.engine,
-                           why, n);
+  int rc = bl_engine_start(BLR.log, BLR.cdir, BLR.addr, BLR.coord, "bench", md->m,
+                           BLR_START_MS, &BLR.engine, why, n);
   if (rc != 0)
     return -1;
   if (bench_connect(r, BLR.addr, 5000, why, n) != 0)
@@ -252,8 +287,8 @@ static void run_mode(struct blr_mode *md)
   BLR.up = 1;
   if (bench_fresh_cluster(BLR.cdir, BLR.base, 0, why, sizeof why) != 0)
     goto fail;
-  int rc = bl_engine_start(BLR.log, BLR.addr, BLR.coord, "bench", md->m, 30000, &BLR.engine, why,
-                           sizeof why);
+  int rc = bl_engine_start(BLR.log, BLR.cdir, BLR.addr, BLR.coord, "bench", md->m, BL_START_MS,
+                           &BLR.engine, why, sizeof why);
   if (rc == 1) {
     md->refused = 1;
     snprintf(md->reason, sizeof md->reason, "%s", why);
@@ -309,12 +344,20 @@ static void run_mode(struct blr_mode *md)
                BLR.reps);
       prior += b.events_bytes;
       b.events_bytes = 0;    /* the new lifetime's counters start at 0 */
-      if (crash(&r, md, j, &z->r[j], why, sizeof why) != 0) {
+      if (crash(&r, md, j, 0, &z->r[j], why, sizeof why) != 0) {
         snprintf(z->err, sizeof z->err, "restart %d: %.370s", j + 1, why);
         goto fail;
       }
       z->nrep = j + 1;
     }
+    /* One more, cold: the files read from the disk, not the page cache. */
+    check_stop();
+    progress(1, "%s: %d MiB of binlog: crash and restart, caches dropped", name, z->mib);
+    if (crash(&r, md, BLR.reps, 1, &z->cold, why, sizeof why) != 0) {
+      snprintf(z->err, sizeof z->err, "the cold restart: %.360s", why);
+      goto fail;
+    }
+    z->cold_ok = 1;
   }
   rpc_close(&r);
   cluster_gone();
@@ -342,7 +385,9 @@ static void usage(FILE *f)
     "holds each size; then, at each size, the engine killed (SIGKILL, as `auralog\n"
     "fault engine-crash`) and started again, timed to its first answered query\n"
     "and split into the volume's recovery, the engine's open and (community) the\n"
-    "binlog file's scan. Printed beside seed 003's table (Aurora MySQL, 1 to 50 GB).\n"
+    "binlog file's scan; then once more cold (the cluster's files and the binlog\n"
+    "file dropped from the page cache first). Printed beside seed 003's table\n"
+    "(Aurora MySQL, 1 to 50 GB).\n"
     "A mode the engine refuses is reported as not available, with its reason.\n"
     "The table's load alone packs about %.0f MiB of events: a smaller size is\n"
     "reached by it.\n"
@@ -354,7 +399,7 @@ static void usage(FILE *f)
     "                  and 50 GB scaled to what 2 cores fill in a minute (the\n"
     "                  largest needs ~12 GiB free: enhanced keeps six copies)\n"
     "  --repeats N     crashes and restarts at each size (default 3, at most %d;\n"
-    "                  median and max are shown)\n"
+    "                  median and max are shown), and one cold after them\n"
     "  --seed N        seed of the rows each transaction updates (default 1)\n"
     "  --json          one JSON object on stdout instead of the table\n"
     "  --dir DIR       where the logs go, and the private clusters in DIR/cluster\n"

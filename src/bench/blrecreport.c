@@ -41,12 +41,15 @@ static const double seed_rec[3][4] = {{303.42, 0.47, 332, 26},
                                       {1296.39, 0.50, 1318, 34},
                                       {15879.49, 0.61, 15904, 21}};
 
-/* Community's scan rate at the largest size measured: bytes/s, or 0. */
-static double scan_rate(const struct blr_mode *md)
+/* Community's scan rate at the largest size measured, warm (the median
+ * restart's) or cold: bytes/s, or 0. */
+static double scan_rate(const struct blr_mode *md, int cold)
 {
   for (int i = BLR.nz - 1; i >= 0; i--) {
     const struct blr_size *z = &md->z[i];
-    if (z->nrep && RMED(z, scan_ms) > 0)
+    if (cold && z->cold_ok && z->cold.scan_ms > 0)
+      return z->cold.scan_bytes / (z->cold.scan_ms / 1000);
+    if (!cold && z->nrep && RMED(z, scan_ms) > 0)
       return RMED(z, scan_bytes) / (RMED(z, scan_ms) / 1000);
   }
   return 0;
@@ -90,6 +93,14 @@ cJSON *blr_json(cJSON *cond)
         cJSON_AddNumberToObject(j, "scan_bytes", RMED(z, scan_bytes));
         cJSON_AddNumberToObject(j, "scan_frames", RMED(z, scan_frames));
         cJSON_AddNumberToObject(j, "rolled_forward", RMED(z, rolled_forward));
+        if (z->cold_ok) {
+          cJSON *c = cJSON_AddObjectToObject(j, "cold");
+          cJSON_AddNumberToObject(c, "total_ms", z->cold.total_ms);
+          cJSON_AddNumberToObject(c, "volume_recovery_ms", z->cold.recovered_ms);
+          cJSON_AddNumberToObject(c, "open_ms", z->cold.open_ms);
+          cJSON_AddNumberToObject(c, "binlog_scan_ms", z->cold.scan_ms);
+          cJSON_AddNumberToObject(c, "scan_bytes", z->cold.scan_bytes);
+        }
         /* Each restart, in order: the first after a fill may differ. */
         cJSON *rs = cJSON_AddArrayToObject(j, "restarts");
         for (int k = 0; k < z->nrep; k++) {
@@ -104,8 +115,10 @@ cJSON *blr_json(cJSON *cond)
       }
       cJSON_AddItemToArray(zs, j);
     }
-    if (md->m == BL_COMMUNITY)
-      cJSON_AddNumberToObject(x, "scan_mib_per_s", scan_rate(md) / 1048576);
+    if (md->m == BL_COMMUNITY) {
+      cJSON_AddNumberToObject(x, "scan_mib_per_s", scan_rate(md, 0) / 1048576);
+      cJSON_AddNumberToObject(x, "cold_scan_mib_per_s", scan_rate(md, 1) / 1048576);
+    }
   }
   cJSON *s = cJSON_AddObjectToObject(out, "seed");
   cJSON_AddStringToObject(s, "source", "seed 003: Aurora MySQL 3, binlog recovery and total "
@@ -179,6 +192,27 @@ void blr_table(cJSON *cond)
          "scan_bytes,\n                     scan_frames; rolled: prepared transactions it "
          "rolled forward), median\n", BLR.reps);
 
+  printf("\ncold: one more restart at each size, every file of the cluster's data and the "
+         "binlog file\nwritten back and dropped from the page cache first (read from the "
+         "disk, as after a reboot):\n");
+  printf("  %-9s %5s | %17s | %9s %7s | %9s %9s\n", "mode", "MiB", "restart->query ms",
+         "vol. rec", "open", "scan ms", "scan MB/s");
+  for (int a = 0; a < BLR.nm; a++) {
+    const struct blr_mode *md = &BLR.md[a];
+    for (int i = 0; i < BLR.nz && !md->refused; i++) {
+      const struct blr_size *z = &md->z[i];
+      if (!z->cold_ok)
+        continue;
+      printf("  %-9s %5d | %17.0f | %9.0f %7.0f | ", bl_mode_names[md->m], z->mib,
+             z->cold.total_ms, z->cold.recovered_ms, z->cold.open_ms);
+      if (md->m == BL_COMMUNITY)
+        printf("%9.1f %9.0f\n", z->cold.scan_ms,
+               z->cold.scan_ms > 0 ? z->cold.scan_bytes / 1e3 / z->cold.scan_ms : 0);
+      else
+        printf("%9s\n", "no scan");
+    }
+  }
+
   printf("\nseed 003 (Aurora MySQL 3; NOT this machine), seconds:\n");
   printf("  %-6s | %14s %14s | %16s %16s\n", "size", "binlog: comm.", "enhanced",
          "total: comm.", "enhanced");
@@ -207,10 +241,12 @@ void blr_table(cJSON *cond)
     printf("  %-9s restart to first query %.0f ms at %.0f %s, %.0f ms at %.0f %s (%+.0f%%)",
            bl_mode_names[md->m], RMED(lo, total_ms), a, unit, RMED(hi, total_ms), b, unit,
            RMED(lo, total_ms) > 0 ? 100 * (RMED(hi, total_ms) / RMED(lo, total_ms) - 1) : 0);
-    double rate = md->m == BL_COMMUNITY ? scan_rate(md) : 0;
-    if (rate > 0)
-      printf("; scan %.0f MB/s, so 1 GB in %.1f s here (the seed: 303 s)", rate / 1e6,
-             1e9 / rate);
+    double warm = md->m == BL_COMMUNITY ? scan_rate(md, 0) : 0;
+    double cold = md->m == BL_COMMUNITY ? scan_rate(md, 1) : 0;
+    if (warm > 0 && cold > 0)
+      printf(";\n            its scan %.0f MB/s warm, %.0f MB/s cold: 1 GB in %.2f s warm, "
+             "%.2f s cold here (the seed's binlog\n            recovery: 303 s at 1 GB)",
+             warm / 1e6, cold / 1e6, 1e9 / warm, 1e9 / cold);
     printf("\n");
   }
   cJSON *el = cJSON_GetObjectItem(cond, "elapsed_s");

@@ -3,7 +3,7 @@
  *
  * `auralog bench binlog` with one round of 2 s cells at 2 clients, all
  * three modes, and `auralog bench recovery --binlog off,community,enhanced`
- * at 8, 10 and 12 MiB with one restart each. Each starts its own clusters
+ * at 8, 10 and 12 MiB with one restart each and one cold. Each starts its own clusters
  * in a fresh directory and prints one JSON object; every figure must be
  * there and sane. Community mode may not be built yet: then the engine
  * refuses it and both benchmarks must say so ("available": false, with
@@ -189,6 +189,8 @@ static void tiny_binlog_run(void **state)
       fail_msg("the stages' shares add up to %g", share);
     /* Each stage is inside the client's round trip. */
     in(c, "stages.client_mean_ms", (p + b + k) / 1000 * 0.5, 1e5);
+    in(c, "stages.serial_ceiling_tx_per_s", 1e6 / (p + b + k) * 0.999,
+       1e6 / (p + b + k) * 1.001);
     in(c, "stages.fsyncs_per_commit", 0.01, 1.5);   /* group commit: at most one each */
     in(c, "stages.file_bytes_per_tx", num(c, "events_bytes_per_tx"), 1e6);
   } else {
@@ -285,6 +287,16 @@ static void tiny_recovery_run(void **state)
       in(z, "total_ms_max", total, total);
       double rec = in(z, "volume_recovery_ms", 0, total);
       in(z, "open_ms", rec, total);
+      /* The cold restart: the same split, from the disk. */
+      double ct = in(z, "cold.total_ms", 0.1, 120000);
+      double cr = in(z, "cold.volume_recovery_ms", 0, ct);
+      in(z, "cold.open_ms", cr, ct);
+      if (m == 1) {
+        in(z, "cold.binlog_scan_ms", 1e-3, ct);
+        in(z, "cold.scan_bytes", num(z, "scan_bytes"), 2 * b + 1e6);
+      } else {
+        in(z, "cold.binlog_scan_ms", 0, 0);
+      }
       if (m == 1) {
         /* The open read the whole file: every transaction's frame. */
         in(z, "binlog_scan_ms", 1e-3, total);
