@@ -2,14 +2,15 @@
 # Lab 13: the binlog, community against enhanced. The handout's steps, as
 # commands, for the table in LAB_TABLE and LAB_TXNS transactions (`auralog
 # lab start 13` names each student's). LAB_BENCH_S, LAB_SIZES and
-# LAB_BENCH_PORT shorten or place the benches (a test's own ports).
+# LAB_BENCH_PORT / LAB_REC_PORT shorten or place the benches (a test's
+# own ports).
 . "$(dirname "$0")/../lib.sh"
 T=${LAB_TABLE:-lab13_orders} K=${LAB_TXNS:-60}
 S=${LAB_BENCH_S:-5} SIZES=${LAB_SIZES:-8,32,64}
 ports=()
 [ -n "${LAB_BENCH_PORT:-}" ] && ports=(--base-port "$LAB_BENCH_PORT")
 rports=()
-[ -n "${LAB_BENCH_PORT:-}" ] && rports=(--base-port $((LAB_BENCH_PORT + 200)))
+[ -n "${LAB_REC_PORT:-}" ] && rports=(--base-port "$LAB_REC_PORT")
 
 step "auralog bench binlog --clients 8 --rounds 1 --duration $S"
 auralog bench binlog --clients 8 --rounds 1 --duration "$S" --no-limit "${ports[@]}"
@@ -31,20 +32,22 @@ auralog sql "create table $T(i integer primary key, note text);"
 replica="$AURALOG_DIR/labs/lab13-replica.db"
 mkdir -p "$AURALOG_DIR/labs"
 step "auralog binlog apply --into $replica --name lab13 --follow &"
-auralog binlog apply --into "$replica" --name lab13 --follow > "$AURALOG_DIR/lab13-apply.out" 2>&1 &
+"$AURALOG" binlog apply --into "$replica" --name lab13 --follow > "$AURALOG_DIR/lab13-apply.out" 2>&1 &
 apply=$!
 trap 'kill $apply 2>/dev/null || true' EXIT
 
 step "for i in \$(seq 1 $K); do auralog sql \"insert into $T values(\$i, 'tx \$i');\"; done"
 for i in $(seq 1 "$K"); do auralog sql "insert into $T values($i, 'tx $i');"; done
 
-# The consumer catches up (the last commit reaches the binlog within a
-# second or two of the writer going idle).
+# The stream has every transaction once it is durable (the binlog's
+# segments hear so within a tick of the writer going idle), and the
+# consumer catches up.
 step auralog binlog status
-last=$(auralog binlog tail --from 0 | grep -F "  $T  insert" | tail -1 | cut -d: -f1)
 for k in $(seq 1 60); do
+  n=$(auralog binlog tail --from 0 | grep -cF "  $T  insert" || true)
+  last=$(auralog binlog tail --from 0 | grep -F "  $T  insert" | tail -1 | cut -d: -f1)
   pos=$(auralog binlog status | awk '$1 == "lab13" && $2 == "at" { print $3 }')
-  [ -n "$pos" ] && [ -n "$last" ] && [ "$pos" -ge "$last" ] && break
+  [ "$n" = "$K" ] && [ -n "$pos" ] && [ "$pos" -ge "$last" ] && break
   sleep 0.5
 done
 auralog binlog status

@@ -48,6 +48,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +371,14 @@ static void note(const struct blopts *o, cJSON *cond, const char *key)
       x.tx_per_s = bl_med(o, m, ci, BF_TXS, NULL);
       x.p50_ms = bl_med(o, m, ci, BF_P50, NULL);
       x.p99_ms = bl_med(o, m, ci, BF_P99, NULL);
+      /* community's stages, us per commit (0 in the other modes) */
+      double st[3] = {bl_med(o, m, ci, BF_PREPARE, NULL), bl_med(o, m, ci, BF_BINLOG, NULL),
+                      bl_med(o, m, ci, BF_COMMIT, NULL)};
+      for (int k = 0; k < 3; k++)
+        st[k] = isfinite(st[k]) && st[k] > 0 ? st[k] : 0;
+      x.prepare_us = st[0];
+      x.binlog_us = st[1];
+      x.commit_us = st[2];
       x.errors = errors;
       b[n++] = x;
     }

@@ -162,5 +162,7 @@ extern struct blr_run BLR;  /* blrecovery.c */
 /* blrecreport.c: the results as one JSON object, or as the table. */
 cJSON *blr_json(cJSON *cond);
 void blr_table(cJSON *cond);
+/* ... and noted in the user's cluster's journal (workload "binlog-recovery"). */
+void blr_note(cJSON *cond, const char *caller_key);
 
 #endif

@@ -253,3 +253,40 @@ void blr_table(cJSON *cond)
   if (el)
     printf("run took %.0f s\n", el->valuedouble);
 }
+
+/* ---- the journal --------------------------------------------------------------------- */
+
+/* Each mode's result at each size, the medians of the repeats, as one
+ * system of workload "binlog-recovery" (note.c): lab 13 reads them from
+ * the journal of the user's cluster (caller_key: its key, or NULL). */
+void blr_note(cJSON *cond, const char *caller_key)
+{
+  static Auralog__BenchNote b[BL_MODES * BLR_SIZES];
+  static char sys[BL_MODES * BLR_SIZES][32];
+  int n = 0;
+  for (int a = 0; a < BLR.nm; a++) {
+    const struct blr_mode *md = &BLR.md[a];
+    if (md->refused)
+      continue;
+    for (int i = 0; i < BLR.nz; i++) {
+      const struct blr_size *z = &md->z[i];
+      if (!z->ran || z->err[0] || z->nrep == 0)
+        continue;
+      Auralog__BenchNote x = AURALOG__BENCH_NOTE__INIT;
+      snprintf(sys[n], sizeof sys[n], "auralog-binlog-%s", bl_mode_names[md->m]);
+      x.workload = "binlog-recovery";
+      x.system = sys[n];
+      x.clients = 1;
+      x.group = 1;
+      x.mean_group = 1;
+      x.reads = "durable";
+      x.binlog_mib = z->binlog_bytes / (1 << 20);
+      x.recovery_ms = RMED(z, total_ms);
+      double s = RMED(z, scan_ms);
+      x.scan_ms = s > 0 && s < 1e8 ? s : 0;
+      b[n++] = x;
+    }
+  }
+  if (n)
+    bench_note_each(b, n, cond, caller_key);
+}

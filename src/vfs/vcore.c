@@ -711,6 +711,7 @@ void vcore_tick(struct volume *v)
   vcore_flush(v);
   vtell_pgmrpl(v);            /* idle PGs: vtell.c */
   vtell_vdl(v);
+  vtell_binlog(v);
 }
 
 /* Free what the core holds (the driver frees v itself). */

@@ -303,6 +303,7 @@ void vcore_send_append(struct volume *v, uint32_t pg, int slot, size_t from, siz
 /* vtell.c: idle PGs hear the PGMRPL and (rule V) the VDL. */
 void vtell_pgmrpl(struct volume *v);
 void vtell_vdl(struct volume *v);
+void vtell_binlog(struct volume *v);
 void vcore_wake(struct volume *v);
 void vcore_flush(struct volume *v);
 void vcore_notify(struct volume *v);

@@ -78,17 +78,38 @@ void vtell_vdl(struct volume *v)
   if (v->reader || !v->opened || v->fenced || v->closing || now < v->vdl_tell_at)
     return;
   v->vdl_tell_at = now + MRPL_TELL_MS;
-  for (size_t x = 0; x < vol_npgs_all(v); x++) {
-    uint32_t i = vol_pg_at(v, x);
+  for (size_t i = 0; i < v->npgs; i++) {
     struct pgout *g = &v->pgs[i];
-    /* The binlog PG too, backed up or not: a consumer reads what its
-     * segments heard is durable (node/nbinlog.c), so an idle writer's last
-     * commit reaches consumers within MRPL_TELL_MS. */
-    if ((!g->backed_up && i != BINLOG_PG) || now - g->told_at < MRPL_TELL_MS ||
+    if (!g->backed_up || now - g->told_at < MRPL_TELL_MS ||
         (g->head < g->n && g->recs[g->n - 1]->r.lsn > v->q.vdl))
       continue;
     for (int s = 0; s < NSLOTS; s++)
       if (g->node[s] >= 0 && g->heard_vdl[s] < v->q.vdl && now >= g->retry_at[s])
         vcore_send_append(v, (uint32_t)i, s, 0, 0);   /* (a refusing one: at its pace) */
   }
+}
+
+/* Rule BV: a binlog consumer reads only what the binlog PG's segments
+ * know to be durable, as the writer names it (node/nbinlog.c D1), and a
+ * segment hears that only with an Append. The VDL that makes a commit
+ * durable is carried by the next commit's Appends; after the last one
+ * before a pause, nothing would carry it, and the last commit would not
+ * reach consumers until the writer wrote again. So, each tick, a binlog
+ * PG with nothing pending above the VDL and nothing sent this tick gets an
+ * Append with no records (the VDL and the PG's tail at it) at each segment
+ * that has not acknowledged this VDL yet: a commit reaches consumers
+ * within a tick or two of becoming durable, and a writer under load,
+ * whose Appends carry the VDL anyway, sends none of these. */
+void vtell_binlog(struct volume *v)
+{
+  if (!v->has_binlog || v->reader || !v->opened || v->fenced || v->closing)
+    return;
+  unsigned long long now = io_now(v->io);
+  struct pgout *g = &v->pgs[BINLOG_PG];
+  if (now - g->told_at < VOL_TICK_MS ||
+      (g->head < g->n && g->recs[g->n - 1]->r.lsn > v->q.vdl))
+    return;
+  for (int s = 0; s < NSLOTS; s++)
+    if (g->node[s] >= 0 && g->heard_vdl[s] < v->q.vdl && now >= g->retry_at[s])
+      vcore_send_append(v, BINLOG_PG, s, 0, 0);
 }
