@@ -19,8 +19,15 @@
 
 #include "cores_fix.h"
 
-/* Assign node A1 (x's) its segments of PGs [from, to) of volume VOL, with
- * their six segments as peers if peers (as coord.c send_assign does). */
+/* PG index k of these tests: volume VOL's PGs first, then the next
+ * volume's (a volume has at most MAX_PGS, and the wire refuses a PG
+ * number past them that is not the binlog PG's). */
+#define K_VOL(k) (VOL + (uint64_t)(k) / MAX_PGS)
+#define K_PG(k) ((uint32_t)((k) % MAX_PGS))
+
+/* Assign node A1 (x's) its segments of PGs [from, to) (indexes k, K_VOL
+ * and K_PG), with their six segments as peers if peers (as coord.c
+ * send_assign does). */
 static void assign_pgs(struct nfix *x, uint32_t from, uint32_t to, int peers)
 {
   size_t n = to - from;
@@ -30,8 +37,8 @@ static void assign_pgs(struct nfix *x, uint32_t from, uint32_t to, int peers)
     for (int i = 0; i < NCOPIES; i++) {
       Auralog__Segment *s = &seg[k * NCOPIES + (size_t)i];
       auralog__segment__init(s);
-      s->volume_id = VOL;
-      s->pg = from + (uint32_t)k;
+      s->volume_id = K_VOL(from + k);
+      s->pg = K_PG(from + k);
       s->first_page = s->pg * PG_PAGES;
       s->npages = PG_PAGES;
       s->page_size = PSIZE;
@@ -97,14 +104,14 @@ static void node_finds_each_of_thousands_of_segments_by_hash(void **state)
   assign_pgs(&x, 1, NSEG, 0);
   log_quiet(0);
   assert_int_equal(x.n->nsegs, NSEG);
-  for (uint32_t pg = 0; pg < NSEG; pg++) {
-    struct segment *s = node_find_seg(x.n, VOL, pg);
+  for (uint32_t k = 0; k < NSEG; k++) {
+    struct segment *s = node_find_seg(x.n, K_VOL(k), K_PG(k));
     assert_non_null(s);
-    assert_int_equal(s->pg, pg);
-    assert_int_equal(s->volume_id, VOL);
+    assert_int_equal(s->pg, K_PG(k));
+    assert_int_equal(s->volume_id, K_VOL(k));
   }
-  assert_null(node_find_seg(x.n, VOL, NSEG));
-  assert_null(node_find_seg(x.n, VOL + 1, 0));
+  assert_null(node_find_seg(x.n, K_VOL(NSEG), K_PG(NSEG)));
+  assert_null(node_find_seg(x.n, VOL + 7, 0));
   /* ROUNDS * NSEG lookups: a scan of the segments would compare about
    * ROUNDS * NSEG^2 / 2 = 256 million pairs (hundreds of ms of CPU); a
    * hash about one probe each (well under a ms). CPU time, not wall time:
@@ -113,7 +120,8 @@ static void node_finds_each_of_thousands_of_segments_by_hash(void **state)
   size_t found = 0;
   for (int r = 0; r < ROUNDS; r++)
     for (uint32_t pg = 0; pg < NSEG; pg++)
-      found += node_find_seg(x.n, VOL, (pg * 7919u + (uint32_t)r) % NSEG) != NULL;
+      found += node_find_seg(x.n, K_VOL((pg * 7919u + (uint32_t)r) % NSEG),
+                             K_PG((pg * 7919u + (uint32_t)r) % NSEG)) != NULL;
   double took = cpu_ms() - t0;
   assert_int_equal(found, (size_t)ROUNDS * NSEG);
   printf("# %d lookups among %d segments: %.2f ms of CPU\n", ROUNDS * NSEG, NSEG, took);
