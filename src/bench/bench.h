@@ -106,6 +106,10 @@ const char *bench_build_flags(void);
  * SIGHUP (it stops what it started), and a reader gone (SIGPIPE) is no
  * reason to die with them running. */
 void bench_catch_signals(void (*fn)(int));
+/* Option opt's value s as a whole number from lo to hi, or cmd ends with
+ * a one-line error ("bench binlog: --rounds wants a number from 1 to 10,
+ * not 'x'"). */
+long bench_num(const char *cmd, const char *opt, const char *s, long lo, long hi);
 
 /* The workloads (workload.c). */
 enum { WL_WRITE_ONLY, WL_INSERT, WL_READ_ONLY, WL_OLTP, WL_READ_WRITE, WL_COUNT };

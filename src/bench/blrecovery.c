@@ -420,16 +420,8 @@ static void usage(FILE *f)
     ENGINE_PORT_OFFSET + 1);
 }
 
-static long parse_num(const char *opt, const char *s, long lo, long hi)
-{
-  char *end;
-  errno = 0;
-  long x = strtol(s, &end, 10);
-  if (errno || end == s || *end || x < lo || x > hi)
-    die("bench recovery --binlog: %s wants a number from %ld to %ld, not '%s'", opt, lo, hi,
-        s);
-  return x;
-}
+/* A whole number from lo to hi, or the command ends saying so (common.c). */
+#define parse_num(opt, s, lo, hi) bench_num("bench recovery --binlog", opt, s, lo, hi)
 
 static void parse_sizes(const char *s)
 {

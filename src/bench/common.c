@@ -434,3 +434,13 @@ void bench_check_dir(const char *who, const char *dir)
     die("bench %s: %s is not empty and holds no cluster; it would be emptied: give "
         "another --dir", who, dir);
 }
+
+long bench_num(const char *cmd, const char *opt, const char *s, long lo, long hi)
+{
+  char *end;
+  errno = 0;
+  long x = strtol(s, &end, 10);
+  if (errno || end == s || *end || x < lo || x > hi)
+    die("%s: %s wants a number from %ld to %ld, not '%s'", cmd, opt, lo, hi, s);
+  return x;
+}

@@ -246,15 +246,8 @@ static int parse_sizes(const char *s, uint64_t *v)
   }
 }
 
-static long parse_num(const char *opt, const char *s, long lo, long hi)
-{
-  char *end;
-  errno = 0;
-  long x = strtol(s, &end, 10);
-  if (errno || end == s || *end || x < lo || x > hi)
-    die("bench recovery: %s wants a number from %ld to %ld, not '%s'", opt, lo, hi, s);
-  return x;
-}
+/* A whole number from lo to hi, or the command ends saying so (common.c). */
+#define parse_num(opt, s, lo, hi) bench_num("bench recovery", opt, s, lo, hi)
 
 static void add_num_or_null(cJSON *o, const char *k, int ok, double v)
 {

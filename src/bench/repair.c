@@ -187,15 +187,8 @@ static void usage(FILE *f)
     RP_NODES, ENGINE_PORT_OFFSET);
 }
 
-static long parse_num(const char *opt, const char *s, long lo, long hi)
-{
-  char *end;
-  errno = 0;
-  long x = strtol(s, &end, 10);
-  if (errno || end == s || *end || x < lo || x > hi)
-    die("bench repair: %s wants a number from %ld to %ld, not '%s'", opt, lo, hi, s);
-  return x;
-}
+/* A whole number from lo to hi, or the command ends saying so (common.c). */
+#define parse_num(opt, s, lo, hi) bench_num("bench repair", opt, s, lo, hi)
 
 /* "10x1,100x8" into o->pt; or die. */
 static void parse_points(const char *s, struct ropts *o)
