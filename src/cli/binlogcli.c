@@ -611,9 +611,10 @@ static void usage(FILE *f)
   fprintf(f,
     "usage: auralog binlog tail | apply | status | forget  [options]  (each has --help)\n"
     "\n"
-    "The volume's change stream (the enhanced binlog: stored in the storage tier,\n"
-    "start the engine with --binlog enhanced): every committed transaction's row\n"
-    "changes, in commit order, at positions LSN:INDEX.\n"
+    "The volume's change stream: every committed transaction's row changes, in\n"
+    "commit order, at positions LSN:INDEX (a commit's LSN, an event's index in it).\n"
+    "Read from the storage tier (the enhanced binlog: `cluster up --binlog\n"
+    "enhanced`), or with --binlog-file PATH from a community binlog's file.\n"
     "\n"
     "  tail     print the events (--follow: as they commit; --json)\n"
     "  apply    keep a stock SQLite file as a logical replica (--into FILE.db)\n"

@@ -27,6 +27,7 @@ static void status_usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog binlog status [--json] [--volume NAME] [--dir DIR | --coord ADDR]\n"
+    "                             [--binlog-file PATH]\n"
     "\n"
     "Show the volume's binlog: its first and last durable positions (commit LSNs),\n"
     "the bytes it holds, each binlog segment's durable end and release point (what\n"
