@@ -450,8 +450,13 @@ static void on_read_page(struct node *n, struct ep *c, uint64_t req,
     return;
   }
   /* A segment that has not installed the writer's truncation may hold
-   * records it cut: it does not answer for that writer. */
-  if (rp->trunc && rp->trunc->to > rp->trunc->from &&
+   * records it cut: it does not answer for that writer. One that holds
+   * no record above the truncation's start holds none it cuts, and
+   * answers: a PG the volume grew after the recovery, and never written
+   * since, hears the truncation with its first Append only, and its pages
+   * (zeros) were refused by every segment for ever (it_scale, a 64 GiB
+   * volume whose first recovery truncated: the read of a page between). */
+  if (rp->trunc && rp->trunc->to > rp->trunc->from && s->max_lsn > rp->trunc->from &&
       !seg_has_trunc(s, rp->trunc->epoch, rp->trunc->from, rp->trunc->to)) {
     snprintf(why, sizeof why, "segment on node %s has not seen the truncation of "
              "epoch %llu: try another segment", n->id,

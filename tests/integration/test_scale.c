@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,7 +258,15 @@ static void a_64_gib_volume_takes_a_write_to_its_last_page(void **state)
   const uint32_t pg_pages = 4096;
   const uint64_t gib64 = 64ull << 30;
   assert_true((uint64_t)MAX_PGS * pg_pages * PAGE_SIZE_DEFAULT >= gib64);
+  /* One node away while the volume opens: its recovery is not clean, and
+   * writes a truncation, which the PGs grown later hear only with their
+   * first Append. A page of a PG never written since must still be read
+   * (zeros), not refused by every segment as not having heard the
+   * truncation (it was, for ever: node.c on_read_page; seen first under
+   * ASan, where a node started late by chance). */
+  kill(pid_of("C1"), SIGSTOP);
   struct volume *v = vol_open(coord, "big", "", pg_pages, why, sizeof why);
+  kill(pid_of("C1"), SIGCONT);
   if (v == NULL)
     fail_msg("open volume big: %s", why);
   uint32_t ps = vol_page_size(v);
