@@ -71,13 +71,6 @@ static void crash_point(const char *stage)
   }
 }
 
-static uint64_t now_us_(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 int community_on(void)
 {
   return bf != NULL;
@@ -126,7 +119,7 @@ int community_opened(struct volume *v, char *why, size_t whylen)
 uint64_t community_commit(struct volume *v, const struct mtr_page *pages, size_t n,
                           uint8_t *bl, size_t bllen, char *why, size_t whylen)
 {
-  uint64_t t0 = now_us_();
+  uint64_t t0 = now_us();
   uint64_t last = vol_prepare(v, pages, n, why, whylen);
   if (last == 0) {
     free(bl);
@@ -136,16 +129,16 @@ uint64_t community_commit(struct volume *v, const struct mtr_page *pages, size_t
   if (vol_wait_vcl(v, last, COMMIT_DEADLINE_MS, why, whylen) != 0)
     goto stop;                /* CB3 */
   crash_point("after-prepare");
-  uint64_t t1 = now_us_();
+  uint64_t t1 = now_us();
   if (blf_append(bf, xid, bl, bllen, &ticket, why, whylen) != 0 ||   /* CB1 */
       blf_sync(bf, ticket, why, whylen) != 0)
     goto stop;                /* CB3 */
   crash_point("after-binlog");
-  uint64_t t2 = now_us_();
+  uint64_t t2 = now_us();
   uint64_t cpl = vol_commit_prepared(v);   /* CB2 */
   struct blf_stats bs;
   blf_stats(bf, &bs);
-  binlog_count_2pc(t1 - t0, t2 - t1, now_us_() - t2, bs.syncs, bs.size);
+  binlog_count_2pc(t1 - t0, t2 - t1, now_us() - t2, bs.syncs, bs.size);
   free(bl);
   return cpl;
 stop:

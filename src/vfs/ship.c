@@ -278,7 +278,6 @@ uint64_t vcore_prepare(struct volume *v, const struct mtr_page *pages, size_t n)
   v->prep_ml = ml;
   v->prep_nml = nml;
   v->prep_page = pages[n - 1].page_no;
-  v->prep_prev_cpl = v->last_cpl;
   v->prep_last = lsn;
   return lsn;
 }
@@ -304,7 +303,7 @@ uint64_t vcore_commit_prepared(struct volume *v)
   pl_write(&v->plsn, v->prep_page, lsn, v->q.vdl);
   v->prep_ml = NULL;
   v->st.records++;
-  return seal_cpl(v, o, ml, nml, v->prep_prev_cpl);
+  return seal_cpl(v, o, ml, nml, v->last_cpl);   /* P0: still the CPL before the prepare */
 }
 
 /* Why commit lsn is not durable yet. */

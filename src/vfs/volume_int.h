@@ -224,13 +224,13 @@ struct volume {
   int probe_soon;
   uint64_t last_cpl;          /* the previous MTR's CPL (volume-wide chain) */
   /* A prepared MTR waiting for its commit record (community binlog,
-   * ship.c P0): its shape so far (NULL: none), its last page, the CPL
-   * before it, its last LSN; and the VCL a waiter waits for (0: none;
+   * ship.c P0): its shape so far (NULL: none), its last page, its last
+   * LSN (v->last_cpl stays the CPL before it: P0); and the VCL a waiter waits for (0: none;
    * vcore.c notifies it). */
   Auralog__PgLast *prep_ml;
   size_t prep_nml;
   uint32_t prep_page;
-  uint64_t prep_prev_cpl, prep_last, vcl_waiter;
+  uint64_t prep_last, vcl_waiter;
   uint64_t rf_xid;           /* the community binlog's newest XID, for recovery (open.c) */
   /* The PGMRPL at the last pass of vtell_pgmrpl (vtell.c), when it is due
    * again, and whether a PG was left for a later pass. */
