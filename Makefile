@@ -201,7 +201,11 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # with a read replica, failover and their faults (--faults replicas; the
 # default mix has none of them) and 2,000 with the object store the nodes
 # back up to and its faults (--faults backup), each with the rogue member,
-# one process per core; then 500 crash points on real processes, and 150 more on a
+# 10,000 with the enhanced binlog (--binlog: its segments' streams checked
+# against the commits) and 2,000 of those with the replica and failover,
+# one process per core; then 500 crash points on real processes, 100 each
+# with the engine's binlog enhanced and community (the whole stream held
+# against the table after every point), and 150 more on a
 # fresh cluster of nine nodes where one point in five loses a node for good
 # and crashes the engine around its repair (a campaign of its own: its
 # volume, and so each repair's time, stays that of 150 points), 200
@@ -212,6 +216,9 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 SIM_SEEDS ?= 10000
 SIM_REPLICA_SEEDS ?= 5000
 SIM_BACKUP_SEEDS ?= 2000
+SIM_BINLOG_SEEDS ?= 10000
+SIM_BINLOG_REPLICA_SEEDS ?= 2000
+CRASH_BINLOG_POINTS ?= 100
 CRASH_REPAIR_POINTS ?= 150
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog \
@@ -219,7 +226,13 @@ torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_BACKUP_SEEDS) --faults backup --jobs $(SIM_JOBS)
+	$(B)/auralog sim --seeds 1..$(SIM_BINLOG_SEEDS) --binlog --jobs $(SIM_JOBS)
+	$(B)/auralog sim --seeds 1..$(SIM_BINLOG_REPLICA_SEEDS) --binlog --faults replicas \
+	  --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
+	for m in enhanced community; do AURALOG_BIN=$(CURDIR)/$(B)/auralog \
+	  AURALOG_CRASH_POINTS=$(CRASH_BINLOG_POINTS) AURALOG_CHECK_EVERY=1 \
+	  AURALOG_CRASH_BINLOG=$$m AURALOG_CRASH_SEED=29 $(B)/tests/it_crash || exit 1; done
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=$(CRASH_REPAIR_POINTS) \
 	  AURALOG_CRASH_REPAIR=1 AURALOG_CRASH_SEED=26 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover

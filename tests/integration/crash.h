@@ -112,6 +112,10 @@ struct tally {
 };
 
 extern unsigned long long converge_max_ms;   /* the slowest convergence */
+/* AURALOG_CRASH_BINLOG: the engine's binlog mode (enhanced, community), or
+ * NULL; the binlog checks made and the inserts the last one counted. */
+const char *crash_binlog(void);
+extern long bl_checks, bl_events;
 
 /* `auralog sql` on the engine; output in out. */
 int sql_arg(const char *q);

@@ -8,6 +8,13 @@
  * bytes as written, every transaction the reader saw still there and
  * whole; then PRAGMA integrity_check; then converge waits until the
  * segments agree (no refusals, every SCL at its PG's highest).
+ *
+ * With AURALOG_CRASH_BINLOG=enhanced|community (make torture) the engine
+ * keeps a binlog, and binlog_check holds the whole stream (`binlog tail
+ * --from 0 --json`, from the storage tier or the community file) against
+ * the table: each transaction's inserts exactly once for every
+ * transaction present, none for one absent (a truncated commit's events),
+ * commit LSNs rising.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -33,6 +41,111 @@ int sql_arg(const char *q)
 }
 
 unsigned long long converge_max_ms;
+long bl_checks, bl_events;
+
+const char *crash_binlog(void)
+{
+  const char *m = getenv("AURALOG_CRASH_BINLOG");
+  return m && *m && strcmp(m, "off") != 0 ? m : NULL;
+}
+
+/* One pass over the stream: ev[t] = inserts into camp of txn t. Returns
+ * the number of events counted, or -1 (why in why). */
+static long binlog_pass(int *ev, char *why, size_t whylen)
+{
+  char cmd[1024], file[600] = "";
+  if (strcmp(crash_binlog(), "community") == 0)
+    snprintf(file, sizeof file, " --binlog-file %s/binlog/main.binlog", dir);
+  snprintf(cmd, sizeof cmd, "%s binlog tail --dir %s --from 0 --json%s 2>&1", bin, dir, file);
+  FILE *f = popen(cmd, "r");
+  if (f == NULL) {
+    snprintf(why, whylen, "cannot run binlog tail");
+    return -1;
+  }
+  size_t cap = 1 << 20;
+  char *line = malloc(cap);
+  long n = 0;
+  double prev = 0;
+  why[0] = 0;
+  while (fgets(line, (int)cap, f)) {
+    size_t len = strlen(line);
+    while (len == cap - 1 && line[len - 1] != '\n') {   /* a long line: grow */
+      line = realloc(line, 2 * cap);
+      if (!fgets(line + len, (int)(cap + 1), f))
+        break;
+      cap *= 2;
+      len = strlen(line);
+    }
+    cJSON *e = cJSON_Parse(line);
+    if (e == NULL) {
+      if (!why[0])
+        snprintf(why, whylen, "binlog tail printed: %.200s", line);
+      continue;
+    }
+    cJSON *lsn = cJSON_GetObjectItem(e, "commit_lsn"), *op = cJSON_GetObjectItem(e, "op"),
+          *tab = cJSON_GetObjectItem(e, "table"), *after = cJSON_GetObjectItem(e, "after");
+    if (cJSON_IsNumber(lsn)) {
+      if (lsn->valuedouble < prev && !why[0])
+        snprintf(why, whylen, "commit LSN %.0f after %.0f: not in commit order",
+                 lsn->valuedouble, prev);
+      prev = lsn->valuedouble;
+    }
+    if (cJSON_IsString(op) && cJSON_IsString(tab) && strcmp(op->valuestring, "insert") == 0 &&
+        strcmp(tab->valuestring, "camp") == 0 && cJSON_IsArray(after)) {
+      cJSON *t = cJSON_GetArrayItem(after, 0);
+      long txn = cJSON_IsNumber(t) ? (long)t->valuedouble : -1;
+      if (txn >= 0 && txn < txcap)
+        ev[txn]++;
+      else if (!why[0])
+        snprintf(why, whylen, "an insert of txn %ld, never attempted", txn);
+      n++;
+    }
+    cJSON_Delete(e);
+  }
+  free(line);
+  int rc = pclose(f);
+  if (rc != 0 && !why[0])
+    snprintf(why, whylen, "binlog tail exited %d", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+  return why[0] ? -1 : n;
+}
+
+/* The stream against the table (have[t]: rows of txn t present). The
+ * enhanced binlog's last commit reaches consumers a beacon after the
+ * writer goes idle (nbinlog.c BV): a few passes are allowed. */
+static void binlog_check(int point, const int *have)
+{
+  int *ev = calloc((size_t)txcap + 1, sizeof *ev);
+  char why[512] = "", diff[1024] = "";
+  long n = 0;
+  unsigned long long t0 = now_ms();
+  for (int pass = 0; pass < 20; pass++) {
+    memset(ev, 0, ((size_t)txcap + 1) * sizeof *ev);
+    n = binlog_pass(ev, why, sizeof why);
+    diff[0] = 0;
+    size_t dl = 0;
+    int nd = 0;
+    for (long t = 0; n >= 0 && t < txcap; t++)
+      if (ev[t] != have[t] && nd++ < 6 && dl < sizeof diff)
+        dl += (size_t)snprintf(diff + dl, sizeof diff - dl, "  txn %ld (%s): %d rows in the "
+                               "table, %d inserts in the stream\n", t,
+                               txstate[t] == TX_ACKED ? "acknowledged" :
+                               txstate[t] == TX_UNKNOWN ? "unknown" : "never attempted",
+                               have[t], ev[t]);
+    if (n >= 0 && nd == 0)
+      break;
+    usleep(500000);
+  }
+  free(ev);
+  if (n < 0 || diff[0]) {
+    keep_evidence();
+    fail_msg("crash point %d: the %s binlog is not the table: %s\n%s(cluster kept in %s)",
+             point, crash_binlog(), n < 0 ? why : "", diff, dir);
+  }
+  bl_checks++;
+  bl_events = n;
+  note("binlog after crash point %d: %ld inserts, one per row present, in %llu ms", point, n,
+       now_ms() - t0);
+}
 
 /* Every fault healed and the engine up: within 15 s, status shows no
  * segment refusing the engine's Appends, and every segment of every PG up
@@ -165,6 +278,8 @@ struct tally check(int point)
               rows_of(t));
     }
   }
+  if (nprob == 0 && crash_binlog())
+    binlog_check(point, have);
   free(have);
 #undef PROBLEM
   if (nprob) {

@@ -181,11 +181,17 @@ void engine_alone(int point, const char *without)
   char cache[32] = "";
   if (cache_ok && point_cache > 0)
     snprintf(cache, sizeof cache, " --cache %d", point_cache);
-  note("engine started by hand, recovery without %s%s", without, cache);
+  /* The binlog as `cluster up --binlog` starts it (cluster.json). */
+  char blog[700] = "";
+  if (crash_binlog() && strcmp(crash_binlog(), "community") == 0)
+    snprintf(blog, sizeof blog, " --binlog community --binlog-file %s/binlog/main.binlog", dir);
+  else if (crash_binlog())
+    snprintf(blog, sizeof blog, " --binlog %s", crash_binlog());
+  note("engine started by hand, recovery without %s%s%s", without, cache, blog);
   unsigned long long t0 = now_ms();
   int rc = sh(out, sizeof out, "cd %s && { %s engine --volume main --listen %s --coord %s%s "
-              "--statement-timeout 0 < /dev/null >> log/engine.log 2>&1 & "
-              "echo $! > run/engine.pid; } 2>&1", dir, bin, engine, coord, cache);
+              "--statement-timeout 0%s < /dev/null >> log/engine.log 2>&1 & "
+              "echo $! > run/engine.pid; } 2>&1", dir, bin, engine, coord, cache, blog);
   pid_t pid = pid_of("engine");
   if (rc != 0 || pid <= 0) {
     keep_evidence();
