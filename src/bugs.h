@@ -63,6 +63,11 @@
  *                    no longer reach the commits they made (DESIGN.md
  *                    invariant 11; the simulator's store, --faults backup,
  *                    checks it: sim/bkcheck.c)
+ *   no-rollforward   recovery ignores the community binlog's newest XID
+ *                    (vfs/open.c rollforward): a transaction whose frame
+ *                    the file holds, prepared whole, is truncated, and the
+ *                    file names a commit that never happened (--community:
+ *                    sim/cbinlog.c CM2)
  */
 #ifndef AURALOG_BUGS_H
 #define AURALOG_BUGS_H
@@ -72,7 +77,7 @@ enum {
   BUG_NO_ADOPT, BUG_NO_FENCE, BUG_NO_PAGE_CHECK, BUG_STALE_VERSION,
   BUG_REPLICA_PAST_VDL, BUG_NO_REPLICA_FLOOR, BUG_PROMOTE_NO_IF_EPOCH, BUG_SCAN_FROM_ZERO,
   BUG_TRUNC_UNBOUNDED_SCAN, BUG_NEXT_ACKS, BUG_NEXT_ONLY, BUG_FINISH_EARLY, BUG_GC_PAST_BACKUP,
-  BUG_N
+  BUG_NO_ROLLFORWARD, BUG_N
 };
 
 extern unsigned planted_bugs;

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 {
   fprintf(f,
     "usage: auralog sim [--seed N | --seeds A..B] [--time MS] [--steps N]\n"
-    "                   [--faults LIST] [--beyond] [--binlog] [--bug NAME] [--schedule SPEC]\n"
+    "                   [--faults LIST] [--beyond] [--binlog | --community] [--bug NAME]\n"
+    "                   [--schedule SPEC]\n"
     "                   [--shrink] [--trace FILE] [--jobs N] [-v]\n"
     "\n"
     "Run the whole cluster (coordinator, six storage nodes in three AZs,\n"
@@ -79,6 +80,11 @@ static void usage(FILE *f)
     "  --binlog         the volume has a binlog PG (the enhanced binlog): every\n"
     "                   commit's events ride in its MTR, and at the end every\n"
     "                   binlog segment must hold each durable commit's events\n"
+    "  --community      each writer keeps a community binlog file in a two-phase\n"
+    "                   commit with the volume (prepare, the file, the commit\n"
+    "                   record; a crash may fall between any two): every durable\n"
+    "                   commit has its frame, and after a recovery no frame names\n"
+    "                   a commit that recovery truncated\n"
     "                   once and no truncated commit's\n"
     "  --bug NAME       plant a bug the simulator must catch: ");
   for (int b = 0; b < BUG_N; b++)
@@ -202,6 +208,8 @@ static void replay_line(FILE *f, const struct sim_opts *o, const struct fault_ev
     fprintf(f, " --beyond");
   if (o->binlog)
     fprintf(f, " --binlog");
+  if (o->community)
+    fprintf(f, " --community");
   for (int b = 0; b < BUG_N; b++)
     if (o->bugs & (1u << b))
       fprintf(f, " --bug %s", bug_names[b]);
@@ -295,6 +303,14 @@ static void print_result(FILE *f, const struct sim_opts *o, const struct sim_res
             "%llu finishes\n", (unsigned long long)r->bl_segments,
             (unsigned long long)r->bl_events, (unsigned long long)r->mb_bl_changes,
             (unsigned long long)r->mb_bl_finishes);
+  if (o->community)
+    fprintf(f, "  community binlog: %llu prepares, %llu frames, %llu rolled forward by a "
+            "recovery, %llu cut above a recovered VDL, %llu orphaned by another host's "
+            "recovery; %llu engine deaths in its windows (%llu in a roll-forward's recovery)\n",
+            (unsigned long long)r->cm_prepares, (unsigned long long)r->cm_frames,
+            (unsigned long long)r->cm_rolled, (unsigned long long)r->cm_cut,
+            (unsigned long long)r->cm_orphans, (unsigned long long)r->cm_crashes,
+            (unsigned long long)r->cm_rf_interrupted);
   if (r->data_loss_alarms)
     fprintf(f, "  a data-loss alarm (beyond the fault model): the writer refused to open, "
             "and the run ends there\n");
@@ -352,6 +368,8 @@ struct tally {
                               * went around damage, restores by time, restores refused */
   uint64_t bl[4];            /* binlog: segments checked, events in them; the binlog PG's
                               * membership changes, and finishes of them */
+  uint64_t cm[7];            /* community binlog: prepares, frames, rolled forward, cut,
+                              * orphaned, its own crashes, of them in a roll-forward */
 };
 
 
@@ -410,6 +428,10 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->bl[1] += r.bl_events;
     t->bl[2] += r.mb_bl_changes;
     t->bl[3] += r.mb_bl_finishes;
+    uint64_t cm[7] = {r.cm_prepares, r.cm_frames, r.cm_rolled, r.cm_cut, r.cm_orphans,
+                      r.cm_crashes, r.cm_rf_interrupted};
+    for (int k = 0; k < 7; k++)
+      t->cm[k] += cm[k];
     for (int k = 0; k < RG_NKINDS; k++)
       for (int x = 0; x < RG_NOUTCOMES; x++)
         t->rogue[k][x] += r.rogue[k][x];
@@ -503,7 +525,7 @@ int sim_main(int argc, char **argv)
     {"seed", required_argument, 0, 's'}, {"seeds", required_argument, 0, 'S'},
     {"time", required_argument, 0, 't'}, {"steps", required_argument, 0, 'n'},
     {"faults", required_argument, 0, 'f'}, {"beyond", no_argument, 0, 'B'},
-    {"binlog", no_argument, 0, 'L'},
+    {"binlog", no_argument, 0, 'L'}, {"community", no_argument, 0, 'C'},
     {"bug", required_argument, 0, 'b'}, {"schedule", required_argument, 0, 'c'},
     {"shrink", no_argument, 0, 'k'}, {"trace", required_argument, 0, 'T'},
     {"jobs", required_argument, 0, 'j'},
@@ -532,6 +554,7 @@ int sim_main(int argc, char **argv)
       break;
     case 'B': o.beyond = 1; break;
     case 'L': o.binlog = 1; break;
+    case 'C': o.community = 1; break;
     case 'b': {
       int b = bug_by_name(optarg);
       if (b < 0)
@@ -561,6 +584,8 @@ int sim_main(int argc, char **argv)
     die("sim: unexpected argument '%s' (see auralog sim --help)", argv[optind]);
   if (o.time_ms < 1000)
     die("sim: --time must be at least 1000 ms");
+  if (o.binlog && o.community)
+    die("sim: --binlog and --community are the engine's two binlog modes: one at a time");
   log_quiet(getenv("AURALOG_SIM_LOG") ? 0 : o.verbose ? 1 : 2);
   setvbuf(stdout, NULL, _IOLBF, 0);     /* a failure shows as it happens */
   if (!many) {
@@ -637,6 +662,16 @@ int sim_main(int argc, char **argv)
              "stored, %llu of them finishes\n", (unsigned long long)t.bl[0],
              (unsigned long long)t.bl[1], (unsigned long long)t.bl[2],
              (unsigned long long)t.bl[3]);
+    if (o.community)
+      printf("community binlog: %llu two-phase commits prepared, %llu frames written, %llu "
+             "transactions rolled forward by a recovery, %llu frames cut above a recovered "
+             "VDL, %llu orphaned by another host's recovery (its own file sequence); %llu engine "
+             "deaths in the two-phase commit's windows, %llu of them in a recovery that "
+             "rolled forward; every durable commit had its frame (CM1), no frame named a "
+             "commit its host's recovery truncated (CM2)\n", (unsigned long long)t.cm[0],
+             (unsigned long long)t.cm[1], (unsigned long long)t.cm[2],
+             (unsigned long long)t.cm[3], (unsigned long long)t.cm[4],
+             (unsigned long long)t.cm[5], (unsigned long long)t.cm[6]);
     if (o.faults & F_BACKUP)
       printf("backup: %llu objects stored, %llu store calls failed, %llu objects damaged "
              "(store-rot), %llu GC points checked against what the store holds (invariant "

@@ -78,7 +78,19 @@ struct simwriter {
   uint64_t probe_at, probe_seq;
   int held;                  /* a fault holds its host down: nothing starts it */
   int stopped;               /* writer-stop: the process is paused */
+  /* --community (cbinlog.c): its host's binlog file (outlives the
+   * process): frames' XIDs and transactions (indexes in w->txs); the
+   * two-phase commit in progress (CM_*), its transaction, its prepared
+   * records' last LSN, when its commit record goes; frames found orphaned. */
+  uint64_t *cm_xid;
+  size_t *cm_txi, cm_n, cm_cap;
+  int cm_state;
+  size_t cm_tx;
+  uint64_t cm_last, cm_at, cm_orphans;
+  int cm_rf_drawn;           /* this recovery's roll-forward crash was drawn ... */
+  uint64_t cm_rf_crash;      /* ... for then (0: none) */
 };
+enum { CM_NONE, CM_PREPARED, CM_BINLOGGED };
 
 /* A transaction the workload shipped (the shadow model, workload.c). */
 enum { TX_PENDING, TX_ACKED, TX_KEPT, TX_TRUNCATED };
@@ -95,6 +107,8 @@ struct txrec {
   uint32_t npg, pg[SIM_TX_PAGES + 1];
   uint64_t last[SIM_TX_PAGES + 1];
   uint8_t *data;             /* npages * SIM_PAGE_SIZE: the pages after it */
+  int decided_by;            /* the writer whose ack or recovery decided it (-1: none yet) */
+  int framed;                /* --community: its frame is in its writer's file */
 };
 
 /* A writer's key and ticket, kept when it stops being the writer (rogue.c:
@@ -249,6 +263,8 @@ void coord_restart(struct world *w);
 /* writer.c */
 void writer_start(struct simwriter *wr);
 void writer_crash(struct simwriter *wr);
+/* It dies and is started again after a moment, as by its operator. */
+void writer_crash_restart(struct simwriter *wr);
 void writer_kick(struct simwriter *wr);
 void writer_free_timers(struct world *w);
 void writer_poke_at(struct simwriter *wr, uint64_t t);
@@ -291,6 +307,16 @@ void sfo_free(struct world *w);
 void sfo_stop(struct simwriter *wr, int on);
 void sfo_check(struct world *w);
 
+/* cbinlog.c: the community binlog (--community) */
+uint64_t cm_last_xid(const struct simwriter *wr);
+int cm_busy(const struct simwriter *wr);
+uint64_t cm_prepare(struct simwriter *wr, const struct mtr_page *mp, size_t n, size_t tx);
+void cm_step(struct simwriter *wr);
+int cm_recovering(struct simwriter *wr);
+void cm_durable(struct world *w, size_t tx, const char *how);
+void cm_recovered(struct simwriter *wr, uint64_t vdl);
+void cm_crashed(struct simwriter *wr);
+void cm_free(struct world *w);
 /* workload.c */
 void workload_step(struct simwriter *wr);
 void workload_acked(struct simwriter *wr);

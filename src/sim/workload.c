@@ -69,9 +69,15 @@ static void ship(struct simwriter *wr)
   struct volume *v = wr->v;
   size_t n = 1 + rng_uniform(&w->rng, SIM_TX_PAGES);
   char why[256];
-  if (vcore_ship_refusal(v, n + (v->has_binlog != 0), why, sizeof why) != 0)
+  /* --community: one two-phase commit at a time (ship.c P0), and room for
+   * its commit record. */
+  int cm = w->o.community;
+  if (cm && cm_busy(wr))
     return;
-  struct txrec t = {.epoch = wr->epoch, .state = TX_PENDING, .writer = wr->i, .npages = 0};
+  if (vcore_ship_refusal(v, n + (v->has_binlog != 0) + cm, why, sizeof why) != 0)
+    return;
+  struct txrec t = {.epoch = wr->epoch, .state = TX_PENDING, .writer = wr->i, .npages = 0,
+                    .decided_by = -1};
   t.data = malloc(n * SIM_PAGE_SIZE);
   struct mtr_page mp[SIM_TX_PAGES];
   struct drange rg[SIM_TX_PAGES][SIM_PAGE_SIZE / 2 + 1];
@@ -111,7 +117,10 @@ static void ship(struct simwriter *wr)
     uint64_t ix = w->ntxs;
     memcpy(bl + 5, &ix, sizeof ix);
   }
-  t.cpl = vcore_ship_bl(v, mp, n, bl, bl ? SIM_BL_LEN : 0);
+  if (cm)
+    t.cpl = cm_prepare(wr, mp, n, w->ntxs);   /* the XID: its commit record's LSN */
+  else
+    t.cpl = vcore_ship_bl(v, mp, n, bl, bl ? SIM_BL_LEN : 0);
   /* The MTR's last record in each PG it touched: the PG's tail now. */
   for (size_t j = 0; j < n; j++) {
     uint32_t pg = mp[j].page_no / v->pg_pages, k = 0;
@@ -122,11 +131,16 @@ static void ship(struct simwriter *wr)
       t.last[t.npg++] = v->pgs[pg].tail;
     }
   }
+  if (cm)                      /* the commit record: the last page's PG's last, at the XID */
+    for (size_t k = 0; k < t.npg; k++)
+      if (t.pg[k] == mp[n - 1].page_no / v->pg_pages)
+        t.last[k] = t.cpl;
   if (bl) {                    /* its binlog record, the CPL, in the binlog PG */
     t.pg[t.npg] = BINLOG_PG;
     t.last[t.npg++] = v->pgs[BINLOG_PG].tail;
   }
-  vcore_feed_mtr(v, mp, n, t.cpl);   /* the read replica's stream (replica.c), as vol_ship */
+  if (!cm)
+    vcore_feed_mtr(v, mp, n, t.cpl);   /* the read replica's stream (replica.c), as vol_ship */
   /* A writer that a newer epoch superseded ships into the void: nothing
    * it ships now can become durable (its recovery never saw it). */
   if (wr->epoch < w->max_epoch)
@@ -204,6 +218,9 @@ void workload_step(struct simwriter *wr)
   reads_check(wr);
   if (w->stop || wr->state != W_SERVING)
     return;
+  cm_step(wr);                 /* --community: the two-phase commit in progress ... */
+  if (wr->state != W_SERVING)
+    return;                    /* ... in which the engine may die (cbinlog.c) */
   uint64_t now = sim_now(w->clock);
   /* After the final heal and its grace period, nothing new: settle, and
    * read every page once more (invariant 4, on the final state). */
@@ -259,6 +276,8 @@ void workload_acked(struct simwriter *wr)
                 (unsigned long long)w->max_epoch_vdl);
     else
       t->state = TX_ACKED;
+    t->decided_by = wr->i;
+    cm_durable(w, wr->inflight[i], "acknowledged");
     member_check_tx(w, wr->inflight[i]);   /* on Vw current segments (member.c) */
     w->res->tx_acked++;
     if (w->healed)
@@ -281,8 +300,11 @@ void workload_recovered(struct simwriter *wr, uint64_t vdl)
     if (t->cpl == vdl && t->state != TX_TRUNCATED)
       boundary = 1;
     if (t->cpl <= vdl) {
-      if (t->state == TX_PENDING)
+      if (t->state == TX_PENDING) {
         t->state = TX_KEPT;
+        t->decided_by = wr->i;
+        cm_durable(w, i, "kept by a recovery");
+      }
       continue;
     }
     if (t->state == TX_ACKED || t->state == TX_KEPT)
@@ -290,6 +312,8 @@ void workload_recovered(struct simwriter *wr, uint64_t vdl)
                 "recovered only to vdl %llu", (unsigned long long)wr->epoch,
                 t->state == TX_ACKED ? "acknowledged" : "kept", (unsigned long long)t->cpl,
                 (unsigned long long)t->epoch, (unsigned long long)vdl);
+    if (t->state == TX_PENDING)
+      t->decided_by = wr->i;
     t->state = TX_TRUNCATED;
   }
   if (!boundary)
@@ -309,6 +333,7 @@ void workload_crashed(struct simwriter *wr)
   struct world *w = wr->w;
   w->res->tx_unknown += wr->ninflight;
   wr->ninflight = 0;
+  cm_crashed(wr);
   for (size_t i = 0; i < wr->nreads; i++) {
     /* The core frees the requests still on its list with itself; a
      * finished one it already unlinked (read_reap) is ours. */
@@ -324,6 +349,7 @@ void workload_crashed(struct simwriter *wr)
 
 void workload_free(struct world *w)
 {
+  cm_free(w);
   for (size_t i = 0; i < w->ntxs; i++)
     free(w->txs[i].data);
   free(w->txs);

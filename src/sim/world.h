@@ -146,6 +146,8 @@ struct sim_opts {
   int beyond;                /* 1: faults beyond the paper's model (liveness only) */
   int binlog;                /* 1: the volume has a binlog PG, each commit ships its events
                                 (ship.c B1), and blcheck.c checks the stream at the end */
+  int community;             /* 1: each writer keeps a community binlog file in a two-phase
+                                commit with the volume (cbinlog.c) */
   unsigned bugs;             /* planted bugs (bugs.h) */
   FILE *trace;               /* NULL: no trace written */
   int verbose;
@@ -222,6 +224,12 @@ struct sim_result {
    * stream was checked against the commits at the end, and the events
    * (transactions) they held at or below the VDL. */
   uint64_t bl_segments, bl_events;
+  /* The community binlog (cbinlog.c), in --community runs: prepares,
+   * frames written, transactions recovery rolled forward, frames cut above
+   * a recovered VDL, frames another host's recovery orphaned. */
+  uint64_t cm_prepares, cm_frames, cm_rolled, cm_cut, cm_orphans;
+  uint64_t cm_crashes, cm_rf_interrupted;   /* its own crashes in the 2PC's windows, and
+                                             * of them in a roll-forward's recovery */
   struct fault_ev *sched;    /* the schedule this run played (owned) */
   size_t nsched;
 };

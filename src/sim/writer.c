@@ -78,6 +78,8 @@ static void after_event_core(struct simwriter *wr)
   if (v == NULL || wr->stopped)
     return;
   if (wr->state == W_RECOVERING) {
+    if (cm_recovering(wr))      /* --community: it may die here (cbinlog.c) */
+      return;
     char why[512];
     int rc = rcv_result(v->rcv, why, sizeof why);
     if (rc == 0)
@@ -121,6 +123,7 @@ static void after_event_core(struct simwriter *wr)
                 (unsigned long long)v->st.trunc_to);
     world_hash(w, "serve", wr->epoch, v->q.vdl);
     workload_recovered(wr, v->q.vdl);
+    cm_recovered(wr, v->q.vdl);   /* --community: the file after the open (cbinlog.c) */
     sfo_recovered(wr);
     if (sim_now(w->clock) < wr->serve_after) {
       world_trace(w, "writer %d waits %llu ms for the old writer's lease to run out", wr->i,
@@ -255,6 +258,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
   world_trace(w, "writer %d: epoch %llu recovers %zu pgs", wr->i,
               (unsigned long long)wr->epoch, v->npgs);
   world_hash(w, "recover", wr->epoch, v->npgs);
+  v->rf_xid = cm_last_xid(wr);   /* --community: as community_open (cbinlog.c) */
   v->rcv = rcv_start(v, v->id, v->npgs);
   vcore_wake(v);
 }
@@ -481,6 +485,12 @@ void writer_crash(struct simwriter *wr)
   wr->stopped = 0;
   wr->if_epoch = wr->promoted_from = 0;
   wr->serve_after = 0;
+}
+
+void writer_crash_restart(struct simwriter *wr)
+{
+  writer_crash(wr);
+  reopen_later(wr);
 }
 
 /* The workload queued work in the core: send it (the driver's async wake). */

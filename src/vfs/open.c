@@ -549,7 +549,7 @@ static void rollforward(struct rcv *c)
 {
   struct volume *v = c->v;
   uint64_t xid = v->rf_xid;
-  if (xid <= c->vdl + 1 || c->nr == 0)
+  if (xid <= c->vdl + 1 || c->nr == 0 || PLANTED(BUG_NO_ROLLFORWARD))
     return;
   uint32_t pg, *ml_pg = calloc(c->npgs + 2, sizeof *ml_pg);
   uint64_t prev, *ml_last = calloc(c->npgs + 2, sizeof *ml_last);

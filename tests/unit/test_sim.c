@@ -389,6 +389,7 @@ static void every_planted_bug_is_caught(void **state)
        * old writer's key: writers that recover, then die. */
       /* gc-past-backup needs the object store (objsim.c). */
       int rep = b == BUG_REPLICA_PAST_VDL || b == BUG_NO_REPLICA_FLOOR;
+      /* no-rollforward needs the community binlog's file (cbinlog.c). */
       struct sim_opts o = opts(seed, b == BUG_NO_PAGE_CHECK        ? fault("stale-read")
                                      : b == BUG_PROMOTE_NO_IF_EPOCH ? fault("manual-failover")
                                      : b == BUG_TRUNC_UNBOUNDED_SCAN
@@ -402,6 +403,7 @@ static void every_planted_bug_is_caught(void **state)
                                      : b == BUG_GC_PAST_BACKUP      ? F_ALL | F_BACKUP
                                                                     : ALL_FAULTS,
                                1u << b);
+      o.community = b == BUG_NO_ROLLFORWARD;
       run(&o, &r);
       if (r.violations)
         break;
@@ -589,6 +591,51 @@ static void binlog_runs_hold_each_durable_commit_once(void **state)
   assert_int_equal(a.bl_segments + a.bl_events, 0);
 }
 
+/* The community binlog (--community; vfs/community.c, sim/cbinlog.c):
+ * each writer's two-phase commit between the volume and its own file,
+ * the engine dying in its windows and in recoveries that roll forward,
+ * under every fault of `all` and, one seed in four, the replica and
+ * failover: every durable commit has its frame (CM1), and no recovery
+ * truncates, or leaves in the file, a transaction its host's file had
+ * synced (CM2). The planted bug no-rollforward breaks CM2
+ * (every_planted_bug_is_caught). */
+static void community_runs_keep_the_file_and_the_volume_agreeing(void **state)
+{
+  (void)state;
+  uint64_t frames = 0, rolled = 0, interrupted = 0, acked = 0;
+  const int n = 30;
+  for (uint64_t seed = 1; seed <= (uint64_t)n; seed++) {
+    uint32_t faults = seed % 4 == 0 ? F_ALL | F_REPLICAS : F_ALL;
+    struct sim_opts o = opts(seed, faults, 0);
+    o.community = 1;
+    struct sim_result r;
+    run(&o, &r);
+    if (r.violations)
+      fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --community%s)",
+               (unsigned long long)seed, r.first, (unsigned long long)seed,
+               faults & F_REPLICAS ? " --faults replicas" : "");
+    frames += r.cm_frames;
+    rolled += r.cm_rolled;
+    interrupted += r.cm_rf_interrupted;
+    acked += r.tx_acked;
+  }
+  printf("# %d seeds with the community binlog: %llu frames, %llu transactions rolled "
+         "forward, %llu of those recoveries interrupted, %llu commits acknowledged, no "
+         "violation\n", n, (unsigned long long)frames, (unsigned long long)rolled,
+         (unsigned long long)interrupted, (unsigned long long)acked);
+  assert_true(frames >= acked && rolled > 0 && interrupted > 0);
+  /* Bit for bit; and without it no file. */
+  struct sim_opts o = opts(7, F_ALL, 0);
+  o.community = 1;
+  struct sim_result a, b;
+  run(&o, &a);
+  run(&o, &b);
+  assert_true(a.hash == b.hash && a.steps == b.steps && a.cm_frames == b.cm_frames);
+  o.community = 0;
+  run(&o, &a);
+  assert_int_equal(a.cm_prepares + a.cm_frames, 0);
+}
+
 /* Failover (sim/failover.c), with its faults alone: the coordinator's
  * detector and `auralog failover` promote the replica, whose writer opens
  * conditionally (F1: the next epoch or none; some promotions lose the race
@@ -763,6 +810,7 @@ int main(void)
     cmocka_unit_test(binlog_runs_hold_each_durable_commit_once),
     cmocka_unit_test(the_command_prints_a_failover_bugs_replay_line),
     cmocka_unit_test(every_planted_bug_is_caught),
+    cmocka_unit_test(community_runs_keep_the_file_and_the_volume_agreeing),
     cmocka_unit_test(shrink_keeps_the_failure),
   };
   /* `make unit` runs this binary as two halves side by side, one with
