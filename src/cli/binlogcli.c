@@ -559,7 +559,7 @@ static int apply_main(int argc, char **argv)
   int has_reg = name && registered("apply", &b, name, &reg);
   if (name && (!has_reg || reg != after))
     move_to("apply", &b, name, after, 0, rewind, 0);
-  uint64_t applied = 0, skipped = 0;
+  uint64_t applied = 0;
   struct blbatch bt;
   while (!stop) {
     if (!next_batch("apply", &b, after, follow, &bt)) {
@@ -570,25 +570,36 @@ static int apply_main(int argc, char **argv)
       continue;
     }
     uint64_t pos_ms = 0;
-    for (size_t i = 0; i < bt.n && !stop; i++) {
-      Auralog__BinlogTxn *t = bt.txn[i];
+    size_t nt = 0;
+    for (; nt < bt.n; nt++) {
+      Auralog__BinlogTxn *t = bt.txn[nt];
       if (t->commit_lsn == 0)
-        t->commit_lsn = bt.lsn[i];
-      if (t->commit_lsn != bt.lsn[i]) {
-        sqlite3_close(db);
-        die("binlog apply: the binlog record at %llu names commit %llu: not applied",
-            (unsigned long long)bt.lsn[i], (unsigned long long)t->commit_lsn);
+        t->commit_lsn = bt.lsn[nt];
+      if (t->commit_lsn != bt.lsn[nt]) {
+        errmsg("binlog apply: the binlog record at %llu names commit %llu: not applied",
+               (unsigned long long)bt.lsn[nt], (unsigned long long)t->commit_lsn);
+        break;
       }
-      int rc = binapply_txn(db, t, why, sizeof why);
-      if (rc < 0) {
-        sqlite3_close(db);
+    }
+    /* The batch in one SQLite transaction (binapply_txns): one sync for
+     * all of it, the file's position committed with its rows. */
+    size_t done = 0;
+    int rc = nt ? binapply_txns(db, bt.txn, nt, &done, why, sizeof why) : 0;
+    if (done) {
+      applied += rc > 0 ? (uint64_t)rc : 0;
+      after = bt.lsn[done - 1];
+      pos_ms = bt.txn[done - 1]->wall_ms;
+    }
+    if (rc < 0 || nt < bt.n) {
+      uint64_t bad = bt.lsn[done < bt.n ? done : bt.n - 1];
+      if (name && after > moved)
+        move_to("apply", &b, name, after, pos_ms, 0, 0);
+      bl_batch_free(&bt);
+      sqlite3_close(db);
+      if (rc < 0)
         die("binlog apply: transaction %llu not applied to %s (it stays at %llu): %s",
-            (unsigned long long)bt.lsn[i], into, (unsigned long long)after, why);
-      }
-      applied += rc == 1;
-      skipped += rc == 0;
-      after = bt.lsn[i];
-      pos_ms = t->wall_ms;
+            (unsigned long long)bad, into, (unsigned long long)after, why);
+      exit(1);
     }
     bl_batch_free(&bt);
     if (name && after > moved) {
@@ -600,7 +611,6 @@ static int apply_main(int argc, char **argv)
   sqlite3_close(db);
   printf("applied %llu transaction%s to %s; it is at %llu\n", (unsigned long long)applied,
          applied == 1 ? "" : "s", into, (unsigned long long)after);
-  (void)skipped;
   return 0;
 }
 

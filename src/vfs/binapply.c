@@ -327,28 +327,9 @@ static int apply_event(sqlite3 *db, struct tables *t, const Auralog__BinlogEvent
   return apply_row(db, t, e, err, n);
 }
 
-int binapply_txn(sqlite3 *db, const Auralog__BinlogTxn *t, char *err, size_t n)
+/* Apply t's events (A2) inside the caller's transaction. 0, or -1 with err. */
+static int apply_events(sqlite3 *db, const Auralog__BinlogTxn *t, char *err, size_t n)
 {
-  uint64_t lsn = 0, events = 0;
-  char *x = NULL;
-  if (t->commit_lsn == 0) {
-    seterr(err, n, "a transaction without a commit LSN");
-    return -1;
-  }
-  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &x) != SQLITE_OK) {
-    seterr(err, n, "cannot begin: %s", x ? x : sqlite3_errmsg(db));
-    sqlite3_free(x);
-    return -1;
-  }
-  if (binapply_position(db, &lsn, &events) != 0) {
-    seterr(err, n, "cannot read the position: %s", sqlite3_errmsg(db));
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    return -1;
-  }
-  if (t->commit_lsn <= lsn) {  /* A1: applied already */
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    return 0;
-  }
   struct tables tabs = {0};
   int rc = 0;
   for (size_t i = 0; i < t->n_events && rc == 0; i++) {
@@ -361,27 +342,88 @@ int binapply_txn(sqlite3 *db, const Auralog__BinlogTxn *t, char *err, size_t n)
     }
   }
   tables_clear(&tabs);
+  return rc;
+}
+
+static int set_position(sqlite3 *db, const Auralog__BinlogTxn *t)
+{
+  sqlite3_stmt *q = NULL;
+  int rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO " BINAPPLY_TABLE
+                              "(id, commit_lsn, events, wall_ms) VALUES(1, ?, ?, ?)", -1, &q,
+                              NULL) == SQLITE_OK ? 0 : -1;
   if (rc == 0) {
-    sqlite3_stmt *q = NULL;
-    rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO " BINAPPLY_TABLE
-                            "(id, commit_lsn, events, wall_ms) VALUES(1, ?, ?, ?)", -1, &q,
-                            NULL) == SQLITE_OK ? 0 : -1;
-    if (rc == 0) {
-      sqlite3_bind_int64(q, 1, (sqlite3_int64)t->commit_lsn);
-      sqlite3_bind_int64(q, 2, (sqlite3_int64)t->n_events);
-      sqlite3_bind_int64(q, 3, (sqlite3_int64)t->wall_ms);
-      rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -1;
-    }
-    sqlite3_finalize(q);
-    if (rc == 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-      rc = -1;
-    if (rc != 0)
-      seterr(err, n, "cannot commit the transaction at %llu: %s",
-             (unsigned long long)t->commit_lsn, sqlite3_errmsg(db));
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)t->commit_lsn);
+    sqlite3_bind_int64(q, 2, (sqlite3_int64)t->n_events);
+    sqlite3_bind_int64(q, 3, (sqlite3_int64)t->wall_ms);
+    rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -1;
   }
-  if (rc != 0) {
+  sqlite3_finalize(q);
+  return rc;
+}
+
+/* A batch in one SQLite transaction (one sync for all of it, not one per
+ * binlog transaction): each binlog transaction in a savepoint of its own,
+ * so that one that does not fit is rolled back alone and those before it
+ * commit, with the position at the last of them (A1 holds for each). */
+int binapply_txns(sqlite3 *db, Auralog__BinlogTxn *const *t, size_t nt, size_t *done,
+                  char *err, size_t n)
+{
+  uint64_t lsn = 0, events = 0;
+  char *x = NULL;
+  *done = 0;
+  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &x) != SQLITE_OK) {
+    seterr(err, n, "cannot begin: %s", x ? x : sqlite3_errmsg(db));
+    sqlite3_free(x);
+    return -1;
+  }
+  if (binapply_position(db, &lsn, &events) != 0) {
+    seterr(err, n, "cannot read the position: %s", sqlite3_errmsg(db));
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
   }
-  return 1;
+  int applied = 0, failed = 0;
+  const Auralog__BinlogTxn *last = NULL;
+  for (size_t i = 0; i < nt && !failed; i++) {
+    if (t[i]->commit_lsn == 0) {
+      seterr(err, n, "a transaction without a commit LSN");
+      failed = 1;
+      break;
+    }
+    if (t[i]->commit_lsn <= lsn) {   /* A1: applied already */
+      (*done)++;
+      continue;
+    }
+    sqlite3_exec(db, "SAVEPOINT binlog_txn", NULL, NULL, NULL);
+    if (apply_events(db, t[i], err, n) != 0) {
+      sqlite3_exec(db, "ROLLBACK TO binlog_txn; RELEASE binlog_txn", NULL, NULL, NULL);
+      failed = 1;
+      break;
+    }
+    sqlite3_exec(db, "RELEASE binlog_txn", NULL, NULL, NULL);
+    lsn = t[i]->commit_lsn;
+    last = t[i];
+    applied++;
+    (*done)++;
+  }
+  int rc = 0;
+  if (last && (set_position(db, last) != 0 ||
+               sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)) {
+    seterr(err, n, "cannot commit the transactions up to %llu: %s",
+           (unsigned long long)last->commit_lsn, sqlite3_errmsg(db));
+    rc = -1;
+    *done = 0;
+    applied = 0;
+  }
+  if (last == NULL || rc != 0)
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  if (failed)
+    return -1;
+  return rc != 0 ? -1 : applied;
+}
+
+int binapply_txn(sqlite3 *db, const Auralog__BinlogTxn *t, char *err, size_t n)
+{
+  size_t done = 0;
+  Auralog__BinlogTxn *one = (Auralog__BinlogTxn *)t;
+  return binapply_txns(db, &one, 1, &done, err, n);
 }

@@ -31,5 +31,12 @@ int binapply_position(sqlite3 *db, uint64_t *lsn, uint64_t *events);
  * -1 not applied (err says why: an event that does not fit the file, as
  * a row that is not there, is a replica that went its own way). */
 int binapply_txn(sqlite3 *db, const Auralog__BinlogTxn *t, char *err, size_t n);
+/* Apply t[0..nt) in one SQLite transaction (one sync), each as
+ * binapply_txn would, in order; *done: how many of them the file now holds
+ * (applied, or at or below its position already). Returns how many were
+ * applied, or -1 with err if t[*done] did not fit (those before it are
+ * committed with the position at the last of them). */
+int binapply_txns(sqlite3 *db, Auralog__BinlogTxn *const *t, size_t nt, size_t *done,
+                  char *err, size_t n);
 
 #endif

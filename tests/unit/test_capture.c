@@ -96,6 +96,70 @@ static void random_workload_replicates_exactly(void **state)
                 total_ev, EVERY);
 }
 
+/* `binlog apply` takes a batch in one SQLite transaction (binapply_txns):
+ * the file ends as one applied one by one would; those at or below its
+ * position change nothing; one that does not fit is rolled back alone,
+ * the ones before it stay with the position at the last of them. */
+static void a_batch_applies_as_one_by_one(void **state)
+{
+  (void)state;
+  struct src s;
+  char err[256];
+  src_open(&s, 1);
+  sqlite3 *one = binapply_open(":memory:", err, sizeof err),
+          *batch = binapply_open(":memory:", err, sizeof err);
+  uint64_t r = 7;
+  int made = 0;
+  size_t n1 = 0;
+  run(&s, schema);
+  for (int i = 0; i < 80; i++)
+    transaction(&s, &r, &made);
+  apply_new(&s, one, &n1);
+  Auralog__BinlogTxn **t = calloc(s.ntx, sizeof *t);
+  for (size_t i = 0; i < s.ntx; i++)
+    t[i] = txn_at(&s, i);
+  size_t done = 0, half = s.ntx / 2;
+  assert_int_equal(binapply_txns(batch, t, half, &done, err, sizeof err), (int)half);
+  assert_int_equal(done, half);
+  /* The whole batch again: the first half is there already. */
+  assert_int_equal(binapply_txns(batch, t, s.ntx, &done, err, sizeof err),
+                   (int)(s.ntx - half));
+  assert_int_equal(done, s.ntx);
+  assert_same(one, batch, "a batch");
+  uint64_t l1, e1, l2, e2;
+  binapply_position(one, &l1, &e1);
+  binapply_position(batch, &l2, &e2);
+  assert_true(l1 == l2 && e1 == e2);
+  /* One that does not fit (an update of a row the file lacks: the
+   * transaction that inserted it is left out): the two before it commit,
+   * it does not. */
+  run(&s, "CREATE TABLE z(a)");
+  run(&s, "INSERT INTO z VALUES(1)");
+  run(&s, "INSERT INTO z VALUES(2)");
+  run(&s, "UPDATE z SET a = 9 WHERE a = 2");
+  Auralog__BinlogTxn *z[4];
+  for (int i = 0; i < 4; i++)
+    z[i] = txn_at(&s, s.ntx - 4 + (size_t)i);
+  Auralog__BinlogTxn *bad[3] = {z[0], z[1], z[3]};
+  assert_int_equal(binapply_txns(batch, bad, 3, &done, err, sizeof err), -1);
+  assert_int_equal(done, 2);
+  binapply_position(batch, &l2, &e2);
+  assert_true(l2 == z[1]->commit_lsn);
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_prepare_v2(batch, "SELECT count(*) FROM z", -1, &q, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(q, 0), 1);
+  sqlite3_finalize(q);
+  for (int i = 0; i < 4; i++)
+    auralog__binlog_txn__free_unpacked(z[i], NULL);
+  for (size_t i = 0; i < s.ntx - 4; i++)
+    auralog__binlog_txn__free_unpacked(t[i], NULL);
+  free(t);
+  sqlite3_close(one);
+  sqlite3_close(batch);
+  src_close(&s);
+}
+
 /* A1: a transaction applied again, or an older one, changes nothing. */
 static void applying_again_changes_nothing(void **state)
 {
@@ -362,6 +426,7 @@ int main(void)
     cmocka_unit_test(events_carry_rows_exactly),
     cmocka_unit_test(generated_real_and_virtual_tables),
     cmocka_unit_test(applying_again_changes_nothing),
+    cmocka_unit_test(a_batch_applies_as_one_by_one),
     cmocka_unit_test(random_workload_replicates_exactly),
     cmocka_unit_test(capture_cost),
   };
