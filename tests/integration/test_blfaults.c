@@ -204,9 +204,9 @@ static void the_stream_is_the_ledger_across_crashes_and_a_failover(void **state)
   /* The consumer, killed once and resumed, holds the same table. */
   sqlite3 *db;
   int frows = -1;
-  /* It applies each transaction in one of the file's own (an fsync each):
-   * on a machine loaded by other tests it may be thousands behind when
-   * the load stops, so it gets a minute. */
+  /* It applies a batch per SQLite transaction (binapply_txns); on a
+   * machine loaded by other tests it may still be behind when the load
+   * stops, so it gets up to a minute. */
   for (int tries = 0; tries < 240 && frows != rows; tries++) {
     usleep(250000);
     char path[600];
