@@ -332,7 +332,7 @@ static int fetch_file(struct blsrc *b, uint64_t after, size_t max_bytes, struct 
 {
   struct fbatch f = {out, 0, 0, max_bytes ? max_bytes : BINLOG_READ_BYTES, 0};
   out->durable = out->last = after;
-  if (blf_read_from(b->file, after, on_frame, &f, why, whylen) != 0)
+  if (blf_read_batch(b->file, &b->fcur, after, f.max, on_frame, &f, why, whylen) != 0)
     return BL_ERR;
   if (f.bad) {
     snprintf(why, whylen, "%s: a frame after %llu holds no transaction", b->file,

@@ -21,6 +21,7 @@
 #include "net/rpc.h"
 #include "param.h"
 #include "record.h"
+#include "vfs/blfile.h"
 
 /* A position: a transaction's commit LSN, and an event's index in it;
  * index -1: the whole transaction (everything at or below lsn). */
@@ -60,6 +61,7 @@ struct blsrc {
   /* The community binlog (`--binlog-file`): the engine's own file, read
    * instead of the binlog PG (bl_open_file; "" otherwise). */
   char file[4096];
+  struct blf_cursor fcur;        /* where its last batch ended */
 };
 
 /* Read the community binlog's file at path instead (vfs/blfile.h): frames

@@ -268,14 +268,20 @@ static int find_whole(struct rd *r, uint64_t from, uint64_t *at, uint64_t *xid)
 }
 
 /* What one pass over a file found: frames, first and last XIDs, and the
- * offset just after the last good frame looked at. */
+ * offset just after the last good frame looked at (and where that frame
+ * starts). A pass may start at a frame boundary past the header (start)
+ * and stop once fn was handed max payload bytes (0: no limit; stopped
+ * then says so: the rest was not looked at). */
 struct walk {
-  uint64_t frames, first, last, end;
+  uint64_t frames, first, last, end, last_off;
+  uint64_t start, max;
+  int stopped;
 };
 
-/* Check every frame of fd from the header to lim, in order; fn for each
- * with after < xid, stopping before the first above upto. Returns 0 (with
- * w->end < lim: a torn tail from there), or -1: damage, an I/O error. */
+/* Check every frame of fd from w->start (the header's end if 0) to lim, in
+ * order; fn for each with after < xid, stopping before the first above
+ * upto. Returns 0 (with w->end < lim and !w->stopped: a torn tail from
+ * there), or -1: damage, an I/O error. */
 static int walk(int fd, uint64_t lim, uint64_t after, uint64_t upto,
                 blf_frame_fn fn, void *arg, struct walk *w, const char *path, char *why,
                 size_t whylen)
@@ -285,10 +291,15 @@ static int walk(int fd, uint64_t lim, uint64_t after, uint64_t upto,
     say(why, whylen, "%s: out of memory", path);
     return -1;
   }
+  uint64_t start = w->start > FILE_HDR ? w->start : FILE_HDR, max = w->max;
   memset(w, 0, sizeof *w);
-  uint64_t off = FILE_HDR, last = 0, xid = 0, at = 0;
+  uint64_t off = start, last = 0, xid = 0, at = 0, given = 0;
   int rc = 0;                /* 1 at the end: stopped above upto */
   while (off < r.lim) {
+    if (max && given >= max) {
+      w->stopped = 1;        /* enough for the caller: the rest another time */
+      break;
+    }
     const uint8_t *pl;
     uint32_t len;
     if ((rc = frame_at(&r, off, &xid, &pl, &len)) <= 0)
@@ -301,16 +312,19 @@ static int walk(int fd, uint64_t lim, uint64_t after, uint64_t upto,
     }
     if (xid > upto)
       break;
-    if (xid > after && fn)
+    if (xid > after && fn) {
       fn(arg, xid, pl, len, off);
+      given += len;
+    }
     if (w->frames++ == 0)
       w->first = xid;
     w->last = last = xid;
+    w->last_off = off;
     off += FRAME_HDR + (uint64_t)len;
     rc = 0;
   }
   w->end = off;
-  if (rc == 0 && off < r.lim) {
+  if (rc == 0 && off < r.lim && !w->stopped) {
     /* Not whole. A torn tail, unless a whole frame follows (the top). */
     rc = find_whole(&r, off + 1, &at, &xid);
     if (rc == 1) {
@@ -399,7 +413,7 @@ struct blfile *blf_open(const char *path, blf_frame_fn fn, void *arg, struct blf
   }
   struct blfile *f;
   struct stat st, named;
-  struct walk w;
+  struct walk w = {0};
   /* Two writers would interleave frames: one process has the file. */
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &st) != 0 || stat(path, &named) != 0) {
     say(why, whylen, "%s: %s", path, errno == EWOULDBLOCK ? "the binlog is open in another "
@@ -548,12 +562,14 @@ int blf_read_range(const char *path, uint64_t after, uint64_t upto, blf_frame_fn
     return -1;
   }
   struct stat st;
-  struct walk w;
+  struct walk w = {0};
   int rc = -1;
   if (fstat(fd, &st) != 0)
     say(why, whylen, "%s: %s", path, strerror(errno));
-  else if (header_check(fd, (uint64_t)st.st_size, path, why, whylen) == 0)
+  else if (header_check(fd, (uint64_t)st.st_size, path, why, whylen) == 0) {
+    memset(&w, 0, sizeof w);
     rc = walk(fd, (uint64_t)st.st_size, after, upto, fn, arg, &w, path, why, whylen);
+  }
   close(fd);                 /* a torn tail: w.end < size, and nothing more to give */
   return rc;
 }
@@ -564,12 +580,54 @@ int blf_read_from(const char *path, uint64_t after, blf_frame_fn fn, void *arg, 
   return blf_read_range(path, after, UINT64_MAX, fn, arg, why, whylen);
 }
 
+/* A consumer's batch (blfile.h): from the last frame the previous batch
+ * looked at, if that frame is still there whole at its offset with its
+ * XID (the file may have been cut and written again since; the frame's
+ * sum covers its offset and XID), else from the header. A consumer that
+ * moved back before it needs the frames before it: from the header too. */
+int blf_read_batch(const char *path, struct blf_cursor *cur, uint64_t after, size_t max,
+                   blf_frame_fn fn, void *arg, char *why, size_t whylen)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    say(why, whylen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  struct walk w = {0};
+  int rc = -1;
+  if (fstat(fd, &st) != 0) {
+    say(why, whylen, "%s: %s", path, strerror(errno));
+  } else if (header_check(fd, (uint64_t)st.st_size, path, why, whylen) == 0) {
+    uint64_t size = (uint64_t)st.st_size, from = FILE_HDR;
+    if (cur->off > FILE_HDR && cur->off < size && after >= cur->xid) {
+      /* Is that frame still there? (Nothing handed out: upto its XID.) */
+      char ignore[8];
+      memset(&w, 0, sizeof w);
+      w.start = cur->off;
+      if (walk(fd, size, UINT64_MAX, cur->xid, NULL, NULL, &w, path, ignore,
+               sizeof ignore) == 0 && w.frames > 0 && w.first == cur->xid)
+        from = cur->off;
+    }
+    memset(&w, 0, sizeof w);
+    w.start = from;
+    w.max = max;
+    rc = walk(fd, size, after, UINT64_MAX, fn, arg, &w, path, why, whylen);
+    if (rc == 0 && w.frames > 0) {
+      cur->off = w.last_off;
+      cur->xid = w.last;
+    }
+  }
+  close(fd);
+  return rc;
+}
+
 /* ---- the rest --------------------------------------------------------------- */
 
 int blf_cut_after(struct blfile *f, uint64_t xid, uint64_t *cut, char *why, size_t whylen)
 {
   pthread_mutex_lock(&f->mu);
-  struct walk w;
+  struct walk w = {0};
   int rc = -1;
   *cut = 0;
   if (f->broken[0])

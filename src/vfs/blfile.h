@@ -29,6 +29,9 @@
  *                  order; read-only; stops at a torn tail
  *   blf_read_range the same, but no frame above upto (a live writer's
  *                  blf_stats().synced_xid: never a frame not yet durable)
+ *   blf_read_batch a consumer's next batch: about max bytes of frames
+ *                  with xid > after, resumed where the last batch ended
+ *                  (a cursor), not from the start of the file
  *   blf_size, blf_stats, blf_close
  *
  * Threads: append, sync, size and stats may be called from any
@@ -101,6 +104,19 @@ int blf_read_from(const char *path, uint64_t after, blf_frame_fn fn, void *arg, 
 /* ... and xid <= upto. */
 int blf_read_range(const char *path, uint64_t after, uint64_t upto, blf_frame_fn fn, void *arg,
                    char *why, size_t whylen);
+
+/* Where a consumer's last batch ended: the last frame it looked at (its
+ * offset and XID; zeros: none yet). */
+struct blf_cursor {
+  uint64_t off, xid;
+};
+/* The frames with xid > after, in order, to fn, until they hold max
+ * payload bytes (0: all), walking from cur's frame if it is still there
+ * (else from the start); cur moves to the last frame looked at. A consumer
+ * reading a file of n frames in batches reads each frame about once, not
+ * n / batch times. */
+int blf_read_batch(const char *path, struct blf_cursor *cur, uint64_t after, size_t max,
+                   blf_frame_fn fn, void *arg, char *why, size_t whylen);
 
 /* Cut every frame with an XID above xid, durably (*cut: the bytes cut):
  * the engine's, after a recovery that did not roll forward the frame's

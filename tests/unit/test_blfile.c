@@ -470,6 +470,73 @@ static void read_from_resumes_exactly(void **state)
   free(g);
 }
 
+/* A consumer's batches (blf_read_batch): each resumes at the last frame
+ * the one before looked at, so the first frame handed out is past the
+ * start of the file (each frame read about once, not once a batch); every
+ * frame comes once, in order; a consumer that moves back, or a file cut
+ * and written again under its cursor, reads from the start instead and
+ * still gets exactly the frames after its position. */
+static void batches_resume_at_their_cursor(void **state)
+{
+  (void)state;
+  const char *p = path_of("batches");
+  char why[256];
+  uint64_t off[201];
+  make_file(p, 200, off);
+  struct blf_cursor cur = {0};
+  struct got *g = calloc(1, sizeof *g);
+  uint64_t pos = 0;
+  int batches = 0;
+  while (pos < 200 && batches < 1000) {
+    size_t before = g->n;
+    assert_int_equal(blf_read_batch(p, &cur, pos, 3 * 40, collect, g, why, sizeof why), 0);
+    assert_true(g->n > before);
+    if (batches > 0)         /* resumed: its first frame is the one after the cursor's */
+      assert_int_equal(g->off[before], off[pos + 1]);
+    pos = g->xid[g->n - 1];
+    assert_int_equal(cur.xid, pos);
+    assert_int_equal(cur.off, off[pos]);
+    batches++;
+  }
+  assert_int_equal(g->n, 200);
+  for (size_t k = 0; k < g->n; k++)
+    assert_int_equal(g->xid[k], k + 1);
+  assert_true(batches > 10);
+  assert_int_equal(g->bad, 0);
+  /* Proof that a batch does not read the file from its start: with frame
+   * 50 damaged, a read from the start refuses the file, the next batch
+   * from the cursor does not look there. (The engine's scan at its next
+   * start reads every frame and would refuse it.) */
+  poke(p, off[50] + 24, 0x5a);
+  struct blf_cursor fresh = {0};
+  assert_int_equal(blf_read_batch(p, &fresh, 150, 0, NULL, NULL, why, sizeof why), -1);
+  struct blf_cursor keep = cur;
+  assert_int_equal(blf_read_batch(p, &keep, 200, 0, NULL, NULL, why, sizeof why), 0);
+  poke(p, off[50] + 24, 0x5a);   /* mended */
+  /* Moved back: from the start, only what follows its position. */
+  struct got *h = calloc(1, sizeof *h);
+  assert_int_equal(blf_read_batch(p, &cur, 50, 0, collect, h, why, sizeof why), 0);
+  assert_int_equal(h->n, 150);
+  assert_int_equal(h->xid[0], 51);
+  /* Cut after 120 and written again with other frames: the cursor's
+   * frame (200) is gone, so the read starts over; it gets 121' .. */
+  struct blfile *f = blf_open(p, NULL, NULL, NULL, why, sizeof why);
+  assert_non_null(f);
+  uint64_t cut = 0, t;
+  assert_int_equal(blf_cut_after(f, 120, &cut, why, sizeof why), 0);
+  for (uint64_t x = 300; x < 330; x++)
+    append_ok(f, x, &t);
+  assert_int_equal(blf_sync(f, t, why, sizeof why), 0);
+  blf_close(f);
+  memset(h, 0, sizeof *h);
+  assert_int_equal(blf_read_batch(p, &cur, 200, 0, collect, h, why, sizeof why), 0);
+  assert_int_equal(h->n, 30);
+  assert_int_equal(h->xid[0], 300);
+  assert_int_equal(cur.xid, 329);
+  free(g);
+  free(h);
+}
+
 /* ---- threads ---------------------------------------------------------------- */
 
 struct crowd {
@@ -669,6 +736,7 @@ int main(void)
     cmocka_unit_test(damage_before_the_end_refuses),
     cmocka_unit_test(xids_must_increase),
     cmocka_unit_test(read_from_resumes_exactly),
+    cmocka_unit_test(batches_resume_at_their_cursor),
     cmocka_unit_test(threads_group_commit),
     cmocka_unit_test(failed_write_leaves_the_file),
     cmocka_unit_test(append_sync_cost),
