@@ -42,7 +42,15 @@
  *
  * Across a failover the binlog file stays with the old writer's machine:
  * the promoted writer starts a file of its own (MySQL's "new file
- * sequence"), which is what the enhanced binlog does better.
+ * sequence"), which is what the enhanced binlog does better. One case it
+ * cannot settle: a crash after step 2, and then a recovery on another
+ * host (a promotion), which has no frame of this file, so truncates the
+ * prepared transaction; the frame stays in this file, an orphan, naming
+ * a commit that never happened. If this engine opens the volume again
+ * later, that frame is at or below the VDL by then and is not cut. The
+ * simulator counts such frames (sim/cbinlog.c CM2: not a violation of
+ * this design); a consumer of a file that outlived a failover should
+ * start over from the new writer's.
  */
 #include <stdio.h>
 #include <stdlib.h>
