@@ -12,6 +12,15 @@
  * a row that is not in the table (a truncated commit has none), every row
  * of the table with its event once, commit LSNs rising across epochs;
  * and the consumer's file must hold the table as the volume does.
+ *
+ * AURALOG_BLFAULTS_KEEP=BYTES (make torture): the nodes keep only that
+ * many binlog bytes beyond what the registered consumer has read
+ * (node/nbinlog.c R1-R4), so retention releases behind the consumer all
+ * along, and each round also stops a node (a different one each time)
+ * and starts it again: the consumer, killed and resumed, still misses
+ * nothing (its file holds the table), some segment must have released
+ * records, and the whole-stream check reads from the oldest transaction
+ * the binlog still holds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,11 +107,31 @@ static long consumer_start(void)
   return atol(o);
 }
 
+/* AURALOG_BLFAULTS_KEEP: the nodes' retention (0: the default, 64 MiB). */
+static long keep_bytes(void)
+{
+  const char *k = getenv("AURALOG_BLFAULTS_KEEP");
+  return k ? atol(k) : 0;
+}
+
 static void restart_in_place(void)
 {
   fault("engine-crash");
   usleep(300000);
   assert_int_equal(sh(o, sizeof o, "%s cluster up --dir %s 2>&1", bin, dir), 0);
+}
+
+/* The oldest position the binlog holds (`binlog status --json`'s first),
+ * as tail's --from wants it: just before it. */
+static const char *first_held(void)
+{
+  static char pos[32];
+  if (sh(o, sizeof o, "%s binlog status --dir %s --json 2>&1", bin, dir) != 0)
+    fail_msg("binlog status: %s", o);
+  const char *f = strstr(o, "\"first\":");
+  unsigned long long first = f ? strtoull(f + 8, NULL, 10) : 0;
+  snprintf(pos, sizeof pos, "%llu", first ? first - 1 : 0);
+  return pos;
 }
 
 static void the_stream_is_the_ledger_across_crashes_and_a_failover(void **state)
@@ -112,8 +141,17 @@ static void the_stream_is_the_ledger_across_crashes_and_a_failover(void **state)
   L.stop = 0;
   L.next = 1;
   assert_int_equal(pthread_create(&L.th, NULL, load_main, NULL), 0);
+  static const char *const nodes[] = {"A1", "B2", "C1", "A2"};
   for (int round = 0; round < 4; round++) {
     usleep(1500000);
+    if (keep_bytes()) {      /* a node away for a while, under retention */
+      char what[64];
+      snprintf(what, sizeof what, "node-stop %s", nodes[round]);
+      fault(what);
+      usleep(700000);
+      snprintf(what, sizeof what, "node-start %s", nodes[round]);
+      fault(what);
+    }
     if (round == 1) {
       kill((pid_t)c1, SIGKILL);   /* the consumer dies mid-stream ... */
       restart_in_place();
@@ -157,11 +195,15 @@ static void the_stream_is_the_ledger_across_crashes_and_a_failover(void **state)
   /* The whole stream, once the binlog has the last commit (a beacon's
    * time after the writer goes idle). */
   static uint8_t seen[MAXID];
-  int events = 0;
+  int events = 0, first_seen = 0;
   for (int tries = 0; tries < 40; tries++) {
     memset(seen, 0, sizeof seen);
     events = 0;
-    if (sh(o, sizeof o, "%s binlog tail --dir %s --from 0 --json 2>&1", bin, dir) != 0)
+    /* Under retention, from the oldest transaction held: what the whole
+     * check below then holds is that no row before it is missing from the
+     * consumer's file (it read them before they were released). */
+    if (sh(o, sizeof o, "%s binlog tail --dir %s --from %s --json 2>&1", bin, dir,
+           keep_bytes() ? first_held() : "0") != 0)
       fail_msg("binlog tail: %s", o);
     uint64_t prev = 0;
     for (char *p = strtok(o, "\n"); p; p = strtok(NULL, "\n")) {
@@ -185,21 +227,38 @@ static void the_stream_is_the_ledger_across_crashes_and_a_failover(void **state)
       }
       cJSON_Delete(e);
     }
-    if (events == rows)
+    /* Under retention: the rows from the first one the stream holds on
+     * (those before it were released). */
+    first_seen = 0;
+    for (int id = 1; id < L.next && !first_seen; id++)
+      if (seen[id])
+        first_seen = id;
+    int want = rows;
+    for (int id = 1; keep_bytes() && id < first_seen; id++)
+      want -= in_table[id];
+    if (events == want)
       break;
     usleep(250000);
   }
-  int missing = 0, first_missing = 0;
-  for (int id = 1; id < L.next; id++)
+  int missing = 0, first_missing = 0, from = keep_bytes() ? first_seen : 1;
+  for (int id = from; id < L.next; id++)
     if (in_table[id] && !seen[id] && missing++ == 0)
       first_missing = id;
   print_message("stream: %d inserts; table %d rows; %d rows without their insert (first %d); "
                 "ids up to %d\n", events, rows, missing, first_missing, L.next);
-  for (int id = 1; id < L.next; id++)
+  for (int id = from; id < L.next; id++)
     if (in_table[id] && !seen[id])
       fail_msg("row %d is in the table (%s) but its insert is not in the stream", id,
                acked[id] ? "acknowledged" : unknown[id] ? "outcome unknown" : "?");
-  assert_int_equal(events, rows);
+  if (keep_bytes()) {
+    /* Every row below the first the stream holds was released; the
+     * consumer's file must still hold them all (below). */
+    print_message("retention (%ld bytes): the binlog holds the inserts of rows from %d on; "
+                  "those before were released\n", keep_bytes(), first_seen);
+    assert_true(first_seen > 1);   /* it did release something */
+  } else {
+    assert_int_equal(events, rows);
+  }
 
   /* The consumer, killed once and resumed, holds the same table. */
   sqlite3 *db;
@@ -228,6 +287,11 @@ static void the_stream_is_the_ledger_across_crashes_and_a_failover(void **state)
 static int setup(void **state)
 {
   (void)state;
+  if (keep_bytes()) {
+    char k[32];
+    snprintf(k, sizeof k, "%ld", keep_bytes());
+    setenv("AURALOG_BINLOG_KEEP_BYTES", k, 1);   /* reaches the nodes through `cluster up` */
+  }
   if (cluster_start_with("blfaults", " --binlog enhanced --replicas 1") != 0)
     return -1;
   setenv("AURALOG_COORD", coord, 1);
