@@ -155,6 +155,8 @@ static void the_stream_is_the_ledger_across_crashes_and_a_failover(void **state)
     if (round == 1) {
       kill((pid_t)c1, SIGKILL);   /* the consumer dies mid-stream ... */
       restart_in_place();
+      if (keep_bytes())
+        usleep(3000000);          /* ... and stays away while retention runs */
       c1 = consumer_start();      /* ... and resumes from its position */
     } else if (round == 2) {
       char addr[ADDR_MAX_LEN + 1], why[256], to[64];
