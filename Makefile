@@ -207,7 +207,8 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # two-phase commit with the volume) and 1,000 of those with failover,
 # one process per core; then 500 crash points on real processes, 100 each
 # with the engine's binlog enhanced and community (the whole stream held
-# against the table after every point), and 150 more on a
+# against the table after every point), the binlog's fault test with
+# retention releasing behind its consumer and nodes stopped, and 150 more on a
 # fresh cluster of nine nodes where one point in five loses a node for good
 # and crashes the engine around its repair (a campaign of its own: its
 # volume, and so each repair's time, stays that of 150 points), 200
@@ -226,7 +227,7 @@ CRASH_BINLOG_POINTS ?= 100
 CRASH_REPAIR_POINTS ?= 150
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests/it_failover $(B)/auralog \
-  $(B)/tests/it_mutants $(B)/tests/it_roles
+  $(B)/tests/it_mutants $(B)/tests/it_roles $(B)/tests/it_blfaults
 	$(B)/auralog sim --seeds 1..$(SIM_SEEDS) --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_REPLICA_SEEDS) --faults replicas --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_BACKUP_SEEDS) --faults backup --jobs $(SIM_JOBS)
@@ -240,6 +241,7 @@ torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests
 	for m in enhanced community; do AURALOG_BIN=$(CURDIR)/$(B)/auralog \
 	  AURALOG_CRASH_POINTS=$(CRASH_BINLOG_POINTS) AURALOG_CHECK_EVERY=1 \
 	  AURALOG_CRASH_BINLOG=$$m AURALOG_CRASH_SEED=29 $(B)/tests/it_crash || exit 1; done
+	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_BLFAULTS_KEEP=8192 $(B)/tests/it_blfaults
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=$(CRASH_REPAIR_POINTS) \
 	  AURALOG_CRASH_REPAIR=1 AURALOG_CRASH_SEED=26 $(B)/tests/it_crash
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_FAILOVERS=200 $(B)/tests/it_failover
