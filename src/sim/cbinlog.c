@@ -38,10 +38,16 @@
  *        read a frame the moment it was synced (MySQL's binlog is the
  *        commit point): one cut, or left naming a truncated transaction,
  *        un-says a commit it saw. The exception is a transaction a
- *        recovery on another host decided: that host has no file of this
- *        one's (the seed's "new file sequence"); such a frame is an
- *        orphan, counted and reported, not a violation (README: across a
- *        failover the binlog is the promoted writer's own).
+ *        recovery on another host decided, or began to while it was
+ *        undecided: that host has no file of this one's (the seed's "new
+ *        file sequence"), so it truncates the prepared transaction, and a
+ *        truncation it installs stands even if its recovery then fails
+ *        (seeds 4279 and 4485 of `--community`: a second writer's
+ *        interrupted recovery cut the prepared records, and the first
+ *        writer's next recovery could no longer roll them forward). Such
+ *        a frame is an orphan, counted and reported, not a violation
+ *        (community.c: across a failover the binlog is the promoted
+ *        writer's own).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +192,7 @@ void cm_recovered(struct simwriter *wr, uint64_t vdl)
   }
   while (wr->cm_n && wr->cm_xid[wr->cm_n - 1] > vdl) {
     size_t tx = wr->cm_txi[--wr->cm_n];
-    if (w->txs[tx].decided_by == wr->i)
+    if (w->txs[tx].decided_by == wr->i && !w->txs[tx].foreign)
       violation(w, "writer %d: its recovery (epoch %llu, vdl %llu) truncated xid %llu, whose "
                 "frame the binlog had synced, and cut the frame (CM2: a consumer may have "
                 "read it; it was prepared whole, so it must roll forward)", wr->i,
@@ -205,7 +211,7 @@ void cm_recovered(struct simwriter *wr, uint64_t vdl)
                 (unsigned long long)wr->cm_xid[k], (unsigned long long)t->cpl);
     if (t->state != TX_TRUNCATED)
       continue;
-    if (t->decided_by == wr->i)
+    if (t->decided_by == wr->i && !t->foreign)
       violation(w, "writer %d: its binlog holds xid %llu, a transaction its own recovery "
                 "(epoch %llu, vdl %llu) truncated (CM2: a commit that never happened)",
                 wr->i, (unsigned long long)wr->cm_xid[k], (unsigned long long)wr->epoch,
@@ -217,6 +223,19 @@ void cm_recovered(struct simwriter *wr, uint64_t vdl)
     w->res->cm_orphans += orphans - wr->cm_orphans;
     wr->cm_orphans = orphans;
   }
+}
+
+/* Writer wr begins a recovery: every transaction of another host still
+ * undecided may be truncated by it, whatever becomes of the recovery
+ * (its round 2 truncations stand): CM2 no longer holds that host to it. */
+void cm_recovery_starts(struct simwriter *wr)
+{
+  struct world *w = wr->w;
+  if (!w->o.community)
+    return;
+  for (size_t i = 0; i < w->ntxs; i++)
+    if (w->txs[i].writer != wr->i && w->txs[i].state == TX_PENDING)
+      w->txs[i].foreign = 1;
 }
 
 void cm_crashed(struct simwriter *wr)

@@ -76,7 +76,7 @@ void rstream_ack(struct simreplica *rep, uint64_t rp)
 static void on_rec(void *arg, const Rec *r)
 {
   struct simreplica *rep = arg;
-  if (rep->stream)
+  if (rep->stream && r->lsn >= rep->w_from)   /* from its stream on, as feed.c send_to */
     send_feed(rep, r, rep->told);
 }
 
@@ -130,6 +130,7 @@ static void subscribe(void *arg)
   rep->src = wr;
   rep->told = s.vdl;
   rep->w_start = s.start;
+  rep->w_from = s.from;
   rep->w_acked = 0;
   rep->w_heard = sim_now(w->clock);
   wr->v->on_rec = on_rec;

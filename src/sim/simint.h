@@ -109,6 +109,8 @@ struct txrec {
   uint8_t *data;             /* npages * SIM_PAGE_SIZE: the pages after it */
   int decided_by;            /* the writer whose ack or recovery decided it (-1: none yet) */
   int framed;                /* --community: its frame is in its writer's file */
+  int foreign;               /* ... and a recovery on another host began while it was
+                              * undecided (cbinlog.c CM2) */
 };
 
 /* A writer's key and ticket, kept when it stops being the writer (rogue.c:
@@ -212,6 +214,7 @@ struct simreplica {
   uint64_t out_at, back_at;   /* the last message's arrival, each way (ordered) */
   uint64_t told;              /* the VDL last sent */
   uint64_t w_start, w_acked, w_heard;  /* the writer's view: start, last ack, when */
+  uint64_t w_from;            /* ... and the stream's first LSN */
   int cut;                    /* the stream-cut fault holds it down */
   int silent;                 /* the replica-silent fault: its acks are lost */
   uint64_t lapsed;            /* a stream whose floor the writer let go a while */
@@ -315,6 +318,7 @@ void cm_step(struct simwriter *wr);
 int cm_recovering(struct simwriter *wr);
 void cm_durable(struct world *w, size_t tx, const char *how);
 void cm_recovered(struct simwriter *wr, uint64_t vdl);
+void cm_recovery_starts(struct simwriter *wr);
 void cm_crashed(struct simwriter *wr);
 void cm_free(struct world *w);
 /* workload.c */

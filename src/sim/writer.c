@@ -259,6 +259,7 @@ static void open_reply(struct simwriter *wr, const Env *env)
               (unsigned long long)wr->epoch, v->npgs);
   world_hash(w, "recover", wr->epoch, v->npgs);
   v->rf_xid = cm_last_xid(wr);   /* --community: as community_open (cbinlog.c) */
+  cm_recovery_starts(wr);
   v->rcv = rcv_start(v, v->id, v->npgs);
   vcore_wake(v);
 }

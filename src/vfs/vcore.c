@@ -808,9 +808,20 @@ void vcore_feed_start(const struct volume *v, Auralog__ReplicaStart *s,
   s->volume_id = v->id;
   s->epoch = v->epoch;
   /* Every MTR shipped so far ends at or below last_cpl, and none has a
-   * record in (last_cpl, next_lsn): the stream starts at next_lsn. */
-  s->start = v->last_cpl > v->q.vdl ? v->last_cpl : v->q.vdl;
-  s->from = v->q.next_lsn;
+   * record in (last_cpl, next_lsn): the stream starts at next_lsn.
+   * Except during a community binlog's two-phase commit (ship.c P0): the
+   * prepared records lie in (last_cpl, next_lsn), already fed, and their
+   * commit record will be next_lsn. A stream from there would get that
+   * commit record without the records it closes, and the replica's
+   * chains would wait for them for good (sim --community --faults
+   * replicas, seed 895: a replica subscribed mid-prepare never caught
+   * up). So it starts at the commit record instead: the first read point
+   * is the XID (pages read from storage at it hold the prepared MTR once
+   * it commits; if it never does, the volume stops, and the stream with
+   * it), and the stream from the record after it. */
+  int prep = v->prep_ml != NULL;
+  s->start = prep ? v->prep_last + 1 : v->last_cpl > v->q.vdl ? v->last_cpl : v->q.vdl;
+  s->from = prep ? v->prep_last + 2 : v->q.next_lsn;
   if (s->from <= s->start)
     s->from = s->start + 1;
   s->vdl = v->q.vdl;
@@ -822,7 +833,9 @@ void vcore_feed_start(const struct volume *v, Auralog__ReplicaStart *s,
       tails[nt] = malloc(sizeof *tails[nt]);
       auralog__pg_last__init(tails[nt]);
       tails[nt]->pg = (uint32_t)p;
-      tails[nt]->lsn = v->pgs[p].tail;
+      /* (the commit record to come is its PG's tail as of the start) */
+      tails[nt]->lsn = prep && p == v->prep_page / v->pg_pages ? v->prep_last + 1
+                                                                : v->pgs[p].tail;
       nt++;
     }
   s->tails = tails;
