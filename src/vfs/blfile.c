@@ -553,40 +553,16 @@ int blf_sync(struct blfile *f, uint64_t ticket, char *why, size_t whylen)
 
 /* ---- consumers -------------------------------------------------------------- */
 
-int blf_read_range(const char *path, uint64_t after, uint64_t upto, blf_frame_fn fn, void *arg,
-                   char *why, size_t whylen)
-{
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    say(why, whylen, "%s: %s", path, strerror(errno));
-    return -1;
-  }
-  struct stat st;
-  struct walk w = {0};
-  int rc = -1;
-  if (fstat(fd, &st) != 0)
-    say(why, whylen, "%s: %s", path, strerror(errno));
-  else if (header_check(fd, (uint64_t)st.st_size, path, why, whylen) == 0) {
-    memset(&w, 0, sizeof w);
-    rc = walk(fd, (uint64_t)st.st_size, after, upto, fn, arg, &w, path, why, whylen);
-  }
-  close(fd);                 /* a torn tail: w.end < size, and nothing more to give */
-  return rc;
-}
-
-int blf_read_from(const char *path, uint64_t after, blf_frame_fn fn, void *arg, char *why,
-                  size_t whylen)
-{
-  return blf_read_range(path, after, UINT64_MAX, fn, arg, why, whylen);
-}
-
-/* A consumer's batch (blfile.h): from the last frame the previous batch
- * looked at, if that frame is still there whole at its offset with its
- * XID (the file may have been cut and written again since; the frame's
- * sum covers its offset and XID), else from the header. A consumer that
- * moved back before it needs the frames before it: from the header too. */
-int blf_read_batch(const char *path, struct blf_cursor *cur, uint64_t after, size_t max,
-                   blf_frame_fn fn, void *arg, char *why, size_t whylen)
+/* A consumer's read (blfile.h): frames with after < xid <= upto, about max
+ * payload bytes of them (0: all). With a cursor (blf_read_batch), from the
+ * last frame the previous read looked at, if that frame is still there
+ * whole at its offset with its XID (the file may have been cut and
+ * written again since; the frame's sum covers its offset and XID), else
+ * from the header; a consumer that moved back before it needs the frames
+ * before it: from the header too. The cursor moves to the last frame this
+ * read looked at. */
+static int read_file(const char *path, struct blf_cursor *cur, uint64_t after, uint64_t upto,
+                     size_t max, blf_frame_fn fn, void *arg, char *why, size_t whylen)
 {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -600,10 +576,9 @@ int blf_read_batch(const char *path, struct blf_cursor *cur, uint64_t after, siz
     say(why, whylen, "%s: %s", path, strerror(errno));
   } else if (header_check(fd, (uint64_t)st.st_size, path, why, whylen) == 0) {
     uint64_t size = (uint64_t)st.st_size, from = FILE_HDR;
-    if (cur->off > FILE_HDR && cur->off < size && after >= cur->xid) {
+    if (cur && cur->off > FILE_HDR && cur->off < size && after >= cur->xid) {
       /* Is that frame still there? (Nothing handed out: upto its XID.) */
       char ignore[8];
-      memset(&w, 0, sizeof w);
       w.start = cur->off;
       if (walk(fd, size, UINT64_MAX, cur->xid, NULL, NULL, &w, path, ignore,
                sizeof ignore) == 0 && w.frames > 0 && w.first == cur->xid)
@@ -612,14 +587,32 @@ int blf_read_batch(const char *path, struct blf_cursor *cur, uint64_t after, siz
     memset(&w, 0, sizeof w);
     w.start = from;
     w.max = max;
-    rc = walk(fd, size, after, UINT64_MAX, fn, arg, &w, path, why, whylen);
-    if (rc == 0 && w.frames > 0) {
+    rc = walk(fd, size, after, upto, fn, arg, &w, path, why, whylen);
+    if (cur && rc == 0 && w.frames > 0) {
       cur->off = w.last_off;
       cur->xid = w.last;
     }
   }
-  close(fd);
+  close(fd);                 /* a torn tail: w.end < size, and nothing more to give */
   return rc;
+}
+
+int blf_read_range(const char *path, uint64_t after, uint64_t upto, blf_frame_fn fn, void *arg,
+                   char *why, size_t whylen)
+{
+  return read_file(path, NULL, after, upto, 0, fn, arg, why, whylen);
+}
+
+int blf_read_from(const char *path, uint64_t after, blf_frame_fn fn, void *arg, char *why,
+                  size_t whylen)
+{
+  return read_file(path, NULL, after, UINT64_MAX, 0, fn, arg, why, whylen);
+}
+
+int blf_read_batch(const char *path, struct blf_cursor *cur, uint64_t after, size_t max,
+                   blf_frame_fn fn, void *arg, char *why, size_t whylen)
+{
+  return read_file(path, cur, after, UINT64_MAX, max, fn, arg, why, whylen);
 }
 
 /* ---- the rest --------------------------------------------------------------- */

@@ -750,6 +750,8 @@ void vcore_free(struct volume *v)
   v->rtrunc = NULL;
   free(v->before);
   v->before = NULL;
+  free(v->prep_ml);          /* a community commit prepared, never committed (ship.c P0) */
+  v->prep_ml = NULL;
   v->nbefore = 0;
   v->pgs = NULL;
   v->nodes = NULL;
