@@ -75,7 +75,6 @@ uint64_t cm_prepare(struct simwriter *wr, const struct mtr_page *mp, size_t n, s
   vcore_feed_mtr(v, mp, n, last);     /* as vol_prepare: no CPL yet, nothing applied */
   wr->cm_state = CM_PREPARED;
   wr->cm_tx = tx;
-  wr->cm_last = last;
   wr->w->res->cm_prepares++;
   world_hash(wr->w, "prepare", last, tx);
   return last + 1;
@@ -102,12 +101,13 @@ void cm_step(struct simwriter *wr)
   if (v == NULL || v->fenced || wr->cm_state == CM_NONE)
     return;
   uint64_t now = sim_now(w->clock);
+  uint64_t xid = v->prep_last + 1;     /* the prepared records' last LSN is the core's */
   if (wr->cm_state == CM_PREPARED) {
-    if (v->q.vcl < wr->cm_last)
+    if (v->q.vcl < v->prep_last)
       return;                          /* CB1: not at write quorum yet */
     if (rng_uniform(&w->rng, 200) == 0) {
       world_trace(w, "writer %d dies after the prepare of xid %llu (before its frame)", wr->i,
-                  (unsigned long long)wr->cm_last + 1);
+                  (unsigned long long)xid);
       w->res->cm_crashes++;
       writer_crash_restart(wr);
       return;
@@ -115,14 +115,14 @@ void cm_step(struct simwriter *wr)
     if (w->txs[wr->cm_tx].state == TX_TRUNCATED)
       violation(w, "writer %d (epoch %llu): the prepared records of xid %llu reached write "
                 "quorum after a newer epoch's recovery: an old writer was not fenced", wr->i,
-                (unsigned long long)wr->epoch, (unsigned long long)wr->cm_last + 1);
-    frame_append(wr, wr->cm_last + 1, wr->cm_tx);
-    world_hash(w, "frame", wr->cm_last + 1, wr->cm_tx);
+                (unsigned long long)wr->epoch, (unsigned long long)xid);
+    frame_append(wr, xid, wr->cm_tx);
+    world_hash(w, "frame", xid, wr->cm_tx);
     wr->cm_state = CM_BINLOGGED;
     wr->cm_at = now + rng_uniform(&w->rng, 5);
     if (rng_uniform(&w->rng, 100) == 0) {
       world_trace(w, "writer %d dies after the frame of xid %llu (before its commit record)",
-                  wr->i, (unsigned long long)wr->cm_last + 1);
+                  wr->i, (unsigned long long)xid);
       w->res->cm_crashes++;
       writer_crash_restart(wr);
       return;
@@ -134,9 +134,9 @@ void cm_step(struct simwriter *wr)
       return;
     }
     uint64_t cpl = vcore_commit_prepared(v);   /* CB2 */
-    if (cpl != wr->cm_last + 1)
+    if (cpl != xid)
       violation(w, "writer %d: the commit record of xid %llu got LSN %llu (P0)", wr->i,
-                (unsigned long long)wr->cm_last + 1, (unsigned long long)cpl);
+                (unsigned long long)xid, (unsigned long long)cpl);
     vcore_feed_rec(v, cpl);
     wr->cm_state = CM_NONE;
     world_hash(w, "commitrec", cpl, 0);

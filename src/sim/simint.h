@@ -80,13 +80,14 @@ struct simwriter {
   int stopped;               /* writer-stop: the process is paused */
   /* --community (cbinlog.c): its host's binlog file (outlives the
    * process): frames' XIDs and transactions (indexes in w->txs); the
-   * two-phase commit in progress (CM_*), its transaction, its prepared
-   * records' last LSN, when its commit record goes; frames found orphaned. */
+   * two-phase commit in progress (CM_*: its prepared records' last LSN is
+   * the core's v->prep_last), its transaction, when its commit record
+   * goes; frames found orphaned. */
   uint64_t *cm_xid;
   size_t *cm_txi, cm_n, cm_cap;
   int cm_state;
   size_t cm_tx;
-  uint64_t cm_last, cm_at, cm_orphans;
+  uint64_t cm_at, cm_orphans;
   int cm_rf_drawn;           /* this recovery's roll-forward crash was drawn ... */
   uint64_t cm_rf_crash;      /* ... for then (0: none) */
 };
