@@ -122,6 +122,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define FAULTS_SHOWN    32      /* recent faults in a status, for the dashboard (coord/faultlog.c) */
 #define FENCED_SHOWN    4       /* fenced engines still reporting, shown by status ... */
 #define FENCED_FORGET_MS 10000  /* ... until silent this long (stopped) */
+#define RECOVERING_FORGET_MS 2000 /* status shows a recovery's progress until silent this long */
 #define PENDING_SHOWN   16
 #define VIZ_PENDING     4       /* ... of which `auralog viz` draws these */      /* records above the VCL reported, with their acks (oldest) */
 
@@ -195,7 +196,10 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 /* The engine's patience with one segment. */
 #define VOL_TICK_MS     100     /* the writer's timer: expire, reconnect, resend */
 #define RCV_CONNECT_MS  1000    /* recovery gives up a node not connected by then ... */
-#define RCV_ANSWER_MS   2000    /* ... or silent this long with a request unanswered */
+#define RCV_ANSWER_MS   2000    /* a node silent this long with requests unanswered is asked
+                                 * again, never given up for it (open.c rule W) ... */
+#define RCV_ANSWER_MAX_MS 4000  /* ... then after twice as long, up to this (a partition that
+                                 * heals is heard within it: the simulator's SIM_HEAL_MS) */
 #define RCV_QUORUM_WAIT_MS 100  /* ... or not heard from this long (and twice the time the
                                  * round's quorum took), once every PG has a write quorum of
                                  * answers without it (open.c quorum_in_hand) */

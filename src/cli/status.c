@@ -118,6 +118,14 @@ static int engine_up(const Auralog__Status *st)
   return st->engine && st->engine_age_ms <= NODE_DOWN_MS;
 }
 
+/* "up", "down", or "recovering": the writer of the volume's epoch is
+ * still in its recovery (vfs/open.c rule W; its last serving report, if
+ * any, is an older engine's). */
+static const char *engine_state(const Auralog__Status *st)
+{
+  return st->recovering && st->recovering[0] ? "recovering" : engine_up(st) ? "up" : "down";
+}
+
 static void read_hold_json(const Auralog__Status *st, cJSON *o);
 static void failover_json(const Auralog__Status *st, cJSON *o);
 
@@ -219,7 +227,7 @@ char *status_json(const Auralog__Status *st)
   cJSON_AddNumberToObject(o, "page_size", v->page_size);
   cJSON *eng = cJSON_AddObjectToObject(o, "engine");
   cJSON_AddStringToObject(eng, "addr", st->engine ? e->addr : "");
-  cJSON_AddStringToObject(eng, "state", engine_up(st) ? "up" : "down");
+  cJSON_AddStringToObject(eng, "state", engine_state(st));
   cJSON_AddNumberToObject(eng, "epoch", (double)e->epoch);
   /* Read replicas (paper §4.2.4), as their writer sees them, and the
    * volume's PGMRPL: the minimum read point over the writer and every
@@ -325,7 +333,7 @@ char *status_sample_json(const Auralog__Status *st, size_t npgs)
   }
   cJSON_AddNumberToObject(s, "epoch", (double)v->epoch);
   cJSON_AddNumberToObject(s, "commits", e ? (double)e->commits : 0);
-  cJSON_AddStringToObject(s, "engine", engine_up(st) ? "up" : "down");
+  cJSON_AddStringToObject(s, "engine", engine_state(st));
   cJSON_AddNumberToObject(s, "ntruncs", (double)v->n_truncs);
   cJSON *nodes = cJSON_AddObjectToObject(s, "nodes");
   for (size_t i = 0; i < st->n_nodes; i++) {
@@ -570,7 +578,7 @@ void status_table(const Auralog__Status *st, FILE *f)
             "pending %llu  recovery %llu ms\n",
             (unsigned long long)e->vdl, (unsigned long long)e->vcl,
             (unsigned long long)e->next_lsn, (unsigned long long)e->lal, e->addr,
-            engine_up(st) ? "up" : "down", (unsigned long long)e->commits,
+            engine_state(st), (unsigned long long)e->commits,
             (unsigned long long)e->redo_bytes, (unsigned long long)e->redo_msgs,
             (unsigned long long)e->pending, (unsigned long long)e->recovery_ms);
   else

@@ -19,7 +19,11 @@
  * per epoch that recovered, for as long as it lives; the table shows the
  * newest few and how many there are (the JSON has them all).
  *
- * Interface (status.h): status_log_json adds "lal_window",
+ * A writer still recovering (vfs/open.c rule W) shows what it waits for:
+ * "recovering", the round, the nodes owing answers, how long.
+ *
+ * Interface (status.h): status_log_json adds "recovering" (while so),
+ * "lal_window",
  * "pending_records" and "fenced_engines" to the status object;
  * status_log_table prints the same for people; status_truncs_table the
  * truncations.
@@ -100,6 +104,10 @@ uint64_t status_lal_used(const Auralog__EngineStat *e)
 void status_log_json(const Auralog__Status *st, cJSON *o)
 {
   const Auralog__EngineStat *e = st->engine;
+  if (st->recovering && st->recovering[0]) {
+    cJSON_AddStringToObject(o, "recovering", st->recovering);
+    cJSON_AddNumberToObject(o, "recovering_age_ms", (double)st->recovering_age_ms);
+  }
   cJSON *w = cJSON_AddObjectToObject(o, "lal_window");
   cJSON_AddNumberToObject(w, "from_vdl", e ? (double)e->vdl : 0);
   cJSON_AddNumberToObject(w, "from", e ? (double)window_base(e) : 0);
@@ -133,6 +141,9 @@ void status_log_table(const Auralog__Status *st, FILE *f)
 {
   const Auralog__EngineStat *e = st->engine;
   uint64_t used = e ? status_lal_used(e) : 0, base = e ? window_base(e) : 0;
+  if (st->recovering && st->recovering[0])
+    fprintf(f, "engine recovering the volume (epoch %llu): %s\n",
+            (unsigned long long)st->volume->epoch, st->recovering);
   const char *full = !e ? "" : used >= e->lal ? ": full, the writer waits for the vdl to move"
                      : used * 10 >= e->lal * 9 ? ": nearly full, the writer will wait" : "";
   if (e && base > e->vdl)

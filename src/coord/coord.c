@@ -641,6 +641,16 @@ static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
                "ignored", es->volume, (unsigned long long)es->epoch, es->addr);
     return;                 /* roles.c R4: not the writer's word (nor the journal's) */
   }
+  if (es->recovering && es->recovering[0]) {
+    /* A recovery's progress (vfs/open.c rule W): for status only; it is no
+     * report of a serving writer, and the journal keeps none. */
+    if (es->epoch == (*slot)->epoch) {
+      snprintf(r->recovering, sizeof r->recovering, "%s", es->recovering);
+      r->rec_epoch = es->epoch;
+      r->rec_at = io_now(co->io);
+    }
+    return;
+  }
   jn_engine(co, *slot, es);
   if (es->data_loss && es->data_loss[0] && es->epoch == (*slot)->epoch) {
     /* A data-loss alarm (vfs/open.c): that engine refused to open and is
@@ -664,6 +674,7 @@ static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
   if (es->epoch != (*slot)->epoch)
     return;                 /* an epoch never issued: not the writer's */
 
+  r->recovering[0] = 0;     /* it serves */
   for (size_t k = 0; k < FENCED_SHOWN; k++)   /* it runs again as the writer */
     if (strcmp(r->fenced[k].addr, es->addr) == 0)
       r->fenced[k].addr[0] = 0;

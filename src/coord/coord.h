@@ -39,6 +39,11 @@ struct cnode {
 struct ereport {
   Auralog__EngineStat *st;
   unsigned long long at;
+  /* The writer of the current epoch still recovering: what it waits for,
+   * and when it said so (EngineStat.recovering; "" once it serves). */
+  char recovering[200];
+  uint64_t rec_epoch;
+  unsigned long long rec_at;
   /* The PGMRPL it last reported, since when, and the volume's segments'
    * totals then (hold.c). */
   uint64_t hold_pgmrpl, hold_recs, hold_vers, hold_bytes;

@@ -73,6 +73,12 @@ static void status_build(struct coord *co, const char *name, struct status_view 
   }
   if (slot) {
     struct ereport *r = &co->engines[slot - co->vols];
+    /* A recovery in progress, of the volume's epoch and heard lately. */
+    if (r->recovering[0] && r->rec_epoch == (*slot)->epoch &&
+        now - r->rec_at < RECOVERING_FORGET_MS) {
+      st->recovering = r->recovering;
+      st->recovering_age_ms = now - r->rec_at;
+    }
     size_t nf = 0;
     for (size_t k = 0; k < FENCED_SHOWN; k++) {
       if (!r->fenced[k].addr[0] || now - r->fenced[k].at > FENCED_FORGET_MS)

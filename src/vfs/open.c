@@ -66,12 +66,30 @@
  * Every round goes to every segment at once, pipelined per node: recovery
  * takes a few round trips and group commits per node, whatever the number
  * of PGs or the length of the log. A node that does not connect within
- * RCV_CONNECT_MS, goes down, or leaves a request unanswered for
- * RCV_ANSWER_MS is given up for the rest of the recovery: its segments
- * count as not answering (the quorums decide whether that matters). One
- * not heard from for twice as long as the round's quorum took to gather
- * (RCV_QUORUM_WAIT_MS at least) is given up sooner, once every PG has a
- * write quorum of answers without it (quorum_in_hand).
+ * RCV_CONNECT_MS, or goes down, is given up for the rest of the recovery:
+ * its segments count as not answering (the quorums decide whether that
+ * matters). One not heard from for twice as long as the round's quorum
+ * took to gather (RCV_QUORUM_WAIT_MS at least) is given up once every PG
+ * has a write quorum of answers without it (quorum_in_hand).
+ *
+ * Rule W (a slow machine makes recovery slower, never fails it): a node
+ * that is connected is never given up for silence alone while the round
+ * lacks that quorum. Silence is no proof it is gone: a node working
+ * through a thousand PGs' fences in one durable commit under load is
+ * silent for seconds, and giving it up failed recoveries with all six
+ * nodes up (each attempt fell short of round 3's write quorum the same
+ * way, until RECOVERY_RETRY_MS ran out). Its requests may also be lost (a
+ * partitioned node drops them), so after RCV_ANSWER_MS of silence the
+ * ones unanswered go again, on the same connection, then after twice the
+ * wait, up to RCV_ANSWER_MAX_MS (rcv_tick ask_again). A request sent
+ * twice is harmless: the answers name it and a second is dropped
+ * (rcv_on_msg), and a node holds a fence, a truncation or an adopted
+ * record once, as it must for the network's own duplicates. The engine's
+ * log says what it waits for, and its reports to the coordinator show it
+ * in `auralog status` (rcv_progress). One exception ends an attempt for a
+ * connected node: a node given up that comes back while a round has waited
+ * RCV_ANSWER_MS without a quorum (rcv_on_up). The next attempt asks it
+ * too; waiting on would need the silent ones.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +135,14 @@ struct rcv {
   uint8_t *gone;
   size_t *left;
   unsigned long long *last;
+  /* Per node: when its requests of the round went last (first or again),
+   * and the silence it is allowed before they go again (rule W). */
+  unsigned long long *asked, *patience;
   size_t nn;
+  /* What the round waits for, for the engine's reports (rcv_progress);
+   * when the log last said so. */
+  char progress[160];
+  unsigned long long said_at;
   /* What the rounds learned. */
   int clean;
   uint64_t hint, max_held, trunc_to, vdl, to;
@@ -206,7 +231,7 @@ static void send_node(struct rcv *c, size_t i)
     c->left[i]++;
   }
   io_cork(v->io, v->nodes[i].c, 0);
-  c->last[i] = io_now(v->io);
+  c->last[i] = c->asked[i] = io_now(v->io);
 }
 
 static void step(struct rcv *c);
@@ -239,8 +264,11 @@ static void ask(struct rcv *c, void (*free_body)(Env *))
   r->quorum_at = 0;
   for (size_t i = 0; i < c->nn; i++) {
     c->left[i] = 0;
-    c->last[i] = now;
+    c->last[i] = c->asked[i] = now;
+    c->patience[i] = RCV_ANSWER_MS;
   }
+  c->progress[0] = 0;
+  c->said_at = now;
   for (size_t k = 0; k < r->n; k++)
     if (!c->gone[r->node[k]])
       r->left++;
@@ -955,6 +983,8 @@ struct rcv *rcv_start(struct volume *v, uint64_t vol_id, size_t npgs)
   c->gone = calloc(c->nn + 1, 1);
   c->left = calloc(c->nn + 1, sizeof *c->left);
   c->last = calloc(c->nn + 1, sizeof *c->last);
+  c->asked = calloc(c->nn + 1, sizeof *c->asked);
+  c->patience = calloc(c->nn + 1, sizeof *c->patience);
   c->start = calloc(c->npgs + 1, sizeof *c->start);
   c->tails = calloc(c->npgs + 1, sizeof *c->tails);
   c->live = calloc(c->nk + 1, 1);
@@ -983,12 +1013,34 @@ int rcv_on_msg(struct rcv *c, const Env *env)
   return 1;
 }
 
+static int has_quorum(struct rcv *c);
+
+static const char *round_name(int phase)
+{
+  return phase == R_STATE ? "1 of 3 (fencing, state)" : phase == R_SCAN
+                                                         ? "2 of 3 (scan)"
+                                                         : "3 of 3 (truncation, adopt)";
+}
+
+/* A node connected (again). One given up comes back: if the round has
+ * waited RCV_ANSWER_MS without a write quorum of answers, the attempt ends
+ * (rule W) and the next asks this node too; otherwise it stays given up
+ * (the quorums may well do without it). */
 void rcv_on_up(struct rcv *c, int node)
 {
-  if (c->phase < R_DONE && c->cur.n) {
-    send_node(c, (size_t)node);
-    step(c);
+  if (c->phase >= R_DONE || c->cur.n == 0 || (size_t)node >= c->nn)
+    return;
+  unsigned long long now = io_now(c->v->io);
+  if (c->gone[node] && c->cur.left > 0 && now - c->cur.t0 >= RCV_ANSWER_MS && !has_quorum(c)) {
+    snprintf(c->why, sizeof c->why, "round %s waited %llu ms without a write quorum of "
+             "answers, and node %s, given up, is back: starting again with it",
+             round_name(c->phase), now - c->cur.t0, c->v->nodes[node].id);
+    c->err = ERR_UNAVAILABLE;
+    fail(c);
+    return;
   }
+  send_node(c, (size_t)node);
+  step(c);
 }
 
 void rcv_on_down(struct rcv *c, int node)
@@ -999,59 +1051,62 @@ void rcv_on_down(struct rcv *c, int node)
   }
 }
 
-/* May the nodes still owing this round answers be given up now, rather
- * than at RCV_CONNECT_MS (never connected) or RCV_ANSWER_MS (silent)?
- * Only once every PG has a write quorum of segments that answered all of
- * theirs without an error: the round then has what a recovery needs (a
- * read quorum for rounds 1 and 2, a write quorum for round 3). And only
- * for a node not heard from (nor sent to) for twice as long as that
- * quorum took to gather, RCV_QUORUM_WAIT_MS at least: a host that is gone
- * or cut off (an AZ down, a partition) then costs a fraction of a second,
- * and a node merely slower than the others, on a machine where every
- * answer is slow, keeps its place (a round that loses it may fall short
- * of round 3's write quorum: it_storage under ASan once did, with every
- * node up). What it decides is what giving them up later would have
- * decided: the quorums, not the wait, make a recovery right (the outlier
- * of paper §2.1). A node given up is sent nothing more in this recovery;
- * gossip and the writer's Appends bring it the truncation. */
+/* Has every PG a write quorum of segments that answered all of the
+ * round's requests without an error? (Cached: quorum_at, once so.) A
+ * position counts when its segment answered well and, in transition
+ * (member.h M1), its next segment too, as round 3 counts. */
+static int has_quorum(struct rcv *c)
+{
+  struct round *r = &c->cur;
+  if (r->quorum_at)
+    return 1;
+  /* Per request slot (p * NCOPIES + pos; a next segment's: nk + the same,
+   * round 3 only): asked, and a request of it unanswered or an error. */
+  uint8_t *bad = calloc(2 * c->nk + 1, 1), *seen = calloc(2 * c->nk + 1, 1);
+  for (size_t k = 0; k < r->n; k++) {
+    size_t seg = r->seg[k];
+    if (seg >= 2 * c->nk)
+      continue;
+    seen[seg] = 1;
+    if (r->rep[k] == NULL || r->rep[k]->body_case == AURALOG__ENVELOPE__BODY_ERROR)
+      bad[seg] = 1;
+  }
+  int ok = 1;
+  for (size_t p = 0; p < c->npgs && ok; p++) {
+    int good = 0, asked = 0;
+    for (size_t s = 0; s < NCOPIES; s++) {
+      size_t k = p * NCOPIES + s, nx = c->nk + k;
+      asked += seen[k];
+      good += seen[k] && !bad[k] && !(seen[nx] && bad[nx]);
+    }
+    ok = asked == 0 || good >= VW;   /* a PG this round asks nothing of: fine */
+  }
+  free(bad);
+  free(seen);
+  if (ok)
+    r->quorum_at = r->heard_at;  /* at the latest: the answer that completed it */
+  return ok;
+}
+
+/* May the nodes still owing this round answers be given up now? Only once
+ * the round has what a recovery needs (has_quorum: a read quorum would do
+ * for rounds 1 and 2, a write quorum for round 3; a write quorum serves
+ * both), and only for a node not heard from (nor sent to) for twice as
+ * long as that quorum took to gather, RCV_QUORUM_WAIT_MS at least: a host
+ * that is gone or cut off (an AZ down, a partition) then costs a fraction
+ * of a second, and a node merely slower than the others keeps its place.
+ * What it decides is what waiting would have decided: the quorums, not
+ * the wait, make a recovery right (the outlier of paper §2.1). A node
+ * given up is sent nothing more in this recovery; gossip and the writer's
+ * Appends bring it the truncation. */
 static int quorum_in_hand(struct rcv *c, unsigned long long now)
 {
   struct round *r = &c->cur;
   int owing = 0;
   for (size_t k = 0; k < r->n && !owing; k++)
     owing = r->rep[k] == NULL && !c->gone[r->node[k]];
-  if (!owing)
+  if (!owing || !has_quorum(c))
     return 0;
-  if (r->quorum_at == 0) {
-    /* Per request slot (p * NCOPIES + pos; a next segment's: nk + the
-     * same, round 3 only): asked, and a request of it unanswered or an
-     * error. A position counts when its segment answered well and, in
-     * transition (member.h M1), its next segment too, as round 3 counts. */
-    uint8_t *bad = calloc(2 * c->nk + 1, 1), *seen = calloc(2 * c->nk + 1, 1);
-    for (size_t k = 0; k < r->n; k++) {
-      size_t seg = r->seg[k];
-      if (seg >= 2 * c->nk)
-        continue;
-      seen[seg] = 1;
-      if (r->rep[k] == NULL || r->rep[k]->body_case == AURALOG__ENVELOPE__BODY_ERROR)
-        bad[seg] = 1;
-    }
-    int ok = 1;
-    for (size_t p = 0; p < c->npgs && ok; p++) {
-      int good = 0, asked = 0;
-      for (size_t s = 0; s < NCOPIES; s++) {
-        size_t k = p * NCOPIES + s, nx = c->nk + k;
-        asked += seen[k];
-        good += seen[k] && !bad[k] && !(seen[nx] && bad[nx]);
-      }
-      ok = asked == 0 || good >= VW;   /* a PG this round asks nothing of: fine */
-    }
-    free(bad);
-    free(seen);
-    if (!ok)
-      return 0;
-    r->quorum_at = r->heard_at;  /* at the latest: the answer that completed it */
-  }
   unsigned long long wait = 2 * (r->quorum_at - r->t0);
   if (wait < RCV_QUORUM_WAIT_MS)
     wait = RCV_QUORUM_WAIT_MS;
@@ -1061,7 +1116,55 @@ static int quorum_in_hand(struct rcv *c, unsigned long long now)
   return 1;
 }
 
-/* Nodes that did not connect in time, or stopped answering, are given up. */
+/* Rule W: node i, connected, has been silent for its patience with
+ * requests of the round unanswered. They go again (a partition may have
+ * dropped them), and its patience doubles up to RCV_ANSWER_MAX_MS: a node
+ * that is only slow gets each request a few times at most. Returns how
+ * many went. */
+static size_t ask_again(struct rcv *c, size_t i, unsigned long long now)
+{
+  struct volume *v = c->v;
+  struct round *r = &c->cur;
+  size_t n = 0;
+  io_cork(v->io, v->nodes[i].c, 1);
+  for (size_t k = 0; k < r->n; k++)
+    if (r->node[k] == (int)i && r->sent[k] && r->rep[k] == NULL) {
+      io_send(v->io, v->nodes[i].c, r->req[k]);
+      n++;
+    }
+  io_cork(v->io, v->nodes[i].c, 0);
+  c->asked[i] = now;
+  c->patience[i] = 2 * c->patience[i] < RCV_ANSWER_MAX_MS ? 2 * c->patience[i]
+                                                          : RCV_ANSWER_MAX_MS;
+  return n;
+}
+
+/* What the round waits for, in a line (rcv_progress; the log). */
+static void say_progress(struct rcv *c, unsigned long long now)
+{
+  struct round *r = &c->cur;
+  char who[96] = "";
+  size_t len = 0, waiting = 0, answered = 0;
+  for (size_t i = 0; i < c->nn; i++) {
+    if (c->gone[i])
+      continue;
+    if (c->left[i] == 0) {
+      answered++;
+      continue;
+    }
+    waiting++;
+    if (len + 8 < sizeof who)
+      len += (size_t)snprintf(who + len, sizeof who - len, "%s%s", len ? " " : "",
+                              c->v->nodes[i].id);
+  }
+  snprintf(c->progress, sizeof c->progress, "round %s for %.1f s: waiting for %s (%zu "
+           "request%s); %zu node%s answered", round_name(c->phase), (now - r->t0) / 1000.0,
+           waiting ? who : "none", r->left, r->left == 1 ? "" : "s", answered,
+           answered == 1 ? "" : "s");
+}
+
+/* Nodes that never connected are given up; silent ones are asked again
+ * (rule W); once the round has its quorum, the stragglers are given up. */
 void rcv_tick(struct rcv *c)
 {
   if (c->phase >= R_DONE || c->cur.n == 0)
@@ -1080,17 +1183,37 @@ void rcv_tick(struct rcv *c)
     return;
   }
   for (size_t i = 0; i < c->nn; i++) {
-    int waiting = c->left[i] > 0;
     int unsent = 0;
     for (size_t k = 0; k < c->cur.n && !unsent; k++)
       unsent = c->cur.node[k] == (int)i && !c->cur.sent[k];
     if (c->gone[i])
       continue;
-    if ((waiting && now - c->last[i] > RCV_ANSWER_MS) ||
-        (unsent && now - c->last[i] > RCV_CONNECT_MS))
-      give_up(c, i);
+    if (unsent && now - c->last[i] > RCV_CONNECT_MS) {
+      give_up(c, i);          /* never connected (or not again): down */
+      continue;
+    }
+    unsigned long long quiet = c->last[i] > c->asked[i] ? c->last[i] : c->asked[i];
+    if (c->left[i] > 0 && c->v->nodes[i].up && c->v->nodes[i].c &&
+        now - quiet > c->patience[i]) {
+      size_t n = ask_again(c, i, now);
+      loginfo("recovery: round %s: node %s has not answered %zu request%s in %.1f s, and "
+              "some PG has no write quorum without it yet: asked again, waiting for it "
+              "(a slow node makes recovery slower, it does not fail it)", round_name(c->phase),
+              c->v->nodes[i].id, n, n == 1 ? "" : "s", (now - quiet) / 1000.0);
+    }
   }
+  say_progress(c, now);
   step(c);
+}
+
+/* What the recovery waits for, as of its last tick, for the engine's
+ * reports ("" once over). */
+const char *rcv_progress(const struct rcv *c)
+{
+  if (c == NULL || c->phase >= R_DONE || c->cur.n == 0 ||
+      c->progress[0] == 0)
+    return "";
+  return c->progress;
 }
 
 /* The round in flight: 1 state, 2 scan, 3 adopt; 0 when over (for the
@@ -1152,5 +1275,7 @@ void rcv_free(struct rcv *c)
   free(c->gone);
   free(c->left);
   free(c->last);
+  free(c->asked);
+  free(c->patience);
   free(c);
 }

@@ -28,20 +28,54 @@ static void coord_msg(struct conn *c, const Env *env)
   (void)env;                    /* the coordinator does not answer reports */
 }
 
-void vol_report(struct volume *v)
+/* Is the connection to the coordinator up? (If gone, it is made again,
+ * at most every RECONNECT_MS.) */
+static int coord_ready(struct volume *v)
 {
   if (v->drv->coord_conn == NULL) {
     if (now_ms() >= v->drv->coord_retry_at)
       v->drv->coord_conn = net_connect(&v->drv->loop, v->coord, NULL, coord_msg, coord_closed, v);
-    return;
+    return 0;
   }
-  if (!v->drv->coord_conn->connected)
+  return v->drv->coord_conn->connected;
+}
+
+void vol_report(struct volume *v)
+{
+  if (!coord_ready(v))
     return;
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__EngineStat es;
   Auralog__TruncRange tr;
   vol_engine_stat(v, &env, &es, &tr);
   uint8_t sig[AUTH_SIG_BYTES];      /* the writer's word (coord/roles.c R4) */
+  vol_writer_seal(v, &env, v->drv->coord_conn->bind, sig);
+  conn_send(v->drv->coord_conn, &env);
+}
+
+/* While the volume recovers: what the recovery waits for (open.c rule W),
+ * so that `auralog status` can say why a slow open is slow. Nothing else:
+ * the core has no VDL to report yet. */
+void vol_report_recovering(struct volume *v)
+{
+  char progress[200] = "";
+  pthread_mutex_lock(&v->drv->mu);
+  if (v->rcv)
+    snprintf(progress, sizeof progress, "%s", rcv_progress(v->rcv));
+  pthread_mutex_unlock(&v->drv->mu);
+  if (!progress[0])
+    return;
+  if (!coord_ready(v))
+    return;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
+  es.volume = (char *)v->name;
+  es.addr = v->engine_addr;
+  es.epoch = v->epoch;
+  es.recovering = progress;
+  env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+  env.engine_stat = &es;
+  uint8_t sig[AUTH_SIG_BYTES];
   vol_writer_seal(v, &env, v->drv->coord_conn->bind, sig);
   conn_send(v->drv->coord_conn, &env);
 }
@@ -112,7 +146,7 @@ void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
   vol_get_stats(v, &st);
   Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
   Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT;
-  es.volume = v->name;
+  es.volume = (char *)v->name;
   es.addr = v->engine_addr;
   es.epoch = st.epoch;
   es.vdl = st.vdl;

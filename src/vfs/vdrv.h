@@ -30,6 +30,7 @@ struct vdrv {
   struct conn *coord_conn;    /* reports to the coordinator */
   unsigned long long coord_retry_at;
   unsigned ticks;
+  unsigned rticks;            /* the same while recovering (vol_report_recovering) */
   /* The report's log tail (engine_stat): only one thread builds reports,
    * vol_open before the I/O thread starts, then the I/O thread. */
   Auralog__TailRec tail_out[TAIL_MAX];

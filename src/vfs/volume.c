@@ -104,6 +104,8 @@ static void on_tick(uv_timer_t *t)
   pthread_mutex_unlock(&v->drv->mu);
   if (opened && !v->reader && ++v->drv->ticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
     vol_report(v);
+  else if (!opened && !v->reader && ++v->drv->rticks % (ENGINE_STAT_MS / VOL_TICK_MS) == 0)
+    vol_report_recovering(v);
 }
 
 static void close_handle(uv_handle_t *h, void *arg)

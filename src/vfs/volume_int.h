@@ -393,6 +393,7 @@ void vol_trunc_proof(struct volume *v, Auralog__TruncRange *tr, const uint8_t *s
 /* report.c: send the coordinator a report (on the I/O thread, connecting
  * first if need be); build one into env (takes the lock). */
 void vol_report(struct volume *v);
+void vol_report_recovering(struct volume *v);
 void vol_engine_stat(struct volume *v, Env *env, Auralog__EngineStat *out,
                      Auralog__TruncRange *trout);
 
@@ -419,6 +420,7 @@ void rcv_on_down(struct rcv *c, int node);
 void rcv_tick(struct rcv *c);
 int rcv_result(const struct rcv *c, char *why, size_t whylen);
 int rcv_round(const struct rcv *c);
+const char *rcv_progress(const struct rcv *c);
 int rcv_error(const struct rcv *c);
 uint64_t rcv_vdl(const struct rcv *c);
 /* volume.c: is an open that failed with err (rcv_error) worth another
