@@ -191,7 +191,7 @@ int node_commit(struct node *n)
   for (size_t i = 0; i < n->nacks; i++) {
     struct staged *a = &n->acks[i];
     if (a->info) {
-      node_reply_info(n, a->c, a->req, a->s, a->upto);
+      node_reply_info(n, a->c, a->req, a->s, a->upto, a->info == 2, a->after, a->max);
       continue;
     }
     Env env = AURALOG__ENVELOPE__INIT;

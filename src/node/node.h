@@ -36,8 +36,10 @@ struct staged {
   uint64_t req;
   struct segment *s;
   uint32_t added, dups;
-  uint8_t info;              /* 1: a SegInfo, not an AppendAck */
+  uint8_t info;              /* 1: a SegInfo, not an AppendAck; 2: a scan's SegInfo */
   uint64_t upto;             /* a SegInfo's tail point */
+  uint64_t after;            /* a scan's: the records above after, at most max */
+  uint32_t max;
 };
 
 /* A record written into the open transaction, to chain at commit. */
@@ -284,9 +286,10 @@ void node_reply(struct node *n, struct ep *c, const Env *env);
  * an error instead if it is lost (node_rollback). */
 void node_defer(struct node *n, struct staged a);
 
-/* A SegInfo for s (its state, the tail at or below upto), sent to c now. */
+/* A SegInfo for s (its state, the tail at or below upto), sent to c now;
+ * for a scan, with its records above after, at most max of them. */
 void node_reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
-                     uint64_t upto);
+                     uint64_t upto, int scan, uint64_t after, size_t max);
 
 /* Commit the open transaction, then chain and acknowledge what it held.
  * Returns 0, or an ERR_* code (everything staged was then refused). */

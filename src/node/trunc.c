@@ -228,9 +228,9 @@ static int flush_now(struct node *n, struct ep *c, uint64_t req)
 }
 
 void node_reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
-                     uint64_t upto)
+                     uint64_t upto, int scan, uint64_t after, size_t max)
 {
-  reply_info(n, c, req, s, upto, 0, 0, 0);
+  reply_info(n, c, req, s, upto, scan, after, max);
 }
 
 /* Raise s's epoch to epoch, durably, before answering (§4.3: asking
@@ -290,14 +290,23 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
   }
   /* A scan: first every truncation the recovery learned from the read
    * quorum, so that what follows is answered from a chain they cleaned
-   * (one this segment refuses is skipped: lenient, below). */
+   * (one this segment refuses is skipped: lenient, below). They are
+   * staged, and the answer waits for the turn's commit, as a fence's
+   * does: every truncation the scans of one recovery bring a node in one
+   * turn costs one synced commit. Each used to commit on its own: the
+   * first recovery after a volume grew to 1,000 PGs paid 985 synced
+   * commits a node, one after another (each new segment learned five
+   * older truncations), 891 ms of a recovery that takes 250 ms after. */
   int rc = node_truncate_pb(n, s, q->truncs, q->n_truncs, TP_SCAN, why, sizeof why);
   if (rc != 0) {
     io_error(n->io, c, req, (uint32_t)rc, why);
     return;
   }
   size_t max = q->max ? q->max : RECOVERY_PAGE;
-  reply_info(n, c, req, s, q->from, 1, q->after, max);
+  if (n->st.txn != NULL)
+    node_defer(n, (struct staged){c, req, s, 0, 0, 2, q->from, q->after, (uint32_t)max});
+  else
+    reply_info(n, c, req, s, q->from, 1, q->after, max);
 }
 
 /* Is a refused range skipped (the others go in), or the answer? A scan's
@@ -420,11 +429,13 @@ int node_truncate(struct node *n, struct segment *s, const struct trunc *t, size
     node_rollback(n, (uint32_t)rc, why);
     return rc;
   }
-  /* A writer's (its Append, its Truncate) is answered with the turn's
-   * commit (node_defer): every truncation of one recovery that reaches
-   * this node in one turn costs one synced commit, not a checkpoint and a
-   * commit each. The others are read or passed on at once: commit now. */
-  if (path != TP_WRITER && path != TP_EARLIER && (rc = node_commit(n)) != 0)
+  /* A writer's (its Append, its Truncate) and a scan's are answered with
+   * the turn's commit (node_defer): every truncation of one recovery that
+   * reaches this node in one turn costs one synced commit, not a
+   * checkpoint and a commit each. Gossip's are passed on at once: commit
+   * now. */
+  if (path != TP_WRITER && path != TP_EARLIER && path != TP_SCAN &&
+      (rc = node_commit(n)) != 0)
     return rc;
   if (cut == 0 && n->st.txn) {   /* said with the commit (node_commit), with the others */
     if (n->quiet == 0 || min_from < n->quiet_from)

@@ -472,6 +472,38 @@ static void seg_query_pg(struct nfix *x, struct ep *r, uint64_t req, uint32_t pg
   DELIVER(node_on_msg, x->n, r, &env);
 }
 
+/* ... then scans it (round 2), carrying a truncation an earlier recovery
+ * (epoch 2) wrote elsewhere, (50, 90]: this segment never held it. */
+static void scan_pg(struct nfix *x, struct ep *r, uint64_t req, uint32_t pg)
+{
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__SegQuery q = AURALOG__SEG_QUERY__INIT;
+  Auralog__EpochTicket tk;
+  Auralog__TruncRange tr = AURALOG__TRUNC_RANGE__INIT, *trp = &tr;
+  uint8_t sig[AUTH_SIG_BYTES], tsig2[AUTH_SIG_BYTES], tk2[AUTH_SIG_BYTES];
+  Auralog__EpochTicket t2;
+  q.volume_id = VOL;
+  q.pg = pg;
+  q.epoch = 3;
+  q.ticket = ticket(3, &tk, sig);
+  q.scan = 1;
+  q.from = 1000;            /* the tail at or below: every record */
+  tr.epoch = 2;
+  tr.from = 50;
+  tr.to = 90;
+  tr.writer_pk = (ProtobufCBinaryData){AUTH_PK_BYTES, writer_key.pk};
+  (void)ticket(2, &t2, tk2);
+  tr.ticket_sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, tk2};
+  auth_trunc_sign(&writer_key, VOL, 2, 50, 90, tsig2);
+  tr.sig = (ProtobufCBinaryData){AUTH_SIG_BYTES, tsig2};
+  q.truncs = &trp;
+  q.n_truncs = 1;
+  env.req = req;
+  env.body_case = SEG_QUERY;
+  env.seg_query = &q;
+  DELIVER(node_on_msg, x->n, r, &env);
+}
+
 /* ... then writes its truncation (1, 100] with its first record, 101
  * (backlink 1), to segment pg: one Append (the last round). */
 static void append_trunc_pg(struct nfix *x, struct ep *r, uint64_t req, uint32_t pg)
@@ -507,9 +539,9 @@ static void append_trunc_pg(struct nfix *x, struct ep *r, uint64_t req, uint32_t
  * host a segment of each of 1,000 PGs. Each fence and each truncation
  * used to be a synced commit of its own (a truncation two: a checkpoint
  * before it), one after another: seconds of recovery at 1,000 PGs. Now
- * every fence, and every writer's truncation, that reaches the node in
- * one turn shares one commit, and is answered only after it: a crash
- * before it loses them, unanswered. */
+ * every fence, every truncation a scan brings, and every writer's
+ * truncation, that reaches the node in one turn shares one commit, and is
+ * answered only after it: a crash before it loses them, unanswered. */
 static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
 {
   (void)state;
@@ -548,6 +580,35 @@ static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
     assert_int_equal(si->seg_info->scl, 2);
   }
 
+  /* Round 2: NPG scans, each installing the earlier truncation: staged,
+   * unanswered, and lost to a crash before the turn's commit; then one
+   * commit, and every scan answered after it, from a chain it cleaned. */
+  for (uint32_t pg = 0; pg < NPG; pg++)
+    scan_pg(&x, r, 1500 + pg, pg);
+  assert_int_equal(count(&x.f, r, 0), 0);
+  node_crash(&x);
+  node_boot(&x);
+  assign_pgs(&x, 0, NPG, 0);
+  assert_int_equal(node_find_seg(x.n, VOL, NPG - 1)->ntruncs, 0);
+  c0 = x.n->st.commits;
+  for (uint32_t pg = 0; pg < NPG; pg++)
+    scan_pg(&x, r, 1500 + pg, pg);
+  assert_int_equal(count(&x.f, r, 0), 0);
+  node_end_turn(x.n);
+  assert_int_equal(x.n->st.commits - c0, 1);
+  assert_int_equal(count(&x.f, r, SEG_INFO), NPG);
+  for (uint32_t pg = 0; pg < NPG; pg++) {
+    const Env *si = take(&x.f, r, SEG_INFO);
+    assert_int_equal(si->req, 1500 + pg);
+    assert_int_equal(si->seg_info->n_truncs, 1);
+    assert_int_equal(si->seg_info->truncs[0]->epoch, 2);
+    assert_int_equal(si->seg_info->n_recs, 2);   /* records 1 and 2: of epoch 2, not cut */
+  }
+  node_crash(&x);
+  node_boot(&x);
+  assign_pgs(&x, 0, NPG, 0);
+  assert_int_equal(node_find_seg(x.n, VOL, NPG - 1)->ntruncs, 1);
+
   /* The last round: NPG truncations, each with its first record, in one
    * commit; acknowledged after it, record 2 cut and 101 chained on 1. */
   c0 = x.n->st.commits;
@@ -568,7 +629,7 @@ static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
   for (uint32_t pg = 0; pg < NPG; pg++) {
     struct segment *s = node_find_seg(x.n, VOL, pg);
     assert_int_equal(s->epoch, 3);
-    assert_int_equal(s->ntruncs, 1);
+    assert_int_equal(s->ntruncs, 2);
     assert_int_equal(s->scl, 101);
     assert_int_equal(s->max_lsn, 101);
   }
