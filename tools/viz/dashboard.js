@@ -18,7 +18,7 @@ const SPARE_COLORS = ["#f472b6", "#38bdf8", "#4ade80", "#e879f9", "#2dd4bf", "#8
 /* What a lane shades while it lasts (a node's or the engine's state). */
 const FAULT_COLORS = { down: "#f87171", partitioned: "#fb923c", slow: "#facc15",
                        unreachable: "#64748b", stale: "#c084fc", "gossip-off": "#2dd4bf",
-                       draining: "#d6a35c", retired: "#475569" };
+                       draining: "#d6a35c", retired: "#475569", recovering: "#38bdf8" };
 /* Every fault command, as `auralog fault` names it (cli/fault.c), with
  * its colour: what breaks in warm colours, what mends in green. */
 const FAULT_KINDS = {
@@ -408,7 +408,10 @@ function drawFaults(st, now) {
     if (isUp(n) && n.stale) items.push(["stale", n.id + " serves stale pages"]);
     if (isUp(n) && n.no_gossip) items.push(["gossip-off", n.id + " gossip off"]);
   }
-  if (st.engine.state !== "up") items.push(["down", "writer down (no report)"]);
+  /* A writer in its recovery says what it waits for (vfs/open.c rule W). */
+  if (st.engine.state === "recovering")
+    items.push(["recovering", "writer recovering: " + (st.recovering || "")]);
+  else if (st.engine.state !== "up") items.push(["down", "writer down (no report)"]);
   let html = items.map(([k, what]) => '<li class="now" data-kind="' + k + '"><i class="chip" style="background:' +
     FAULT_COLORS[k] + '"></i><span class="what">' + esc(what) + '</span><span class="when">now</span></li>').join("");
   const past = [...faultsSeen.values()].sort((a, b) => b.t - a.t).slice(0, Math.max(2, 7 - items.length));

@@ -331,7 +331,8 @@ function drawTimeline() {
     el(svg, "rect", { class: "lane-bg", x: L, y: y + 1, width: W - L - R, height: laneH - 2, rx: 2 });
     el(svg, "text", { class: "lane-label", x: L - 8, y: y + laneH - 3, "text-anchor": "end" }, id);
     const key = id === "coord" ? (s) => (s.ok ? "up" : "unreachable")
-              : id === "engine" ? (s) => (s.ok ? (s.engine === "up" ? "up" : "down") : null)
+              : id === "engine" ? (s) => (s.ok ? (s.engine === "up" || s.engine === "recovering"
+                                                   ? s.engine : "down") : null)
               : (s) => (s.ok && s.nodes[id] ? s.nodes[id] : null);
     const band = (p, y0, h, thin) => {
       const x1 = X(Math.max(p.from, t0)), x2 = Math.max(x1 + 2, X(p.to));
@@ -439,7 +440,8 @@ function drawLegend() {
     html += '<span><i style="background:' + nodeColor(n.id, i) + '"></i>SCL ' + esc(n.id) + "</span>";
   });
   html += '<span class="sep">|</span>';
-  for (const k of ["down", "partitioned", "slow", "stale", "gossip-off", "unreachable", "draining"])
+  for (const k of ["down", "recovering", "partitioned", "slow", "stale", "gossip-off", "unreachable",
+                   "draining"])
     html += '<span><i class="box" style="background:' + FAULT_COLORS[k] + (k === "stale" || k === "gossip-off" ? ";height:4px" : "") +
             '"></i>' + k.replace("-", " ") + "</span>";
   html += '<span class="sep">|</span><span>fault commands: ▼ a stop or crash · ◆ drop · ■ slow, stale, ' +
