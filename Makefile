@@ -205,6 +205,8 @@ integration: $(TEST_DEPS_STAMP) $(INTEG_BIN) $(B)/auralog $(B)/auralog.so
 # against the commits) and 2,000 of those with the replica and failover,
 # 5,000 with the community binlog (--community: each writer's file in its
 # two-phase commit with the volume) and 1,000 of those with failover,
+# 3,000 with slow-recovery (recoveries that must wait on slow or cut-off
+# nodes, vfs/open.c rule W) and 1,000 of those with failover,
 # one process per core; then 500 crash points on real processes, 100 each
 # with the engine's binlog enhanced and community (the whole stream held
 # against the table after every point), the binlog's fault test with
@@ -223,6 +225,8 @@ SIM_BINLOG_SEEDS ?= 10000
 SIM_BINLOG_REPLICA_SEEDS ?= 2000
 SIM_COMMUNITY_SEEDS ?= 5000
 SIM_COMMUNITY_REPLICA_SEEDS ?= 1000
+SIM_SLOWREC_SEEDS ?= 3000
+SIM_SLOWREC_REPLICA_SEEDS ?= 1000
 CRASH_BINLOG_POINTS ?= 100
 CRASH_REPAIR_POINTS ?= 150
 SIM_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -236,6 +240,9 @@ torture: $(TEST_DEPS_STAMP) $(B)/tests/it_crash $(B)/tests/it_storage $(B)/tests
 	  --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_COMMUNITY_SEEDS) --community --jobs $(SIM_JOBS)
 	$(B)/auralog sim --seeds 1..$(SIM_COMMUNITY_REPLICA_SEEDS) --community --faults replicas \
+	  --jobs $(SIM_JOBS)
+	$(B)/auralog sim --seeds 1..$(SIM_SLOWREC_SEEDS) --faults all,slow-recovery --jobs $(SIM_JOBS)
+	$(B)/auralog sim --seeds 1..$(SIM_SLOWREC_REPLICA_SEEDS) --faults replicas,slow-recovery \
 	  --jobs $(SIM_JOBS)
 	AURALOG_BIN=$(CURDIR)/$(B)/auralog AURALOG_CRASH_POINTS=500 $(B)/tests/it_crash
 	for m in enhanced community; do AURALOG_BIN=$(CURDIR)/$(B)/auralog \

@@ -117,6 +117,18 @@
  *                    bkcheck.c checks which). The nodes never read an
  *                    object back, so nothing else sees it
  *   (These three only in runs with the store: --faults backup, world.h.)
+ *   slow-recovery    the writer dies and restarts into a recovery that
+ *                    must wait (vfs/open.c rule W): half the time an AZ and
+ *                    one more node answer 2.2-4 s late, past RCV_ANSWER_MS,
+ *                    so no round has a write quorum without one of them
+ *                    and each must wait, asking again; half the time the
+ *                    AZ is cut off (the simulated network refuses its
+ *                    connections: down, to recovery) and the other node
+ *                    dies, and comes back 2.5-4.5 s later with the AZ
+ *                    still cut off: attempts fail for want of a quorum
+ *                    until it is back, then one serves. Never a failed
+ *                    open for want of patience. Not in `all`: asked for by
+ *                    name
  *
  * The paper's fault model (§2.1): at most an AZ and one more node are
  * unavailable at once (the object store is not a node: its faults count
@@ -140,6 +152,7 @@ const char *const fault_names[F_NKINDS] = {
   "split-write", "stale-trunc", "coord-crash", "stale-read", "replica-crash", "stream-cut",
   "replica-silent", "writer-lost", "writer-stop", "manual-failover", "promote-crash",
   "rogue", "rogue-unfinished", "node-lost", "store-down", "store-slow", "store-rot",
+  "slow-recovery",
 };
 
 /* The nodes of AZ az: its two base nodes and its spare. */
@@ -194,7 +207,7 @@ struct act {
   struct fault_ev ev;
   int phase;                 /* 0: start, 1: heal, 2+: kind-specific steps */
   unsigned mask;             /* nodes it took down */
-  unsigned keep;             /* split-write, stale-trunc: K */
+  unsigned keep;             /* split-write, stale-trunc: K; slow-recovery: its nodes */
   uint64_t epoch;            /* stale-trunc: the epoch of the recovery cut short */
   uint64_t since;            /* ... and when it started */
   struct simwriter *wr;      /* the writer it crashed */
@@ -247,6 +260,7 @@ static void start(struct act *a)
   case F_NODE_CRASH: case F_CORRUPT: case F_NODE_LOST: mask = 1u << node; break;
   case F_AZ_DOWN: case F_PARTITION: mask = azmask; break;
   case F_AZ1_DOWN: case F_AZ1_SWAP: mask = azmask | other; break;
+  case F_SLOW_RECOVERY: mask = e->target2 % 2 ? azmask | other : 0; break;
   case F_PAIR_CUT: mask = e->target2 % 2 ? 1u << node : 0; break;
   default: break;
   }
@@ -358,6 +372,26 @@ static void start(struct act *a)
   case F_SLOW:                /* one node, an outlier (§2.1): slow acks, slow reads */
     simnet_slow(w->nodes[node].h, SLOW_MS / 4 + (uint32_t)(e->target2 % SLOW_MS));
     break;
+  case F_SLOW_RECOVERY:
+    if ((a->wr = current(w)) == NULL || a->wr->state != W_SERVING) {
+      nodes_give(a, 0);
+      free(a);
+      return;
+    }
+    writer_crash(a->wr);
+    a->keep = azmask | other;
+    if (e->target2 % 2) {       /* the AZ cut off, the other node down */
+      nodes_take(a, other, 1);
+      nodes_take(a, azmask, 0);
+      a->mask = azmask | other;
+      simnet_cut_az(w->net, w->nodes[COPIES_PER_AZ * az].az);
+    } else {                    /* three nodes slow past RCV_ANSWER_MS */
+      for (int i = 0; i < SIM_NODES; i++)
+        if (a->keep & (1u << i))
+          simnet_slow(w->nodes[i].h, 2200 + (uint32_t)(e->target2 % 1800));
+    }
+    later(a, 5 + e->dur % 100, 50);
+    return;
   case F_SECOND_WRITER:
     /* w1 or w2 (with failover, w2: w1 and r1 are failover.c's) */
     for (int i = sfo_on(w) ? 1 : 0; i < 2; i++)
@@ -447,6 +481,16 @@ static void heal(struct act *a)
     nodes_give(a, 0);
     break;
   case F_SLOW: simnet_slow(w->nodes[e->target % SIM_BASE_NODES].h, 0); break;
+  case F_SLOW_RECOVERY:
+    if (e->target2 % 2) {
+      simnet_heal_az(w->net, w->nodes[COPIES_PER_AZ * (e->target % 3)].az);
+      nodes_give(a, 1);        /* the other node, if still down, restarts too */
+    } else {
+      for (int i = 0; i < SIM_NODES; i++)
+        if (a->keep & (1u << i))
+          simnet_slow(w->nodes[i].h, 0);
+    }
+    break;
   case F_STALE_READ:
     if (w->nodes[e->target % SIM_BASE_NODES].n)
       w->nodes[e->target % SIM_BASE_NODES].n->stale = 0;
@@ -564,6 +608,28 @@ static void act_run(void *arg)
     } else {
       later(a, 1, 21);
     }
+    break;
+  }
+  case 50:                   /* slow-recovery: the writer restarts into it */
+    if (a->wr->state == W_DOWN)
+      writer_start(a->wr);
+    if (a->ev.target2 % 2) {
+      later(a, 2500 + a->ev.dur % 2000, 51);
+      break;
+    }
+    later(a, 3000 + a->ev.dur, 1);
+    break;
+  case 51: {                 /* ... the other node comes back, the AZ still cut off */
+    struct world *w = a->w;
+    unsigned other = a->keep & ~az_nodes((int)(a->ev.target % 3));
+    for (int i = 0; i < SIM_NODES; i++)
+      if (other & (1u << i)) {
+        w->nodes[i].down_by &= ~(1u << a->ev.kind);
+        if (w->nodes[i].down_by == 0)
+          node_restart(&w->nodes[i]);
+      }
+    a->mask &= ~other;
+    later(a, 2000 + a->ev.dur % 2000, 1);
     break;
   }
   case 40: {                 /* store-rot: one more object, while it lasts */

@@ -56,8 +56,10 @@ static void usage(FILE *f)
     "  --time MS        virtual time of faults before the final heal (default %d)\n"
     "  --steps N        stop after N events (a partial run: no end checks)\n"
     "  --faults LIST    fault kinds, comma-separated, or all, replicas, backup or none\n"
-    "                   (default all: every kind but stale-read and rogue-unfinished,\n"
-    "                   asked for by name, and the replica's; rogue is a member with\n"
+    "                   (default all: every kind but stale-read, rogue-unfinished and\n"
+    "                   slow-recovery, asked for by name, and the replica's;\n"
+    "                   slow-recovery: the writer restarts into a recovery that must\n"
+    "                   wait on slow or cut-off nodes, never fail for it; rogue is a member with\n"
     "                   no role whose every request must be refused or change nothing;\n"
     "                   replicas: all, and a read replica with\n"
     "                   replica-crash, stream-cut and replica-silent, and failover:\n"
@@ -352,6 +354,7 @@ size_t sim_shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n, int v
 /* What a range of seeds added up to. */
 struct tally {
   uint64_t seeds, failed, steps, sim_ms, tx, acked, reads, recov;
+  uint64_t rcv_again, rcv_restarted;   /* recovery's rule W (vfs/open.c) */
   uint64_t faults[F_NKINDS];
   uint64_t bg[8];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups,
                               * truncations refused, forgotten (rule TF) */
@@ -391,6 +394,8 @@ static void run_range(struct sim_opts o, uint64_t first, uint64_t last, int many
     t->acked += r.tx_acked;
     t->reads += r.reads_checked;
     t->recov += r.recoveries;
+    t->rcv_again += r.rcv_asked_again;
+    t->rcv_restarted += r.rcv_restarted;
     uint64_t bg[8] = {r.bg_coalesced, r.bg_gc_records, r.bg_scrubbed, r.bg_damage,
                       r.bg_repaired, r.bg_catchups, r.truncs_refused, r.truncs_forgotten};
     for (int k = 0; k < 8; k++)
@@ -614,6 +619,9 @@ int sim_main(int argc, char **argv)
     printf("transactions %llu (%llu acknowledged), reads checked %llu, recoveries %llu\n",
            (unsigned long long)tx, (unsigned long long)acked, (unsigned long long)reads,
            (unsigned long long)recov);
+    printf("recoveries waiting on silent nodes (rule W): %llu requests asked again, %llu "
+           "attempts started again for a node that came back\n",
+           (unsigned long long)t.rcv_again, (unsigned long long)t.rcv_restarted);
     printf("faults:");
     for (int k = 0; k < F_NKINDS; k++)
       if (k < F_STORE_ROT || (o.faults & (1u << k)))   /* kinds newer than the summaries

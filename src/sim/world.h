@@ -93,12 +93,13 @@ enum {
   F_AZ1_SWAP, F_SPLIT_WRITE, F_STALE_TRUNC, F_COORD_CRASH, F_STALE_READ, F_REPLICA_CRASH,
   F_STREAM_CUT, F_REPLICA_SILENT, F_WRITER_LOST, F_WRITER_STOP, F_MANUAL_FAILOVER,
   F_PROMOTE_CRASH, F_ROGUE, F_ROGUE_UNFINISHED, F_NODE_LOST, F_STORE_DOWN, F_STORE_SLOW,
-  F_STORE_ROT,
+  F_STORE_ROT, F_SLOW_RECOVERY,
   F_NKINDS                   /* at most 32: a run's kinds are a uint32_t's bits */
 };
 extern const char *const fault_names[F_NKINDS];
-/* `all`, the default: every kind but stale-read and rogue-unfinished,
- * which are asked for by name. A stale node can still show a reader an old
+/* `all`, the default: every kind but stale-read, rogue-unfinished and
+ * slow-recovery, which are asked for by name (slow-recovery: its own
+ * campaign, so that the default seeds keep their schedules). A stale node can still show a reader an old
  * page the writer cannot know to be old (vfs/pagelsn.h says which): a
  * node-side check (scrub) is what closes that, not yet the simulated
  * node's. A key of a writer that died in its recovery can still cut
@@ -107,8 +108,10 @@ extern const char *const fault_names[F_NKINDS];
                     (1u << F_WRITER_LOST) | (1u << F_WRITER_STOP) | \
                     (1u << F_MANUAL_FAILOVER) | (1u << F_PROMOTE_CRASH))
 #define F_BACKUP ((1u << F_STORE_DOWN) | (1u << F_STORE_SLOW) | (1u << F_STORE_ROT))
-#define F_ALL (((1u << F_NKINDS) - 1) & ~(1u << F_STALE_READ) & ~F_REPLICAS & \
-               ~(1u << F_ROGUE_UNFINISHED) & ~F_BACKUP)
+#define F_KINDS (F_NKINDS == 32 ? 0xffffffffu : (1u << (F_NKINDS & 31)) - 1)
+_Static_assert(F_NKINDS <= 32, "a run's fault kinds are a uint32_t's bits");
+#define F_ALL (F_KINDS & ~(1u << F_STALE_READ) & ~F_REPLICAS & \
+               ~(1u << F_ROGUE_UNFINISHED) & ~F_BACKUP & ~(1u << F_SLOW_RECOVERY))
 /* A read replica (replica.c) is in the world only in runs that allow its
  * faults (--faults replicas: all of `all` and them): its host's draws and
  * messages would change every older seed's run. So is failover (the
@@ -170,6 +173,9 @@ struct sim_result {
   uint64_t steps, sim_ms, hash;
   uint64_t tx_shipped, tx_acked, tx_unknown, tx_truncated, reads_checked;
   uint64_t recoveries, recoveries_interrupted;
+  /* Recovery's rule W (vfs/open.c): requests asked again of silent nodes,
+   * attempts ended because a node given up came back. */
+  uint64_t rcv_asked_again, rcv_restarted, rcv_failed;   /* ... and attempts that failed */
   uint64_t data_loss_alarms;  /* --beyond: true alarms (vfs/open.c), each a run's end */
   uint64_t faults[F_NKINDS];
   uint64_t msgs;

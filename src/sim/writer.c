@@ -86,12 +86,14 @@ static void after_event_core(struct simwriter *wr)
       return;
     int err = rcv_error(v->rcv);
     uint64_t proved = rcv_vdl(v->rcv);
+    rcv_counts(v->rcv, &w->res->rcv_asked_again, &w->res->rcv_restarted);
     rcv_free(v->rcv);
     v->rcv = NULL;
     if (rc < 0) {
       world_trace(w, "writer %d: recovery in epoch %llu failed: %s", wr->i,
                   (unsigned long long)wr->epoch, why);
       world_hash(w, "rcvfail", wr->epoch, 0);
+      w->res->rcv_failed++;
       if (err == ERR_DATA_LOSS) {     /* never tried again, as in vol_open */
         wr->state = W_FAILED;         /* refused, not interrupted */
         writer_crash(wr);
@@ -461,8 +463,11 @@ void writer_crash(struct simwriter *wr)
   if (wr->state == W_DOWN)
     return;
   struct world *w = wr->w;
-  if (w->res && wr->state == W_RECOVERING)
+  if (w->res && wr->state == W_RECOVERING) {
     w->res->recoveries_interrupted++;
+    if (wr->v && wr->v->rcv)
+      rcv_counts(wr->v->rcv, &w->res->rcv_asked_again, &w->res->rcv_restarted);
+  }
   world_trace(w, "writer %d crashes (state %d)", wr->i, wr->state);
   world_hash(w, "wcrash", (uint64_t)wr->i, (uint64_t)wr->state);
   rogue_keep(wr);                /* its key outlives it, for the rogue (rogue.c) */

@@ -143,6 +143,9 @@ struct rcv {
    * when the log last said so. */
   char progress[160];
   unsigned long long said_at;
+  /* Rule W at work, for the simulator's counts (rcv_counts): requests
+   * asked again of silent nodes; 1 if a returning node ended it. */
+  uint64_t asked_again, restarted;
   /* What the rounds learned. */
   int clean;
   uint64_t hint, max_held, trunc_to, vdl, to;
@@ -1036,6 +1039,7 @@ void rcv_on_up(struct rcv *c, int node)
              "answers, and node %s, given up, is back: starting again with it",
              round_name(c->phase), now - c->cur.t0, c->v->nodes[node].id);
     c->err = ERR_UNAVAILABLE;
+    c->restarted = 1;
     fail(c);
     return;
   }
@@ -1133,6 +1137,7 @@ static size_t ask_again(struct rcv *c, size_t i, unsigned long long now)
       n++;
     }
   io_cork(v->io, v->nodes[i].c, 0);
+  c->asked_again += n;
   c->asked[i] = now;
   c->patience[i] = 2 * c->patience[i] < RCV_ANSWER_MAX_MS ? 2 * c->patience[i]
                                                           : RCV_ANSWER_MAX_MS;
@@ -1204,6 +1209,12 @@ void rcv_tick(struct rcv *c)
   }
   say_progress(c, now);
   step(c);
+}
+
+void rcv_counts(const struct rcv *c, uint64_t *asked_again, uint64_t *restarted)
+{
+  *asked_again += c->asked_again;
+  *restarted += c->restarted;
 }
 
 /* What the recovery waits for, as of its last tick, for the engine's

@@ -421,6 +421,9 @@ void rcv_tick(struct rcv *c);
 int rcv_result(const struct rcv *c, char *why, size_t whylen);
 int rcv_round(const struct rcv *c);
 const char *rcv_progress(const struct rcv *c);
+/* Adds what rule W did (open.c) to the counts: requests asked again of
+ * silent nodes, and 1 if a node's return ended the attempt. */
+void rcv_counts(const struct rcv *c, uint64_t *asked_again, uint64_t *restarted);
 int rcv_error(const struct rcv *c);
 uint64_t rcv_vdl(const struct rcv *c);
 /* volume.c: is an open that failed with err (rcv_error) worth another

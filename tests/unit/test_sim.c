@@ -793,6 +793,48 @@ static void the_command_prints_a_failover_bugs_replay_line(void **state)
   assert_non_null(strstr(out, "  failover: "));
 }
 
+/* Recovery's rule W (vfs/open.c), on one scripted fault: the writer dies,
+ * and an AZ and one more node (A1 A2 B1) answer 2.2 s late while it
+ * recovers: the three others make a read quorum but no write quorum, so
+ * every round waits for a slow one. The recovery asks them again and
+ * serves, with no attempt failed. Before, it gave them up after
+ * RCV_ANSWER_MS and every attempt fell short of round 3's write quorum
+ * until the slowness ended (the engine, after RECOVERY_RETRY_MS, exited).
+ * Then the campaign's mix: 40 seeds of all,slow-recovery. */
+static void a_slow_recovery_waits_and_never_fails(void **state)
+{
+  (void)state;
+  struct fault_ev ev = {.t = 4000, .kind = F_SLOW_RECOVERY, .target = 0, .target2 = 0,
+                        .dur = 3000};
+  struct sim_opts o = opts(1, ALL_FAULTS | (1u << F_SLOW_RECOVERY), 0);
+  o.sched = &ev;
+  o.nsched = 1;
+  struct sim_result r;
+  run(&o, &r);
+  if (r.violations)
+    fail_msg("%s", r.first);
+  printf("# scripted: %llu requests asked again, %llu attempts failed, %llu recoveries\n",
+         (unsigned long long)r.rcv_asked_again, (unsigned long long)r.rcv_failed,
+         (unsigned long long)r.recoveries);
+  assert_int_equal(r.faults[F_SLOW_RECOVERY], 1);
+  assert_true(r.rcv_asked_again >= 3);
+  assert_int_equal(r.rcv_failed, 0);
+  assert_true(r.recoveries >= 2);          /* the first open, and this one */
+  uint64_t again = 0, n = 0;
+  for (uint64_t seed = 1; seed <= 40; seed++) {
+    o = opts(seed, ALL_FAULTS | (1u << F_SLOW_RECOVERY), 0);
+    run(&o, &r);
+    if (r.violations)
+      fail_msg("seed %llu: %s (replay: auralog sim --seed %llu --faults all,slow-recovery)",
+               (unsigned long long)seed, r.first, (unsigned long long)seed);
+    again += r.rcv_asked_again;
+    n += r.faults[F_SLOW_RECOVERY];
+  }
+  printf("# 40 seeds of all,slow-recovery: %llu slow recoveries, %llu requests asked again\n",
+         (unsigned long long)n, (unsigned long long)again);
+  assert_true(n > 0 && again > 0);
+}
+
 static void shrink_keeps_the_failure(void **state)
 {
   (void)state;
@@ -819,6 +861,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_seed_replays_bit_for_bit),
     cmocka_unit_test(a_few_hundred_seeds_find_nothing),
+    cmocka_unit_test(a_slow_recovery_waits_and_never_fails),
     cmocka_unit_test(seeds_that_once_failed_pass),
     cmocka_unit_test(long_runs_forget_truncations_and_resend_lost_assigns),
     cmocka_unit_test(beyond_the_model_nothing_is_lost_and_commits_resume),
