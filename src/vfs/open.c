@@ -63,33 +63,9 @@
  * only records of older epochs above a VDL that covers every acknowledged
  * commit, and its adopted copies are the same records.
  *
- * Every round goes to every segment at once, pipelined per node: recovery
- * takes a few round trips and group commits per node, whatever the number
- * of PGs or the length of the log. A node that does not connect within
- * RCV_CONNECT_MS, or goes down, is given up for the rest of the recovery:
- * its segments count as not answering (the quorums decide whether that
- * matters). One not heard from for twice as long as the round's quorum
- * took to gather (RCV_QUORUM_WAIT_MS at least) is given up once every PG
- * has a write quorum of answers without it (quorum_in_hand).
- *
- * Rule W (a slow machine makes recovery slower, never fails it): a node
- * that is connected is never given up for silence alone while the round
- * lacks that quorum. Silence is no proof it is gone: a node working
- * through a thousand PGs' fences in one durable commit under load is
- * silent for seconds, and giving it up failed recoveries with all six
- * nodes up (each attempt fell short of round 3's write quorum the same
- * way, until RECOVERY_RETRY_MS ran out). Its requests may also be lost (a
- * partitioned node drops them), so after RCV_ANSWER_MS of silence the
- * ones unanswered go again, on the same connection, then after twice the
- * wait, up to RCV_ANSWER_MAX_MS (rcv_tick ask_again). A request sent
- * twice is harmless: the answers name it and a second is dropped
- * (rcv_on_msg), and a node holds a fence, a truncation or an adopted
- * record once, as it must for the network's own duplicates. The engine's
- * log says what it waits for, and its reports to the coordinator show it
- * in `auralog status` (rcv_progress). One exception ends an attempt for a
- * connected node: a node given up that comes back while a round has waited
- * RCV_ANSWER_MS without a quorum (rcv_on_up). The next attempt asks it
- * too; waiting on would need the silent ones.
+ * The rounds' requests, who is waited for and who is given up (rule W:
+ * a slow machine makes recovery slower, never fails it) are rcvround.c;
+ * the state both share is rcv_int.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,111 +74,9 @@
 #include "bugs.h"
 #include "lib/log.h"
 #include "member.h"
-#include "vfs/recovery.h"
-#include "vfs/volume_int.h"
+#include "vfs/rcv_int.h"
 
-enum { R_STATE = 1, R_SCAN, R_ADOPT, R_DONE, R_FAILED };
-
-/* The requests of one round, built up as they are added; request i goes
- * out as req id base + i, and its answer lands in rep[i]. */
-struct round {
-  Env **req;                 /* owned: each with its body */
-  int *node;                 /* index in v->nodes of each */
-  size_t *seg;               /* p * NCOPIES + s of each */
-  Env **rep;
-  uint8_t *sent;
-  size_t n, cap, left;       /* left: neither answered nor given up */
-  uint64_t base;
-  /* When it was sent, its latest answer came, and (0: not yet) when every
-   * PG was seen to have a write quorum of answers (quorum_in_hand). */
-  unsigned long long t0, heard_at, quorum_at;
-};
-
-/* PGs by index p < npgs: the data PGs 0..ndata-1, then the binlog PG (if
- * the volume has one) at index ndata, numbered BINLOG_PG everywhere else
- * (rpg; ipg the other way). Recovery treats it as any PG: its read and
- * write quorums, its chain, its truncation; a binlog record is a CPL like
- * any other, so the walk (recovery.c) proves the VDL across it. */
-struct rcv {
-  struct volume *v;
-  uint64_t vol_id;
-  size_t npgs, nk, ndata;
-  int phase, page;
-  unsigned long long t0;
-  struct round cur;
-  void (*free_body)(Env *);
-  /* Per node of v->nodes: given up; answers awaited; last progress. */
-  uint8_t *gone;
-  size_t *left;
-  unsigned long long *last;
-  /* Per node: when its requests of the round went last (first or again),
-   * and the silence it is allowed before they go again (rule W). */
-  unsigned long long *asked, *patience;
-  size_t nn;
-  /* What the round waits for, for the engine's reports (rcv_progress);
-   * when the log last said so. */
-  char progress[160];
-  unsigned long long said_at;
-  /* Rule W at work, for the simulator's counts (rcv_counts): requests
-   * asked again of silent nodes; 1 if a returning node ended it. */
-  uint64_t asked_again, restarted;
-  /* What the rounds learned. */
-  int clean;
-  uint64_t hint, max_held, trunc_to, vdl, to;
-  struct trunc *tr;
-  size_t ntr;
-  struct rmeta *rm;
-  size_t nr, caprm, nadopt;
-  Env **scans;               /* every scan answer, kept: rm points into them */
-  size_t nscans;
-  uint64_t *start, *tails, *after;
-  uint8_t *live, *want;      /* live: answered every round so far */
-  uint64_t *heard;           /* per segment: the highest VDL it said it heard */
-  int err;                   /* failed: ERR_UNAVAILABLE (a quorum missing: another
-                              * attempt may succeed), ERR_STALE_EPOCH, ERR_DATA_LOSS */
-  Auralog__TruncRange **tp, *tv, wtr;
-  /* The commit record a community binlog's roll-forward wrote (rollforward;
-   * NULL: none), with its MTR shape. */
-  Rec *rf;
-  Auralog__PgLast *rf_ml, **rf_mlp;
-  char why[512];             /* the alarm names segments, nodes and LSNs */
-};
-
-/* ---- rounds ------------------------------------------------------------- */
-
-static Env *round_add(struct round *r, int node, size_t seg)
-{
-  if (r->n == r->cap) {
-    r->cap = r->cap ? 2 * r->cap : 64;
-    r->req = realloc(r->req, r->cap * sizeof *r->req);
-    r->node = realloc(r->node, r->cap * sizeof *r->node);
-    r->seg = realloc(r->seg, r->cap * sizeof *r->seg);
-  }
-  Env *e = calloc(1, sizeof *e);
-  auralog__envelope__init(e);
-  r->req[r->n] = e;
-  r->node[r->n] = node;
-  r->seg[r->n] = seg;
-  r->n++;
-  return e;
-}
-
-static void round_free(struct round *r, void (*free_body)(Env *))
-{
-  for (size_t k = 0; k < r->n; k++) {
-    if (free_body)
-      free_body(r->req[k]);
-    free(r->req[k]);
-    if (r->rep)
-      wire_free(r->rep[k]);
-  }
-  free(r->req);
-  free(r->node);
-  free(r->seg);
-  free(r->rep);
-  free(r->sent);
-  memset(r, 0, sizeof *r);
-}
+/* ---- request bodies ---------------------------------------------------- */
 
 static void free_query(Env *e)
 {
@@ -215,68 +89,6 @@ static void free_append(Env *e)
     free(e->append->records);
     free(e->append);
   }
-}
-
-/* Send node i's requests of the round in flight, if it is up. */
-static void send_node(struct rcv *c, size_t i)
-{
-  struct volume *v = c->v;
-  struct round *r = &c->cur;
-  if (c->gone[i] || !v->nodes[i].up || v->nodes[i].c == NULL)
-    return;
-  io_cork(v->io, v->nodes[i].c, 1);
-  for (size_t k = 0; k < r->n; k++) {
-    if (r->node[k] != (int)i || r->sent[k])
-      continue;
-    r->sent[k] = 1;
-    r->req[k]->req = r->base + k;
-    io_send(v->io, v->nodes[i].c, r->req[k]);
-    c->left[i]++;
-  }
-  io_cork(v->io, v->nodes[i].c, 0);
-  c->last[i] = c->asked[i] = io_now(v->io);
-}
-
-static void step(struct rcv *c);
-
-/* Give node i up: its requests count as unanswered, now and later. */
-static void give_up(struct rcv *c, size_t i)
-{
-  if (c->gone[i])
-    return;
-  c->gone[i] = 1;
-  struct round *r = &c->cur;
-  for (size_t k = 0; k < r->n; k++)
-    if (r->node[k] == (int)i && r->rep[k] == NULL)
-      r->left--;
-  c->left[i] = 0;
-}
-
-/* Start round r (filled by the caller) on every node. */
-static void ask(struct rcv *c, void (*free_body)(Env *))
-{
-  struct round *r = &c->cur;
-  r->rep = calloc(r->n + 1, sizeof *r->rep);
-  r->sent = calloc(r->n + 1, 1);
-  r->base = c->v->next_req + 1;
-  c->v->next_req += r->n;
-  r->left = 0;
-  c->free_body = free_body;
-  unsigned long long now = io_now(c->v->io);
-  r->t0 = r->heard_at = now;
-  r->quorum_at = 0;
-  for (size_t i = 0; i < c->nn; i++) {
-    c->left[i] = 0;
-    c->last[i] = c->asked[i] = now;
-    c->patience[i] = RCV_ANSWER_MS;
-  }
-  c->progress[0] = 0;
-  c->said_at = now;
-  for (size_t k = 0; k < r->n; k++)
-    if (!c->gone[r->node[k]])
-      r->left++;
-  for (size_t i = 0; i < c->nn; i++)
-    send_node(c, i);
 }
 
 /* Did reply rep say a newer writer exists? Then why says so. */
@@ -322,7 +134,7 @@ static int read_quorums(struct rcv *c, const char *what)
   return 1;
 }
 
-static void fail(struct rcv *c)
+void rcv_fail(struct rcv *c)
 {
   c->phase = R_FAILED;
   vcore_notify(c->v);
@@ -334,7 +146,7 @@ static void fail(struct rcv *c)
 static Auralog__SegQuery *query(struct rcv *c, size_t k)
 {
   struct volume *v = c->v;
-  Env *e = round_add(&c->cur, v->pgs[rpg(c, k / NCOPIES)].node[k % NCOPIES], k);
+  Env *e = rcv_round_add(&c->cur, v->pgs[rpg(c, k / NCOPIES)].node[k % NCOPIES], k);
   Auralog__SegQuery *q = calloc(1, sizeof *q);
   auralog__seg_query__init(q);
   q->volume_id = c->vol_id;
@@ -351,7 +163,7 @@ static void state_ask(struct rcv *c)
   for (size_t k = 0; k < c->nk; k++)
     query(c, k);
   c->phase = R_STATE;
-  ask(c, free_query);
+  rcv_ask(c, free_query);
 }
 
 static void scan_ask(struct rcv *c);
@@ -458,7 +270,7 @@ static void state_done(struct rcv *c)
     const Env *rep = r1->rep[i];
     size_t k = r1->seg[i];
     if (stale(c, rep))
-      return fail(c);
+      return rcv_fail(c);
     if (rep && rep->body_case == AURALOG__ENVELOPE__BODY_SEG_INFO) {
       const Auralog__SegInfo *si = rep->seg_info;
       c->live[k] = 1;
@@ -486,7 +298,7 @@ static void state_done(struct rcv *c)
     }
   }
   if (!read_quorums(c, "answer"))
-    return fail(c);
+    return rcv_fail(c);
   bounded_everywhere(c);
   /* The hint: the highest VDL a writer told any segment. A writer's VDL is
    * an LSN it handed out, so it cannot lie above every record held: a hint
@@ -504,7 +316,7 @@ static void state_done(struct rcv *c)
     else if (h > c->hint && !PLANTED(BUG_SCAN_FROM_ZERO))
       c->hint = h;
   }
-  round_free(&c->cur, free_query);
+  rcv_round_free(&c->cur, free_query);
   /* Round 2 carries every truncation round 1 learned. */
   c->after = calloc(c->nk + 1, sizeof *c->after);
   c->want = calloc(c->nk + 1, 1);
@@ -655,7 +467,7 @@ static void scan_ask(struct rcv *c)
   }
   if (c->cur.n == 0) {
     if (!read_quorums(c, "answered the scan"))
-      return fail(c);
+      return rcv_fail(c);
     c->vdl = recover_vdl(c->hint, c->start, c->npgs, c->rm, c->nr, c->tr, c->ntr,
                          c->tails);
     if (PLANTED(BUG_VDL_FROM_HINT)) {
@@ -666,10 +478,10 @@ static void scan_ask(struct rcv *c)
     }
     rollforward(c);
     if (lost(c))
-      return fail(c);
+      return rcv_fail(c);
     return adopt_ask(c);
   }
-  ask(c, free_query);
+  rcv_ask(c, free_query);
 }
 
 static void scan_done(struct rcv *c)
@@ -680,7 +492,7 @@ static void scan_done(struct rcv *c)
     Env *rep = r2->rep[i];
     c->want[k] = 0;
     if (stale(c, rep))
-      return fail(c);
+      return rcv_fail(c);
     if (rep == NULL || rep->body_case != AURALOG__ENVELOPE__BODY_SEG_INFO) {
       c->live[k] = 0;
       continue;
@@ -726,7 +538,7 @@ static void scan_done(struct rcv *c)
     c->scans[c->nscans++] = rep;
     r2->rep[i] = NULL;
   }
-  round_free(&c->cur, free_query);
+  rcv_round_free(&c->cur, free_query);
   c->page++;
   scan_ask(c);
 }
@@ -758,7 +570,7 @@ static void adopt_to(struct rcv *c, size_t p, int node, size_t k, Rec **recs, si
       bytes += b;
       n++;
     }
-    Env *e = round_add(&c->cur, node, k);
+    Env *e = rcv_round_add(&c->cur, node, k);
     Auralog__Append *a = calloc(1, sizeof *a);
     auralog__append__init(a);
     a->volume_id = c->vol_id;
@@ -846,7 +658,7 @@ static void adopt_ask(struct rcv *c)
   free(cnt);
   free(fill);
   free(byp);
-  ask(c, free_append);
+  rcv_ask(c, free_append);
 }
 
 static void adopt_done(struct rcv *c)
@@ -868,7 +680,7 @@ static void adopt_done(struct rcv *c)
     if (stale(c, rep)) {
       free(acked);
       free(nscl);
-      return fail(c);
+      return rcv_fail(c);
     }
     size_t p = (k < c->nk ? k : k - c->nk) / NCOPIES;
     int s = (int)((k < c->nk ? k : k - c->nk) % NCOPIES) + (k < c->nk ? 0 : NCOPIES);
@@ -905,13 +717,13 @@ static void adopt_done(struct rcv *c)
       free(acked);
       free(nscl);
       free(last);
-      return fail(c);
+      return rcv_fail(c);
     }
   }
   free(acked);
   free(nscl);
   free(last);
-  round_free(&c->cur, free_append);
+  rcv_round_free(&c->cur, free_append);
   finish(c);
 }
 
@@ -961,7 +773,7 @@ static void finish(struct rcv *c)
 /* ---- events ---------------------------------------------------------------- */
 
 /* The round in flight is answered (or given up): go on. */
-static void step(struct rcv *c)
+void rcv_step(struct rcv *c)
 {
   if (c->cur.left > 0 || c->phase >= R_DONE)
     return;
@@ -994,237 +806,6 @@ struct rcv *rcv_start(struct volume *v, uint64_t vol_id, size_t npgs)
   c->heard = calloc(c->nk + 1, sizeof *c->heard);
   state_ask(c);
   return c;
-}
-
-/* The answer to one of this recovery's requests? (0: not ours.) */
-int rcv_on_msg(struct rcv *c, const Env *env)
-{
-  struct round *r = &c->cur;
-  if (c->phase >= R_DONE || r->n == 0 || env->req < r->base || env->req >= r->base + r->n)
-    return 0;
-  size_t k = (size_t)(env->req - r->base);
-  int i = r->node[k];
-  if (r->rep[k] || c->gone[i] || !r->sent[k])
-    return 1;                   /* a duplicate, or from a node given up */
-  r->rep[k] = wire_copy(env);
-  r->heard_at = io_now(c->v->io);
-  r->left--;
-  if (c->left[i])
-    c->left[i]--;
-  c->last[i] = io_now(c->v->io);
-  step(c);
-  return 1;
-}
-
-static int has_quorum(struct rcv *c);
-
-static const char *round_name(int phase)
-{
-  return phase == R_STATE ? "1 of 3 (fencing, state)" : phase == R_SCAN
-                                                         ? "2 of 3 (scan)"
-                                                         : "3 of 3 (truncation, adopt)";
-}
-
-/* A node connected (again). One given up comes back: if the round has
- * waited RCV_ANSWER_MS without a write quorum of answers, the attempt ends
- * (rule W) and the next asks this node too; otherwise it stays given up
- * (the quorums may well do without it). */
-void rcv_on_up(struct rcv *c, int node)
-{
-  if (c->phase >= R_DONE || c->cur.n == 0 || (size_t)node >= c->nn)
-    return;
-  unsigned long long now = io_now(c->v->io);
-  if (c->gone[node] && c->cur.left > 0 && now - c->cur.t0 >= RCV_ANSWER_MS && !has_quorum(c)) {
-    snprintf(c->why, sizeof c->why, "round %s waited %llu ms without a write quorum of "
-             "answers, and node %s, given up, is back: starting again with it",
-             round_name(c->phase), now - c->cur.t0, c->v->nodes[node].id);
-    c->err = ERR_UNAVAILABLE;
-    c->restarted = 1;
-    fail(c);
-    return;
-  }
-  send_node(c, (size_t)node);
-  step(c);
-}
-
-void rcv_on_down(struct rcv *c, int node)
-{
-  if (c->phase < R_DONE && (size_t)node < c->nn) {
-    give_up(c, (size_t)node);
-    step(c);
-  }
-}
-
-/* Has every PG a write quorum of segments that answered all of the
- * round's requests without an error? (Cached: quorum_at, once so.) A
- * position counts when its segment answered well and, in transition
- * (member.h M1), its next segment too, as round 3 counts. */
-static int has_quorum(struct rcv *c)
-{
-  struct round *r = &c->cur;
-  if (r->quorum_at)
-    return 1;
-  /* Per request slot (p * NCOPIES + pos; a next segment's: nk + the same,
-   * round 3 only): asked, and a request of it unanswered or an error. */
-  uint8_t *bad = calloc(2 * c->nk + 1, 1), *seen = calloc(2 * c->nk + 1, 1);
-  for (size_t k = 0; k < r->n; k++) {
-    size_t seg = r->seg[k];
-    if (seg >= 2 * c->nk)
-      continue;
-    seen[seg] = 1;
-    if (r->rep[k] == NULL || r->rep[k]->body_case == AURALOG__ENVELOPE__BODY_ERROR)
-      bad[seg] = 1;
-  }
-  int ok = 1;
-  for (size_t p = 0; p < c->npgs && ok; p++) {
-    int good = 0, asked = 0;
-    for (size_t s = 0; s < NCOPIES; s++) {
-      size_t k = p * NCOPIES + s, nx = c->nk + k;
-      asked += seen[k];
-      good += seen[k] && !bad[k] && !(seen[nx] && bad[nx]);
-    }
-    ok = asked == 0 || good >= VW;   /* a PG this round asks nothing of: fine */
-  }
-  free(bad);
-  free(seen);
-  if (ok)
-    r->quorum_at = r->heard_at;  /* at the latest: the answer that completed it */
-  return ok;
-}
-
-/* May the nodes still owing this round answers be given up now? Only once
- * the round has what a recovery needs (has_quorum: a read quorum would do
- * for rounds 1 and 2, a write quorum for round 3; a write quorum serves
- * both), and only for a node not heard from (nor sent to) for twice as
- * long as that quorum took to gather, RCV_QUORUM_WAIT_MS at least: a host
- * that is gone or cut off (an AZ down, a partition) then costs a fraction
- * of a second, and a node merely slower than the others keeps its place.
- * What it decides is what waiting would have decided: the quorums, not
- * the wait, make a recovery right (the outlier of paper §2.1). A node
- * given up is sent nothing more in this recovery; gossip and the writer's
- * Appends bring it the truncation. */
-static int quorum_in_hand(struct rcv *c, unsigned long long now)
-{
-  struct round *r = &c->cur;
-  int owing = 0;
-  for (size_t k = 0; k < r->n && !owing; k++)
-    owing = r->rep[k] == NULL && !c->gone[r->node[k]];
-  if (!owing || !has_quorum(c))
-    return 0;
-  unsigned long long wait = 2 * (r->quorum_at - r->t0);
-  if (wait < RCV_QUORUM_WAIT_MS)
-    wait = RCV_QUORUM_WAIT_MS;
-  for (size_t k = 0; k < r->n; k++)
-    if (r->rep[k] == NULL && !c->gone[r->node[k]] && now - c->last[r->node[k]] < wait)
-      return 0;              /* heard lately: its answers may be on the way */
-  return 1;
-}
-
-/* Rule W: node i, connected, has been silent for its patience with
- * requests of the round unanswered. They go again (a partition may have
- * dropped them), and its patience doubles up to RCV_ANSWER_MAX_MS: a node
- * that is only slow gets each request a few times at most. Returns how
- * many went. */
-static size_t ask_again(struct rcv *c, size_t i, unsigned long long now)
-{
-  struct volume *v = c->v;
-  struct round *r = &c->cur;
-  size_t n = 0;
-  io_cork(v->io, v->nodes[i].c, 1);
-  for (size_t k = 0; k < r->n; k++)
-    if (r->node[k] == (int)i && r->sent[k] && r->rep[k] == NULL) {
-      io_send(v->io, v->nodes[i].c, r->req[k]);
-      n++;
-    }
-  io_cork(v->io, v->nodes[i].c, 0);
-  c->asked_again += n;
-  c->asked[i] = now;
-  c->patience[i] = 2 * c->patience[i] < RCV_ANSWER_MAX_MS ? 2 * c->patience[i]
-                                                          : RCV_ANSWER_MAX_MS;
-  return n;
-}
-
-/* What the round waits for, in a line (rcv_progress; the log). */
-static void say_progress(struct rcv *c, unsigned long long now)
-{
-  struct round *r = &c->cur;
-  char who[96] = "";
-  size_t len = 0, waiting = 0, answered = 0;
-  for (size_t i = 0; i < c->nn; i++) {
-    if (c->gone[i])
-      continue;
-    if (c->left[i] == 0) {
-      answered++;
-      continue;
-    }
-    waiting++;
-    if (len + 8 < sizeof who)
-      len += (size_t)snprintf(who + len, sizeof who - len, "%s%s", len ? " " : "",
-                              c->v->nodes[i].id);
-  }
-  snprintf(c->progress, sizeof c->progress, "round %s for %.1f s: waiting for %s (%zu "
-           "request%s); %zu node%s answered", round_name(c->phase), (now - r->t0) / 1000.0,
-           waiting ? who : "none", r->left, r->left == 1 ? "" : "s", answered,
-           answered == 1 ? "" : "s");
-}
-
-/* Nodes that never connected are given up; silent ones are asked again
- * (rule W); once the round has its quorum, the stragglers are given up. */
-void rcv_tick(struct rcv *c)
-{
-  if (c->phase >= R_DONE || c->cur.n == 0)
-    return;
-  unsigned long long now = io_now(c->v->io);
-  if (quorum_in_hand(c, now)) {
-    for (size_t k = 0; k < c->cur.n; k++)
-      if (c->cur.rep[k] == NULL && !c->gone[c->cur.node[k]]) {
-        loginfo("recovery: node %s has %s in %llu ms; every PG has a write quorum of "
-                "answers without it: going on", c->v->nodes[c->cur.node[k]].id,
-                c->cur.sent[k] ? "not answered" : "not connected",
-                now - c->last[c->cur.node[k]]);
-        give_up(c, (size_t)c->cur.node[k]);
-      }
-    step(c);
-    return;
-  }
-  for (size_t i = 0; i < c->nn; i++) {
-    int unsent = 0;
-    for (size_t k = 0; k < c->cur.n && !unsent; k++)
-      unsent = c->cur.node[k] == (int)i && !c->cur.sent[k];
-    if (c->gone[i])
-      continue;
-    if (unsent && now - c->last[i] > RCV_CONNECT_MS) {
-      give_up(c, i);          /* never connected (or not again): down */
-      continue;
-    }
-    unsigned long long quiet = c->last[i] > c->asked[i] ? c->last[i] : c->asked[i];
-    if (c->left[i] > 0 && c->v->nodes[i].up && c->v->nodes[i].c &&
-        now - quiet > c->patience[i]) {
-      size_t n = ask_again(c, i, now);
-      loginfo("recovery: round %s: node %s has not answered %zu request%s in %.1f s, and "
-              "some PG has no write quorum without it yet: asked again, waiting for it "
-              "(a slow node makes recovery slower, it does not fail it)", round_name(c->phase),
-              c->v->nodes[i].id, n, n == 1 ? "" : "s", (now - quiet) / 1000.0);
-    }
-  }
-  say_progress(c, now);
-  step(c);
-}
-
-void rcv_counts(const struct rcv *c, uint64_t *asked_again, uint64_t *restarted)
-{
-  *asked_again += c->asked_again;
-  *restarted += c->restarted;
-}
-
-/* What the recovery waits for, as of its last tick, for the engine's
- * reports ("" once over). */
-const char *rcv_progress(const struct rcv *c)
-{
-  if (c == NULL || c->phase >= R_DONE || c->cur.n == 0 ||
-      c->progress[0] == 0)
-    return "";
-  return c->progress;
 }
 
 /* The round in flight: 1 state, 2 scan, 3 adopt; 0 when over (for the
@@ -1262,7 +843,7 @@ void rcv_free(struct rcv *c)
 {
   if (c == NULL)
     return;
-  round_free(&c->cur, c->free_body);
+  rcv_round_free(&c->cur, c->free_body);
   for (size_t i = 0; i < c->nr; i++) {
     free((void *)c->rm[i].mtr_pg);
     free((void *)c->rm[i].mtr_last);
