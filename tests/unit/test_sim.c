@@ -725,10 +725,14 @@ static void failover_promotes_and_loses_nothing(void **state)
    * cache, node/store_rcache.c, changed none of the three.) And when an
    * Append began to carry the PG's last record at or below the VDL
    * (vdl_tail, for the backup: node/nbackup.c): every Append's bytes, so
-   * all three; the simulator's nodes back up nothing. */
+   * all three; the simulator's nodes back up nothing. And when the
+   * truncations a recovery's scans bring began to commit with the node's
+   * turn, answered after it (node/trunc.c): seed 1, whose recoveries
+   * carry earlier truncations to segments that lack them, changed; 2 and
+   * 3 did not. */
   static const struct {
     uint64_t seed, hash;
-  } before[] = {{1, 0xad9d716f16d2eecbull}, {2, 0xe3930de0140e6094ull}, {3, 0xd17a72162f06b342ull}};
+  } before[] = {{1, 0x013268968bd16b1full}, {2, 0xe3930de0140e6094ull}, {3, 0xd17a72162f06b342ull}};
   for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
     struct sim_opts o = opts(before[i].seed, ALL_FAULTS, 0);
     struct sim_result r;

@@ -333,6 +333,7 @@ static void scan(struct nfix *x, struct ep *r, uint64_t req, uint64_t epoch,
   env.body_case = SEG_QUERY;
   env.seg_query = &q;
   DELIVER(node_on_msg, x->n, r, &env);
+  node_end_turn(x->n);          /* a scan is answered with the turn's commit (trunc.c) */
 }
 
 static void refused_on_truncate_append_and_scan(void **state)
