@@ -535,6 +535,25 @@ static void append_trunc_pg(struct nfix *x, struct ep *r, uint64_t req, uint32_t
   DELIVER(node_on_msg, x->n, r, &env);
 }
 
+/* One request to each of x's first npg segments, by send (req0 + pg),
+ * all in one turn: staged, so nothing is answered before its commit. */
+static void to_every_pg(struct nfix *x, struct ep *r, uint64_t req0, uint32_t npg,
+                        void (*send)(struct nfix *, struct ep *, uint64_t, uint32_t))
+{
+  for (uint32_t pg = 0; pg < npg; pg++)
+    send(x, r, req0 + pg, pg);
+  assert_int_equal(count(&x->f, r, 0), 0);
+}
+
+/* The node dies and starts again on its disk, and hears its segments (and
+ * the coordinator's key) again. */
+static void restart_node(struct nfix *x, uint32_t npg)
+{
+  node_crash(x);
+  node_boot(x);
+  assign_pgs(x, 0, npg, 0);
+}
+
 /* A recovery asks every segment of the volume at once, and a node may
  * host a segment of each of 1,000 PGs. Each fence and each truncation
  * used to be a synced commit of its own (a truncation two: a checkpoint
@@ -559,17 +578,11 @@ static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
   struct ep *r = ep_new(&x.f, "w2:1");
 
   /* Round 1: NPG fences, staged, unanswered; a crash loses them all. */
-  for (uint32_t pg = 0; pg < NPG; pg++)
-    seg_query_pg(&x, r, 1000 + pg, pg);
-  assert_int_equal(count(&x.f, r, 0), 0);
-  node_crash(&x);
-  node_boot(&x);
-  assign_pgs(&x, 0, NPG, 0);    /* the coordinator's key, again */
+  to_every_pg(&x, r, 1000, NPG, seg_query_pg);
+  restart_node(&x, NPG);
   assert_int_equal(node_find_seg(x.n, VOL, NPG - 1)->epoch, 2);
   uint64_t c0 = x.n->st.commits;
-  for (uint32_t pg = 0; pg < NPG; pg++)
-    seg_query_pg(&x, r, 1000 + pg, pg);
-  assert_int_equal(count(&x.f, r, 0), 0);
+  to_every_pg(&x, r, 1000, NPG, seg_query_pg);
   node_end_turn(x.n);
   assert_int_equal(x.n->st.commits - c0, 1);
   assert_int_equal(count(&x.f, r, SEG_INFO), NPG);
@@ -583,17 +596,11 @@ static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
   /* Round 2: NPG scans, each installing the earlier truncation: staged,
    * unanswered, and lost to a crash before the turn's commit; then one
    * commit, and every scan answered after it, from a chain it cleaned. */
-  for (uint32_t pg = 0; pg < NPG; pg++)
-    scan_pg(&x, r, 1500 + pg, pg);
-  assert_int_equal(count(&x.f, r, 0), 0);
-  node_crash(&x);
-  node_boot(&x);
-  assign_pgs(&x, 0, NPG, 0);
+  to_every_pg(&x, r, 1500, NPG, scan_pg);
+  restart_node(&x, NPG);
   assert_int_equal(node_find_seg(x.n, VOL, NPG - 1)->ntruncs, 0);
   c0 = x.n->st.commits;
-  for (uint32_t pg = 0; pg < NPG; pg++)
-    scan_pg(&x, r, 1500 + pg, pg);
-  assert_int_equal(count(&x.f, r, 0), 0);
+  to_every_pg(&x, r, 1500, NPG, scan_pg);
   node_end_turn(x.n);
   assert_int_equal(x.n->st.commits - c0, 1);
   assert_int_equal(count(&x.f, r, SEG_INFO), NPG);
@@ -604,17 +611,13 @@ static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
     assert_int_equal(si->seg_info->truncs[0]->epoch, 2);
     assert_int_equal(si->seg_info->n_recs, 2);   /* records 1 and 2: of epoch 2, not cut */
   }
-  node_crash(&x);
-  node_boot(&x);
-  assign_pgs(&x, 0, NPG, 0);
+  restart_node(&x, NPG);
   assert_int_equal(node_find_seg(x.n, VOL, NPG - 1)->ntruncs, 1);
 
   /* The last round: NPG truncations, each with its first record, in one
    * commit; acknowledged after it, record 2 cut and 101 chained on 1. */
   c0 = x.n->st.commits;
-  for (uint32_t pg = 0; pg < NPG; pg++)
-    append_trunc_pg(&x, r, 2000 + pg, pg);
-  assert_int_equal(count(&x.f, r, 0), 0);
+  to_every_pg(&x, r, 2000, NPG, append_trunc_pg);
   node_end_turn(x.n);
   assert_int_equal(x.n->st.commits - c0, 1);
   for (uint32_t pg = 0; pg < NPG; pg++) {
@@ -623,9 +626,7 @@ static void a_recovery_of_many_pgs_costs_one_commit_a_turn(void **state)
     assert_int_equal(ack->append_ack->scl, 101);
   }
   /* Durable: after a crash, every segment holds 1 and 101, not 2. */
-  node_crash(&x);
-  node_boot(&x);
-  assign_pgs(&x, 0, NPG, 0);
+  restart_node(&x, NPG);
   for (uint32_t pg = 0; pg < NPG; pg++) {
     struct segment *s = node_find_seg(x.n, VOL, pg);
     assert_int_equal(s->epoch, 3);
