@@ -197,7 +197,7 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define VOL_TICK_MS     100     /* the writer's timer: expire, reconnect, resend */
 #define RCV_CONNECT_MS  1000    /* recovery gives up a node not connected by then ... */
 #define RCV_ANSWER_MS   2000    /* a node silent this long with requests unanswered is asked
-                                 * again, never given up for it (open.c rule W) ... */
+                                 * again, never given up for it (rcvround.c rule W) ... */
 #define RCV_ANSWER_MAX_MS 4000  /* ... then after twice as long, up to this (a partition that
                                  * heals is heard within it: the simulator's SIM_HEAL_MS) */
 #define RCV_QUORUM_WAIT_MS 100  /* ... or not heard from this long (and twice the time the

@@ -119,7 +119,7 @@ static int engine_up(const Auralog__Status *st)
 }
 
 /* "up", "down", or "recovering": the writer of the volume's epoch is
- * still in its recovery (vfs/open.c rule W; its last serving report, if
+ * still in its recovery (vfs/rcvround.c rule W; its last serving report, if
  * any, is an older engine's). */
 static const char *engine_state(const Auralog__Status *st)
 {

@@ -19,7 +19,7 @@
  * per epoch that recovered, for as long as it lives; the table shows the
  * newest few and how many there are (the JSON has them all).
  *
- * A writer still recovering (vfs/open.c rule W) shows what it waits for:
+ * A writer still recovering (vfs/rcvround.c rule W) shows what it waits for:
  * "recovering", the round, the nodes owing answers, how long.
  *
  * Interface (status.h): status_log_json adds "recovering" (while so),

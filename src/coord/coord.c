@@ -642,7 +642,7 @@ static void on_engine_stat(struct coord *co, struct ep *c, const Env *env)
     return;                 /* roles.c R4: not the writer's word (nor the journal's) */
   }
   if (es->recovering && es->recovering[0]) {
-    /* A recovery's progress (vfs/open.c rule W): for status only; it is no
+    /* A recovery's progress (vfs/rcvround.c rule W): for status only; it is no
      * report of a serving writer, and the journal keeps none. */
     if (es->epoch == (*slot)->epoch) {
       snprintf(r->recovering, sizeof r->recovering, "%s", es->recovering);

@@ -685,6 +685,9 @@ int wire_check(const Env *e, char *why, size_t whylen)
         return bad(why, whylen, "engine report with a bad replica address");
     if (!text_ok(e->engine_stat->data_loss, 512))
       return bad(why, whylen, "engine report with a data-loss line that is not plain text");
+    if (!text_ok(e->engine_stat->recovering, 200))
+      return bad(why, whylen, "engine report with a recovery progress line that is not plain "
+                 "text");
     return check_ddl_notes(e->engine_stat, why, whylen);
   case AURALOG__ENVELOPE__BODY_DROP_VOLUME:
     if (!wire_name_ok(e->drop_volume->name))

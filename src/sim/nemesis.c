@@ -118,7 +118,7 @@
  *                    object back, so nothing else sees it
  *   (These three only in runs with the store: --faults backup, world.h.)
  *   slow-recovery    the writer dies and restarts into a recovery that
- *                    must wait (vfs/open.c rule W): half the time an AZ and
+ *                    must wait (vfs/rcvround.c rule W): half the time an AZ and
  *                    one more node answer 2.2-4 s late, past RCV_ANSWER_MS,
  *                    so no round has a write quorum without one of them
  *                    and each must wait, asking again; half the time the

@@ -354,7 +354,7 @@ size_t sim_shrink(const struct sim_opts *o0, struct fault_ev *s, size_t n, int v
 /* What a range of seeds added up to. */
 struct tally {
   uint64_t seeds, failed, steps, sim_ms, tx, acked, reads, recov;
-  uint64_t rcv_again, rcv_restarted;   /* recovery's rule W (vfs/open.c) */
+  uint64_t rcv_again, rcv_restarted;   /* recovery's rule W (vfs/rcvround.c) */
   uint64_t faults[F_NKINDS];
   uint64_t bg[8];            /* coalesced, gc'd records, scrubbed, damage, repaired, catch-ups,
                               * truncations refused, forgotten (rule TF) */

@@ -173,7 +173,7 @@ struct sim_result {
   uint64_t steps, sim_ms, hash;
   uint64_t tx_shipped, tx_acked, tx_unknown, tx_truncated, reads_checked;
   uint64_t recoveries, recoveries_interrupted;
-  /* Recovery's rule W (vfs/open.c): requests asked again of silent nodes,
+  /* Recovery's rule W (vfs/rcvround.c): requests asked again of silent nodes,
    * attempts ended because a node given up came back. */
   uint64_t rcv_asked_again, rcv_restarted, rcv_failed;   /* ... and attempts that failed */
   uint64_t data_loss_alarms;  /* --beyond: true alarms (vfs/open.c), each a run's end */

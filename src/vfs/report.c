@@ -53,7 +53,7 @@ void vol_report(struct volume *v)
   conn_send(v->drv->coord_conn, &env);
 }
 
-/* While the volume recovers: what the recovery waits for (open.c rule W),
+/* While the volume recovers: what the recovery waits for (rcvround.c rule W),
  * so that `auralog status` can say why a slow open is slow. Nothing else:
  * the core has no VDL to report yet. */
 void vol_report_recovering(struct volume *v)

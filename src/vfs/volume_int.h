@@ -404,7 +404,7 @@ void read_dispatch(struct volume *v, struct readreq *r);
 void read_done(struct volume *v, struct readreq *r, const Env *env);
 void read_reap(struct volume *v);
 
-/* Recovery (open.c, paper §4.3), a state machine in the core: with
+/* Recovery (open.c and rcvround.c, paper §4.3), a state machine in the core: with
  * v->epoch the new epoch and v's PGs and nodes from the volume's
  * description, rcv_start asks every segment of npgs PGs; the core routes
  * its events here while v->rcv is set; rcv_result says when it is over:
@@ -421,7 +421,7 @@ void rcv_tick(struct rcv *c);
 int rcv_result(const struct rcv *c, char *why, size_t whylen);
 int rcv_round(const struct rcv *c);
 const char *rcv_progress(const struct rcv *c);
-/* Adds what rule W did (open.c) to the counts: requests asked again of
+/* Adds what rule W did (rcvround.c) to the counts: requests asked again of
  * silent nodes, and 1 if a node's return ended the attempt. */
 void rcv_counts(const struct rcv *c, uint64_t *asked_again, uint64_t *restarted);
 int rcv_error(const struct rcv *c);

@@ -242,6 +242,29 @@ static void test_check_replica_messages(void **state)
   check_is(&env, ERR_NONE);
 }
 
+/* A recovering writer's progress line (vfs/rcvround.c rule W) goes to
+ * status as it is: one plain line of at most 200 bytes, or refused. */
+static void test_check_engine_recovering(void **state)
+{
+  (void)state;
+  Env env = AURALOG__ENVELOPE__INIT;
+  Auralog__EngineStat es = AURALOG__ENGINE_STAT__INIT;
+  es.volume = "main";
+  es.addr = "127.0.0.1:7500";
+  es.epoch = 2;
+  es.recovering = "round 1 of 3 (fencing, state) for 2.0 s: waiting for A1 (1 request)";
+  env.body_case = AURALOG__ENVELOPE__BODY_ENGINE_STAT;
+  env.engine_stat = &es;
+  check_is(&env, ERR_NONE);
+  es.recovering = "round 1\nengine up";
+  check_is(&env, ERR_BAD_MSG);
+  char longer[300];
+  memset(longer, 'x', sizeof longer - 1);
+  longer[sizeof longer - 1] = 0;
+  es.recovering = longer;
+  check_is(&env, ERR_BAD_MSG);
+}
+
 static void test_check_no_body(void **state)
 {
   (void)state;
@@ -529,6 +552,7 @@ int main(void)
     cmocka_unit_test(test_check_register),
     cmocka_unit_test(test_check_open_volume),
     cmocka_unit_test(test_check_replica_messages),
+    cmocka_unit_test(test_check_engine_recovering),
     cmocka_unit_test(test_check_no_body),
     cmocka_unit_test(test_check_unknown_field_zero),
     cmocka_unit_test(test_check_unknown_field_nested),

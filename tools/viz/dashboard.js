@@ -408,7 +408,7 @@ function drawFaults(st, now) {
     if (isUp(n) && n.stale) items.push(["stale", n.id + " serves stale pages"]);
     if (isUp(n) && n.no_gossip) items.push(["gossip-off", n.id + " gossip off"]);
   }
-  /* A writer in its recovery says what it waits for (vfs/open.c rule W). */
+  /* A writer in its recovery says what it waits for (vfs/rcvround.c rule W). */
   if (st.engine.state === "recovering")
     items.push(["recovering", "writer recovering: " + (st.recovering || "")]);
   else if (st.engine.state !== "up") items.push(["down", "writer down (no report)"]);
