@@ -166,8 +166,8 @@ int node_trunc_auth(struct node *n, const struct segment *s, const struct trunc 
 
 /* Answer with the segment's state; tail: its highest record <= upto. For
  * a scan, also the records above `after`, at most max of them. */
-static void reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
-                       uint64_t upto, int scan, uint64_t after, size_t max)
+void node_reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
+                     uint64_t upto, int scan, uint64_t after, size_t max)
 {
   Env env = AURALOG__ENVELOPE__INIT;
   Auralog__SegInfo si = AURALOG__SEG_INFO__INIT;
@@ -227,12 +227,6 @@ static int flush_now(struct node *n, struct ep *c, uint64_t req)
   return rc;
 }
 
-void node_reply_info(struct node *n, struct ep *c, uint64_t req, struct segment *s,
-                     uint64_t upto, int scan, uint64_t after, size_t max)
-{
-  reply_info(n, c, req, s, upto, scan, after, max);
-}
-
 /* Raise s's epoch to epoch, durably, before answering (§4.3: asking
  * fences older writers). Returns 0, or an error already sent to c.
  *
@@ -285,7 +279,7 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
     if (n->st.txn != NULL)
       node_defer(n, (struct staged){c, req, s, 0, 0, 1, s->vdl});
     else
-      reply_info(n, c, req, s, s->vdl, 0, 0, 0);
+      node_reply_info(n, c, req, s, s->vdl, 0, 0, 0);
     return;
   }
   /* A scan: first every truncation the recovery learned from the read
@@ -306,7 +300,7 @@ void node_on_seg_query(struct node *n, struct ep *c, uint64_t req,
   if (n->st.txn != NULL)
     node_defer(n, (struct staged){c, req, s, 0, 0, 2, q->from, q->after, (uint32_t)max});
   else
-    reply_info(n, c, req, s, q->from, 1, q->after, max);
+    node_reply_info(n, c, req, s, q->from, 1, q->after, max);
 }
 
 /* Is a refused range skipped (the others go in), or the answer? A scan's
@@ -514,5 +508,5 @@ void node_on_truncate(struct node *n, struct ep *c, uint64_t req,
   if (n->st.txn != NULL)
     node_defer(n, (struct staged){c, req, s, 0, 0, 1, tq->from});
   else
-    reply_info(n, c, req, s, tq->from, 0, 0, 0);
+    node_reply_info(n, c, req, s, tq->from, 0, 0, 0);
 }

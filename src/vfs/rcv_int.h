@@ -48,10 +48,8 @@ struct rcv {
    * and the silence it is allowed before they go again (rule W). */
   unsigned long long *asked, *patience;
   size_t nn;
-  /* What the round waits for, for the engine's reports (rcv_progress);
-   * when the log last said so. */
+  /* What the round waits for, for the engine's reports (rcv_progress). */
   char progress[160];
-  unsigned long long said_at;
   /* Rule W at work, for the simulator's counts (rcv_counts): requests
    * asked again of silent nodes; 1 if a returning node ended it. */
   uint64_t asked_again, restarted;

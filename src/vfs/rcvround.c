@@ -78,7 +78,6 @@ void rcv_round_free(struct round *r, void (*free_body)(Env *))
   memset(r, 0, sizeof *r);
 }
 
-
 /* Send node i's requests of the round in flight, if it is up. */
 static void send_node(struct rcv *c, size_t i)
 {
@@ -98,7 +97,6 @@ static void send_node(struct rcv *c, size_t i)
   io_cork(v->io, v->nodes[i].c, 0);
   c->last[i] = c->asked[i] = io_now(v->io);
 }
-
 
 /* Give node i up: its requests count as unanswered, now and later. */
 static void give_up(struct rcv *c, size_t i)
@@ -132,14 +130,12 @@ void rcv_ask(struct rcv *c, void (*free_body)(Env *))
     c->patience[i] = RCV_ANSWER_MS;
   }
   c->progress[0] = 0;
-  c->said_at = now;
   for (size_t k = 0; k < r->n; k++)
     if (!c->gone[r->node[k]])
       r->left++;
   for (size_t i = 0; i < c->nn; i++)
     send_node(c, i);
 }
-
 
 /* The answer to one of this recovery's requests? (0: not ours.) */
 int rcv_on_msg(struct rcv *c, const Env *env)
