@@ -706,6 +706,11 @@ int engine_main(int argc, char **argv)
     die("engine: --file is for --baseline");
   if (reads && E.baseline)
     die("engine: --reads is for a volume, not for --baseline");
+  /* A baseline is stock SQLite on a local file: it belongs to no cluster,
+   * so it does not look for one (AURALOG_DIR may name a directory whose
+   * cluster is gone, and bench runs baselines with no cluster at all). */
+  if (E.baseline && (coord == NULL || !*coord))
+    coord = COORD_ADDR_DEFAULT;
   coord = addr_coord(coord);
   char why[256];
   struct sockaddr_in sa;
