@@ -34,7 +34,7 @@ static const struct cmd cmds[] = {
   {"replica", replica_main, "run a read replica: read-only SQL on the writer's volume"},
   {"node", node_main, "run a storage node; node add|drain|replace: change a cluster's nodes"},
   {"sim", sim_main, "the deterministic simulator: the whole cluster, seeded faults, checks"},
-  {"bench", bench_main, "measure: bench append (durable appends into one node)"},
+  {"bench", bench_main, "measure auralog beside SQLite: commits, recovery, replicas, repair, backup"},
 };
 
 static void usage(FILE *f)
