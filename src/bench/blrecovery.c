@@ -62,12 +62,13 @@
 #include "lib/log.h"
 
 #define BLR_SIZES_WHY                                                                      \
-  "seed 003 measured 1, 5 and 50 GB (a 50x span) on Aurora's hardware; here 16 MiB, 128 MiB " \
-  "and 1 GiB (64x): the largest is the seed's smallest point, which fills in about half a "  \
-  "minute on 2 cores (~1.8 MB of events a transaction) and whose six copies in the binlog "  \
-  "PG (enhanced: ~6 GiB of the nodes' disk) fit here; 50 GB would take ~25 minutes and "     \
-  "300 GB of disk. What carries over is the shape: whether recovery grows with the binlog, " \
-  "and community's scan rate (so its time at 50 GB)"
+  "seed 003 measured 1, 5 and 50 GB (a 50x span) on Aurora's hardware; by default here 16 "  \
+  "MiB, 128 MiB and 1 GiB (64x; --sizes chooses others): the largest is the seed's "         \
+  "smallest point, which fills in about half a minute on 2 cores (~1.8 MB of events a "      \
+  "transaction) and whose six copies in the binlog PG (enhanced: ~6 GiB of the nodes' "      \
+  "disk) fit here; 50 GB would take ~25 minutes and 300 GB of disk. What carries over is "   \
+  "the shape: whether recovery grows with the binlog, and community's scan rate (so its "    \
+  "time at 50 GB)"
 
 struct blr_run BLR;
 

@@ -54,6 +54,7 @@ void bench_note(const struct opts *o, const struct result *rs, cJSON *cond,
                 const char *caller_key)
 {
   char cj[1200], kp[1200], coord[ADDR_MAX_LEN + 1], why[400];
+  fflush(stdout);            /* the table before this line, in a file with 2>&1 too */
   bench_dir(cj, sizeof cj, "cluster.json");
   if (coord_of(coord, sizeof coord) != 0) {
     fprintf(stderr, "results not noted in a cluster's journal: no cluster in %s "
@@ -124,6 +125,7 @@ void bench_note(const struct opts *o, const struct result *rs, cJSON *cond,
 void bench_note_each(Auralog__BenchNote *notes, int n, cJSON *cond, const char *caller_key)
 {
   char cj[1200], kp[1200], coord[ADDR_MAX_LEN + 1], why[400];
+  fflush(stdout);            /* the table before this line, in a file with 2>&1 too */
   bench_dir(cj, sizeof cj, "cluster.json");
   if (coord_of(coord, sizeof coord) != 0) {
     fprintf(stderr, "results not noted in a cluster's journal: no cluster in %s "

@@ -15,6 +15,7 @@
  * reference answers, so they are written nowhere in the student's tree.
  */
 #include <ctype.h>
+#include <strings.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -117,7 +118,12 @@ static double num(struct labctx *x, const char *key)
 
 /* ---- answers --------------------------------------------------------------- */
 
-/* The student's answer to key, trimmed and lower-cased, or NULL. */
+/* The student's answer to key, trimmed and lower-cased, or NULL. The
+ * handout asks for `key: value` lines; people also write `key = value`,
+ * `Key=value`, indent a line or quote a word, and each of those is read
+ * the same (else it grades as "no answer", with nothing to say why).
+ * The key must be whole: bytes_per_txn_total is not bytes_per_txn. The
+ * last line naming key wins. */
 static const char *answer(struct labctx *x, const char *key)
 {
   static char val[256];
@@ -127,19 +133,32 @@ static const char *answer(struct labctx *x, const char *key)
   if (f == NULL)
     return NULL;
   size_t kl = strlen(key);
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
-      const char *v = line + kl + 1;
-      while (*v == ' ' || *v == '\t')
-        v++;
-      size_t i = 0;
-      for (; v[i] && v[i] != '\n' && i + 1 < sizeof val; i++)
-        val[i] = (char)tolower((unsigned char)v[i]);
-      while (i > 0 && isspace((unsigned char)val[i - 1]))
-        i--;
-      val[i] = 0;
-      found = val;
+  while (fgets(line, sizeof line, f)) {
+    const char *v = line;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    if (strncasecmp(v, key, kl) != 0)
+      continue;
+    v += kl;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    if (*v != ':' && *v != '=')
+      continue;
+    v++;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    size_t i = 0;
+    for (; v[i] && v[i] != '\n' && i + 1 < sizeof val; i++)
+      val[i] = (char)tolower((unsigned char)v[i]);
+    while (i > 0 && isspace((unsigned char)val[i - 1]))
+      i--;
+    val[i] = 0;
+    if (i >= 2 && (val[0] == '"' || val[0] == '\'' || val[0] == '`') && val[i - 1] == val[0]) {
+      memmove(val, val + 1, i - 2);
+      val[i - 2] = 0;
     }
+    found = val;
+  }
   fclose(f);
   return found;
 }

@@ -337,6 +337,34 @@ static void lab1_wrong_is_not_missing(void **state)
   unload(&x);
 }
 
+/* An answers file as people write one, tried as a new student would:
+ * `key = value`, `key=value`, a capitalised key, an indented line, a word
+ * in quotes. Each is read as the `key: value` the handout shows; once
+ * every one of these read as "no answer", with nothing to say why. */
+static void answers_as_people_write_them(void **state)
+{
+  (void)state;
+  const char *forms[] = {"bytes_per_txn = 5000\n", "bytes_per_txn=5000\n",
+                         "Bytes_Per_Txn: 5000\n", "  bytes_per_txn : 5000\n",
+                         "bytes_per_txn: \"5000\"\n"};
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    struct labctx x;
+    answer(forms[i]);
+    load(&x, l1_before, l1_window, 1);
+    run(&x, check1);
+    if (strstr(report, "[wrong] bytes_per_txn") == NULL)
+      fail_msg("'%s' was not read as an answer:\n%s", forms[i], report);
+    unload(&x);
+  }
+  /* A key that only begins like another is not it. */
+  struct labctx x;
+  answer("bytes_per_txn_total: 5000\n");
+  load(&x, l1_before, l1_window, 1);
+  run(&x, check1);
+  says("[missing] bytes_per_txn");
+  unload(&x);
+}
+
 static int setup(void **state)
 {
   (void)state;
@@ -358,6 +386,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(lab7_read_then_stall),
+    cmocka_unit_test(answers_as_people_write_them),
     cmocka_unit_test(lab7_stall_then_read),
     cmocka_unit_test(lab7_promotion_first),
     cmocka_unit_test(lab7_durable_after_all_fails),
