@@ -51,7 +51,7 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(filter-out $(CORE_SRC_REF),$(CORE_SRC)
             $(REF_OBJ) $(B)/obj/gen/auralog.pb-c.o $(B)/obj/gen/dashboard.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-UNIT := log wire record backup segment gossip nodemember hydrate placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim timeline cores wcore wmember netio auth authority pages hotlog scale rapply failover truncbound sqlwords submitbody assign labcheck statuslog membership tforget capture blfile rollforward blconsume
+UNIT := log wire record backup segment gossip nodemember hydrate placement diff quorum recovery cache viz hist volume pagelsn lease kv simnet meta sim wirecheck wirebounds rectrunc kvdisk vizsim timeline cores wcore wmember netio netconn auth authority pages hotlog scale rapply failover truncbound sqlwords submitbody assign labcheck statuslog membership tforget capture blfile rollforward blconsume
 INTEG := backup objstore member repair cluster engine faults dataloss labs lab07 lab08 lab09 lab10 lab11 lab12 lab13 blcommunity bldiff blfaults dashboard viz pictures bench benchrec benchrepair benchbackup benchbinlog crash safety reads badinput auth sandbox pagecheck scale storage replica longread failover netns grade roles export submit mutants livepics binlog blconsume
 # A student repository (auralog lab export) leaves the instructor's tests
 # out (labs/instructor-only): test what is there.

@@ -168,9 +168,65 @@ int conn_send(struct conn *c, const Env *env)
   return conn_send_sized(c, env, &len);
 }
 
-/* Hand n frames to libuv in one write. bufs is a malloc'd array the write
- * then owns, or (n == 1) any buf, copied. */
+static int write_queued(struct conn *c, uv_buf_t *bufs, unsigned n);
+
+static void free_bufs(uv_buf_t *bufs, unsigned n)
+{
+  for (unsigned i = 0; i < n; i++)
+    free(bufs[i].base);
+  if (n > 1)
+    free(bufs);
+}
+
+/* Hand n frames to the socket in one write. bufs is a malloc'd array the
+ * write then owns, or (n == 1) any buf, copied.
+ *
+ * The write is tried at once, with no request (uv_try_write): a socket
+ * with room, nearly always, takes it whole, and then there is no
+ * uv_write_t to allocate, no callback on the next turn, and no epoll_ctl
+ * (libuv re-arms a stream's watcher after every uv_write it completes:
+ * one more syscall per write, on every node turn and every engine ship).
+ * What the socket did not take goes by uv_write, copied into one buffer
+ * (rare: a full socket). Order is kept: libuv refuses a try while a
+ * uv_write is queued on the stream (UV_EAGAIN), so a frame never passes
+ * one queued before it. */
 static int write_bufs(struct conn *c, uv_buf_t *bufs, unsigned n)
+{
+  int done = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+  if (done > 0) {
+    size_t total = 0, off = (size_t)done;
+    for (unsigned i = 0; i < n; i++)
+      total += bufs[i].len;
+    if (off >= total) {
+      free_bufs(bufs, n);
+      return 0;
+    }
+    char *rest = malloc(total - off);
+    if (rest == NULL) {
+      free_bufs(bufs, n);
+      conn_close(c);
+      return -1;
+    }
+    size_t at = 0, seen = 0;
+    for (unsigned i = 0; i < n; i++) {
+      size_t len = bufs[i].len, skip = off > seen ? off - seen : 0;
+      if (skip < len) {
+        memcpy(rest + at, bufs[i].base + skip, len - skip);
+        at += len - skip;
+      }
+      seen += len;
+    }
+    free_bufs(bufs, n);
+    uv_buf_t b = uv_buf_init(rest, (unsigned)at);
+    return write_queued(c, &b, 1);
+  }
+  /* UV_EAGAIN (nothing taken, or a write queued before it), or an error
+   * the queued write then reports as before. */
+  return write_queued(c, bufs, n);
+}
+
+/* The same, queued with libuv: it writes when the socket has room. */
+static int write_queued(struct conn *c, uv_buf_t *bufs, unsigned n)
 {
   struct wreq *w = malloc(sizeof *w);
   if (w != NULL) {
@@ -185,10 +241,7 @@ static int write_bufs(struct conn *c, uv_buf_t *bufs, unsigned n)
       return 0;
     free(w);
   }
-  for (unsigned i = 0; i < n; i++)
-    free(bufs[i].base);
-  if (n > 1)
-    free(bufs);
+  free_bufs(bufs, n);
   conn_close(c);
   return -1;
 }
