@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/conf.h"
 #include "lab/lab.h"
@@ -163,6 +164,20 @@ static const char *answer(struct labctx *x, const char *key)
   return found;
 }
 
+/* What to say of a key with no answer: none in the file, or no file at
+ * all. A student who wrote the file where a handout's ~/.auralog says,
+ * while AURALOG_DIR names another directory, must be told which file the
+ * check reads (once only "no answer", six times over, with nothing to
+ * say why). */
+static const char *no_answer(struct labctx *x)
+{
+  static char why[sizeof x->answers + 64];
+  if (access(x->answers, F_OK) == 0)
+    return "no answer";
+  snprintf(why, sizeof why, "no answer: there is no %s", x->answers);
+  return why;
+}
+
 /* A numeric answer in [lo, hi] (the measured value is ref). The whole
  * answer must be the number: "2 or 3" is not 2. A ref that is not a
  * number, or negative (every value a lab asks is a count, an LSN, an
@@ -187,9 +202,9 @@ void want_num(struct labctx *x, const char *key, double lo, double hi, double re
   int good = known && isnum && v >= lo && v <= hi;
   if (!known)
     ok(x, 0, "%s: %s (%s; nothing measured to compare it with: a step above is missing)", key,
-       what, a ? a : "no answer");
+       what, a ? a : no_answer(x));
   else if (a == NULL)
-    ok(x, 0, "%s: %s (no answer)", key, what);
+    ok(x, 0, "%s: %s (%s)", key, what, no_answer(x));
   else if (!isnum)
     bad(x, "%s: %s (%s: the answer is one number alone)", key, what, a);
   else if (!good)
@@ -212,7 +227,7 @@ void want_word(struct labctx *x, const char *key, const char *want, const char *
   if (a && strcmp(a, want) != 0)
     bad(x, "%s: %s, one of %s (%s: not the right one)", key, what, choices, a);
   else
-    ok(x, a != NULL, "%s: %s, one of %s (%s)", key, what, choices, a ? a : "no answer");
+    ok(x, a != NULL, "%s: %s, one of %s (%s)", key, what, choices, a ? a : no_answer(x));
 }
 
 /* ---- history ---------------------------------------------------------------- */

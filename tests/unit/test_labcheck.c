@@ -356,6 +356,19 @@ static void answers_as_people_write_them(void **state)
       fail_msg("'%s' was not read as an answer:\n%s", forms[i], report);
     unload(&x);
   }
+  /* No answers file at all (written where the handout's ~/.auralog said,
+   * with AURALOG_DIR elsewhere): the check names the file it reads. */
+  {
+    struct labctx y;
+    unlink(answers);
+    load(&y, l1_before, l1_window, 1);
+    run(&y, check1);
+    char want[600];
+    snprintf(want, sizeof want, "(no answer: there is no %s)", answers);
+    says(want);
+    unload(&y);
+    answer("");
+  }
   /* A key that only begins like another is not it. */
   struct labctx x;
   answer("bytes_per_txn_total: 5000\n");
