@@ -399,11 +399,14 @@ static void storage_table(const Auralog__Status *st, FILE *f)
     }
     if (nseg == 0)
       continue;
-    fprintf(f, "  %-6s %8llu %7llu  %-7.1f %-7llu %-9llu %-12llu %-8llu %llu/%-13llu %u\n",
+    /* A node that is down keeps the row of its last report: say so, or
+     * its frozen figures read as a live node's. */
+    fprintf(f, "  %-6s %8llu %7llu  %-7.1f %-7llu %-9llu %-12llu %-8llu %llu/%-13llu %u%s\n",
             n->id, (unsigned long long)recs, (unsigned long long)unmat, bytes / 1048576.0,
             (unsigned long long)pgmrpl, (unsigned long long)gc, (unsigned long long)oldest,
             (unsigned long long)damaged, (unsigned long long)n->damage_found,
-            (unsigned long long)n->repaired, n->max_apply);
+            (unsigned long long)n->repaired, n->max_apply,
+            n->up ? "" : "  (down: as it last reported)");
   }
 }
 

@@ -133,14 +133,19 @@ void check8(struct labctx *x)
   const char *node = h.drop ? fstr(h.drop, "node") : "";
   ok(x, h.drop != NULL, "a node lost Appends (`auralog fault drop`)%s%s", node[0] ? ": " : "",
      node);
-  ok(x, h.hole != NULL, "its segment held records above a hole%s",
-     shown(h.hole != NULL, ": pg %.0f's SCL %.0f below its max_lsn %.0f, for %.0f ms or more",
-           fnum(h.hole, "pg"), fnum(h.hole, "scl"), fnum(h.hole, "max_lsn"), fnum(h.hole, "ms")));
+  /* How long it was open: the fill says (the hole's own line is written
+   * once it has been open JN_HOLE_MS, so its ms is only a lower bound). */
+  ok(x, h.hole != NULL, "its segment held records above a hole%s%s",
+     shown(h.hole != NULL, ": pg %.0f's SCL %.0f below its max_lsn %.0f", fnum(h.hole, "pg"),
+           fnum(h.hole, "scl"), fnum(h.hole, "max_lsn")),
+     h.fill ? shown(1, ", open %.1f s until it was filled", fnum(h.fill, "ms") / 1000)
+            : shown(h.hole != NULL, ", open %.1f s or more", fnum(h.hole, "ms") / 1000));
   ok(x, h.gossip_on, "the node's gossip was turned back on (`auralog fault gossip %s on`)",
      node[0] ? node : "C1");
   ok(x, h.fill && fnum(h.fill, "gossip_msgs") > 0, "gossip with its PG peers filled the hole%s",
-     shown(h.fill != NULL, ": the SCL jumped from %.0f to %.0f (%.0f gossip messages)",
-           fnum(h.fill, "from"), fnum(h.fill, "scl"), fnum(h.fill, "gossip_msgs")));
+     shown(h.fill != NULL, ": the SCL jumped from %.0f to %.0f (%.0f gossip message%s)",
+           fnum(h.fill, "from"), fnum(h.fill, "scl"), fnum(h.fill, "gossip_msgs"),
+           h.fill && fnum(h.fill, "gossip_msgs") == 1 ? "" : "s"));
 
   struct l8gc g;
   find_hold(x, &g);
@@ -151,8 +156,9 @@ void check8(struct labctx *x)
      "it was held%s", shown(g.held >= 0, " (pg 0's highest: %.0f)", g.gc_max_held));
   ok(x, g.held >= 0 && g.after_lo > g.held && g.gc_after > g.held, "after the reader ended, the "
      "PGMRPL moved on and GC freed past the old point%s%s",
-     shown(g.held >= 0 && g.after_lo > g.held, " (PGMRPL %.0f, GC point %.0f)", g.after_lo,
-           g.gc_after),
+     shown(g.held >= 0 && g.after_lo > g.held, " (the PGMRPL moved to %.0f%s, and pg 0's "
+           "GC point reached %.0f)", g.after_lo,
+           g.after_hi > g.after_lo ? shown(1, ", then %.0f", g.after_hi) : "", g.gc_after),
      shown(g.held >= 0 && g.after_lo <= g.held, " (the PGMRPL stayed at %.0f)", g.held));
   ok(x, g.coalesced > 0 && g.versions > 0, "records were coalesced into page versions (%.0f "
      "made by the nodes; pg 0's segments keep %.0f)", g.coalesced, g.versions);
