@@ -279,12 +279,17 @@ int fault_main(int argc, char **argv)
     coord_note(&cl, act, "", w->name);
     if (act[7] == 'c') {
       cluster_stop_member(&cl, w, SIGKILL);
-      printf("crashed the writer %s (%s, pid %d)\n", w->name, w->addr, (int)pid);
+      /* Named by its process (after a failover the writer is R1, say: the
+       * replica that was promoted), so say which is which. */
+      printf("crashed the writer: %s %s (%s, pid %d)\n",
+             strcmp(w->name, "engine") == 0 ? "the engine process" : "the promoted replica",
+             w->name, w->addr, (int)pid);
     } else {
       if (kill(pid, SIGSTOP) != 0)
         die("fault: cannot stop %s: %s", w->name, strerror(errno));
-      printf("stopped the writer %s (%s, pid %d): alive and silent\n", w->name, w->addr,
-             (int)pid);
+      printf("stopped the writer: %s %s (%s, pid %d): alive and silent\n",
+             strcmp(w->name, "engine") == 0 ? "the engine process" : "the promoted replica",
+             w->name, w->addr, (int)pid);
     }
     if (!cl.failover)
       printf("this cluster was started with --no-failover: no replica is promoted by "
