@@ -42,6 +42,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -72,6 +73,7 @@ struct snap {
   double node_fsyncs, gossip_bytes, gossip_msgs, node_commits, node_persist_us;
   double cpu_engine, cpu_nodes;
   double cpu_node[NCOPIES], cpu_coord, cpu_replica;   /* per role (bench_int.h) */
+  double wait_engine, wait_nodes;   /* waiting for a CPU (s; -1: unknown) */
 };
 
 /* The machine's limit on one commit, measured before the systems (limit.c). */
@@ -217,11 +219,15 @@ static int snapshot(struct sys *y, struct rpc *r, struct snap *sn, char *why, si
   sn->disk_bytes = num(o, "bytes_written");
   cJSON_Delete(o);
   sn->cpu_engine = bench_cpu_s(y->pid);
+  sn->wait_engine = bench_cpu_wait_s(y->pid);
   if (y->volume == NULL)
     return 0;
   for (int k = 0; k < NCOPIES; k++) {
-    sn->cpu_node[k] = bench_cpu_s(bench_member_pid(y->cdir, bench_node_ids[k]));
+    pid_t np = bench_member_pid(y->cdir, bench_node_ids[k]);
+    sn->cpu_node[k] = bench_cpu_s(np);
     sn->cpu_nodes += sn->cpu_node[k];
+    double w = bench_cpu_wait_s(np);
+    sn->wait_nodes = sn->wait_nodes < 0 || w < 0 ? -1 : sn->wait_nodes + w;
   }
   sn->cpu_coord = bench_cpu_s(bench_member_pid(y->cdir, "coord"));
   sn->cpu_replica = bench_cpu_s(bench_member_pid(y->cdir, "R1"));
@@ -478,6 +484,11 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   for (int k = 0; k < NCOPIES; k++)
     res->cpu_node_ms[k] = (s1.cpu_node[k] - s0.cpu_node[k]) * 1000 / tx;
   res->cpu_coord_ms = (s1.cpu_coord - s0.cpu_coord) * 1000 / tx;
+  res->wait_engine_ms = s0.wait_engine < 0 || s1.wait_engine < 0 ? -1
+                      : fmax(0, s1.wait_engine - s0.wait_engine) * 1000 / tx;
+  res->wait_nodes_ms = !ON_CLUSTER(y->i) ? 0
+                     : s0.wait_nodes < 0 || s1.wait_nodes < 0 ? -1
+                     : fmax(0, s1.wait_nodes - s0.wait_nodes) * 1000 / tx;
   res->cpu_replica_ms = (s1.cpu_replica - s0.cpu_replica) * 1000 / tx;
   if (run.errors)
     snprintf(res->err, sizeof res->err, "%llu failed transactions; the first: %.300s",

@@ -86,6 +86,10 @@ pid_t bench_member_pid(const char *dir, const char *name);
 
 /* CPU seconds (user + system) used so far by pid; 0 if unknown. */
 double bench_cpu_s(pid_t pid);
+/* Seconds pid's threads (those alive now) have spent waiting, runnable,
+ * for a CPU: the run-queue wait of /proc/PID/task/TID/schedstat. -1 where
+ * the kernel keeps none (no schedstat) or pid is gone. */
+double bench_cpu_wait_s(pid_t pid);
 
 /* Run sql on the engine at r. Returns the reply (free with wire_free) if it
  * is Rows, else NULL with the reason in why. */

@@ -49,6 +49,11 @@ struct result {
   /* CPU per transaction by role: each node (bench_node_ids), the
    * coordinator, the read replica (0 where the system has none). */
   double cpu_node_ms[NCOPIES], cpu_coord_ms, cpu_replica_ms;
+  /* Waiting for a CPU per transaction, runnable but not running (the
+   * engine's threads; the six nodes': 0 for a baseline): on a machine
+   * whose cores every process of the run shares, a commit's stages hold
+   * this queueing too, which the machine's limit does not. -1: unknown. */
+  double wait_engine_ms, wait_nodes_ms;
   double load_s;
   struct breakdown bd;       /* where a commit's time went (a cluster system) */
   /* Group commit: logical transactions per SQL one, and the SQL

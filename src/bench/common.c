@@ -256,6 +256,39 @@ double bench_cpu_s(pid_t pid)
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* schedstat's three numbers: ns on a CPU, ns waiting on a run queue,
+ * time slices. Every thread's, since on a busy machine the engine's loop,
+ * writer and I/O threads wait apart. A thread that ends between two reads
+ * takes its wait with it: the engine's and nodes' threads live as long as
+ * the run. */
+double bench_cpu_wait_s(pid_t pid)
+{
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+  DIR *d = pid > 0 ? opendir(p) : NULL;
+  if (d == NULL)
+    return -1;
+  double wait = 0;
+  int seen = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    char f[128];
+    snprintf(f, sizeof f, "/proc/%d/task/%.20s/schedstat", (int)pid, e->d_name);
+    FILE *fp = fopen(f, "r");
+    unsigned long long run = 0, wq = 0;
+    if (fp && fscanf(fp, "%llu %llu", &run, &wq) == 2) {
+      wait += (double)wq / 1e9;
+      seen++;
+    }
+    if (fp)
+      fclose(fp);
+  }
+  closedir(d);
+  return seen ? wait : -1;
+}
+
 Env *bench_sql(struct rpc *r, const char *sql, int timeout_ms, char *why, size_t n)
 {
   return bench_sql_timed(r, sql, 0, 0, timeout_ms, why, n);

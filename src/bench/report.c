@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench_int.h"
 #include "param.h"
@@ -119,6 +120,10 @@ cJSON *report_json(const struct result *rs, int i)
   cJSON_AddNumberToObject(j, "disk_bytes_per_tx", r->disk_bytes);
   cJSON_AddNumberToObject(j, "cpu_ms_per_tx_engine", r->cpu_engine_ms);
   cJSON_AddNumberToObject(j, "cpu_ms_per_tx_nodes", r->cpu_nodes_ms);
+  if (r->wait_engine_ms >= 0)
+    cJSON_AddNumberToObject(j, "cpu_wait_ms_per_tx_engine", r->wait_engine_ms);
+  if (ON_CLUSTER(i) && r->wait_nodes_ms >= 0)
+    cJSON_AddNumberToObject(j, "cpu_wait_ms_per_tx_nodes", r->wait_nodes_ms);
   if (ON_CLUSTER(i)) {
     cJSON *per = cJSON_AddObjectToObject(j, "cpu_ms_per_tx_node");
     for (int k = 0; k < NCOPIES; k++)
@@ -160,6 +165,35 @@ static const char *grp(double v, char *buf)
   }
   buf[k] = 0;
   return buf;
+}
+
+/* Waiting for a CPU (seed 001: the conditions of a run include its
+ * machine). Every process of a run shares this machine's cores: a thread
+ * that could run but has no core adds to the commit's stages, and the
+ * machine's limit above, measured alone, holds none of it. The same line
+ * for a baseline shows how much of it is the engine server's own. */
+static void cpu_wait_lines(const struct result *rs)
+{
+  int any = 0;
+  for (int i = 0; i < NSYS; i++) {
+    const struct result *r = &rs[i];
+    if (!r->ran || r->err[0] || r->wait_engine_ms < 0)
+      continue;
+    if (!any)
+      printf("\nwaiting for a CPU per transaction, runnable but not running (ms, every thread, "
+             "/proc/PID/task/*/schedstat; %ld cores shared by every process of the run):\n",
+             sysconf(_SC_NPROCESSORS_ONLN));
+    any = 1;
+    if (ON_CLUSTER(i) && r->wait_nodes_ms >= 0)
+      printf("  %-18s engine %.3f (it ran %.3f), nodes %.3f (they ran %.3f)\n", sys_names[i],
+             r->wait_engine_ms, r->cpu_engine_ms, r->wait_nodes_ms, r->cpu_nodes_ms);
+    else
+      printf("  %-18s engine %.3f (it ran %.3f)\n", sys_names[i], r->wait_engine_ms,
+             r->cpu_engine_ms);
+  }
+  if (any)
+    printf("  (summed over threads, so more than the wall time when several wait at once; a "
+           "commit's stages above hold the waits on its path, the machine's limit none)\n");
 }
 
 void report_table(const struct opts *o, const struct result *rs, cJSON *cond)
@@ -302,4 +336,5 @@ void report_table(const struct opts *o, const struct result *rs, cJSON *cond)
       }
       break;                   /* the first cluster system's */
     }
+  cpu_wait_lines(rs);
 }

@@ -245,6 +245,17 @@ static void all_seven_systems_in_json(void **state)
   assert_true(fabs(sum - num(au, "cpu_ms_per_tx_nodes")) < 1e-6 + 1e-6 * sum);
   assert_true(num(au, "cpu_ms_per_tx_coord") >= 0);
   assert_true(num(au, "cpu_ms_per_tx_replica") >= 0);
+  /* Waiting for a CPU (schedstat), every system's engine, the cluster's
+   * nodes too; a baseline has no nodes to wait. This kernel keeps it. */
+  for (int i = 0; i < NSYSTEMS; i++) {
+    cJSON *r = cJSON_GetArrayItem(rs, i);
+    if (!cJSON_IsNumber(cJSON_GetObjectItem(r, "cpu_wait_ms_per_tx_engine")))
+      fail_msg("%s: no cpu_wait_ms_per_tx_engine", systems[i]);
+    assert_true(num(r, "cpu_wait_ms_per_tx_engine") >= 0);
+    int cluster = strncmp(systems[i], "auralog", 7) == 0;
+    assert_int_equal(cJSON_IsNumber(cJSON_GetObjectItem(r, "cpu_wait_ms_per_tx_nodes")), cluster);
+  }
+  assert_true(num(au, "cpu_wait_ms_per_tx_nodes") > 0);   /* six nodes on these cores */
   limit_and_stages_in_json(doc, au, 4);
   cJSON *wal = result(doc, "sqlite-wal-full"), *del = result(doc, "sqlite-delete-full");
   cJSON *mem = result(doc, "sqlite-memory");
@@ -314,6 +325,15 @@ static void the_table_for_people(void **state)
   assert_int_equal(sscanf(strstr(f, ") = "), ") = %lf ms/tx; the nodes spend %lfx that", &fl,
                           &spend), 2);
   assert_true(fl > 0 && spend > 0);
+  /* Waiting for a CPU, beside what each ran. */
+  const char *wt = strstr(out, "waiting for a CPU per transaction");
+  assert_non_null(wt);
+  double we = -1, wr = -1, wn = -1, nr = -1;
+  const char *wl = strstr(wt, "\n  auralog ");
+  assert_non_null(wl);
+  assert_int_equal(sscanf(wl, "\n  auralog engine %lf (it ran %lf), nodes %lf (they ran %lf)",
+                          &we, &wr, &wn, &nr), 4);
+  assert_true(we >= 0 && wr > 0 && wn >= 0 && nr > 0);
   /* The stage table: eight stages, their sums, the clients' end to end. */
   const char *t = strstr(out, "where one commit's time goes (auralog, write-only, 4 clients;");
   assert_non_null(t);
