@@ -22,8 +22,11 @@ if msg=$(auralog sql --engine "$first" "insert into lab05 values('first-after');
   echo "unexpected: the first engine still writes"; exit 1
 fi
 echo "$msg"
+# One pasted line, as the handout's: with a person's pause after the
+# second engine stops, the coordinator (no writer heard for 2.5 s) would
+# promote the replica first, and engine-crash would crash that new writer.
+step "pkill -f \"engine --listen $second\"; auralog fault engine-crash; auralog cluster up   # stop the second, replace the fenced one"
 kill "$pid"; wait "$pid" || true
-step 'auralog fault engine-crash; auralog cluster up   # replace the fenced engine'
 auralog fault engine-crash
 auralog cluster up | tail -1
 auralog sql "select writer, count(*) from lab05 group by writer;"

@@ -114,7 +114,8 @@ void bench_note(const struct opts *o, const struct result *rs, cJSON *cond,
   }
   if (noted == tried)
     fprintf(stderr, "results noted in the journal of the cluster in %.*s (run %u, %d "
-            "systems)\n", (int)(strlen(cj) - strlen("/cluster.json")), cj, b.run, noted);
+            "system%s)\n", (int)(strlen(cj) - strlen("/cluster.json")), cj, b.run, noted,
+            noted == 1 ? "" : "s");
   else
     fprintf(stderr, "results noted in the cluster's journal: %d of %d (%s)\n", noted, tried,
             why);
@@ -165,7 +166,8 @@ void bench_note_each(Auralog__BenchNote *notes, int n, cJSON *cond, const char *
   }
   if (noted == n)
     fprintf(stderr, "results noted in the journal of the cluster in %.*s (run %u, %d "
-            "notes)\n", (int)(strlen(cj) - strlen("/cluster.json")), cj, run, noted);
+            "note%s)\n", (int)(strlen(cj) - strlen("/cluster.json")), cj, run, noted,
+            noted == 1 ? "" : "s");
   else
     fprintf(stderr, "results noted in the cluster's journal: %d of %d (%s)\n", noted, n, why);
 }

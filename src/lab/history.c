@@ -4,9 +4,9 @@
  *
  * A student begins a lab with `auralog lab start N`: the coordinator puts
  * a mark in the journal, and `lab check N` looks at what happened after
- * the last such mark only, so each lab is checked on its own, whatever
- * ran before (other labs' faults do not count, and do not get in the
- * way). `lab run N`, the instructor's demo, brackets its steps with
+ * the last such mark, up to the next lab's start mark if one came after,
+ * so each lab is checked on its own, whatever ran before or after (other
+ * labs' faults do not count, and do not get in the way). `lab run N`, the instructor's demo, brackets its steps with
  * lab-demo and lab-demo-end marks, and so does a run.sh run by hand
  * (labs/lib.sh: `auralog lab note demo-begin`): a student's check leaves
  * those spans out (a demo is not the student's work), and the demo's
@@ -102,6 +102,14 @@ int hist_window(struct labctx *x, int lab, int demo)
   }
   if (from < 0)
     return 0;
+  /* A student's lab ends where the next lab began: a lab checked again
+   * after later ones (for a run directory to hand in) is checked on what
+   * happened in it, not on their faults and commits. */
+  for (long i = from + 1; !demo && i < n; i++)
+    if (mark(hist_at(x, i), "lab-start", -1)) {
+      to = i;
+      break;
+    }
   x->start = x->xfrom = from;
   /* The context the checks read before the mark (the writer's last
    * sample, the coordinator's start): back to its start, at most 400. */
@@ -142,6 +150,12 @@ int hist_follow(struct labctx *x, const char *path)
 {
   char why[PATH_MAX + 160];
   double t0 = x->start >= 0 ? fnum(hist_at(x, x->start), "t") : -1, ex[32][2];
+  double t1 = 1e300;         /* the next lab's start, as hist_window ends there */
+  for (long i = x->start + 1; x->start >= 0 && !x->demo && i < hist_len(x); i++)
+    if (mark(hist_at(x, i), "lab-start", -1)) {
+      t1 = fnum(hist_at(x, i), "t");
+      break;
+    }
   int nex = 0, open = 0, jbad = x->jbad;
   for (long i = x->start + 1; x->start >= 0 && !x->demo && i < hist_len(x); i++) {
     cJSON *e = hist_at(x, i);
@@ -169,6 +183,8 @@ int hist_follow(struct labctx *x, const char *path)
     cJSON_ReplaceItemInObject(e, "seq", cJSON_CreateNumber((double)i));
     if ((t >= 0 && t <= t0) || (t < 0 && first == n))
       continue;                /* before the lab began (a bad line: before the first after) */
+    if (t >= t1)
+      break;                   /* after the next lab began */
     first = i < first ? i : first;
     int in_demo = 0;
     for (int d = 0; d < nex; d++)

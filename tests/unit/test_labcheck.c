@@ -317,6 +317,44 @@ static void lab1_measures_the_updates(void **state)
   unload(&x);
 }
 
+/* A lab checked again after later labs: its window ends where the next
+ * lab began. Tried as a student would: lab 1 passed, labs 3 and 5 done
+ * after it, then `lab check 1` again for a run directory to hand in; it
+ * once read the later labs' commits (and crashes) as lab 1's, and a pass
+ * turned into [wrong]. */
+static void a_window_ends_at_the_next_lab(void **state)
+{
+  (void)state;
+  struct labctx x;
+  memset(&x, 0, sizeof x);
+  snprintf(x.answers, sizeof x.answers, "%s", answers);
+  x.status = cJSON_Parse("{\"nodes\": [{\"id\": \"A1\", \"state\": \"up\"}]}");
+  x.journal = cJSON_CreateArray();
+  const char *lines[] = {
+    l1_before[0],
+    "{\"kind\": \"fault\", \"action\": \"lab-start\", \"n\": 1, \"t\": 1000}",
+    l1_window[0], l1_window[1],
+    "{\"kind\": \"fault\", \"action\": \"lab-start\", \"n\": 3, \"t\": 4000}",
+    "{\"kind\": \"engine\", \"epoch\": 1, \"commits\": 900, \"redo_bytes\": 9000000, "
+    "\"records\": 9000, \"t\": 5000}",
+    "{\"kind\": \"epoch\", \"epoch\": 2, \"writer\": \"127.0.0.1:7200\", \"t\": 6000}",
+  };
+  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+    cJSON_AddItemToArray(x.journal, cJSON_Parse(lines[i]));
+  assert_int_equal(hist_window(&x, 1, 0), 0);
+  assert_int_equal(x.nev, 2);          /* lab 1's two samples, none of lab 3's */
+  x.ref = tmpfile();
+  assert_non_null(x.ref);
+  run(&x, check1);
+  rewind(x.ref);
+  size_t len = fread(report, 1, sizeof report - 1, x.ref);
+  report[len] = 0;
+  fclose(x.ref);
+  says("bytes_per_txn: 88\n");         /* as lab1_measures_the_updates, alone */
+  hist_free(&x);
+  cJSON_Delete(x.status);
+}
+
 /* A wrong answer reads [wrong], not [missing]; no answer reads [missing];
  * the header page numbered from 0, as status numbers pages, is right. */
 static void lab1_wrong_is_not_missing(void **state)
@@ -400,6 +438,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(lab7_read_then_stall),
     cmocka_unit_test(answers_as_people_write_them),
+    cmocka_unit_test(a_window_ends_at_the_next_lab),
     cmocka_unit_test(lab7_stall_then_read),
     cmocka_unit_test(lab7_promotion_first),
     cmocka_unit_test(lab7_durable_after_all_fails),
