@@ -154,7 +154,9 @@ static void engine_crash(struct cluster *cl)
       printf("%s was not running: nothing crashed (%s)\n", w->name, why);
       return;
     }
-    printf("%s: crashing %s, which `auralog cluster up` starts as the writer\n", why, w->name);
+    printf("%s: crashing %s, which `auralog cluster up` starts as the writer%s\n", why, w->name,
+           cl->failover ? " (unless the coordinator, hearing no writer, promotes a replica "
+                          "first)" : "");
   } else if ((pid = cluster_running(cl, w)) == 0) {
     printf("the writer %s (%s) was not running: nothing crashed\n", w->name, w->addr);
     return;
