@@ -587,7 +587,8 @@ static void usage(FILE *f)
     "  --json          one JSON object on stdout instead of the table\n"
     "  --dir DIR       where the private cluster and SQLite files go (default\n"
     "                  $AURALOG_DIR/bench or ~/.auralog/bench: a real disk, not /tmp)\n"
-    "  --base-port N   the private cluster's coordinator port (default 7600)\n"
+    "  --base-port N   the private cluster's coordinator port (default 7600; 200\n"
+    "                  above your cluster's coordinator port if it is not 7400)\n"
     "  --reads MODE    the auralog engines' reads: durable (default: a reply waits\n"
     "                  until everything it saw is durable) or immediate\n"
     "  --group N       application group commit in the clients (default 1: off):\n"
@@ -647,7 +648,8 @@ int bench_main(int argc, char **argv)
     {"profile", required_argument, 0, 'P'}, {0}};
   static struct opts o;
   o = (struct opts){.wl = {WL_WRITE_ONLY, 4, 10000, 1}, .clients = 8, .duration = 10,
-                    .warmup = 2, .sys = {1, 1, 1, 1, 1, 1, 1}, .base = 7600, .reads = "durable",
+                    .warmup = 2, .sys = {1, 1, 1, 1, 1, 1, 1}, .base = bench_base_default(7600),
+                    .reads = "durable",
                     .group = 1, .group_ms = 5};
   int opt;
   while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {

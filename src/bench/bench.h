@@ -84,6 +84,15 @@ void bench_cluster_down(const char *dir);
 /* Pid of cluster member name ("A1", "coord", "engine"), or -1. */
 pid_t bench_member_pid(const char *dir, const char *name);
 
+/* A benchmark's default base port: dflt, laid out beside the default
+ * cluster's coordinator port (7400), moved as far as the user's own
+ * cluster ($AURALOG_DIR or ~/.auralog) sits from it. Students sharing a
+ * machine, each with a cluster on ports of their own, then run their
+ * benches' private clusters on ports of their own too; with no cluster,
+ * or one too near the top of the port range, dflt. */
+int bench_base_default(int dflt);
+#define BENCH_BASE_HELP "(default %d: %d above your cluster's coordinator port, or %d if none)"
+
 /* CPU seconds (user + system) used so far by pid; 0 if unknown. */
 double bench_cpu_s(pid_t pid);
 /* Seconds pid's threads (those alive now) have spent waiting, runnable,

@@ -151,7 +151,8 @@ static void usage(FILE *f)
     "                 (emptied for each; default $AURALOG_DIR/bench-backup or\n"
     "                 ~/.auralog/bench-backup: a real disk, not /tmp)\n"
     "  --base-port N  coordinator on N, nodes on N+1..N+%d, engines on N+%d and\n"
-    "                 N+%d (default 8000)\n"
+    "                 N+%d (default 8000; 600 above your cluster's coordinator\n"
+    "                 port if it is not 7400)\n"
     "\n"
     "What each figure means: bench/README.md, `auralog bench backup`.\n",
     BK_ROUNDS_MAX, NCOPIES, ENGINE_PORT_OFFSET, ENGINE_PORT_OFFSET + 1);
@@ -605,7 +606,7 @@ int bench_backup_main(int argc, char **argv)
                        .no_limit = 1, .no_note = 1};
   o.rounds = 3;
   o.age = 6;
-  K.base = 8000;
+  K.base = bench_base_default(8000);
   parse_sizes("2,8,32", &o);
   const char *dir = NULL;
   int oc;

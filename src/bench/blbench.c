@@ -429,7 +429,8 @@ static void usage(FILE *f)
     "                  (emptied for each; default $AURALOG_DIR/bench-binlog or\n"
     "                  ~/.auralog/bench-binlog: a real disk, not /tmp)\n"
     "  --base-port N   coordinator on N, nodes on N+1..N+%d, engine on N+%d\n"
-    "                  (default 8100)\n"
+    "                  (default 8100; 700 above your cluster's coordinator port\n"
+    "                  if it is not 7400)\n"
     "\n"
     "What each figure means: bench/README.md, `auralog bench binlog`.\n",
     BL_NCLIENTS, BL_ROUNDS_MAX, NCOPIES, ENGINE_PORT_OFFSET + 1);
@@ -496,7 +497,7 @@ int bench_binlog_main(int argc, char **argv)
   o.duration = 10;
   o.warmup = 2;
   o.rounds = 3;
-  o.base = 8100;
+  o.base = bench_base_default(8100);
   parse_clients("8,32", &o);
   o.nmodes = bl_parse_modes("bench binlog", "--modes", "off,community,enhanced", o.order);
   const char *dir = NULL;

@@ -407,7 +407,8 @@ static void usage(FILE *f)
     "                  (emptied for each; default $AURALOG_DIR/bench-blrecovery or\n"
     "                  ~/.auralog/bench-blrecovery: a real disk, not /tmp)\n"
     "  --base-port N   coordinator on N, nodes on N+1..N+%d, engine on N+%d\n"
-    "                  (default 8300)\n"
+    "                  (default 8300; 900 above your cluster's coordinator port\n"
+    "                  if it is not 7400)\n"
     "  --no-note       do not note the results in your cluster's journal (by\n"
     "                  default each mode's medians at each size go to the\n"
     "                  coordinator of the cluster in $AURALOG_DIR or ~/.auralog,\n"
@@ -475,7 +476,7 @@ int bench_blrecovery_main(int argc, char **argv)
   const char *dir = NULL;
   BLR.reps = 3;
   BLR.seed = 1;
-  BLR.base = 8300;
+  BLR.base = bench_base_default(8300);
   BLR.nm = 0;
   parse_sizes("16,128,1024");
   int oc;

@@ -237,6 +237,21 @@ pid_t bench_member_pid(const char *dir, const char *name)
   return pid;
 }
 
+int bench_base_default(int dflt)
+{
+  cJSON *o = NULL;
+  char why[PATH_MAX + 200], coord[ADDR_MAX_LEN + 1];
+  int base = dflt;
+  if (conf_find(NULL, &o, why, sizeof why) == 1 && conf_str(o, "coord", coord, sizeof coord) == 0) {
+    const char *colon = strrchr(coord, ':'), *d = strrchr(COORD_ADDR_DEFAULT, ':');
+    long port = colon ? strtol(colon + 1, NULL, 10) : 0, b = port + dflt - atol(d + 1);
+    if (port > 0 && b >= 1024 && b + 2 * ENGINE_PORT_OFFSET <= 65000)
+      base = (int)b;
+  }
+  cJSON_Delete(o);
+  return base;
+}
+
 double bench_cpu_s(pid_t pid)
 {
   char p[64], buf[1024];

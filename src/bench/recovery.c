@@ -186,7 +186,8 @@ static void usage(FILE *f)
     "  --dir DIR       the cluster's directory, emptied first (default\n"
     "                  $AURALOG_DIR/bench-recovery or ~/.auralog/bench-recovery)\n"
     "  --base-port N   coordinator on N, nodes on N+1..N+6, engine on N+%d\n"
-    "                  (default 7700)\n"
+    "                  (default 7700; 300 above your cluster's coordinator port\n"
+    "                  if it is not 7400)\n"
     "\n"
     "SQLite needs about 4 KiB of disk per record (a WAL frame per page); a\n"
     "length that would leave less than 2 GB free is skipped, with the reason.\n"
@@ -342,7 +343,7 @@ int bench_recovery_main(int argc, char **argv)
   uint64_t want[NSIZES], seed = 1;
   uint32_t pgs[NSIZES];
   int npg = 0, by_records = 0;
-  int nz = parse_sizes("10000,100000,1000000", want), json = 0, reps = 3, base = 7700, o;
+  int nz = parse_sizes("10000,100000,1000000", want), json = 0, reps = 3, base = bench_base_default(7700), o;
   const char *dir = NULL;
   /* --binlog: recovery against the binlog's size (blrecovery.c). */
   for (int i = 1; i < argc; i++)

@@ -182,7 +182,8 @@ static void usage(FILE *f)
     "  --dir DIR         the private cluster's directory, emptied first (default\n"
     "                    $AURALOG_DIR/bench-repair or ~/.auralog/bench-repair)\n"
     "  --base-port N     coordinator on N, nodes on N+1..N+%d, engine on N+%d\n"
-    "                    (default 7900)\n",
+    "                    (default 7900; 500 above your cluster's coordinator\n"
+    "                    port if it is not 7400)\n",
     REPAIR_AFTER_MS, NCOPIES, RP_NODES, HYDRATE_BYTES_PER_S >> 20, RP_REPS, REPAIR_AFTER_MS,
     RP_NODES, ENGINE_PORT_OFFSET);
 }
@@ -584,7 +585,7 @@ int bench_repair_main(int argc, char **argv)
   const char *dir = NULL;
   int reps = -1, clients = -1, baseline = -1, oc, points = 0, load_point = 0;
   o.seed = 1;
-  R.base = 7900;
+  R.base = bench_base_default(7900);
   R.repair_after = -1;
   parse_points("10x1,10x8,100x1", &o);
   opterr = 0;

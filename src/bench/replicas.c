@@ -613,7 +613,8 @@ static void usage(FILE *f)
     "  --json          one JSON object on stdout instead of the tables\n"
     "  --dir DIR       the private cluster's directory (default\n"
     "                  $AURALOG_DIR/bench-replicas or ~/.auralog/bench-replicas)\n"
-    "  --base-port N   its coordinator port (default 7800)\n"
+    "  --base-port N   its coordinator port (default 7800; 400 above your\n"
+    "                  cluster's coordinator port if it is not 7400)\n"
     "It starts a private cluster (and stops it); your own is untouched.\n"
     "How to read the figures: bench/README.md.\n");
 }
@@ -642,7 +643,7 @@ static void parse(int argc, char **argv)
   B.wl = (struct workload){WL_WRITE_ONLY, 4, 10000, 1};
   B.lag_clients[0] = 1, B.lag_clients[1] = 8, B.lag_clients[2] = 32, B.nlag = 3;
   B.read_clients = 8, B.hold_clients = 8, B.duration = 10, B.warmup = 2, B.hold = 60;
-  B.base_s = 0, B.parts = 7, B.base = 7800;
+  B.base_s = 0, B.parts = 7, B.base = bench_base_default(7800);
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {

@@ -165,7 +165,8 @@ static void usage(FILE *f)
     "\n"
     "  --rounds N      failovers (default 10)\n"
     "  --replicas N    read replicas (default 2; at least 1)\n"
-    "  --base-port N   the cluster's ports (default 7900)\n"
+    "  --base-port N   the cluster's ports (default 7900; 500 above your\n"
+    "                  cluster's coordinator port if it is not 7400)\n"
     "  --dir DIR       its directory (default a new one under /tmp, removed after;\n"
     "                  a DIR given is kept, its cluster stopped)\n"
     "  --json          one JSON object: conditions and figures\n",
@@ -178,7 +179,7 @@ int failover_bench_main(int argc, char **argv)
     {"rounds", required_argument, 0, 'n'}, {"replicas", required_argument, 0, 'r'},
     {"base-port", required_argument, 0, 'p'}, {"dir", required_argument, 0, 'd'},
     {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0}};
-  int rounds = 10, replicas = 2, base = 7900, json = 0, o;
+  int rounds = 10, replicas = 2, base = bench_base_default(7900), json = 0, o;
   const char *dir = NULL;
   while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (o) {

@@ -386,6 +386,29 @@ static void the_baselines_run_where_auralog_dir_has_no_cluster(void **state)
   sh(NULL, 0, "rm -rf %s", empty);
 }
 
+/* Students sharing a machine, each with a cluster on ports of their own:
+ * a bench run with no --base-port puts its private cluster 200 above the
+ * user's cluster's coordinator port, not on 7600 for everyone (two at
+ * once collided). Here the user's cluster.json names base - 200, so the
+ * bench lands on this test's own ports. */
+static void the_private_cluster_sits_above_the_users_ports(void **state)
+{
+  (void)state;
+  char udir[260];
+  snprintf(udir, sizeof udir, "%s-user", bdir);
+  assert_int_equal(sh(NULL, 0, "mkdir -p %s && printf '{\"coord\": \"127.0.0.1:%d\"}' > "
+                      "%s/cluster.json", udir, base - 200, udir), 0);
+  int rc = sh(out, OUT_SIZE, "AURALOG_DIR=%s %s bench --systems auralog --duration 1 --warmup 0 "
+              "--tables 1 --rows 500 --clients 2 --no-limit --no-note --dir %s 2>&1", udir, bin,
+              bdir);
+  char want[80];
+  snprintf(want, sizeof want, "(ports %d..%d)", base, base + ENGINE_PORT_OFFSET + 1);
+  if (rc != 0 || strstr(out, want) == NULL)
+    fail_msg("bench beside a cluster on %d: rc %d, wanted %s:\n%s", base - 200, rc, want, out);
+  assert_int_equal(live_cluster_processes(), 0);
+  sh(NULL, 0, "rm -rf %s", udir);
+}
+
 static void bad_options_fail_in_one_line(void **state)
 {
   (void)state;
@@ -420,6 +443,7 @@ int main(void)
     cmocka_unit_test(other_workloads_count_their_writes),
     cmocka_unit_test(the_table_for_people),
     cmocka_unit_test(the_baselines_run_where_auralog_dir_has_no_cluster),
+    cmocka_unit_test(the_private_cluster_sits_above_the_users_ports),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
