@@ -15,12 +15,10 @@
  * reference answers, so they are written nowhere in the student's tree.
  */
 #include <ctype.h>
-#include <strings.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "lib/conf.h"
 #include "lab/lab.h"
@@ -115,119 +113,6 @@ static double num(struct labctx *x, const char *key)
 {
   cJSON *v = cJSON_GetObjectItem(x->status, key);
   return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-/* ---- answers --------------------------------------------------------------- */
-
-/* The student's answer to key, trimmed and lower-cased, or NULL. The
- * handout asks for `key: value` lines; people also write `key = value`,
- * `Key=value`, indent a line or quote a word, and each of those is read
- * the same (else it grades as "no answer", with nothing to say why).
- * The key must be whole: bytes_per_txn_total is not bytes_per_txn. The
- * last line naming key wins. */
-static const char *answer(struct labctx *x, const char *key)
-{
-  static char val[256];
-  FILE *f = fopen(x->answers, "r");
-  char line[512];
-  const char *found = NULL;
-  if (f == NULL)
-    return NULL;
-  size_t kl = strlen(key);
-  while (fgets(line, sizeof line, f)) {
-    const char *v = line;
-    while (*v == ' ' || *v == '\t')
-      v++;
-    if (strncasecmp(v, key, kl) != 0)
-      continue;
-    v += kl;
-    while (*v == ' ' || *v == '\t')
-      v++;
-    if (*v != ':' && *v != '=')
-      continue;
-    v++;
-    while (*v == ' ' || *v == '\t')
-      v++;
-    size_t i = 0;
-    for (; v[i] && v[i] != '\n' && i + 1 < sizeof val; i++)
-      val[i] = (char)tolower((unsigned char)v[i]);
-    while (i > 0 && isspace((unsigned char)val[i - 1]))
-      i--;
-    val[i] = 0;
-    if (i >= 2 && (val[0] == '"' || val[0] == '\'' || val[0] == '`') && val[i - 1] == val[0]) {
-      memmove(val, val + 1, i - 2);
-      val[i - 2] = 0;
-    }
-    found = val;
-  }
-  fclose(f);
-  return found;
-}
-
-/* What to say of a key with no answer: none in the file, or no file at
- * all. A student who wrote the file where a handout's ~/.auralog says,
- * while AURALOG_DIR names another directory, must be told which file the
- * check reads (once only "no answer", six times over, with nothing to
- * say why). */
-static const char *no_answer(struct labctx *x)
-{
-  static char why[sizeof x->answers + 64];
-  if (access(x->answers, F_OK) == 0)
-    return "no answer";
-  snprintf(why, sizeof why, "no answer: there is no %s", x->answers);
-  return why;
-}
-
-/* A numeric answer in [lo, hi] (the measured value is ref). The whole
- * answer must be the number: "2 or 3" is not 2. A ref that is not a
- * number, or negative (every value a lab asks is a count, an LSN, an
- * epoch, a time or a percentage), was not measured: a step is missing,
- * and no answer can be right (not even "-1"). A wrong answer is told so
- * without the measured value. */
-void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
-                     const char *what)
-{
-  int known = isfinite(ref) && ref >= 0 && isfinite(lo) && isfinite(hi);
-  if (x->ref) {
-    if (known)
-      fprintf(x->ref, "%s: %.0f\n", key, ref);
-    else
-      fprintf(x->ref, "# %s: not measured (a step above is missing)\n", key);
-    return;
-  }
-  const char *a = answer(x, key);
-  char *end = NULL;
-  double v = a ? strtod(a, &end) : NAN;
-  int isnum = a && end != a && *end == 0;
-  int good = known && isnum && v >= lo && v <= hi;
-  if (!known)
-    ok(x, 0, "%s: %s (%s; nothing measured to compare it with: a step above is missing)", key,
-       what, a ? a : no_answer(x));
-  else if (a == NULL)
-    ok(x, 0, "%s: %s (%s)", key, what, no_answer(x));
-  else if (!isnum)
-    bad(x, "%s: %s (%s: the answer is one number alone)", key, what, a);
-  else if (!good)
-    bad(x, "%s: %s (%s: not what this run shows)", key, what, a);
-  else if (lo == hi)
-    ok(x, good, "%s: %s (%s)", key, what, a);
-  else
-    ok(x, good, "%s: %s (%s; the cluster measured %.0f)", key, what, a, ref);
-}
-
-/* A choice: exactly one of the words in choices ("a|b|c"), and it must be want. */
-void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
-                      const char *what)
-{
-  if (x->ref) {
-    fprintf(x->ref, "%s: %s\n", key, want);
-    return;
-  }
-  const char *a = answer(x, key);
-  if (a && strcmp(a, want) != 0)
-    bad(x, "%s: %s, one of %s (%s: not the right one)", key, what, choices, a);
-  else
-    ok(x, a != NULL, "%s: %s, one of %s (%s)", key, what, choices, a ? a : no_answer(x));
 }
 
 /* ---- history ---------------------------------------------------------------- */
@@ -346,7 +231,7 @@ void check1(struct labctx *x)
   /* SQLite numbers its pages from 1 (the header is page 1); the volume
    * from 0 (status and viz: "pages 0..255"; page_no * page_size is its
    * offset), where the header is page 0. Either numbering is right. */
-  const char *pg = x->ref ? NULL : answer(x, "page_every_commit");
+  const char *pg = x->ref ? NULL : lab_answer(x, "page_every_commit");
   if (pg && strcmp(pg, "0") == 0)
     ok(x, 1, "page_every_commit: the page SQLite changes on every commit (0: the volume's "
        "page 0, as status numbers pages; SQLite calls it page 1)");
@@ -618,7 +503,7 @@ void check4(struct labctx *x)
   else if (by_writer > 0 && by_peers <= 0)
     who = "engine";
   char what[300];
-  const char *given = answer(x, "who_resends");
+  const char *given = lab_answer(x, "who_resends");
   if (by_peers >= 0 && !(given && strcmp(given, who) == 0))
     snprintf(what, sizeof what, "who sent %c1's segment of pg 0 the records it missed (its log "
              "says how many came by gossip; compare with the gap)", az[0]);

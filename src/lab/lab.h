@@ -75,10 +75,14 @@ void check4(struct labctx *x);
 void check5(struct labctx *x);
 void check6(struct labctx *x);
 /* check.c's helpers, for the checks in files of their own (check_*.c):
- * the history's start and MACs; SQL on the writer; answers. */
+ * the history's start and MACs; SQL on the writer. */
 int started(struct labctx *x, int lab);
 int query(struct labctx *x, const char *sql, char *out, size_t n);
 long long sql_num(struct labctx *x, const char *sql);
+/* answers.c: the student's answer to key, trimmed and lower-cased, or
+ * NULL (none, or no answers file); a number within [lo, hi] of what was
+ * measured (ref), or exactly the word want of choices ("a|b|c"). */
+const char *lab_answer(struct labctx *x, const char *key);
 void want_num(struct labctx *x, const char *key, double lo, double hi, double ref,
               const char *what);
 void want_word(struct labctx *x, const char *key, const char *want, const char *choices,
