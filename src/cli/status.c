@@ -545,7 +545,7 @@ static void failover_table(const Auralog__Status *st, FILE *f)
   if (fs == NULL || v->writer[0] == 0)
     return;
   fprintf(f, "failover %s: writer %s heard %.1f s ago (lost after %.1f s); %u replica%s "
-          "could take over\n", fs->on ? "on" : "off (--no-failover)", v->writer,
+          "could take over\n", fs->on ? "on" : "off (the coordinator runs without --failover)", v->writer,
           fs->silent_ms / 1000.0, fs->bound_ms / 1000.0, fs->candidates,
           fs->candidates == 1 ? "" : "s");
   if (fs->promoting[0])
