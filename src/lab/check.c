@@ -206,8 +206,9 @@ void check1(struct labctx *x)
   sample_pairs(x, l1_pair, &s);
   struct l1 u = {0, -1, -1, -1, -1, 0, 0, 0, s.commits - updates, 0, 0, 0};
   sample_pairs(x, l1_pair, &u);          /* again: the last `updates` commits alone */
-  ok(x, s.commits >= 100 + updates, "the journal saw the lab's commits: 100 inserts and %d "
-     "updates (%.0f)", updates, s.commits);
+  ok(x, s.commits >= 100 + updates, "the journal saw the lab's commits: at least 100 inserts "
+     "and %d updates (%.0f commits in all since the start, the table's and step 3's included)",
+     updates, s.commits);
   if (x->has_assign) {
     /* The row your `lab start` named, updated as many times as it said:
      * the table's own word, which a journal line cannot change. */
