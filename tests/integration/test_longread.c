@@ -276,6 +276,15 @@ static void test_cancel_past_max_read_age(void **state)
   rpc_close(&R);
 }
 
+/* The cluster's directory goes with it (AURALOG_KEEP keeps it): every
+ * run left one in /tmp before. */
+static int teardown(void **state)
+{
+  (void)state;
+  cluster_stop();
+  return 0;
+}
+
 static void test_down(void **state)
 {
   /* Our replicas are the shell's children, not ours: signal, then wait. */
@@ -294,5 +303,5 @@ int main(void)
     cmocka_unit_test(test_cancel_past_max_read_age),
     cmocka_unit_test(test_down),
   };
-  return cmocka_run_group_tests(tests, setup, NULL);
+  return cmocka_run_group_tests(tests, setup, teardown);
 }
