@@ -298,6 +298,20 @@ static const char *const l1_window[] = {
   NULL,
 };
 
+/* Run a check as `lab run` does (x->ref set): its reference answers in
+ * report. */
+static void run_ref(struct labctx *x, void (*check)(struct labctx *))
+{
+  x->ref = tmpfile();
+  assert_non_null(x->ref);
+  run(x, check);
+  rewind(x->ref);
+  size_t len = fread(report, 1, sizeof report - 1, x->ref);
+  report[len] = 0;
+  fclose(x->ref);
+  x->ref = NULL;
+}
+
 /* Step 4 measures the updates alone: so does the check's reference (not
  * the mean over inserts and updates, 103 bytes and 3 records). */
 static void lab1_measures_the_updates(void **state)
@@ -305,13 +319,7 @@ static void lab1_measures_the_updates(void **state)
   (void)state;
   struct labctx x;
   load(&x, l1_before, l1_window, 1);
-  x.ref = tmpfile();
-  assert_non_null(x.ref);
-  run(&x, check1);
-  rewind(x.ref);
-  size_t len = fread(report, 1, sizeof report - 1, x.ref);
-  report[len] = 0;
-  fclose(x.ref);
+  run_ref(&x, check1);
   says("bytes_per_txn: 88\n");
   says("records_per_update: 2\n");
   unload(&x);
@@ -343,13 +351,7 @@ static void a_window_ends_at_the_next_lab(void **state)
     cJSON_AddItemToArray(x.journal, cJSON_Parse(lines[i]));
   assert_int_equal(hist_window(&x, 1, 0), 0);
   assert_int_equal(x.nev, 2);          /* lab 1's two samples, none of lab 3's */
-  x.ref = tmpfile();
-  assert_non_null(x.ref);
-  run(&x, check1);
-  rewind(x.ref);
-  size_t len = fread(report, 1, sizeof report - 1, x.ref);
-  report[len] = 0;
-  fclose(x.ref);
+  run_ref(&x, check1);
   says("bytes_per_txn: 88\n");         /* as lab1_measures_the_updates, alone */
   hist_free(&x);
   cJSON_Delete(x.status);
