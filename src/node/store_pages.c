@@ -48,6 +48,7 @@
  *    record it cannot read or one off the chain: what it deletes is only
  *    ever what a version made in the same transaction holds.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,12 +325,6 @@ int store_drop_versions(struct store *st, struct segment *s, uint32_t page_no,
   return rc ? store_fail(st, rc, why, whylen, "dropping page versions") : 0;
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
              size_t *nrecs, size_t *nimgs, char *why, size_t whylen)
 {
@@ -382,16 +377,25 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
     return 0;
   }
   uint64_t gc = v[n - 1].lsn;
-  /* Every page they touch gets its version as of gc first. */
-  uint32_t *pages = malloc(n * sizeof *pages);
-  for (size_t i = 0; i < n; i++)
-    pages[i] = v[i].page;
-  qsort(pages, n, sizeof *pages, u32_cmp);
+  /* Every page they touch gets its version as of gc first, in page order.
+   * A bit per page of the PG, not a sort of n page numbers: n is often
+   * thousands (every record since the last round) for a PG of 256 pages.
+   * rec_check (or the cache, Invariant R) put each page inside the PG. */
+  uint64_t *touched = calloc((s->npages + 63) / 64 + 1, sizeof *touched);
+  if (touched == NULL) {
+    free(v);
+    return store_fail(st, ENOMEM, why, whylen, "freeing records");
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t pi = v[i].page - s->first_page;
+    if (pi < s->npages)
+      touched[pi / 64] |= 1ull << (pi % 64);
+  }
   rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i++) {
-    if (i > 0 && pages[i] == pages[i - 1])
+  for (uint32_t pi = 0; pi < s->npages && rc == 0; pi++) {
+    if (!(touched[pi / 64] >> (pi % 64) & 1))
       continue;
-    uint32_t p = pages[i], pi = p - s->first_page;
+    uint32_t p = s->first_page + pi;
     if (seg_floor(s, pi) > gc)
       continue;              /* no version at gc here (one above it came from a peer) */
     int made;
@@ -430,14 +434,31 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
       s->imaged[pi / 8] |= (uint8_t)(1u << (pi % 8));
     }
   }
-  free(pages);
-  /* Then the records themselves, from every database that names them. */
+  free(touched);
+  /* Then the records themselves, from every database that names them.
+   * They are consecutive keys (the walk above took every key from
+   * gc_lsn + 1 on, and versions live in another database), so one cursor
+   * deletes them in turn, each where the last left it, rather than a
+   * search from the root per record. A key that is not the next victim
+   * (nothing makes one today) is looked up instead: what is deleted is
+   * exactly v[], whatever lies between. */
+  struct kv_cursor *dc = NULL;
+  if (rc == 0 && (rc = kv_cursor(st->kv, st->txn, st->recs, &dc)) != 0)
+    store_fail(st, rc, why, whylen, "freeing records");
   for (size_t i = 0; i < n && rc == 0; i++) {
     uint8_t rk[20];
     rec_key(rk, s->volume_id, s->pg, v[i].lsn);
-    struct kv_val rkey = {sizeof rk, rk};
+    struct kv_val rkey = {sizeof rk, rk}, cval;
     store_pmap_del(st, s->volume_id, s->pg, v[i].page, v[i].lsn);
-    rc = kv_del(st->kv, st->txn, st->recs, &rkey);
+    rc = kv_cursor_get(st->kv, dc, i == 0 ? KV_SEEK : KV_NEXT, &rkey, &cval);
+    if (rc == 0 && (rkey.len != sizeof rk || memcmp(rkey.data, rk, sizeof rk) != 0)) {
+      rkey = (struct kv_val){sizeof rk, rk};
+      rc = kv_cursor_get(st->kv, dc, KV_SEEK, &rkey, &cval);
+      if (rc == 0 && (rkey.len != sizeof rk || memcmp(rkey.data, rk, sizeof rk) != 0))
+        rc = KV_NOTFOUND;
+    }
+    if (rc == 0)
+      rc = kv_cursor_del(st->kv, dc);
     if (rc != 0) {
       store_fail(st, rc, why, whylen, "freeing records");
       break;
@@ -445,6 +466,8 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
     s->nrecs -= s->nrecs > 0;
     s->bytes -= s->bytes >= v[i].len ? v[i].len : s->bytes;
   }
+  if (dc)
+    kv_cursor_close(st->kv, dc);
   free(v);
   if (rc != 0)
     return rc == ERR_NOT_COMPLETE ? ERR_INTERNAL : rc;
