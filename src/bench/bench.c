@@ -74,6 +74,7 @@ struct snap {
   double cpu_engine, cpu_nodes;
   double cpu_node[NCOPIES], cpu_coord, cpu_replica;   /* per role (bench_int.h) */
   double wait_engine, wait_nodes;   /* waiting for a CPU (s; -1: unknown) */
+  double sys_engine, sys_nodes;     /* of cpu_engine and cpu_nodes, in the kernel */
 };
 
 /* The machine's limit on one commit, measured before the systems (limit.c). */
@@ -219,6 +220,7 @@ static int snapshot(struct sys *y, struct rpc *r, struct snap *sn, char *why, si
   sn->disk_bytes = num(o, "bytes_written");
   cJSON_Delete(o);
   sn->cpu_engine = bench_cpu_s(y->pid);
+  sn->sys_engine = bench_cpu_sys_s(y->pid);
   sn->wait_engine = bench_cpu_wait_s(y->pid);
   if (y->volume == NULL)
     return 0;
@@ -226,6 +228,7 @@ static int snapshot(struct sys *y, struct rpc *r, struct snap *sn, char *why, si
     pid_t np = bench_member_pid(y->cdir, bench_node_ids[k]);
     sn->cpu_node[k] = bench_cpu_s(np);
     sn->cpu_nodes += sn->cpu_node[k];
+    sn->sys_nodes += bench_cpu_sys_s(np);
     double w = bench_cpu_wait_s(np);
     sn->wait_nodes = sn->wait_nodes < 0 || w < 0 ? -1 : sn->wait_nodes + w;
   }
@@ -481,6 +484,8 @@ static void run_system(const struct opts *o, struct sys *y, struct result *res)
   res->disk_bytes = (s1.disk_bytes - s0.disk_bytes) / tx;
   res->cpu_engine_ms = (s1.cpu_engine - s0.cpu_engine) * 1000 / tx;
   res->cpu_nodes_ms = (s1.cpu_nodes - s0.cpu_nodes) * 1000 / tx;
+  res->sys_engine_ms = (s1.sys_engine - s0.sys_engine) * 1000 / tx;
+  res->sys_nodes_ms = (s1.sys_nodes - s0.sys_nodes) * 1000 / tx;
   for (int k = 0; k < NCOPIES; k++)
     res->cpu_node_ms[k] = (s1.cpu_node[k] - s0.cpu_node[k]) * 1000 / tx;
   res->cpu_coord_ms = (s1.cpu_coord - s0.cpu_coord) * 1000 / tx;

@@ -95,6 +95,8 @@ int bench_base_default(int dflt);
 
 /* CPU seconds (user + system) used so far by pid; 0 if unknown. */
 double bench_cpu_s(pid_t pid);
+/* ... of which in the kernel (stime: syscalls, fsync, sockets, wake-ups). */
+double bench_cpu_sys_s(pid_t pid);
 /* Seconds pid's threads (those alive now) have spent waiting, runnable,
  * for a CPU: the run-queue wait of /proc/PID/task/TID/schedstat. -1 where
  * the kernel keeps none (no schedstat) or pid is gone. */

@@ -12,6 +12,7 @@
 #include "bench/bench.h"
 
 #define NSYS        7
+#define SYS_MEMORY  4
 #define SYS_NOKEY   5
 #define SYS_BACKUP  6
 /* The systems that run on the private cluster. */
@@ -54,6 +55,10 @@ struct result {
    * whose cores every process of the run shares, a commit's stages hold
    * this queueing too, which the machine's limit does not. -1: unknown. */
   double wait_engine_ms, wait_nodes_ms;
+  /* Of cpu_engine_ms and cpu_nodes_ms, the part in the kernel (system
+   * time: a node's fdatasync, its socket reads and writes, its wake-ups),
+   * which grows with flushes and messages per transaction, not records. */
+  double sys_engine_ms, sys_nodes_ms;
   double load_s;
   struct breakdown bd;       /* where a commit's time went (a cluster system) */
   /* Group commit: logical transactions per SQL one, and the SQL

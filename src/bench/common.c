@@ -252,7 +252,8 @@ int bench_base_default(int dflt)
   return base;
 }
 
-double bench_cpu_s(pid_t pid)
+/* utime and stime of pid, in seconds; 0 for a process that is gone. */
+static double cpu_of(pid_t pid, int sys_only)
 {
   char p[64], buf[1024];
   snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
@@ -268,7 +269,17 @@ double bench_cpu_s(pid_t pid)
   if (s == NULL ||
       sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
     return 0;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+  return (double)(sys_only ? st : ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+double bench_cpu_s(pid_t pid)
+{
+  return cpu_of(pid, 0);
+}
+
+double bench_cpu_sys_s(pid_t pid)
+{
+  return cpu_of(pid, 1);
 }
 
 /* schedstat's three numbers: ns on a CPU, ns waiting on a run queue,

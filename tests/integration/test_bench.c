@@ -256,6 +256,17 @@ static void all_seven_systems_in_json(void **state)
     assert_int_equal(cJSON_IsNumber(cJSON_GetObjectItem(r, "cpu_wait_ms_per_tx_nodes")), cluster);
   }
   assert_true(num(au, "cpu_wait_ms_per_tx_nodes") > 0);   /* six nodes on these cores */
+  /* The kernel's part of each system's CPU: at most all of it; the nodes
+   * fdatasync, so theirs is above 0. */
+  for (int i = 0; i < NSYSTEMS; i++) {
+    cJSON *r = cJSON_GetArrayItem(rs, i);
+    int cluster = strncmp(systems[i], "auralog", 7) == 0;
+    double se = num(r, "cpu_sys_ms_per_tx_engine");
+    assert_true(se >= 0 && se <= num(r, "cpu_ms_per_tx_engine") + 1e-9);
+    assert_int_equal(cJSON_IsNumber(cJSON_GetObjectItem(r, "cpu_sys_ms_per_tx_nodes")), cluster);
+  }
+  assert_true(num(au, "cpu_sys_ms_per_tx_nodes") > 0 &&
+              num(au, "cpu_sys_ms_per_tx_nodes") <= num(au, "cpu_ms_per_tx_nodes") + 1e-9);
   limit_and_stages_in_json(doc, au, 4);
   cJSON *wal = result(doc, "sqlite-wal-full"), *del = result(doc, "sqlite-delete-full");
   cJSON *mem = result(doc, "sqlite-memory");
@@ -325,6 +336,15 @@ static void the_table_for_people(void **state)
   assert_int_equal(sscanf(strstr(f, ") = "), ") = %lf ms/tx; the nodes spend %lfx that", &fl,
                           &spend), 2);
   assert_true(fl > 0 && spend > 0);
+  /* ... and the kernel's part of the CPU by role: no baseline beside it
+   * here (sqlite-memory has no disk to compare; a baseline on disk is
+   * named: the JSON test's run). */
+  const char *kl = strstr(out, "  of which in the kernel (system time: fdatasync, sockets, wake-ups): ");
+  assert_non_null(kl);
+  double ke = -1, kn = -1;
+  assert_int_equal(sscanf(strchr(kl, ')') + 2, " engine %lf, nodes %lf", &ke, &kn), 2);
+  assert_true(ke >= 0 && kn > 0);
+  assert_null(strstr(kl, "sqlite-memory's engine"));
   /* Waiting for a CPU, beside what each ran. */
   const char *wt = strstr(out, "waiting for a CPU per transaction");
   assert_non_null(wt);
