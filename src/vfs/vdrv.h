@@ -71,5 +71,9 @@ void net_sync(struct volume *v);
  * held, on the I/O thread); every one is freed. */
 void vol_members_drain(struct volume *v);
 void vol_deadline_in(struct timespec *ts, int ms);
+/* vwait.c: read page_no at the VDL (at: NULL) or at read point at[0]
+ * with need at[1] (a replica's), waiting up to READ_DEADLINE_MS. */
+int vol_read_common(struct volume *v, uint32_t page_no, const uint64_t *at, uint8_t *out,
+                    uint64_t *page_lsn, char *why, size_t whylen);
 
 #endif
