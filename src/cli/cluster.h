@@ -78,15 +78,17 @@ void cluster_find_writer(struct cluster *cl);
 /* Send m sig and wait until it is gone; its pid, or 0 if it was not running. */
 pid_t cluster_stop_member(struct cluster *cl, struct member *m, int sig);
 
-/* cluster.c: lay out cl's members again (after a change to its nodes);
+/* clfind.c: lay out cl's members again (after a change to its nodes);
  * write cluster.json (0, or -1 with a line said); the default layout of n
- * nodes (n >= 6: A1.., B1.., C1.., spread evenly over the AZs); wait until
- * the coordinator shows every node up. */
+ * nodes (n >= 6: A1.., B1.., C1.., spread evenly over the AZs); make the
+ * cluster's run/, log/ and data/ (0, or -1 with a line said). */
 void cluster_layout(struct cluster *cl);
 int cluster_write_conf(const struct cluster *cl);
 void cluster_default_nodes(struct cluster *cl, int n);
+int cluster_mkdirs(const struct cluster *cl);
+/* cluster.c: wait until the coordinator shows every node up. */
 int cluster_wait_nodes(struct cluster *cl, char *why, size_t n);
-/* cluster.c: DIR/a b c, the cluster's path; the coordinator's dashboard
+/* clfind.c: DIR/a b c, the cluster's path; the coordinator's dashboard
  * address. */
 void cluster_path(char *out, size_t n, const struct cluster *cl, const char *a,
                   const char *b, const char *c);
