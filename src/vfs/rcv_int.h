@@ -86,5 +86,13 @@ void rcv_ask(struct rcv *c, void (*free_body)(Env *));
  * failed, c->err and c->why saying why. */
 void rcv_step(struct rcv *c);
 void rcv_fail(struct rcv *c);
+/* open.c: did reply rep say a newer writer exists (then c->why says
+ * so)? PG index p's number. */
+int rcv_stale(struct rcv *c, const Env *rep);
+uint32_t rcv_pg_no(const struct rcv *c, size_t p);
+
+/* rcvadopt.c: round 3, sent when round 2 proved the VDL; its answers. */
+void rcv_adopt_ask(struct rcv *c);
+void rcv_adopt_done(struct rcv *c);
 
 #endif
