@@ -72,7 +72,7 @@ static int teardown(void **state)
   (void)state;
   sh(NULL, 0, "%s cluster down --dir %s/cluster 2>/dev/null", bin, bdir);
   if (getenv("AURALOG_KEEP") == NULL)
-    sh(NULL, 0, "rm -rf %s", bdir);
+    sh(NULL, 0, "rm -rf %s %s.err", bdir, bdir);   /* the benches' stderr lies beside it */
   return 0;
 }
 
