@@ -241,7 +241,12 @@ _Static_assert(WRITER_LOST_MS > READ_LEASE_MS, "a lost writer's read lease must 
 #define SCRUB_BATCH     4096    /* ... of at most this many records (then the versions) */
 #define REPAIR_MS       500     /* a damaged page version is asked of a peer this often */
 #define REPAIR_INFLIGHT 32      /* page versions asked of peers at once (repair, catch-up) */
-#define RCACHE_BYTES    (32u << 20) /* records a node keeps decoded in memory until GC frees them (store_rcache.c) */
+#define RCACHE_BYTES    (64u << 20) /* records a node keeps decoded in memory until GC frees them
+                                     * (store_rcache.c): GC frees every GC_MS, so this holds
+                                     * about 2.5 s of records at 32 clients write-only (~26,000
+                                     * a second); 32 MiB overflowed there, and the misses (a kv
+                                     * get and an unpack per record a page build read back) were
+                                     * 8% of a node's samples */
 #define CATCHUP_STUCK_MS 3000   /* a catch-up with pages no peer gives takes a later point after this */
 #define SCL_STUCK_MS    1000    /* a segment behind, its SCL still this long, catches up by pages (bg.c) */
 
