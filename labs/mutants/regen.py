@@ -155,7 +155,7 @@ m(24, 'one_record', G, ("gp->records, gp->n_records, 0, &added", "gp->records, 1
   "merges only the first record of a push")
 
 R = 'src/vfs/recovery.c'
-O = 'src/vfs/open.c'
+O = 'src/vfs/rcvadopt.c'
 m(25, 'ignores_truncations', R, ("""r->pg >= npgs ||
         trunc_cuts(tr, ntr, r->lsn, r->epoch))""", """r->pg >= npgs)"""),
   "follows the chains through records a known truncation cut")

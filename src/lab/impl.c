@@ -136,7 +136,7 @@ const struct impl_lab impl_labs[] = {
   {24, "gossip", "merging a PG peer's gossip", "§3.3", "src/node/gossip.c",
    gossip_tests, gossip_sims},
   {25, "recovery", "the provable VDL and the truncation", "§4.3",
-   "src/vfs/recovery.c, src/vfs/open.c", recovery_tests, recovery_sims},
+   "src/vfs/recovery.c, src/vfs/rcvadopt.c", recovery_tests, recovery_sims},
 };
 const size_t impl_nlabs = sizeof impl_labs / sizeof *impl_labs;
 

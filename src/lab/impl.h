@@ -10,7 +10,7 @@
  *   22 vdl       the VCL, the VDL and the LAL        §4.1    vfs/quorum.c
  *   23 evict     the buffer cache's eviction rule    §4.2.3  vfs/cache.c
  *   24 gossip    merging a PG peer's gossip          §3.3    node/gossip.c
- *   25 recovery  the provable VDL, the truncation    §4.3    vfs/recovery.c, open.c
+ *   25 recovery  the provable VDL, the truncation    §4.3    vfs/recovery.c, rcvadopt.c
  *
  * They are numbered from 20 so that one number names one lab, whichever
  * kind (observe labs may grow up to 19).

@@ -404,7 +404,7 @@ void read_dispatch(struct volume *v, struct readreq *r);
 void read_done(struct volume *v, struct readreq *r, const Env *env);
 void read_reap(struct volume *v);
 
-/* Recovery (open.c and rcvround.c, paper §4.3), a state machine in the
+/* Recovery (open.c, rcvadopt.c and rcvround.c, paper §4.3), a state machine in the
  * core: with v->epoch the new epoch and v's PGs and nodes from the volume's
  * description, rcv_start asks every segment of npgs PGs; the core routes
  * its events here while v->rcv is set; rcv_result says when it is over:
