@@ -32,7 +32,7 @@
 /* One GrowVolume may add at most this many PGs (coord.c): a request that
  * took a volume from a few PGs to MAX_PGS at once (24,576 segments placed
  * and assigned in one go) made every node flap. The engine asks for a
- * quarter more than it needs (vfs/volume.c grow), so growing page by page
+ * quarter more than it needs (vfs/vwait.c grow), so growing page by page
  * it never asks for more than 820 at once; only one transaction writing
  * more than ~800 MiB of new pages (at 4 KiB) would need to grow in steps. */
 #define GROW_MAX_PGS_PER_REQUEST 1024

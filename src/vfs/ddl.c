@@ -90,7 +90,7 @@ static const char *op_of(int action, const char *a1, const char *a2, const char 
 }
 
 /* Copy s into out (n bytes) on one line of printable ASCII: what the
- * journal quotes (net/wire.c line_ok); other bytes become '?', runs of
+ * journal quotes (net/wirecheck.c line_ok); other bytes become '?', runs of
  * white space one space. */
 static void one_line(char *out, size_t n, const char *s)
 {

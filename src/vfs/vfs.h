@@ -5,7 +5,7 @@
  * Open a database as file:NAME?vfs=auralog&coord=ADDR: NAME is the volume.
  * SQLite's page writes go to an overlay; at the commit boundary each dirty
  * page is diffed against its committed image and the ranges that changed
- * are shipped as one mini-transaction (vfs/volume.c). Pages are never
+ * are shipped as one mini-transaction (vfs/vwait.c vol_ship). Pages are never
  * shipped, only page deltas.
  */
 #ifndef AURALOG_VFS_H
