@@ -380,7 +380,8 @@ int store_gc(struct store *st, struct segment *s, uint64_t upto, size_t max,
   /* Every page they touch gets its version as of gc first, in page order.
    * A bit per page of the PG, not a sort of n page numbers: n is often
    * thousands (every record since the last round) for a PG of 256 pages.
-   * rec_check (or the cache, Invariant R) put each page inside the PG. */
+   * Every record was admitted inside the PG (seg_admit, segment.c); one
+   * outside it would be skipped here, never indexed past the PG's arrays. */
   uint64_t *touched = calloc((s->npages + 63) / 64 + 1, sizeof *touched);
   if (touched == NULL) {
     free(v);
