@@ -219,16 +219,16 @@ static int snapshot(struct sys *y, struct rpc *r, struct snap *sn, char *why, si
   sn->syncs = num(o, "syncs");
   sn->disk_bytes = num(o, "bytes_written");
   cJSON_Delete(o);
-  sn->cpu_engine = bench_cpu_s(y->pid);
-  sn->sys_engine = bench_cpu_sys_s(y->pid);
+  sn->cpu_engine = bench_cpu_split(y->pid, &sn->sys_engine);
   sn->wait_engine = bench_cpu_wait_s(y->pid);
   if (y->volume == NULL)
     return 0;
   for (int k = 0; k < NCOPIES; k++) {
     pid_t np = bench_member_pid(y->cdir, bench_node_ids[k]);
-    sn->cpu_node[k] = bench_cpu_s(np);
+    double sys;
+    sn->cpu_node[k] = bench_cpu_split(np, &sys);
     sn->cpu_nodes += sn->cpu_node[k];
-    sn->sys_nodes += bench_cpu_sys_s(np);
+    sn->sys_nodes += sys;
     double w = bench_cpu_wait_s(np);
     sn->wait_nodes = sn->wait_nodes < 0 || w < 0 ? -1 : sn->wait_nodes + w;
   }

@@ -95,8 +95,9 @@ int bench_base_default(int dflt);
 
 /* CPU seconds (user + system) used so far by pid; 0 if unknown. */
 double bench_cpu_s(pid_t pid);
-/* ... of which in the kernel (stime: syscalls, fsync, sockets, wake-ups). */
-double bench_cpu_sys_s(pid_t pid);
+/* The same, from one read of /proc/PID/stat, with the part of it in the
+ * kernel (stime: syscalls, fsync, sockets, wake-ups) in *sys. */
+double bench_cpu_split(pid_t pid, double *sys);
 /* Seconds pid's threads (those alive now) have spent waiting, runnable,
  * for a CPU: the run-queue wait of /proc/PID/task/TID/schedstat. -1 where
  * the kernel keeps none (no schedstat) or pid is gone. */

@@ -252,9 +252,10 @@ int bench_base_default(int dflt)
   return base;
 }
 
-/* utime and stime of pid, in seconds; 0 for a process that is gone. */
-static double cpu_of(pid_t pid, int sys_only)
+double bench_cpu_split(pid_t pid, double *sys)
 {
+  if (sys)
+    *sys = 0;
   char p[64], buf[1024];
   snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
   FILE *f = fopen(p, "r");
@@ -269,17 +270,15 @@ static double cpu_of(pid_t pid, int sys_only)
   if (s == NULL ||
       sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
     return 0;
-  return (double)(sys_only ? st : ut + st) / (double)sysconf(_SC_CLK_TCK);
+  double tck = (double)sysconf(_SC_CLK_TCK);
+  if (sys)
+    *sys = (double)st / tck;
+  return (double)(ut + st) / tck;
 }
 
 double bench_cpu_s(pid_t pid)
 {
-  return cpu_of(pid, 0);
-}
-
-double bench_cpu_sys_s(pid_t pid)
-{
-  return cpu_of(pid, 1);
+  return bench_cpu_split(pid, NULL);
 }
 
 /* schedstat's three numbers: ns on a CPU, ns waiting on a run queue,
